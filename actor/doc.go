@@ -1,0 +1,13 @@
+// Package actor holds the MCP-agnostic actor helpers snodo builds on
+// protoactor-go: a quiet shared actor system, exit signals that carry a
+// reason, and a supervisor strategy that stops (never restarts) an actor
+// whose state cannot be rebuilt.
+//
+// Import it under another name when you also import protoactor-go's own
+// actor package:
+//
+//	import (
+//		"github.com/asynkron/protoactor-go/actor"
+//		snodoactor "github.com/snodo/snodo/actor"
+//	)
+package actor

@@ -1,0 +1,38 @@
+package actor
+
+import (
+	"errors"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+)
+
+// Reasons an actor managed by snodo stops. They are sentinels: the errors
+// callers see wrap them, so errors.Is works.
+var (
+	// ReasonOwnerExited: the owner (a context or an actor) went away.
+	ReasonOwnerExited = errors.New("owner exited")
+	// ReasonStopped: the actor was stopped (Stop or Poison) without a reason.
+	ReasonStopped = errors.New("actor stopped")
+	// ReasonPanicked: the actor panicked and was stopped.
+	ReasonPanicked = errors.New("actor panicked")
+)
+
+// ExitSignal asks an actor to stop with a reason, like an Erlang exit
+// signal. Actors that understand it record Reason before stopping; others
+// ignore it. Send it with Exit.
+type ExitSignal struct {
+	Reason error
+}
+
+// IgnoreDeadLetterLogging keeps exit signals to stopped actors out of the
+// dead-letter log.
+func (*ExitSignal) IgnoreDeadLetterLogging() {}
+
+// Exit sends pid an exit signal with reason. It returns at once; an actor
+// that has already stopped ignores it. A nil reason means ReasonStopped.
+func Exit(system *protoactor.ActorSystem, pid *protoactor.PID, reason error) {
+	if reason == nil {
+		reason = ReasonStopped
+	}
+	system.Root.Send(pid, &ExitSignal{Reason: reason})
+}

@@ -1,0 +1,94 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/handlers"
+)
+
+// ServerRequest is a request the server sent to the client: Method, Params
+// (raw JSON) and the server's ID.
+type ServerRequest = handlers.Request
+
+// ServerRequestHandler answers server-to-client requests. A returned value
+// is marshalled as the result; a returned *Error is sent as that error;
+// any other error, or a panic, is answered with -32603. ctx is cancelled
+// when the server cancels the request or the connection stops, and the
+// answer is then never sent.
+type ServerRequestHandler = handlers.Func
+
+// Client is a connection to one MCP server running as a child process.
+// All its methods are safe for concurrent use by any number of goroutines
+// and actors.
+type Client struct {
+	conn *connection.Conn
+	mcp  mcpState
+}
+
+// Connect starts command with args (no shell) and connects to it over
+// stdio. ctx is the connection's owner: when it is done, the connection
+// closes. Connect returns once the MCP era is settled; a command that
+// cannot be started is an error at once.
+func Connect(ctx context.Context, command string, args []string, opts ...Option) (*Client, error) {
+	var cfg config
+	for _, opt := range opts {
+		if err := opt(&cfg); err != nil {
+			return nil, fmt.Errorf("snodo: %w", err)
+		}
+	}
+	cfg.conn.Command, cfg.conn.Args = command, args
+	c := &Client{}
+	if err := c.start(ctx, &cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Request sends a JSON-RPC request and returns the raw result. params may
+// be nil, a json.RawMessage, or anything json.Marshal accepts. Errors: a
+// *Error the server sent; a local *Error (-32001 on timeout, errors.Is
+// ErrTimeout; -32000 when the connection is gone, errors.Is
+// ErrConnectionClosed); or ctx's error. On timeout or cancellation the
+// server is sent notifications/cancelled.
+func (c *Client) Request(ctx context.Context, method string, params any, opts ...RequestOption) (json.RawMessage, error) {
+	return c.request(ctx, method, params, callOptions(opts))
+}
+
+// Notify writes a notification and returns once the line is written to
+// the server's stdin.
+func (c *Client) Notify(ctx context.Context, method string, params any) error {
+	return c.conn.Notify(ctx, method, params)
+}
+
+// Close flushes what is already queued for the server, closes its stdin
+// and returns without waiting for the server to exit. Requests in flight
+// fail at once with -32000. Close never signals or kills the server; it
+// is reaped when it exits. Idempotent; safe from any goroutine.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Done is closed once the server process has exited and the connection
+// actor has stopped.
+func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
+
+// Err is why the connection stopped, nil while it runs.
+func (c *Client) Err() error { return c.conn.Err() }
+
+// PID is the connection actor. Any actor may stop it (Stop, Poison), which
+// closes the connection; Exit stops it with a reason.
+func (c *Client) PID() *protoactor.PID { return c.conn.PID() }
+
+// ServerPID is the server's operating-system process id.
+func (c *Client) ServerPID() int { return c.conn.ProcessID() }
+
+// Exit stops the connection actor pid with reason, like an exit signal:
+// waiting callers get a -32000 *Error that wraps reason (errors.Is(err,
+// reason)). It returns at once.
+func Exit(system *protoactor.ActorSystem, pid *protoactor.PID, reason error) {
+	snodoactor.Exit(system, pid, reason)
+}

@@ -1,0 +1,100 @@
+package connection
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo/handlers"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultMaxLineBytes      = 16 << 20         // the largest line accepted from the server
+	DefaultTimeout           = 60 * time.Second // per-request timeout
+	DefaultMaxServerRequests = 16               // server-request handlers running at once
+	closeFlushTimeout        = 2 * time.Second  // how long Close may spend flushing queued lines
+)
+
+// EnvVar changes one variable of the server's environment: set to Value,
+// or removed from the inherited environment when Unset is true.
+type EnvVar struct {
+	Name  string
+	Value string
+	Unset bool
+}
+
+// Config describes one connection. The zero value of each field means its
+// documented default. Config is copied by Start; the caller's value is
+// never changed.
+type Config struct {
+	Command string   // the server program, looked up in PATH; no shell
+	Args    []string // its arguments
+	Env     []EnvVar // changes to the inherited environment, applied in order
+	// CleanEnv starts the server with only the variables named in
+	// AllowEnv (plus Env) instead of the whole environment.
+	CleanEnv bool
+	AllowEnv []string
+	Dir      string // working directory; default: the caller's
+
+	MaxLineBytes int           // default DefaultMaxLineBytes
+	Timeout      time.Duration // default DefaultTimeout; negative: no timeout
+	Stderr       io.Writer     // default: inherited (os.Stderr), not captured
+	Logger       *slog.Logger  // anomalies from the server; default: discard
+
+	System *protoactor.ActorSystem // default: snodo's shared quiet system
+	Owner  *protoactor.PID         // an actor owner, watched
+	// OwnerContext, when done, closes the connection. Start's ctx is used
+	// when nil.
+	OwnerContext context.Context
+
+	// Handler answers server-to-client requests, each in its own child
+	// actor; nil answers every server request with -32601.
+	Handler handlers.Func
+	// MaxServerRequests bounds the handlers running at once; a request
+	// over the bound is answered with -32603. Default 16.
+	MaxServerRequests int
+
+	// OnNotification, if set, sees every server notification not routed
+	// to a request (progress) or a stream (subscription). It runs on the
+	// reader goroutine and must not block.
+	OnNotification func(method string, params json.RawMessage)
+
+	// ShutdownGrace, when positive, signals a server that has not exited
+	// this long after its stdin was closed: SIGTERM to its process group,
+	// then SIGKILL after another grace period. Zero (default): never.
+	ShutdownGrace time.Duration
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	cfg := *c
+	if cfg.Command == "" {
+		return cfg, fmt.Errorf("snodo: no server command given")
+	}
+	if cfg.MaxLineBytes == 0 {
+		cfg.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if cfg.MaxLineBytes < 64 {
+		return cfg, fmt.Errorf("snodo: max line bytes %d is too small (at least 64)", cfg.MaxLineBytes)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxServerRequests == 0 {
+		cfg.MaxServerRequests = DefaultMaxServerRequests
+	}
+	if cfg.MaxServerRequests < 0 {
+		return cfg, fmt.Errorf("snodo: max server requests must be positive, got %d", cfg.MaxServerRequests)
+	}
+	cfg.Args = append([]string(nil), cfg.Args...)
+	cfg.Env = append([]EnvVar(nil), cfg.Env...)
+	return cfg, nil
+}

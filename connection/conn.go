@@ -1,0 +1,215 @@
+package connection
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/handlers"
+)
+
+// Conn is one stdio connection: a server child process owned by a
+// connection actor. Its methods are safe for concurrent use by any number
+// of goroutines and actors.
+type Conn struct {
+	cfg    Config
+	system *protoactor.ActorSystem
+	pid    *protoactor.PID
+	proc   *process
+	out    *writer
+	table  *table
+	disp   *handlers.Dispatcher
+
+	stopOwnerWatch func() bool // releases the owner context's AfterFunc
+
+	mu     sync.Mutex
+	reason error // why the connection stopped; the first one wins
+
+	stopped  chan struct{} // the actor has stopped
+	exited   chan struct{} // the process has been reaped
+	done     chan struct{} // both
+	doneOnce sync.Once
+	exitErr  error // what Wait said, once exited is closed
+}
+
+// Start starts the server and its connection actor. ctx is the owner
+// unless cfg.OwnerContext is set: when it is done, the connection closes.
+// A command that cannot be started is an error here, at once.
+func Start(ctx context.Context, cfg Config) (*Conn, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.System == nil {
+		cfg.System = snodoactor.Shared()
+	}
+	owner := cfg.OwnerContext
+	if owner == nil {
+		owner = ctx
+	}
+	if err := owner.Err(); err != nil {
+		return nil, err
+	}
+	proc, err := startProcess(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{
+		cfg:     cfg,
+		system:  cfg.System,
+		proc:    proc,
+		table:   newTable(),
+		stopped: make(chan struct{}),
+		exited:  make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	c.out = newWriter(proc.stdin, c.writeFailed)
+	c.disp = handlers.NewDispatcher(handlers.Config{
+		Handler: cfg.Handler,
+		Max:     cfg.MaxServerRequests,
+		Respond: c.respond,
+		Logger:  cfg.Logger,
+	})
+	props := protoactor.PropsFromProducer(
+		func() protoactor.Actor { return &connActor{c: c} },
+		protoactor.WithGuardian(snodoactor.StopOnFailure),
+	)
+	c.pid = c.system.Root.SpawnPrefix(props, "snodo-conn")
+	go c.out.run()
+	go c.readLoop()
+	c.stopOwnerWatch = context.AfterFunc(owner, func() {
+		c.terminate(errors.Join(ErrOwnerExited, context.Cause(owner)))
+	})
+	return c, nil
+}
+
+// PID is the connection actor. Stopping it (Stop, Poison) closes the
+// connection; actor.Exit stops it with a reason that waiting callers see.
+func (c *Conn) PID() *protoactor.PID { return c.pid }
+
+// System is the actor system the connection actor runs on.
+func (c *Conn) System() *protoactor.ActorSystem { return c.system }
+
+// ProcessID is the server's operating-system process id.
+func (c *Conn) ProcessID() int { return c.proc.cmd.Process.Pid }
+
+// Close flushes what is already queued for the server (for at most two
+// seconds), closes its stdin and returns without waiting for the server to
+// exit. Requests in flight fail at once with -32000. Close never signals
+// or kills the server; its output is drained and it is reaped when it
+// exits. Close is idempotent and safe from any goroutine; it returns nil.
+func (c *Conn) Close() error {
+	c.terminate(ErrClosed)
+	<-c.stopped
+	<-c.out.closedCh
+	return nil
+}
+
+// Done is closed once the server has exited (and been reaped) and the
+// connection actor has stopped.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err is why the connection stopped (nil while it runs). It wraps one of
+// ErrClosed, ErrServerExited, ErrStdinClosed, ErrStdoutClosed,
+// ErrOwnerExited, or the reason given to actor.Exit.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reason
+}
+
+// ExitError is what the server's Wait returned, once Done is closed.
+func (c *Conn) ExitError() error {
+	select {
+	case <-c.exited:
+		return c.exitErr
+	default:
+		return nil
+	}
+}
+
+// InFlight counts the requests waiting for an answer.
+func (c *Conn) InFlight() int { return c.table.inFlight() }
+
+// terminate records why the connection stops (the first reason wins) and
+// stops the actor. Stop is a system message: it overtakes queued mail.
+func (c *Conn) terminate(reason error) {
+	c.mu.Lock()
+	if c.reason == nil {
+		c.reason = reason
+	}
+	c.mu.Unlock()
+	c.system.Root.Stop(c.pid)
+}
+
+// closedErr is the error for callers once the connection is stopping.
+func (c *Conn) closedErr() error {
+	reason := c.Err()
+	if reason == nil {
+		reason = snodoactor.ReasonStopped
+	}
+	return closedError(reason)
+}
+
+// writeFailed: the server closed its stdin (EPIPE) or the pipe broke.
+func (c *Conn) writeFailed(err error) {
+	c.terminate(&exitReason{what: "server closed its stdin (write failed: " + err.Error() + ")", stderr: c.proc.stderr.lastLines(stderrTailLine), cause: ErrStdinClosed})
+}
+
+// shutdown runs on the actor while it stops: fail every caller, cancel
+// handlers, and close stdin after flushing what is queued.
+func (c *Conn) shutdown(ctx protoactor.Context) {
+	c.mu.Lock()
+	if c.reason == nil {
+		c.reason = snodoactor.ReasonStopped
+	}
+	reason := c.reason
+	c.mu.Unlock()
+	c.table.close(closedError(reason))
+	c.disp.Stop(ctx)
+	c.out.close()
+	if c.stopOwnerWatch != nil {
+		c.stopOwnerWatch()
+	}
+	if grace := c.cfg.ShutdownGrace; grace > 0 {
+		go c.forceExit(grace)
+	}
+}
+
+// forceExit signals a server that ignores EOF: SIGTERM to its process
+// group after grace, SIGKILL after another grace.
+func (c *Conn) forceExit(grace time.Duration) {
+	for _, sig := range forceSignals {
+		select {
+		case <-c.exited:
+			return
+		case <-time.After(grace):
+			c.cfg.Logger.Warn("snodo: server ignored EOF; signalling its process group",
+				"command", c.cfg.Command, "signal", sig.String())
+			signalGroup(c.proc.cmd, sig)
+		}
+	}
+}
+
+func (c *Conn) actorStopped() {
+	close(c.stopped)
+	c.maybeDone()
+}
+
+func (c *Conn) maybeDone() {
+	select {
+	case <-c.stopped:
+	default:
+		return
+	}
+	select {
+	case <-c.exited:
+	default:
+		return
+	}
+	c.doneOnce.Do(func() { close(c.done) })
+}

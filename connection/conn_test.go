@@ -1,0 +1,178 @@
+package connection
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+func TestConcurrentRequestsAreCorrelated(t *testing.T) {
+	c := start(t, Config{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ids := map[int64]bool{}
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 25; i++ {
+				want := fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)
+				res, err := c.Request(context.Background(), "test/echo", json.RawMessage(want), &CallOptions{
+					Sent: func(id int64) { mu.Lock(); assert.False(t, ids[id], "id %d reused", id); ids[id] = true; mu.Unlock() },
+				})
+				if assert.NoError(t, err) {
+					assert.JSONEq(t, want, string(res))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Len(t, ids, 32*25)
+	assert.Equal(t, 0, c.InFlight())
+}
+
+func TestEnvironmentAndDirectory(t *testing.T) {
+	t.Setenv("SNODO_INHERITED", "yes")
+	dir := t.TempDir()
+	c := start(t, Config{Dir: dir, Env: []EnvVar{{Name: "SNODO_EXTRA", Value: "42"}, {Name: "SNODO_INHERITED", Unset: true}}})
+	assert.JSONEq(t, `{"value":"42","set":true}`, string(mustCall(t, c, "test/env", map[string]string{"name": "SNODO_EXTRA"})))
+	assert.JSONEq(t, `{"value":"","set":false}`, string(mustCall(t, c, "test/env", map[string]string{"name": "SNODO_INHERITED"})))
+	var cwd struct{ Dir string }
+	require.NoError(t, json.Unmarshal(mustCall(t, c, "test/cwd", nil), &cwd))
+	want, _ := filepath.EvalSymlinks(dir)
+	got, _ := filepath.EvalSymlinks(cwd.Dir)
+	assert.Equal(t, want, got)
+}
+
+func TestCleanEnvironment(t *testing.T) {
+	t.Setenv("SNODO_SECRET", "hunter2")
+	c := start(t, Config{CleanEnv: true, AllowEnv: []string{"PATH"}, Env: []EnvVar{{Name: "SNODO_EXTRA", Value: "1"}}})
+	assert.JSONEq(t, `{"value":"","set":false}`, string(mustCall(t, c, "test/env", map[string]string{"name": "SNODO_SECRET"})))
+	assert.JSONEq(t, `{"value":"1","set":true}`, string(mustCall(t, c, "test/env", map[string]string{"name": "SNODO_EXTRA"})))
+	assert.Contains(t, string(mustCall(t, c, "test/env", map[string]string{"name": "PATH"})), `"set":true`)
+}
+
+// blockingWriter never returns from Write until released.
+type blockingWriter struct{ release chan struct{} }
+
+func (w blockingWriter) Write(p []byte) (int, error) { <-w.release; return len(p), nil }
+
+func TestBlockingStderrWriterNeverStallsTheConnection(t *testing.T) {
+	w := blockingWriter{release: make(chan struct{})}
+	defer close(w.release)
+	c := start(t, Config{Stderr: w})
+	res, err := c.Request(context.Background(), "test/stderr", map[string]int{"lines": 2000, "bytesPerLine": 1024}, &CallOptions{Timeout: 20 * time.Second})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"lines":2000}`, string(res))
+	mustCall(t, c, "test/echo", map[string]int{"ok": 1})
+}
+
+func TestMissingCommandFailsAtOnce(t *testing.T) {
+	_, err := Start(context.Background(), Config{Command: "snodo-no-such-command"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "snodo-no-such-command")
+
+	notExec := filepath.Join(t.TempDir(), "plain.txt")
+	require.NoError(t, os.WriteFile(notExec, []byte("hi"), 0o644))
+	_, err = Start(context.Background(), Config{Command: notExec})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot start server")
+}
+
+func TestServerErrorIsNotMistakenForLocal(t *testing.T) {
+	c := start(t, Config{})
+	_, err := c.Request(context.Background(), "test/error", map[string]any{"code": -32001, "message": "remote timeout"}, nil)
+	var e *jsonrpc.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, -32001, e.Code)
+	assert.Equal(t, "remote timeout", e.Message)
+	assert.False(t, e.Local())
+	assert.NotErrorIs(t, err, jsonrpc.ErrTimeout)
+
+	_, err = c.Request(context.Background(), "test/error", map[string]any{"code": -32000, "message": "remote"}, nil)
+	assert.NotErrorIs(t, err, jsonrpc.ErrConnectionClosed)
+}
+
+func TestTimeoutCancelsOnServerAndIgnoresLateAnswer(t *testing.T) {
+	logs := &logRecorder{}
+	c := start(t, Config{Logger: slogOf(logs)})
+	var sent int64
+	_, err := c.Request(context.Background(), "test/sleep", map[string]int{"ms": 300}, &CallOptions{Timeout: 50 * time.Millisecond, Sent: func(id int64) { sent = id }})
+	var e *jsonrpc.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, jsonrpc.CodeTimeout, e.Code)
+	assert.ErrorIs(t, err, jsonrpc.ErrTimeout)
+	assert.Equal(t, []int64{sent}, receivedCancels(t, c, 1))
+	// The late answer arrives and is dropped; the connection carries on.
+	testutil.Eventually(t, func() bool { return logs.count("no request in flight") == 1 }, 10*time.Second, "late answer logged")
+	mustCall(t, c, "test/echo", map[string]int{"after": 1})
+}
+
+func TestContextCancellation(t *testing.T) {
+	c := start(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var sent int64
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Request(ctx, "test/sleep", map[string]int{"ms": 5000}, &CallOptions{Sent: func(id int64) { sent = id }})
+		errc <- err
+	}()
+	testutil.Eventually(t, func() bool { return c.InFlight() == 1 }, 5*time.Second, "request in flight")
+	cancel()
+	err := <-errc
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, []int64{sent}, receivedCancels(t, c, 1))
+}
+
+func TestNotifyReturnsOnceWritten(t *testing.T) {
+	c := start(t, Config{})
+	require.NoError(t, c.Notify(context.Background(), "notifications/roots/list_changed", map[string]int{"n": 1}))
+	res := mustCall(t, c, "test/received", map[string]string{"method": "notifications/roots/list_changed"})
+	assert.Contains(t, string(res), `"n":1`)
+}
+
+func TestBadInputNeverBreaksTheConnection(t *testing.T) {
+	logs := &logRecorder{}
+	c := start(t, Config{Logger: slogOf(logs)})
+	assert.JSONEq(t, `{"ok":true}`, string(mustCall(t, c, "test/garbage", nil)))
+	assert.GreaterOrEqual(t, logs.count("not JSON-RPC"), 4)
+	assert.GreaterOrEqual(t, logs.count("no request in flight"), 1)
+	assert.JSONEq(t, `{"ok":true}`, string(mustCall(t, c, "test/split", map[string]int{"parts": 10, "delayMs": 5})))
+	assert.JSONEq(t, `{"n":1}`, string(mustCall(t, c, "test/duplicate", nil)))
+	mustCall(t, c, "test/echo", map[string]string{"still": "up"})
+	testutil.Eventually(t, func() bool { return logs.count("no request in flight") >= 3 }, 5*time.Second, "duplicates logged")
+}
+
+func TestOverlongLineIsDiscardedAndTimesOut(t *testing.T) {
+	c := start(t, Config{MaxLineBytes: 4096})
+	_, err := c.Request(context.Background(), "test/overlong", map[string]int{"bytes": 1 << 20}, &CallOptions{Timeout: 500 * time.Millisecond})
+	assert.ErrorIs(t, err, jsonrpc.ErrTimeout)
+	// Just under the limit still works, and so does everything after.
+	res, err := c.Request(context.Background(), "test/overlong", map[string]int{"bytes": 4000}, nil)
+	require.NoError(t, err)
+	assert.Greater(t, len(res), 3900)
+	mustCall(t, c, "test/echo", map[string]int{"after": 1})
+}
+
+func TestServerWithoutHandlerGetsMethodNotFound(t *testing.T) {
+	c := start(t, Config{})
+	res := mustCall(t, c, "test/serverRequest", map[string]any{"method": "roots/list", "count": 3, "concurrent": true})
+	var out struct{ Responses []struct{ Error *jsonrpc.Error } }
+	require.NoError(t, json.Unmarshal(res, &out))
+	require.Len(t, out.Responses, 3)
+	for _, r := range out.Responses {
+		require.NotNil(t, r.Error)
+		assert.Equal(t, jsonrpc.CodeMethodNotFound, r.Error.Code)
+	}
+}

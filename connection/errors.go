@@ -1,0 +1,56 @@
+package connection
+
+import (
+	"errors"
+	"fmt"
+
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// Why a connection stopped. Callers see a -32000 *jsonrpc.Error that wraps
+// jsonrpc.ErrConnectionClosed and one of these (or an exit reason given to
+// actor.Exit), so errors.Is tells them apart.
+var (
+	// ErrClosed: Close was called.
+	ErrClosed = errors.New("connection closed by the client")
+	// ErrServerExited: the server process exited.
+	ErrServerExited = errors.New("server exited")
+	// ErrStdinClosed: a write to the server failed because it closed its stdin.
+	ErrStdinClosed = errors.New("server closed its stdin")
+	// ErrStdoutClosed: the server closed its stdout but kept running.
+	ErrStdoutClosed = errors.New("server closed its stdout")
+	// ErrOwnerExited is actor.ReasonOwnerExited: the owner went away.
+	ErrOwnerExited = snodoactor.ReasonOwnerExited
+)
+
+// closedError is what every waiting and later caller gets once the
+// connection has stopped for reason.
+func closedError(reason error) *jsonrpc.Error {
+	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
+		"connection closed: "+reason.Error(), jsonrpc.ErrConnectionClosed, reason)
+}
+
+// timeoutError is the local -32001.
+func timeoutError(method string, what string) *jsonrpc.Error {
+	return jsonrpc.NewLocalError(jsonrpc.CodeTimeout,
+		fmt.Sprintf("%s: no answer within %s; raise it with the Timeout request option or WithTimeout", method, what),
+		jsonrpc.ErrTimeout)
+}
+
+// exitReason describes a server exit: status or signal, and the last
+// lines of stderr when it is captured.
+type exitReason struct {
+	what   string // "server exited with status 3"
+	stderr string
+	cause  error // ErrServerExited or ErrStdoutClosed
+}
+
+func (e *exitReason) Error() string {
+	if e.stderr != "" {
+		return e.what + " (last stderr: " + e.stderr + ")"
+	}
+	return e.what
+}
+
+func (e *exitReason) Unwrap() error { return e.cause }

@@ -1,0 +1,105 @@
+package connection
+
+import (
+	"bytes"
+	"io"
+)
+
+const (
+	framerInitial = 4 << 10  // an idle connection keeps little memory
+	framerBatch   = 64 << 10 // grown to this when reads fill the buffer
+)
+
+// framer splits a byte stream into newline-terminated lines. It never
+// holds more than max bytes of one line: the rest of a longer line is
+// discarded as it arrives, and the next line is read normally.
+type framer struct {
+	r   io.Reader
+	max int
+
+	buf        []byte // data is buf[start:end]
+	start, end int
+	scanned    int  // buf[start:scanned] holds no newline
+	discarding bool // inside an overlong line
+
+	overlong func(seen int) // called once per discarded line
+	seen     int            // bytes of the overlong line so far
+}
+
+func newFramer(r io.Reader, max int, overlong func(int)) *framer {
+	return &framer{r: r, max: max, overlong: overlong}
+}
+
+// next returns the next complete line without its newline (and without a
+// trailing '\r'). The slice is valid until the following call.
+func (f *framer) next() ([]byte, error) {
+	for {
+		if i := bytes.IndexByte(f.buf[f.scanned:f.end], '\n'); i >= 0 {
+			nl := f.scanned + i
+			line := f.buf[f.start:nl]
+			f.start, f.scanned = nl+1, nl+1
+			if f.discarding {
+				f.discarding = false
+				f.overlong(f.seen + len(line))
+				continue
+			}
+			if len(line) > f.max {
+				f.overlong(len(line))
+				continue
+			}
+			return bytes.TrimSuffix(line, []byte{'\r'}), nil
+		}
+		f.scanned = f.end
+		if pending := f.end - f.start; f.discarding || pending > f.max {
+			if !f.discarding {
+				f.discarding, f.seen = true, 0
+			}
+			f.seen += pending
+			f.start, f.end, f.scanned = 0, 0, 0
+		}
+		if err := f.fill(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// fill reads more input, first making room: it moves pending bytes to the
+// front, grows the buffer up to what one line may need, and gives memory
+// back after a large line has gone.
+func (f *framer) fill() error {
+	pending := f.end - f.start
+	if pending == 0 && len(f.buf) > framerBatch {
+		f.buf = nil
+	}
+	if f.buf == nil {
+		f.buf = make([]byte, framerInitial)
+		f.start, f.end, f.scanned = 0, 0, 0
+	}
+	if f.start > 0 && (f.end == len(f.buf) || pending == 0) {
+		copy(f.buf, f.buf[f.start:f.end])
+		f.scanned -= f.start
+		f.end -= f.start
+		f.start = 0
+	}
+	if f.end == len(f.buf) {
+		size := 2 * len(f.buf)
+		if limit := f.max + 1; size > limit && !f.discarding {
+			size = max(limit, len(f.buf)+1)
+		}
+		if f.discarding {
+			size = len(f.buf) // the buffer is empty while discarding
+		}
+		grown := make([]byte, size)
+		copy(grown, f.buf[:f.end])
+		f.buf = grown
+	}
+	n, err := f.r.Read(f.buf[f.end:])
+	f.end += n
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}

@@ -1,0 +1,122 @@
+package connection
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
+
+// start connects to the test server with flags and registers a cleanup
+// that closes the connection and checks the process was reaped.
+func start(t *testing.T, cfg Config, flags ...string) *Conn {
+	t.Helper()
+	cfg.Command, cfg.Args = testutil.Server(t, flags...)
+	c, err := Start(context.Background(), cfg)
+	require.NoError(t, err)
+	pid := c.ProcessID()
+	t.Cleanup(func() {
+		c.Close()
+		select {
+		case <-c.Done():
+		case <-time.After(20 * time.Second):
+			t.Errorf("connection not done 20 s after Close")
+		}
+		testutil.AssertReaped(t, pid, 10*time.Second)
+	})
+	return c
+}
+
+func mustCall(t *testing.T, c *Conn, method string, params any) json.RawMessage {
+	t.Helper()
+	res, err := c.Request(context.Background(), method, params, nil)
+	require.NoError(t, err, method)
+	return res
+}
+
+// requireClosed checks err is the local -32000 wrapping reason.
+func requireClosed(t *testing.T, err error, reason error) *jsonrpc.Error {
+	t.Helper()
+	var e *jsonrpc.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, jsonrpc.CodeConnectionClosed, e.Code, err.Error())
+	require.ErrorIs(t, err, jsonrpc.ErrConnectionClosed)
+	if reason != nil {
+		require.ErrorIs(t, err, reason)
+	}
+	return e
+}
+
+// logRecorder is a slog handler that keeps messages for assertions.
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	var b bytes.Buffer
+	b.WriteString(rec.Message)
+	rec.Attrs(func(a slog.Attr) bool { b.WriteString(" " + a.String()); return true })
+	r.mu.Lock()
+	r.msgs = append(r.msgs, b.String())
+	r.mu.Unlock()
+	return nil
+}
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler      { return r }
+
+func (r *logRecorder) count(substr string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, m := range r.msgs {
+		if bytes.Contains([]byte(m), []byte(substr)) {
+			n++
+		}
+	}
+	return n
+}
+
+// receivedCancels asks the server which requests it saw cancelled.
+func receivedCancels(t *testing.T, c *Conn, n int) []int64 {
+	t.Helper()
+	res := mustCall(t, c, "test/waitNotification", map[string]any{"method": "notifications/cancelled", "count": n})
+	var out struct {
+		Messages []struct {
+			Params struct {
+				RequestID int64 `json:"requestId"`
+			} `json:"params"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(res, &out))
+	var ids []int64
+	for _, m := range out.Messages {
+		ids = append(ids, m.Params.RequestID)
+	}
+	return ids
+}
+
+func waitDone(t *testing.T, c *Conn) {
+	t.Helper()
+	select {
+	case <-c.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("connection not done within 20 s")
+	}
+}
+
+var errTest = errors.New("test reason")
+
+func slogOf(h slog.Handler) *slog.Logger { return slog.New(h) }

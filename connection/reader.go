@@ -1,0 +1,182 @@
+package connection
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// exitGrace is how long the reader waits, after stdout's EOF, for the
+// process to exit before it reports "stdout closed" instead of the exit.
+const exitGrace = 200 * time.Millisecond
+
+// readLoop reads the server's stdout until EOF — also after Close, so the
+// server can finish its admitted requests instead of dying of a broken
+// pipe — then reaps the process.
+func (c *Conn) readLoop() {
+	fr := newFramer(c.proc.stdout, c.cfg.MaxLineBytes, func(n int) {
+		c.cfg.Logger.Warn("snodo: discarded an overlong line from the server; the request it answered will time out",
+			"bytes", n, "max_line_bytes", c.cfg.MaxLineBytes)
+	})
+	for {
+		line, err := fr.next()
+		if err != nil {
+			break
+		}
+		c.route(line)
+	}
+	c.proc.stdout.Close()
+	c.reap()
+}
+
+// reap waits for the process after stdout's EOF and records why it ended.
+func (c *Conn) reap() {
+	waited := make(chan error, 1)
+	go func() { waited <- c.proc.cmd.Wait() }()
+	var err error
+	select {
+	case err = <-waited:
+		c.terminate(c.exitReason(err, ErrServerExited))
+	case <-time.After(exitGrace):
+		c.terminate(&exitReason{what: "server closed its stdout but is still running", stderr: c.proc.stderr.lastLines(stderrTailLine), cause: ErrStdoutClosed})
+		err = <-waited
+	}
+	if t := c.proc.stderr; t != nil {
+		select {
+		case <-t.done:
+		case <-time.After(time.Second): // a grandchild holds stderr open
+			t.r.Close()
+			<-t.done
+		}
+	}
+	c.exitErr = err
+	close(c.exited)
+	c.maybeDone()
+}
+
+func (c *Conn) exitReason(waitErr error, cause error) error {
+	if t := c.proc.stderr; t != nil {
+		select { // let the last stderr lines arrive
+		case <-t.done:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return &exitReason{what: describeExit(waitErr), stderr: c.proc.stderr.lastLines(stderrTailLine), cause: cause}
+}
+
+// route classifies one line and hands it to whoever waits for it. It never
+// blocks: answers go to the request table, server requests to the actor's
+// mailbox, stream notifications to sinks that queue them.
+func (c *Conn) route(line []byte) {
+	env, err := jsonrpc.Scan(line)
+	if err != nil {
+		if len(bytes.TrimSpace(line)) > 0 {
+			c.cfg.Logger.Warn("snodo: ignored a line from the server that is not JSON-RPC", "error", err, "line", sample(line))
+		}
+		return
+	}
+	switch env.Kind {
+	case jsonrpc.KindResponse:
+		c.routeResponse(&env, line)
+	case jsonrpc.KindRequest:
+		c.routeServerRequest(&env)
+	case jsonrpc.KindNotification:
+		c.routeNotification(&env)
+	}
+}
+
+func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) {
+	id, ok := env.IntID()
+	var delivered bool
+	if ok {
+		if env.Error != nil {
+			e := new(jsonrpc.Error)
+			if err := json.Unmarshal(env.Error, e); err != nil {
+				e = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server sent a malformed error object: " + sample(env.Error)}
+			}
+			delivered = c.table.complete(id, nil, e)
+		} else {
+			delivered = c.table.complete(id, bytes.Clone(env.Result), nil)
+		}
+	}
+	if !delivered && c.Err() == nil {
+		c.cfg.Logger.Warn("snodo: ignored a response to no request in flight (unknown, duplicate, timed out or cancelled)",
+			"id", string(env.ID), "line", sample(line))
+	}
+}
+
+func (c *Conn) routeServerRequest(env *jsonrpc.Envelope) {
+	req := &handlers.Request{
+		ID:     bytes.Clone(env.ID),
+		Method: env.MethodName(),
+		Params: bytes.Clone(env.Params),
+	}
+	c.system.Root.Send(c.pid, &serverRequestMsg{req: req})
+}
+
+// Notification params carry these members when they concern a request.
+type notificationParams struct {
+	Meta struct {
+		SubscriptionID json.RawMessage `json:"io.modelcontextprotocol/subscriptionId"`
+	} `json:"_meta"`
+	ProgressToken json.RawMessage `json:"progressToken"`
+	Progress      float64         `json:"progress"`
+	Total         float64         `json:"total"`
+	Message       string          `json:"message"`
+	RequestID     json.RawMessage `json:"requestId"`
+}
+
+func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
+	var p notificationParams
+	if len(env.Params) > 0 {
+		if err := json.Unmarshal(env.Params, &p); err != nil {
+			c.cfg.Logger.Warn("snodo: ignored a notification with malformed params", "method", env.MethodName(), "error", err)
+			return
+		}
+	}
+	method := env.MethodName()
+	if method == "notifications/progress" {
+		if id, ok := jsonrpc.ParseIntID(p.ProgressToken); ok && c.table.progress(id, Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}) {
+			return
+		}
+		c.cfg.Logger.Debug("snodo: dropped progress for no request that asked for it", "token", string(p.ProgressToken))
+		return
+	}
+	if p.Meta.SubscriptionID != nil {
+		if id, ok := jsonrpc.ParseIntID(p.Meta.SubscriptionID); ok {
+			if sink := c.table.streamOf(id); sink != nil {
+				sink(method, bytes.Clone(env.Params))
+				return
+			}
+		}
+		c.cfg.Logger.Debug("snodo: dropped a notification for an unknown subscription", "method", method, "subscription", string(p.Meta.SubscriptionID))
+		return
+	}
+	if method == "notifications/cancelled" && p.RequestID != nil {
+		if id, ok := jsonrpc.ParseIntID(p.RequestID); ok {
+			if sink := c.table.streamOf(id); sink != nil { // the server tears a stream down
+				sink(method, bytes.Clone(env.Params))
+				return
+			}
+		}
+		c.system.Root.Send(c.pid, &serverCancelMsg{id: bytes.Clone(p.RequestID)})
+		return
+	}
+	if c.cfg.OnNotification != nil {
+		c.cfg.OnNotification(method, bytes.Clone(env.Params))
+		return
+	}
+	c.cfg.Logger.Debug("snodo: dropped a server notification", "method", method)
+}
+
+// sample shortens a line for a log record.
+func sample(b []byte) string {
+	const n = 200
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

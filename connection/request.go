@@ -1,0 +1,198 @@
+package connection
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// Progress is one notifications/progress update for a request.
+type Progress struct {
+	Progress float64 // how far along; increases with every update
+	Total    float64 // the total, when the server knows it; 0 otherwise
+	Message  string  // optional human-readable status
+}
+
+// CallOptions tune one request. The zero value uses the connection's
+// defaults.
+type CallOptions struct {
+	// Timeout for this request: 0 uses the connection's, negative waits
+	// for ever (until the ctx is done or the connection stops).
+	Timeout time.Duration
+	// OnProgress, when set, gives the request a progressToken (in
+	// params._meta) and runs for each progress update, on the caller's
+	// goroutine, in order, before the result is returned.
+	OnProgress func(Progress)
+	// ResetTimeoutOnProgress restarts the timeout at each progress update.
+	ResetTimeoutOnProgress bool
+	// MaxTotalTimeout caps the whole wait whatever the progress; 0: none.
+	MaxTotalTimeout time.Duration
+	// Stream receives the notifications the server correlates to this
+	// request through _meta["io.modelcontextprotocol/subscriptionId"]
+	// (subscriptions/listen). It runs on the reader goroutine, in order,
+	// and must not block.
+	Stream func(method string, params json.RawMessage)
+	// Sent, when set, is called with the request's ID just before the
+	// request is queued for writing (so before any answer can arrive).
+	Sent func(id int64)
+}
+
+var noOptions CallOptions
+
+// Request sends method with params and waits for the answer. params may be
+// nil, a json.RawMessage, or anything json.Marshal accepts. It returns the
+// raw result, a *jsonrpc.Error (from the server, or local: -32001 on
+// timeout, -32000 when the connection is gone), or ctx's error.
+//
+// Any number of goroutines may call Request at once. On timeout or ctx
+// cancellation the server is sent notifications/cancelled for the request;
+// the caller does not wait for that write.
+func (c *Conn) Request(ctx context.Context, method string, params any, opts *CallOptions) (json.RawMessage, error) {
+	if opts == nil {
+		opts = &noOptions
+	}
+	p, err := jsonrpc.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("snodo: cannot marshal the params of %s: %w", method, err)
+	}
+	cl := &call{wake: make(chan struct{}, 1), wantProgress: opts.OnProgress != nil, stream: opts.Stream}
+	id, err := c.table.add(cl)
+	if err != nil {
+		return nil, err
+	}
+	if cl.wantProgress {
+		token := json.RawMessage(strconv.FormatInt(id, 10))
+		if p, err = jsonrpc.MergeMeta(p, map[string]json.RawMessage{"progressToken": token}); err != nil {
+			c.table.abandon(id, cl)
+			return nil, fmt.Errorf("snodo: %s: %w", method, err)
+		}
+	}
+	if opts.Sent != nil {
+		opts.Sent(id)
+	}
+	if err := c.out.append(func(b []byte) []byte { return jsonrpc.AppendRequest(b, id, method, p) }); err != nil {
+		c.table.abandon(id, cl)
+		return nil, c.closedErr()
+	}
+	return c.await(ctx, id, cl, method, opts)
+}
+
+// await waits for the answer to request id, running progress callbacks on
+// the caller's goroutine as updates arrive.
+func (c *Conn) await(ctx context.Context, id int64, cl *call, method string, opts *CallOptions) (json.RawMessage, error) {
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = c.cfg.Timeout
+	}
+	var timerC, totalC <-chan time.Time
+	var timer *time.Timer
+	if timeout > 0 {
+		timer = time.NewTimer(timeout)
+		defer timer.Stop()
+		timerC = timer.C
+	}
+	if opts.MaxTotalTimeout > 0 {
+		total := time.NewTimer(opts.MaxTotalTimeout)
+		defer total.Stop()
+		totalC = total.C
+	}
+	for {
+		select {
+		case <-cl.wake:
+			progress, done := c.table.take(cl)
+			if len(progress) > 0 {
+				c.runProgress(id, cl, method, opts.OnProgress, progress)
+				if opts.ResetTimeoutOnProgress && timer != nil && !done {
+					timer.Reset(timeout)
+				}
+			}
+			if done {
+				return cl.result, cl.err
+			}
+		case <-timerC:
+			if c.giveUp(id, cl, "timeout") {
+				return nil, timeoutError(method, timeout.String())
+			}
+		case <-totalC:
+			if c.giveUp(id, cl, "timeout") {
+				return nil, timeoutError(method, "the maximum total time of "+opts.MaxTotalTimeout.String())
+			}
+		case <-ctx.Done():
+			if c.giveUp(id, cl, "cancelled by the client") {
+				return nil, fmt.Errorf("snodo: %s: %w", method, ctx.Err())
+			}
+		}
+	}
+}
+
+// giveUp abandons request id and tells the server, unless the answer won
+// the race (then the caller picks it up from the wake channel).
+func (c *Conn) giveUp(id int64, cl *call, reason string) bool {
+	if !c.table.abandon(id, cl) {
+		return false
+	}
+	c.cancelOnServer(id, reason)
+	return true
+}
+
+// runProgress runs the callback for each update. If the callback panics,
+// the request is cancelled on the server and the panic continues.
+func (c *Conn) runProgress(id int64, cl *call, method string, fn func(Progress), updates []Progress) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.giveUp(id, cl, "progress callback panicked")
+			panic(r)
+		}
+	}()
+	for _, p := range updates {
+		fn(p)
+	}
+}
+
+// cancelOnServer queues notifications/cancelled for request id.
+func (c *Conn) cancelOnServer(id int64, reason string) {
+	_ = c.out.append(func(b []byte) []byte {
+		b = append(b, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, `,"reason":`...)
+		b = jsonrpc.AppendString(b, reason)
+		return append(b, "}}\n"...)
+	})
+}
+
+// Notify writes a notification and returns once the line is written to
+// the server's stdin (or ctx is done, or the connection has stopped).
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	p, err := jsonrpc.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("snodo: cannot marshal the params of %s: %w", method, err)
+	}
+	written, err := c.out.appendAndWait(func(b []byte) []byte { return jsonrpc.AppendNotification(b, method, p) })
+	if err != nil {
+		return c.closedErr()
+	}
+	select {
+	case err := <-written:
+		if err != nil {
+			return c.closedErr()
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("snodo: %s: %w", method, ctx.Err())
+	}
+}
+
+// Respond writes the answer to a server request (result, or err when not
+// nil). It never blocks; after the connection stopped it does nothing.
+func (c *Conn) respond(id json.RawMessage, result json.RawMessage, e *jsonrpc.Error) {
+	_ = c.out.append(func(b []byte) []byte {
+		if e != nil {
+			return jsonrpc.AppendError(b, id, e)
+		}
+		return jsonrpc.AppendResult(b, id, result)
+	})
+}

@@ -1,0 +1,7 @@
+//go:build unix
+
+package connection
+
+import "syscall"
+
+var forceSignals = []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL}

@@ -1,0 +1,42 @@
+package snodo
+
+import (
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// Error is a JSON-RPC error object: one a server sent, one a handler
+// returns to answer a server request (&snodo.Error{Code: 4242, Message:
+// "…"}), or one raised locally. Tell local ones apart with errors.Is:
+// errors.Is(err, ErrTimeout) is true only for a local timeout, never for a
+// -32001 that came over the wire.
+type Error = jsonrpc.Error
+
+// JSON-RPC error codes.
+const (
+	CodeConnectionClosed    = jsonrpc.CodeConnectionClosed    // -32000: server exited, stdin write failed, or the connection closed
+	CodeTimeout             = jsonrpc.CodeTimeout             // -32001: the request timed out (local)
+	CodeResourceNotFound    = jsonrpc.CodeResourceNotFound    // -32002: resources/read of an unknown URI (legacy servers)
+	CodeUnsupportedProtocol = jsonrpc.CodeUnsupportedProtocol // -32022: the server does not speak the requested version
+	CodeParseError          = jsonrpc.CodeParseError          // -32700
+	CodeInvalidRequest      = jsonrpc.CodeInvalidRequest      // -32600
+	CodeMethodNotFound      = jsonrpc.CodeMethodNotFound      // -32601
+	CodeInvalidParams       = jsonrpc.CodeInvalidParams       // -32602
+	CodeInternalError       = jsonrpc.CodeInternalError       // -32603
+)
+
+// Sentinels for errors.Is. ErrTimeout and ErrConnectionClosed match only
+// errors raised by snodo; the others tell why a connection stopped.
+var (
+	ErrTimeout          = jsonrpc.ErrTimeout          // a request's timeout expired
+	ErrConnectionClosed = jsonrpc.ErrConnectionClosed // the connection is gone, for whatever reason
+
+	ErrClosed       = connection.ErrClosed       // Close was called
+	ErrServerExited = connection.ErrServerExited // the server process exited
+	ErrStdinClosed  = connection.ErrStdinClosed  // the server closed its stdin (a write failed)
+	ErrStdoutClosed = connection.ErrStdoutClosed // the server closed its stdout and lives on
+	ErrOwnerExited  = snodoactor.ReasonOwnerExited
+	ErrStopped      = snodoactor.ReasonStopped  // the connection actor was stopped without a reason
+	ErrPanicked     = snodoactor.ReasonPanicked // the connection actor panicked
+)

@@ -1,0 +1,141 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// AppendRequest appends one request line (with its newline) to buf.
+// params must be a JSON value or nil (omitted).
+func AppendRequest(buf []byte, id int64, method string, params []byte) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = strconv.AppendInt(buf, id, 10)
+	return appendTail(buf, method, params)
+}
+
+// AppendNotification appends one notification line to buf.
+func AppendNotification(buf []byte, method string, params []byte) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0"`...)
+	return appendTail(buf, method, params)
+}
+
+func appendTail(buf []byte, method string, params []byte) []byte {
+	buf = append(buf, `,"method":`...)
+	buf = AppendString(buf, method)
+	if len(params) > 0 {
+		buf = append(buf, `,"params":`...)
+		buf = append(buf, params...)
+	}
+	return append(buf, "}\n"...)
+}
+
+// AppendResult appends a response line carrying result (nil means null).
+func AppendResult(buf []byte, id []byte, result []byte) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = append(buf, id...)
+	buf = append(buf, `,"result":`...)
+	if len(result) == 0 {
+		result = nullLit
+	}
+	buf = append(buf, result...)
+	return append(buf, "}\n"...)
+}
+
+// AppendError appends an error response line. id may be nil (null).
+func AppendError(buf []byte, id []byte, e *Error) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	if len(id) == 0 {
+		id = nullLit
+	}
+	buf = append(buf, id...)
+	buf = append(buf, `,"error":{"code":`...)
+	buf = strconv.AppendInt(buf, int64(e.Code), 10)
+	buf = append(buf, `,"message":`...)
+	buf = AppendString(buf, e.Message)
+	if len(e.Data) > 0 {
+		buf = append(buf, `,"data":`...)
+		buf = append(buf, e.Data...)
+	}
+	return append(buf, "}}\n"...)
+}
+
+// AppendString appends s as a JSON string.
+func AppendString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			b, _ := json.Marshal(s)
+			return append(buf, b...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}
+
+// Marshal turns params into a JSON value: json.RawMessage and []byte pass
+// through unchanged, nil stays nil, anything else goes through json.Marshal.
+func Marshal(v any) ([]byte, error) {
+	switch p := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return p, nil
+	case []byte:
+		return p, nil
+	}
+	return json.Marshal(v)
+}
+
+// MergeMeta returns params (a JSON object, or nil) with the given members
+// added to its "_meta" object. Members the caller already put in "_meta"
+// win over the ones given here, so nothing the caller set is lost.
+// The fast path splices into params without decoding it.
+func MergeMeta(params []byte, members map[string]json.RawMessage) ([]byte, error) {
+	if len(members) == 0 {
+		return params, nil
+	}
+	trimmed := bytes.TrimSpace(params)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, nullLit) {
+		trimmed = []byte("{}")
+	}
+	if trimmed[0] != '{' {
+		return nil, &Error{Code: CodeInvalidParams, Message: "params must be a JSON object to carry _meta"}
+	}
+	if !bytes.Contains(trimmed, []byte(`"_meta"`)) {
+		meta, err := json.Marshal(members)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]byte, 0, len(trimmed)+len(meta)+10)
+		out = append(out, `{"_meta":`...)
+		out = append(out, meta...)
+		rest := bytes.TrimSpace(trimmed[1:])
+		if rest[0] != '}' {
+			out = append(out, ',')
+		}
+		return append(out, rest...), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &obj); err != nil {
+		return nil, err
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := obj["_meta"]; ok && !bytes.Equal(bytes.TrimSpace(raw), nullLit) {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, &Error{Code: CodeInvalidParams, Message: "params._meta must be a JSON object"}
+		}
+	}
+	for k, v := range members {
+		if _, set := meta[k]; !set {
+			meta[k] = v
+		}
+	}
+	m, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	obj["_meta"] = m
+	return json.Marshal(obj)
+}

@@ -1,0 +1,172 @@
+package snodo
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo/connection"
+)
+
+// Option configures Connect. Options validate their input: Connect
+// returns the first option error.
+type Option func(*config) error
+
+// config is everything Connect needs; the caller never sees it.
+type config struct {
+	conn connection.Config
+	mcp  mcpConfig
+}
+
+// WithEnv sets an environment variable for the server, on top of the
+// inherited environment.
+func WithEnv(name, value string) Option {
+	return func(c *config) error {
+		if name == "" {
+			return errors.New("WithEnv: empty variable name")
+		}
+		c.conn.Env = append(c.conn.Env, connection.EnvVar{Name: name, Value: value})
+		return nil
+	}
+}
+
+// WithoutEnv removes an inherited environment variable from the server's
+// environment.
+func WithoutEnv(name string) Option {
+	return func(c *config) error {
+		if name == "" {
+			return errors.New("WithoutEnv: empty variable name")
+		}
+		c.conn.Env = append(c.conn.Env, connection.EnvVar{Name: name, Unset: true})
+		return nil
+	}
+}
+
+// WithCleanEnv starts the server with only the named variables of this
+// process's environment (plus those given with WithEnv) instead of all of
+// it, so secrets in the environment do not reach third-party servers.
+// With no names, a small default allow-list is used: PATH, HOME, USER,
+// LOGNAME, SHELL, LANG, LC_ALL, TERM, TMPDIR, TZ.
+func WithCleanEnv(allow ...string) Option {
+	return func(c *config) error {
+		if len(allow) == 0 {
+			allow = DefaultCleanEnv
+		}
+		c.conn.CleanEnv = true
+		c.conn.AllowEnv = append([]string(nil), allow...)
+		return nil
+	}
+}
+
+// DefaultCleanEnv is the allow-list WithCleanEnv uses when given no names.
+var DefaultCleanEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}
+
+// WithDir sets the server's working directory. Default: the caller's.
+func WithDir(dir string) Option {
+	return func(c *config) error { c.conn.Dir = dir; return nil }
+}
+
+// WithMaxLineBytes sets the largest line accepted from the server. The
+// rest of a longer line is discarded as it arrives, so the request it
+// answered times out; later lines are unaffected. Default 16 MiB.
+func WithMaxLineBytes(n int) Option {
+	return func(c *config) error {
+		if n < 64 {
+			return fmt.Errorf("WithMaxLineBytes: %d is too small (at least 64)", n)
+		}
+		c.conn.MaxLineBytes = n
+		return nil
+	}
+}
+
+// WithServerRequestHandler answers requests the server sends to the
+// client (legacy era) and the input requests of multi-round-trip results
+// (modern era). Each runs in its own child actor of the connection.
+// Without it, every server request is answered with -32601.
+func WithServerRequestHandler(h ServerRequestHandler) Option {
+	return func(c *config) error { c.mcp.handler = h; return nil }
+}
+
+// WithMaxServerRequests bounds the handlers running at once; a server
+// request over the bound is answered with -32603 without running the
+// handler. Default 16.
+func WithMaxServerRequests(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("WithMaxServerRequests: %d must be at least 1", n)
+		}
+		c.conn.MaxServerRequests = n
+		return nil
+	}
+}
+
+// WithTimeout sets the default per-request timeout. Default 60 s; a
+// negative value disables it. The Timeout request option overrides it.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d == 0 {
+			return errors.New("WithTimeout: zero timeout; pass a negative duration to disable timeouts")
+		}
+		c.conn.Timeout = d
+		return nil
+	}
+}
+
+// WithStderr sends the server's stderr to w. Default: inherited (the
+// server writes to this process's stderr), not captured. When w is not an
+// *os.File, snodo reads stderr itself: the last lines appear in the error
+// callers see when the server exits, and a w that blocks never stalls the
+// server or the connection (output it cannot take is dropped).
+func WithStderr(w io.Writer) Option {
+	return func(c *config) error { c.conn.Stderr = w; return nil }
+}
+
+// WithLogger receives the anomalies snodo sees on the wire (malformed
+// lines, unknown IDs, overlong lines) and lifecycle events. Default:
+// discarded.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error { c.conn.Logger = l; return nil }
+}
+
+// WithOwner makes an actor the owner of the connection: the connection
+// watches it and closes when it terminates (in addition to Connect's ctx).
+func WithOwner(pid *protoactor.PID) Option {
+	return func(c *config) error {
+		if pid == nil {
+			return errors.New("WithOwner: nil PID")
+		}
+		c.conn.Owner = pid
+		return nil
+	}
+}
+
+// WithActorSystem runs the connection actor on sys. Default: one shared
+// system with its logging discarded.
+func WithActorSystem(sys *protoactor.ActorSystem) Option {
+	return func(c *config) error {
+		if sys == nil {
+			return errors.New("WithActorSystem: nil system")
+		}
+		c.conn.System = sys
+		return nil
+	}
+}
+
+// WithShutdownGrace turns on forced shutdown, beyond the seed's rules: a
+// server that has not exited d after its stdin was closed gets SIGTERM,
+// and SIGKILL d later, sent to its whole process group so that servers
+// started through wrappers such as npx leave nothing behind. Off by
+// default: snodo never signals a server unless asked.
+func WithShutdownGrace(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithShutdownGrace: %s must be positive", d)
+		}
+		c.conn.ShutdownGrace = d
+		return nil
+	}
+}

@@ -1,0 +1,97 @@
+// Package testserver implements a scriptable MCP server speaking JSON-RPC 2.0
+// over stdio (one JSON message per line). snodo's tests run it as a real child
+// process (see test/cmd/testserver) to exercise the client against correct
+// behaviour and against scripted misbehaviour.
+//
+// The names below are a contract that other packages' tests rely on; keep them
+// stable.
+//
+// # Process behaviour
+//
+// Requests are handled concurrently, each in its own goroutine (except the
+// -fast echo path and test/closeStdin and test/stopReading, which run on the
+// reading goroutine). Notifications and responses are handled in arrival
+// order on the reading goroutine. Every stdout line is written under one
+// mutex. At stdin EOF the server waits up to 5 s for in-flight requests
+// (open subscriptions do not count) and exits 0.
+//
+// # Flags
+//
+//	-era modern|legacy|both   handshakes answered (default both)
+//	-discover-version V       the one modern version supported (default 2026-07-28)
+//	-exit-on-discover         exit 1 when server/discover arrives (in any era)
+//	-state-file PATH          with -exit-on-discover: the first run creates PATH
+//	                          before exiting; if PATH exists, act as -era legacy
+//	-silent-discover          never answer server/discover
+//	-ignore-eof               keep running after stdin EOF
+//	-ignore-sigterm           ignore SIGTERM for the whole life of the process
+//	-grandchild               spawn "sleep 3600" (same process group) and print
+//	                          "grandchild-pid=N" on stderr
+//	-grandchild-stdio         give the grandchild the server's stdout/stderr
+//	                          (default: /dev/null)
+//	-stderr-lines N           print "stderr line 1".."stderr line N" on stderr at start
+//	-fast                     answer test/echo inline with a zero-allocation scan
+//
+// # Eras
+//
+// A request is "modern" when the era is modern, or when the era is both and
+// params._meta carries io.modelcontextprotocol/protocolVersion. Modern
+// requests whose protocol version differs from -discover-version get error
+// -32022 with data {"supported":[V],"requested":…}. Results of non-test/
+// methods to modern requests carry "resultType":"complete".
+//
+//	server/discover           modern only (legacy era: -32601). No _meta or no
+//	                          protocolVersion: -32601; no clientCapabilities: -32602.
+//	                          Result: supportedVersions, capabilities, instructions,
+//	                          serverInfo (top level and in _meta), ttlMs, cacheScope.
+//	initialize                legacy only (modern era: -32601).
+//	subscriptions/listen      modern only; see below.
+//	ping, logging/setLevel    {} ; -32601 for modern requests.
+//	resources/subscribe, resources/unsubscribe   legacy only, answer {}.
+//
+// # MCP surface
+//
+//	tools/list                page size 2 with nextCursor; tools echo, add, fail, slow, ask
+//	tools/call                echo {message}; add {a,b} → structuredContent {sum};
+//	                          fail → isError; slow {ms} (progress every 10 ms, honours
+//	                          cancellation); ask {rounds} (MRTR in modern requests,
+//	                          a real elicitation/create request in legacy ones)
+//	resources/list            test://a, test://b
+//	resources/templates/list  test://items/{id}
+//	resources/read            unknown uri: -32002 (legacy) / -32602 (modern)
+//	prompts/list, prompts/get greet {name} → user message "Hello, <name>!"
+//	completion/complete       values ["alpha","beta"] filtered by argument.value prefix
+//
+// # Scripted methods
+//
+//	test/echo {any}                       result = params bytes as received
+//	test/sleep {ms,honorCancel}           {"slept":ms}
+//	test/progress {count,intervalMs,message,noProgressToken,honorCancel}  {"done":count}
+//	test/crash {code|signal,stderr}       exit/raise signal without answering
+//	test/closeStdin                       {} then close stdin; exit 0 after 30 s
+//	test/closeStdout                      close stdout without answering
+//	test/overlong {bytes}                 one response line of that many bytes
+//	test/garbage                          junk lines, then {"ok":true}
+//	test/split {parts,delayMs}            {"ok":true} written in parts
+//	test/duplicate                        {"n":1} twice, then {"n":2}, same id
+//	test/stderr {lines,bytesPerLine}      {"lines":N}
+//	test/stopReading                      {} then never read again; exit 0 after 60 s
+//	test/flood {count,method}             N notifications {"i":k}; {"sent":N}
+//	test/notify {method,params}           one notification; {}
+//	test/error {code,message,data}        that error
+//	test/env {name}                       {"value":…,"set":bool}
+//	test/cwd                              {"dir":…}
+//	test/pid                              {"pid":N}
+//	test/received {method?}               {"messages":[{"method","params"}…]}
+//	test/waitNotification {method,count,timeoutMs}   like test/received; -32001 on timeout
+//	test/requests {method?}               {"requests":[{"method","id","params"}…]}
+//	test/exit {code,afterMs}              {} then exit
+//	test/serverRequest {method,params,count,concurrent,timeoutMs,cancelAfterMs,rawRequest}
+//	                                      {"responses":[raw response|null|{"cancelled":true,"late":…}]}
+//	test/emit {method,params,count,subscription,force,rawSubscriptionId}   {"sent":N}
+//	test/endSubscription {subscription,mode:"graceful"|"teardown"}         {}
+//	test/subscriptions                    {"open":[ids]}
+//
+// Server-to-client request ids are strings "s1", "s2", … unique for the
+// life of the process. Every method not listed answers -32601.
+package testserver

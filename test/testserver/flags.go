@@ -1,0 +1,99 @@
+package testserver
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+)
+
+// Era names accepted by the -era flag.
+const (
+	EraModern = "modern"
+	EraLegacy = "legacy"
+	EraBoth   = "both"
+)
+
+// DefaultDiscoverVersion is the modern protocol version supported by default.
+const DefaultDiscoverVersion = "2026-07-28"
+
+type config struct {
+	era             string
+	discoverVersion string
+	exitOnDiscover  bool
+	stateFile       string
+	silentDiscover  bool
+	ignoreEOF       bool
+	ignoreSigterm   bool
+	grandchild      bool
+	grandchildStdio bool
+	stderrLines     int
+	fast            bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("snodo-testserver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.era, "era", EraBoth, "handshakes to answer: modern, legacy or both")
+	fs.StringVar(&c.discoverVersion, "discover-version", DefaultDiscoverVersion, "modern protocol version supported")
+	fs.BoolVar(&c.exitOnDiscover, "exit-on-discover", false, "exit 1 when server/discover arrives")
+	fs.StringVar(&c.stateFile, "state-file", "", "with -exit-on-discover: act as legacy if this file exists, else create it")
+	fs.BoolVar(&c.silentDiscover, "silent-discover", false, "never answer server/discover")
+	fs.BoolVar(&c.ignoreEOF, "ignore-eof", false, "keep running after stdin EOF")
+	fs.BoolVar(&c.ignoreSigterm, "ignore-sigterm", false, "ignore SIGTERM")
+	fs.BoolVar(&c.grandchild, "grandchild", false, "spawn a sleeping grandchild process")
+	fs.BoolVar(&c.grandchildStdio, "grandchild-stdio", false, "grandchild inherits stdout and stderr")
+	fs.IntVar(&c.stderrLines, "stderr-lines", 0, "stderr lines to write at start")
+	fs.BoolVar(&c.fast, "fast", false, "benchmark mode: inline test/echo")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch c.era {
+	case EraModern, EraLegacy, EraBoth:
+	default:
+		err := fmt.Errorf("invalid -era %q", c.era)
+		fmt.Fprintln(stderr, err)
+		return c, err
+	}
+	if c.exitOnDiscover && c.stateFile != "" {
+		if _, err := os.Stat(c.stateFile); err == nil {
+			c.era = EraLegacy
+			c.exitOnDiscover = false
+		}
+	}
+	return c, nil
+}
+
+// startup performs the flag-driven side effects that happen before the first
+// message is read.
+func (s *server) startup() {
+	if s.cfg.ignoreSigterm {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	for i := 1; i <= s.cfg.stderrLines; i++ {
+		s.stderrf("stderr line %d\n", i)
+	}
+	if s.cfg.grandchild {
+		cmd := exec.Command("sleep", "3600")
+		if s.cfg.grandchildStdio {
+			cmd.Stdout = s.stdout
+			cmd.Stderr = s.stderr
+			if f, ok := s.stdout.(*os.File); ok {
+				cmd.Stdout = f
+			}
+			if f, ok := s.stderr.(*os.File); ok {
+				cmd.Stderr = f
+			}
+		}
+		if err := cmd.Start(); err != nil {
+			s.stderrf("grandchild: %v\n", err)
+			return
+		}
+		s.stderrf("grandchild-pid=%d\n", cmd.Process.Pid)
+		go func() { _ = cmd.Wait() }()
+	}
+}
