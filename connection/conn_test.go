@@ -168,7 +168,9 @@ func TestOverlongLineIsDiscardedAndTimesOut(t *testing.T) {
 func TestServerWithoutHandlerGetsMethodNotFound(t *testing.T) {
 	c := start(t, Config{})
 	res := mustCall(t, c, "test/serverRequest", map[string]any{"method": "roots/list", "count": 3, "concurrent": true})
-	var out struct{ Responses []struct{ Error *jsonrpc.Error } }
+	var out struct {
+		Responses []struct{ Error *jsonrpc.Error }
+	}
 	require.NoError(t, json.Unmarshal(res, &out))
 	require.Len(t, out.Responses, 3)
 	for _, r := range out.Responses {
