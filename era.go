@@ -3,38 +3,384 @@ package snodo
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// Era is the generation of MCP a server speaks, settled by Connect.
+type Era int
+
+// The MCP eras.
+const (
+	// EraModern: 2026-07-28 and later. Stateless: every request carries
+	// the protocol version, client info and capabilities in _meta; the
+	// server never sends requests but asks for input with
+	// input_required results.
+	EraModern Era = iota + 1
+	// EraLegacy: 2025-11-25 and earlier. An initialize handshake opens a
+	// session; the server sends its own requests (sampling, elicitation,
+	// roots, ping) to the client.
+	EraLegacy
+)
+
+// String is "modern" or "legacy".
+func (e Era) String() string {
+	switch e {
+	case EraModern:
+		return "modern"
+	case EraLegacy:
+		return "legacy"
+	}
+	return fmt.Sprintf("Era(%d)", int(e))
+}
+
+// Protocol versions snodo speaks, newest first.
+var (
+	ModernVersions = []string{"2026-07-28"}
+	LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+)
+
+// DefaultProbeTimeout is how long Connect waits for an answer to its
+// server/discover probe before treating the server as legacy.
+const DefaultProbeTimeout = 10 * time.Second
+
+// Keys of the modern per-request _meta object.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+)
+
+// Error codes that only a modern server sends: an answer carrying one of
+// them identifies the server as modern.
+const (
+	codeHeaderMismatch             = -32020
+	codeMissingClientCapability    = -32021
+	codeUnsupportedProtocolVersion = jsonrpc.CodeUnsupportedProtocol
 )
 
 // mcpConfig holds the MCP-level options.
 type mcpConfig struct {
-	handler ServerRequestHandler
+	handler        ServerRequestHandler
+	clientInfo     Implementation
+	capabilities   ClientCapabilities
+	probeTimeout   time.Duration // 0: DefaultProbeTimeout
+	maxInputRounds int           // 0: DefaultMaxInputRounds
+	era            Era           // 0: detect
 }
 
-// mcpState is what Connect settled about the server.
-type mcpState struct{}
+// mcpState is what Connect settled about the server. Everything but the
+// log level is written before Connect returns and read-only afterwards.
+type mcpState struct {
+	era          Era
+	version      string
+	serverInfo   Implementation
+	capabilities ServerCapabilities
+	instructions string
+	restarted    bool                       // the probe killed the first process
+	baseMeta     map[string]json.RawMessage // modern era: the required _meta
+	serve        ServerRequestHandler       // the wrapped handler (serverrequests.go)
+	maxRounds    int
 
-// start starts the connection. Era negotiation lands with the MCP client.
+	mu       sync.Mutex
+	logLevel LoggingLevel // modern era: sent in every request's _meta once set
+}
+
+// start starts the server and settles the era: the server/discover probe,
+// then the legacy fallback (restarting a server the probe killed, once).
 func (c *Client) start(ctx context.Context, cfg *config) error {
-	cfg.conn.Handler = cfg.mcp.handler
+	if cfg.mcp.clientInfo.Name == "" {
+		cfg.mcp.clientInfo = Implementation{Name: defaultClientName, Version: defaultClientVersion}
+	}
+	c.mcp.serve = serverRequests(cfg.mcp.handler)
+	c.mcp.maxRounds = cmp(cfg.mcp.maxInputRounds, DefaultMaxInputRounds)
+	cfg.conn.Handler = c.mcp.serve
 	conn, err := connection.Start(ctx, cfg.conn)
 	if err != nil {
-		return err
+		return fmt.Errorf("snodo: starting %s: %w", cfg.conn.Command, err)
 	}
 	c.conn = conn
+	if err := c.negotiate(ctx, cfg); err != nil {
+		// Nobody can wait on a client Connect did not return: give the
+		// server a moment to exit at EOF so its reader ends with it.
+		_ = c.conn.Close()
+		select {
+		case <-c.conn.Done():
+		case <-time.After(failedConnectGrace):
+		}
+		return err
+	}
 	return nil
+}
+
+// failedConnectGrace is how long a failed Connect waits for the server
+// it closed to exit.
+const failedConnectGrace = 2 * time.Second
+
+func cmp[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// negotiate probes with server/discover and falls back to initialize on
+// any answer that is not modern, as the stdio binding prescribes.
+func (c *Client) negotiate(ctx context.Context, cfg *config) error {
+	if cfg.mcp.era == EraLegacy {
+		return c.initialize(ctx, cfg)
+	}
+	modernErr, err := c.probe(ctx, cfg, ModernVersions[0])
+	switch {
+	case err == nil:
+		return nil
+	case modernErr:
+		return err
+	case cfg.mcp.era == EraModern:
+		return fmt.Errorf("snodo: %s is not a modern MCP server (WithEra(EraModern) forbids the legacy fallback): %w", cfg.conn.Command, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("snodo: connecting to %s: %w", cfg.conn.Command, ctx.Err())
+	case diedOfProbe(err):
+		// Some legacy servers exit on an unknown first request. Start it
+		// again and speak legacy from the first line.
+		if err := c.restart(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	return c.initialize(ctx, cfg)
+}
+
+// probe sends server/discover with version. It returns err == nil when
+// the server is modern and the state is filled; modern == true when the
+// server is modern but cannot be used (the error says why); otherwise the
+// server is to be treated as legacy.
+func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern bool, err error) {
+	meta := buildMeta(version, &cfg.mcp)
+	params, _ := jsonrpc.MergeMeta(nil, meta)
+	opts := &connection.CallOptions{Timeout: cmp(cfg.mcp.probeTimeout, DefaultProbeTimeout)}
+	raw, err := c.conn.Request(ctx, "server/discover", json.RawMessage(params), opts)
+	if err != nil {
+		return c.probeFailed(ctx, cfg, version, err)
+	}
+	var res discoverResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return false, fmt.Errorf("snodo: server/discover result is malformed (%v); treating the server as legacy", err)
+	}
+	if rt := res.ResultType; rt != "" && rt != resultComplete {
+		return false, fmt.Errorf("snodo: server/discover answered resultType %q; treating the server as legacy", rt)
+	}
+	if len(res.SupportedVersions) == 0 {
+		// Not a DiscoverResult: some legacy servers answer any method.
+		return false, errors.New("snodo: server/discover result lists no supportedVersions; treating the server as legacy")
+	}
+	chosen := ""
+	for _, v := range ModernVersions {
+		if slices.Contains(res.SupportedVersions, v) {
+			chosen = v
+			break
+		}
+	}
+	if chosen == "" {
+		if commonLegacy(res.SupportedVersions) {
+			return false, errors.New("snodo: server/discover lists only legacy versions")
+		}
+		return true, fmt.Errorf("snodo: %s supports protocol versions %v, snodo supports %v and %v: no version in common; upgrade one of them",
+			cfg.conn.Command, res.SupportedVersions, ModernVersions, LegacyVersions)
+	}
+	if chosen != version {
+		meta = buildMeta(chosen, &cfg.mcp)
+	}
+	c.mcp.era, c.mcp.version, c.mcp.baseMeta = EraModern, chosen, meta
+	c.mcp.capabilities, c.mcp.instructions = res.Capabilities, res.Instructions
+	c.mcp.serverInfo = res.ServerInfo
+	if info, ok := res.Meta[metaServerInfo]; ok {
+		_ = json.Unmarshal(info, &c.mcp.serverInfo)
+	}
+	return false, nil
+}
+
+// probeFailed classifies a failed probe: a recognised modern error keeps
+// the server modern (retrying with a version it supports); anything else
+// means legacy.
+func (c *Client) probeFailed(ctx context.Context, cfg *config, version string, err error) (bool, error) {
+	var e *Error
+	if !errors.As(err, &e) || e.Local() {
+		return false, err
+	}
+	switch e.Code {
+	case codeUnsupportedProtocolVersion:
+		var data struct {
+			Supported []string `json:"supported"`
+		}
+		_ = json.Unmarshal(e.Data, &data)
+		for _, v := range ModernVersions {
+			if v != version && slices.Contains(data.Supported, v) {
+				return c.probe(ctx, cfg, v)
+			}
+		}
+		if commonLegacy(data.Supported) {
+			return false, err // a dual-era server whose modern versions we lack
+		}
+		return true, fmt.Errorf("snodo: %s does not support protocol version %s and offers %v; snodo supports %v: upgrade one of them: %w",
+			cfg.conn.Command, version, data.Supported, ModernVersions, err)
+	case codeMissingClientCapability:
+		return true, fmt.Errorf("snodo: %s requires client capabilities %s; declare them with WithClientCapabilities and answer them in the server-request handler: %w",
+			cfg.conn.Command, e.Data, err)
+	case codeHeaderMismatch:
+		return true, fmt.Errorf("snodo: %s rejected the probe as inconsistent: %w", cfg.conn.Command, err)
+	}
+	return false, err
+}
+
+func commonLegacy(versions []string) bool {
+	return slices.ContainsFunc(versions, func(v string) bool { return slices.Contains(LegacyVersions, v) })
+}
+
+// diedOfProbe reports whether the probe failed because the server went
+// away (exit, closed pipes) rather than because of the caller.
+func diedOfProbe(err error) bool {
+	return errors.Is(err, ErrConnectionClosed) &&
+		(errors.Is(err, ErrServerExited) || errors.Is(err, ErrStdoutClosed) || errors.Is(err, ErrStdinClosed))
+}
+
+// restart replaces a connection whose server exited during the probe.
+func (c *Client) restart(ctx context.Context, cfg *config) error {
+	old := c.conn
+	_ = old.Close()
+	select {
+	case <-old.Done():
+	case <-ctx.Done():
+		return fmt.Errorf("snodo: connecting to %s: %w", cfg.conn.Command, ctx.Err())
+	}
+	conn, err := connection.Start(ctx, cfg.conn)
+	if err != nil {
+		return fmt.Errorf("snodo: restarting %s after it exited on the server/discover probe: %w", cfg.conn.Command, err)
+	}
+	c.conn, c.mcp.restarted = conn, true
+	return nil
+}
+
+// initialize runs the legacy handshake with the newest legacy version
+// and accepts any legacy version the server picks that snodo knows.
+func (c *Client) initialize(ctx context.Context, cfg *config) error {
+	params := map[string]any{
+		"protocolVersion": LegacyVersions[0],
+		"capabilities":    cfg.mcp.capabilities,
+		"clientInfo":      cfg.mcp.clientInfo,
+	}
+	raw, err := c.conn.Request(ctx, "initialize", params, nil)
+	if err != nil {
+		return fmt.Errorf("snodo: %s answered neither server/discover nor initialize: %w", cfg.conn.Command, err)
+	}
+	var res initializeResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("snodo: malformed initialize result from %s: %w", cfg.conn.Command, err)
+	}
+	if !slices.Contains(LegacyVersions, res.ProtocolVersion) {
+		return fmt.Errorf("snodo: %s chose protocol version %q; snodo supports %v and %v: upgrade one of them",
+			cfg.conn.Command, res.ProtocolVersion, ModernVersions, LegacyVersions)
+	}
+	c.mcp.era, c.mcp.version = EraLegacy, res.ProtocolVersion
+	c.mcp.serverInfo, c.mcp.capabilities, c.mcp.instructions = res.ServerInfo, res.Capabilities, res.Instructions
+	if err := c.conn.Notify(ctx, "notifications/initialized", nil); err != nil {
+		return fmt.Errorf("snodo: sending notifications/initialized to %s: %w", cfg.conn.Command, err)
+	}
+	return nil
+}
+
+type discoverResult struct {
+	ResultType        string                     `json:"resultType"`
+	SupportedVersions []string                   `json:"supportedVersions"`
+	Capabilities      ServerCapabilities         `json:"capabilities"`
+	Instructions      string                     `json:"instructions"`
+	ServerInfo        Implementation             `json:"serverInfo"`
+	Meta              map[string]json.RawMessage `json:"_meta"`
+}
+
+type initializeResult struct {
+	ProtocolVersion string             `json:"protocolVersion"`
+	Capabilities    ServerCapabilities `json:"capabilities"`
+	ServerInfo      Implementation     `json:"serverInfo"`
+	Instructions    string             `json:"instructions"`
+}
+
+// buildMeta is the required modern _meta for version.
+func buildMeta(version string, cfg *mcpConfig) map[string]json.RawMessage {
+	v, _ := json.Marshal(version)
+	info, _ := json.Marshal(cfg.clientInfo)
+	caps, _ := json.Marshal(cfg.capabilities)
+	return map[string]json.RawMessage{metaProtocolVersion: v, metaClientInfo: info, metaClientCapabilities: caps}
 }
 
 // request sends one request, adding what the negotiated era requires.
 func (c *Client) request(ctx context.Context, method string, params any, opts *connection.CallOptions) (json.RawMessage, error) {
+	if meta := c.requestMeta(); meta != nil {
+		p, err := jsonrpc.Marshal(params)
+		if err != nil {
+			return nil, fmt.Errorf("snodo: cannot marshal the params of %s: %w", method, err)
+		}
+		if p, err = jsonrpc.MergeMeta(p, meta); err != nil {
+			return nil, fmt.Errorf("snodo: %s: %w", method, err)
+		}
+		params = json.RawMessage(p)
+	}
 	return c.conn.Request(ctx, method, params, opts)
 }
 
 // requestMeta is the _meta every request carries in the negotiated era
-// (nil in the legacy era). Callers' own _meta members win over it.
-func (c *Client) requestMeta() map[string]json.RawMessage { return nil }
+// (nil in the legacy era). Callers' own _meta members win over it. The
+// map is a fresh copy the caller may change.
+func (c *Client) requestMeta() map[string]json.RawMessage {
+	if c.mcp.era != EraModern {
+		return nil
+	}
+	meta := make(map[string]json.RawMessage, len(c.mcp.baseMeta)+1)
+	for k, v := range c.mcp.baseMeta {
+		meta[k] = v
+	}
+	c.mcp.mu.Lock()
+	level := c.mcp.logLevel
+	c.mcp.mu.Unlock()
+	if level != "" {
+		meta[metaLogLevel], _ = json.Marshal(level)
+	}
+	return meta
+}
 
 // legacy reports whether the server speaks a legacy (initialize-era)
 // protocol version, where subscriptions/listen does not exist.
-func (c *Client) legacy() bool { return false }
+func (c *Client) legacy() bool { return c.mcp.era == EraLegacy }
+
+// Default client identity, sent when WithClientInfo is not given.
+const (
+	defaultClientName    = "snodo"
+	defaultClientVersion = "0.1.0"
+)
+
+// Era is the MCP era Connect settled: EraModern or EraLegacy.
+func (c *Client) Era() Era { return c.mcp.era }
+
+// ProtocolVersion is the negotiated protocol version, such as
+// "2026-07-28" (modern) or "2025-11-25" (legacy).
+func (c *Client) ProtocolVersion() string { return c.mcp.version }
+
+// ServerInfo is the name and version the server reported (from
+// server/discover or initialize). It is self-reported: display it, do not
+// base decisions on it.
+func (c *Client) ServerInfo() Implementation { return c.mcp.serverInfo }
+
+// Capabilities is what the server declared it offers.
+func (c *Client) Capabilities() ServerCapabilities { return c.mcp.capabilities }
+
+// Instructions is the server's guidance for models on how to use it; ""
+// when it gave none.
+func (c *Client) Instructions() string { return c.mcp.instructions }

@@ -170,3 +170,66 @@ func WithShutdownGrace(d time.Duration) Option {
 		return nil
 	}
 }
+
+// WithClientInfo sets the name and version the client reports to the
+// server (initialize's clientInfo, or _meta clientInfo on every modern
+// request). Default: "snodo" and its version.
+func WithClientInfo(name, version string) Option {
+	return func(c *config) error {
+		if name == "" || version == "" {
+			return errors.New("WithClientInfo: name and version must not be empty")
+		}
+		c.mcp.clientInfo = Implementation{Name: name, Version: version}
+		return nil
+	}
+}
+
+// WithClientCapabilities declares what the client can do (roots,
+// sampling, elicitation, extensions), sent as the client capabilities
+// object in initialize and in every modern request's _meta. Declare only
+// what the WithServerRequestHandler handler answers. Default: nothing.
+func WithClientCapabilities(caps ClientCapabilities) Option {
+	return func(c *config) error { c.mcp.capabilities = caps; return nil }
+}
+
+// WithProbeTimeout bounds the wait for an answer to the server/discover
+// probe Connect sends first; a server silent for that long is treated as
+// legacy and spoken to with initialize. Default 10 s
+// (DefaultProbeTimeout).
+func WithProbeTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithProbeTimeout: %s must be positive", d)
+		}
+		c.mcp.probeTimeout = d
+		return nil
+	}
+}
+
+// WithMaxInputRounds bounds the input_required rounds CallTool,
+// ReadResource and GetPrompt complete for one call before giving up with
+// ErrTooManyInputRounds. Default 10 (DefaultMaxInputRounds).
+func WithMaxInputRounds(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("WithMaxInputRounds: %d must be at least 1", n)
+		}
+		c.mcp.maxInputRounds = n
+		return nil
+	}
+}
+
+// WithEra skips era detection. EraLegacy starts with initialize and never
+// sends the server/discover probe (for servers known to be legacy, or
+// that misbehave on an unknown first request); EraModern probes but fails
+// instead of falling back to initialize. Default: detect (probe, then
+// fall back).
+func WithEra(e Era) Option {
+	return func(c *config) error {
+		if e != EraModern && e != EraLegacy {
+			return fmt.Errorf("WithEra: unknown era %v (use EraModern or EraLegacy)", e)
+		}
+		c.mcp.era = e
+		return nil
+	}
+}

@@ -38,7 +38,7 @@ func (a *connActor) Receive(ctx protoactor.Context) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.c.cfg.Logger.Error("snodo: connection actor panicked; stopping the connection", "panic", r)
-			a.c.terminate(fmt.Errorf("%w: %v", snodoactor.ReasonPanicked, r))
+			a.c.stopSelf(ctx, fmt.Errorf("%w: %v", snodoactor.ReasonPanicked, r))
 		}
 	}()
 	switch msg := ctx.Message().(type) {
@@ -48,12 +48,12 @@ func (a *connActor) Receive(ctx protoactor.Context) {
 		}
 	case *protoactor.Terminated:
 		if owner := a.c.cfg.Owner; owner != nil && msg.Who.Equal(owner) {
-			a.c.terminate(fmt.Errorf("%w: actor %s terminated", ErrOwnerExited, owner.Id))
+			a.c.stopSelf(ctx, fmt.Errorf("%w: actor %s terminated", ErrOwnerExited, owner.Id))
 			return
 		}
 		a.c.disp.Receive(ctx)
 	case *snodoactor.ExitSignal:
-		a.c.terminate(msg.Reason)
+		a.c.stopSelf(ctx, msg.Reason)
 	case *serverRequestMsg:
 		a.c.disp.Dispatch(ctx, msg.req)
 	case *serverCancelMsg:

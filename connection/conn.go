@@ -81,9 +81,12 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	c.pid = c.system.Root.SpawnPrefix(props, "snodo-conn")
 	go c.out.run()
 	go c.readLoop()
-	c.stopOwnerWatch = context.AfterFunc(owner, func() {
+	stop := context.AfterFunc(owner, func() {
 		c.terminate(errors.Join(ErrOwnerExited, context.Cause(owner)))
 	})
+	c.mu.Lock()
+	c.stopOwnerWatch = stop
+	c.mu.Unlock()
 	return c, nil
 }
 
@@ -137,13 +140,25 @@ func (c *Conn) InFlight() int { return c.table.inFlight() }
 
 // terminate records why the connection stops (the first reason wins) and
 // stops the actor. Stop is a system message: it overtakes queued mail.
+// It is for goroutines other than the actor's, which start only after
+// Start has set c.pid; the actor itself uses stopSelf.
 func (c *Conn) terminate(reason error) {
+	c.recordReason(reason)
+	c.system.Root.Stop(c.pid)
+}
+
+// stopSelf is terminate from inside the connection actor.
+func (c *Conn) stopSelf(ctx protoactor.Context, reason error) {
+	c.recordReason(reason)
+	ctx.Stop(ctx.Self())
+}
+
+func (c *Conn) recordReason(reason error) {
 	c.mu.Lock()
 	if c.reason == nil {
 		c.reason = reason
 	}
 	c.mu.Unlock()
-	c.system.Root.Stop(c.pid)
 }
 
 // closedErr is the error for callers once the connection is stopping.
@@ -167,13 +182,13 @@ func (c *Conn) shutdown(ctx protoactor.Context) {
 	if c.reason == nil {
 		c.reason = snodoactor.ReasonStopped
 	}
-	reason := c.reason
+	reason, stopOwnerWatch := c.reason, c.stopOwnerWatch
 	c.mu.Unlock()
 	c.table.close(closedError(reason))
 	c.disp.Stop(ctx)
 	c.out.close()
-	if c.stopOwnerWatch != nil {
-		c.stopOwnerWatch()
+	if stopOwnerWatch != nil {
+		stopOwnerWatch()
 	}
 	if grace := c.cfg.ShutdownGrace; grace > 0 {
 		go c.forceExit(grace)

@@ -120,7 +120,7 @@ func TestTimeoutCancelsOnServerAndIgnoresLateAnswer(t *testing.T) {
 }
 
 func TestContextCancellation(t *testing.T) {
-	c := start(t, Config{})
+	c := start(t, Config{}, "-eof-grace=100ms")
 	ctx, cancel := context.WithCancel(context.Background())
 	var sent int64
 	errc := make(chan error, 1)

@@ -1,4 +1,49 @@
-// Package handlers runs the answers to server-to-client requests: one
-// child actor of the connection per request, at most a bounded number at
-// once.
+// Package handlers answers the requests an MCP server sends to its client
+// (sampling/createMessage, roots/list, elicitation/create, ping): one
+// child actor of the connection actor per request, at most Config.Max
+// running at once.
+//
+// # The life of one server request
+//
+//	server stdout ─line─► reader goroutine ─*Request─► connection actor: Dispatcher.Dispatch
+//	   id not a string/number ─► -32600 (null id)      ┐
+//	   no handler             ─► -32601                 │ answered at once,
+//	   params not {…} or […]  ─► -32602                 │ no handler runs
+//	   Max handlers running   ─► -32603                 ┘
+//	   otherwise: take a slot, SpawnPrefix "request" ─► child actor
+//	child Started ─► goroutine: h(ctx, req), panic → -32603, result → JSON
+//	goroutine ─outcome─► child (Root.Send) ─ctx live?─► Respond ─► writer ─► server stdin
+//	child stops itself ─Terminated─► connection actor: Dispatcher.Receive frees the slot
+//
+// Cancellation has one flag, the handler's ctx. The server's
+// notifications/cancelled (Dispatcher.Cancel) and the connection's stop
+// (Dispatcher.Stop, then the child's own Stopping) cancel it; an outcome
+// that arrives after that is dropped, so a cancelled request is never
+// answered.
+//
+// # Why a goroutine inside the actor
+//
+// protoactor-go stops a parent only once all its children have stopped,
+// and a child cannot stop while its Receive runs. The handler therefore
+// never runs inside Receive: the child stays responsive, the connection's
+// stop takes microseconds whatever the handlers do, and a handler that
+// ignores its ctx only keeps its own goroutine (and, while the connection
+// lives, its slot of the bound) until it returns.
+//
+// # The bound
+//
+// A slot is taken at dispatch and freed when the child stops, which is
+// after its handler returned (or when the connection stops). So at most
+// Max handlers run at once, even when the server cancels requests whose
+// handlers ignore their ctx, and a flood of requests costs one immediate
+// -32603 line each beyond the bound.
+//
+// # Answering inside your own actor
+//
+// ToActor makes a Func that delivers each request to an actor as a
+// *RequestMessage; the actor answers with its Reply method. The child
+// actor and the bound work as above.
+//
+// All Dispatcher methods run on the connection actor's goroutine, so its
+// tables need no lock.
 package handlers

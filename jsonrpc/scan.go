@@ -34,7 +34,7 @@ func (k Kind) String() string {
 // alias the scanned line: copy what must outlive it.
 type Envelope struct {
 	Kind   Kind
-	ID     []byte // raw JSON id (number or string); nil when absent
+	ID     []byte // raw JSON id; nil when absent, or null outside a request
 	Method []byte // raw JSON string including quotes; nil when absent
 	Params []byte // raw JSON value; nil when absent
 	Result []byte
@@ -76,6 +76,7 @@ var (
 // UTF-8, which the eventual json.Unmarshal of a member does.
 func Scan(line []byte) (Envelope, error) {
 	var env Envelope
+	var nullID bool
 	s := scanner{b: line}
 	s.ws()
 	if !s.eat('{') {
@@ -102,7 +103,9 @@ func Scan(line []byte) (Envelope, error) {
 			val := line[vStart:s.i]
 			switch string(key) { // no allocation: compiler-optimised comparison
 			case "id":
-				if !bytes.Equal(val, nullLit) {
+				if bytes.Equal(val, nullLit) {
+					nullID = true
+				} else {
 					env.ID = val
 				}
 			case "method":
@@ -132,6 +135,12 @@ func Scan(line []byte) (Envelope, error) {
 		return env, errSyntax
 	}
 	switch {
+	case env.Method != nil && nullID && env.ID == nil:
+		// A request with a null id (JSON-RPC allows it, MCP does not):
+		// keep it a request so that it is answered with an error, not
+		// mistaken for a notification and ignored.
+		env.ID = nullLit
+		env.Kind = KindRequest
 	case env.Method != nil && env.ID != nil:
 		env.Kind = KindRequest
 	case env.Method != nil:

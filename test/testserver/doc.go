@@ -31,6 +31,7 @@
 //	                          (default: /dev/null)
 //	-stderr-lines N           print "stderr line 1".."stderr line N" on stderr at start
 //	-fast                     answer test/echo inline with a zero-allocation scan
+//	-eof-grace D              wait at most D for in-flight requests at stdin EOF (default 5s)
 //
 // # Eras
 //

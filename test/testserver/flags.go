@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // Era names accepted by the -era flag.
@@ -32,6 +33,7 @@ type config struct {
 	grandchildStdio bool
 	stderrLines     int
 	fast            bool
+	eofGrace        time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -49,6 +51,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.grandchildStdio, "grandchild-stdio", false, "grandchild inherits stdout and stderr")
 	fs.IntVar(&c.stderrLines, "stderr-lines", 0, "stderr lines to write at start")
 	fs.BoolVar(&c.fast, "fast", false, "benchmark mode: inline test/echo")
+	fs.DurationVar(&c.eofGrace, "eof-grace", defaultEOFGrace, "how long to wait for in-flight requests at stdin EOF")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -13,8 +13,9 @@ import (
 	"time"
 )
 
-// eofGrace bounds how long the server waits for in-flight requests at EOF.
-const eofGrace = 5 * time.Second
+// defaultEOFGrace bounds how long the server waits for in-flight requests
+// at EOF (flag -eof-grace).
+const defaultEOFGrace = 5 * time.Second
 
 // server is one running instance of the test server.
 type server struct {
@@ -109,7 +110,7 @@ func (s *server) run() int {
 	go func() { s.inflight.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(eofGrace):
+	case <-time.After(s.cfg.eofGrace):
 	}
 	s.flush()
 	return 0

@@ -1,0 +1,260 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+)
+
+// Typed MCP calls. Each goes through Request, so in the modern era it
+// carries the required _meta, and request options (Timeout, OnProgress…)
+// apply to every request the call sends. A *Error is an error the server
+// sent (or a local one: timeout, closed connection).
+
+// ListTools returns every tool the server offers, following nextCursor
+// across pages.
+func (c *Client) ListTools(ctx context.Context, opts ...RequestOption) ([]Tool, error) {
+	return collect(c.Tools(ctx, opts...))
+}
+
+// Tools iterates over the server's tools, fetching pages as the loop
+// needs them. A failed page yields its error once and ends the loop.
+func (c *Client) Tools(ctx context.Context, opts ...RequestOption) iter.Seq2[Tool, error] {
+	return pages[Tool](ctx, c, "tools/list", "tools", opts)
+}
+
+// ListResources returns every resource the server lists, following
+// nextCursor across pages.
+func (c *Client) ListResources(ctx context.Context, opts ...RequestOption) ([]Resource, error) {
+	return collect(c.Resources(ctx, opts...))
+}
+
+// Resources iterates over the server's resources page by page.
+func (c *Client) Resources(ctx context.Context, opts ...RequestOption) iter.Seq2[Resource, error] {
+	return pages[Resource](ctx, c, "resources/list", "resources", opts)
+}
+
+// ListResourceTemplates returns every resource template, following
+// nextCursor across pages.
+func (c *Client) ListResourceTemplates(ctx context.Context, opts ...RequestOption) ([]ResourceTemplate, error) {
+	return collect(c.ResourceTemplates(ctx, opts...))
+}
+
+// ResourceTemplates iterates over the server's resource templates page by
+// page.
+func (c *Client) ResourceTemplates(ctx context.Context, opts ...RequestOption) iter.Seq2[ResourceTemplate, error] {
+	return pages[ResourceTemplate](ctx, c, "resources/templates/list", "resourceTemplates", opts)
+}
+
+// ListPrompts returns every prompt the server offers, following
+// nextCursor across pages.
+func (c *Client) ListPrompts(ctx context.Context, opts ...RequestOption) ([]Prompt, error) {
+	return collect(c.Prompts(ctx, opts...))
+}
+
+// Prompts iterates over the server's prompts page by page.
+func (c *Client) Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[Prompt, error] {
+	return pages[Prompt](ctx, c, "prompts/list", "prompts", opts)
+}
+
+// CallTool calls the tool name with args (nil, a json.RawMessage, or
+// anything that marshals to a JSON object). A tool that failed is a
+// result with IsError set, not an error. In the modern era, input the
+// server asks for (input_required) is fulfilled by the server-request
+// handler and the call is retried until it completes; the caller sees
+// only the final result.
+func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...RequestOption) (*CallToolResult, error) {
+	params := map[string]any{"name": name}
+	if args != nil {
+		params["arguments"] = args
+	}
+	raw, err := c.requestWithInput(ctx, "tools/call", params, callOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	var res CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("snodo: tools/call %s: malformed result: %w", name, err)
+	}
+	return &res, nil
+}
+
+// ReadResource reads the resource at uri, completing input_required
+// rounds like CallTool. An unknown resource is a *Error: -32602 from
+// modern servers, CodeResourceNotFound (-32002) from legacy ones; test
+// for both with IsResourceNotFound.
+func (c *Client) ReadResource(ctx context.Context, uri string, opts ...RequestOption) (*ReadResourceResult, error) {
+	raw, err := c.requestWithInput(ctx, "resources/read", map[string]any{"uri": uri}, callOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	var res ReadResourceResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("snodo: resources/read %s: malformed result: %w", uri, err)
+	}
+	return &res, nil
+}
+
+// IsResourceNotFound reports whether err is a server's "resource not
+// found": -32002 (legacy servers) or -32602 naming a uri in its data
+// (modern servers).
+func IsResourceNotFound(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.Local() {
+		return false
+	}
+	if e.Code == CodeResourceNotFound {
+		return true
+	}
+	var data struct {
+		URI *string `json:"uri"`
+	}
+	return e.Code == CodeInvalidParams && json.Unmarshal(e.Data, &data) == nil && data.URI != nil
+}
+
+// GetPrompt renders the prompt name with args, completing input_required
+// rounds like CallTool.
+func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string, opts ...RequestOption) (*GetPromptResult, error) {
+	params := map[string]any{"name": name}
+	if args != nil {
+		params["arguments"] = args
+	}
+	raw, err := c.requestWithInput(ctx, "prompts/get", params, callOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	var res GetPromptResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("snodo: prompts/get %s: malformed result: %w", name, err)
+	}
+	return &res, nil
+}
+
+// Complete asks for completions of an argument value of a prompt or
+// resource template.
+func (c *Client) Complete(ctx context.Context, req CompleteRequest, opts ...RequestOption) (*Completion, error) {
+	params := map[string]any{
+		"ref":      req.Ref,
+		"argument": map[string]string{"name": req.Argument, "value": req.Value},
+	}
+	if len(req.Context) > 0 {
+		params["context"] = map[string]any{"arguments": req.Context}
+	}
+	raw, err := c.completeRequest(ctx, "completion/complete", params, opts)
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Completion Completion `json:"completion"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("snodo: completion/complete: malformed result: %w", err)
+	}
+	return &res.Completion, nil
+}
+
+// Ping checks that the server is alive and answering: ping in the legacy
+// era; in the modern era, where ping no longer exists, server/discover.
+func (c *Client) Ping(ctx context.Context, opts ...RequestOption) error {
+	method := "ping"
+	if c.mcp.era == EraModern {
+		method = "server/discover"
+	}
+	_, err := c.completeRequest(ctx, method, nil, opts)
+	return err
+}
+
+// SetLoggingLevel asks the server for log messages (notifications/message)
+// at level and above. Legacy era: a logging/setLevel request. Modern era,
+// where that request no longer exists: every later request carries the
+// level in its _meta, and nothing is sent now.
+func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error {
+	if !level.valid() {
+		return fmt.Errorf("snodo: SetLoggingLevel: unknown level %q (use one of the Log… constants)", level)
+	}
+	if c.mcp.era == EraModern {
+		c.mcp.mu.Lock()
+		c.mcp.logLevel = level
+		c.mcp.mu.Unlock()
+		return nil
+	}
+	_, err := c.completeRequest(ctx, "logging/setLevel", map[string]any{"level": level}, nil)
+	return err
+}
+
+// completeRequest sends a request whose answer must be complete: an
+// input_required or unknown resultType is an error.
+func (c *Client) completeRequest(ctx context.Context, method string, params any, opts []RequestOption) (json.RawMessage, error) {
+	raw, err := c.request(ctx, method, params, callOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	rt, err := resultType(method, raw)
+	if err != nil {
+		return nil, err
+	}
+	if rt != resultComplete {
+		return nil, fmt.Errorf("snodo: %s: the server answered resultType %q, which this method does not allow", method, rt)
+	}
+	return raw, nil
+}
+
+// pages iterates over a paginated list: items under field, following
+// nextCursor until the server gives none. A cursor the server already
+// gave ends the loop with an error instead of going round for ever.
+func pages[T any](ctx context.Context, c *Client, method, field string, opts []RequestOption) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		seen := map[string]bool{}
+		var params map[string]any
+		for {
+			raw, err := c.completeRequest(ctx, method, params, opts)
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			var page map[string]json.RawMessage
+			var items []T
+			var next string
+			err = json.Unmarshal(raw, &page)
+			if err == nil && page[field] != nil {
+				err = json.Unmarshal(page[field], &items)
+			}
+			if err == nil && page["nextCursor"] != nil {
+				err = json.Unmarshal(page["nextCursor"], &next)
+			}
+			if err != nil {
+				yield(zero, fmt.Errorf("snodo: %s: malformed result: %w", method, err))
+				return
+			}
+			for _, it := range items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			if seen[next] {
+				yield(zero, fmt.Errorf("snodo: %s: the server repeated cursor %q; stopping instead of looping", method, next))
+				return
+			}
+			seen[next] = true
+			params = map[string]any{"cursor": next}
+		}
+	}
+}
+
+// collect gathers an iteration into a slice, stopping at the first error.
+func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for v, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

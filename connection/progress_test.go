@@ -1,0 +1,82 @@
+package connection
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+func TestProgressRunsInOrderBeforeTheResult(t *testing.T) {
+	c := start(t, Config{})
+	var got []Progress
+	res, err := c.Request(context.Background(), "test/progress", map[string]any{"count": 20, "intervalMs": 0, "message": "m"},
+		&CallOptions{OnProgress: func(p Progress) { got = append(got, p) }})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"done":20}`, string(res))
+	require.Len(t, got, 20)
+	for i, p := range got {
+		assert.Equal(t, float64(i+1), p.Progress)
+		assert.Equal(t, float64(20), p.Total)
+		assert.Equal(t, "m", p.Message)
+	}
+}
+
+func TestProgressTokenMergesWithCallerMeta(t *testing.T) {
+	c := start(t, Config{})
+	params := json.RawMessage(`{"count":1,"_meta":{"mine":"kept"}}`)
+	var n int
+	_, err := c.Request(context.Background(), "test/progress", params, &CallOptions{OnProgress: func(Progress) { n++ }})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	res := mustCall(t, c, "test/requests", map[string]string{"method": "test/progress"})
+	assert.Contains(t, string(res), `"mine":"kept"`)
+	assert.Contains(t, string(res), `"progressToken":1`)
+}
+
+func TestResetTimeoutOnProgress(t *testing.T) {
+	c := start(t, Config{})
+	params := map[string]any{"count": 10, "intervalMs": 50}
+	_, err := c.Request(context.Background(), "test/progress", params, &CallOptions{
+		Timeout: 250 * time.Millisecond, ResetTimeoutOnProgress: true, OnProgress: func(Progress) {},
+	})
+	require.NoError(t, err, "500 ms of work with progress every 50 ms outlives a 250 ms timeout")
+
+	_, err = c.Request(context.Background(), "test/progress", params, &CallOptions{
+		Timeout: 250 * time.Millisecond, OnProgress: func(Progress) {},
+	})
+	assert.ErrorIs(t, err, jsonrpc.ErrTimeout, "without the reset the timeout holds")
+
+	_, err = c.Request(context.Background(), "test/progress", params, &CallOptions{
+		Timeout: 250 * time.Millisecond, ResetTimeoutOnProgress: true, MaxTotalTimeout: 200 * time.Millisecond, OnProgress: func(Progress) {},
+	})
+	assert.ErrorIs(t, err, jsonrpc.ErrTimeout, "the total cap holds whatever the progress")
+}
+
+func TestProgressPanicCancelsOnServerAndRepanics(t *testing.T) {
+	c := start(t, Config{})
+	var sent int64
+	func() {
+		defer func() {
+			assert.Equal(t, "boom", recover())
+		}()
+		c.Request(context.Background(), "test/progress", map[string]any{"count": 5, "intervalMs": 100}, //nolint:errcheck
+			&CallOptions{Sent: func(id int64) { sent = id }, OnProgress: func(Progress) { panic("boom") }})
+		t.Fatal("Request returned instead of panicking")
+	}()
+	assert.Equal(t, []int64{sent}, receivedCancels(t, c, 1))
+	assert.Equal(t, 0, c.InFlight())
+}
+
+func TestOtherNotificationsAreDropped(t *testing.T) {
+	var seen []string
+	c := start(t, Config{})
+	_ = seen
+	mustCall(t, c, "test/notify", map[string]any{"method": "notifications/message", "params": map[string]any{"level": "info"}})
+	mustCall(t, c, "test/echo", nil)
+}

@@ -1,0 +1,282 @@
+package snodo
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// dialTest starts the test server with flags and closes the client when
+// the test ends.
+func dialTest(t *testing.T, flags []string, opts ...Option) *Client {
+	t.Helper()
+	cmd, args := testutil.Server(t, flags...)
+	c, err := Connect(t.Context(), cmd, args, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { closeAndWait(t, c) })
+	return c
+}
+
+// closeAndWait closes c and waits for the server to exit, so that no
+// reader goroutine outlives the test.
+func closeAndWait(t *testing.T, c *Client) {
+	t.Helper()
+	_ = c.Close()
+	select {
+	case <-c.Done():
+	case <-time.After(20 * time.Second):
+		t.Errorf("server still running 20 s after Close")
+	}
+}
+
+type seenRequest struct {
+	Method string          `json:"method"`
+	ID     json.RawMessage `json:"id"`
+	Params json.RawMessage `json:"params"`
+}
+
+// seen asks the test server which requests of method it received.
+func seen(t *testing.T, c *Client, method string) []seenRequest {
+	t.Helper()
+	raw, err := c.Request(t.Context(), "test/requests", map[string]string{"method": method})
+	require.NoError(t, err)
+	var res struct {
+		Requests []seenRequest `json:"requests"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &res))
+	return res.Requests
+}
+
+func metaOf(t *testing.T, params json.RawMessage) map[string]json.RawMessage {
+	t.Helper()
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	require.NoError(t, json.Unmarshal(params, &p))
+	return p.Meta
+}
+
+var testCaps = ClientCapabilities{Elicitation: &ElicitationCapability{Form: true}, Roots: &RootsCapability{ListChanged: true}}
+
+func TestConnectModernProbeCarriesFullMeta(t *testing.T) {
+	c := dialTest(t, []string{"-era", "modern"}, WithClientInfo("agent", "1.2.3"), WithClientCapabilities(testCaps))
+	assert.Equal(t, EraModern, c.Era())
+	assert.Equal(t, "modern", c.Era().String())
+	assert.Equal(t, "2026-07-28", c.ProtocolVersion())
+	assert.Equal(t, "snodo-testserver", c.ServerInfo().Name)
+	assert.Equal(t, "test server", c.Instructions())
+	require.NotNil(t, c.Capabilities().Tools)
+	assert.True(t, c.Capabilities().Tools.ListChanged)
+	assert.False(t, c.legacy())
+
+	probes := seen(t, c, "server/discover")
+	require.Len(t, probes, 1)
+	meta := metaOf(t, probes[0].Params)
+	assert.JSONEq(t, `"2026-07-28"`, string(meta[metaProtocolVersion]))
+	assert.JSONEq(t, `{"name":"agent","version":"1.2.3"}`, string(meta[metaClientInfo]))
+	assert.JSONEq(t, `{"elicitation":{"form":{}},"roots":{"listChanged":true}}`, string(meta[metaClientCapabilities]))
+	assert.Empty(t, seen(t, c, "initialize"), "a modern server must not be initialized")
+}
+
+func TestConnectPrefersModernOnDualEraServer(t *testing.T) {
+	c := dialTest(t, []string{"-era", "both"})
+	assert.Equal(t, EraModern, c.Era())
+	assert.JSONEq(t, `{"name":"snodo","version":"0.1.0"}`, string(c.requestMeta()[metaClientInfo]))
+}
+
+func TestConnectFallsBackToInitialize(t *testing.T) {
+	c := dialTest(t, []string{"-era", "legacy"}, WithClientInfo("agent", "1.2.3"), WithClientCapabilities(testCaps))
+	assert.Equal(t, EraLegacy, c.Era())
+	assert.True(t, c.legacy())
+	assert.Equal(t, "2025-11-25", c.ProtocolVersion())
+	assert.Equal(t, "snodo-testserver", c.ServerInfo().Name)
+	assert.NotNil(t, c.Capabilities().Logging)
+	assert.Nil(t, c.requestMeta())
+
+	inits := seen(t, c, "initialize")
+	require.Len(t, inits, 1)
+	assert.JSONEq(t, `{"protocolVersion":"2025-11-25",
+		"capabilities":{"elicitation":{"form":{}},"roots":{"listChanged":true}},
+		"clientInfo":{"name":"agent","version":"1.2.3"}}`, string(inits[0].Params))
+	raw, err := c.Request(t.Context(), "test/received", map[string]string{"method": "notifications/initialized"})
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), "notifications/initialized")
+}
+
+func TestConnectSilentProbeTimesOutToLegacy(t *testing.T) {
+	start := time.Now()
+	c := dialTest(t, []string{"-silent-discover"}, WithProbeTimeout(300*time.Millisecond))
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	assert.Equal(t, EraLegacy, c.Era())
+	assert.Equal(t, "2025-11-25", c.ProtocolVersion())
+}
+
+func TestConnectRestartsServerThatExitsOnProbe(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	c := dialTest(t, []string{"-exit-on-discover", "-state-file", state})
+	assert.FileExists(t, state, "the first process saw the probe")
+	assert.True(t, c.mcp.restarted)
+	assert.Equal(t, EraLegacy, c.Era())
+	assert.Empty(t, seen(t, c, "server/discover"), "the restarted server is not probed again")
+	res, err := c.CallTool(t.Context(), "echo", map[string]string{"message": "hi"})
+	require.NoError(t, err)
+	assert.Equal(t, "hi", res.Text())
+}
+
+func TestConnectUnsupportedVersionIsModernNotLegacy(t *testing.T) {
+	cmd, args := testutil.Server(t, "-discover-version", "2099-01-01")
+	_, err := Connect(t.Context(), cmd, args)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "2099-01-01")
+	assert.Contains(t, err.Error(), "upgrade")
+}
+
+func TestConnectRetriesWithVersionFromSupportedList(t *testing.T) {
+	saved := ModernVersions
+	ModernVersions = []string{"2031-01-01", "2026-07-28"}
+	t.Cleanup(func() { ModernVersions = saved })
+	c := dialTest(t, nil)
+	assert.Equal(t, EraModern, c.Era())
+	assert.Equal(t, "2026-07-28", c.ProtocolVersion())
+	probes := seen(t, c, "server/discover")
+	require.Len(t, probes, 2)
+	assert.JSONEq(t, `"2031-01-01"`, string(metaOf(t, probes[0].Params)[metaProtocolVersion]))
+	assert.JSONEq(t, `"2026-07-28"`, string(metaOf(t, probes[1].Params)[metaProtocolVersion]))
+	assert.JSONEq(t, `"2026-07-28"`, string(c.requestMeta()[metaProtocolVersion]))
+}
+
+func TestModernRequestsCarryMetaAndKeepCallerMeta(t *testing.T) {
+	c := dialTest(t, []string{"-era", "modern"})
+	raw, err := c.Request(t.Context(), "test/echo", json.RawMessage(`{"x":1,"_meta":{"progressToken":"mine","com.example/k":true}}`))
+	require.NoError(t, err)
+	meta := metaOf(t, raw)
+	assert.JSONEq(t, `"mine"`, string(meta["progressToken"]))
+	assert.JSONEq(t, `true`, string(meta["com.example/k"]))
+	assert.JSONEq(t, `"2026-07-28"`, string(meta[metaProtocolVersion]))
+	assert.Contains(t, meta, metaClientInfo)
+	assert.Contains(t, meta, metaClientCapabilities)
+	assert.NotContains(t, meta, metaLogLevel)
+
+	var progress int
+	_, err = c.CallTool(t.Context(), "slow", map[string]int{"ms": 40}, OnProgress(func(Progress) { progress++ }))
+	require.NoError(t, err)
+	assert.Positive(t, progress)
+	calls := seen(t, c, "tools/call")
+	meta = metaOf(t, calls[len(calls)-1].Params)
+	assert.Contains(t, meta, "progressToken")
+	assert.Contains(t, meta, metaProtocolVersion)
+}
+
+func TestSetLoggingLevelByEra(t *testing.T) {
+	modern := dialTest(t, []string{"-era", "modern"})
+	require.NoError(t, modern.SetLoggingLevel(t.Context(), LogWarning))
+	raw, err := modern.Request(t.Context(), "test/echo", nil)
+	require.NoError(t, err)
+	assert.JSONEq(t, `"warning"`, string(metaOf(t, raw)[metaLogLevel]))
+	assert.Empty(t, seen(t, modern, "logging/setLevel"), "modern servers have no logging/setLevel")
+
+	legacy := dialTest(t, []string{"-era", "legacy"})
+	require.NoError(t, legacy.SetLoggingLevel(t.Context(), LogDebug))
+	sets := seen(t, legacy, "logging/setLevel")
+	require.Len(t, sets, 1)
+	assert.JSONEq(t, `{"level":"debug"}`, string(sets[0].Params))
+
+	assert.Error(t, legacy.SetLoggingLevel(t.Context(), "loud"))
+}
+
+func TestPingByEra(t *testing.T) {
+	modern := dialTest(t, []string{"-era", "modern"})
+	require.NoError(t, modern.Ping(t.Context()))
+	assert.Len(t, seen(t, modern, "server/discover"), 2, "probe plus ping")
+	assert.Empty(t, seen(t, modern, "ping"))
+	_, err := modern.Request(t.Context(), "ping", nil)
+	var e *Error
+	require.ErrorAs(t, err, &e, "modern servers answer ping with -32601")
+	assert.Equal(t, CodeMethodNotFound, e.Code)
+
+	legacy := dialTest(t, []string{"-era", "legacy"})
+	require.NoError(t, legacy.Ping(t.Context()))
+	assert.Len(t, seen(t, legacy, "ping"), 1)
+}
+
+// The fallback must not be keyed to one error code: each of these probe
+// answers leads to initialize, and the version the server picks is kept.
+func TestFallbackOnAnyNonModernError(t *testing.T) {
+	for _, tc := range []struct{ answer, version string }{
+		{"-32601", "2025-11-25"},
+		{"-32602", "2025-06-18"},
+		{"-32600", "2025-03-26"},
+		{"4242", "2024-11-05"},
+		{"garbage-result", "2025-11-25"},
+	} {
+		t.Run(tc.answer, func(t *testing.T) {
+			c, err := Connect(t.Context(), os.Args[0], []string{"-test.run=^TestHelperFakeServer$"},
+				WithEnv("SNODO_FAKE_SERVER", tc.answer+" "+tc.version))
+			require.NoError(t, err)
+			t.Cleanup(func() { closeAndWait(t, c) })
+			assert.Equal(t, EraLegacy, c.Era())
+			assert.Equal(t, tc.version, c.ProtocolVersion())
+		})
+	}
+}
+
+func TestConnectRejectsUnknownLegacyVersion(t *testing.T) {
+	_, err := Connect(t.Context(), os.Args[0], []string{"-test.run=^TestHelperFakeServer$"},
+		WithEnv("SNODO_FAKE_SERVER", "-32601 2023-01-01"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "2023-01-01")
+}
+
+// TestHelperFakeServer is not a test: run as a child process with
+// SNODO_FAKE_SERVER="<discover answer> <initialize version>", it answers
+// server/discover with that error code ("garbage-result": a result that
+// is no DiscoverResult) and initialize with that version.
+func TestHelperFakeServer(t *testing.T) {
+	spec := os.Getenv("SNODO_FAKE_SERVER")
+	if spec == "" {
+		return // run directly: nothing to do
+	}
+	answer, version, _ := strings.Cut(spec, " ")
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(in.Bytes(), &msg) != nil || msg.ID == nil {
+			continue
+		}
+		switch {
+		case msg.Method == "server/discover" && answer == "garbage-result":
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"hello":"world"}}`+"\n", msg.ID)
+		case msg.Method == "server/discover":
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%s,"message":"no"}}`+"\n", msg.ID, answer)
+		case msg.Method == "initialize":
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{},"serverInfo":{"name":"fake","version":"0"}}}`+"\n", msg.ID, version)
+		default:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{}}`+"\n", msg.ID)
+		}
+	}
+	os.Exit(0)
+}
+
+func TestConnectFailsWhenOwnerIsDone(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	cmd, args := testutil.Server(t)
+	_, err := Connect(ctx, cmd, args)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, context.Canceled))
+}

@@ -1,0 +1,110 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// child is the actor that owns one server request. Its Receive never
+// blocks: the handler runs on a goroutine started in Started, which posts
+// the outcome back. So a stop — the connection's, which stops its
+// children first — is handled at once even while the handler runs.
+type child struct {
+	cfg    *Config // the dispatcher's; read-only once dispatching starts
+	req    *Request
+	ctx    context.Context // the handler's; cancelled on server cancel or stop
+	cancel context.CancelFunc
+}
+
+// outcome is the handler's answer, encoded, posted by the handler's
+// goroutine to its child. A late one reaches a stopped child as a dead
+// letter, which is expected and not logged.
+type outcome struct {
+	result json.RawMessage
+	err    *jsonrpc.Error
+}
+
+func (*outcome) IgnoreDeadLetterLogging() {}
+
+// Receive writes the answer unless the request was cancelled, then stops.
+func (c *child) Receive(ctx protoactor.Context) {
+	defer func() {
+		// A panic here must not reach the supervisor: its default restart
+		// would run Started, and so the handler, a second time.
+		if r := recover(); r != nil {
+			c.cfg.Logger.Error("snodo: server-request actor panicked; its request gets no answer",
+				"method", c.req.Method, "id", string(c.req.ID), "panic", r)
+			c.cancel()
+			ctx.Stop(ctx.Self())
+		}
+	}()
+	switch m := ctx.Message().(type) {
+	case *protoactor.Started:
+		go c.run(ctx.ActorSystem(), ctx.Self())
+	case *outcome:
+		// ctx.Err is the one flag for "cancelled by the server" and
+		// "the connection is stopping": both cancel it before anything
+		// else, so a cancelled request is never answered.
+		if c.ctx.Err() == nil {
+			c.cfg.Respond(c.req.ID, m.result, m.err)
+		} else {
+			c.dropped()
+		}
+		ctx.Stop(ctx.Self())
+	case *protoactor.Stopping:
+		c.cancel()
+	}
+}
+
+// run calls the handler and posts its outcome to the child.
+func (c *child) run(system *protoactor.ActorSystem, self *protoactor.PID) {
+	out := c.call()
+	if c.ctx.Err() != nil { // spare a message to a child that may be gone
+		c.dropped()
+		return
+	}
+	system.Root.Send(self, out)
+}
+
+// call runs the handler, turning a panic into -32603.
+func (c *child) call() (out *outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.cfg.Logger.Error("snodo: server-request handler panicked; answered -32603",
+				"method", c.req.Method, "id", string(c.req.ID), "panic", r, "stack", string(debug.Stack()))
+			out = &outcome{err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "internal error: the client's handler for " + c.req.Method + " panicked"}}
+		}
+	}()
+	res, err := c.cfg.Handler(c.ctx, c.req)
+	return encode(res, err)
+}
+
+func (c *child) dropped() {
+	c.cfg.Logger.Debug("snodo: dropped the answer to a server request that was cancelled or outlived its connection",
+		"method", c.req.Method, "id", string(c.req.ID))
+}
+
+// encode turns what a handler returned into the answer to send.
+func encode(res any, err error) *outcome {
+	if err != nil {
+		var e *jsonrpc.Error
+		if errors.As(err, &e) && e != nil {
+			return &outcome{err: e}
+		}
+		return &outcome{err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}}
+	}
+	b, merr := json.Marshal(res)
+	if merr != nil {
+		return &outcome{err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("internal error: the client's handler returned a result that cannot be marshalled: %v", merr)}}
+	}
+	return &outcome{result: b}
+}

@@ -1,0 +1,147 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// Dispatcher runs the handlers of one connection's server requests, each
+// in a child actor of the connection actor, at most Config.Max at once.
+//
+// Every method must be called on the connection actor's goroutine, with
+// that actor's context: the dispatcher's tables have no lock because they
+// have exactly one user.
+type Dispatcher struct {
+	cfg     Config
+	running map[string]*slot // by the request's raw id
+	byChild map[string]*slot // by the child actor's id, for Terminated
+	stopped bool
+}
+
+// slot is one running handler: a place in the bound until its child stops.
+type slot struct {
+	id     string // the request's raw id
+	cancel context.CancelFunc
+}
+
+// NewDispatcher returns a dispatcher for one connection.
+func NewDispatcher(cfg Config) *Dispatcher {
+	if cfg.Max <= 0 {
+		cfg.Max = DefaultMax
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Dispatcher{cfg: cfg, running: make(map[string]*slot), byChild: make(map[string]*slot)}
+}
+
+// Running counts the handlers that hold a slot of the bound.
+func (d *Dispatcher) Running() int { return len(d.running) }
+
+// Dispatch answers req at once when it is malformed, unhandled or over
+// the bound, and otherwise spawns a child of ctx's actor to run the
+// handler. It never blocks.
+func (d *Dispatcher) Dispatch(ctx protoactor.Context, req *Request) {
+	if d.stopped {
+		return // the connection is going away; nothing may be answered
+	}
+	if !validID(req.ID) {
+		d.cfg.Logger.Warn("snodo: answered a server request whose id is not a string or a number with -32600",
+			"method", req.Method, "id", string(req.ID))
+		d.reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: the id must be a string or a number")
+		return
+	}
+	if d.cfg.Handler == nil {
+		d.reject(req.ID, jsonrpc.CodeMethodNotFound, "method not found: "+req.Method+" (this client has no server-request handler)")
+		return
+	}
+	if !validParams(req.Params) {
+		d.reject(req.ID, jsonrpc.CodeInvalidParams, "invalid params: "+req.Method+" needs params that are a JSON object or array")
+		return
+	}
+	key := string(req.ID)
+	if d.running[key] != nil {
+		d.reject(req.ID, jsonrpc.CodeInvalidRequest, "invalid request: id "+key+" belongs to a request still being handled; use a new id")
+		return
+	}
+	if len(d.running) >= d.cfg.Max {
+		d.cfg.Logger.Warn("snodo: a server request came over the bound of handlers running at once; answered -32603 without running it",
+			"method", req.Method, "id", key, "max_server_requests", d.cfg.Max)
+		d.reject(req.ID, jsonrpc.CodeInternalError, "server request rejected: the client is already handling "+
+			strconv.Itoa(d.cfg.Max)+" requests (its limit); retry after one completes")
+		return
+	}
+	hctx, cancel := context.WithCancel(context.Background())
+	c := &child{cfg: &d.cfg, req: req, ctx: hctx, cancel: cancel}
+	pid := ctx.SpawnPrefix(protoactor.PropsFromProducer(func() protoactor.Actor { return c }), "request")
+	s := &slot{id: key, cancel: cancel}
+	d.running[key] = s
+	d.byChild[pid.Id] = s
+}
+
+// Cancel cancels the handler of the server request id, if it runs: the
+// server sent notifications/cancelled for it. Its answer is never sent;
+// its slot frees when the handler returns.
+func (d *Dispatcher) Cancel(_ protoactor.Context, id json.RawMessage) {
+	s := d.running[string(id)]
+	if s == nil {
+		d.cfg.Logger.Debug("snodo: the server cancelled a request that is not being handled (finished, rejected or unknown)",
+			"id", string(id))
+		return
+	}
+	s.cancel()
+}
+
+// Stop cancels every running handler as the connection stops; their
+// answers are never written. It does not wait: protoactor-go stops the
+// children after the parent's Stopping, and a child's Receive never
+// blocks on its handler, so the connection's stop never waits on user
+// code.
+func (d *Dispatcher) Stop(protoactor.Context) {
+	d.stopped = true
+	for _, s := range d.running {
+		s.cancel()
+	}
+}
+
+// Receive handles the dispatcher's own messages — a child's Terminated,
+// which frees its slot — and reports whether the message was one.
+func (d *Dispatcher) Receive(ctx protoactor.Context) bool {
+	t, ok := ctx.Message().(*protoactor.Terminated)
+	if !ok || t.Who == nil {
+		return false
+	}
+	s := d.byChild[t.Who.Id]
+	if s == nil {
+		return false
+	}
+	delete(d.byChild, t.Who.Id)
+	delete(d.running, s.id)
+	s.cancel() // releases the context's resources
+	return true
+}
+
+func (d *Dispatcher) reject(id json.RawMessage, code int, msg string) {
+	d.cfg.Respond(id, nil, &jsonrpc.Error{Code: code, Message: msg})
+}
+
+// validID: JSON-RPC ids are strings or numbers (MCP also forbids null).
+// The scanner has already checked the syntax, so the first byte decides.
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	c := id[0]
+	return c == '"' || c == '-' || (c >= '0' && c <= '9')
+}
+
+// validParams: params, when present, must be structured (JSON-RPC 2.0 §4.2).
+func validParams(p json.RawMessage) bool {
+	return len(p) == 0 || p[0] == '{' || p[0] == '['
+}

@@ -1,0 +1,64 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+)
+
+// RequestMessage is what an actor receives from a handler made by
+// ToActor: one server request to answer. The actor answers by calling
+// Reply exactly once, from its Receive or from any goroutine, at once or
+// later; it need not (and cannot) use ctx.Respond.
+//
+// Ctx is the handler's context: it is done when the server cancels the
+// request or the connection stops, after which the answer is dropped, so
+// an actor doing long work for it should watch Ctx.Done().
+type RequestMessage struct {
+	Ctx     context.Context
+	Request *Request
+	reply   chan answer // capacity 1: Reply never blocks
+}
+
+type answer struct {
+	result any
+	err    error
+}
+
+// Reply answers the request: result is marshalled as the JSON-RPC result
+// when err is nil; err is sent as in Func (a *jsonrpc.Error as is,
+// anything else as -32603). Only the first call counts; later ones, and
+// calls after Ctx is done, are ignored. Safe from any goroutine.
+func (m *RequestMessage) Reply(result any, err error) {
+	select {
+	case m.reply <- answer{result: result, err: err}:
+	default: // already answered
+	}
+}
+
+// ToActor returns a handler that delivers every server request to the
+// actor pid as a *RequestMessage and answers with what the actor replies.
+// It lets a service keep its server-request logic inside its own actor
+// (often the connection's owner). The handler waits for the reply or for
+// its ctx, never for a protoactor Future.
+//
+// The actor must reply to every RequestMessage; if it stops without
+// replying, the request waits until the server cancels it or the
+// connection stops (an owner actor's stop does both). A pid that is not
+// running when a request arrives is answered with -32603.
+func ToActor(system *protoactor.ActorSystem, pid *protoactor.PID) Func {
+	return func(ctx context.Context, req *Request) (any, error) {
+		if _, ok := system.ProcessRegistry.Get(pid); !ok {
+			return nil, fmt.Errorf("the actor %s that answers server requests is not running", pid.Id)
+		}
+		m := &RequestMessage{Ctx: ctx, Request: req, reply: make(chan answer, 1)}
+		system.Root.Send(pid, m)
+		select {
+		case a := <-m.reply:
+			return a.result, a.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/subscription"
+)
+
+// Filter selects the notifications a subscription asks for
+// (subscriptions/listen "notifications"); Subscription.Acknowledged
+// returns the subset the server agreed to honour.
+type Filter = subscription.Filter
+
+// Event is one notification delivered on a subscription: Method and the
+// raw Params (its _meta included).
+type Event = subscription.Event
+
+// Subscription is an open subscriptions/listen stream; see Client.Listen.
+type Subscription = subscription.Subscription
+
+// SubscriptionEvent is the message an actor given to ListenTo receives
+// for each event, in order.
+type SubscriptionEvent = subscription.EventMsg
+
+// SubscriptionEnded is the last message an actor given to ListenTo
+// receives from a subscription; Err is nil after a graceful end.
+type SubscriptionEnded = subscription.EndMsg
+
+// Why a subscription ended (errors.Is on Subscription.Err). A graceful
+// end leaves Err nil; a server that went away gives a -32000 *Error.
+var (
+	ErrSubscriptionClosed = subscription.ErrClosed         // Close was called
+	ErrServerTeardown     = subscription.ErrServerTeardown // the server sent notifications/cancelled for it
+	ErrQueueFull          = subscription.ErrQueueFull      // the reader fell behind by more than the queue bound
+)
+
+// ErrListenUnsupported: the server has no subscriptions/listen (a legacy
+// MCP server, 2025-11-25 or earlier). Use resources/subscribe and the
+// server's unsolicited list_changed notifications with such servers.
+var ErrListenUnsupported = errors.New("snodo: the server does not support subscriptions/listen (it speaks a legacy MCP version)")
+
+// ListenOption tunes one subscription.
+type ListenOption func(*subscription.Options) error
+
+// ListenTo delivers the subscription's events to the actor pid, as
+// *SubscriptionEvent messages and then one *SubscriptionEnded, instead of
+// the Events channel. The subscription watches pid and is cancelled when
+// it terminates. pid lives in the connection's actor system.
+func ListenTo(pid *protoactor.PID) ListenOption {
+	return func(o *subscription.Options) error {
+		if pid == nil {
+			return errors.New("ListenTo: nil PID")
+		}
+		o.Actor = pid
+		return nil
+	}
+}
+
+// MaxQueuedEvents bounds the events waiting for a slow reader; past it
+// the subscription ends with ErrQueueFull and is cancelled on the server.
+// Default 1024 (subscription.DefaultMaxQueue).
+func MaxQueuedEvents(n int) ListenOption {
+	return func(o *subscription.Options) error {
+		if n < 1 {
+			return fmt.Errorf("MaxQueuedEvents: %d must be at least 1", n)
+		}
+		o.MaxQueue = n
+		return nil
+	}
+}
+
+// Listen opens a subscriptions/listen stream for the notifications f asks
+// for and returns once the server acknowledged it. ctx is the
+// subscription's owner: when it is done, as on Close, the server is sent
+// notifications/cancelled and Events closes. Events may be read on the
+// same goroutine that makes other requests: delivery never blocks the
+// connection. On a legacy-era server Listen fails with
+// ErrListenUnsupported.
+func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*Subscription, error) {
+	if c.legacy() {
+		return nil, ErrListenUnsupported
+	}
+	var o subscription.Options
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("snodo: %w", err)
+		}
+	}
+	params, err := json.Marshal(struct {
+		Notifications Filter `json:"notifications"`
+	}{f})
+	if err != nil {
+		return nil, fmt.Errorf("snodo: cannot marshal the subscription filter: %w", err)
+	}
+	if params, err = jsonrpc.MergeMeta(params, c.requestMeta()); err != nil {
+		return nil, fmt.Errorf("snodo: %s: %w", subscription.Method, err)
+	}
+	sub, err := subscription.Open(ctx, c.conn, params, o)
+	var e *Error
+	if errors.As(err, &e) && e.Code == CodeMethodNotFound && !e.Local() {
+		return nil, fmt.Errorf("%w: %w", ErrListenUnsupported, err)
+	}
+	return sub, err
+}

@@ -1,0 +1,101 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// connectTest connects to the test server and closes the client when the
+// test ends.
+func connectTest(t *testing.T, flags ...string) *Client {
+	t.Helper()
+	cmd, args := testutil.Server(t, flags...)
+	c, err := Connect(context.Background(), cmd, args)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c.Close()
+		select {
+		case <-c.Done():
+		case <-time.After(20 * time.Second):
+			t.Errorf("client not done 20 s after Close")
+		}
+	})
+	return c
+}
+
+func TestListenEndToEnd(t *testing.T) {
+	c := connectTest(t)
+	sub, err := c.Listen(t.Context(), Filter{ToolsListChanged: true, PromptsListChanged: true})
+	require.NoError(t, err)
+	defer sub.Close()
+	assert.Equal(t, Filter{ToolsListChanged: true}, sub.Acknowledged(), "the test server does not honour prompts")
+
+	_, err = c.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed", "count": 2})
+	require.NoError(t, err)
+	for range 2 {
+		ev := <-sub.Events()
+		assert.Equal(t, "notifications/tools/list_changed", ev.Method)
+	}
+	_, err = c.Request(t.Context(), "test/endSubscription", map[string]any{"subscription": sub.ID(), "mode": "teardown"})
+	require.NoError(t, err)
+	<-sub.Done()
+	assert.ErrorIs(t, sub.Err(), ErrServerTeardown)
+
+	// The listen request carried the era's _meta (none in the legacy era).
+	raw, err := c.Request(t.Context(), "test/requests", map[string]string{"method": "subscriptions/listen"})
+	require.NoError(t, err)
+	var reqs struct {
+		Requests []struct {
+			Params map[string]json.RawMessage `json:"params"`
+		} `json:"requests"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &reqs))
+	require.Len(t, reqs.Requests, 1)
+	assert.JSONEq(t, `{"toolsListChanged":true,"promptsListChanged":true}`, string(reqs.Requests[0].Params["notifications"]))
+	for k := range c.requestMeta() {
+		assert.Contains(t, string(reqs.Requests[0].Params["_meta"]), k)
+	}
+}
+
+func TestListenToAnActor(t *testing.T) {
+	c := connectTest(t)
+	got := make(chan any, 10)
+	sys := c.conn.System()
+	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		switch msg := ctx.Message().(type) {
+		case *SubscriptionEvent, *SubscriptionEnded:
+			got <- msg
+		}
+	}))
+	sub, err := c.Listen(t.Context(), Filter{ResourceSubscriptions: []string{"test://a"}}, ListenTo(pid), MaxQueuedEvents(8))
+	require.NoError(t, err)
+	_, err = c.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/resources/updated", "params": map[string]string{"uri": "test://a"}})
+	require.NoError(t, err)
+	ev := (<-got).(*SubscriptionEvent)
+	assert.Equal(t, "notifications/resources/updated", ev.Method)
+	sys.Root.Stop(pid) // the owner goes: the subscription is cancelled
+	<-sub.Done()
+	assert.ErrorIs(t, sub.Err(), ErrOwnerExited)
+}
+
+func TestListenOnALegacyServer(t *testing.T) {
+	c := connectTest(t, "-era", "legacy")
+	_, err := c.Listen(t.Context(), Filter{ToolsListChanged: true})
+	require.ErrorIs(t, err, ErrListenUnsupported)
+}
+
+func TestListenOptionsValidate(t *testing.T) {
+	c := connectTest(t)
+	_, err := c.Listen(t.Context(), Filter{}, MaxQueuedEvents(0))
+	assert.ErrorContains(t, err, "MaxQueuedEvents")
+	_, err = c.Listen(t.Context(), Filter{}, ListenTo(nil))
+	assert.ErrorContains(t, err, "ListenTo")
+}

@@ -1,0 +1,9 @@
+package snodo
+
+import (
+	"testing"
+
+	"github.com/snodo/snodo/test/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }

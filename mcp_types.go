@@ -1,0 +1,255 @@
+package snodo
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+)
+
+// The MCP shapes the typed calls return. Fields a server may leave out are
+// zero; members snodo does not model are kept in Meta (the _meta object)
+// or dropped. Schemas and structured content stay raw JSON so they can be
+// handed to a JSON Schema validator or json.Unmarshal unchanged.
+
+// Implementation names a client or server: its name and version, with an
+// optional display title.
+type Implementation struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Version     string `json:"version"`
+	Description string `json:"description,omitempty"`
+	WebsiteURL  string `json:"websiteUrl,omitempty"`
+	Icons       []Icon `json:"icons,omitempty"`
+}
+
+// Icon is an image a server offers for display next to a tool, resource,
+// prompt or implementation. Treat Src as untrusted.
+type Icon struct {
+	Src      string   `json:"src"`
+	MimeType string   `json:"mimeType,omitempty"`
+	Sizes    []string `json:"sizes,omitempty"`
+	Theme    string   `json:"theme,omitempty"` // "light" or "dark"
+}
+
+// Annotations hint at how a client should use an object: who it is meant
+// for ("user", "assistant"), its priority (0 to 1) and when it last
+// changed (ISO 8601).
+type Annotations struct {
+	Audience     []string `json:"audience,omitempty"`
+	Priority     *float64 `json:"priority,omitempty"`
+	LastModified string   `json:"lastModified,omitempty"`
+}
+
+// Tool is one tool a server offers. InputSchema and OutputSchema are JSON
+// Schema objects, raw.
+type Tool struct {
+	Name         string                     `json:"name"`
+	Title        string                     `json:"title,omitempty"`
+	Description  string                     `json:"description,omitempty"`
+	InputSchema  json.RawMessage            `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage            `json:"outputSchema,omitempty"`
+	Annotations  *ToolAnnotations           `json:"annotations,omitempty"`
+	Icons        []Icon                     `json:"icons,omitempty"`
+	Meta         map[string]json.RawMessage `json:"_meta,omitempty"`
+}
+
+// ToolAnnotations are the server's hints about a tool's behaviour. They
+// are claims by the server, not guarantees; nil means "not said".
+type ToolAnnotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// Content is one content block of a tool result or prompt message. Type
+// says which fields are set:
+//
+//	"text"           Text
+//	"image", "audio" Data (base64) and MimeType
+//	"resource"       Resource (an embedded resource's contents)
+//	"resource_link"  URI, Name, Title, Description, MimeType, Size
+type Content struct {
+	Type        string                     `json:"type"`
+	Text        string                     `json:"text,omitempty"`
+	Data        string                     `json:"data,omitempty"`
+	MimeType    string                     `json:"mimeType,omitempty"`
+	Resource    *ResourceContents          `json:"resource,omitempty"`
+	URI         string                     `json:"uri,omitempty"`
+	Name        string                     `json:"name,omitempty"`
+	Title       string                     `json:"title,omitempty"`
+	Description string                     `json:"description,omitempty"`
+	Size        *int64                     `json:"size,omitempty"`
+	Annotations *Annotations               `json:"annotations,omitempty"`
+	Meta        map[string]json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Bytes decodes Data (image and audio blocks) from base64.
+func (c Content) Bytes() ([]byte, error) { return base64.StdEncoding.DecodeString(c.Data) }
+
+// CallToolResult is what a tool call returned. IsError reports an error
+// inside the tool (bad input, a failed API call): the model should see it,
+// and it is not a Go error. Protocol failures (unknown tool, bad params)
+// are returned by CallTool as a *Error instead.
+type CallToolResult struct {
+	Content           []Content                  `json:"content"`
+	StructuredContent json.RawMessage            `json:"structuredContent,omitempty"`
+	IsError           bool                       `json:"isError,omitempty"`
+	Meta              map[string]json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Text joins the text of the result's text blocks with newlines.
+func (r *CallToolResult) Text() string { return joinText(r.Content) }
+
+func joinText(blocks []Content) string {
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Resource is one resource a server lists.
+type Resource struct {
+	URI         string                     `json:"uri"`
+	Name        string                     `json:"name"`
+	Title       string                     `json:"title,omitempty"`
+	Description string                     `json:"description,omitempty"`
+	MimeType    string                     `json:"mimeType,omitempty"`
+	Size        *int64                     `json:"size,omitempty"`
+	Annotations *Annotations               `json:"annotations,omitempty"`
+	Icons       []Icon                     `json:"icons,omitempty"`
+	Meta        map[string]json.RawMessage `json:"_meta,omitempty"`
+}
+
+// ResourceTemplate describes a family of resources by an RFC 6570 URI
+// template.
+type ResourceTemplate struct {
+	URITemplate string                     `json:"uriTemplate"`
+	Name        string                     `json:"name"`
+	Title       string                     `json:"title,omitempty"`
+	Description string                     `json:"description,omitempty"`
+	MimeType    string                     `json:"mimeType,omitempty"`
+	Annotations *Annotations               `json:"annotations,omitempty"`
+	Icons       []Icon                     `json:"icons,omitempty"`
+	Meta        map[string]json.RawMessage `json:"_meta,omitempty"`
+}
+
+// ResourceContents is the content of one resource: Text for text, Blob
+// (base64) for binary data.
+type ResourceContents struct {
+	URI      string                     `json:"uri"`
+	MimeType string                     `json:"mimeType,omitempty"`
+	Text     string                     `json:"text,omitempty"`
+	Blob     string                     `json:"blob,omitempty"`
+	Meta     map[string]json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Bytes returns the contents as bytes: Blob decoded from base64, or Text.
+func (r ResourceContents) Bytes() ([]byte, error) {
+	if r.Blob != "" {
+		return base64.StdEncoding.DecodeString(r.Blob)
+	}
+	return []byte(r.Text), nil
+}
+
+// ReadResourceResult is what resources/read returned: one or more
+// contents (a directory may yield several).
+type ReadResourceResult struct {
+	Contents []ResourceContents         `json:"contents"`
+	Meta     map[string]json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Prompt is one prompt template a server offers.
+type Prompt struct {
+	Name        string                     `json:"name"`
+	Title       string                     `json:"title,omitempty"`
+	Description string                     `json:"description,omitempty"`
+	Arguments   []PromptArgument           `json:"arguments,omitempty"`
+	Icons       []Icon                     `json:"icons,omitempty"`
+	Meta        map[string]json.RawMessage `json:"_meta,omitempty"`
+}
+
+// PromptArgument is one argument a prompt template accepts.
+type PromptArgument struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
+// PromptMessage is one message of a rendered prompt; Role is "user" or
+// "assistant".
+type PromptMessage struct {
+	Role    string  `json:"role"`
+	Content Content `json:"content"`
+}
+
+// GetPromptResult is a rendered prompt.
+type GetPromptResult struct {
+	Description string                     `json:"description,omitempty"`
+	Messages    []PromptMessage            `json:"messages"`
+	Meta        map[string]json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Reference names what an argument completion is for: a prompt
+// (PromptReference) or a resource template (ResourceTemplateReference).
+type Reference struct {
+	Type string `json:"type"`           // "ref/prompt" or "ref/resource"
+	Name string `json:"name,omitempty"` // the prompt's name
+	URI  string `json:"uri,omitempty"`  // the resource template's URI template
+}
+
+// PromptReference refers to the prompt called name.
+func PromptReference(name string) Reference { return Reference{Type: "ref/prompt", Name: name} }
+
+// ResourceTemplateReference refers to the resource template with that URI
+// template.
+func ResourceTemplateReference(uriTemplate string) Reference {
+	return Reference{Type: "ref/resource", URI: uriTemplate}
+}
+
+// CompleteRequest asks for completions of one argument's value. Context
+// holds the values of arguments already filled in, by name.
+type CompleteRequest struct {
+	Ref      Reference
+	Argument string            // the argument's name
+	Value    string            // what the user typed so far
+	Context  map[string]string // optional
+}
+
+// Completion is the server's suggestions for an argument value. Total,
+// when non-zero, is how many matches exist; HasMore says there are more
+// than Values holds.
+type Completion struct {
+	Values  []string `json:"values"`
+	Total   int      `json:"total,omitempty"`
+	HasMore bool     `json:"hasMore,omitempty"`
+}
+
+// LoggingLevel is a syslog severity, from LogDebug (most verbose) to
+// LogEmergency.
+type LoggingLevel string
+
+// The logging levels, most verbose first.
+const (
+	LogDebug     LoggingLevel = "debug"
+	LogInfo      LoggingLevel = "info"
+	LogNotice    LoggingLevel = "notice"
+	LogWarning   LoggingLevel = "warning"
+	LogError     LoggingLevel = "error"
+	LogCritical  LoggingLevel = "critical"
+	LogAlert     LoggingLevel = "alert"
+	LogEmergency LoggingLevel = "emergency"
+)
+
+func (l LoggingLevel) valid() bool {
+	switch l {
+	case LogDebug, LogInfo, LogNotice, LogWarning, LogError, LogCritical, LogAlert, LogEmergency:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,164 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/snodo/snodo/connection"
+)
+
+// Multi round-trip requests (modern era): a server that needs input
+// (sampling, elicitation, roots) answers tools/call, resources/read or
+// prompts/get with resultType "input_required". The client fulfils each
+// inputRequests entry with the server-request handler and sends the same
+// request again, under a new ID, with inputResponses and the exact
+// requestState, until the result is complete.
+
+// DefaultMaxInputRounds is how many input_required rounds one call
+// completes before it fails with ErrTooManyInputRounds.
+const DefaultMaxInputRounds = 10
+
+// Result types.
+const (
+	resultComplete      = "complete"
+	resultInputRequired = "input_required"
+)
+
+// Errors of the multi-round-trip flow, for errors.Is.
+var (
+	// ErrTooManyInputRounds: the server still asked for input after the
+	// bound set by WithMaxInputRounds.
+	ErrTooManyInputRounds = errors.New("snodo: too many input_required rounds")
+	// ErrUnknownResultType: the server answered a resultType snodo does
+	// not know; the spec makes such a result invalid.
+	ErrUnknownResultType = errors.New("snodo: unknown resultType")
+	// ErrInputRequest: the server-request handler could not fulfil one of
+	// the server's input requests.
+	ErrInputRequest = errors.New("snodo: input request failed")
+)
+
+// inputRequired is the part of an input_required result the client uses.
+type inputRequired struct {
+	ResultType    string                  `json:"resultType"`
+	InputRequests map[string]inputRequest `json:"inputRequests"`
+	RequestState  json.RawMessage         `json:"requestState"`
+}
+
+type inputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// resultType reads a result's resultType: absent means complete; an
+// unknown value is an error.
+func resultType(method string, raw json.RawMessage) (string, error) {
+	var head struct {
+		ResultType *string `json:"resultType"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return "", fmt.Errorf("snodo: %s: malformed result: %w", method, err)
+	}
+	if head.ResultType == nil {
+		return resultComplete, nil
+	}
+	switch rt := *head.ResultType; rt {
+	case resultComplete, resultInputRequired:
+		return rt, nil
+	default:
+		return "", fmt.Errorf("%w %q in the result of %s", ErrUnknownResultType, rt, method)
+	}
+}
+
+// requestWithInput sends method with params (a JSON object's members) and
+// completes input_required rounds, returning the final result.
+func (c *Client) requestWithInput(ctx context.Context, method string, params map[string]any, opts *connection.CallOptions) (json.RawMessage, error) {
+	for round := 0; ; round++ {
+		raw, err := c.request(ctx, method, params, opts)
+		if err != nil {
+			return nil, err
+		}
+		rt, err := resultType(method, raw)
+		if err != nil || rt == resultComplete {
+			return raw, err
+		}
+		if round >= c.mcp.maxRounds {
+			return nil, fmt.Errorf("%w: %s still needed input after %d rounds (raise the bound with WithMaxInputRounds)",
+				ErrTooManyInputRounds, method, round)
+		}
+		var ir inputRequired
+		if err := json.Unmarshal(raw, &ir); err != nil {
+			return nil, fmt.Errorf("snodo: %s: malformed input_required result: %w", method, err)
+		}
+		if len(ir.InputRequests) == 0 && len(ir.RequestState) == 0 {
+			return nil, fmt.Errorf("snodo: %s: input_required result with neither inputRequests nor requestState", method)
+		}
+		delete(params, "inputResponses")
+		delete(params, "requestState")
+		if len(ir.InputRequests) > 0 {
+			responses, err := c.fulfil(ctx, method, ir.InputRequests)
+			if err != nil {
+				return nil, err
+			}
+			params["inputResponses"] = responses
+		}
+		if len(ir.RequestState) > 0 && string(ir.RequestState) != "null" {
+			params["requestState"] = ir.RequestState // echoed byte for byte
+		}
+	}
+}
+
+// fulfil runs the handler for every input request at once and collects
+// the results by key. The first failure fails the call.
+func (c *Client) fulfil(ctx context.Context, method string, reqs map[string]inputRequest) (map[string]json.RawMessage, error) {
+	keys := make([]string, 0, len(reqs))
+	for k := range reqs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	results := make([]json.RawMessage, len(keys))
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	for i, key := range keys {
+		wg.Go(func() {
+			results[i], errs[i] = c.answerInput(ctx, key, reqs[key])
+		})
+	}
+	wg.Wait()
+	out := make(map[string]json.RawMessage, len(keys))
+	for i, key := range keys {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("%w: %s asked for %s (key %q): %w", ErrInputRequest, method, reqs[key].Method, key, errs[i])
+		}
+		out[key] = results[i]
+	}
+	return out, nil
+}
+
+// answerInput runs the server-request handler for one input request,
+// turning a panic into an error.
+func (c *Client) answerInput(ctx context.Context, key string, in inputRequest) (result json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the server-request handler panicked: %v", r)
+		}
+	}()
+	id, _ := json.Marshal(key)
+	req := &ServerRequest{ID: id, Method: in.Method, Params: in.Params}
+	res, err := c.mcp.serve(ctx, req)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) && e.Code == CodeMethodNotFound {
+			return nil, fmt.Errorf("%w; answer it in WithServerRequestHandler and declare it in WithClientCapabilities", err)
+		}
+		return nil, err
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("the handler's result cannot be marshalled: %w", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,270 @@
+package snodo_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo"
+)
+
+// Integration tests against MCP servers nobody here wrote (plus our own
+// TypeScript SDK v2 server). test/peers/install.sh installs them; a peer
+// that is missing fails its test with the command that installs it.
+
+// peer is one way to start a real server.
+type peer struct {
+	command string
+	args    []string
+}
+
+// peerPath returns the installed file or fails the test saying how to
+// install it.
+func peerPath(t *testing.T, rel string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("test", "peers", rel))
+	require.NoError(t, err)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("peer %s is not installed (%v): run bash test/peers/install.sh", rel, err)
+	}
+	return p
+}
+
+func nodePath(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not on PATH: install Node.js >= 20, then run bash test/peers/install.sh")
+	}
+	return node
+}
+
+func goEverything(t *testing.T) peer {
+	return peer{command: peerPath(t, "bin/everything-server")}
+}
+
+func tsEverything(t *testing.T) peer {
+	return peer{command: nodePath(t), args: []string{
+		peerPath(t, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio"}}
+}
+
+func tsModern(t *testing.T) peer {
+	peerPath(t, "node_modules/@modelcontextprotocol/server/package.json")
+	return peer{command: nodePath(t), args: []string{peerPath(t, "ts-modern/server.mjs")}}
+}
+
+// answers records the server requests a fake user answered.
+type answers struct {
+	mu      sync.Mutex
+	methods []string
+}
+
+func (a *answers) saw(method string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Contains(a.methods, method)
+}
+
+// handler answers sampling, elicitation and roots like a user would.
+func (a *answers) handler(_ context.Context, req *snodo.ServerRequest) (any, error) {
+	a.mu.Lock()
+	a.methods = append(a.methods, req.Method)
+	a.mu.Unlock()
+	switch req.Method {
+	case "sampling/createMessage":
+		return map[string]any{"role": "assistant", "model": "test-model", "stopReason": "endTurn",
+			"content": map[string]string{"type": "text", "text": "four"}}, nil
+	case "elicitation/create":
+		return map[string]any{"action": "accept", "content": map[string]any{
+			"name": "Ada", "username": "ada", "color": "blue", "ok": true}}, nil
+	case "roots/list":
+		return map[string]any{"roots": []map[string]string{{"uri": "file:///work", "name": "work"}}}, nil
+	}
+	return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: "not handled: " + req.Method}
+}
+
+var allCaps = snodo.ClientCapabilities{
+	Sampling:    &snodo.SamplingCapability{},
+	Elicitation: &snodo.ElicitationCapability{Form: true},
+	Roots:       &snodo.RootsCapability{ListChanged: true},
+}
+
+// dialPeer connects to p, answering server requests with a, and closes
+// the client and waits for the process to exit when the test ends.
+func dialPeer(t *testing.T, p peer, a *answers, opts ...snodo.Option) *snodo.Client {
+	t.Helper()
+	opts = append([]snodo.Option{
+		snodo.WithClientInfo("snodo-peers-test", "1.0.0"),
+		snodo.WithClientCapabilities(allCaps),
+		snodo.WithServerRequestHandler(a.handler),
+		snodo.WithTimeout(30 * time.Second),
+		snodo.WithShutdownGrace(10 * time.Second),
+	}, opts...)
+	c, err := snodo.Connect(t.Context(), p.command, p.args, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = c.Close()
+		select {
+		case <-c.Done():
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s still running 30 s after Close", p.command)
+		}
+	})
+	return c
+}
+
+func toolNames(t *testing.T, c *snodo.Client) []string {
+	t.Helper()
+	tools, err := c.ListTools(t.Context())
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// assertRemovedInModern checks that ping and logging/setLevel are gone
+// from a modern server while Ping and SetLoggingLevel still work.
+func assertRemovedInModern(t *testing.T, c *snodo.Client) {
+	t.Helper()
+	for _, method := range []string{"ping", "logging/setLevel"} {
+		_, err := c.Request(t.Context(), method, map[string]string{"level": "info"})
+		var e *snodo.Error
+		require.ErrorAs(t, err, &e, method)
+		assert.Equal(t, snodo.CodeMethodNotFound, e.Code, method)
+	}
+	require.NoError(t, c.Ping(t.Context()))
+	require.NoError(t, c.SetLoggingLevel(t.Context(), snodo.LogInfo))
+}
+
+func TestGoSDKServerModern(t *testing.T) {
+	a := &answers{}
+	c := dialPeer(t, goEverything(t), a)
+	require.Equal(t, snodo.EraModern, c.Era(), "the Go SDK server answers a probe that carries the full _meta")
+	assert.Equal(t, "2026-07-28", c.ProtocolVersion())
+	assert.Equal(t, "mcp-conformance-test-server", c.ServerInfo().Name)
+	assert.Contains(t, toolNames(t, c), "test_simple_text")
+	assertRemovedInModern(t, c)
+
+	res, err := c.CallTool(t.Context(), "test_simple_text", nil)
+	require.NoError(t, err)
+	assert.NotEmpty(t, res.Text())
+
+	var updates []snodo.Progress
+	_, err = c.CallTool(t.Context(), "test_tool_with_progress", nil,
+		snodo.OnProgress(func(p snodo.Progress) { updates = append(updates, p) }))
+	require.NoError(t, err)
+	assert.Len(t, updates, 3)
+
+	// input_required results with content: null and plain-text state.
+	for tool, want := range map[string]string{
+		"test_input_required_result_elicitation":   "Hello, Ada!",
+		"test_input_required_result_sampling":      "Sampling response: four",
+		"test_input_required_result_list_roots":    "file:///work",
+		"test_input_required_result_request_state": "state-ok",
+		"test_input_required_result_multi_round":   "Ada likes blue",
+		"test_input_required_result_multiple_inputs": "four Ada",
+	} {
+		res, err := c.CallTool(t.Context(), tool, nil)
+		require.NoError(t, err, tool)
+		assert.False(t, res.IsError, tool)
+		assert.Contains(t, res.Text(), want, tool)
+	}
+	prompt, err := c.GetPrompt(t.Context(), "test_input_required_result_prompt", nil)
+	require.NoError(t, err)
+	assert.NotEmpty(t, prompt.Messages)
+
+	read, err := c.ReadResource(t.Context(), "test://static-text")
+	require.NoError(t, err)
+	assert.NotEmpty(t, read.Contents)
+}
+
+func TestGoSDKServerLegacy(t *testing.T) {
+	a := &answers{}
+	c := dialPeer(t, goEverything(t), a, snodo.WithEra(snodo.EraLegacy))
+	require.Equal(t, snodo.EraLegacy, c.Era())
+	assert.Equal(t, "2025-11-25", c.ProtocolVersion())
+	require.NoError(t, c.Ping(t.Context()))
+	require.NoError(t, c.SetLoggingLevel(t.Context(), snodo.LogDebug))
+
+	// Pushed sampling and elicitation requests go to the same handler.
+	res, err := c.CallTool(t.Context(), "test_sampling", map[string]string{"prompt": "2+2?"})
+	require.NoError(t, err)
+	assert.Contains(t, res.Text(), "LLM response: four")
+	assert.True(t, a.saw("sampling/createMessage"))
+
+	res, err = c.CallTool(t.Context(), "test_input_required_result_elicitation", nil)
+	require.NoError(t, err)
+	assert.Contains(t, res.Text(), "Hello, Ada!", "legacy era: the tool pushes elicitation/create instead")
+	assert.True(t, a.saw("elicitation/create"))
+}
+
+func TestTypeScriptEverythingServerLegacy(t *testing.T) {
+	a := &answers{}
+	c := dialPeer(t, tsEverything(t), a)
+	require.Equal(t, snodo.EraLegacy, c.Era())
+	assert.Contains(t, []string{"2025-11-25", "2025-06-18"}, c.ProtocolVersion())
+
+	// The capability-gated tools arrive after initialized, announced by
+	// tools/list_changed notifications mixed with the first responses.
+	require.Eventually(t, func() bool {
+		return slices.Contains(toolNames(t, c), "trigger-sampling-request")
+	}, 10*time.Second, 50*time.Millisecond, "sampling tool offered to a client that declared sampling")
+
+	res, err := c.CallTool(t.Context(), "echo", map[string]string{"message": "hi"})
+	require.NoError(t, err)
+	assert.Contains(t, res.Text(), "hi")
+
+	var updates []snodo.Progress
+	_, err = c.CallTool(t.Context(), "trigger-long-running-operation", map[string]int{"duration": 1, "steps": 3},
+		snodo.OnProgress(func(p snodo.Progress) { updates = append(updates, p) }))
+	require.NoError(t, err)
+	assert.Len(t, updates, 3)
+
+	res, err = c.CallTool(t.Context(), "trigger-sampling-request", map[string]string{"prompt": "2+2?"})
+	require.NoError(t, err)
+	assert.Contains(t, res.Text(), "four")
+
+	// ~350 ms after initialized the server asks for the roots.
+	require.Eventually(t, func() bool { return a.saw("roots/list") }, 10*time.Second, 20*time.Millisecond)
+	raw, err := json.Marshal(c.Capabilities())
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), "tools")
+}
+
+func TestTypeScriptSDKv2ServerModern(t *testing.T) {
+	a := &answers{}
+	c := dialPeer(t, tsModern(t), a)
+	require.Equal(t, snodo.EraModern, c.Era(), "the v2 server picks its era from the first message: the probe")
+	assert.Equal(t, "snodo-ts-modern", c.ServerInfo().Name)
+	assert.Equal(t, "modern-only test peer", c.Instructions())
+	assert.Subset(t, toolNames(t, c), []string{"greet", "count", "ask_name", "ask_model"})
+	assertRemovedInModern(t, c)
+
+	res, err := c.CallTool(t.Context(), "greet", map[string]string{"name": "Ada"})
+	require.NoError(t, err)
+	assert.Equal(t, "Hello, Ada!", res.Text())
+
+	var updates []snodo.Progress
+	_, err = c.CallTool(t.Context(), "count", map[string]int{"steps": 4},
+		snodo.OnProgress(func(p snodo.Progress) { updates = append(updates, p) }))
+	require.NoError(t, err)
+	assert.Len(t, updates, 4)
+
+	res, err = c.CallTool(t.Context(), "ask_name", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "Hello, Ada!", res.Text())
+	res, err = c.CallTool(t.Context(), "ask_model", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "model said: four", res.Text())
+}

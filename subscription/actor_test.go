@@ -1,0 +1,89 @@
+package subscription
+
+import (
+	"testing"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/connection"
+)
+
+// collector spawns an actor that forwards every subscription message it
+// receives to the returned channel.
+func collector(t *testing.T, c *connection.Conn) (*protoactor.PID, chan any) {
+	t.Helper()
+	got := make(chan any, 100)
+	pid := c.System().Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		switch msg := ctx.Message().(type) {
+		case *EventMsg, *EndMsg:
+			got <- msg
+		}
+	}))
+	t.Cleanup(func() { c.System().Root.Stop(pid) })
+	return pid, got
+}
+
+func receive(t *testing.T, got chan any) any {
+	t.Helper()
+	select {
+	case m := <-got:
+		return m
+	case <-time.After(5 * time.Second):
+		t.Fatal("the actor received nothing within 5 s")
+		return nil
+	}
+}
+
+func TestActorReceivesEventsAndTheEnd(t *testing.T) {
+	c := startConn(t, connection.Config{})
+	pid, got := collector(t, c)
+	s := open(t, c, toolsFilter, Options{Actor: pid})
+	_, ok := <-s.Events()
+	assert.False(t, ok, "Events is closed when an actor receives the events")
+	for k := range 5 {
+		emit(t, c, s.ID(), k, 1)
+	}
+	for k := range 5 {
+		m, ok := receive(t, got).(*EventMsg)
+		require.True(t, ok)
+		assert.Same(t, s, m.Subscription)
+		gotK, id := eventInfo(t, m.Event)
+		assert.Equal(t, k, gotK)
+		assert.Equal(t, s.ID(), id)
+	}
+	call(t, c, "test/endSubscription", map[string]any{"subscription": s.ID(), "mode": "graceful"})
+	end, ok := receive(t, got).(*EndMsg)
+	require.True(t, ok)
+	assert.Same(t, s, end.Subscription)
+	assert.NoError(t, end.Err)
+	assert.NoError(t, waitEnded(t, s))
+}
+
+func TestOwnerActorTerminatingCancelsOnTheServer(t *testing.T) {
+	c := startConn(t, connection.Config{})
+	pid, _ := collector(t, c)
+	s := open(t, c, toolsFilter, Options{Actor: pid})
+	c.System().Root.Stop(pid)
+	err := waitEnded(t, s)
+	require.ErrorIs(t, err, ErrOwnerExited)
+	assert.Contains(t, err.Error(), pid.Id)
+	assert.Equal(t, []int64{s.ID()}, cancelledOnServer(t, c, 1))
+	assert.Empty(t, openOnServer(t, c))
+}
+
+func TestListenToADeadActorFails(t *testing.T) {
+	c := startConn(t, connection.Config{})
+	stopped := make(chan struct{})
+	pid := c.System().Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		if _, ok := ctx.Message().(*protoactor.Stopped); ok {
+			close(stopped) // after the actor left the registry
+		}
+	}))
+	c.System().Root.Stop(pid)
+	<-stopped
+	_, err := Open(t.Context(), c, listenParams(toolsFilter), Options{Actor: pid})
+	require.ErrorIs(t, err, ErrOwnerExited)
+}

@@ -1,0 +1,194 @@
+package subscription
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
+
+// startConn connects to the test server and closes the connection (and
+// checks the server was reaped) when the test ends.
+func startConn(t testing.TB, cfg connection.Config, flags ...string) *connection.Conn {
+	t.Helper()
+	cfg.Command, cfg.Args = testutil.Server(t, flags...)
+	c, err := connection.Start(context.Background(), cfg)
+	require.NoError(t, err)
+	pid := c.ProcessID()
+	t.Cleanup(func() {
+		c.Close()
+		select {
+		case <-c.Done():
+		case <-time.After(20 * time.Second):
+			t.Errorf("connection not done 20 s after Close")
+		}
+		testutil.AssertReaped(t, pid, 10*time.Second)
+	})
+	return c
+}
+
+// listenParams is a modern subscriptions/listen params object: it carries
+// the _meta the 2026-07-28 era requires, so these tests do not depend on
+// the root package's era negotiation.
+func listenParams(f Filter) json.RawMessage {
+	b, err := json.Marshal(map[string]any{
+		"_meta": map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "subscription-test", "version": "0"},
+		},
+		"notifications": f,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+var toolsFilter = Filter{ToolsListChanged: true}
+
+// open opens a subscription that the test's end closes.
+func open(t testing.TB, c *connection.Conn, f Filter, opts Options) *Subscription {
+	t.Helper()
+	s, err := Open(context.Background(), c, listenParams(f), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func call(t testing.TB, c *connection.Conn, method string, params any) json.RawMessage {
+	t.Helper()
+	res, err := c.Request(context.Background(), method, params, nil)
+	require.NoError(t, err, method)
+	return res
+}
+
+// emit asks the server to send count tools/list_changed notifications to
+// subscription id, each with params {"k": k}.
+func emit(t testing.TB, c *connection.Conn, id int64, k, count int) {
+	t.Helper()
+	call(t, c, "test/emit", map[string]any{
+		"method": "notifications/tools/list_changed", "subscription": id,
+		"params": map[string]any{"k": k}, "count": count,
+	})
+}
+
+// cancelledOnServer waits until the server has received n
+// notifications/cancelled and returns the request IDs they named.
+func cancelledOnServer(t testing.TB, c *connection.Conn, n int) []int64 {
+	t.Helper()
+	res := call(t, c, "test/waitNotification", map[string]any{"method": "notifications/cancelled", "count": n, "timeoutMs": 5000})
+	var out struct {
+		Messages []struct {
+			Params struct {
+				RequestID int64 `json:"requestId"`
+			} `json:"params"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(res, &out))
+	var ids []int64
+	for _, m := range out.Messages {
+		ids = append(ids, m.Params.RequestID)
+	}
+	return ids
+}
+
+// openOnServer lists the subscriptions the server holds open.
+func openOnServer(t testing.TB, c *connection.Conn) []int64 {
+	t.Helper()
+	var out struct{ Open []int64 }
+	require.NoError(t, json.Unmarshal(call(t, c, "test/subscriptions", nil), &out))
+	return out.Open
+}
+
+// waitEnded waits for Done and returns Err.
+func waitEnded(t testing.TB, s *Subscription) error {
+	t.Helper()
+	select {
+	case <-s.Done():
+		return s.Err()
+	case <-time.After(10 * time.Second):
+		t.Fatalf("subscription %d not done within 10 s", s.ID())
+		return nil
+	}
+}
+
+// drain reads Events until it closes (within 10 s).
+func drain(t testing.TB, s *Subscription) []Event {
+	t.Helper()
+	var evs []Event
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-s.Events():
+			if !ok {
+				return evs
+			}
+			evs = append(evs, ev)
+		case <-timeout:
+			t.Fatalf("Events of subscription %d not closed within 10 s", s.ID())
+		}
+	}
+}
+
+// next reads one event (within 5 s).
+func next(t testing.TB, s *Subscription) Event {
+	t.Helper()
+	select {
+	case ev, ok := <-s.Events():
+		require.True(t, ok, "Events closed early: %v", s.Err())
+		return ev
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no event on subscription %d within 5 s", s.ID())
+		return Event{}
+	}
+}
+
+// eventInfo decodes the k and the subscription ID an event carries.
+func eventInfo(t testing.TB, ev Event) (k int, subID int64) {
+	t.Helper()
+	var p struct {
+		K    int `json:"k"`
+		Meta struct {
+			ID int64 `json:"io.modelcontextprotocol/subscriptionId"`
+		} `json:"_meta"`
+	}
+	require.NoError(t, json.Unmarshal(ev.Params, &p), string(ev.Params))
+	return p.K, p.Meta.ID
+}
+
+// logRecorder is a slog handler that keeps messages for assertions.
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	var b bytes.Buffer
+	b.WriteString(rec.Message)
+	rec.Attrs(func(a slog.Attr) bool { b.WriteString(" " + a.String()); return true })
+	r.mu.Lock()
+	r.msgs = append(r.msgs, b.String())
+	r.mu.Unlock()
+	return nil
+}
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler      { return r }
+
+func (r *logRecorder) has(substr string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.msgs, func(m string) bool { return bytes.Contains([]byte(m), []byte(substr)) })
+}

@@ -1,0 +1,108 @@
+package subscription
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/snodo/snodo/connection"
+)
+
+// Method is the request that opens a subscription.
+const Method = "subscriptions/listen"
+
+// Open sends subscriptions/listen with params (which must carry the
+// "notifications" filter and whatever _meta the protocol era requires) and
+// returns once the server acknowledged it. ctx is the subscription's
+// owner: when it is done the subscription is cancelled on the server and
+// ends with ErrOwnerExited.
+//
+// Open fails, and leaves nothing running, when the server answers the
+// request (error or result) before acknowledging it, when the connection
+// stops, or when ctx is done first.
+func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, opts Options) (*Subscription, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Actor != nil {
+		if opts.System == nil {
+			opts.System = conn.System()
+		}
+		if _, ok := opts.System.ProcessRegistry.Get(opts.Actor); !ok {
+			return nil, fmt.Errorf("snodo: %s: %w: actor %s does not exist (has it stopped? is it in another actor system?)",
+				Method, ErrOwnerExited, opts.Actor.Id)
+		}
+	}
+	subCtx, cancel := context.WithCancelCause(ctx)
+	s := &Subscription{
+		opts:   opts,
+		cancel: cancel,
+		acked:  make(chan struct{}),
+		done:   make(chan struct{}),
+		events: make(chan Event, opts.MaxQueue),
+	}
+	if opts.Actor != nil {
+		s.watcher = spawnWatcher(s)
+		go s.pump()
+	}
+	go s.run(subCtx, conn, params)
+	select {
+	case <-s.acked:
+		return s, nil
+	case <-s.done:
+		select {
+		case <-s.acked: // acknowledged, then ended at once: the caller sees the end
+			return s, nil
+		default:
+		}
+		if err := s.Err(); err != nil {
+			return nil, fmt.Errorf("snodo: %s ended before the server acknowledged it: %w", Method, err)
+		}
+		return nil, fmt.Errorf("snodo: the server answered %s without acknowledging it first; it does not follow the MCP subscriptions protocol", Method)
+	}
+}
+
+// run makes the listen request and ends the subscription when it returns.
+func (s *Subscription) run(ctx context.Context, conn *connection.Conn, params json.RawMessage) {
+	if ctx.Err() != nil { // the owner is already gone: send nothing
+		s.finish(endReason(ctx))
+		return
+	}
+	_, err := conn.Request(ctx, Method, params, &connection.CallOptions{
+		Timeout: -1,
+		Stream:  s.sink,
+		Sent:    func(id int64) { s.id.Store(id) },
+	})
+	if err != nil && ctx.Err() != nil {
+		err = endReason(ctx)
+	}
+	s.finish(err)
+}
+
+// endReason says why ctx was cancelled: a reason set by this package, or
+// the owner context's end.
+func endReason(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	var le *localEnd
+	if errors.As(cause, &le) {
+		return le.err
+	}
+	return fmt.Errorf("%w: the context given to Listen is done: %w", ErrOwnerExited, cause)
+}
+
+// finish records err, closes the queue after the last event and closes
+// Done. It runs once, on the request goroutine.
+func (s *Subscription) finish(err error) {
+	s.mu.Lock()
+	s.ended = true
+	s.err = err
+	close(s.events)
+	s.mu.Unlock()
+	s.cancel(nil)
+	if s.watcher != nil {
+		s.opts.System.Root.Stop(s.watcher)
+	}
+	close(s.done)
+}

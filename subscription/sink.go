@@ -1,0 +1,79 @@
+package subscription
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Notification methods with a meaning for the subscription itself.
+const (
+	methodAcknowledged = "notifications/subscriptions/acknowledged"
+	methodCancelled    = "notifications/cancelled"
+)
+
+// sink receives the notifications the connection correlates to the
+// listen request. It runs on the connection's reader goroutine, in the
+// order the server sent them, and never blocks.
+func (s *Subscription) sink(method string, params json.RawMessage) {
+	switch method {
+	case methodAcknowledged:
+		s.acknowledge(params)
+	case methodCancelled:
+		s.teardown(params)
+	default:
+		s.enqueue(Event{Method: method, Params: params})
+	}
+}
+
+func (s *Subscription) acknowledge(params json.RawMessage) {
+	var p struct {
+		Notifications Filter `json:"notifications"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		s.opts.Logger.Warn("snodo: malformed subscription acknowledgement; taking it as acknowledging nothing",
+			"subscription", s.ID(), "error", err)
+	}
+	s.mu.Lock()
+	if s.isAcked || s.ended {
+		s.mu.Unlock()
+		s.opts.Logger.Warn("snodo: ignored a second acknowledgement of a subscription", "subscription", s.ID())
+		return
+	}
+	s.isAcked = true
+	s.ackFilter = p.Notifications
+	s.mu.Unlock()
+	close(s.acked)
+}
+
+// teardown: the server sent notifications/cancelled for the listen request.
+func (s *Subscription) teardown(params json.RawMessage) {
+	var p struct {
+		Reason string `json:"reason"`
+	}
+	_ = json.Unmarshal(params, &p)
+	reason := "no reason given"
+	if p.Reason != "" {
+		reason = p.Reason
+	}
+	s.end(fmt.Errorf("%w (%s); listen again to resume receiving events", ErrServerTeardown, reason))
+}
+
+func (s *Subscription) enqueue(ev Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.ended || s.full:
+		return // the subscription is ending; its end says why
+	case !s.isAcked:
+		s.opts.Logger.Warn("snodo: dropped a notification sent before the subscription was acknowledged (the server broke the subscription protocol)",
+			"subscription", s.ID(), "method", ev.Method)
+		return
+	}
+	select {
+	case s.events <- ev:
+	default:
+		s.full = true
+		s.end(fmt.Errorf("%w: subscription %d has %d events waiting for a slow reader; read Events faster or raise the queue bound",
+			ErrQueueFull, s.ID(), cap(s.events)))
+	}
+}

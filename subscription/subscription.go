@@ -1,0 +1,142 @@
+package subscription
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+)
+
+// DefaultMaxQueue is the queue bound used when Options.MaxQueue is zero.
+const DefaultMaxQueue = 1024
+
+// Filter selects the notifications a subscription asks for; it is the
+// "notifications" member of subscriptions/listen and of its
+// acknowledgement. The zero value asks for nothing.
+type Filter struct {
+	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
+	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+}
+
+// Event is one notification the server sent on a subscription. Params is
+// the raw params object, _meta included.
+type Event struct {
+	Method string
+	Params json.RawMessage
+}
+
+// Options tune one subscription. The zero value delivers events on the
+// Events channel with a queue of DefaultMaxQueue.
+type Options struct {
+	// MaxQueue bounds the events waiting for the reader (the Events
+	// channel's capacity, about 40 bytes a slot, allocated up front).
+	// Passing it ends the subscription with ErrQueueFull. Default
+	// DefaultMaxQueue; negative is an error.
+	MaxQueue int
+	// Actor, when set, receives each event as an *EventMsg and then the
+	// end as an *EndMsg, instead of the Events channel. The subscription
+	// watches it: when it terminates, the subscription is cancelled.
+	Actor *protoactor.PID
+	// System is the actor system Actor lives in; default: the
+	// connection's.
+	System *protoactor.ActorSystem
+	// Logger receives the notifications dropped for arriving before the
+	// acknowledgement; default: discard.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.MaxQueue < 0 {
+		return o, fmt.Errorf("snodo: subscription queue bound %d must be positive", o.MaxQueue)
+	}
+	if o.MaxQueue == 0 {
+		o.MaxQueue = DefaultMaxQueue
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// Subscription is one open subscriptions/listen stream. Its methods are
+// safe for concurrent use; Close may be called any number of times.
+type Subscription struct {
+	opts   Options
+	id     atomic.Int64
+	cancel context.CancelCauseFunc // ends the listen request; never blocks
+
+	acked chan struct{} // closed by the sink on the acknowledgement
+	done  chan struct{} // closed once the subscription has ended
+
+	mu        sync.Mutex
+	ackFilter Filter
+	isAcked   bool
+	ended     bool       // events is closed; the sink does nothing more
+	full      bool       // the queue passed its bound
+	events    chan Event // the bounded queue
+	err       error
+
+	watcher *protoactor.PID // watches opts.Actor; nil without one
+}
+
+// closedEvents is what Events returns when an actor receives the events.
+var closedEvents = func() chan Event { ch := make(chan Event); close(ch); return ch }()
+
+// ID is the listen request's JSON-RPC ID, which the server carries in
+// every notification of the subscription; json.Marshal(ID()) is its wire
+// form.
+func (s *Subscription) ID() int64 { return s.id.Load() }
+
+// Acknowledged is the subset of the requested filter the server agreed to
+// honour. Types it left out are never delivered.
+func (s *Subscription) Acknowledged() Filter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.ackFilter
+	f.ResourceSubscriptions = append([]string(nil), f.ResourceSubscriptions...)
+	return f
+}
+
+// Events delivers the subscription's events in the order the server sent
+// them, and is closed after the last one once the subscription ended.
+// With Options.Actor it is closed at once: the actor gets the events.
+func (s *Subscription) Events() <-chan Event {
+	if s.opts.Actor != nil {
+		return closedEvents
+	}
+	return s.events
+}
+
+// Done is closed once the subscription has ended, whatever the cause.
+func (s *Subscription) Done() <-chan struct{} { return s.done }
+
+// Err is why the subscription ended: nil while it runs and after a
+// graceful end; see the package doc for the others.
+func (s *Subscription) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Close cancels the subscription: the server is sent notifications/cancelled
+// for the listen request (Close does not wait for any answer to it), Err
+// becomes ErrClosed unless the subscription had already ended, and Events
+// is closed after the events already queued. Close returns once the
+// subscription has ended; it always returns nil.
+func (s *Subscription) Close() error {
+	s.end(ErrClosed)
+	<-s.done
+	return nil
+}
+
+// end cancels the listen request with reason; the first reason wins. It
+// never blocks, so the sink and the watcher actor may call it.
+func (s *Subscription) end(reason error) {
+	s.cancel(&localEnd{err: reason})
+}

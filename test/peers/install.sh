@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the MCP servers snodo's integration tests (peers_test.go) run
+# against. Everything comes from the registries through their own clients:
+# the Go module proxy (go install) and the npm registry (npm ci). Nothing is
+# vendored and nothing is fetched at test time.
+#
+# Where the tests look for them (paths relative to the repository root):
+#   test/peers/bin/everything-server
+#       the official Go SDK's conformance server, go-sdk v1.8.0 (modern and legacy)
+#   test/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+#       the TypeScript reference server, run as `node <that file> stdio` (legacy)
+#   test/peers/ts-modern/server.mjs
+#       our modern-only server on the TypeScript SDK v2 (@modelcontextprotocol/server),
+#       run with node; its packages resolve from test/peers/node_modules
+# plus `node` (>= 20) on PATH.
+#
+# Usage: bash test/peers/install.sh     (idempotent; safe to re-run)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+GO_SDK_VERSION=v1.8.0
+
+command -v go >/dev/null || { echo "install.sh: go is not on PATH" >&2; exit 1; }
+command -v node >/dev/null || { echo "install.sh: node (>= 20) is not on PATH" >&2; exit 1; }
+command -v npm >/dev/null || { echo "install.sh: npm is not on PATH" >&2; exit 1; }
+
+echo "install.sh: go install everything-server@${GO_SDK_VERSION} into test/peers/bin"
+GOBIN="$PWD/bin" go install \
+	"github.com/modelcontextprotocol/go-sdk/conformance/everything-server@${GO_SDK_VERSION}"
+
+echo "install.sh: npm ci in test/peers (locked by package-lock.json)"
+npm ci --no-audit --no-fund --loglevel=error
+
+test -x bin/everything-server
+test -f node_modules/@modelcontextprotocol/server-everything/dist/index.js
+test -f node_modules/@modelcontextprotocol/server/package.json
+echo "install.sh: peers installed"
