@@ -208,7 +208,7 @@ func pages[T any](ctx context.Context, c *Client, method, field string, opts []R
 	return func(yield func(T, error) bool) {
 		var zero T
 		seen := map[string]bool{}
-		var params map[string]any
+		var params any // nil, not a nil map: a request without params has none, not null
 		for {
 			raw, err := c.completeRequest(ctx, method, params, opts)
 			if err != nil {

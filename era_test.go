@@ -280,3 +280,17 @@ func TestConnectFailsWhenOwnerIsDone(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, context.Canceled))
 }
+
+func TestWithEraSkipsDetection(t *testing.T) {
+	c := dialTest(t, []string{"-era", "both"}, WithEra(EraLegacy))
+	assert.Equal(t, EraLegacy, c.Era())
+	assert.Empty(t, seen(t, c, "server/discover"), "WithEra(EraLegacy) never probes")
+
+	cmd, args := testutil.Server(t, "-era", "legacy")
+	_, err := Connect(t.Context(), cmd, args, WithEra(EraModern))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not a modern MCP server")
+
+	_, err = Connect(t.Context(), cmd, args, WithEra(Era(9)))
+	assert.ErrorContains(t, err, "unknown era")
+}

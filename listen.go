@@ -92,6 +92,9 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 			return nil, fmt.Errorf("snodo: %w", err)
 		}
 	}
+	if o.Logger == nil {
+		o.Logger = c.conn.Logger()
+	}
 	params, err := json.Marshal(struct {
 		Notifications Filter `json:"notifications"`
 	}{f})

@@ -168,11 +168,11 @@ func TestGoSDKServerModern(t *testing.T) {
 
 	// input_required results with content: null and plain-text state.
 	for tool, want := range map[string]string{
-		"test_input_required_result_elicitation":   "Hello, Ada!",
-		"test_input_required_result_sampling":      "Sampling response: four",
-		"test_input_required_result_list_roots":    "file:///work",
-		"test_input_required_result_request_state": "state-ok",
-		"test_input_required_result_multi_round":   "Ada likes blue",
+		"test_input_required_result_elicitation":     "Hello, Ada!",
+		"test_input_required_result_sampling":        "Sampling response: four",
+		"test_input_required_result_list_roots":      "file:///work",
+		"test_input_required_result_request_state":   "state-ok",
+		"test_input_required_result_multi_round":     "Ada likes blue",
 		"test_input_required_result_multiple_inputs": "four Ada",
 	} {
 		res, err := c.CallTool(t.Context(), tool, nil)
@@ -218,7 +218,8 @@ func TestTypeScriptEverythingServerLegacy(t *testing.T) {
 	// The capability-gated tools arrive after initialized, announced by
 	// tools/list_changed notifications mixed with the first responses.
 	require.Eventually(t, func() bool {
-		return slices.Contains(toolNames(t, c), "trigger-sampling-request")
+		tools, err := c.ListTools(t.Context())
+		return err == nil && slices.ContainsFunc(tools, func(tool snodo.Tool) bool { return tool.Name == "trigger-sampling-request" })
 	}, 10*time.Second, 50*time.Millisecond, "sampling tool offered to a client that declared sampling")
 
 	res, err := c.CallTool(t.Context(), "echo", map[string]string{"message": "hi"})
@@ -231,11 +232,17 @@ func TestTypeScriptEverythingServerLegacy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, updates, 3)
 
+	// A pushed sampling request, answered by the handler.
 	res, err = c.CallTool(t.Context(), "trigger-sampling-request", map[string]string{"prompt": "2+2?"})
 	require.NoError(t, err)
 	assert.Contains(t, res.Text(), "four")
+	assert.True(t, a.saw("sampling/createMessage"))
 
-	// ~350 ms after initialized the server asks for the roots.
+	require.NoError(t, c.SetLoggingLevel(t.Context(), snodo.LogInfo))
+	require.NoError(t, c.Ping(t.Context()))
+
+	// ~350 ms after initialized the server asks for the roots; the
+	// handler answers the pushed request.
 	require.Eventually(t, func() bool { return a.saw("roots/list") }, 10*time.Second, 20*time.Millisecond)
 	raw, err := json.Marshal(c.Capabilities())
 	require.NoError(t, err)
@@ -267,4 +274,39 @@ func TestTypeScriptSDKv2ServerModern(t *testing.T) {
 	res, err = c.CallTool(t.Context(), "ask_model", nil)
 	require.NoError(t, err)
 	assert.Equal(t, "model said: four", res.Text())
+}
+
+// expectToolsListChanged listens for tools/list_changed, runs trigger and
+// waits for the event. Closing the subscription does not wait for an
+// answer (the TypeScript SDK v2 never answers a cancelled listen).
+func expectToolsListChanged(t *testing.T, c *snodo.Client, trigger func()) {
+	t.Helper()
+	sub, err := c.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	defer sub.Close()
+	assert.True(t, sub.Acknowledged().ToolsListChanged)
+	trigger()
+	select {
+	case ev := <-sub.Events():
+		assert.Equal(t, "notifications/tools/list_changed", ev.Method)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/tools/list_changed within 10 s")
+	}
+}
+
+func TestGoSDKServerSubscription(t *testing.T) {
+	c := dialPeer(t, goEverything(t), &answers{})
+	expectToolsListChanged(t, c, func() {
+		_, err := c.CallTool(t.Context(), "test_trigger_tool_change", nil)
+		require.NoError(t, err)
+	})
+}
+
+func TestTypeScriptSDKv2ServerSubscription(t *testing.T) {
+	c := dialPeer(t, tsModern(t), &answers{})
+	expectToolsListChanged(t, c, func() {
+		res, err := c.CallTool(t.Context(), "add_tool", nil)
+		require.NoError(t, err)
+		assert.Equal(t, "added extra_1", res.Text())
+	})
 }

@@ -3,6 +3,7 @@ package connection
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -134,6 +135,9 @@ func (c *Conn) ExitError() error {
 		return nil
 	}
 }
+
+// Logger is the logger the connection reports anomalies to.
+func (c *Conn) Logger() *slog.Logger { return c.cfg.Logger }
 
 // InFlight counts the requests waiting for an answer.
 func (c *Conn) InFlight() int { return c.table.inFlight() }

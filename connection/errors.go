@@ -20,6 +20,9 @@ var (
 	ErrStdinClosed = errors.New("server closed its stdin")
 	// ErrStdoutClosed: the server closed its stdout but kept running.
 	ErrStdoutClosed = errors.New("server closed its stdout")
+	// ErrStreamCancelled ends a stream request (subscriptions/listen) that
+	// the server cancelled with notifications/cancelled.
+	ErrStreamCancelled = errors.New("server cancelled the stream")
 	// ErrOwnerExited is actor.ReasonOwnerExited: the owner went away.
 	ErrOwnerExited = snodoactor.ReasonOwnerExited
 )

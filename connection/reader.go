@@ -159,6 +159,9 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 		if id, ok := jsonrpc.ParseIntID(p.RequestID); ok {
 			if sink := c.table.streamOf(id); sink != nil { // the server tears a stream down
 				sink(method, bytes.Clone(env.Params))
+				// The server has ended the request: complete it so that
+				// no notifications/cancelled goes back for it.
+				c.table.complete(id, nil, ErrStreamCancelled)
 				return
 			}
 		}

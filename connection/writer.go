@@ -4,45 +4,105 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
 // errWriterClosed: the writer no longer takes lines (Close, or a failure).
 var errWriterClosed = errors.New("writer closed")
 
-// writer owns the server's stdin. Callers append whole lines to a queue
-// and never wait on the pipe; one goroutine writes the queue out in
-// batches. A stalled write (a server that stopped reading) therefore never
-// holds up a caller's timer, the reader, or the connection actor.
+// writer owns the server's stdin. Callers never wait on the pipe: when
+// nothing else is being written, a caller makes one non-blocking write of
+// its line itself (the fast path: no goroutine hand-off); whatever that
+// attempt could not write, and every line that arrives while a write is
+// under way, goes to a queue that one goroutine writes out in batches. A
+// stalled write (a server that stopped reading) therefore never holds up a
+// caller's timer, the reader, or the connection actor.
 type writer struct {
 	f      *os.File
-	failed func(error) // called once if a write fails
+	raw    syscall.RawConn // for single non-blocking attempts; nil: no fast path
+	failed func(error)     // called once if a write fails
 
-	mu       sync.Mutex
-	queue    []byte
-	spare    []byte
-	flushed  []chan error // notified when the bytes queued before them are written
-	closing  bool         // flush what is queued, then close stdin
-	err      error        // set when no more lines are taken
-	wake     chan struct{}
-	closedCh chan struct{} // closed once stdin is closed
+	mu     sync.Mutex
+	busy   bool   // a write (direct or by the goroutine) is under way
+	direct []byte // the fast path's line buffer, reused
+
+	attempt    func(uintptr) bool // w.attemptOnce, bound once
+	attemptBuf []byte
+	attemptN   int
+	queue      []byte
+	spare      []byte
+	flushed    []chan error // notified when the bytes queued before them are written
+	closing    bool         // flush what is queued, then close stdin
+	err        error        // set when no more lines are taken
+	wake       chan struct{}
+	closedCh   chan struct{} // closed once stdin is closed
 }
 
 func newWriter(f *os.File, failed func(error)) *writer {
-	return &writer{f: f, failed: failed, wake: make(chan struct{}, 1), closedCh: make(chan struct{})}
+	w := &writer{f: f, failed: failed, wake: make(chan struct{}, 1), closedCh: make(chan struct{})}
+	if raw, err := f.SyscallConn(); err == nil {
+		w.raw = raw
+		w.attempt = w.attemptOnce
+	}
+	return w
 }
 
-// append queues the line(s) built by add. It never blocks on the pipe.
+// append writes or queues the line(s) built by add. It never blocks on
+// the pipe.
 func (w *writer) append(add func([]byte) []byte) error {
 	w.mu.Lock()
 	if w.err != nil {
 		w.mu.Unlock()
 		return w.err
 	}
-	w.queue = add(w.queue)
+	if w.busy || len(w.queue) > 0 || w.raw == nil {
+		w.queue = add(w.queue)
+		w.mu.Unlock()
+		w.signal()
+		return nil
+	}
+	w.busy = true
+	line := add(w.direct[:0])
 	w.mu.Unlock()
-	w.signal()
+
+	n := w.tryWrite(line)
+
+	w.mu.Lock()
+	w.busy = false
+	if n < len(line) { // the rest goes first, before lines queued meanwhile
+		rest := make([]byte, 0, len(line)-n+len(w.queue))
+		w.queue = append(append(rest, line[n:]...), w.queue...)
+	}
+	if cap(line) <= 64<<10 {
+		w.direct = line[:0]
+	}
+	wake := len(w.queue) > 0 || len(w.flushed) > 0 || w.closing
+	w.mu.Unlock()
+	if wake {
+		w.signal()
+	}
 	return nil
+}
+
+// tryWrite makes one non-blocking write attempt and returns how many bytes
+// went out (0 when the pipe is full or the write failed: the goroutine
+// then retries and reports a failure). Only the caller holding busy calls
+// it, so the attempt's fields need no lock.
+func (w *writer) tryWrite(b []byte) int {
+	w.attemptBuf, w.attemptN = b, 0
+	err := w.raw.Write(w.attempt)
+	w.attemptBuf = nil
+	if err != nil || w.attemptN < 0 {
+		return 0
+	}
+	return w.attemptN
+}
+
+// attemptOnce is the raw write behind tryWrite, allocated once.
+func (w *writer) attemptOnce(fd uintptr) bool {
+	w.attemptN, _ = syscall.Write(int(fd), w.attemptBuf)
+	return true // never wait: a full pipe is the goroutine's business
 }
 
 // appendAndWait queues a line and returns a channel that receives the
@@ -89,10 +149,15 @@ func (w *writer) run() {
 	for range w.wake {
 		for {
 			w.mu.Lock()
+			if w.busy { // a caller is writing directly; it wakes us after
+				w.mu.Unlock()
+				break
+			}
 			batch, waiters, closing := w.queue, w.flushed, w.closing
 			// Double buffering: callers fill one buffer while this
 			// goroutine writes the other.
 			w.queue, w.spare, w.flushed = w.spare[:0], nil, nil
+			w.busy = len(batch) > 0
 			w.mu.Unlock()
 			if len(batch) == 0 && len(waiters) == 0 {
 				w.mu.Lock()
@@ -104,6 +169,9 @@ func (w *writer) run() {
 				break
 			}
 			_, err := w.f.Write(batch)
+			w.mu.Lock()
+			w.busy = false
+			w.mu.Unlock()
 			for _, ch := range waiters {
 				ch <- err
 			}

@@ -63,14 +63,11 @@ func (c *child) Receive(ctx protoactor.Context) {
 	}
 }
 
-// run calls the handler and posts its outcome to the child.
+// run calls the handler and posts its outcome to the child, even a
+// cancelled one: the child stopping is what frees the slot. After the
+// connection stopped, the child is gone and the outcome a dead letter.
 func (c *child) run(system *protoactor.ActorSystem, self *protoactor.PID) {
-	out := c.call()
-	if c.ctx.Err() != nil { // spare a message to a child that may be gone
-		c.dropped()
-		return
-	}
-	system.Root.Send(self, out)
+	system.Root.Send(self, c.call())
 }
 
 // call runs the handler, turning a panic into -32603.

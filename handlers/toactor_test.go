@@ -1,0 +1,97 @@
+package handlers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// service is an actor that owns a connection and answers its server
+// requests itself.
+type service struct {
+	asked   chan struct{} // signalled when a request it never answers arrives
+	ctxDone chan struct{} // signalled when such a request's ctx is done
+}
+
+func (s *service) Receive(ctx protoactor.Context) {
+	m, ok := ctx.Message().(*handlers.RequestMessage)
+	if !ok {
+		return
+	}
+	switch m.Request.Method {
+	case "roots/list": // answered inside Receive
+		m.Reply(map[string]any{"roots": []any{}, "answeredBy": ctx.Self().Id}, nil)
+		m.Reply("a second reply is ignored", nil)
+	case "elicitation/create": // answered later, from another goroutine
+		go func() {
+			time.Sleep(10 * time.Millisecond)
+			m.Reply(nil, &jsonrpc.Error{Code: 4000, Message: "declined in the actor"})
+		}()
+	case "sampling/createMessage": // never answered; the actor watches Ctx
+		s.asked <- struct{}{}
+		go func() {
+			<-m.Ctx.Done()
+			s.ctxDone <- struct{}{}
+		}()
+	}
+}
+
+func TestActorOwnerAnswersServerRequests(t *testing.T) {
+	sys := snodoactor.Shared()
+	svc := &service{asked: make(chan struct{}, 1), ctxDone: make(chan struct{}, 1)}
+	pid := sys.Root.SpawnPrefix(protoactor.PropsFromProducer(func() protoactor.Actor { return svc }), "service")
+	cmd, args := testutil.Server(t, quickEOF)
+	c, err := connection.Start(context.Background(), connection.Config{
+		Command: cmd, Args: args, System: sys, Owner: pid,
+		Handler: handlers.ToActor(sys, pid),
+	})
+	require.NoError(t, err)
+	serverPID := c.ProcessID()
+
+	rs := ask(t, c, map[string]any{"method": "roots/list", "count": 3, "concurrent": true})
+	for _, r := range rs {
+		assert.JSONEq(t, `{"roots":[],"answeredBy":"`+pid.Id+`"}`, string(r.Result))
+	}
+	rs = ask(t, c, map[string]any{"method": "elicitation/create"})
+	require.NotNil(t, rs[0].Error)
+	assert.Equal(t, 4000, rs[0].Error.Code)
+	assert.Equal(t, "declined in the actor", rs[0].Error.Message)
+
+	rs = ask(t, c, map[string]any{"method": "sampling/createMessage", "cancelAfterMs": 50})
+	assert.True(t, rs[0].Cancelled)
+	assert.JSONEq(t, `null`, string(rs[0].Late))
+	recv(t, svc.asked, "the request to reach the actor")
+	recv(t, svc.ctxDone, "the actor to see the request's ctx done")
+
+	// The owner's stop closes the connection; a request it left unanswered
+	// is cancelled with it.
+	waiting := askAsync(t, c, map[string]any{"method": "sampling/createMessage", "timeoutMs": 2000})
+	recv(t, svc.asked, "the request to reach the actor")
+	sys.Root.Stop(pid)
+	waitDone(t, c)
+	assert.ErrorIs(t, c.Err(), connection.ErrOwnerExited)
+	assert.Nil(t, recv(t, waiting, "the waiting request to fail"))
+	recv(t, svc.ctxDone, "the unanswered request's ctx to be done")
+	testutil.AssertReaped(t, serverPID, 10*time.Second)
+}
+
+func TestToActorWithAStoppedActor(t *testing.T) {
+	sys := snodoactor.Shared()
+	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
+	sys.Root.Stop(pid)
+	testutil.Eventually(t, func() bool { _, ok := sys.ProcessRegistry.Get(pid); return !ok }, 5*time.Second, "actor gone")
+	c := start(t, connection.Config{Handler: handlers.ToActor(sys, pid)})
+	rs := ask(t, c, map[string]any{"method": "roots/list"})
+	assert.Equal(t, jsonrpc.CodeInternalError, codeOf(rs[0]))
+	assert.Contains(t, rs[0].Error.Message, "not running")
+}
