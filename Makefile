@@ -1,19 +1,48 @@
 GO ?= go
 
-.PHONY: test demo bench vet fmt
+.PHONY: test vet demo build bench bench-compare soak fuzz fuzz-short fmt
 
-# The test command the README gives and CI runs.
+# The test command the README gives and CI runs: vet, the race-enabled
+# suite (real child processes, goleak, reap checks), then a few seconds
+# of each fuzz target.
 test: vet
 	$(GO) test -race -count=1 ./...
 
 vet:
 	$(GO) vet ./...
 
+# Runs the bundled example server end to end.
 demo:
-	$(GO) run ./examples/demo
+	$(GO) run ./cmd/snodo demo
 
+build:
+	$(GO) build -o bin/snodo ./cmd/snodo
+
+# Micro-benchmarks next to the code (transport vs a minimal client, handlers, subscriptions).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The comparison with the official Go SDK and mcp-go (its own module under bench/).
+bench-compare:
+	cd bench && $(GO) run ./cmd/compare -out ../docs/performance.md
+
+# 1,000,000 calls and 10,000 connect/close cycles; not part of make test.
+soak:
+	$(GO) test -tags soak -run Soak -count=1 -timeout 90m -v ./test/soak/
+
+# Fuzz targets as package:Target.
+FUZZ_TARGETS = ./jsonrpc:FuzzScan ./connection:FuzzFramer ./connection:FuzzRoute
+FUZZTIME ?= 3s
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+
+# Each fuzz target for FUZZTIME (longer runs: make fuzz FUZZTIME=10m).
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
