@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"testing"
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/test/testutil"
@@ -13,12 +12,11 @@ import (
 
 // exampleServer returns the command of snodo's test server, built once.
 func exampleServer(flags ...string) (string, []string) {
-	var t testing.T // ServerPath only fails t when the build fails
-	cmd, args := testutil.Server(&t, flags...)
-	if t.Failed() {
-		log.Fatal("building the test server failed")
+	path, err := testutil.BuildServer()
+	if err != nil {
+		log.Fatalf("building the test server: %v", err)
 	}
-	return cmd, args
+	return path, flags
 }
 
 func Example() {

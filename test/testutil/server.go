@@ -41,11 +41,18 @@ func moduleRoot() (string, error) {
 // the path of the binary. A failed build fails tb with the build output.
 func ServerPath(tb testing.TB) string {
 	tb.Helper()
-	build.once.Do(func() { build.path, build.err = buildServer() })
-	if build.err != nil {
-		tb.Fatalf("building test server: %v", build.err)
+	path, err := BuildServer()
+	if err != nil {
+		tb.Fatalf("building test server: %v", err)
 	}
-	return build.path
+	return path
+}
+
+// BuildServer is ServerPath for code without a testing.TB (Example
+// functions): it builds the test server once and returns its path.
+func BuildServer() (string, error) {
+	build.once.Do(func() { build.path, build.err = buildServer() })
+	return build.path, build.err
 }
 
 func buildServer() (string, error) {
