@@ -1,12 +1,16 @@
 GO ?= go
 
-.PHONY: test vet demo build bench bench-compare soak fuzz fuzz-short fmt
+.PHONY: test peers vet demo build bench bench-compare soak fuzz fuzz-short fmt
 
 # The test command the README gives and CI runs: vet, the race-enabled
 # suite (real child processes, goleak, reap checks), then a few seconds
 # of each fuzz target.
-test: vet
+test: vet peers
 	$(GO) test -race -count=1 ./...
+
+# The real reference MCP servers the integration tests run (Go module proxy, npm registry).
+peers:
+	bash test/peers/install.sh
 
 vet:
 	$(GO) vet ./...

@@ -74,9 +74,11 @@ func TestProgressPanicCancelsOnServerAndRepanics(t *testing.T) {
 }
 
 func TestOtherNotificationsAreDropped(t *testing.T) {
-	var seen []string
-	c := start(t, Config{})
-	_ = seen
+	logs := &logRecorder{}
+	c := start(t, Config{Logger: slogOf(logs)})
 	mustCall(t, c, "test/notify", map[string]any{"method": "notifications/message", "params": map[string]any{"level": "info"}})
+	mustCall(t, c, "test/progress", json.RawMessage(`{"count":2,"_meta":{"progressToken":999}}`)) // progress nobody asked for
+	assert.Equal(t, 1, logs.count("dropped a server notification method=notifications/message"))
+	assert.Equal(t, 2, logs.count("dropped progress for no request"))
 	mustCall(t, c, "test/echo", nil)
 }
