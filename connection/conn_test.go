@@ -105,8 +105,8 @@ func TestServerErrorIsNotMistakenForLocal(t *testing.T) {
 }
 
 func TestTimeoutCancelsOnServerAndIgnoresLateAnswer(t *testing.T) {
-	logs := &logRecorder{}
-	c := start(t, Config{Logger: slogOf(logs)})
+	logs := &testutil.LogRecorder{}
+	c := start(t, Config{Logger: logs.Logger()})
 	var sent int64
 	_, err := c.Request(context.Background(), "test/sleep", map[string]int{"ms": 300}, &CallOptions{Timeout: 50 * time.Millisecond, Sent: func(id int64) { sent = id }})
 	var e *jsonrpc.Error
@@ -115,7 +115,7 @@ func TestTimeoutCancelsOnServerAndIgnoresLateAnswer(t *testing.T) {
 	assert.ErrorIs(t, err, jsonrpc.ErrTimeout)
 	assert.Equal(t, []int64{sent}, receivedCancels(t, c, 1))
 	// The late answer arrives and is dropped; the connection carries on.
-	testutil.Eventually(t, func() bool { return logs.count("no request in flight") == 1 }, 10*time.Second, "late answer logged")
+	testutil.Eventually(t, func() bool { return logs.Count("no request in flight") == 1 }, 10*time.Second, "late answer logged")
 	mustCall(t, c, "test/echo", map[string]int{"after": 1})
 }
 
@@ -143,15 +143,15 @@ func TestNotifyReturnsOnceWritten(t *testing.T) {
 }
 
 func TestBadInputNeverBreaksTheConnection(t *testing.T) {
-	logs := &logRecorder{}
-	c := start(t, Config{Logger: slogOf(logs)})
+	logs := &testutil.LogRecorder{}
+	c := start(t, Config{Logger: logs.Logger()})
 	assert.JSONEq(t, `{"ok":true}`, string(mustCall(t, c, "test/garbage", nil)))
-	assert.GreaterOrEqual(t, logs.count("not JSON-RPC"), 4)
-	assert.GreaterOrEqual(t, logs.count("no request in flight"), 1)
+	assert.GreaterOrEqual(t, logs.Count("not JSON-RPC"), 4)
+	assert.GreaterOrEqual(t, logs.Count("no request in flight"), 1)
 	assert.JSONEq(t, `{"ok":true}`, string(mustCall(t, c, "test/split", map[string]int{"parts": 10, "delayMs": 5})))
 	assert.JSONEq(t, `{"n":1}`, string(mustCall(t, c, "test/duplicate", nil)))
 	mustCall(t, c, "test/echo", map[string]string{"still": "up"})
-	testutil.Eventually(t, func() bool { return logs.count("no request in flight") >= 3 }, 5*time.Second, "duplicates logged")
+	testutil.Eventually(t, func() bool { return logs.Count("no request in flight") >= 3 }, 5*time.Second, "duplicates logged")
 }
 
 func TestOverlongLineIsDiscardedAndTimesOut(t *testing.T) {

@@ -1,12 +1,9 @@
 package connection
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,37 +55,6 @@ func requireClosed(t *testing.T, err error, reason error) *jsonrpc.Error {
 	return e
 }
 
-// logRecorder is a slog handler that keeps messages for assertions.
-type logRecorder struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
-	var b bytes.Buffer
-	b.WriteString(rec.Message)
-	rec.Attrs(func(a slog.Attr) bool { b.WriteString(" " + a.String()); return true })
-	r.mu.Lock()
-	r.msgs = append(r.msgs, b.String())
-	r.mu.Unlock()
-	return nil
-}
-func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
-func (r *logRecorder) WithGroup(string) slog.Handler      { return r }
-
-func (r *logRecorder) count(substr string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, m := range r.msgs {
-		if bytes.Contains([]byte(m), []byte(substr)) {
-			n++
-		}
-	}
-	return n
-}
-
 // receivedCancels asks the server which requests it saw cancelled.
 func receivedCancels(t *testing.T, c *Conn, n int) []int64 {
 	t.Helper()
@@ -118,5 +84,3 @@ func waitDone(t *testing.T, c *Conn) {
 }
 
 var errTest = errors.New("test reason")
-
-func slogOf(h slog.Handler) *slog.Logger { return slog.New(h) }

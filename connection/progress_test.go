@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/test/testutil"
 )
 
 func TestProgressRunsInOrderBeforeTheResult(t *testing.T) {
@@ -74,11 +75,11 @@ func TestProgressPanicCancelsOnServerAndRepanics(t *testing.T) {
 }
 
 func TestOtherNotificationsAreDropped(t *testing.T) {
-	logs := &logRecorder{}
-	c := start(t, Config{Logger: slogOf(logs)})
+	logs := &testutil.LogRecorder{}
+	c := start(t, Config{Logger: logs.Logger()})
 	mustCall(t, c, "test/notify", map[string]any{"method": "notifications/message", "params": map[string]any{"level": "info"}})
 	mustCall(t, c, "test/progress", json.RawMessage(`{"count":2,"_meta":{"progressToken":999}}`)) // progress nobody asked for
-	assert.Equal(t, 1, logs.count("dropped a server notification method=notifications/message"))
-	assert.Equal(t, 2, logs.count("dropped progress for no request"))
+	assert.Equal(t, 1, logs.Count("dropped a server notification method=notifications/message"))
+	assert.Equal(t, 2, logs.Count("dropped progress for no request"))
 	mustCall(t, c, "test/echo", nil)
 }

@@ -43,8 +43,8 @@ func scripted(_ context.Context, req *handlers.Request) (any, error) {
 }
 
 func TestHandlerAnswers(t *testing.T) {
-	logs := &logRecorder{}
-	c := start(t, connection.Config{Handler: scripted, Logger: logs.logger()})
+	logs := &testutil.LogRecorder{}
+	c := start(t, connection.Config{Handler: scripted, Logger: logs.Logger()})
 	cases := []struct {
 		do      string
 		code    int
@@ -77,7 +77,7 @@ func TestHandlerAnswers(t *testing.T) {
 			assert.JSONEq(t, `{"why":"test"}`, string(r.Error.Data), "the error's data is sent")
 		}
 	}
-	assert.Equal(t, 1, logs.count("handler panicked"), "the panic is logged once")
+	assert.Equal(t, 1, logs.Count("handler panicked"), "the panic is logged once")
 	_, err := c.Request(context.Background(), "test/echo", map[string]int{"still": 1}, nil)
 	require.NoError(t, err, "the connection carries on")
 }
@@ -94,7 +94,7 @@ func TestNoHandlerAnswersMethodNotFound(t *testing.T) {
 }
 
 func TestBoundRejectsAtOnceAndRunsUpToIt(t *testing.T) {
-	logs := &logRecorder{}
+	logs := &testutil.LogRecorder{}
 	release := make(chan struct{})
 	var running, peak, calls atomic.Int32
 	h := func(ctx context.Context, req *handlers.Request) (any, error) {
@@ -106,10 +106,10 @@ func TestBoundRejectsAtOnceAndRunsUpToIt(t *testing.T) {
 		<-release
 		return map[string]bool{"ok": true}, nil
 	}
-	c := start(t, connection.Config{Handler: h, MaxServerRequests: 2, Logger: logs.logger()})
+	c := start(t, connection.Config{Handler: h, MaxServerRequests: 2, Logger: logs.Logger()})
 	answers := askAsync(t, c, map[string]any{"count": 10, "concurrent": true})
 	// Eight requests are answered -32603 while two handlers still block.
-	testutil.Eventually(t, func() bool { return logs.count("over the bound") == 8 }, 10*time.Second, "8 rejections")
+	testutil.Eventually(t, func() bool { return logs.Count("over the bound") == 8 }, 10*time.Second, "8 rejections")
 	assert.Equal(t, int32(2), running.Load(), "two handlers run at the same time")
 	close(release)
 	rs := recv(t, answers, "answers")

@@ -3,7 +3,6 @@ package subscription
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/test/testutil"
 )
 
 func TestListenSendsFilterAndReturnsAcknowledgedSubset(t *testing.T) {
@@ -71,23 +71,23 @@ func TestManySubscriptionsAreDemultiplexedInOrder(t *testing.T) {
 }
 
 func TestNotificationsForUnknownSubscriptionsAreDropped(t *testing.T) {
-	logs := &logRecorder{}
-	c := startConn(t, connection.Config{Logger: slog.New(logs)})
+	logs := &testutil.LogRecorder{}
+	c := startConn(t, connection.Config{Logger: logs.Logger()})
 	s := open(t, c, toolsFilter, Options{})
 	call(t, c, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "rawSubscriptionId": 9999})
 	call(t, c, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "rawSubscriptionId": `"x"`})
 	emit(t, c, s.ID(), 7, 1)
 	k, _ := eventInfo(t, next(t, s))
 	assert.Equal(t, 7, k, "only the event for this subscription arrives")
-	assert.True(t, logs.has("unknown subscription"), "dropped notifications are logged")
+	assert.True(t, logs.Has("unknown subscription"), "dropped notifications are logged")
 }
 
 // The server must not send events before the acknowledgement; if it does,
 // they are dropped and logged (driven here on the sink directly: the test
 // server always acknowledges first).
 func TestEventsBeforeAcknowledgementAreDropped(t *testing.T) {
-	logs := &logRecorder{}
-	opts, err := Options{Logger: slog.New(logs)}.withDefaults()
+	logs := &testutil.LogRecorder{}
+	opts, err := Options{Logger: logs.Logger()}.withDefaults()
 	require.NoError(t, err)
 	s := &Subscription{opts: opts, acked: make(chan struct{}), done: make(chan struct{}), events: make(chan Event, 4),
 		cancel: func(error) {}}
@@ -96,7 +96,7 @@ func TestEventsBeforeAcknowledgementAreDropped(t *testing.T) {
 	s.sink("notifications/tools/list_changed", json.RawMessage(`{"k":2}`))
 	require.Len(t, s.events, 1)
 	assert.JSONEq(t, `{"k":2}`, string((<-s.events).Params))
-	assert.True(t, logs.has("before the subscription was acknowledged"))
+	assert.True(t, logs.Has("before the subscription was acknowledged"))
 	assert.Equal(t, toolsFilter, s.Acknowledged())
 }
 

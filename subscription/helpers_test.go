@@ -1,12 +1,8 @@
 package subscription
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -166,29 +162,4 @@ func eventInfo(t testing.TB, ev Event) (k int, subID int64) {
 	}
 	require.NoError(t, json.Unmarshal(ev.Params, &p), string(ev.Params))
 	return p.K, p.Meta.ID
-}
-
-// logRecorder is a slog handler that keeps messages for assertions.
-type logRecorder struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
-	var b bytes.Buffer
-	b.WriteString(rec.Message)
-	rec.Attrs(func(a slog.Attr) bool { b.WriteString(" " + a.String()); return true })
-	r.mu.Lock()
-	r.msgs = append(r.msgs, b.String())
-	r.mu.Unlock()
-	return nil
-}
-func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
-func (r *logRecorder) WithGroup(string) slog.Handler      { return r }
-
-func (r *logRecorder) has(substr string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.ContainsFunc(r.msgs, func(m string) bool { return bytes.Contains([]byte(m), []byte(substr)) })
 }
