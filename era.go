@@ -40,11 +40,17 @@ func (e Era) String() string {
 	return fmt.Sprintf("Era(%d)", int(e))
 }
 
-// Protocol versions snodo speaks, newest first.
+// Protocol versions snodo speaks, newest first (tests may swap them).
 var (
-	ModernVersions = []string{"2026-07-28"}
-	LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	modernVersions = []string{"2026-07-28"}
+	legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 )
+
+// SupportedVersions returns the protocol versions snodo speaks, newest
+// first: the modern ones, then the legacy ones.
+func SupportedVersions() (modern, legacy []string) {
+	return slices.Clone(modernVersions), slices.Clone(legacyVersions)
+}
 
 // DefaultProbeTimeout is how long Connect waits for an answer to its
 // server/discover probe before treating the server as legacy.
@@ -139,7 +145,7 @@ func (c *Client) negotiate(ctx context.Context, cfg *config) error {
 	if cfg.mcp.era == EraLegacy {
 		return c.initialize(ctx, cfg)
 	}
-	modernErr, err := c.probe(ctx, cfg, ModernVersions[0])
+	modernErr, err := c.probe(ctx, cfg, modernVersions[0])
 	switch {
 	case err == nil:
 		return nil
@@ -183,7 +189,7 @@ func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern
 		return false, errors.New("snodo: server/discover result lists no supportedVersions; treating the server as legacy")
 	}
 	chosen := ""
-	for _, v := range ModernVersions {
+	for _, v := range modernVersions {
 		if slices.Contains(res.SupportedVersions, v) {
 			chosen = v
 			break
@@ -194,7 +200,7 @@ func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern
 			return false, errors.New("snodo: server/discover lists only legacy versions")
 		}
 		return true, fmt.Errorf("snodo: %s supports protocol versions %v, snodo supports %v and %v: no version in common; upgrade one of them",
-			cfg.conn.Command, res.SupportedVersions, ModernVersions, LegacyVersions)
+			cfg.conn.Command, res.SupportedVersions, modernVersions, legacyVersions)
 	}
 	if chosen != version {
 		meta = buildMeta(chosen, &cfg.mcp)
@@ -222,7 +228,7 @@ func (c *Client) probeFailed(ctx context.Context, cfg *config, version string, e
 			Supported []string `json:"supported"`
 		}
 		_ = json.Unmarshal(e.Data, &data)
-		for _, v := range ModernVersions {
+		for _, v := range modernVersions {
 			if v != version && slices.Contains(data.Supported, v) {
 				return c.probe(ctx, cfg, v)
 			}
@@ -231,7 +237,7 @@ func (c *Client) probeFailed(ctx context.Context, cfg *config, version string, e
 			return false, err // a dual-era server whose modern versions we lack
 		}
 		return true, fmt.Errorf("snodo: %s does not support protocol version %s and offers %v; snodo supports %v: upgrade one of them: %w",
-			cfg.conn.Command, version, data.Supported, ModernVersions, err)
+			cfg.conn.Command, version, data.Supported, modernVersions, err)
 	case codeMissingClientCapability:
 		return true, fmt.Errorf("snodo: %s requires client capabilities %s; declare them with WithClientCapabilities and answer them in the server-request handler: %w",
 			cfg.conn.Command, e.Data, err)
@@ -242,7 +248,7 @@ func (c *Client) probeFailed(ctx context.Context, cfg *config, version string, e
 }
 
 func commonLegacy(versions []string) bool {
-	return slices.ContainsFunc(versions, func(v string) bool { return slices.Contains(LegacyVersions, v) })
+	return slices.ContainsFunc(versions, func(v string) bool { return slices.Contains(legacyVersions, v) })
 }
 
 // diedOfProbe reports whether the probe failed because the server went
@@ -273,7 +279,7 @@ func (c *Client) restart(ctx context.Context, cfg *config) error {
 // and accepts any legacy version the server picks that snodo knows.
 func (c *Client) initialize(ctx context.Context, cfg *config) error {
 	params := map[string]any{
-		"protocolVersion": LegacyVersions[0],
+		"protocolVersion": legacyVersions[0],
 		"capabilities":    cfg.mcp.capabilities,
 		"clientInfo":      cfg.mcp.clientInfo,
 	}
@@ -285,9 +291,9 @@ func (c *Client) initialize(ctx context.Context, cfg *config) error {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return fmt.Errorf("snodo: malformed initialize result from %s: %w", cfg.conn.Command, err)
 	}
-	if !slices.Contains(LegacyVersions, res.ProtocolVersion) {
+	if !slices.Contains(legacyVersions, res.ProtocolVersion) {
 		return fmt.Errorf("snodo: %s chose protocol version %q; snodo supports %v and %v: upgrade one of them",
-			cfg.conn.Command, res.ProtocolVersion, ModernVersions, LegacyVersions)
+			cfg.conn.Command, res.ProtocolVersion, modernVersions, legacyVersions)
 	}
 	c.mcp.era, c.mcp.version = EraLegacy, res.ProtocolVersion
 	c.mcp.serverInfo, c.mcp.capabilities, c.mcp.instructions = res.ServerInfo, res.Capabilities, res.Instructions

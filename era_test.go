@@ -144,9 +144,9 @@ func TestConnectUnsupportedVersionIsModernNotLegacy(t *testing.T) {
 }
 
 func TestConnectRetriesWithVersionFromSupportedList(t *testing.T) {
-	saved := ModernVersions
-	ModernVersions = []string{"2031-01-01", "2026-07-28"}
-	t.Cleanup(func() { ModernVersions = saved })
+	saved := modernVersions
+	modernVersions = []string{"2031-01-01", "2026-07-28"}
+	t.Cleanup(func() { modernVersions = saved })
 	c := dialTest(t, nil)
 	assert.Equal(t, EraModern, c.Era())
 	assert.Equal(t, "2026-07-28", c.ProtocolVersion())
