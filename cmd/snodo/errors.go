@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os/exec"
+	"strings"
+
+	"github.com/snodo/snodo"
+)
+
+// toolError is a tool result with isError set: the tool ran and failed.
+type toolError struct{ text string }
+
+func (e *toolError) Error() string { return "the tool reported an error: " + e.text }
+
+// exitCode reports err on stderr as one line and returns the exit status.
+func (s *session) exitCode(ctx context.Context, err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(s.io.err, "snodo: %v\nRun 'snodo -h' for usage.\n", err)
+		return exitUsage
+	case ctx.Err() != nil:
+		fmt.Fprintln(s.io.err, "snodo: interrupted; the request was cancelled on the server")
+		return exitInterrupted
+	}
+	fmt.Fprintln(s.io.err, "snodo: "+oneLine(s.describe(err)))
+	return exitFailure
+}
+
+// describe says what went wrong and what to do about it.
+func (s *session) describe(err error) string {
+	var (
+		e  *snodo.Error
+		pe *fs.PathError
+	)
+	switch {
+	case errors.As(err, &pe):
+		return fmt.Sprintf("cannot start the server: %v; check SERVER_CMD (after --) and --dir", pe)
+	case errors.Is(err, exec.ErrNotFound):
+		return fmt.Sprintf("cannot start the server: %s; check SERVER_CMD (after --)", trim(err))
+	case errors.Is(err, snodo.ErrTimeout):
+		return fmt.Sprintf("timed out (%d): no answer within %v; raise --timeout", snodo.CodeTimeout, s.cfg.timeout)
+	case errors.Is(err, snodo.ErrConnectionClosed):
+		msg := trim(err)
+		if errors.As(err, &e) {
+			msg = strings.TrimPrefix(e.Message, "connection closed: ")
+		}
+		return fmt.Sprintf("connection closed (%d): %s; the server's stderr above may say why (--verbose shows the wire)",
+			snodo.CodeConnectionClosed, msg)
+	case errors.As(err, &e):
+		return fmt.Sprintf("the server answered error %d: %s%s", e.Code, e.Message, hint(s.cfg.command, e.Code))
+	}
+	return trim(err)
+}
+
+// hint suggests what to do about a server error code.
+func hint(command string, code int) string {
+	switch code {
+	case snodo.CodeMethodNotFound:
+		if command == "request" {
+			return " (the server has no such method; check its name)"
+		}
+		return " (the server does not offer this)"
+	case snodo.CodeInvalidParams:
+		if command == "call" {
+			return " (check the tool name and arguments: 'snodo tools' lists the tools, 'snodo --json tools' their input schemas)"
+		}
+		return " (check the parameters)"
+	case snodo.CodeUnsupportedProtocol:
+		return " (the server speaks another MCP version)"
+	case snodo.CodeInternalError:
+		return " (a failure inside the server; its stderr may say more)"
+	}
+	return ""
+}
+
+// trim drops the "snodo: " prefix library errors carry; the CLI adds its own.
+func trim(err error) string { return strings.TrimPrefix(err.Error(), "snodo: ") }
+
+// oneLine folds a multi-line message (such as the server's last stderr
+// lines) into one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " | ")), " ")
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// version is the CLI's version, printed by --version.
+const version = "0.1.0"
+
+// config is the parsed command line.
+type config struct {
+	json, verbose, quiet, showVersion bool
+	timeout                           time.Duration
+	env, unset, roots                 []string
+	dir                               string
+	maxLineBytes                      int
+	samplingReply                     string
+
+	// listen only
+	tools, prompts, resources bool
+	resourceURIs              []string
+	count                     int
+	forDur                    time.Duration
+
+	command string   // info, tools, call, request, listen, demo, help
+	args    []string // the command's positional arguments
+	server  []string // SERVER_CMD [ARGS...], after --
+}
+
+// usageError is a mistake on the command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// listFlag is a repeatable string flag.
+type listFlag struct{ list *[]string }
+
+func (f listFlag) String() string {
+	if f.list == nil {
+		return ""
+	}
+	return strings.Join(*f.list, ",")
+}
+func (f listFlag) Set(v string) error { *f.list = append(*f.list, v); return nil }
+
+const usageText = `Usage:
+  snodo [flags] info    -- SERVER_CMD [ARGS...]    era, version, server info, capabilities
+  snodo [flags] tools   -- SERVER_CMD [ARGS...]    the server's tools
+  snodo [flags] call NAME [JSON_ARGS] -- SERVER_CMD [ARGS...]
+  snodo [flags] request METHOD [JSON_PARAMS] -- SERVER_CMD [ARGS...]
+  snodo [flags] listen [--tools] [--prompts] [--resources] [--resource URI]...
+                [--count N] [--for D] -- SERVER_CMD [ARGS...]
+  snodo demo                                        tour the features with a built-in server
+
+Example:
+  snodo call echo '{"message":"hi"}' -- npx -y @modelcontextprotocol/server-everything
+
+Exit status: 0 success, 1 the server answered an error or the connection
+failed, 2 usage error, 130 interrupted (Ctrl-C).
+
+Flags:
+`
+
+// newFlagSet declares every flag on cfg.
+func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("snodo", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprint(out, usageText)
+		printFlags(out, fs)
+	}
+	fs.BoolVar(&cfg.json, "json", false, "print one JSON document on stdout (listen: one event per line)")
+	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "per-request `timeout`; progress restarts it")
+	fs.Var(listFlag{&cfg.env}, "env", "set `K=V` in the server's environment (repeatable)")
+	fs.Var(listFlag{&cfg.unset}, "unset", "remove variable `K` from the server's environment (repeatable)")
+	fs.StringVar(&cfg.dir, "dir", "", "run the server in `directory`")
+	fs.IntVar(&cfg.maxLineBytes, "max-line-bytes", 16<<20, "largest line accepted from the server, in `bytes`")
+	fs.BoolVar(&cfg.verbose, "verbose", false, "copy every message on the wire to stderr")
+	fs.BoolVar(&cfg.quiet, "quiet", false, "show no progress")
+	fs.BoolVar(&cfg.showVersion, "version", false, "print snodo's version and exit")
+	fs.Var(listFlag{&cfg.roots}, "root", "share `DIR` with the server as a root, answering roots/list (repeatable)")
+	fs.StringVar(&cfg.samplingReply, "sampling-reply", "", "answer sampling/createMessage with this `text` (default: decline)")
+	fs.BoolVar(&cfg.tools, "tools", false, "listen: tools/list_changed")
+	fs.BoolVar(&cfg.prompts, "prompts", false, "listen: prompts/list_changed")
+	fs.BoolVar(&cfg.resources, "resources", false, "listen: resources/list_changed")
+	fs.Var(listFlag{&cfg.resourceURIs}, "resource", "listen: resources/updated for `URI` (repeatable)")
+	fs.IntVar(&cfg.count, "count", 0, "listen: stop after `N` events (0: no limit)")
+	fs.DurationVar(&cfg.forDur, "for", 0, "listen: stop after `duration` (0: until Ctrl-C)")
+	return fs
+}
+
+// printFlags lists the flags as users write them, with two dashes.
+func printFlags(out io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		if name != "" {
+			name = " " + name
+		}
+		def := ""
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
+			def = " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintf(out, "  --%s%s\n        %s%s\n", f.Name, name, usage, def)
+	})
+}
+
+// parseArgs reads the command line. Flags may come anywhere before "--";
+// everything after it is the server's command line. It returns
+// flag.ErrHelp for -h, and a *usageError for mistakes.
+func parseArgs(args []string, out io.Writer) (*config, error) {
+	cfg := &config{}
+	left, server, _ := cutDashDash(args)
+	cfg.server = server
+	fs := newFlagSet(cfg, out)
+	var positional []string
+	for {
+		if err := fs.Parse(left); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &usageError{err.Error()}
+		}
+		left = fs.Args()
+		if len(left) == 0 {
+			break
+		}
+		positional, left = append(positional, left[0]), left[1:]
+	}
+	if cfg.showVersion {
+		cfg.command = "version"
+		return cfg, nil
+	}
+	if len(positional) == 0 {
+		return nil, usagef("no command given (info, tools, call, request, listen or demo)")
+	}
+	cfg.command, cfg.args = positional[0], positional[1:]
+	return cfg, cfg.validate()
+}
+
+// cutDashDash splits args at the first "--".
+func cutDashDash(args []string) (before, after []string, found bool) {
+	if i := slices.Index(args, "--"); i >= 0 {
+		return args[:i], args[i+1:], true
+	}
+	return args, nil, false
+}
+
+// argCounts is how many positional arguments each command takes.
+var argCounts = map[string][2]int{
+	"info": {0, 0}, "tools": {0, 0}, "call": {1, 2}, "request": {1, 2},
+	"listen": {0, 0}, "demo": {0, 0}, "help": {0, 0},
+}
+
+func (cfg *config) validate() error {
+	counts, ok := argCounts[cfg.command]
+	if !ok {
+		return usagef("unknown command %q (info, tools, call, request, listen or demo)", cfg.command)
+	}
+	if n := len(cfg.args); n < counts[0] || n > counts[1] {
+		return usagef("%s: wrong number of arguments (%s)", cfg.command, commandSyntax[cfg.command])
+	}
+	if cfg.command == "demo" || cfg.command == "help" {
+		if len(cfg.server) > 0 {
+			return usagef("%s takes no server command", cfg.command)
+		}
+		return nil
+	}
+	if len(cfg.server) == 0 {
+		return usagef("%s: no server command; end the arguments with -- SERVER_CMD [ARGS...]", cfg.command)
+	}
+	if len(cfg.args) == 2 {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(cfg.args[1]), &v); err != nil {
+			return usagef("%s: %s is not a JSON object: %v", cfg.command, cfg.args[1], err)
+		}
+	}
+	if cfg.command != "listen" && (cfg.tools || cfg.prompts || cfg.resources || len(cfg.resourceURIs) > 0 || cfg.count != 0 || cfg.forDur != 0) {
+		return usagef("--tools, --prompts, --resources, --resource, --count and --for go with listen only")
+	}
+	if cfg.count < 0 || cfg.forDur < 0 || cfg.maxLineBytes <= 0 {
+		return usagef("--count, --for and --max-line-bytes cannot be negative")
+	}
+	for _, kv := range cfg.env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return usagef("--env %q: write it as NAME=VALUE", kv)
+		}
+	}
+	for i, dir := range cfg.roots {
+		abs, err := filepath.Abs(dir)
+		if err == nil {
+			var fi os.FileInfo
+			if fi, err = os.Stat(abs); err == nil && !fi.IsDir() {
+				err = errors.New("not a directory")
+			}
+		}
+		if err != nil {
+			return usagef("--root %s: %v", dir, err)
+		}
+		cfg.roots[i] = abs
+	}
+	return nil
+}
+
+// commandSyntax is each command's argument syntax, for usage errors.
+var commandSyntax = map[string]string{
+	"info": "snodo info -- SERVER_CMD", "tools": "snodo tools -- SERVER_CMD",
+	"call":    "snodo call NAME [JSON_ARGS] -- SERVER_CMD",
+	"request": "snodo request METHOD [JSON_PARAMS] -- SERVER_CMD",
+	"listen":  "snodo listen [--tools] [--prompts] [--resources] [--resource URI]... -- SERVER_CMD",
+	"demo":    "snodo demo", "help": "snodo help",
+}

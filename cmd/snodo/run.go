@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/snodo/snodo"
+)
+
+// Exit statuses.
+const (
+	exitOK          = 0   // success
+	exitFailure     = 1   // the server answered an error, or the connection failed
+	exitUsage       = 2   // a mistake on the command line
+	exitInterrupted = 130 // Ctrl-C (128 + SIGINT), after a clean shutdown
+)
+
+// Bounds of a clean shutdown: a server still running shutdownGrace after
+// its stdin closed gets SIGTERM, and SIGKILL as long again after that;
+// snodo waits for it at most shutdownWait.
+const (
+	shutdownGrace = 2 * time.Second
+	shutdownWait  = 2*shutdownGrace + time.Second
+)
+
+// stdio is the process's standard streams and what they are connected to.
+type stdio struct {
+	in            io.Reader
+	out, err      io.Writer
+	inTTY, errTTY bool
+	outTTY        bool
+	outFd, errFd  int
+}
+
+// systemIO describes os.Stdin, os.Stdout and os.Stderr.
+func systemIO() stdio {
+	return stdio{
+		in: os.Stdin, out: os.Stdout, err: os.Stderr,
+		inTTY:  term.IsTerminal(int(os.Stdin.Fd())),
+		outTTY: term.IsTerminal(int(os.Stdout.Fd())),
+		errTTY: term.IsTerminal(int(os.Stderr.Fd())),
+		outFd:  int(os.Stdout.Fd()), errFd: int(os.Stderr.Fd()),
+	}
+}
+
+// width is the terminal width of fd, or 80 when it has none.
+func width(fd int) int {
+	if w, _, err := term.GetSize(fd); err == nil && w > 0 {
+		return w
+	}
+	return 80
+}
+
+// run is the whole command: parse, connect, run the command, close.
+// It returns the exit status.
+func run(args []string, sio stdio) int {
+	cfg, err := parseArgs(args, sio.err)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(sio.err, "snodo: %v\nRun 'snodo -h' for usage.\n", err)
+		return exitUsage
+	}
+	switch cfg.command {
+	case "version":
+		fmt.Fprintln(sio.out, "snodo", version)
+		return exitOK
+	case "help":
+		newFlagSet(&config{}, sio.out).Usage()
+		return exitOK
+	case "demo":
+		return runDemo(sio)
+	}
+
+	// The first Ctrl-C cancels ctx: the request in flight is cancelled on
+	// the server and the connection closed. stop then restores the default
+	// action, so a second Ctrl-C ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+
+	s := &session{cfg: cfg, io: sio}
+	c, err := s.connect(ctx)
+	if err != nil {
+		return s.exitCode(ctx, err)
+	}
+	err = s.runCommand(ctx, c)
+	code := s.exitCode(ctx, err)
+	s.close(c)
+	return code
+}
+
+// session is one run of a command against a server.
+type session struct {
+	cfg *config
+	io  stdio
+}
+
+// runCommand runs cfg.command on c.
+func (s *session) runCommand(ctx context.Context, c *snodo.Client) error {
+	switch s.cfg.command {
+	case "info":
+		return s.info(c)
+	case "tools":
+		return s.tools(ctx, c)
+	case "call":
+		return s.call(ctx, c)
+	case "request":
+		return s.request(ctx, c)
+	case "listen":
+		return s.listen(ctx, c)
+	}
+	return fmt.Errorf("snodo: no runner for command %q", s.cfg.command) // parseArgs rejects these
+}
+
+// close closes the connection and waits for the server to exit, so that
+// snodo leaves no process behind; the shutdown grace period makes sure a
+// server that ignores EOF is terminated.
+func (s *session) close(c *snodo.Client) {
+	_ = c.Close()
+	select {
+	case <-c.Done():
+	case <-time.After(shutdownWait):
+		fmt.Fprintf(s.io.err, "snodo: the server (pid %d) has not exited %v after its stdin closed; it may linger\n",
+			c.ServerPID(), shutdownWait)
+	}
+}
