@@ -96,8 +96,10 @@ type mcpState struct {
 	serve        ServerRequestHandler       // the wrapped handler (serverrequests.go)
 	maxRounds    int
 
-	mu       sync.Mutex
-	logLevel LoggingLevel // modern era: sent in every request's _meta once set
+	mu        sync.Mutex
+	logLevel  LoggingLevel // modern era: sent in every request's _meta once set
+	metaJSON  []byte       // requestMeta encoded, cached for metaLevel
+	metaLevel LoggingLevel
 }
 
 // start starts the server and settles the era: the server/discover probe,
@@ -111,7 +113,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	cfg.conn.Handler = c.mcp.serve
 	conn, err := connection.Start(ctx, cfg.conn)
 	if err != nil {
-		return fmt.Errorf("snodo: starting %s: %w", cfg.conn.Command, err)
+		return err // already says which command could not start, and why
 	}
 	c.conn = conn
 	if err := c.negotiate(ctx, cfg); err != nil {
@@ -329,17 +331,40 @@ func buildMeta(version string, cfg *mcpConfig) map[string]json.RawMessage {
 
 // request sends one request, adding what the negotiated era requires.
 func (c *Client) request(ctx context.Context, method string, params any, opts *connection.CallOptions) (json.RawMessage, error) {
-	if meta := c.requestMeta(); meta != nil {
+	if c.mcp.era == EraModern {
 		p, err := jsonrpc.Marshal(params)
 		if err != nil {
 			return nil, fmt.Errorf("snodo: cannot marshal the params of %s: %w", method, err)
 		}
-		if p, err = jsonrpc.MergeMeta(p, meta); err != nil {
-			return nil, fmt.Errorf("snodo: %s: %w", method, err)
+		out, ok := jsonrpc.SpliceMeta(p, c.encodedMeta())
+		if !ok { // the caller's own _meta: merge member by member
+			if out, err = jsonrpc.MergeMeta(p, c.requestMeta()); err != nil {
+				return nil, fmt.Errorf("snodo: %s: %w", method, err)
+			}
 		}
-		params = json.RawMessage(p)
+		params = json.RawMessage(out)
 	}
 	return c.conn.Request(ctx, method, params, opts)
+}
+
+// encodedMeta is requestMeta as one encoded JSON object. It changes only
+// with the log level, so it is encoded once per level rather than on every
+// request. The slice is shared: callers must not change it.
+func (c *Client) encodedMeta() []byte {
+	c.mcp.mu.Lock()
+	defer c.mcp.mu.Unlock()
+	if c.mcp.metaJSON == nil || c.mcp.metaLevel != c.mcp.logLevel {
+		meta := make(map[string]json.RawMessage, len(c.mcp.baseMeta)+1)
+		for k, v := range c.mcp.baseMeta {
+			meta[k] = v
+		}
+		if c.mcp.logLevel != "" {
+			meta[metaLogLevel], _ = json.Marshal(c.mcp.logLevel)
+		}
+		c.mcp.metaJSON, _ = json.Marshal(meta) // RawMessages from json.Marshal: cannot fail
+		c.mcp.metaLevel = c.mcp.logLevel
+	}
+	return c.mcp.metaJSON
 }
 
 // requestMeta is the _meta every request carries in the negotiated era

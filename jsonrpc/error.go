@@ -50,12 +50,16 @@ func NewLocalError(code int, message string, causes ...error) *Error {
 	return &Error{Code: code, Message: message, causes: causes}
 }
 
-// Error formats the error as "code N: message".
+// Error formats a server's error as "server error CODE: message" (with its
+// data) and a local one as "snodo: message (code CODE)".
 func (e *Error) Error() string {
-	if len(e.Data) > 0 && e.causes == nil {
-		return fmt.Sprintf("jsonrpc error %d: %s (data: %s)", e.Code, e.Message, e.Data)
+	if e.causes != nil {
+		return fmt.Sprintf("snodo: %s (code %d)", e.Message, e.Code)
 	}
-	return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message)
+	if len(e.Data) > 0 {
+		return fmt.Sprintf("server error %d: %s (data: %s)", e.Code, e.Message, e.Data)
+	}
+	return fmt.Sprintf("server error %d: %s", e.Code, e.Message)
 }
 
 // Unwrap returns the causes of a local error; nil for an error a server sent.
