@@ -92,9 +92,10 @@ func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) {
 	id, ok := env.IntID()
 	var delivered bool
 	if ok {
-		if env.Error != nil {
+		// "error":null beside a result (JSON-RPC 1.0 style) is a success.
+		if env.Error != nil && (env.Result == nil || !bytes.Equal(env.Error, []byte("null"))) {
 			e := new(jsonrpc.Error)
-			if err := json.Unmarshal(env.Error, e); err != nil {
+			if env.Error[0] != '{' || json.Unmarshal(env.Error, e) != nil || (e.Code == 0 && e.Message == "") {
 				e = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server sent a malformed error object: " + sample(env.Error)}
 			}
 			delivered = c.table.complete(id, nil, e)

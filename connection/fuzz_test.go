@@ -1,0 +1,275 @@
+package connection
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// chunkReader hands out its data in chunks whose sizes come from sizes
+// (cycled; each at least 1 byte), the way a pipe delivers a stream.
+type chunkReader struct {
+	data  []byte
+	sizes []byte
+	i     int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := 1
+	if len(r.sizes) > 0 {
+		n = 1 + int(r.sizes[r.i%len(r.sizes)])
+		r.i++
+	}
+	n = min(n, len(p), len(r.data))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// framerEvent is one thing the framer produced: a line, or the length of
+// a discarded overlong line.
+type framerEvent struct {
+	line     string
+	overlong int
+}
+
+// FuzzFramer splits arbitrary input arriving in arbitrary chunks with a
+// small line cap. Every complete line of the input must come out, in
+// order, either returned (at most max bytes, no newline, a trailing '\r'
+// dropped) or reported as discarded with its exact length; the buffer
+// never grows past what one line may need.
+func FuzzFramer(f *testing.F) {
+	f.Add([]byte("{\"id\":1}\n{\"id\":2}\r\n"), []byte{3, 0, 200}, uint16(64))
+	f.Add([]byte("short\n"+string(bytes.Repeat([]byte("x"), 300))+"\nafter\n"), []byte{7}, uint16(16))
+	f.Add([]byte("\n\n\r\n\n"), []byte{0}, uint16(1))
+	f.Add([]byte("exactly8\nexactly9!\nexactly8\r\n"), []byte{1, 2, 3}, uint16(8))
+	f.Add(bytes.Repeat([]byte("abcdefgh\n"), 600), []byte{255, 255, 255, 31}, uint16(300))
+	f.Add(append(bytes.Repeat([]byte("y"), 5000), "\nz\n"...), []byte{255}, uint16(4500))
+	f.Add([]byte("no newline at the end"), []byte{2}, uint16(5))
+	f.Fuzz(func(t *testing.T, data, sizes []byte, capSeed uint16) {
+		if len(data) > 32<<10 {
+			return // larger inputs only slow the fuzzer down: 32 KiB spans many buffers and caps
+		}
+		maxLine := 1 + int(capSeed)%5000
+		var got []framerEvent
+		fr := newFramer(&chunkReader{data: data, sizes: sizes}, maxLine, func(n int) {
+			got = append(got, framerEvent{overlong: n})
+		})
+		bound := max(framerInitial, maxLine+1)
+		for {
+			line, err := fr.next()
+			if len(fr.buf) > bound {
+				t.Fatalf("buffer of %d bytes with max %d (bound %d)", len(fr.buf), maxLine, bound)
+			}
+			if err != nil {
+				if err != io.EOF {
+					t.Fatalf("unexpected error %v", err)
+				}
+				break
+			}
+			if len(line) > maxLine || bytes.IndexByte(line, '\n') >= 0 {
+				t.Fatalf("line %q breaks the cap %d or holds a newline", line, maxLine)
+			}
+			got = append(got, framerEvent{line: string(line)})
+		}
+
+		var want []framerEvent
+		parts := bytes.Split(data, []byte{'\n'})
+		for _, l := range parts[:len(parts)-1] { // the last part has no newline
+			if len(l) > maxLine {
+				want = append(want, framerEvent{overlong: len(l)})
+			} else {
+				want = append(want, framerEvent{line: string(bytes.TrimSuffix(l, []byte{'\r'}))})
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("max %d: %d events, want %d:\n got %+v\nwant %+v", maxLine, len(got), len(want), got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("max %d: event %d is %+v, want %+v", maxLine, i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// routeHarness is a Conn with no process: just what route touches (the
+// request table, a logger, and an actor that swallows what the reader
+// posts to the connection actor).
+type routeHarness struct {
+	c      *Conn
+	posted *postCounter
+}
+
+type postCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func newRouteHarness(f testing.TB) *routeHarness {
+	sys := snodoactor.Shared()
+	pc := &postCounter{}
+	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		switch ctx.Message().(type) {
+		case *serverRequestMsg, *serverCancelMsg:
+			pc.mu.Lock()
+			pc.n++
+			pc.mu.Unlock()
+		}
+	}))
+	f.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
+	c := &Conn{
+		cfg:    Config{Logger: slog.New(slog.DiscardHandler), MaxLineBytes: DefaultMaxLineBytes},
+		system: sys,
+		pid:    pid,
+		table:  newTable(),
+	}
+	return &routeHarness{c: c, posted: pc}
+}
+
+// FuzzRoute feeds arbitrary lines to the reader's router with three
+// requests in flight (ids 1, 2 with progress, 3 a stream). It must not
+// panic; only a response (or, for the stream, the server's
+// notifications/cancelled) may complete a request, each at most once;
+// responses to other ids are ignored; progress queues stay bounded; and
+// results never alias the reader's buffer.
+func FuzzRoute(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"ok":true}}`,
+		`{"jsonrpc":"2.0","id":1,"result":1}` + "\n" + `{"jsonrpc":"2.0","id":1,"result":2}`,
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{},"error":null}`,
+		`{"jsonrpc":"2.0","id":1,"error":null}`,
+		`{"jsonrpc":"2.0","id":1,"error":"boom"}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}`,
+		`{"jsonrpc":"2.0","id":999999,"result":{}}`,
+		`{"jsonrpc":"2.0","id":"1","result":{}}`,
+		`{"jsonrpc":"2.0","id":-1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":2,"progress":1,"total":3}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":2,"progress":1e999}}`,
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":3}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"bye"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s1"}}`,
+		`{"jsonrpc":"2.0","id":"s1","method":"roots/list"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"roots/list"}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":[1,2]}`,
+		"not json\n\n[1]\n{}",
+	} {
+		f.Add([]byte(s))
+	}
+	h := newRouteHarness(f)
+	f.Fuzz(func(t *testing.T, input []byte) {
+		c := h.c
+		c.table = newTable()
+		var streamed int
+		calls := []*call{
+			{wake: make(chan struct{}, 1)},
+			{wake: make(chan struct{}, 1), wantProgress: true},
+			{wake: make(chan struct{}, 1), stream: func(string, json.RawMessage) { streamed++ }},
+		}
+		for i, cl := range calls {
+			if id, err := c.table.add(cl); err != nil || id != int64(i+1) {
+				t.Fatalf("add: id %d, %v", id, err)
+			}
+		}
+		mayComplete := map[int64]bool{}
+		lines := bytes.Split(input, []byte{'\n'})
+		for _, line := range lines {
+			if env, err := jsonrpc.Scan(line); err == nil {
+				switch env.Kind {
+				case jsonrpc.KindResponse:
+					if id, ok := env.IntID(); ok {
+						mayComplete[id] = true
+					}
+				case jsonrpc.KindNotification:
+					mayComplete[3] = true // the stream's teardown, when the params say so
+				}
+			}
+			c.route(line)
+			if n := len(calls[1].progress); n > maxQueuedProgress {
+				t.Fatalf("%d queued progress updates", n)
+			}
+		}
+		snap := make([][]byte, len(calls))
+		for i, cl := range calls {
+			snap[i] = bytes.Clone(cl.result)
+		}
+		for i := range input { // results must be copies, not views of the buffer
+			input[i] = '#'
+		}
+		done := 0
+		for i, cl := range calls {
+			id := int64(i + 1)
+			if !cl.done {
+				continue
+			}
+			done++
+			if !mayComplete[id] {
+				t.Fatalf("request %d completed without a response to it", id)
+			}
+			if !bytes.Equal(snap[i], cl.result) {
+				t.Fatalf("request %d: result %q aliases the input", id, snap[i])
+			}
+			if cl.err != nil {
+				var e *jsonrpc.Error
+				if !errors.As(cl.err, &e) && !errors.Is(cl.err, ErrStreamCancelled) {
+					t.Fatalf("request %d: error %T %v", id, cl.err, cl.err)
+				}
+				if e != nil && e.Code == 0 && e.Message == "" {
+					t.Fatalf("request %d: an empty error object %s", id, fmt.Sprint(e))
+				}
+			}
+		}
+		if got := c.table.inFlight(); got != len(calls)-done {
+			t.Fatalf("in flight %d, want %d", got, len(calls)-done)
+		}
+	})
+}
+
+// A response carrying "error":null beside its result (JSON-RPC 1.0
+// style) is a success; an error member that is not an error object is a
+// malformed answer, reported as -32603, never as an empty error.
+func TestResponseErrorMember(t *testing.T) {
+	h := newRouteHarness(t)
+	for _, tc := range []struct {
+		line, result string
+		code         int
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{"ok":true},"error":null}`, `{"ok":true}`, 0},
+		{`{"jsonrpc":"2.0","id":1,"error":null}`, "", jsonrpc.CodeInternalError},
+		{`{"jsonrpc":"2.0","id":1,"error":{}}`, "", jsonrpc.CodeInternalError},
+		{`{"jsonrpc":"2.0","id":1,"error":"boom"}`, "", jsonrpc.CodeInternalError},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"},"result":null}`, "", -32601},
+	} {
+		h.c.table = newTable()
+		cl := &call{wake: make(chan struct{}, 1)}
+		_, _ = h.c.table.add(cl)
+		h.c.route([]byte(tc.line))
+		if !cl.done {
+			t.Fatalf("%s: not delivered", tc.line)
+		}
+		var e *jsonrpc.Error
+		if tc.code == 0 {
+			if cl.err != nil || string(cl.result) != tc.result {
+				t.Errorf("%s: got %s, %v", tc.line, cl.result, cl.err)
+			}
+		} else if !errors.As(cl.err, &e) || e.Code != tc.code {
+			t.Errorf("%s: got %v, want code %d", tc.line, cl.err, tc.code)
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// FuzzScan checks the line classifier against encoding/json: it never
+// panics, every line gets a kind or an error, the members it reports are
+// slices of the line, and on any line that encoding/json accepts as an
+// object it agrees with a classification built from encoding/json.
+func FuzzScan(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":"s1","method":"roots/list","params":{}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":3,"progress":1}}`,
+		`{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"nope"}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"x"}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`,
+		`{"id":1,"result":null,"error":null}`,
+		`{"id":1,"id":null,"method":"m"}`,
+		`{"i\u0064":1,"result":1}`,
+		`{"method":"a\"b\\c\u00e9","params":[1,-2.5e+3,true,false,null,{"k":[]}]}`,
+		` { "id" : 12 , "result" : "x" } `,
+		`{"id":1,"result":"` + strings.Repeat(`\\`, 5) + `"}`,
+		`{"id":1,"result":[[[[[[[[[[]]]]]]]]]]}`,
+		`{"id":1,"method":5}`,
+		`{}`, `[]`, `"s"`, `null`, ``, `{`, `{"id"`, `{"id":}`, `{"id":1,}`, `{"a":1}x`,
+		"{\"method\":\"m\",\"params\":\"\x01\"}",
+		"{\"method\":\"m\xff\xfe\"}",
+		`{"id":-`, `{"id":01,"result":1}`, `{"id":1e5,"result":1}`, `{"id":123456789012345678901,"result":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		orig := bytes.Clone(line)
+		env, err := Scan(line)
+		if !bytes.Equal(line, orig) {
+			t.Fatal("Scan modified its input")
+		}
+		if err == nil {
+			checkEnvelope(t, line, &env)
+		} else if env.Kind != KindInvalid {
+			t.Fatalf("error %v with kind %v", err, env.Kind)
+		}
+		_ = env.MethodName()
+		if id, ok := env.IntID(); ok && id < 0 {
+			t.Fatalf("IntID %d < 0", id)
+		}
+
+		ref, ok := reference(line)
+		if !ok {
+			return // not a JSON object, or one the reference cannot judge
+		}
+		if err != nil && err != errShape {
+			t.Fatalf("encoding/json accepts %q but Scan says %v", line, err)
+		}
+		if got := env.Kind; got != ref.Kind {
+			t.Fatalf("%q: Scan says %v, encoding/json-based reference says %v", line, got, ref.Kind)
+		}
+		if err == nil {
+			for _, m := range []struct {
+				name      string
+				got, want []byte
+			}{{"id", env.ID, ref.ID}, {"method", env.Method, ref.Method}, {"params", env.Params, ref.Params}, {"result", env.Result, ref.Result}, {"error", env.Error, ref.Error}} {
+				if !bytes.Equal(m.got, m.want) || (m.got == nil) != (m.want == nil) {
+					t.Fatalf("%q: member %s: Scan %q, reference %q", line, m.name, m.got, m.want)
+				}
+			}
+		}
+	})
+}
+
+// checkEnvelope checks the invariants of an accepted line.
+func checkEnvelope(t *testing.T, line []byte, env *Envelope) {
+	t.Helper()
+	for _, m := range [][]byte{env.ID, env.Method, env.Params, env.Result, env.Error} {
+		if m != nil && !within(line, m) && !bytes.Equal(m, nullLit) {
+			t.Fatalf("member %q is not a slice of the line %q", m, line)
+		}
+		if m != nil && len(m) == 0 {
+			t.Fatalf("empty member in %q", line)
+		}
+	}
+	switch env.Kind {
+	case KindRequest:
+		if env.Method == nil || env.ID == nil {
+			t.Fatalf("request without method or id: %q", line)
+		}
+	case KindNotification:
+		if env.Method == nil || env.ID != nil {
+			t.Fatalf("bad notification: %q", line)
+		}
+	case KindResponse:
+		if env.Method != nil || env.ID == nil || (env.Result == nil && env.Error == nil) {
+			t.Fatalf("bad response: %q", line)
+		}
+	default:
+		t.Fatalf("accepted %q with kind %v", line, env.Kind)
+	}
+	if env.Method != nil && (len(env.Method) < 2 || env.Method[0] != '"' || env.Method[len(env.Method)-1] != '"') {
+		t.Fatalf("method %q is not a string", env.Method)
+	}
+}
+
+// within reports whether sub is a subslice of b's memory.
+func within(b, sub []byte) bool {
+	if len(b) == 0 || len(sub) == 0 {
+		return false
+	}
+	bs, be := &b[0], &b[len(b)-1]
+	ss, se := &sub[0], &sub[len(sub)-1]
+	return uintptrOf(ss) >= uintptrOf(bs) && uintptrOf(se) <= uintptrOf(be)
+}
+
+// reference classifies line with encoding/json, reading the top-level
+// members in order with their raw keys (Scan matches keys byte for byte,
+// without unescaping). It declines (ok false) on anything that is not a
+// JSON object and on duplicate members Scan interprets, whose meaning
+// JSON leaves open.
+func reference(line []byte) (env Envelope, ok bool) {
+	if !json.Valid(line) {
+		return env, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return env, false
+	}
+	seen := map[string]bool{}
+	var nullID bool
+	for dec.More() {
+		before := int(dec.InputOffset())
+		if _, err := dec.Token(); err != nil {
+			return env, false
+		}
+		after := int(dec.InputOffset())
+		rawKey := strings.TrimLeft(string(line[before:after]), " \t\r\n,")
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return env, false
+		}
+		end := int(dec.InputOffset())
+		raw := bytes.TrimLeft(line[after:end], " \t\r\n:")
+		if !bytes.Equal(raw, val) {
+			return env, false // the decoder's offsets are not what this reference assumes
+		}
+		switch rawKey {
+		case `"id"`, `"method"`, `"params"`, `"result"`, `"error"`:
+			if seen[rawKey] {
+				return env, false
+			}
+			seen[rawKey] = true
+		}
+		switch rawKey {
+		case `"id"`:
+			if string(raw) == "null" {
+				nullID = true
+			} else {
+				env.ID = raw
+			}
+		case `"method"`:
+			if raw[0] != '"' {
+				return Envelope{}, true // not JSON-RPC: invalid
+			}
+			env.Method = raw
+		case `"params"`:
+			env.Params = raw
+		case `"result"`:
+			env.Result = raw
+		case `"error"`:
+			env.Error = raw
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return env, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return env, false
+	}
+	switch {
+	case env.Method != nil && nullID:
+		env.ID, env.Kind = nullLit, KindRequest
+	case env.Method != nil && env.ID != nil:
+		env.Kind = KindRequest
+	case env.Method != nil:
+		env.Kind = KindNotification
+	case env.ID != nil && (env.Result != nil || env.Error != nil):
+		env.Kind = KindResponse
+	default:
+		return Envelope{}, true
+	}
+	return env, true
+}
+
+func uintptrOf(p *byte) uintptr { return uintptr(unsafe.Pointer(p)) }

@@ -1,0 +1,217 @@
+package supervisor
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
+)
+
+// supervisorActor owns one supervised connection. It starts the server
+// (in a goroutine: Connect blocks on the era handshake), watches the
+// connection actor, and on an unexpected exit restarts the server after
+// a back-off, unless the intensity limit is passed. Timers post messages
+// to it; it never blocks and never uses ReceiveTimeout or futures.
+type supervisorActor struct {
+	s       *state
+	rs      intensity
+	conn    *snodo.Client // the connection it watches; nil while restarting
+	attempt int           // numbers connect attempts; stale results are ignored
+	timer   *time.Timer   // the pending back-off
+	exitAt  time.Time     // when the server being replaced went away
+	started bool          // a first connection was made
+}
+
+// Messages the supervisor sends itself.
+type (
+	// connected is a Connect result, posted by the connect goroutine.
+	connected struct {
+		attempt int
+		client  *snodo.Client
+		err     error
+	}
+	// retry is the back-off timer firing.
+	retry struct{ attempt int }
+)
+
+func (*connected) IgnoreDeadLetterLogging() {}
+func (*retry) IgnoreDeadLetterLogging()     {}
+
+// Receive handles one message. A panic stops supervision (and with it
+// every connection): restarting this actor with empty state would orphan
+// the connection it watches.
+func (a *supervisorActor) Receive(ctx protoactor.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.log().Error("supervisor panicked; stopping", "panic", r)
+			a.s.recordReason(fmt.Errorf("%w: %v", snodo.ErrPanicked, r))
+			ctx.Stop(ctx.Self())
+		}
+	}()
+	switch msg := ctx.Message().(type) {
+	case *protoactor.Started:
+		if owner := a.s.cfg.owner; owner != nil {
+			ctx.Watch(owner)
+		}
+		a.connect(ctx)
+	case *connected:
+		a.onConnected(ctx, msg)
+	case *retry:
+		if msg.attempt == a.attempt+1 {
+			a.connect(ctx)
+		}
+	case *protoactor.Terminated:
+		a.onTerminated(ctx, msg)
+	case *snodoactor.ExitSignal:
+		a.s.recordReason(msg.Reason)
+		ctx.Stop(ctx.Self())
+	case *protoactor.Stopping:
+		if a.timer != nil {
+			a.timer.Stop()
+		}
+		a.s.recordReason(snodo.ErrStopped)
+		a.s.shutdown()
+	case *protoactor.Stopped:
+		a.emit(ctx, Event{Kind: Stopped, Err: a.s.why()})
+		a.s.actorStopped()
+	}
+}
+
+// connect starts attempt a.attempt+1 in a goroutine that posts the result.
+func (a *supervisorActor) connect(ctx protoactor.Context) {
+	a.attempt++
+	attempt, self, s := a.attempt, ctx.Self(), a.s
+	opts := append(append([]snodo.Option(nil), s.cfg.connect...),
+		snodo.WithOwner(self), snodo.WithActorSystem(s.sys))
+	s.bg.Go(func() {
+		c, err := snodo.Connect(s.life, s.command, s.args, opts...)
+		if err == nil && !s.adopt(c) {
+			_ = c.Close() // supervision ended meanwhile
+			<-c.Done()
+			return
+		}
+		s.sys.Root.Send(self, &connected{attempt: attempt, client: c, err: err})
+	})
+}
+
+func (a *supervisorActor) onConnected(ctx protoactor.Context, msg *connected) {
+	if msg.attempt != a.attempt {
+		return
+	}
+	if msg.err != nil {
+		if !a.started && !crashed(msg.err) {
+			// Nothing to restart: the command cannot start, or it is no
+			// MCP server we can speak to. Connect returns this error.
+			a.s.recordReason(msg.err)
+			ctx.Stop(ctx.Self())
+			return
+		}
+		a.failed(ctx, msg.err)
+		return
+	}
+	c := msg.client
+	a.conn = c
+	ctx.Watch(c.PID())
+	ev := Event{Kind: Connected, ServerPID: c.ServerPID()}
+	if a.started {
+		ev.Downtime = time.Since(a.exitAt)
+	}
+	a.started = true
+	a.s.install(c)
+	a.s.settleFirst(nil)
+	a.emit(ctx, ev)
+}
+
+func (a *supervisorActor) onTerminated(ctx protoactor.Context, msg *protoactor.Terminated) {
+	if owner := a.s.cfg.owner; owner != nil && msg.Who.Equal(owner) {
+		a.s.recordReason(fmt.Errorf("%w: actor %s terminated", ErrOwnerExited, owner.Id))
+		ctx.Stop(ctx.Self())
+		return
+	}
+	c := a.conn
+	if c == nil || !msg.Who.Equal(c.PID()) {
+		return
+	}
+	a.conn = nil
+	reason := c.Err()
+	if !unexpected(reason) {
+		// Closed by hand, or its owner (this supervisor's life) ended:
+		// supervision ends the same way.
+		a.s.lost(c, reason, time.Time{})
+		a.s.recordReason(reason)
+		ctx.Stop(ctx.Self())
+		return
+	}
+	a.exitAt = time.Now()
+	delay, _ := a.schedule(ctx, reason)
+	a.s.lost(c, reason, a.exitAt.Add(delay))
+}
+
+// failed handles a restart attempt whose Connect failed.
+func (a *supervisorActor) failed(ctx protoactor.Context, err error) {
+	if !a.started && a.exitAt.IsZero() {
+		a.exitAt = time.Now()
+	}
+	delay, ok := a.schedule(ctx, err)
+	if ok {
+		a.s.mu.Lock()
+		a.s.lastExit, a.s.nextTry = err, time.Now().Add(delay)
+		a.s.notifyLocked()
+		a.s.mu.Unlock()
+	}
+}
+
+// schedule applies the intensity limit to one more restart after reason:
+// either it arms the back-off timer and reports the delay, or it gives up
+// and stops the actor.
+func (a *supervisorActor) schedule(ctx protoactor.Context, reason error) (time.Duration, bool) {
+	n := a.rs.add(time.Now())
+	if a.rs.exceeded(n) {
+		err := &GaveUpError{Restarts: a.rs.max, Window: a.rs.window, Last: reason}
+		a.emit(ctx, Event{Kind: GaveUp, Restarts: n - 1, Err: err})
+		a.s.recordReason(err)
+		ctx.Stop(ctx.Self())
+		return 0, false
+	}
+	delay := a.s.cfg.backoff.Delay(n)
+	a.s.restarts.Add(1)
+	a.emit(ctx, Event{Kind: Exited, Restarts: n, Delay: delay, Err: reason})
+	next, self, sys := a.attempt+1, ctx.Self(), a.s.sys
+	a.timer = time.AfterFunc(delay, func() { sys.Root.Send(self, &retry{attempt: next}) })
+	return delay, true
+}
+
+// emit logs ev and hands it to the observers.
+func (a *supervisorActor) emit(ctx protoactor.Context, ev Event) {
+	ev.Name = a.s.cfg.name
+	ev.Total = int(a.s.restarts.Load())
+	l := a.log()
+	switch ev.Kind {
+	case Connected:
+		if ev.Total > 0 {
+			l.Info("supervisor: server restarted", "server_pid", ev.ServerPID, "downtime", ev.Downtime, "restarts", ev.Total)
+		} else {
+			l.Debug("supervisor: server connected", "server_pid", ev.ServerPID)
+		}
+	case Exited:
+		l.Warn("supervisor: server went away; restarting", "reason", exitWords(ev.Err), "in", ev.Delay, "restarts_in_window", ev.Restarts)
+	case GaveUp:
+		l.Error("supervisor: restart intensity passed; giving up", "error", ev.Err)
+	case Stopped:
+		l.Debug("supervisor: stopped", "reason", ev.Err)
+	}
+	if fn := a.s.cfg.onEvent; fn != nil {
+		fn(ev)
+	}
+	if pid := a.s.cfg.eventsTo; pid != nil {
+		ctx.Send(pid, &ev)
+	}
+}
+
+func (a *supervisorActor) log() *slog.Logger {
+	return a.s.cfg.logger.With("supervisor", a.s.cfg.name)
+}

@@ -1,0 +1,125 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
+)
+
+// Client is a supervised connection: a supervisor actor that owns one
+// server command and restarts it when it exits unexpectedly. Calls go to
+// whichever server is current. All methods are safe for concurrent use;
+// Close may be called any number of times, from any goroutine.
+type Client struct {
+	s *state
+}
+
+// Connect starts command with args under a supervisor and returns once
+// the first server is connected. ctx is the owner, as for snodo.Connect:
+// when it is done, supervision ends and the server's stdin is closed.
+//
+// A command that cannot start (not found, bad options, an era mismatch)
+// fails here at once. A server that exits during its handshake is
+// restarted like any other crash, and Connect fails with the
+// *GaveUpError if the intensity limit is passed first.
+func Connect(ctx context.Context, command string, args []string, opts ...Option) (*Client, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return start(ctx, command, args, cfg)
+}
+
+func start(ctx context.Context, command string, args []string, cfg *config) (*Client, error) {
+	if command == "" {
+		return nil, errors.New("supervisor: no server command given")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
+	}
+	if cfg.name == "" {
+		cfg.name = command
+	}
+	sys := cfg.system
+	if sys == nil {
+		sys = snodoactor.Shared()
+	}
+	s := newState(cfg, command, args, sys)
+	s.life, s.stopLife = context.WithCancelCause(context.WithoutCancel(ctx))
+	props := protoactor.PropsFromProducer(
+		func() protoactor.Actor {
+			return &supervisorActor{s: s, rs: intensity{max: cfg.maxRestarts, window: cfg.window}}
+		},
+		protoactor.WithGuardian(snodoactor.StopOnFailure),
+	)
+	// Set the owner watch before the actor can stop (its Stopping reads it).
+	s.mu.Lock()
+	s.pid = sys.Root.SpawnPrefix(props, "snodo-supervisor")
+	s.unwatch = context.AfterFunc(ctx, func() {
+		s.stop(fmt.Errorf("%w: %w", ErrOwnerExited, context.Cause(ctx)))
+	})
+	s.mu.Unlock()
+	<-s.first
+	if err := s.firstErr; err != nil {
+		<-s.done
+		if errors.Is(err, ErrGaveUp) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("supervisor: first start of %s: %w", command, err)
+	}
+	return &Client{s: s}, nil
+}
+
+// PID is the supervisor actor. Stopping it (Stop, Poison, snodo.Exit)
+// ends supervision like Close, with that reason.
+func (c *Client) PID() *protoactor.PID { return c.s.pid }
+
+// Current is the connection calls use now, nil while the server restarts.
+// Use it for calls this type lacks; do not Close it (that ends
+// supervision, as a normal exit).
+func (c *Client) Current() *snodo.Client { return c.s.current() }
+
+// ServerPID is the current server's process id, 0 while it restarts.
+func (c *Client) ServerPID() int {
+	if cur := c.s.current(); cur != nil {
+		return cur.ServerPID()
+	}
+	return 0
+}
+
+// Restarts counts the restarts since Connect (attempts included).
+func (c *Client) Restarts() int { return int(c.s.restarts.Load()) }
+
+// InFlight counts the calls using this client right now, waiting ones
+// included.
+func (c *Client) InFlight() int { return int(c.s.inflight.Load()) }
+
+// Healthy reports whether a server is connected and running now.
+func (c *Client) Healthy() bool {
+	cur := c.s.current()
+	return cur != nil && cur.Err() == nil
+}
+
+// Close ends supervision: the current server's stdin is closed (it is
+// never signalled), calls in flight fail with -32000, waiting calls and
+// later ones get a -32000 wrapping ErrClosed. Close returns once the
+// supervisor has stopped and every server it started has been reaped.
+// Idempotent; it returns nil.
+func (c *Client) Close() error {
+	c.s.stop(ErrClosed)
+	<-c.s.done
+	return nil
+}
+
+// Done is closed once supervision has ended and every server it started
+// has exited and been reaped.
+func (c *Client) Done() <-chan struct{} { return c.s.done }
+
+// Err is why supervision ended (nil while it runs): ErrClosed,
+// ErrOwnerExited, or a *GaveUpError (errors.Is ErrGaveUp).
+func (c *Client) Err() error { return c.s.Err() }

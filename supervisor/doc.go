@@ -1,0 +1,41 @@
+// Package supervisor restarts MCP servers that exit unexpectedly, re-sends
+// their subscriptions, and spreads calls over pools of them, on
+// protoactor-go's actors.
+//
+// A supervised connection (Connect) is a supervisor actor that owns a
+// server command. It connects with snodo.Connect (owned by the
+// supervisor, so a connection never outlives it), watches the connection
+// actor, and when that actor stops for any reason other than Close or
+// its owner's exit, it restarts the server after an exponential back-off
+// with jitter. More than N restarts within a window (WithIntensity, the
+// OTP rule) and it gives up with a *GaveUpError that names the last exit.
+//
+//	owner (ctx / actor) ──watch──► pool actor ──watch/owner──► supervisor actor ──owner──► snodo connection ──► server process
+//	                                   │                         │ ▲ Terminated: Err() says why
+//	                                   │                         │ └── restart: time.AfterFunc posts retry; Connect runs in a goroutine
+//	                    least in-flight ▼                         ▼
+//	  calls ───────────────────────► member Client ──────► current *snodo.Client (waits or fails fast while restarting)
+//
+// Calls in flight when a server dies fail with -32000 (errors.Is
+// snodo.ErrServerExited or the like) and are never retried behind the
+// caller's back, since a request need not be idempotent; mark one with
+// Idempotent to have it sent once more to the next server. Calls made
+// during a restart wait for the new server, bounded by their Timeout
+// request option and ctx, or with FailFast fail at once with a -32000
+// wrapping ErrRestarting.
+//
+// The server keeps no subscription state across a restart (the stdio
+// transport's "Unexpected Termination" rule), so a Subscription re-sends
+// its subscriptions/listen after each restart and puts a
+// ResubscribedMethod marker event on the same Events channel before the
+// new server's events: events sent during the gap are lost, and the
+// reader should re-read what it watches.
+//
+// A Pool runs N supervised connections to the same command, each
+// restarting on its own; calls go to the member with the fewest calls in
+// flight among those that are up. Grow and Shrink change its size; Close
+// closes every member and returns once every server has been reaped.
+//
+// Restarts are reported as Events (WithEventHandler, WithEventsTo) and on
+// a log/slog logger (WithLogger). See docs/supervision.md.
+package supervisor

@@ -1,0 +1,147 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// Why a supervised call failed without reaching a server, or why
+// supervision ended, for errors.Is.
+var (
+	// ErrRestarting: the server is being restarted. With FailFast, calls
+	// made meanwhile fail at once with a -32000 *snodo.Error wrapping it;
+	// otherwise a call that waited past its timeout gets a -32001 wrapping
+	// it.
+	ErrRestarting = errors.New("supervisor: the server is restarting")
+	// ErrGaveUp: the restart intensity limit was passed and supervision
+	// stopped. The error is a *GaveUpError.
+	ErrGaveUp = errors.New("supervisor: gave up restarting the server")
+	// ErrClosed: Close was called (snodo.ErrClosed, so errors.Is matches
+	// either).
+	ErrClosed = snodo.ErrClosed
+	// ErrOwnerExited: the owner (the context given to Connect or NewPool,
+	// or the WithOwner actor) went away.
+	ErrOwnerExited = snodo.ErrOwnerExited
+)
+
+// GaveUpError is why supervision stopped when the server kept exiting:
+// more than Restarts restarts within Window (the OTP intensity rule).
+// Last is the last exit; errors.Is(err, ErrGaveUp) and errors.Is on
+// Last's causes (snodo.ErrServerExited, say) both hold.
+type GaveUpError struct {
+	Restarts int           // the limit that was passed
+	Window   time.Duration // the window it applies to
+	Last     error         // the last exit or failed start
+}
+
+// Error reads "supervisor: gave up after 3 restarts in 10s: server exited
+// with status 3 (…)".
+func (e *GaveUpError) Error() string {
+	return fmt.Sprintf("supervisor: gave up after %d restarts in %s: %s (the server keeps failing: run the command by hand to see why, or raise WithIntensity)",
+		e.Restarts, e.Window, exitWords(e.Last))
+}
+
+// Unwrap returns ErrGaveUp and the last exit.
+func (e *GaveUpError) Unwrap() []error { return []error{ErrGaveUp, e.Last} }
+
+// unexpected reports whether a connection that stopped for reason (its
+// Err, or the -32000 its callers got) should be restarted: anything but
+// Close and the owner's exit, like an OTP transient child.
+func unexpected(reason error) bool {
+	return reason != nil && !errors.Is(reason, snodo.ErrClosed) && !errors.Is(reason, snodo.ErrOwnerExited)
+}
+
+// lostConnection reports whether a call failed because its server went
+// away unexpectedly under it (a local -32000 that was not Close or owner
+// exit): the call may or may not have run on the server.
+func lostConnection(err error) bool {
+	return errors.Is(err, snodo.ErrConnectionClosed) && unexpected(err)
+}
+
+// crashed reports whether Connect failed because the server exited or
+// closed a pipe during the handshake, as opposed to a command that cannot
+// start, bad options, or a protocol mismatch: only crashes are retried at
+// start.
+func crashed(err error) bool {
+	return errors.Is(err, snodo.ErrServerExited) || errors.Is(err, snodo.ErrStdinClosed) ||
+		errors.Is(err, snodo.ErrStdoutClosed)
+}
+
+// exitWords is the shortest description of an exit: the error that says
+// "server exited with status 3" rather than the layers wrapped around it.
+func exitWords(err error) string {
+	if err == nil {
+		return "no reason"
+	}
+	if e := deepest(err); e != nil {
+		return e.Error()
+	}
+	return err.Error()
+}
+
+var exitSentinels = []error{snodo.ErrServerExited, snodo.ErrStdinClosed, snodo.ErrStdoutClosed}
+
+// deepest finds, in err's tree, the innermost error that is not itself an
+// exit sentinel but wraps one.
+func deepest(err error) error {
+	if err == nil || isSentinel(err) {
+		return nil
+	}
+	var kids []error
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		kids = []error{u.Unwrap()}
+	case interface{ Unwrap() []error }:
+		kids = u.Unwrap()
+	}
+	for _, k := range kids {
+		if d := deepest(k); d != nil {
+			return d
+		}
+	}
+	for _, s := range exitSentinels {
+		if errors.Is(err, s) {
+			return err
+		}
+	}
+	return nil
+}
+
+func isSentinel(err error) bool {
+	for _, s := range exitSentinels {
+		if err == s {
+			return true
+		}
+	}
+	return false
+}
+
+// closedError is what calls get once supervision has ended for reason.
+func closedError(reason error) error {
+	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
+		"connection closed: "+reason.Error(), jsonrpc.ErrConnectionClosed, reason)
+}
+
+// restartingError is what a FailFast call gets during a restart.
+func restartingError(last error, next time.Time) error {
+	when := "now"
+	if d := time.Until(next); d > 0 {
+		when = "in " + d.Round(time.Millisecond).String()
+	}
+	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
+		fmt.Sprintf("connection closed: the server is restarting after %s (next attempt %s); retry later, or leave out FailFast to wait for it",
+			exitWords(last), when),
+		jsonrpc.ErrConnectionClosed, ErrRestarting)
+}
+
+// waitTimeoutError is what a waiting call gets when no server came back
+// within its timeout.
+func waitTimeoutError(method string, waited time.Duration) error {
+	return jsonrpc.NewLocalError(jsonrpc.CodeTimeout,
+		fmt.Sprintf("%s: no server came back within %s while a restart was under way; raise the Timeout request option or WithMaxWait", method, waited.Round(time.Millisecond)),
+		jsonrpc.ErrTimeout, ErrRestarting)
+}

@@ -1,0 +1,82 @@
+package supervisor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"testing"
+	"time"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/supervisor"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// exampleServer returns the command of snodo's test server, built once.
+func exampleServer(flags ...string) (string, []string) {
+	var t testing.T // ServerPath only fails t when the build fails
+	cmd, args := testutil.Server(&t, flags...)
+	if t.Failed() {
+		log.Fatal("building the test server failed")
+	}
+	return cmd, args
+}
+
+// A supervised connection restarts a server that crashed; the call that
+// was in flight fails, the next one reaches the new server.
+func Example() {
+	cmd, args := exampleServer()
+	events := make(chan supervisor.Event, 16)
+	c, err := supervisor.Connect(context.Background(), cmd, args,
+		supervisor.WithIntensity(3, time.Minute),
+		supervisor.WithEventHandler(func(ev supervisor.Event) { events <- ev }))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	res, err := c.CallTool(context.Background(), "echo", map[string]string{"message": "hello"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Text())
+
+	// The server crashes while answering: that call fails with -32000.
+	_, err = c.Request(context.Background(), "test/crash", map[string]int{"code": 1})
+	fmt.Println(errors.Is(err, snodo.ErrServerExited))
+	for ev := range events {
+		if ev.Kind == supervisor.Connected && ev.Total > 0 {
+			fmt.Println("restarted after:", ev.Total, "restart")
+			break
+		}
+	}
+	// Calls made during the restart would have waited for it.
+	res, err = c.CallTool(context.Background(), "echo", map[string]string{"message": "hello again"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Text())
+	// Output:
+	// hello
+	// true
+	// restarted after: 1 restart
+	// hello again
+}
+
+// A pool spreads calls over several servers.
+func ExampleNewPool() {
+	cmd, args := exampleServer()
+	p, err := supervisor.NewPool(context.Background(), cmd, args, 3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	res, err := p.CallTool(context.Background(), "add", map[string]int{"a": 2, "b": 3},
+		supervisor.Idempotent(), supervisor.RequestOptions(snodo.Timeout(5*time.Second)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(p.Size(), string(res.StructuredContent))
+	// Output: 3 {"sum":5}
+}

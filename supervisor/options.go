@@ -1,0 +1,185 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo"
+)
+
+// Defaults for the options below.
+const (
+	DefaultMaxRestarts = 5                // restarts allowed within DefaultWindow
+	DefaultWindow      = 30 * time.Second // the intensity window
+	DefaultMaxWait     = 60 * time.Second // how long a call waits for a restart without its own Timeout
+)
+
+// DefaultBackoff is the restart delay used without WithBackoff: 100 ms,
+// doubling to at most 10 s, ±20 % jitter.
+var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second, Multiplier: 2, Jitter: 0.2}
+
+// Option configures Connect and NewPool (for a pool, every member).
+// Options validate their input: Connect returns the first option error.
+type Option func(*config) error
+
+// config is everything a supervisor needs; the caller never sees it.
+type config struct {
+	connect     []snodo.Option
+	maxRestarts int
+	window      time.Duration
+	backoff     Backoff
+	failFast    bool
+	maxWait     time.Duration
+	logger      *slog.Logger
+	onEvent     func(Event)
+	eventsTo    *protoactor.PID
+	owner       *protoactor.PID
+	system      *protoactor.ActorSystem
+	name        string // for logs and events; pools number their members
+}
+
+func newConfig(opts []Option) (*config, error) {
+	cfg := &config{
+		maxRestarts: DefaultMaxRestarts,
+		window:      DefaultWindow,
+		backoff:     DefaultBackoff,
+		maxWait:     DefaultMaxWait,
+	}
+	for _, opt := range opts {
+		if err := opt(cfg); err != nil {
+			return nil, fmt.Errorf("supervisor: %w", err)
+		}
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg, nil
+}
+
+// WithConnectOptions passes options to every snodo.Connect the supervisor
+// makes (environment, timeouts, handlers…). WithOwner and WithActorSystem
+// among them are overridden: the supervisor owns its connections.
+func WithConnectOptions(opts ...snodo.Option) Option {
+	return func(c *config) error {
+		c.connect = append(c.connect, opts...)
+		return nil
+	}
+}
+
+// WithIntensity sets the restart intensity limit, as in OTP: when more
+// than maxRestarts restarts would happen within window, the supervisor
+// gives up and stops with a *GaveUpError. maxRestarts 0 never restarts.
+// Default 5 in 30 s.
+func WithIntensity(maxRestarts int, window time.Duration) Option {
+	return func(c *config) error {
+		if maxRestarts < 0 || window <= 0 {
+			return fmt.Errorf("WithIntensity(%d, %s): need maxRestarts >= 0 and a positive window", maxRestarts, window)
+		}
+		c.maxRestarts, c.window = maxRestarts, window
+		return nil
+	}
+}
+
+// WithBackoff sets the delay before each restart. Default DefaultBackoff.
+func WithBackoff(b Backoff) Option {
+	return func(c *config) error {
+		if err := b.validate(); err != nil {
+			return fmt.Errorf("WithBackoff: %w", err)
+		}
+		c.backoff = b
+		return nil
+	}
+}
+
+// FailFast makes calls made while the server restarts fail at once with
+// a -32000 *snodo.Error wrapping ErrRestarting and snodo.ErrConnectionClosed.
+// Default: such calls wait for the new server, for at most their Timeout
+// request option (or WithMaxWait) and while their ctx lasts, and the time
+// waited counts against that Timeout.
+func FailFast() Option {
+	return func(c *config) error { c.failFast = true; return nil }
+}
+
+// WithMaxWait bounds the wait for a restart of calls that give no Timeout
+// request option. Default 60 s (DefaultMaxWait).
+func WithMaxWait(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithMaxWait: %s must be positive", d)
+		}
+		c.maxWait = d
+		return nil
+	}
+}
+
+// WithLogger receives the supervisor's lifecycle: exits (Warn), restarts
+// (Info), a gave-up (Error). Default: discarded, like snodo.WithLogger.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("WithLogger: nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithEventHandler calls fn with every Event, in order, on the
+// supervisor actor: fn must return quickly (send to a buffered channel or
+// an actor) and must not call the supervised client.
+func WithEventHandler(fn func(Event)) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return errors.New("WithEventHandler: nil function")
+		}
+		c.onEvent = fn
+		return nil
+	}
+}
+
+// WithEventsTo sends every Event to the actor pid, as an *Event message,
+// in order. pid lives in the supervisor's actor system.
+func WithEventsTo(pid *protoactor.PID) Option {
+	return func(c *config) error {
+		if pid == nil {
+			return errors.New("WithEventsTo: nil PID")
+		}
+		c.eventsTo = pid
+		return nil
+	}
+}
+
+// WithOwner makes an actor the owner, as snodo.WithOwner does for a plain
+// connection: the supervisor (or pool) watches it and closes when it
+// terminates, in addition to the ctx given to Connect or NewPool.
+func WithOwner(pid *protoactor.PID) Option {
+	return func(c *config) error {
+		if pid == nil {
+			return errors.New("WithOwner: nil PID")
+		}
+		c.owner = pid
+		return nil
+	}
+}
+
+// WithActorSystem runs the supervisor and its connections on sys.
+// Default: snodo's shared quiet system.
+func WithActorSystem(sys *protoactor.ActorSystem) Option {
+	return func(c *config) error {
+		if sys == nil {
+			return errors.New("WithActorSystem: nil system")
+		}
+		c.system = sys
+		return nil
+	}
+}
+
+// WithName labels the supervisor in logs and events (Event.Name).
+// Default: the command; pools use "command#N".
+func WithName(name string) Option {
+	return func(c *config) error { c.name = name; return nil }
+}

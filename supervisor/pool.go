@@ -1,0 +1,307 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
+)
+
+// Pool is N supervised connections to the same server command. Each call
+// goes to the member with the fewest calls in flight, preferring members
+// whose server is up; each member restarts on its own. A pool actor
+// watches the owner and the members: owner → pool → members →
+// connections, each stopped with the one before. Methods are safe for
+// concurrent use; Close may be called any number of times.
+type Pool struct {
+	ctx     context.Context
+	command string
+	args    []string
+	cfg     *config
+	sys     *protoactor.ActorSystem
+	pid     *protoactor.PID
+	unwatch func() bool
+
+	mu      sync.Mutex
+	members []*Client
+	serial  int  // names members command#N
+	next    int  // where the least-loaded scan starts (spreads ties)
+	closing bool // Close or the owner's end: no new members
+	reason  error
+	bg      sync.WaitGroup // member closers
+	stopped chan struct{}
+	done    chan struct{}
+}
+
+// NewPool starts size supervised connections to command (in parallel)
+// and returns once all are connected. ctx is the owner of the pool and
+// every member; opts apply to each member (WithOwner and WithActorSystem
+// to the pool). If a member cannot start, the others are closed and the
+// error is returned.
+func NewPool(ctx context.Context, command string, args []string, size int, opts ...Option) (*Pool, error) {
+	if size < 1 {
+		return nil, fmt.Errorf("supervisor: pool size %d must be at least 1", size)
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
+	}
+	if cfg.name == "" {
+		cfg.name = command
+	}
+	sys := cfg.system
+	if sys == nil {
+		sys = snodoactor.Shared()
+	}
+	p := &Pool{
+		ctx: ctx, command: command, args: append([]string(nil), args...), cfg: cfg, sys: sys,
+		stopped: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	p.mu.Lock()
+	p.pid = sys.Root.SpawnPrefix(protoactor.PropsFromProducer(
+		func() protoactor.Actor { return &poolActor{p: p} },
+		protoactor.WithGuardian(snodoactor.StopOnFailure),
+	), "snodo-pool")
+	p.unwatch = context.AfterFunc(ctx, func() {
+		p.stop(fmt.Errorf("%w: %w", ErrOwnerExited, context.Cause(ctx)))
+	})
+	p.mu.Unlock()
+	if err := p.Grow(size); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Grow adds n members, started in parallel, and returns once they are
+// connected; members that could not start are left out and their errors
+// returned.
+func (p *Pool) Grow(n int) error {
+	if n < 1 {
+		return fmt.Errorf("supervisor: Grow(%d): n must be at least 1", n)
+	}
+	p.mu.Lock()
+	if p.closing {
+		reason := p.reason
+		p.mu.Unlock()
+		return closedError(reason)
+	}
+	names := make([]string, n)
+	for i := range names {
+		p.serial++
+		names[i] = fmt.Sprintf("%s#%d", p.cfg.name, p.serial)
+	}
+	p.mu.Unlock()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			cfg := *p.cfg
+			cfg.name, cfg.owner, cfg.system = name, p.pid, p.sys
+			m, err := start(p.ctx, p.command, p.args, &cfg)
+			if err != nil {
+				errs[i] = fmt.Errorf("pool member %s: %w", name, err)
+				return
+			}
+			errs[i] = p.add(m)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// add puts a started member into rotation, or closes it if the pool is
+// closing.
+func (p *Pool) add(m *Client) error {
+	p.mu.Lock()
+	if p.closing {
+		reason := p.reason
+		p.mu.Unlock()
+		_ = m.Close()
+		return closedError(reason)
+	}
+	p.members = append(p.members, m)
+	p.mu.Unlock()
+	p.sys.Root.Send(p.pid, &watchMember{pid: m.PID()})
+	return nil
+}
+
+// Shrink takes n members out of rotation (the least loaded first), waits
+// for the calls they are running to finish (each bounded by its own
+// timeout), then closes them. At least one member stays.
+func (p *Pool) Shrink(n int) error {
+	p.mu.Lock()
+	if n < 1 || n >= len(p.members) {
+		size := len(p.members)
+		p.mu.Unlock()
+		return fmt.Errorf("supervisor: Shrink(%d): n must be between 1 and size-1 (%d)", n, size-1)
+	}
+	byLoad := slices.Clone(p.members)
+	slices.SortStableFunc(byLoad, func(a, b *Client) int { return a.InFlight() - b.InFlight() })
+	gone := byLoad[:n]
+	p.members = slices.DeleteFunc(p.members, func(m *Client) bool { return slices.Contains(gone, m) })
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, m := range gone {
+		wg.Go(func() {
+			for m.InFlight() > 0 {
+				select {
+				case <-m.Done():
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			_ = m.Close()
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// Size is the number of members in rotation.
+func (p *Pool) Size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.members)
+}
+
+// Members are the members in rotation, for per-member calls and figures.
+func (p *Pool) Members() []*Client {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.members)
+}
+
+// PID is the pool actor; stopping it closes the pool.
+func (p *Pool) PID() *protoactor.PID { return p.pid }
+
+// Close closes every member (as Client.Close: stdin closed, calls in
+// flight fail with -32000) and returns once every server has been
+// reaped. Idempotent; it returns nil.
+func (p *Pool) Close() error {
+	p.stop(ErrClosed)
+	<-p.done
+	return nil
+}
+
+// Done is closed once the pool has stopped and every member's servers
+// have been reaped.
+func (p *Pool) Done() <-chan struct{} { return p.done }
+
+// Err is why the pool stopped (nil while it runs): ErrClosed,
+// ErrOwnerExited, or, when every member gave up, the last *GaveUpError.
+func (p *Pool) Err() error {
+	select {
+	case <-p.stopped:
+		return p.why()
+	default:
+		return nil
+	}
+}
+
+func (p *Pool) why() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reason
+}
+
+// stop records the reason (the first wins) and stops the pool actor.
+func (p *Pool) stop(reason error) {
+	p.mu.Lock()
+	if p.reason == nil {
+		p.reason = reason
+	}
+	p.mu.Unlock()
+	p.sys.Root.Stop(p.pid)
+}
+
+// pick reserves the member for one call: the fewest in flight among
+// those whose server is up (all of them if none is), skipping avoid.
+func (p *Pool) pick(avoid *Client) (*Client, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing || len(p.members) == 0 {
+		reason := p.reason
+		if reason == nil {
+			reason = ErrClosed
+		}
+		return nil, closedError(reason)
+	}
+	var best *Client
+	bestUp, bestLoad := false, 0
+	n := len(p.members)
+	for i := range n {
+		m := p.members[(p.next+i)%n]
+		if m == avoid && n > 1 {
+			continue
+		}
+		up, load := m.Healthy(), m.InFlight()
+		if best == nil || (up && !bestUp) || (up == bestUp && load < bestLoad) {
+			best, bestUp, bestLoad = m, up, load
+		}
+	}
+	p.next++
+	best.s.inflight.Add(1)
+	return best, nil
+}
+
+// poolCall runs fn on the least-loaded member; an Idempotent call that
+// lost its server is sent once more to another member.
+func poolCall[T any](ctx context.Context, p *Pool, method string, opts []CallOption,
+	fn func(*snodo.Client, []snodo.RequestOption) (T, error)) (T, error) {
+	cc := callConfigOf(opts)
+	m, err := p.pick(nil)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	first := cc
+	first.idempotent = false // the retry goes to another member
+	v, err := call(ctx, m, method, first, true, fn)
+	if err == nil || !cc.idempotent || !lostConnection(err) || ctx.Err() != nil {
+		return v, err
+	}
+	m2, perr := p.pick(m)
+	if perr != nil {
+		return v, err
+	}
+	p.cfg.logger.Debug("supervisor: retrying an idempotent call on another pool member", "method", method, "error", err)
+	return call(ctx, m2, method, first, true, fn)
+}
+
+// Request sends a request to the least-loaded member; see
+// Client.Request.
+func (p *Pool) Request(ctx context.Context, method string, params any, opts ...CallOption) (json.RawMessage, error) {
+	return poolCall(ctx, p, method, opts, func(cl *snodo.Client, ro []snodo.RequestOption) (json.RawMessage, error) {
+		return cl.Request(ctx, method, params, ro...)
+	})
+}
+
+// CallTool calls a tool on the least-loaded member; see Client.CallTool.
+func (p *Pool) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*snodo.CallToolResult, error) {
+	return poolCall(ctx, p, "tools/call", opts, func(cl *snodo.Client, ro []snodo.RequestOption) (*snodo.CallToolResult, error) {
+		return cl.CallTool(ctx, name, args, ro...)
+	})
+}
+
+// Listen opens a supervised subscription on the least-loaded member; it
+// follows that member's restarts.
+func (p *Pool) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
+	m, err := p.pick(nil)
+	if err != nil {
+		return nil, err
+	}
+	m.s.inflight.Add(-1)
+	return m.Listen(ctx, f, opts...)
+}

@@ -1,0 +1,233 @@
+package supervisor
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+func serverPIDs(p *Pool) []int {
+	var pids []int
+	for _, m := range p.Members() {
+		pids = append(pids, m.ServerPID())
+	}
+	return pids
+}
+
+// Kill one member of a pool under load from 8 goroutines: its in-flight
+// calls fail with -32000 and are not retried anywhere, other calls keep
+// being answered, and the member comes back and takes calls again.
+func TestPoolKeepsAnsweringWhenAMemberIsKilled(t *testing.T) {
+	ev := newEvents()
+	cmd, args := testutil.Server(t)
+	p, err := NewPool(t.Context(), cmd, args, 3, fast, ev.option())
+	require.NoError(t, err)
+	pids := serverPIDs(p)
+	victim := p.Members()[0]
+	oldPID := victim.ServerPID()
+
+	type outcome struct {
+		k   int
+		at  time.Time
+		err error
+	}
+	var (
+		next    atomic.Int64
+		mu      sync.Mutex
+		results []outcome
+		stop    = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	for range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := int(next.Add(1))
+				_, err := p.Request(t.Context(), "test/sleep", map[string]int{"ms": 20, "k": k})
+				mu.Lock()
+				results = append(results, outcome{k, time.Now(), err})
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	killedAt := time.Now()
+	kill(t, oldPID)
+	var back Event
+	for {
+		back = ev.waitFor(t, Connected, 5*time.Second)
+		if back.Name == victim.s.cfg.name && back.Total > 0 {
+			break
+		}
+	}
+	backAt := time.Now()
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	var failed, answeredDuringGap, answered int
+	var failedKs []int
+	for _, r := range results {
+		if r.err != nil {
+			failed++
+			failedKs = append(failedKs, r.k)
+			var e *snodo.Error
+			if assert.ErrorAs(t, r.err, &e) {
+				assert.Equal(t, snodo.CodeConnectionClosed, e.Code, "%v", r.err)
+			}
+			assert.True(t, lostConnection(r.err), "%v", r.err) // exit seen first, or a write that hit the dead pipe
+			continue
+		}
+		answered++
+		if r.at.After(killedAt) && r.at.Before(backAt) {
+			answeredDuringGap++
+		}
+	}
+	assert.NotZero(t, failed, "the victim had calls in flight")
+	assert.LessOrEqual(t, failed, 8)
+	t.Logf("%d calls: %d answered (%d between the kill and the member's return, %s), %d failed with -32000; restart latency %s",
+		len(results), answered, answeredDuringGap, backAt.Sub(killedAt).Round(time.Millisecond), failed, back.Downtime.Round(time.Millisecond))
+
+	// No call was silently retried: the failed ones reached no live
+	// server, and no call reached two.
+	seen := map[int]int{}
+	for _, m := range p.Members() {
+		raw, err := m.Request(t.Context(), "test/requests", map[string]string{"method": "test/sleep"})
+		require.NoError(t, err)
+		ks := sleepCalls(t, raw)
+		if m == victim {
+			assert.NotEmpty(t, ks, "the restarted member takes calls again")
+		}
+		for _, k := range ks {
+			seen[k]++
+		}
+	}
+	for _, k := range failedKs {
+		assert.Zero(t, seen[k], "failed call %d was sent again", k)
+	}
+	for k, n := range seen {
+		assert.Equal(t, 1, n, "call %d reached %d servers", k, n)
+	}
+	assert.Equal(t, 1, victim.Restarts())
+	assert.NotEqual(t, oldPID, victim.ServerPID())
+
+	pids = append(pids, victim.ServerPID())
+	require.NoError(t, p.Close())
+	assert.ErrorIs(t, p.Err(), ErrClosed)
+	for _, pid := range pids {
+		testutil.AssertReaped(t, pid, 5*time.Second)
+	}
+	_, err = p.Request(t.Context(), "test/echo", nil)
+	assert.ErrorIs(t, err, snodo.ErrConnectionClosed)
+}
+
+func TestPoolIdempotentCallMovesToAnotherMember(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	p, err := NewPool(t.Context(), cmd, args, 2, fast)
+	require.NoError(t, err)
+	defer p.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Request(t.Context(), "test/sleep", map[string]int{"ms": 500, "k": 42}, Idempotent())
+		done <- err
+	}()
+	var holder *Client
+	testutil.Eventually(t, func() bool {
+		for _, m := range p.Members() {
+			raw, err := m.Request(t.Context(), "test/requests", map[string]string{"method": "test/sleep"})
+			if err == nil && slices.Contains(sleepCalls(t, raw), 42) {
+				holder = m
+				return true
+			}
+		}
+		return false
+	}, 2*time.Second, "the call reached a member")
+	t0 := time.Now()
+	kill(t, holder.ServerPID())
+	require.NoError(t, <-done)
+	t.Logf("idempotent call answered by the other member %s after the kill (its 500 ms sleep included)", time.Since(t0).Round(time.Millisecond))
+}
+
+func TestPoolGrowsAndShrinks(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	p, err := NewPool(t.Context(), cmd, args, 1, fast)
+	require.NoError(t, err)
+	require.NoError(t, p.Grow(3))
+	assert.Equal(t, 4, p.Size())
+	pids := serverPIDs(p)
+	assert.Len(t, pids, 4)
+	for range 8 {
+		_, err := p.CallTool(t.Context(), "echo", map[string]string{"message": "x"})
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.Shrink(3))
+	assert.Equal(t, 1, p.Size())
+	kept := serverPIDs(p)[0]
+	for _, pid := range pids {
+		if pid != kept {
+			testutil.AssertReaped(t, pid, 5*time.Second)
+		}
+	}
+	assert.Error(t, p.Shrink(1), "a pool keeps one member")
+	_, err = p.Request(t.Context(), "test/echo", nil)
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
+	testutil.AssertReaped(t, kept, 5*time.Second)
+	assert.Error(t, p.Grow(1))
+}
+
+// An actor owns a pool and a supervised connection exactly as it owns a
+// plain connection: when it stops, they stop.
+func TestOwnerActorStopsPoolAndClient(t *testing.T) {
+	sys := snodoactor.Shared()
+	seen := make(chan *Event, 16)
+	owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		if ev, ok := ctx.Message().(*Event); ok {
+			seen <- ev
+		}
+	}))
+	cmd, args := testutil.Server(t)
+	p, err := NewPool(context.Background(), cmd, args, 2, fast, WithOwner(owner), WithEventsTo(owner))
+	require.NoError(t, err)
+	assert.Equal(t, Connected, (<-seen).Kind, "events reach the actor as messages")
+	c, err := Connect(context.Background(), cmd, args, fast, WithOwner(owner))
+	require.NoError(t, err)
+	pids := append(serverPIDs(p), c.ServerPID())
+
+	sys.Root.Stop(owner)
+	for _, done := range []<-chan struct{}{p.Done(), c.Done()} {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("not stopped with its owner")
+		}
+	}
+	assert.ErrorIs(t, p.Err(), ErrOwnerExited)
+	assert.ErrorIs(t, c.Err(), ErrOwnerExited)
+	for _, pid := range pids {
+		testutil.AssertReaped(t, pid, 5*time.Second)
+	}
+}
+
+func TestPoolEndsWhenEveryMemberGivesUp(t *testing.T) {
+	_, err := NewPool(t.Context(), "sh", []string{"-c", "read line; exit 3"}, 2, fast, WithIntensity(1, 10*time.Second))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrGaveUp)
+	assert.Contains(t, err.Error(), "gave up after 1 restarts in 10s: server exited with status 3")
+	assert.Empty(t, testutil.ChildPIDs())
+}

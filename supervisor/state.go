@@ -1,0 +1,191 @@
+package supervisor
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo"
+)
+
+// state is what the supervisor actor and the Client facade share: the
+// current connection and how supervision ends. The actor writes it; calls
+// read it under mu and wait on changed.
+type state struct {
+	cfg     *config
+	command string
+	args    []string
+	sys     *protoactor.ActorSystem
+	pid     *protoactor.PID
+
+	life     context.Context         // owner of every connection; ends with supervision
+	stopLife context.CancelCauseFunc // cancelled once the last Close returned
+	unwatch  func() bool             // releases the AfterFunc on the owner context
+
+	inflight atomic.Int64 // calls using this supervisor right now
+	restarts atomic.Int64 // restarts since Connect
+
+	mu       sync.Mutex
+	client   *snodo.Client              // nil while restarting
+	live     map[*snodo.Client]struct{} // connections to close when supervision ends
+	changed  chan struct{}              // closed and replaced when client or ended changes
+	lastExit error                      // the exit being recovered from
+	nextTry  time.Time                  // when the next attempt starts
+	reason   error                      // why supervision ends; the first wins
+	ended    bool                       // the actor is stopping: no new connections
+
+	first    chan struct{} // closed on the first outcome: connected, or stopped
+	firstErr error
+
+	bg      sync.WaitGroup // connect goroutines and closers
+	stopped chan struct{}  // the actor has stopped
+	done    chan struct{}  // stopped, and every server reaped
+}
+
+func newState(cfg *config, command string, args []string, sys *protoactor.ActorSystem) *state {
+	return &state{
+		cfg: cfg, command: command, args: append([]string(nil), args...), sys: sys,
+		live:    map[*snodo.Client]struct{}{},
+		changed: make(chan struct{}),
+		first:   make(chan struct{}),
+		stopped: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+}
+
+// notifyLocked wakes every waiting call. Hold mu.
+func (s *state) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// stop records why supervision ends (the first reason wins) and stops
+// the actor. Safe from any goroutine.
+func (s *state) stop(reason error) {
+	s.recordReason(reason)
+	s.sys.Root.Stop(s.pid)
+}
+
+func (s *state) recordReason(reason error) {
+	s.mu.Lock()
+	if s.reason == nil {
+		s.reason = reason
+	}
+	s.mu.Unlock()
+}
+
+// why is the recorded reason, even before the actor has stopped.
+func (s *state) why() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
+}
+
+// Err is why supervision ended, nil while it runs.
+func (s *state) Err() error {
+	select {
+	case <-s.stopped:
+	default:
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
+}
+
+// adopt registers a connection Connect just returned, unless supervision
+// is ending: then the caller must close it.
+func (s *state) adopt(c *snodo.Client) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
+	s.live[c] = struct{}{}
+	return true
+}
+
+// install makes c the connection calls use.
+func (s *state) install(c *snodo.Client) {
+	s.mu.Lock()
+	s.client, s.lastExit = c, nil
+	s.notifyLocked()
+	s.mu.Unlock()
+}
+
+// lost takes the dead connection out of use; calls now wait or fail fast.
+func (s *state) lost(c *snodo.Client, reason error, next time.Time) {
+	s.mu.Lock()
+	if s.client == c {
+		s.client = nil
+	}
+	delete(s.live, c)
+	s.lastExit, s.nextTry = reason, next
+	s.notifyLocked()
+	s.mu.Unlock()
+	s.bg.Go(func() { <-c.Done() }) // Done waits until it is reaped
+}
+
+// current is the live connection, or nil while restarting.
+func (s *state) current() *snodo.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.client
+}
+
+// settleFirst reports Connect's outcome once.
+func (s *state) settleFirst(err error) {
+	select {
+	case <-s.first:
+		return
+	default:
+	}
+	s.firstErr = err
+	close(s.first)
+}
+
+// shutdown runs on the actor while it stops: every connection is closed
+// (Close, so their callers see ErrClosed-style -32000s unless supervision
+// ends for another reason), then the life context is cancelled.
+func (s *state) shutdown() {
+	s.mu.Lock()
+	s.ended = true
+	reason := s.reason
+	clients := make([]*snodo.Client, 0, len(s.live))
+	for c := range s.live {
+		clients = append(clients, c)
+	}
+	s.live, s.client = nil, nil
+	s.notifyLocked()
+	unwatch := s.unwatch
+	s.mu.Unlock()
+	if unwatch != nil {
+		unwatch()
+	}
+	var closing sync.WaitGroup
+	for _, c := range clients {
+		closing.Add(1)
+		s.bg.Go(func() {
+			_ = c.Close()
+			closing.Done()
+			<-c.Done()
+		})
+	}
+	s.bg.Go(func() {
+		closing.Wait()
+		s.stopLife(reason) // aborts a Connect in progress
+	})
+}
+
+// actorStopped runs in *Stopped: Done closes once every server is reaped.
+func (s *state) actorStopped() {
+	s.settleFirst(s.why())
+	close(s.stopped)
+	go func() {
+		s.bg.Wait()
+		close(s.done)
+	}()
+}

@@ -1,0 +1,194 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// errChaos is the reason the Exit case stops the connection with.
+var errChaos = errors.New("chaos: stopped by the supervisor")
+
+// fatal is one fault that ends the connection while callers wait.
+type fatal struct {
+	name  string
+	flags []string
+	// setup may change the config (an owner, say) and returns the
+	// function that injects the fault once the callers wait.
+	setup  func(t *testing.T, cfg *connection.Config) func(t *testing.T, r *rig)
+	reason error    // every caller's -32000 wraps it
+	text   []string // and its message says this
+	after  func(t *testing.T, r *rig)
+}
+
+// crash has the server die through test/crash with params; that request
+// is one more caller, which must get the same answer as the others.
+func crash(params map[string]any) func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+	return func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+		return func(t *testing.T, r *rig) {
+			cr := call(r.c, 1, "test/crash", params, nil)
+			a := cr.collect(t, 10*time.Second)[0]
+			checkClosed(t, a, connection.ErrServerExited)
+		}
+	}
+}
+
+func checkClosed(t *testing.T, a answer, reason error) {
+	t.Helper()
+	if !isClosed(a.err, reason) {
+		t.Errorf("caller %d got %v (result %s), want -32000 wrapping %v", a.caller, a.err, a.result, reason)
+	}
+}
+
+func TestFatalFaults(t *testing.T) {
+	faults := []fatal{
+		{
+			name:   "crash/exit status",
+			setup:  crash(map[string]any{"code": 3, "stderr": "fatal: disk on fire"}),
+			reason: connection.ErrServerExited,
+			text:   []string{"server exited with status 3", "last stderr: fatal: disk on fire"},
+		},
+		{
+			name:   "crash/SIGKILL",
+			setup:  crash(map[string]any{"signal": "SIGKILL"}),
+			reason: connection.ErrServerExited,
+			text:   []string{"killed by signal 9 (killed)"},
+		},
+		{
+			name:   "crash/SIGSEGV",
+			setup:  crash(map[string]any{"signal": "SIGSEGV"}),
+			reason: connection.ErrServerExited,
+			text:   []string{"killed by signal 11 (segmentation fault)"},
+		},
+		{
+			name: "stdin closed",
+			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+				return func(t *testing.T, r *rig) {
+					if _, err := r.c.Request(context.Background(), "test/closeStdin", nil, nil); err != nil {
+						t.Fatalf("test/closeStdin: %v", err)
+					}
+					// Only a write notices: the next request's write fails.
+					testutil.Eventually(t, func() bool {
+						_, err := r.c.Request(context.Background(), "test/echo", nil, &connection.CallOptions{Timeout: time.Second})
+						return isClosed(err, connection.ErrStdinClosed)
+					}, 10*time.Second, "a write to the closed stdin fails")
+				}
+			},
+			reason: connection.ErrStdinClosed,
+			text:   []string{"server closed its stdin (write failed:", "broken pipe"},
+			after: func(t *testing.T, r *rig) { // it lingers 30 s after closing stdin
+				if err := syscall.Kill(r.pid, syscall.SIGKILL); err != nil {
+					t.Errorf("kill: %v", err)
+				}
+			},
+		},
+		{
+			name: "stdout closed, process alive",
+			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+				return func(t *testing.T, r *rig) {
+					a := call(r.c, 1, "test/closeStdout", nil, nil).collect(t, 10*time.Second)[0]
+					checkClosed(t, a, connection.ErrStdoutClosed)
+				}
+			},
+			reason: connection.ErrStdoutClosed,
+			text:   []string{"server closed its stdout but is still running"},
+		},
+		{
+			name: "owner context done",
+			setup: func(t *testing.T, cfg *connection.Config) func(*testing.T, *rig) {
+				ctx, cancel := context.WithCancel(context.Background())
+				t.Cleanup(cancel)
+				cfg.OwnerContext = ctx
+				return func(*testing.T, *rig) { cancel() }
+			},
+			reason: connection.ErrOwnerExited,
+			text:   []string{"owner exited", "context canceled"},
+		},
+		{
+			name: "owner actor dies",
+			setup: func(t *testing.T, cfg *connection.Config) func(*testing.T, *rig) {
+				sys := snodoactor.Shared()
+				owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
+				cfg.Owner = owner
+				return func(t *testing.T, _ *rig) {
+					if err := sys.Root.StopFuture(owner).Wait(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			reason: connection.ErrOwnerExited,
+			text:   []string{"owner exited: actor", "terminated"},
+		},
+		{
+			name: "Stop mid-call",
+			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+				return func(_ *testing.T, r *rig) { r.c.System().Root.Stop(r.c.PID()) }
+			},
+			reason: snodoactor.ReasonStopped,
+			text:   []string{"connection closed: actor stopped"},
+		},
+		{
+			name: "Poison mid-call",
+			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+				return func(_ *testing.T, r *rig) { r.c.System().Root.Poison(r.c.PID()) }
+			},
+			reason: snodoactor.ReasonStopped,
+			text:   []string{"connection closed: actor stopped"},
+		},
+		{
+			name: "Exit with a reason mid-call",
+			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+				return func(_ *testing.T, r *rig) { snodoactor.Exit(r.c.System(), r.c.PID(), errChaos) }
+			},
+			reason: errChaos,
+			text:   []string{"connection closed: chaos: stopped by the supervisor"},
+		},
+		{
+			name: "Close mid-call",
+			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+				return func(t *testing.T, r *rig) {
+					if err := r.c.Close(); err != nil {
+						t.Errorf("Close: %v", err)
+					}
+				}
+			},
+			reason: connection.ErrClosed,
+			text:   []string{"connection closed: connection closed by the client"},
+		},
+	}
+	const callers = 8
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			var cfg connection.Config
+			inject := f.setup(t, &cfg)
+			r := dial(t, cfg, append([]string{quickEOF}, f.flags...)...)
+			waiting := call(r.c, callers, "test/sleep", map[string]int{"ms": 30000}, nil)
+			waitInFlight(t, r.c, callers)
+			inject(t, r)
+			for _, a := range waiting.collect(t, 10*time.Second) {
+				checkClosed(t, a, f.reason)
+				for _, s := range f.text {
+					if !strings.Contains(a.err.Error(), s) {
+						t.Errorf("caller %d: %q does not say %q", a.caller, a.err, s)
+					}
+				}
+			}
+			if n := r.c.InFlight(); n != 0 {
+				t.Errorf("InFlight() = %d once every caller has its answer", n)
+			}
+			if f.after != nil {
+				f.after(t, r)
+			}
+			r.finish(f.reason)
+		})
+	}
+}
