@@ -7,6 +7,7 @@ GO ?= go
 # of each fuzz target.
 test: vet peers
 	$(GO) test -race -count=1 ./...
+	$(MAKE) --no-print-directory fuzz-short
 
 # The real reference MCP servers the integration tests run (Go module proxy, npm registry).
 peers:
