@@ -174,9 +174,18 @@ func (c *Conn) closedErr() error {
 	return closedError(reason)
 }
 
-// writeFailed: the server closed its stdin (EPIPE) or the pipe broke.
+// writeFailed: the server closed its stdin (EPIPE) or the pipe broke. A
+// server that has exited breaks the pipe too: give the reader a moment to
+// see stdout's EOF and report the exit status, which says more.
 func (c *Conn) writeFailed(err error) {
-	c.terminate(&exitReason{what: "server closed its stdin (write failed: " + err.Error() + ")", stderr: c.proc.stderr.lastLines(stderrTailLine), cause: ErrStdinClosed})
+	reason := &exitReason{what: "server closed its stdin (write failed: " + err.Error() + ")", stderr: c.proc.stderr.lastLines(stderrTailLine), cause: ErrStdinClosed}
+	go func() {
+		select {
+		case <-c.exited: // reap has recorded the exit (the first reason wins)
+		case <-time.After(2 * exitGrace):
+		}
+		c.terminate(reason)
+	}()
 }
 
 // shutdown runs on the actor while it stops: fail every caller, cancel

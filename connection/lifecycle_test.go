@@ -281,3 +281,13 @@ func TestNoDeadlockWhenBothPipesFill(t *testing.T) {
 	assert.JSONEq(t, `{"sent":20000}`, string(res))
 	wg.Wait()
 }
+
+func TestServerGoneBeforeTheWriteReportsItsExit(t *testing.T) {
+	c, err := Start(context.Background(), Config{Command: "sh", Args: []string{"-c", "exit 3"}})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Request(context.Background(), "test/echo", nil, nil)
+	e := requireClosed(t, err, ErrServerExited)
+	assert.Contains(t, e.Message, "status 3", "the exit status says more than the broken pipe")
+	waitDone(t, c)
+}

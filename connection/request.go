@@ -74,10 +74,9 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	if opts.Sent != nil {
 		opts.Sent(id)
 	}
-	if err := c.out.append(func(b []byte) []byte { return jsonrpc.AppendRequest(b, id, method, p) }); err != nil {
-		c.table.abandon(id, cl)
-		return nil, c.closedErr()
-	}
+	// A writer that no longer takes lines means the connection is stopping:
+	// the stop fails this call with its reason, so wait for it.
+	_ = c.out.append(func(b []byte) []byte { return jsonrpc.AppendRequest(b, id, method, p) })
 	return c.await(ctx, id, cl, method, opts)
 }
 
