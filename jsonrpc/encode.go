@@ -98,24 +98,19 @@ func MergeMeta(params []byte, members map[string]json.RawMessage) ([]byte, error
 	}
 	trimmed := bytes.TrimSpace(params)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, nullLit) {
-		trimmed = []byte("{}")
+		trimmed = emptyObject
 	}
 	if trimmed[0] != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "params must be a JSON object to carry _meta"}
 	}
-	if !bytes.Contains(trimmed, []byte(`"_meta"`)) {
+	if !bytes.Contains(trimmed, metaKey) {
 		meta, err := json.Marshal(members)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]byte, 0, len(trimmed)+len(meta)+10)
-		out = append(out, `{"_meta":`...)
-		out = append(out, meta...)
-		rest := bytes.TrimSpace(trimmed[1:])
-		if rest[0] != '}' {
-			out = append(out, ',')
+		if out, ok := SpliceMeta(trimmed, meta); ok {
+			return out, nil
 		}
-		return append(out, rest...), nil
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &obj); err != nil {
@@ -138,4 +133,35 @@ func MergeMeta(params []byte, members map[string]json.RawMessage) ([]byte, error
 	}
 	obj["_meta"] = m
 	return json.Marshal(obj)
+}
+
+var (
+	emptyObject = []byte("{}")
+	metaKey     = []byte(`"_meta"`)
+)
+
+// SpliceMeta returns params (a JSON object, or nil or null) with meta, an
+// encoded JSON object, as its "_meta" member, without decoding params: one
+// allocation. ok is false when params may already have a "_meta" member or
+// is not an object; MergeMeta then merges member by member (or reports the
+// error).
+func SpliceMeta(params, meta []byte) (out []byte, ok bool) {
+	trimmed := bytes.TrimSpace(params)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, nullLit) {
+		trimmed = emptyObject
+	}
+	if trimmed[0] != '{' || bytes.Contains(trimmed, metaKey) {
+		return nil, false
+	}
+	rest := bytes.TrimSpace(trimmed[1:])
+	if len(rest) == 0 { // not a complete object
+		return nil, false
+	}
+	out = make([]byte, 0, len(meta)+len(rest)+len(`{"_meta":,`))
+	out = append(out, `{"_meta":`...)
+	out = append(out, meta...)
+	if rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...), true
 }

@@ -1,0 +1,78 @@
+package clients
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/snodo/snodo"
+)
+
+func init() { register("snodo", connectSnodo) }
+
+type snodoClient struct {
+	c   *snodo.Client
+	sub *snodo.Subscription
+}
+
+func declineAll(ctx context.Context, req *snodo.ServerRequest) (any, error) {
+	if req.Method == "elicitation/create" {
+		return map[string]any{"action": "decline"}, nil
+	}
+	return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: "no " + req.Method}
+}
+
+func connectSnodo(ctx context.Context, o Options) (Client, error) {
+	era := snodo.EraModern
+	if o.Era == Legacy {
+		era = snodo.EraLegacy
+	}
+	c, err := snodo.Connect(context.Background(), o.Command, o.Args,
+		snodo.WithEra(era),
+		snodo.WithServerRequestHandler(declineAll),
+		snodo.WithClientCapabilities(snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{}}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	sc := &snodoClient{c: c}
+	if o.OnEvent != nil {
+		sub, err := c.Listen(context.Background(), snodo.Filter{ToolsListChanged: true})
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		sc.sub = sub
+		go func() {
+			for range sub.Events() {
+				o.OnEvent()
+			}
+		}()
+	}
+	return sc, nil
+}
+
+func (s *snodoClient) Call(ctx context.Context, tool string, args json.RawMessage) (string, error) {
+	var a any
+	if args != nil {
+		a = args
+	}
+	res, err := s.c.CallTool(ctx, tool, a)
+	if err != nil {
+		return "", err
+	}
+	if res.IsError {
+		return "", fmt.Errorf("tool %s failed", tool)
+	}
+	if len(res.Content) == 0 {
+		return "", fmt.Errorf("result has no content")
+	}
+	return res.Content[0].Text, nil
+}
+
+func (s *snodoClient) Close() error {
+	if s.sub != nil {
+		s.sub.Close()
+	}
+	return s.c.Close()
+}

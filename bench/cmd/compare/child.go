@@ -1,0 +1,444 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/snodo/snodo/bench/clients"
+	"github.com/snodo/snodo/bench/server"
+)
+
+// job is one measurement of one client in one era, run in a child
+// process of its own so that its peak RSS is the client's.
+type job struct {
+	Measure string        `json:"measure"`
+	Client  string        `json:"client"`
+	Era     string        `json:"era"`
+	Server  string        `json:"server"`
+	Dur     time.Duration `json:"dur"`   // per throughput phase
+	Count   int           `json:"count"` // big calls, connect cycles, events, idle connections
+}
+
+// Measurements, each a child process.
+const (
+	mCalls   = "calls"   // calls/s at 1 and 64 in flight, latency, allocs, peak RSS
+	mBig     = "big"     // 16 MiB responses: MB/s and RSS growth
+	mConnect = "connect" // connect + first call + close
+	mIdle    = "idle"    // heap and goroutines of idle connections
+	mAsk     = "ask"     // server-request round trips/s
+	mSubs    = "subs"    // subscription events/s
+)
+
+var echoArgs = json.RawMessage(`{"text":"hello"}`)
+
+func runChild(spec string) {
+	var j job
+	if err := json.Unmarshal([]byte(spec), &j); err != nil {
+		fatal(err)
+	}
+	// BENCH_CPUPROFILE and BENCH_MEMPROFILE write pprof profiles of the
+	// child, for looking into one client's costs.
+	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if path := os.Getenv("BENCH_MEMPROFILE"); path != "" {
+		runtime.MemProfileRate = 512
+		defer func() {
+			f, err := os.Create(path)
+			if err != nil {
+				fatal(err)
+			}
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}()
+	}
+	var (
+		res map[string]float64
+		err error
+	)
+	switch j.Measure {
+	case mCalls:
+		res, err = measureCalls(j)
+	case mBig:
+		res, err = measureBig(j)
+	case mConnect:
+		res, err = measureConnect(j)
+	case mIdle:
+		res, err = measureIdle(j)
+	case mAsk:
+		res, err = measureAsk(j)
+	case mSubs:
+		res, err = measureSubs(j)
+	default:
+		err = fmt.Errorf("unknown measurement %q", j.Measure)
+	}
+	out := childResult{Metrics: res}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	b, _ := json.Marshal(out)
+	os.Stdout.Write(append(b, '\n'))
+}
+
+type childResult struct {
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Error   string             `json:"error,omitempty"`
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "compare:", err)
+	os.Exit(1)
+}
+
+func connect(j job, onEvent func()) (clients.Client, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return clients.Connect(ctx, j.Client, clients.Options{Command: j.Server, Era: j.Era, OnEvent: onEvent})
+}
+
+func callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+// echo makes one call. It passes no deadline so that the harness adds no
+// allocations to the client's (the child as a whole has a watchdog).
+func echo(c clients.Client) error {
+	text, err := c.Call(context.Background(), "echo", echoArgs)
+	if err == nil && text != "hello" {
+		err = fmt.Errorf("echo answered %q", text)
+	}
+	return err
+}
+
+// latencies is a histogram with 1 µs buckets up to 50 ms, so recording
+// allocates nothing.
+type latencies struct {
+	buckets [50000]uint32
+	over    []time.Duration
+	n       int
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.n++
+	if us := int(d / time.Microsecond); us < len(l.buckets) {
+		l.buckets[us]++
+		return
+	}
+	l.over = append(l.over, d)
+}
+
+// quantile returns the q-quantile in microseconds (bucket upper bound).
+func (l *latencies) quantile(q float64) float64 {
+	rank := int(q * float64(l.n))
+	seen := 0
+	for us, c := range l.buckets {
+		seen += int(c)
+		if seen > rank {
+			return float64(us) + 1
+		}
+	}
+	slices.Sort(l.over)
+	if i := rank - seen; i < len(l.over) {
+		return float64(l.over[i]) / float64(time.Microsecond)
+	}
+	return 0
+}
+
+func measureCalls(j job) (map[string]float64, error) {
+	c, err := connect(j, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	// Warm up: buffers grown, code paths paged in.
+	for end := time.Now().Add(j.Dur / 5); time.Now().Before(end); {
+		if err := echo(c); err != nil {
+			return nil, err
+		}
+	}
+	lat := new(latencies)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	deadline := start.Add(j.Dur)
+	calls := 0
+	for {
+		t0 := time.Now()
+		if err := echo(c); err != nil {
+			return nil, err
+		}
+		t1 := time.Now()
+		lat.add(t1.Sub(t0))
+		calls++
+		if calls%64 == 0 && t1.After(deadline) {
+			break
+		}
+	}
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	res := map[string]float64{
+		"calls1":  float64(calls) / elapsed.Seconds(),
+		"p50_us":  lat.quantile(0.50),
+		"p99_us":  lat.quantile(0.99),
+		"bytes":   float64(after.TotalAlloc-before.TotalAlloc) / float64(calls),
+		"allocs":  float64(after.Mallocs-before.Mallocs) / float64(calls),
+		"samples": float64(calls),
+	}
+
+	const inFlight = 64
+	var total atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	start = time.Now()
+	deadline = start.Add(j.Dur)
+	for range inFlight {
+		wg.Go(func() {
+			n := int64(0)
+			for time.Now().Before(deadline) {
+				if err := echo(c); err != nil {
+					once.Do(func() { firstErr = err })
+					break
+				}
+				n++
+			}
+			total.Add(n)
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	res["calls64"] = float64(total.Load()) / time.Since(start).Seconds()
+	res["peak_rss_kib"] = procStatusKiB("VmHWM")
+	return res, nil
+}
+
+func measureBig(j job) (map[string]float64, error) {
+	c, err := connect(j, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := echo(c); err != nil {
+		return nil, err
+	}
+	runtime.GC()
+	base := procStatusKiB("VmRSS")
+	// Every call is timed, the first (which grows the buffers) included;
+	// slow clients stop after a few seconds.
+	var elapsed time.Duration
+	calls := 0
+	for calls < j.Count && (calls == 0 || elapsed < 3*time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		t0 := time.Now()
+		text, err := c.Call(ctx, "big", nil)
+		elapsed += time.Since(t0)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if len(text) < server.BigLineBytes-256 {
+			return nil, fmt.Errorf("big answered %d bytes of text", len(text))
+		}
+		calls++
+	}
+	peak := procStatusKiB("VmHWM")
+	return map[string]float64{
+		"mbps":         float64(calls) * server.BigLineBytes / (1 << 20) / elapsed.Seconds(),
+		"calls":        float64(calls),
+		"rss_growth":   (peak - base) / 1024, // MiB
+		"peak_rss_mib": peak / 1024,
+	}, nil
+}
+
+func measureConnect(j job) (map[string]float64, error) {
+	ds := make([]float64, 0, j.Count)
+	for range j.Count {
+		t0 := time.Now()
+		c, err := connect(j, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := echo(c); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if err := c.Close(); err != nil && !isExitErr(err) {
+			return nil, err
+		}
+		ds = append(ds, float64(time.Since(t0))/float64(time.Millisecond))
+	}
+	slices.Sort(ds)
+	return map[string]float64{"connect_ms": ds[len(ds)/2]}, nil
+}
+
+// isExitErr: some clients report how the server exited from Close.
+func isExitErr(err error) bool {
+	return strings.Contains(err.Error(), "exit status") || strings.Contains(err.Error(), "signal:")
+}
+
+func measureIdle(j job) (map[string]float64, error) {
+	runtime.GC()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	g0 := runtime.NumGoroutine()
+	rss0 := procStatusKiB("VmRSS")
+	conns := make([]clients.Client, 0, j.Count)
+	defer func() { closeAll(conns) }()
+	for range j.Count {
+		c, err := connect(j, nil)
+		if err != nil {
+			return nil, err
+		}
+		conns = append(conns, c)
+		if err := echo(c); err != nil {
+			return nil, err
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // let transient goroutines finish
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	n := float64(j.Count)
+	return map[string]float64{
+		"heap_kib":   (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / 1024 / n,
+		"goroutines": float64(runtime.NumGoroutine()-g0) / n,
+		"rss_kib":    (procStatusKiB("VmRSS") - rss0) / n,
+		"conns":      n,
+	}, nil
+}
+
+func closeAll(conns []clients.Client) {
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		sem <- struct{}{}
+		wg.Go(func() {
+			c.Close()
+			<-sem
+		})
+	}
+	wg.Wait()
+}
+
+func measureAsk(j job) (map[string]float64, error) {
+	c, err := connect(j, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	ask := func() error {
+		ctx, cancel := callCtx()
+		defer cancel()
+		text, err := c.Call(ctx, "ask", nil)
+		if err == nil && text != "hello" {
+			err = fmt.Errorf("ask answered %q", text)
+		}
+		return err
+	}
+	for range 20 {
+		if err := ask(); err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
+	deadline := start.Add(j.Dur)
+	n := 0
+	for time.Now().Before(deadline) {
+		if err := ask(); err != nil {
+			return nil, err
+		}
+		n++
+	}
+	return map[string]float64{"asks": float64(n) / time.Since(start).Seconds()}, nil
+}
+
+func measureSubs(j job) (map[string]float64, error) {
+	if j.Era != clients.Modern {
+		return nil, errors.New("n/a: subscriptions/listen exists only in the modern era")
+	}
+	var got atomic.Int64
+	var want atomic.Int64
+	all := make(chan struct{}, 1)
+	c, err := connect(j, func() {
+		if got.Add(1) == want.Load() {
+			all <- struct{}{}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	emit := func(n int) (time.Duration, error) {
+		got.Store(0)
+		want.Store(int64(n))
+		ctx, cancel := callCtx()
+		defer cancel()
+		t0 := time.Now()
+		text, err := c.Call(ctx, "emit", json.RawMessage(`{"count":`+strconv.Itoa(n)+`}`))
+		if err != nil {
+			return 0, err
+		}
+		if text != strconv.Itoa(n) {
+			return 0, fmt.Errorf("emit sent %s events, want %d (one subscription)", text, n)
+		}
+		select {
+		case <-all:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%d of %d events arrived", got.Load(), n)
+		}
+		return time.Since(t0), nil
+	}
+	if _, err := emit(100); err != nil {
+		return nil, err
+	}
+	// Batches of 1,000 events until Count or twice the phase duration.
+	const batch = 1000
+	var elapsed time.Duration
+	events := 0
+	for events < j.Count && elapsed < 2*j.Dur {
+		d, err := emit(batch)
+		if err != nil {
+			return nil, err
+		}
+		elapsed += d
+		events += batch
+	}
+	return map[string]float64{"events": float64(events) / elapsed.Seconds()}, nil
+}
+
+// procStatusKiB reads a kB field of /proc/self/status (0 elsewhere).
+func procStatusKiB(field string) float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			v, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return v
+		}
+	}
+	return 0
+}

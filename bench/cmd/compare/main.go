@@ -1,0 +1,180 @@
+// Command compare runs the client comparison: snodo, the official Go SDK,
+// mcp-go and a minimal hand-written client (the ceiling) against the same
+// near-zero-cost server, in both MCP eras, each measurement of each client
+// in a child process of its own, several runs; it writes the medians with
+// min–max and the ratios to the ceiling as markdown.
+//
+//	go run ./cmd/compare -out ../docs/performance.md [-runs 3] [-quick]
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/snodo/snodo/bench/clients"
+)
+
+type settings struct {
+	runs      int
+	dur       time.Duration
+	bigCalls  int
+	connects  int
+	events    int
+	idle      int
+	idleRuns  int
+	clients   []string
+	eras      []string
+	quick     bool
+	serverBin string
+	loadStart string
+}
+
+func main() {
+	child := flag.String("child", "", "internal: run one measurement (JSON job) and print its result")
+	out := flag.String("out", "", "write the markdown report here (default: stdout)")
+	runs := flag.Int("runs", 3, "runs of every measurement (medians and min–max over them)")
+	quick := flag.Bool("quick", false, "one short run: a smoke test, not numbers to publish")
+	idle := flag.Int("idle", 1000, "idle connections held at once")
+	flag.Parse()
+	if *child != "" {
+		runChild(*child)
+		return
+	}
+	s := settings{runs: *runs, dur: time.Second, bigCalls: 8, connects: 15, events: 50000, idle: *idle, idleRuns: 1,
+		clients: clients.Names(), eras: []string{clients.Modern, clients.Legacy}, quick: *quick}
+	if s.quick {
+		s.runs, s.dur, s.bigCalls, s.connects, s.events, s.idle = 1, 250*time.Millisecond, 2, 3, 2000, min(*idle, 50)
+	}
+	if s.runs < 1 {
+		fatal(fmt.Errorf("-runs must be at least 1"))
+	}
+	dir, err := os.MkdirTemp("", "snodo-bench")
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	s.serverBin = filepath.Join(dir, "benchserver")
+	build := exec.Command("go", "build", "-o", s.serverBin, "github.com/snodo/snodo/bench/cmd/benchserver")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fatal(fmt.Errorf("building the bench server: %w", err))
+	}
+	started := time.Now()
+	s.loadStart = loadAvg()
+	res := collect(s)
+	report := render(s, res, time.Since(started))
+	if *out == "" {
+		os.Stdout.Write(report)
+		return
+	}
+	if err := os.WriteFile(*out, report, 0o644); err != nil {
+		fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "compare: wrote %s in %s\n", *out, time.Since(started).Round(time.Second))
+}
+
+// key names one series: a measurement of one client in one era.
+type key struct{ measure, client, era string }
+
+// results holds, per series, each run's metrics (nil for a failed run)
+// and the first error seen.
+type results struct {
+	runs map[key][]map[string]float64
+	errs map[key]string
+}
+
+func collect(s settings) *results {
+	r := &results{runs: map[key][]map[string]float64{}, errs: map[key]string{}}
+	self, err := os.Executable()
+	if err != nil {
+		fatal(err)
+	}
+	measures := []string{mCalls, mBig, mConnect, mAsk, mSubs, mIdle}
+	for run := range s.runs {
+		for _, m := range measures {
+			if m == mIdle && run >= s.idleRuns {
+				continue
+			}
+			for _, era := range s.eras {
+				// Rotate the order of the clients from run to run so that
+				// drift on the machine does not favour one of them.
+				order := slices.Clone(s.clients)
+				k := run % len(order)
+				order = append(order[k:], order[:k]...)
+				for _, c := range order {
+					j := job{Measure: m, Client: c, Era: era, Server: s.serverBin, Dur: s.dur}
+					switch m {
+					case mBig:
+						j.Count = s.bigCalls
+					case mConnect:
+						j.Count = s.connects
+					case mSubs:
+						j.Count = s.events
+					case mIdle:
+						j.Count = s.idle
+					}
+					fmt.Fprintf(os.Stderr, "run %d/%d: %-7s %-6s %s\n", run+1, s.runs, m, era, c)
+					t0 := time.Now()
+					metrics, err := runJob(self, j)
+					fmt.Fprintf(os.Stderr, "  %s\n", time.Since(t0).Round(time.Millisecond))
+					kk := key{m, c, era}
+					if err != nil {
+						if _, seen := r.errs[kk]; !seen {
+							r.errs[kk] = err.Error()
+						}
+						fmt.Fprintf(os.Stderr, "  %v\n", err)
+					}
+					r.runs[kk] = append(r.runs[kk], metrics)
+				}
+			}
+		}
+	}
+	return r
+}
+
+func runJob(self string, j job) (map[string]float64, error) {
+	spec, _ := json.Marshal(j)
+	cmd := exec.Command(self, "-child", string(spec))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, fmt.Errorf("child failed: %v: %s", err, lastLine(stderr.Bytes()))
+		}
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		<-done
+		return nil, fmt.Errorf("child timed out")
+	}
+	var res childResult
+	if err := json.Unmarshal(lastLineBytes(stdout.Bytes()), &res); err != nil {
+		return nil, fmt.Errorf("child output: %v: %q", err, lastLine(stdout.Bytes()))
+	}
+	if res.Error != "" {
+		return nil, fmt.Errorf("%s", res.Error)
+	}
+	return res.Metrics, nil
+}
+
+func lastLineBytes(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return b[i+1:]
+	}
+	return b
+}
+
+func lastLine(b []byte) string { return string(lastLineBytes(b)) }

@@ -1,0 +1,124 @@
+package bench_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/bench/clients"
+	"github.com/snodo/snodo/bench/server"
+)
+
+// serverBin is the bench server, built once by TestMain.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "benchserver")
+	if err != nil {
+		panic(err)
+	}
+	serverBin = filepath.Join(dir, "benchserver")
+	if out, err := exec.Command("go", "build", "-o", serverBin, "./cmd/benchserver").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var eras = []string{clients.Modern, clients.Legacy}
+
+// TestSmoke: every client, in both eras, connects, calls each tool, and
+// receives subscription events (modern era).
+func TestSmoke(t *testing.T) {
+	for _, era := range eras {
+		for _, name := range clients.Names() {
+			t.Run(name+"/"+era, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				var events atomic.Int64
+				var onEvent func()
+				if era == clients.Modern {
+					onEvent = func() { events.Add(1) }
+				}
+				c, err := clients.Connect(ctx, name, clients.Options{Command: serverBin, Era: era, OnEvent: onEvent})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if text, err := c.Call(ctx, "echo", json.RawMessage(`{"text":"hello"}`)); err != nil || text != "hello" {
+					t.Fatalf("echo: %q, %v", text, err)
+				}
+				if text, err := c.Call(ctx, "ask", nil); err != nil || text != "hello" {
+					t.Fatalf("ask: %q, %v", text, err)
+				}
+				if text, err := c.Call(ctx, "big", nil); err != nil || len(text) < server.BigLineBytes-256 {
+					t.Fatalf("big: %d bytes, %v", len(text), err)
+				}
+				if era != clients.Modern {
+					return
+				}
+				if text, err := c.Call(ctx, "emit", json.RawMessage(`{"count":10}`)); err != nil || text != "10" {
+					t.Fatalf("emit: %q, %v", text, err)
+				}
+				for events.Load() < 10 {
+					if ctx.Err() != nil {
+						t.Fatalf("%d of 10 events arrived", events.Load())
+					}
+					time.Sleep(time.Millisecond)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkCall is the comparison's echo call, 1 in flight, per client and
+// era: go test -run '^$' -bench Call -benchmem
+func BenchmarkCall(b *testing.B) {
+	for _, era := range eras {
+		for _, name := range clients.Names() {
+			b.Run("era="+era+"/client="+name, func(b *testing.B) {
+				c, err := clients.Connect(context.Background(), name, clients.Options{Command: serverBin, Era: era})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				args := json.RawMessage(`{"text":"hello"}`)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := c.Call(context.Background(), "echo", args); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkSnodoRequest is snodo's Client.Request with raw params, the
+// result left undecoded: the transport plus the era's _meta, without the
+// typed layer of CallTool.
+func BenchmarkSnodoRequest(b *testing.B) {
+	for _, era := range []snodo.Era{snodo.EraModern, snodo.EraLegacy} {
+		b.Run("era="+era.String(), func(b *testing.B) {
+			c, err := snodo.Connect(context.Background(), serverBin, nil, snodo.WithEra(era))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"}}`)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Request(context.Background(), "tools/call", params); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
