@@ -331,20 +331,21 @@ func buildMeta(version string, cfg *mcpConfig) map[string]json.RawMessage {
 
 // request sends one request, adding what the negotiated era requires.
 func (c *Client) request(ctx context.Context, method string, params any, opts *connection.CallOptions) (json.RawMessage, error) {
-	if c.mcp.era == EraModern {
-		p, err := jsonrpc.Marshal(params)
-		if err != nil {
-			return nil, fmt.Errorf("snodo: cannot marshal the params of %s: %w", method, err)
-		}
-		out, ok := jsonrpc.SpliceMeta(p, c.encodedMeta())
-		if !ok { // the caller's own _meta: merge member by member
-			if out, err = jsonrpc.MergeMeta(p, c.requestMeta()); err != nil {
-				return nil, fmt.Errorf("snodo: %s: %w", method, err)
-			}
-		}
-		params = json.RawMessage(out)
+	if c.mcp.era != EraModern {
+		return c.conn.Request(ctx, method, params, opts)
 	}
-	return c.conn.Request(ctx, method, params, opts)
+	p, err := jsonrpc.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("snodo: cannot marshal the params of %s: %w", method, err)
+	}
+	if jsonrpc.CanSpliceMeta(p) { // the common case: spliced as the line is written
+		return c.conn.RequestMeta(ctx, method, json.RawMessage(p), c.encodedMeta(), opts)
+	}
+	// The caller's own _meta: merge member by member, the caller's keys win.
+	if p, err = jsonrpc.MergeMeta(p, c.requestMeta()); err != nil {
+		return nil, fmt.Errorf("snodo: %s: %w", method, err)
+	}
+	return c.conn.Request(ctx, method, json.RawMessage(p), opts)
 }
 
 // encodedMeta is requestMeta as one encoded JSON object. It changes only

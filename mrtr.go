@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/jsonrpc"
 )
 
 // Multi round-trip requests (modern era): a server that needs input
@@ -56,21 +57,23 @@ type inputRequest struct {
 // resultType reads a result's resultType: absent means complete; an
 // unknown value is an error.
 func resultType(method string, raw json.RawMessage) (string, error) {
-	var head struct {
-		ResultType *string `json:"resultType"`
-	}
-	if err := json.Unmarshal(raw, &head); err != nil {
+	member, err := jsonrpc.Member(raw, "resultType") // no decoding of the (maybe large) rest
+	if err != nil {
 		return "", fmt.Errorf("snodo: %s: malformed result: %w", method, err)
 	}
-	if head.ResultType == nil {
+	switch string(member) {
+	case "":
 		return resultComplete, nil
+	case `"` + resultComplete + `"`:
+		return resultComplete, nil
+	case `"` + resultInputRequired + `"`:
+		return resultInputRequired, nil
 	}
-	switch rt := *head.ResultType; rt {
-	case resultComplete, resultInputRequired:
-		return rt, nil
-	default:
-		return "", fmt.Errorf("%w %q in the result of %s", ErrUnknownResultType, rt, method)
+	var rt string
+	if err := json.Unmarshal(member, &rt); err != nil {
+		return "", fmt.Errorf("snodo: %s: malformed resultType %s", method, member)
 	}
+	return "", fmt.Errorf("%w %q in the result of %s", ErrUnknownResultType, rt, method)
 }
 
 // requestWithInput sends method with params (a JSON object's members) and

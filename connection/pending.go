@@ -3,6 +3,7 @@ package connection
 import (
 	"encoding/json"
 	"sync"
+	"time"
 )
 
 // maxQueuedProgress bounds the progress updates waiting for a slow caller;
@@ -14,7 +15,8 @@ const maxQueuedProgress = 64
 // the table's mutex; wake is signalled whenever there is news for the
 // caller (progress or the answer).
 type call struct {
-	wake chan struct{} // capacity 1
+	wake  chan struct{} // capacity 1
+	timer *time.Timer   // the request's timeout, reused across requests
 
 	done   bool
 	result json.RawMessage
@@ -27,6 +29,44 @@ type call struct {
 	// _meta["io.modelcontextprotocol/subscriptionId"]; it runs on the
 	// reader goroutine and must not block.
 	stream func(method string, params json.RawMessage)
+}
+
+// calls are pooled: a call, its wake channel and its timer are reused by
+// later requests, so a request allocates none of them.
+var callPool = sync.Pool{New: func() any { return &call{wake: make(chan struct{}, 1)} }}
+
+func newCall(opts *CallOptions) *call {
+	cl := callPool.Get().(*call)
+	cl.wantProgress, cl.stream = opts.OnProgress != nil, opts.Stream
+	return cl
+}
+
+// startTimer arms the call's timer and returns its channel.
+func (cl *call) startTimer(d time.Duration) <-chan time.Time {
+	if cl.timer == nil {
+		cl.timer = time.NewTimer(d)
+	} else {
+		cl.timer.Reset(d)
+	}
+	return cl.timer.C
+}
+
+// release returns a finished call to the pool. The call must be out of
+// the table: nobody else can reach it then, so nothing signals it after
+// its channel is drained. (Since Go 1.23 a stopped timer delivers nothing.)
+func (cl *call) release() {
+	if cl.stream != nil {
+		return // stream sinks may still run on the reader: never reuse
+	}
+	if cl.timer != nil {
+		cl.timer.Stop()
+	}
+	select {
+	case <-cl.wake:
+	default:
+	}
+	cl.done, cl.result, cl.err, cl.progress, cl.wantProgress = false, nil, nil, nil, false
+	callPool.Put(cl)
 }
 
 // table is the connection's one table of requests in flight. It is owned

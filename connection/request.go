@@ -52,6 +52,15 @@ var noOptions CallOptions
 // cancellation the server is sent notifications/cancelled for the request;
 // the caller does not wait for that write.
 func (c *Conn) Request(ctx context.Context, method string, params any, opts *CallOptions) (json.RawMessage, error) {
+	return c.RequestMeta(ctx, method, params, nil, opts)
+}
+
+// RequestMeta is Request with meta, an encoded JSON object, written as
+// params._meta. params must then be a JSON object without a "_meta"
+// member of its own (jsonrpc.CanSpliceMeta); merge such members with
+// jsonrpc.MergeMeta instead. The splice happens as the line is written,
+// so it costs no allocation.
+func (c *Conn) RequestMeta(ctx context.Context, method string, params any, meta []byte, opts *CallOptions) (json.RawMessage, error) {
 	if opts == nil {
 		opts = &noOptions
 	}
@@ -59,9 +68,13 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	if err != nil {
 		return nil, fmt.Errorf("snodo: cannot marshal the params of %s: %w", method, err)
 	}
-	cl := &call{wake: make(chan struct{}, 1), wantProgress: opts.OnProgress != nil, stream: opts.Stream}
+	if meta != nil && !jsonrpc.CanSpliceMeta(p) {
+		return nil, fmt.Errorf("snodo: %s: params must be a JSON object without _meta to take the request metadata", method)
+	}
+	cl := newCall(opts)
 	id, err := c.table.add(cl)
 	if err != nil {
+		cl.release()
 		return nil, err
 	}
 	if cl.wantProgress {
@@ -70,14 +83,27 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 			c.table.abandon(id, cl)
 			return nil, fmt.Errorf("snodo: %s: %w", method, err)
 		}
+		if meta != nil { // the token made a _meta: merge the rest into it
+			var members map[string]json.RawMessage
+			if err := json.Unmarshal(meta, &members); err == nil {
+				p, err = jsonrpc.MergeMeta(p, members)
+			}
+			if err != nil {
+				c.table.abandon(id, cl)
+				return nil, fmt.Errorf("snodo: %s: %w", method, err)
+			}
+			meta = nil
+		}
 	}
 	if opts.Sent != nil {
 		opts.Sent(id)
 	}
 	// A writer that no longer takes lines means the connection is stopping:
 	// the stop fails this call with its reason, so wait for it.
-	_ = c.out.append(func(b []byte) []byte { return jsonrpc.AppendRequest(b, id, method, p) })
-	return c.await(ctx, id, cl, method, opts)
+	_ = c.out.append(func(b []byte) []byte { return jsonrpc.AppendRequestMeta(b, id, method, p, meta) })
+	res, err := c.await(ctx, id, cl, method, opts)
+	cl.release()
+	return res, err
 }
 
 // await waits for the answer to request id, running progress callbacks on
@@ -88,11 +114,8 @@ func (c *Conn) await(ctx context.Context, id int64, cl *call, method string, opt
 		timeout = c.cfg.Timeout
 	}
 	var timerC, totalC <-chan time.Time
-	var timer *time.Timer
 	if timeout > 0 {
-		timer = time.NewTimer(timeout)
-		defer timer.Stop()
-		timerC = timer.C
+		timerC = cl.startTimer(timeout)
 	}
 	if opts.MaxTotalTimeout > 0 {
 		total := time.NewTimer(opts.MaxTotalTimeout)
@@ -105,8 +128,8 @@ func (c *Conn) await(ctx context.Context, id int64, cl *call, method string, opt
 			progress, done := c.table.take(cl)
 			if len(progress) > 0 {
 				c.runProgress(id, cl, method, opts.OnProgress, progress)
-				if opts.ResetTimeoutOnProgress && timer != nil && !done {
-					timer.Reset(timeout)
+				if opts.ResetTimeoutOnProgress && timerC != nil && !done {
+					cl.timer.Reset(timeout)
 				}
 			}
 			if done {

@@ -15,6 +15,40 @@ func AppendRequest(buf []byte, id int64, method string, params []byte) []byte {
 	return appendTail(buf, method, params)
 }
 
+// AppendRequestMeta is AppendRequest with meta (an encoded JSON object, or
+// nil) spliced in as params._meta; params must then satisfy CanSpliceMeta.
+func AppendRequestMeta(buf []byte, id int64, method string, params, meta []byte) []byte {
+	if meta == nil {
+		return AppendRequest(buf, id, method, params)
+	}
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = strconv.AppendInt(buf, id, 10)
+	buf = append(buf, `,"method":`...)
+	buf = AppendString(buf, method)
+	buf = append(buf, `,"params":{"_meta":`...)
+	buf = append(buf, meta...)
+	rest := bytes.TrimSpace(params)
+	if len(rest) == 0 || bytes.Equal(rest, nullLit) {
+		return append(buf, "}}\n"...)
+	}
+	rest = bytes.TrimSpace(rest[1:]) // after the object's '{'
+	if rest[0] != '}' {
+		buf = append(buf, ',')
+	}
+	buf = append(buf, rest...)
+	return append(buf, "}\n"...)
+}
+
+// CanSpliceMeta reports whether params (nil, null, or a JSON object with
+// no "_meta" member) can take a _meta member by splicing.
+func CanSpliceMeta(params []byte) bool {
+	t := bytes.TrimSpace(params)
+	if len(t) == 0 || bytes.Equal(t, nullLit) {
+		return true
+	}
+	return t[0] == '{' && len(bytes.TrimSpace(t[1:])) > 0 && !bytes.Contains(t, metaKey)
+}
+
 // AppendNotification appends one notification line to buf.
 func AppendNotification(buf []byte, method string, params []byte) []byte {
 	buf = append(buf, `{"jsonrpc":"2.0"`...)

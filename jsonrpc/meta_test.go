@@ -3,6 +3,9 @@ package jsonrpc
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // SpliceMeta and MergeMeta's fast path: a _meta object spliced into
@@ -36,4 +39,37 @@ func TestSpliceMeta(t *testing.T) {
 	if _, err := MergeMeta([]byte(`{`), map[string]json.RawMessage{"k": json.RawMessage(`1`)}); err == nil {
 		t.Error("MergeMeta accepted params {")
 	}
+}
+
+func TestAppendRequestMeta(t *testing.T) {
+	meta := []byte(`{"v":1}`)
+	for params, want := range map[string]string{
+		``:             `{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":{"v":1}}}`,
+		`null`:         `{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":{"v":1}}}`,
+		`{}`:           `{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":{"v":1}}}`,
+		` { "a" : 1 }`: `{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":{"v":1},"a" : 1 }}`,
+	} {
+		require.True(t, CanSpliceMeta([]byte(params)), params)
+		line := AppendRequestMeta(nil, 7, "m", []byte(params), meta)
+		assert.Equal(t, want+"\n", string(line), params)
+		assert.True(t, json.Valid(line), params)
+	}
+	for _, params := range []string{`[1]`, `{`, `{"_meta":{}}`, `"x"`} {
+		assert.False(t, CanSpliceMeta([]byte(params)), params)
+	}
+}
+
+func TestMember(t *testing.T) {
+	obj := []byte(` {"a":{"resultType":"nested"},"resultType" : "input_required","z":[1,"}"]} `)
+	m, err := Member(obj, "resultType")
+	require.NoError(t, err)
+	assert.Equal(t, `"input_required"`, string(m))
+	m, err = Member(obj, "missing")
+	require.NoError(t, err)
+	assert.Nil(t, m)
+	_, err = Member([]byte(`[1]`), "a")
+	assert.Error(t, err)
+	_, err = Member([]byte(`{"a":`), "a")
+	assert.Error(t, err)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = Member(obj, "resultType") }))
 }

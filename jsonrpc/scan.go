@@ -306,3 +306,47 @@ func unquote(raw []byte) string {
 	}
 	return s
 }
+
+// Member returns the raw value of obj's top-level member key (nil when
+// absent) without decoding the rest of obj or allocating. obj must be a
+// JSON object; keys with escapes are compared as written.
+func Member(obj []byte, key string) ([]byte, error) {
+	s := scanner{b: obj}
+	s.ws()
+	if !s.eat('{') {
+		return nil, errNotObject
+	}
+	s.ws()
+	if s.eat('}') {
+		return nil, nil
+	}
+	var found []byte
+	for {
+		s.ws()
+		kStart := s.i
+		if !s.str() {
+			return nil, errSyntax
+		}
+		k := obj[kStart+1 : s.i-1]
+		s.ws()
+		if !s.eat(':') {
+			return nil, errSyntax
+		}
+		s.ws()
+		vStart := s.i
+		if !s.value(0) {
+			return nil, errSyntax
+		}
+		if found == nil && string(k) == key {
+			found = obj[vStart:s.i]
+		}
+		s.ws()
+		if s.eat(',') {
+			continue
+		}
+		if s.eat('}') {
+			return found, nil
+		}
+		return nil, errSyntax
+	}
+}
