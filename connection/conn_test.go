@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,4 +178,24 @@ func TestServerWithoutHandlerGetsMethodNotFound(t *testing.T) {
 		require.NotNil(t, r.Error)
 		assert.Equal(t, jsonrpc.CodeMethodNotFound, r.Error.Code)
 	}
+}
+
+func TestLargeAnswersKeepTheirBytes(t *testing.T) {
+	c := start(t, Config{})
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ { // large answers handed over while small ones flow
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := c.Request(context.Background(), "test/overlong", map[string]int{"bytes": 1 << 20}, nil)
+			require.NoError(t, err)
+			require.Greater(t, len(res), 1<<20-64)
+			var s string
+			require.NoError(t, json.Unmarshal(res, &s))
+			require.Equal(t, strings.Repeat("x", len(s)), s)
+			res2 := mustCall(t, c, "test/echo", map[string]int{"i": i})
+			assert.JSONEq(t, fmt.Sprintf(`{"i":%d}`, i), string(res2))
+		}()
+	}
+	wg.Wait()
 }

@@ -63,6 +63,23 @@ func (f *framer) next() ([]byte, error) {
 	}
 }
 
+// detach gives up the buffer behind the line next returned last: the line
+// then belongs to the caller, who keeps it without copying (large answers),
+// and the framer carries on in a fresh buffer with the bytes still pending.
+func (f *framer) detach() {
+	pending := f.buf[f.start:f.end]
+	size := framerInitial
+	for size < len(pending) {
+		size *= 2
+	}
+	fresh := make([]byte, size)
+	copy(fresh, pending)
+	f.buf = fresh
+	f.scanned -= f.start
+	f.end -= f.start
+	f.start = 0
+}
+
 // fill reads more input, first making room: it moves pending bytes to the
 // front, grows the buffer up to what one line may need, and gives memory
 // back after a large line has gone.

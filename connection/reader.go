@@ -26,7 +26,9 @@ func (c *Conn) readLoop() {
 		if err != nil {
 			break
 		}
-		c.route(line)
+		if c.route(line) {
+			fr.detach()
+		}
 	}
 	c.proc.stdout.Close()
 	c.reap()
@@ -67,28 +69,34 @@ func (c *Conn) exitReason(waitErr error, cause error) error {
 	return &exitReason{what: describeExit(waitErr), stderr: c.proc.stderr.lastLines(stderrTailLine), cause: cause}
 }
 
+// zeroCopyBytes is the result size from which an answer keeps the
+// reader's buffer instead of a copy: one copy of a 16 MiB answer fewer.
+const zeroCopyBytes = 256 << 10
+
 // route classifies one line and hands it to whoever waits for it. It never
 // blocks: answers go to the request table, server requests to the actor's
-// mailbox, stream notifications to sinks that queue them.
-func (c *Conn) route(line []byte) {
+// mailbox, stream notifications to sinks that queue them. It reports
+// whether the line's buffer was handed over (the reader must detach it).
+func (c *Conn) route(line []byte) (handedOver bool) {
 	env, err := jsonrpc.Scan(line)
 	if err != nil {
 		if len(bytes.TrimSpace(line)) > 0 {
 			c.cfg.Logger.Warn("snodo: ignored a line from the server that is not JSON-RPC", "error", err, "line", sample(line))
 		}
-		return
+		return false
 	}
 	switch env.Kind {
 	case jsonrpc.KindResponse:
-		c.routeResponse(&env, line)
+		return c.routeResponse(&env, line)
 	case jsonrpc.KindRequest:
 		c.routeServerRequest(&env)
 	case jsonrpc.KindNotification:
 		c.routeNotification(&env)
 	}
+	return false
 }
 
-func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) {
+func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) (handedOver bool) {
 	id, ok := env.IntID()
 	var delivered bool
 	if ok {
@@ -99,6 +107,11 @@ func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) {
 				e = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server sent a malformed error object: " + sample(env.Error)}
 			}
 			delivered = c.table.complete(id, nil, e)
+		} else if len(env.Result) >= zeroCopyBytes {
+			// Full slice expression: the caller cannot append into the
+			// bytes that follow the result in the buffer.
+			delivered = c.table.complete(id, env.Result[:len(env.Result):len(env.Result)], nil)
+			handedOver = delivered
 		} else {
 			delivered = c.table.complete(id, bytes.Clone(env.Result), nil)
 		}
@@ -107,6 +120,7 @@ func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) {
 		c.cfg.Logger.Warn("snodo: ignored a response to no request in flight (unknown, duplicate, timed out or cancelled)",
 			"id", string(env.ID), "line", sample(line))
 	}
+	return handedOver
 }
 
 func (c *Conn) routeServerRequest(env *jsonrpc.Envelope) {
