@@ -73,3 +73,8 @@ func TestMember(t *testing.T) {
 	assert.Error(t, err)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = Member(obj, "resultType") }))
 }
+
+func TestScanDoesNotAllocate(t *testing.T) {
+	line := []byte(`{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"hi"}]}}`)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = Scan(line) }))
+}

@@ -77,62 +77,30 @@ var (
 func Scan(line []byte) (Envelope, error) {
 	var env Envelope
 	var nullID bool
-	s := scanner{b: line}
-	s.ws()
-	if !s.eat('{') {
-		return env, errNotObject
-	}
-	s.ws()
-	if !s.eat('}') {
-		for {
-			s.ws()
-			kStart := s.i
-			if !s.str() {
-				return env, errSyntax
+	err := eachMember(line, func(key, val []byte) error {
+		switch string(key) { // no allocation: compiler-optimised comparison
+		case "id":
+			if bytes.Equal(val, nullLit) {
+				nullID = true
+			} else {
+				env.ID = val
 			}
-			key := line[kStart+1 : s.i-1]
-			s.ws()
-			if !s.eat(':') {
-				return env, errSyntax
+		case "method":
+			if val[0] != '"' {
+				return errShape
 			}
-			s.ws()
-			vStart := s.i
-			if !s.value(0) {
-				return env, errSyntax
-			}
-			val := line[vStart:s.i]
-			switch string(key) { // no allocation: compiler-optimised comparison
-			case "id":
-				if bytes.Equal(val, nullLit) {
-					nullID = true
-				} else {
-					env.ID = val
-				}
-			case "method":
-				if val[0] != '"' {
-					return env, errShape
-				}
-				env.Method = val
-			case "params":
-				env.Params = val
-			case "result":
-				env.Result = val
-			case "error":
-				env.Error = val
-			}
-			s.ws()
-			if s.eat(',') {
-				continue
-			}
-			if s.eat('}') {
-				break
-			}
-			return env, errSyntax
+			env.Method = val
+		case "params":
+			env.Params = val
+		case "result":
+			env.Result = val
+		case "error":
+			env.Error = val
 		}
-	}
-	s.ws()
-	if s.i != len(line) {
-		return env, errSyntax
+		return nil
+	})
+	if err != nil {
+		return env, err
 	}
 	switch {
 	case env.Method != nil && nullID && env.ID == nil:
@@ -311,42 +279,59 @@ func unquote(raw []byte) string {
 // absent) without decoding the rest of obj or allocating. obj must be a
 // JSON object; keys with escapes are compared as written.
 func Member(obj []byte, key string) ([]byte, error) {
-	s := scanner{b: obj}
+	var found []byte
+	err := eachMember(obj, func(k, val []byte) error {
+		if found == nil && string(k) == key {
+			found = val
+		}
+		return nil
+	})
+	return found, err
+}
+
+// eachMember checks that b is one JSON object (surrounded by nothing but
+// white space) and calls fn with each member's raw key (without quotes)
+// and raw value, in order, stopping at fn's first error.
+func eachMember(b []byte, fn func(key, val []byte) error) error {
+	s := scanner{b: b}
 	s.ws()
 	if !s.eat('{') {
-		return nil, errNotObject
+		return errNotObject
 	}
 	s.ws()
-	if s.eat('}') {
-		return nil, nil
+	if !s.eat('}') {
+		for {
+			s.ws()
+			kStart := s.i
+			if !s.str() {
+				return errSyntax
+			}
+			key := b[kStart+1 : s.i-1]
+			s.ws()
+			if !s.eat(':') {
+				return errSyntax
+			}
+			s.ws()
+			vStart := s.i
+			if !s.value(0) {
+				return errSyntax
+			}
+			if err := fn(key, b[vStart:s.i]); err != nil {
+				return err
+			}
+			s.ws()
+			if s.eat(',') {
+				continue
+			}
+			if s.eat('}') {
+				break
+			}
+			return errSyntax
+		}
 	}
-	var found []byte
-	for {
-		s.ws()
-		kStart := s.i
-		if !s.str() {
-			return nil, errSyntax
-		}
-		k := obj[kStart+1 : s.i-1]
-		s.ws()
-		if !s.eat(':') {
-			return nil, errSyntax
-		}
-		s.ws()
-		vStart := s.i
-		if !s.value(0) {
-			return nil, errSyntax
-		}
-		if found == nil && string(k) == key {
-			found = obj[vStart:s.i]
-		}
-		s.ws()
-		if s.eat(',') {
-			continue
-		}
-		if s.eat('}') {
-			return found, nil
-		}
-		return nil, errSyntax
+	s.ws()
+	if s.i != len(b) {
+		return errSyntax
 	}
+	return nil
 }
