@@ -58,20 +58,7 @@ func requireClosed(t *testing.T, err error, reason error) *jsonrpc.Error {
 // receivedCancels asks the server which requests it saw cancelled.
 func receivedCancels(t *testing.T, c *Conn, n int) []int64 {
 	t.Helper()
-	res := mustCall(t, c, "test/waitNotification", map[string]any{"method": "notifications/cancelled", "count": n})
-	var out struct {
-		Messages []struct {
-			Params struct {
-				RequestID int64 `json:"requestId"`
-			} `json:"params"`
-		} `json:"messages"`
-	}
-	require.NoError(t, json.Unmarshal(res, &out))
-	var ids []int64
-	for _, m := range out.Messages {
-		ids = append(ids, m.Params.RequestID)
-	}
-	return ids
+	return testutil.CancelledIDs(t, mustCall(t, c, "test/waitNotification", map[string]any{"method": "notifications/cancelled", "count": n}))
 }
 
 func waitDone(t *testing.T, c *Conn) {

@@ -84,20 +84,7 @@ func emit(t testing.TB, c *connection.Conn, id int64, k, count int) {
 // notifications/cancelled and returns the request IDs they named.
 func cancelledOnServer(t testing.TB, c *connection.Conn, n int) []int64 {
 	t.Helper()
-	res := call(t, c, "test/waitNotification", map[string]any{"method": "notifications/cancelled", "count": n, "timeoutMs": 5000})
-	var out struct {
-		Messages []struct {
-			Params struct {
-				RequestID int64 `json:"requestId"`
-			} `json:"params"`
-		} `json:"messages"`
-	}
-	require.NoError(t, json.Unmarshal(res, &out))
-	var ids []int64
-	for _, m := range out.Messages {
-		ids = append(ids, m.Params.RequestID)
-	}
-	return ids
+	return testutil.CancelledIDs(t, call(t, c, "test/waitNotification", map[string]any{"method": "notifications/cancelled", "count": n, "timeoutMs": 5000}))
 }
 
 // openOnServer lists the subscriptions the server holds open.

@@ -2,9 +2,11 @@ package testutil
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // LogRecorder is a slog.Handler that keeps every record (message plus
@@ -52,3 +54,25 @@ func (r *LogRecorder) Count(substr string) int {
 
 // Has reports whether any record contains substr.
 func (r *LogRecorder) Has(substr string) bool { return r.Count(substr) > 0 }
+
+// CancelledIDs reads the answer of the test server's test/waitNotification
+// (or test/received) for notifications/cancelled and returns the request
+// IDs the cancellations named, in arrival order.
+func CancelledIDs(tb testing.TB, raw json.RawMessage) []int64 {
+	tb.Helper()
+	var out struct {
+		Messages []struct {
+			Params struct {
+				RequestID int64 `json:"requestId"`
+			} `json:"params"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		tb.Fatalf("testutil: not a test/waitNotification answer: %v: %s", err, raw)
+	}
+	ids := make([]int64, 0, len(out.Messages))
+	for _, m := range out.Messages {
+		ids = append(ids, m.Params.RequestID)
+	}
+	return ids
+}
