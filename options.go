@@ -120,7 +120,8 @@ func WithTimeout(d time.Duration) Option {
 // server writes to this process's stderr), not captured. When w is not an
 // *os.File, snodo reads stderr itself: the last lines appear in the error
 // callers see when the server exits, and a w that blocks never stalls the
-// server or the connection (output it cannot take is dropped).
+// server or the connection (output it cannot take is dropped; one
+// goroutine stays parked in a Write that never returns until it does).
 func WithStderr(w io.Writer) Option {
 	return func(c *config) error { c.conn.Stderr = w; return nil }
 }
