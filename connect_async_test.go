@@ -1,0 +1,37 @@
+package snodo_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
+)
+
+// An actor connects from its Receive without blocking, and gets the client
+// as a message.
+func ExampleConnectTo() {
+	system := snodoactor.Shared()
+	cmd, args := exampleServer()
+	done := make(chan string)
+	agent := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch msg := ctx.Message().(type) {
+		case *actor.Started:
+			snodo.ConnectTo(context.Background(), ctx.ActorSystem(), ctx.Self(), cmd, args)
+		case *snodo.Connected:
+			if msg.Err != nil {
+				log.Fatal(msg.Err)
+			}
+			done <- fmt.Sprint("connected: ", msg.Client.Era())
+		}
+	}))
+	fmt.Println(<-done)
+	if err := system.Root.StopFuture(agent).Wait(); err != nil { // the connection closes with its owner
+		log.Fatal(err)
+	}
+	// Output:
+	// connected: modern
+}
