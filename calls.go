@@ -66,11 +66,11 @@ func (c *Client) Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[P
 // handler and the call is retried until it completes; the caller sees
 // only the final result.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...RequestOption) (*CallToolResult, error) {
-	params := map[string]any{"name": name}
-	if args != nil {
-		params["arguments"] = args
-	}
-	raw, err := c.requestWithInput(ctx, "tools/call", params, callOptions(opts))
+	params := struct {
+		Name      string `json:"name"`
+		Arguments any    `json:"arguments,omitempty"`
+	}{name, args}
+	raw, err := c.requestWithInput(ctx, "tools/call", &params, callOptions(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,10 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Re
 // modern servers, CodeResourceNotFound (-32002) from legacy ones; test
 // for both with IsResourceNotFound.
 func (c *Client) ReadResource(ctx context.Context, uri string, opts ...RequestOption) (*ReadResourceResult, error) {
-	raw, err := c.requestWithInput(ctx, "resources/read", map[string]any{"uri": uri}, callOptions(opts))
+	params := struct {
+		URI string `json:"uri"`
+	}{uri}
+	raw, err := c.requestWithInput(ctx, "resources/read", &params, callOptions(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -117,11 +120,11 @@ func IsResourceNotFound(err error) bool {
 // GetPrompt renders the prompt name with args, completing input_required
 // rounds like CallTool.
 func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string, opts ...RequestOption) (*GetPromptResult, error) {
-	params := map[string]any{"name": name}
-	if args != nil {
-		params["arguments"] = args
-	}
-	raw, err := c.requestWithInput(ctx, "prompts/get", params, callOptions(opts))
+	params := struct {
+		Name      string            `json:"name"`
+		Arguments map[string]string `json:"arguments,omitempty"`
+	}{name, args}
+	raw, err := c.requestWithInput(ctx, "prompts/get", &params, callOptions(opts))
 	if err != nil {
 		return nil, err
 	}

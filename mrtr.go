@@ -76,9 +76,12 @@ func resultType(method string, raw json.RawMessage) (string, error) {
 	return "", fmt.Errorf("%w %q in the result of %s", ErrUnknownResultType, rt, method)
 }
 
-// requestWithInput sends method with params (a JSON object's members) and
-// completes input_required rounds, returning the final result.
-func (c *Client) requestWithInput(ctx context.Context, method string, params map[string]any, opts *connection.CallOptions) (json.RawMessage, error) {
+// requestWithInput sends method with params (anything that marshals to a
+// JSON object) and completes input_required rounds, returning the final
+// result. The first round sends params as they are; only a retry decodes
+// them into members to add inputResponses and requestState.
+func (c *Client) requestWithInput(ctx context.Context, method string, params any, opts *connection.CallOptions) (json.RawMessage, error) {
+	var retry map[string]any
 	for round := 0; ; round++ {
 		raw, err := c.request(ctx, method, params, opts)
 		if err != nil {
@@ -99,19 +102,45 @@ func (c *Client) requestWithInput(ctx context.Context, method string, params map
 		if len(ir.InputRequests) == 0 && len(ir.RequestState) == 0 {
 			return nil, fmt.Errorf("snodo: %s: input_required result with neither inputRequests nor requestState", method)
 		}
-		delete(params, "inputResponses")
-		delete(params, "requestState")
+		if retry == nil {
+			if retry, err = members(params); err != nil {
+				return nil, fmt.Errorf("snodo: %s: %w", method, err)
+			}
+		}
+		delete(retry, "inputResponses")
+		delete(retry, "requestState")
 		if len(ir.InputRequests) > 0 {
 			responses, err := c.fulfil(ctx, method, ir.InputRequests)
 			if err != nil {
 				return nil, err
 			}
-			params["inputResponses"] = responses
+			retry["inputResponses"] = responses
 		}
 		if len(ir.RequestState) > 0 && string(ir.RequestState) != "null" {
-			params["requestState"] = ir.RequestState // echoed byte for byte
+			retry["requestState"] = ir.RequestState // echoed byte for byte
+		}
+		params = retry
+	}
+}
+
+// members turns params into its JSON object's members, each kept as raw
+// JSON so that nothing (large numbers, say) changes on the way back out.
+func members(params any) (map[string]any, error) {
+	raw, err := jsonrpc.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("params must be a JSON object: %w", err)
 		}
 	}
+	out := make(map[string]any, len(m)+2)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out, nil
 }
 
 // fulfil runs the handler for every input request at once and collects
