@@ -234,3 +234,39 @@ func WithEra(e Era) Option {
 		return nil
 	}
 }
+
+// Direction tells which way a line travelled on the wire; see
+// WithWireTrace. Its String method returns "sent" or "received".
+type Direction = connection.Direction
+
+// The directions a WithWireTrace hook is called with.
+const (
+	Sent     = connection.Sent     // a line the client wrote to the server's stdin
+	Received = connection.Received // a line the server wrote to its stdout
+)
+
+// WithWireTrace calls fn with every JSON-RPC line exchanged with the
+// server, without its newline: lines sent in the order they go on the
+// wire, lines received before they are acted on. fn may be called from
+// several goroutines at once (a sent and a received line), so it must be
+// safe for concurrent use; it must not block, nor call the Client, which
+// would deadlock. line is only valid during the call: copy it to keep it.
+// Without this option, tracing costs nothing.
+//
+// For example, to log the wire to stderr:
+//
+//	var mu sync.Mutex
+//	snodo.WithWireTrace(func(dir snodo.Direction, line []byte) {
+//		mu.Lock()
+//		defer mu.Unlock()
+//		fmt.Fprintf(os.Stderr, "%s %s\n", dir, line)
+//	})
+func WithWireTrace(fn func(dir Direction, line []byte)) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return errors.New("WithWireTrace: nil function")
+		}
+		c.conn.Trace = fn
+		return nil
+	}
+}

@@ -65,6 +65,19 @@ type Config struct {
 	// reader goroutine and must not block.
 	OnNotification func(method string, params json.RawMessage)
 
+	// Trace, if set, sees every complete line on the wire, without its
+	// newline: each line sent, in the order the lines go to the server's
+	// stdin, at the moment it is handed to the writer (so before it
+	// reaches the pipe, and also when the write later fails); and each
+	// line received, before it is routed (lines over MaxLineBytes are
+	// discarded unseen). It is called from the caller's goroutine (sent)
+	// and the reader goroutine (received), possibly at the same time, so
+	// it must be safe for concurrent use. It must not block, and must not
+	// call the connection: sent lines are traced under the writer's lock.
+	// The slice is only valid during the call; copy it to keep it. Nil
+	// (default): no tracing, at no cost.
+	Trace func(dir Direction, line []byte)
+
 	// ShutdownGrace, when positive, signals a server that has not exited
 	// this long after its stdin was closed: SIGTERM to its process group,
 	// then SIGKILL after another grace period. Zero (default): never.

@@ -69,6 +69,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		done:    make(chan struct{}),
 	}
 	c.out = newWriter(proc.stdin, c.writeFailed)
+	c.out.trace = cfg.Trace
 	c.disp = handlers.NewDispatcher(handlers.Config{
 		Handler: cfg.Handler,
 		Max:     cfg.MaxServerRequests,

@@ -15,7 +15,7 @@ const exitGrace = 200 * time.Millisecond
 
 // readLoop reads the server's stdout until EOF — also after Close, so the
 // server can finish its admitted requests instead of dying of a broken
-// pipe — then reaps the process.
+// pipe — then reaps the process. Each line is traced before it is routed.
 func (c *Conn) readLoop() {
 	fr := newFramer(c.proc.stdout, c.cfg.MaxLineBytes, func(n int) {
 		c.cfg.Logger.Warn("snodo: discarded an overlong line from the server; the request it answered will time out",
@@ -25,6 +25,9 @@ func (c *Conn) readLoop() {
 		line, err := fr.next()
 		if err != nil {
 			break
+		}
+		if c.cfg.Trace != nil {
+			c.cfg.Trace(Received, line)
 		}
 		if c.route(line) {
 			fr.detach()

@@ -20,8 +20,9 @@ var errWriterClosed = errors.New("writer closed")
 // caller's timer, the reader, or the connection actor.
 type writer struct {
 	f      *os.File
-	raw    syscall.RawConn // for single non-blocking attempts; nil: no fast path
-	failed func(error)     // called once if a write fails
+	raw    syscall.RawConn         // for single non-blocking attempts; nil: no fast path
+	failed func(error)             // called once if a write fails
+	trace  func(Direction, []byte) // Config.Trace; nil: no tracing
 
 	mu     sync.Mutex
 	busy   bool   // a write (direct or by the goroutine) is under way
@@ -57,13 +58,20 @@ func (w *writer) append(add func([]byte) []byte) error {
 		return w.err
 	}
 	if w.busy || len(w.queue) > 0 || w.raw == nil {
+		before := len(w.queue)
 		w.queue = add(w.queue)
+		if w.trace != nil {
+			w.traceSent(w.queue[before:])
+		}
 		w.mu.Unlock()
 		w.signal()
 		return nil
 	}
 	w.busy = true
 	line := add(w.direct[:0])
+	if w.trace != nil {
+		w.traceSent(line)
+	}
 	w.mu.Unlock()
 
 	n := w.tryWrite(line)
@@ -114,7 +122,11 @@ func (w *writer) appendAndWait(add func([]byte) []byte) (<-chan error, error) {
 		w.mu.Unlock()
 		return nil, w.err
 	}
+	before := len(w.queue)
 	w.queue = add(w.queue)
+	if w.trace != nil {
+		w.traceSent(w.queue[before:])
+	}
 	w.flushed = append(w.flushed, done)
 	w.mu.Unlock()
 	w.signal()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,9 +17,8 @@ import (
 	"github.com/snodo/snodo/test/testutil"
 )
 
-// descendants returns the PIDs of pid's children, their children, and so
-// on, from /proc.
-func descendants(pid int) []int {
+// parents maps every process to its parent, from /proc.
+func parents() map[int]int {
 	parent := map[int]int{}
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, path := range stats {
@@ -38,6 +38,13 @@ func descendants(pid int) []int {
 		pp, _ := strconv.Atoi(fields[1])
 		parent[p] = pp
 	}
+	return parent
+}
+
+// descendants returns the PIDs of pid's children, their children, and so
+// on.
+func descendants(pid int) []int {
+	parent := parents()
 	var out []int
 	frontier := []int{pid}
 	for len(frontier) > 0 {
@@ -58,7 +65,8 @@ func descendants(pid int) []int {
 // TestInterruptCancelsAndExits sends SIGINT to the CLI while a request
 // runs: the CLI must cancel it on the server, exit 130 and leave no
 // process behind. --verbose puts the wire on stderr, which shows the
-// cancellation (and adds the relay process to the processes checked).
+// cancellation. The server is the CLI's only descendant, a direct child:
+// --verbose traces the wire in the CLI itself, with no relay process.
 func TestInterruptCancelsAndExits(t *testing.T) {
 	for name, call := range map[string][]string{
 		"request": {"request", "test/sleep", `{"ms":20000,"honorCancel":true}`},
@@ -74,11 +82,16 @@ func TestInterruptCancelsAndExits(t *testing.T) {
 			}
 			done := make(chan struct{})
 			go func() { _ = cmd.Wait(); close(done) }()
+			serverPath := testutil.ServerPath(t)
 			var procs []int
-			testutil.Eventually(t, func() bool {
+			testutil.Eventually(t, func() bool { // until the child has exec'd the server
 				procs = descendants(cmd.Process.Pid)
-				return len(procs) >= 2 // the relay and the server
+				return len(procs) == 1 && sameFile("/proc/"+strconv.Itoa(procs[0])+"/exe", serverPath)
 			}, 10*time.Second, "the server did not start")
+			server := procs[0]
+			if pp := parents()[server]; pp != cmd.Process.Pid {
+				t.Errorf("the server %d is a child of %d, want the CLI %d", server, pp, cmd.Process.Pid)
+			}
 			time.Sleep(500 * time.Millisecond) // let the request reach the server
 			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
@@ -98,9 +111,18 @@ func TestInterruptCancelsAndExits(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 				}
 			}
-			for _, pid := range procs {
-				testutil.AssertReaped(t, pid, 5*time.Second)
+			if !regexp.MustCompile(`(?m)^snodo → .*"method":"notifications/cancelled"`).MatchString(stderr.String()) {
+				t.Errorf("stderr does not show notifications/cancelled sent:\n%s", stderr.String())
 			}
+			testutil.AssertReaped(t, server, 5*time.Second)
 		})
 	}
+}
+
+// sameFile reports whether two paths name the same file (following
+// symbolic links, such as /proc/PID/exe).
+func sameFile(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }

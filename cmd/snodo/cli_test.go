@@ -334,3 +334,51 @@ func TestEverythingServer(t *testing.T) {
 	}
 	snodo(t, "--json", "info", "--", path).want(t, 0).decode(t, &map[string]any{})
 }
+
+// TestVerboseShowsTheWire: --verbose copies each line on the wire to
+// stderr, "snodo → " for what the CLI sends and "snodo ← " for what the
+// server answers, cut to 2000 bytes; stdout is unchanged.
+func TestVerboseShowsTheWire(t *testing.T) {
+	long := strings.Repeat("x", 3000)
+	r := snodo(t, against(t, []string{"--verbose", "--json", "request", "test/echo", `{"long":"` + long + `"}`})...).want(t, 0)
+	var v struct{ Long string }
+	r.decode(t, &v)
+	if v.Long != long {
+		t.Fatalf("stdout:\n%.200s", r.stdout)
+	}
+	var sent, received []string
+	for line := range strings.Lines(r.stderr) {
+		line = strings.TrimSuffix(line, "\n")
+		if rest, ok := strings.CutPrefix(line, "snodo → "); ok {
+			sent = append(sent, rest)
+		} else if rest, ok := strings.CutPrefix(line, "snodo ← "); ok {
+			received = append(received, rest)
+		}
+	}
+	if len(sent) == 0 || len(received) == 0 {
+		t.Fatalf("stderr shows %d sent and %d received lines:\n%s", len(sent), len(received), r.stderr)
+	}
+	var echoSent, echoReceived bool
+	for _, l := range sent {
+		if strings.Contains(l, `"method":"test/echo"`) {
+			echoSent = true
+			if len(l) != 2000 {
+				t.Errorf("the sent test/echo line shows %d bytes, want it cut to 2000", len(l))
+			}
+		}
+	}
+	for _, l := range received {
+		if strings.Contains(l, `"long":"xxx`) {
+			echoReceived = true
+			if len(l) != 2000 {
+				t.Errorf("the received answer shows %d bytes, want it cut to 2000", len(l))
+			}
+		}
+	}
+	if !echoSent || !echoReceived {
+		t.Errorf("stderr lacks the request (%v) or its answer (%v):\n%.3000s", echoSent, echoReceived, r.stderr)
+	}
+	if !strings.HasPrefix(sent[0], "{") || !strings.HasSuffix(received[0], "}") {
+		t.Errorf("lines are not shown whole: first sent %q, first received %q", sent[0], received[0])
+	}
+}

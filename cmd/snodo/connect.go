@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/snodo/snodo"
 )
@@ -20,15 +22,6 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		return nil, err
 	}
 	command, args := s.cfg.server[0], s.cfg.server[1:]
-	if s.cfg.verbose {
-		// Relay the server through this binary, which copies the wire
-		// to stderr (tee.go).
-		self, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("--verbose: cannot find the snodo binary to relay the wire: %w", err)
-		}
-		command, args = self, append([]string{teeArg, "--", command}, args...)
-	}
 	owner, cancelOwner := context.WithCancel(context.Background())
 	stopWatch := context.AfterFunc(ctx, cancelOwner)
 	c, err := snodo.Connect(owner, command, args, opts...)
@@ -70,7 +63,34 @@ func (s *session) options() ([]snodo.Option, error) {
 	}
 	if cfg.verbose {
 		log := slog.New(slog.NewTextHandler(s.io.err, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		opts = append(opts, snodo.WithLogger(log))
+		opts = append(opts, snodo.WithLogger(log), snodo.WithWireTrace(newWireLog(s.io.err).trace))
 	}
 	return opts, nil
+}
+
+// maxLogged bounds how much of one line --verbose copies to stderr.
+const maxLogged = 2000
+
+// wireLog is --verbose's wire trace: each line on the wire goes to w as
+// "snodo → LINE" (sent) or "snodo ← LINE" (received), cut to maxLogged
+// bytes. It writes synchronously, like the logger beside it: a stderr
+// that stops taking output stalls the connection.
+type wireLog struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+func newWireLog(w io.Writer) *wireLog { return &wireLog{w: w} }
+
+func (l *wireLog) trace(dir snodo.Direction, line []byte) {
+	arrow := "snodo ← "
+	if dir == snodo.Sent {
+		arrow = "snodo → "
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(append(l.buf[:0], arrow...), line[:min(len(line), maxLogged)]...)
+	l.buf = append(l.buf, '\n')
+	_, _ = l.w.Write(l.buf) // one write per line: lines never interleave
 }

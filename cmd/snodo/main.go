@@ -7,20 +7,13 @@ package main
 
 import "os"
 
-// Hidden first arguments that make the binary play another role.
-const (
-	demoServerArg = "__demo-server" // run internal/demoserver on stdio
-	teeArg        = "__tee"         // relay stdio to a server, copying the wire to stderr (--verbose)
-)
+// demoServerArg is the hidden first argument that makes the binary run
+// internal/demoserver on stdio.
+const demoServerArg = "__demo-server"
 
 func main() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case demoServerArg:
-			os.Exit(runDemoServer(os.Args[2:]))
-		case teeArg:
-			os.Exit(runTee(os.Args[2:]))
-		}
+	if len(os.Args) > 1 && os.Args[1] == demoServerArg {
+		os.Exit(runDemoServer(os.Args[2:]))
 	}
 	os.Exit(run(os.Args[1:], systemIO()))
 }
