@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,34 +16,10 @@ import (
 	"github.com/snodo/snodo/test/testutil"
 )
 
-// parents maps every process to its parent, from /proc.
-func parents() map[int]int {
-	parent := map[int]int{}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, path := range stats {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(b[i+1:])) // state ppid …
-		if len(fields) < 2 {
-			continue
-		}
-		p, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-		pp, _ := strconv.Atoi(fields[1])
-		parent[p] = pp
-	}
-	return parent
-}
-
 // descendants returns the PIDs of pid's children, their children, and so
 // on.
 func descendants(pid int) []int {
-	parent := parents()
+	parent := testutil.Parents()
 	var out []int
 	frontier := []int{pid}
 	for len(frontier) > 0 {
@@ -89,7 +64,7 @@ func TestInterruptCancelsAndExits(t *testing.T) {
 				return len(procs) == 1 && sameFile("/proc/"+strconv.Itoa(procs[0])+"/exe", serverPath)
 			}, 10*time.Second, "the server did not start")
 			server := procs[0]
-			if pp := parents()[server]; pp != cmd.Process.Pid {
+			if pp := testutil.Parents()[server]; pp != cmd.Process.Pid {
 				t.Errorf("the server %d is a child of %d, want the CLI %d", server, pp, cmd.Process.Pid)
 			}
 			time.Sleep(500 * time.Millisecond) // let the request reach the server

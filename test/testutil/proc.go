@@ -97,8 +97,19 @@ func AssertFDsBack(tb testing.TB, before int, within time.Duration) bool {
 // included.
 func ChildPIDs() []int {
 	self := os.Getpid()
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var pids []int
+	for pid, ppid := range Parents() {
+		if ppid == self {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Parents maps every process on the machine to its parent, from /proc.
+func Parents() map[int]int {
+	parent := map[int]int{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, path := range stats {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -113,14 +124,11 @@ func ChildPIDs() []int {
 		if len(fields) < 2 {
 			continue
 		}
-		ppid, err := strconv.Atoi(string(fields[1]))
-		if err != nil || ppid != self {
-			continue
-		}
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-		if err == nil {
-			pids = append(pids, pid)
+		pid, err1 := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		ppid, err2 := strconv.Atoi(string(fields[1]))
+		if err1 == nil && err2 == nil {
+			parent[pid] = ppid
 		}
 	}
-	return pids
+	return parent
 }
