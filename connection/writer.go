@@ -24,20 +24,21 @@ type writer struct {
 	failed func(error)             // called once if a write fails
 	trace  func(Direction, []byte) // Config.Trace; nil: no tracing
 
-	mu     sync.Mutex
-	busy   bool   // a write (direct or by the goroutine) is under way
-	direct []byte // the fast path's line buffer, reused
+	mu       sync.Mutex   // guards the fields below, up to the attempt's
+	busy     bool         // a write (direct or by the goroutine) is under way
+	direct   []byte       // the fast path's line buffer, reused
+	queue    []byte       // lines waiting for the goroutine
+	spare    []byte       // the other half of the double buffer
+	flushed  []chan error // notified when the bytes queued before them are written
+	closing  bool         // flush what is queued, then close stdin
+	err      error        // set when no more lines are taken
+	wake     chan struct{}
+	closedCh chan struct{} // closed once stdin is closed
 
-	attempt    func(uintptr) bool // w.attemptOnce, bound once
+	// The direct attempt's state, used only by the caller holding busy.
+	attempt    func(uintptr) bool // w.attemptOnce, bound once so it does not allocate
 	attemptBuf []byte
 	attemptN   int
-	queue      []byte
-	spare      []byte
-	flushed    []chan error // notified when the bytes queued before them are written
-	closing    bool         // flush what is queued, then close stdin
-	err        error        // set when no more lines are taken
-	wake       chan struct{}
-	closedCh   chan struct{} // closed once stdin is closed
 }
 
 func newWriter(f *os.File, failed func(error)) *writer {
