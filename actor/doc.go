@@ -1,7 +1,8 @@
 // Package actor holds the MCP-agnostic actor helpers snodo builds on
 // protoactor-go: a quiet shared actor system, exit signals that carry a
-// reason, and a supervisor strategy that stops (never restarts) an actor
-// whose state cannot be rebuilt.
+// reason, an owner link for code that is not an actor (WatchOwner), and a
+// supervisor strategy that stops (never restarts) an actor whose state
+// cannot be rebuilt.
 //
 // Import it under another name when you also import protoactor-go's own
 // actor package:

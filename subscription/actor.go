@@ -3,8 +3,6 @@ package subscription
 import (
 	"fmt"
 
-	protoactor "github.com/asynkron/protoactor-go/actor"
-
 	snodoactor "github.com/snodo/snodo/actor"
 )
 
@@ -47,22 +45,11 @@ func (s *Subscription) pump() {
 	}
 }
 
-// spawnWatcher starts a small actor that watches the owner actor and
-// cancels the subscription when it terminates (a root context cannot
-// watch, and protoactor futures race). finish stops it.
-func spawnWatcher(s *Subscription) *protoactor.PID {
+// watchOwner cancels the subscription when its owner actor terminates.
+// finish calls the returned stop.
+func watchOwner(s *Subscription) (stop func()) {
 	owner := s.opts.Actor
-	props := protoactor.PropsFromFunc(func(ctx protoactor.Context) {
-		switch msg := ctx.Message().(type) {
-		case *protoactor.Started:
-			ctx.Watch(owner)
-		case *protoactor.Terminated:
-			if msg.Who.Equal(owner) {
-				s.end(fmt.Errorf("%w: actor %s terminated", ErrOwnerExited, owner.Id))
-			}
-		case *protoactor.Stopping:
-			ctx.Unwatch(owner)
-		}
-	}, protoactor.WithGuardian(snodoactor.StopOnFailure))
-	return s.opts.System.Root.SpawnPrefix(props, "snodo-sub-watch")
+	return snodoactor.WatchOwner(s.opts.System, owner, func() {
+		s.end(fmt.Errorf("%w: actor %s terminated", ErrOwnerExited, owner.Id))
+	})
 }

@@ -44,7 +44,7 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, op
 		events: make(chan Event, opts.MaxQueue),
 	}
 	if opts.Actor != nil {
-		s.watcher = spawnWatcher(s)
+		s.stopWatch = watchOwner(s)
 		go s.pump()
 	}
 	go s.run(subCtx, conn, params)
@@ -101,8 +101,8 @@ func (s *Subscription) finish(err error) {
 	close(s.events)
 	s.mu.Unlock()
 	s.cancel(nil)
-	if s.watcher != nil {
-		s.opts.System.Root.Stop(s.watcher)
+	if s.stopWatch != nil {
+		s.stopWatch()
 	}
 	close(s.done)
 }

@@ -82,7 +82,7 @@ type Subscription struct {
 	events    chan Event // the bounded queue
 	err       error
 
-	watcher *protoactor.PID // watches opts.Actor; nil without one
+	stopWatch func() // ends the watch of opts.Actor; nil without one
 }
 
 // closedEvents is what Events returns when an actor receives the events.
