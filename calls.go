@@ -178,9 +178,7 @@ func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error 
 		return fmt.Errorf("snodo: SetLoggingLevel: unknown level %q (use one of the Log… constants)", level)
 	}
 	if c.mcp.era == EraModern {
-		c.mcp.mu.Lock()
-		c.mcp.logLevel = level
-		c.mcp.mu.Unlock()
+		c.setMeta(level)
 		return nil
 	}
 	_, err := c.completeRequest(ctx, "logging/setLevel", map[string]any{"level": level}, nil)

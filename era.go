@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/snodo/snodo/connection"
@@ -83,8 +83,8 @@ type mcpConfig struct {
 	era            Era           // 0: detect
 }
 
-// mcpState is what Connect settled about the server. Everything but the
-// log level is written before Connect returns and read-only afterwards.
+// mcpState is what Connect settled about the server. Everything but meta
+// is written before Connect returns and read-only afterwards.
 type mcpState struct {
 	era          Era
 	version      string
@@ -96,10 +96,10 @@ type mcpState struct {
 	serve        ServerRequestHandler       // the wrapped handler (serverrequests.go)
 	maxRounds    int
 
-	mu        sync.Mutex
-	logLevel  LoggingLevel // modern era: sent in every request's _meta once set
-	metaJSON  []byte       // requestMeta encoded, cached for metaLevel
-	metaLevel LoggingLevel
+	// meta is the encoded _meta every modern request carries: baseMeta,
+	// plus the log level once SetLoggingLevel was called. It is encoded
+	// once per change, not per request, and read without a lock.
+	meta atomic.Pointer[[]byte]
 }
 
 // start starts the server and settles the era: the server/discover probe,
@@ -208,6 +208,7 @@ func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern
 		meta = buildMeta(chosen, &cfg.mcp)
 	}
 	c.mcp.era, c.mcp.version, c.mcp.baseMeta = EraModern, chosen, meta
+	c.setMeta("")
 	c.mcp.capabilities, c.mcp.instructions = res.Capabilities, res.Instructions
 	c.mcp.serverInfo = res.ServerInfo
 	if info, ok := res.Meta[metaServerInfo]; ok {
@@ -329,62 +330,44 @@ func buildMeta(version string, cfg *mcpConfig) map[string]json.RawMessage {
 	return map[string]json.RawMessage{metaProtocolVersion: v, metaClientInfo: info, metaClientCapabilities: caps}
 }
 
-// request sends one request, adding what the negotiated era requires.
+// request sends one request, adding what the negotiated era requires:
+// in the modern era the connection merges the encoded _meta into params
+// as it writes the line (the caller's own _meta members win).
 func (c *Client) request(ctx context.Context, method string, params any, opts *connection.CallOptions) (json.RawMessage, error) {
-	if c.mcp.era != EraModern {
-		return c.conn.Request(ctx, method, params, opts)
-	}
-	p, err := jsonrpc.Marshal(params)
-	if err != nil {
-		return nil, fmt.Errorf("snodo: cannot marshal the params of %s: %w", method, err)
-	}
-	if jsonrpc.CanSpliceMeta(p) { // the common case: spliced as the line is written
-		return c.conn.RequestMeta(ctx, method, json.RawMessage(p), c.encodedMeta(), opts)
-	}
-	// The caller's own _meta: merge member by member, the caller's keys win.
-	if p, err = jsonrpc.MergeMeta(p, c.requestMeta()); err != nil {
-		return nil, fmt.Errorf("snodo: %s: %w", method, err)
-	}
-	return c.conn.Request(ctx, method, json.RawMessage(p), opts)
+	return c.conn.RequestMeta(ctx, method, params, c.encodedMeta(), opts)
 }
 
-// encodedMeta is requestMeta as one encoded JSON object. It changes only
-// with the log level, so it is encoded once per level rather than on every
-// request. The slice is shared: callers must not change it.
-func (c *Client) encodedMeta() []byte {
-	c.mcp.mu.Lock()
-	defer c.mcp.mu.Unlock()
-	if c.mcp.metaJSON == nil || c.mcp.metaLevel != c.mcp.logLevel {
-		meta := make(map[string]json.RawMessage, len(c.mcp.baseMeta)+1)
-		for k, v := range c.mcp.baseMeta {
-			meta[k] = v
-		}
-		if c.mcp.logLevel != "" {
-			meta[metaLogLevel], _ = json.Marshal(c.mcp.logLevel)
-		}
-		c.mcp.metaJSON, _ = json.Marshal(meta) // RawMessages from json.Marshal: cannot fail
-		c.mcp.metaLevel = c.mcp.logLevel
-	}
-	return c.mcp.metaJSON
-}
-
-// requestMeta is the _meta every request carries in the negotiated era
-// (nil in the legacy era). Callers' own _meta members win over it. The
-// map is a fresh copy the caller may change.
-func (c *Client) requestMeta() map[string]json.RawMessage {
-	if c.mcp.era != EraModern {
-		return nil
-	}
+// setMeta encodes baseMeta plus level (if any) as the modern _meta.
+func (c *Client) setMeta(level LoggingLevel) {
 	meta := make(map[string]json.RawMessage, len(c.mcp.baseMeta)+1)
 	for k, v := range c.mcp.baseMeta {
 		meta[k] = v
 	}
-	c.mcp.mu.Lock()
-	level := c.mcp.logLevel
-	c.mcp.mu.Unlock()
 	if level != "" {
 		meta[metaLogLevel], _ = json.Marshal(level)
 	}
+	encoded, _ := json.Marshal(meta) // RawMessages from json.Marshal: cannot fail
+	c.mcp.meta.Store(&encoded)
+}
+
+// encodedMeta is the _meta every request carries in the negotiated era,
+// as one JSON object; nil in the legacy era. Callers must not change it.
+func (c *Client) encodedMeta() []byte {
+	if p := c.mcp.meta.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// requestMeta is encodedMeta as members (nil in the legacy era), a fresh
+// map the caller may change.
+func (c *Client) requestMeta() map[string]json.RawMessage {
+	encoded := c.encodedMeta()
+	if encoded == nil {
+		return nil
+	}
+	var meta map[string]json.RawMessage
+	_ = json.Unmarshal(encoded, &meta) // encoded by setMeta: cannot fail
 	return meta
 }
 

@@ -55,11 +55,10 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	return c.RequestMeta(ctx, method, params, nil, opts)
 }
 
-// RequestMeta is Request with meta, an encoded JSON object, written as
-// params._meta. params must then be a JSON object without a "_meta"
-// member of its own (jsonrpc.CanSpliceMeta); merge such members with
-// jsonrpc.MergeMeta instead. The splice happens as the line is written,
-// so it costs no allocation.
+// RequestMeta is Request with meta, an encoded JSON object (or nil), added
+// to params._meta. The common case — params without a _meta of their own
+// and no progress token — splices meta in as the line is written, at no
+// allocation; otherwise the members are merged, the caller's keys winning.
 func (c *Conn) RequestMeta(ctx context.Context, method string, params any, meta []byte, opts *CallOptions) (json.RawMessage, error) {
 	if opts == nil {
 		opts = &noOptions
@@ -68,32 +67,18 @@ func (c *Conn) RequestMeta(ctx context.Context, method string, params any, meta 
 	if err != nil {
 		return nil, fmt.Errorf("snodo: cannot marshal the params of %s: %w", method, err)
 	}
-	if meta != nil && !jsonrpc.CanSpliceMeta(p) {
-		return nil, fmt.Errorf("snodo: %s: params must be a JSON object without _meta to take the request metadata", method)
-	}
 	cl := newCall(opts)
 	id, err := c.table.add(cl)
 	if err != nil {
 		cl.release()
 		return nil, err
 	}
-	if cl.wantProgress {
-		token := json.RawMessage(strconv.FormatInt(id, 10))
-		if p, err = jsonrpc.MergeMeta(p, map[string]json.RawMessage{"progressToken": token}); err != nil {
+	if cl.wantProgress || (meta != nil && !jsonrpc.CanSpliceMeta(p)) {
+		if p, err = mergeMeta(p, meta, id, cl.wantProgress); err != nil {
 			c.table.abandon(id, cl)
 			return nil, fmt.Errorf("snodo: %s: %w", method, err)
 		}
-		if meta != nil { // the token made a _meta: merge the rest into it
-			var members map[string]json.RawMessage
-			if err := json.Unmarshal(meta, &members); err == nil {
-				p, err = jsonrpc.MergeMeta(p, members)
-			}
-			if err != nil {
-				c.table.abandon(id, cl)
-				return nil, fmt.Errorf("snodo: %s: %w", method, err)
-			}
-			meta = nil
-		}
+		meta = nil
 	}
 	if opts.Sent != nil {
 		opts.Sent(id)
@@ -104,6 +89,21 @@ func (c *Conn) RequestMeta(ctx context.Context, method string, params any, meta 
 	res, err := c.await(ctx, id, cl, method, opts)
 	cl.release()
 	return res, err
+}
+
+// mergeMeta adds meta's members (and the progress token, the request ID)
+// to params._meta, keeping any member the caller set.
+func mergeMeta(params, meta []byte, id int64, progress bool) ([]byte, error) {
+	members := map[string]json.RawMessage{}
+	if meta != nil {
+		if err := json.Unmarshal(meta, &members); err != nil {
+			return nil, err
+		}
+	}
+	if progress {
+		members["progressToken"] = json.RawMessage(strconv.FormatInt(id, 10))
+	}
+	return jsonrpc.MergeMeta(params, members)
 }
 
 // await waits for the answer to request id, running progress callbacks on

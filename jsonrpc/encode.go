@@ -25,17 +25,8 @@ func AppendRequestMeta(buf []byte, id int64, method string, params, meta []byte)
 	buf = strconv.AppendInt(buf, id, 10)
 	buf = append(buf, `,"method":`...)
 	buf = AppendString(buf, method)
-	buf = append(buf, `,"params":{"_meta":`...)
-	buf = append(buf, meta...)
-	rest := bytes.TrimSpace(params)
-	if len(rest) == 0 || bytes.Equal(rest, nullLit) {
-		return append(buf, "}}\n"...)
-	}
-	rest = bytes.TrimSpace(rest[1:]) // after the object's '{'
-	if rest[0] != '}' {
-		buf = append(buf, ',')
-	}
-	buf = append(buf, rest...)
+	buf = append(buf, `,"params":`...)
+	buf = appendWithMeta(buf, params, meta)
 	return append(buf, "}\n"...)
 }
 
@@ -47,6 +38,22 @@ func CanSpliceMeta(params []byte) bool {
 		return true
 	}
 	return t[0] == '{' && len(bytes.TrimSpace(t[1:])) > 0 && !bytes.Contains(t, metaKey)
+}
+
+// appendWithMeta appends params with meta spliced in as its first member,
+// "_meta"; params must satisfy CanSpliceMeta.
+func appendWithMeta(buf, params, meta []byte) []byte {
+	buf = append(buf, `{"_meta":`...)
+	buf = append(buf, meta...)
+	rest := bytes.TrimSpace(params)
+	if len(rest) == 0 || bytes.Equal(rest, nullLit) {
+		return append(buf, '}')
+	}
+	rest = bytes.TrimSpace(rest[1:]) // after the object's '{'
+	if rest[0] != '}' {
+		buf = append(buf, ',')
+	}
+	return append(buf, rest...)
 }
 
 // AppendNotification appends one notification line to buf.
@@ -130,21 +137,17 @@ func MergeMeta(params []byte, members map[string]json.RawMessage) ([]byte, error
 	if len(members) == 0 {
 		return params, nil
 	}
-	trimmed := bytes.TrimSpace(params)
-	if len(trimmed) == 0 || bytes.Equal(trimmed, nullLit) {
-		trimmed = emptyObject
-	}
-	if trimmed[0] != '{' {
-		return nil, &Error{Code: CodeInvalidParams, Message: "params must be a JSON object to carry _meta"}
-	}
-	if !bytes.Contains(trimmed, metaKey) {
+	if CanSpliceMeta(params) {
 		meta, err := json.Marshal(members)
 		if err != nil {
 			return nil, err
 		}
-		if out, ok := SpliceMeta(trimmed, meta); ok {
-			return out, nil
-		}
+		out, _ := SpliceMeta(params, meta)
+		return out, nil
+	}
+	trimmed := bytes.TrimSpace(params)
+	if trimmed[0] != '{' {
+		return nil, &Error{Code: CodeInvalidParams, Message: "params must be a JSON object to carry _meta"}
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &obj); err != nil {
@@ -169,10 +172,7 @@ func MergeMeta(params []byte, members map[string]json.RawMessage) ([]byte, error
 	return json.Marshal(obj)
 }
 
-var (
-	emptyObject = []byte("{}")
-	metaKey     = []byte(`"_meta"`)
-)
+var metaKey = []byte(`"_meta"`)
 
 // SpliceMeta returns params (a JSON object, or nil or null) with meta, an
 // encoded JSON object, as its "_meta" member, without decoding params: one
@@ -180,22 +180,8 @@ var (
 // is not an object; MergeMeta then merges member by member (or reports the
 // error).
 func SpliceMeta(params, meta []byte) (out []byte, ok bool) {
-	trimmed := bytes.TrimSpace(params)
-	if len(trimmed) == 0 || bytes.Equal(trimmed, nullLit) {
-		trimmed = emptyObject
-	}
-	if trimmed[0] != '{' || bytes.Contains(trimmed, metaKey) {
+	if !CanSpliceMeta(params) {
 		return nil, false
 	}
-	rest := bytes.TrimSpace(trimmed[1:])
-	if len(rest) == 0 { // not a complete object
-		return nil, false
-	}
-	out = make([]byte, 0, len(meta)+len(rest)+len(`{"_meta":,`))
-	out = append(out, `{"_meta":`...)
-	out = append(out, meta...)
-	if rest[0] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, rest...), true
+	return appendWithMeta(make([]byte, 0, len(params)+len(meta)+len(`{"_meta":,}`)), params, meta), true
 }
