@@ -83,3 +83,24 @@ func TestOtherNotificationsAreDropped(t *testing.T) {
 	assert.Equal(t, 2, logs.Count("dropped progress for no request"))
 	mustCall(t, c, "test/echo", nil)
 }
+
+func TestRequestMetaMergesWithProgressAndCallerMeta(t *testing.T) {
+	c := start(t, Config{})
+	meta := []byte(`{"era":"modern","mine":"theirs"}`)
+	// Spliced: no _meta of the caller's, no progress.
+	_, err := c.RequestMeta(context.Background(), "test/echo", map[string]int{"a": 1}, meta, nil)
+	require.NoError(t, err)
+	// Merged: the caller's _meta and a progress token, the caller's keys win.
+	_, err = c.RequestMeta(context.Background(), "test/progress", json.RawMessage(`{"count":1,"_meta":{"mine":"kept"}}`), meta,
+		&CallOptions{OnProgress: func(Progress) {}})
+	require.NoError(t, err)
+	var seen struct {
+		Requests []struct{ Params json.RawMessage } `json:"requests"`
+	}
+	require.NoError(t, json.Unmarshal(mustCall(t, c, "test/requests", map[string]string{"method": "test/echo"}), &seen))
+	require.Len(t, seen.Requests, 1)
+	assert.JSONEq(t, `{"_meta":{"era":"modern","mine":"theirs"},"a":1}`, string(seen.Requests[0].Params))
+	require.NoError(t, json.Unmarshal(mustCall(t, c, "test/requests", map[string]string{"method": "test/progress"}), &seen))
+	require.Len(t, seen.Requests, 1)
+	assert.JSONEq(t, `{"count":1,"_meta":{"era":"modern","mine":"kept","progressToken":2}}`, string(seen.Requests[0].Params))
+}
