@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // Era is the generation of MCP a server speaks, settled by Connect.

@@ -3,7 +3,7 @@ package snodo
 import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // Error is a JSON-RPC error object: one a server sent, one a handler

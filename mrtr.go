@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // Multi round-trip requests (modern era): a server that needs input

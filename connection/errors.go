@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // Why a connection stopped. Callers see a -32000 *jsonrpc.Error that wraps

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/handlers"
-	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // exitGrace is how long the reader waits, after stdout's EOF, for the

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // Progress is one notifications/progress update for a request.

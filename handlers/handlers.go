@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 
-	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // DefaultMax is the number of handlers that may run at once when

@@ -15,7 +15,7 @@ import (
 
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
-	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/test/testutil"
 )
 

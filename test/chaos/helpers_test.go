@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/test/testutil"
 )
 
