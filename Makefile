@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test peers vet demo build bench bench-compare soak fuzz fuzz-short fmt
+.PHONY: test peers vet demo build bench bench-compare bench-notes soak fuzz fuzz-short fmt
 
 # The test command the README gives and CI runs: vet, the race-enabled
 # suite (real child processes, goleak, reap checks), then a few seconds
@@ -30,6 +30,10 @@ bench:
 # The comparison with the official Go SDK and mcp-go (its own module under bench/).
 bench-compare:
 	cd bench && $(GO) run ./cmd/compare -out ../docs/performance.md
+
+# Copies bench/notes/*.md into the end of docs/performance.md without measuring again.
+bench-notes:
+	cd bench && $(GO) run ./cmd/compare -notes-only -out ../docs/performance.md
 
 # 1,000,000 calls and 10,000 connect/close cycles; not part of make test.
 soak:

@@ -5,6 +5,9 @@
 // min–max and the ratios to the ceiling as markdown.
 //
 //	go run ./cmd/compare -out ../docs/performance.md [-runs 3] [-quick]
+//
+// Every bench/notes/*.md file is copied verbatim, sorted by name, to the
+// end of the report; -notes-only rewrites just that tail of -out.
 package main
 
 import (
@@ -34,6 +37,7 @@ type settings struct {
 	quick     bool
 	serverBin string
 	loadStart string
+	notesDir  string
 }
 
 func main() {
@@ -42,13 +46,28 @@ func main() {
 	runs := flag.Int("runs", 3, "runs of every measurement (medians and min–max over them)")
 	quick := flag.Bool("quick", false, "one short run: a smoke test, not numbers to publish")
 	idle := flag.Int("idle", 1000, "idle connections held at once")
+	notesDir := flag.String("notes", "notes", "directory whose *.md files end the report, verbatim and sorted")
+	notesOnly := flag.Bool("notes-only", false, "measure nothing: rewrite the bench/notes tail of -out")
 	flag.Parse()
 	if *child != "" {
 		runChild(*child)
 		return
 	}
+	if *notesOnly {
+		if *out == "" {
+			fatal(fmt.Errorf("-notes-only needs -out"))
+		}
+		old, err := os.ReadFile(*out)
+		if err != nil {
+			fatal(err)
+		}
+		if err := os.WriteFile(*out, refreshNotes(old, *notesDir), 0o644); err != nil {
+			fatal(err)
+		}
+		return
+	}
 	s := settings{runs: *runs, dur: time.Second, bigCalls: 8, connects: 15, events: 50000, idle: *idle, idleRuns: 1,
-		clients: clients.Names(), eras: []string{clients.Modern, clients.Legacy}, quick: *quick}
+		clients: clients.Names(), eras: []string{clients.Modern, clients.Legacy}, quick: *quick, notesDir: *notesDir}
 	if s.quick {
 		s.runs, s.dur, s.bigCalls, s.connects, s.events, s.idle = 1, 250*time.Millisecond, 2, 3, 2000, min(*idle, 50)
 	}

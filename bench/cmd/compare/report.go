@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -225,7 +226,46 @@ func render(s settings, r *results, took time.Duration) []byte {
 		}
 		p("\n")
 	}
+	b.Write(notesSection(s.notesDir))
 	return b.Bytes()
+}
+
+// notesHeading starts the tail of the report that holds bench/notes.
+const notesHeading = "## Notes from bench/notes\n"
+
+// notesSection is every *.md file of dir, verbatim, sorted by name, under
+// notesHeading: figures measured elsewhere (other benchmarks, other
+// helpers' measurements) that belong beside the comparison. Nothing when
+// dir holds none.
+func notesSection(dir string) []byte {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.md"))
+	slices.Sort(paths)
+	var b bytes.Buffer
+	for _, path := range paths {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			fatal(fmt.Errorf("reading %s: %w", path, err))
+		}
+		if b.Len() == 0 {
+			b.WriteString(notesHeading + "\n")
+		}
+		fmt.Fprintf(&b, "<!-- bench/notes/%s -->\n\n", filepath.Base(path))
+		b.Write(text)
+		if !bytes.HasSuffix(text, []byte("\n")) {
+			b.WriteByte('\n')
+		}
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// refreshNotes rewrites the bench/notes tail of an existing report
+// without measuring anything again.
+func refreshNotes(report []byte, dir string) []byte {
+	if i := bytes.Index(report, []byte("\n"+notesHeading)); i >= 0 {
+		report = report[:i+1]
+	}
+	return append(report, notesSection(dir)...)
 }
 
 type target struct {
