@@ -1,0 +1,39 @@
+// Package servers reads the JSON file MCP hosts (Claude Desktop, Cursor,
+// VS Code…) use to name their servers, and starts them as snodo
+// connections or supervised pools.
+//
+// The file holds one object of named servers under "mcpServers" (or
+// "servers", as VS Code spells it):
+//
+//	{
+//	  "mcpServers": {
+//	    "files": {
+//	      "command": "npx",
+//	      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"],
+//	      "env": {"LOG_LEVEL": "info"},
+//	      "cwd": "/srv",
+//	      "snodo": {"pool": 3, "timeout": "30s", "maxRestarts": 5, "window": "30s"}
+//	    }
+//	  }
+//	}
+//
+// Each server has a command, and optionally args, env (added to the
+// inherited environment) and cwd. Values are taken as written: snodo does
+// not expand ${VAR} or ${input:…} placeholders. The optional "snodo"
+// object, which other hosts ignore, sets the pool size and supervision:
+//
+//	pool           how many servers a pool runs (default 1)
+//	timeout        per-request timeout, e.g. "30s" ("-1s": none)
+//	shutdownGrace  signal a server that ignores EOF this long after Close
+//	era            "modern" or "legacy": skip era detection
+//	maxRestarts    with window: give up after more restarts than this within window
+//	window         the restart intensity window (default 30s)
+//	failFast       true: calls made during a restart fail at once
+//	maxWait        how long calls wait for a restart (default 60s)
+//
+// Servers marked "disabled": true and servers of another transport (a
+// "url", or a "type" other than "stdio") are skipped with a warning. Keys
+// snodo does not know are logged as warnings, never silently ignored, and
+// a malformed file is an error that names the file, the server and the
+// field.
+package servers

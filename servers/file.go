@@ -1,0 +1,396 @@
+package servers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// File is a parsed server file: its named servers in file order.
+type File struct {
+	// Path is the name the file was loaded or parsed under; errors and
+	// warnings start with it.
+	Path string
+	// Servers are the servers snodo can start, in file order. Servers
+	// marked "disabled" and servers of another transport (a "url", or a
+	// "type" other than "stdio") are not among them: they are in Skipped.
+	Servers []*Server
+	// Skipped names each server left out and says why.
+	Skipped map[string]string
+	// Warnings are the keys snodo did not use and the servers it skipped,
+	// one line each, as they were logged.
+	Warnings []string
+}
+
+// Server is one named stdio server of a File.
+type Server struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     map[string]string // on top of the inherited environment
+	Cwd     string            // relative paths in a loaded file are resolved against the file's directory
+
+	// Pool is how many servers a pool of this one runs (the snodo "pool"
+	// key). Default 1 (DefaultPool).
+	Pool int
+	// The rest is set from the snodo block; zero values mean the
+	// library's defaults.
+	Timeout       time.Duration // "timeout": per-request timeout (snodo.WithTimeout)
+	ShutdownGrace time.Duration // "shutdownGrace": signal a server that ignores EOF (snodo.WithShutdownGrace)
+	Era           string        // "era": "modern" or "legacy" skips era detection (snodo.WithEra)
+	MaxRestarts   *int          // "maxRestarts": with Window, the restart intensity (supervisor.WithIntensity)
+	Window        time.Duration // "window"
+	FailFast      bool          // "failFast": calls during a restart fail at once (supervisor.FailFast)
+	MaxWait       time.Duration // "maxWait": how long calls wait for a restart (supervisor.WithMaxWait)
+}
+
+// DefaultPool is the pool size of a server whose snodo block gives none.
+const DefaultPool = 1
+
+// TopKeys are the top-level keys that hold the servers: "mcpServers"
+// (Claude Desktop, Cursor and most hosts) and "servers" (VS Code).
+var TopKeys = []string{"mcpServers", "servers"}
+
+// FileError is a problem with a server file. Its message names the file,
+// the server and the field, for example
+//
+//	mcp.json: server "github": "args": want an array of strings, got a number
+type FileError struct {
+	File   string
+	Server string // empty for a problem with the file as a whole
+	Field  string // the key, dotted for nested ones ("snodo.pool", "env.TOKEN"); may be empty
+	Err    error
+}
+
+func (e *FileError) Error() string {
+	var b bytes.Buffer
+	b.WriteString(e.File)
+	if e.Server != "" {
+		fmt.Fprintf(&b, ": server %q", e.Server)
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, ": %q", e.Field)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+func (e *FileError) Unwrap() error { return e.Err }
+
+// Load reads and parses the server file at path. Relative "cwd" values
+// are resolved against the file's directory.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("servers: %w", err)
+	}
+	f, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(path)
+	for _, s := range f.Servers {
+		if s.Cwd != "" && !filepath.IsAbs(s.Cwd) {
+			s.Cwd = filepath.Join(dir, s.Cwd)
+		}
+	}
+	return f, nil
+}
+
+// Parse parses a server file's contents; name is used in errors and
+// warnings. It accepts the top key "mcpServers" or "servers" (not both).
+// Keys it does not use are logged as warnings on slog.Default() and kept
+// in File.Warnings; they are never silently ignored.
+func Parse(name string, data []byte) (*File, error) {
+	p := parser{f: &File{Path: name, Skipped: map[string]string{}}}
+	if err := p.file(data); err != nil {
+		return nil, err
+	}
+	return p.f, nil
+}
+
+// Lookup returns the server called name, or an error listing the names
+// the file has.
+func (f *File) Lookup(name string) (*Server, error) {
+	for _, s := range f.Servers {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	if why, ok := f.Skipped[name]; ok {
+		return nil, &FileError{File: f.Path, Server: name, Err: fmt.Errorf("skipped: %s", why)}
+	}
+	names := make([]string, len(f.Servers))
+	for i, s := range f.Servers {
+		names[i] = s.Name
+	}
+	return nil, &FileError{File: f.Path, Server: name, Err: fmt.Errorf("no such server (the file has %q)", names)}
+}
+
+// Names are the servers' names in file order.
+func (f *File) Names() []string {
+	names := make([]string, len(f.Servers))
+	for i, s := range f.Servers {
+		names[i] = s.Name
+	}
+	return names
+}
+
+type parser struct{ f *File }
+
+func (p *parser) fail(server, field string, format string, args ...any) error {
+	return &FileError{File: p.f.Path, Server: server, Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+func (p *parser) warn(server, field, msg string) {
+	line := (&FileError{File: p.f.Path, Server: server, Field: field, Err: errors.New(msg)}).Error()
+	p.f.Warnings = append(p.f.Warnings, line)
+	slog.Warn("snodo servers: " + line)
+}
+
+func (p *parser) file(data []byte) error {
+	top, err := members(data)
+	if err != nil {
+		return p.fail("", "", "%w", err)
+	}
+	var list json.RawMessage
+	key := ""
+	for _, m := range top {
+		switch m.key {
+		case "mcpServers", "servers":
+			if key != "" {
+				return p.fail("", m.key, "the file has both %q and %q; keep one", key, m.key)
+			}
+			key, list = m.key, m.value
+		default:
+			p.warn("", m.key, "unknown top-level key, ignored")
+		}
+	}
+	if key == "" {
+		return p.fail("", "", "no %q (or %q) object", TopKeys[0], TopKeys[1])
+	}
+	entries, err := members(list)
+	if err != nil {
+		return p.fail("", key, "%w", err)
+	}
+	for _, e := range entries {
+		if e.key == "" {
+			return p.fail("", key, "a server has an empty name")
+		}
+		s, skip, err := p.server(e.key, e.value)
+		if err != nil {
+			return err
+		}
+		if skip != "" {
+			p.f.Skipped[e.key] = skip
+			p.warn(e.key, "", "skipped: "+skip)
+			continue
+		}
+		p.f.Servers = append(p.f.Servers, s)
+	}
+	return nil
+}
+
+// server parses one entry; skip is set for a server snodo does not run.
+func (p *parser) server(name string, data json.RawMessage) (s *Server, skip string, err error) {
+	fields, err := members(data)
+	if err != nil {
+		return nil, "", p.fail(name, "", "%w", err)
+	}
+	s = &Server{Name: name, Pool: DefaultPool}
+	var disabled bool
+	var transport, url string
+	for _, m := range fields {
+		switch m.key {
+		case "command":
+			err = p.decode(name, m, &s.Command, "a string")
+		case "args":
+			err = p.decode(name, m, &s.Args, "an array of strings")
+		case "env":
+			err = p.env(s, m)
+		case "cwd":
+			err = p.decode(name, m, &s.Cwd, "a string")
+		case "type", "transport":
+			err = p.decode(name, m, &transport, "a string")
+		case "url":
+			err = p.decode(name, m, &url, "a string")
+		case "disabled":
+			err = p.decode(name, m, &disabled, "true or false")
+		case "snodo":
+			err = p.snodo(s, m.value)
+		default:
+			p.warn(name, m.key, "unknown key, ignored")
+		}
+		if err != nil {
+			return nil, "", err
+		}
+	}
+	switch {
+	case disabled:
+		return nil, "disabled", nil
+	case transport != "" && transport != "stdio":
+		return nil, fmt.Sprintf("transport %q (snodo starts stdio servers only)", transport), nil
+	case url != "" && s.Command == "":
+		return nil, "a url server (snodo starts stdio servers only)", nil
+	case s.Command == "":
+		return nil, "", p.fail(name, "command", "missing or empty: say which program to start")
+	}
+	return s, "", nil
+}
+
+func (p *parser) env(s *Server, m member) error {
+	vars, err := members(m.value)
+	if err != nil {
+		return p.fail(s.Name, "env", "want an object of strings: %w", err)
+	}
+	s.Env = make(map[string]string, len(vars))
+	for _, v := range vars {
+		var val string
+		if err := json.Unmarshal(v.value, &val); err != nil {
+			return p.fail(s.Name, "env."+v.key, "want a string, got %s", kind(v.value))
+		}
+		if v.key == "" {
+			return p.fail(s.Name, "env", "empty variable name")
+		}
+		s.Env[v.key] = val
+	}
+	return nil
+}
+
+// snodo parses the snodo block: pool size and supervision.
+func (p *parser) snodo(s *Server, data json.RawMessage) error {
+	fields, err := members(data)
+	if err != nil {
+		return p.fail(s.Name, "snodo", "%w", err)
+	}
+	for _, m := range fields {
+		m.key = "snodo." + m.key
+		switch m.key {
+		case "snodo.pool":
+			if err = p.decode(s.Name, m, &s.Pool, "a whole number"); err == nil && s.Pool < 1 {
+				err = p.fail(s.Name, m.key, "%d must be at least 1", s.Pool)
+			}
+		case "snodo.timeout":
+			err = p.duration(s.Name, m, &s.Timeout, true)
+		case "snodo.shutdownGrace":
+			err = p.duration(s.Name, m, &s.ShutdownGrace, false)
+		case "snodo.era":
+			if err = p.decode(s.Name, m, &s.Era, "a string"); err == nil && s.Era != "modern" && s.Era != "legacy" {
+				err = p.fail(s.Name, m.key, "%q: want \"modern\" or \"legacy\"", s.Era)
+			}
+		case "snodo.maxRestarts":
+			var n int
+			if err = p.decode(s.Name, m, &n, "a whole number"); err == nil && n < 0 {
+				err = p.fail(s.Name, m.key, "%d must not be negative", n)
+			}
+			s.MaxRestarts = &n
+		case "snodo.window":
+			err = p.duration(s.Name, m, &s.Window, false)
+		case "snodo.failFast":
+			err = p.decode(s.Name, m, &s.FailFast, "true or false")
+		case "snodo.maxWait":
+			err = p.duration(s.Name, m, &s.MaxWait, false)
+		default:
+			p.warn(s.Name, m.key, "unknown key, ignored")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// duration reads a Go duration string ("30s", "1m30s"); negative is
+// allowed only where it means "never".
+func (p *parser) duration(server string, m member, d *time.Duration, negative bool) error {
+	var text string
+	if err := p.decode(server, m, &text, `a duration string such as "30s"`); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(text)
+	if err != nil {
+		return p.fail(server, m.key, "%q is not a duration (write it like \"30s\" or \"2m\")", text)
+	}
+	if v == 0 || (v < 0 && !negative) {
+		return p.fail(server, m.key, "%s must be positive", v)
+	}
+	*d = v
+	return nil
+}
+
+func (p *parser) decode(server string, m member, v any, want string) error {
+	if err := json.Unmarshal(m.value, v); err != nil {
+		return p.fail(server, m.key, "want %s, got %s", want, kind(m.value))
+	}
+	return nil
+}
+
+// kind names a JSON value's type for error messages.
+func kind(v json.RawMessage) string {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "nothing"
+	}
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string " + string(v)
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "the number " + string(v)
+}
+
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+// members reads a JSON object's members in order, refusing duplicate
+// keys (encoding/json would keep the last one and lose the others).
+func members(data []byte) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("want an object, got %s", kind(data))
+	}
+	var out []member
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("not valid JSON: %w", err)
+		}
+		key := tok.(string) // object keys are always strings
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("not valid JSON at %q: %w", key, err)
+		}
+		if seen[key] {
+			return nil, fmt.Errorf("key %q appears twice", key)
+		}
+		seen[key] = true
+		out = append(out, member{key, v})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, errors.New("not valid JSON: data after the object")
+	}
+	return out, nil
+}

@@ -1,0 +1,160 @@
+package servers_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/servers"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
+
+func TestParseClaudeDesktopFile(t *testing.T) {
+	f, err := servers.Parse("claude.json", []byte(`{
+		"mcpServers": {
+			"files": {"command": "npx", "args": ["-y", "server-filesystem", "/srv"], "env": {"A": "1", "B": ""}, "cwd": "/srv"},
+			"git": {"command": "uvx", "args": ["mcp-server-git"], "snodo": {"pool": 3, "timeout": "30s", "maxRestarts": 2, "window": "1m", "failFast": true, "maxWait": "5s", "era": "legacy", "shutdownGrace": "2s"}},
+			"web": {"url": "https://example.com/mcp"},
+			"old": {"command": "x", "disabled": true}
+		}
+	}`))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"files", "git"}, f.Names(), "file order, skipped ones left out")
+	files, err := f.Lookup("files")
+	require.NoError(t, err)
+	assert.Equal(t, "npx", files.Command)
+	assert.Equal(t, []string{"-y", "server-filesystem", "/srv"}, files.Args)
+	assert.Equal(t, map[string]string{"A": "1", "B": ""}, files.Env)
+	assert.Equal(t, "/srv", files.Cwd)
+	assert.Equal(t, servers.DefaultPool, files.Pool)
+	assert.Len(t, files.ConnectOptions(), 3) // two env vars and the dir
+
+	git, err := f.Lookup("git")
+	require.NoError(t, err)
+	assert.Equal(t, 3, git.Pool)
+	assert.Equal(t, 30*time.Second, git.Timeout)
+	assert.Equal(t, 2*time.Second, git.ShutdownGrace)
+	assert.Equal(t, "legacy", git.Era)
+	require.NotNil(t, git.MaxRestarts)
+	assert.Equal(t, 2, *git.MaxRestarts)
+	assert.Equal(t, time.Minute, git.Window)
+	assert.True(t, git.FailFast)
+	assert.Equal(t, 5*time.Second, git.MaxWait)
+
+	assert.Contains(t, f.Skipped["web"], "url")
+	assert.Equal(t, "disabled", f.Skipped["old"])
+	_, err = f.Lookup("web")
+	require.ErrorContains(t, err, `claude.json: server "web": skipped`)
+	_, err = f.Lookup("nope")
+	require.ErrorContains(t, err, `server "nope": no such server`)
+	require.ErrorContains(t, err, `"files"`)
+}
+
+func TestParseVSCodeFileWarnsAboutUnknownKeys(t *testing.T) {
+	f, err := servers.Parse("mcp.json", []byte(`{
+		"inputs": [],
+		"servers": {"s": {"type": "stdio", "command": "srv", "envFile": ".env", "snodo": {"poolsize": 2}}}
+	}`))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s"}, f.Names())
+	assert.Equal(t, []string{
+		`mcp.json: "inputs": unknown top-level key, ignored`,
+		`mcp.json: server "s": "envFile": unknown key, ignored`,
+		`mcp.json: server "s": "snodo.poolsize": unknown key, ignored`,
+	}, f.Warnings)
+}
+
+func TestParseBrokenFiles(t *testing.T) {
+	for _, tc := range []struct{ name, data, want string }{
+		{"not json", `{"mcpServers": `, `bad.json: not valid JSON`},
+		{"not an object", `[1]`, `bad.json: want an object, got an array`},
+		{"no servers", `{"other": {}}`, `bad.json: no "mcpServers" (or "servers") object`},
+		{"both keys", `{"mcpServers": {}, "servers": {}}`, `bad.json: "servers": the file has both "mcpServers" and "servers"`},
+		{"servers not an object", `{"servers": []}`, `bad.json: "servers": want an object, got an array`},
+		{"server not an object", `{"servers": {"a": "x"}}`, `bad.json: server "a": want an object, got a string "x"`},
+		{"duplicate server", `{"servers": {"a": {"command": "x"}, "a": {"command": "y"}}}`, `bad.json: "servers": key "a" appears twice`},
+		{"no command", `{"servers": {"a": {"args": []}}}`, `bad.json: server "a": "command": missing or empty`},
+		{"args of numbers", `{"servers": {"a": {"command": "x", "args": [1]}}}`, `bad.json: server "a": "args": want an array of strings, got an array`},
+		{"env number", `{"servers": {"a": {"command": "x", "env": {"PORT": 80}}}}`, `bad.json: server "a": "env.PORT": want a string, got the number 80`},
+		{"pool zero", `{"servers": {"a": {"command": "x", "snodo": {"pool": 0}}}}`, `bad.json: server "a": "snodo.pool": 0 must be at least 1`},
+		{"pool text", `{"servers": {"a": {"command": "x", "snodo": {"pool": "3"}}}}`, `bad.json: server "a": "snodo.pool": want a whole number, got a string "3"`},
+		{"bad duration", `{"servers": {"a": {"command": "x", "snodo": {"timeout": "30"}}}}`, `bad.json: server "a": "snodo.timeout": "30" is not a duration`},
+		{"bad era", `{"servers": {"a": {"command": "x", "snodo": {"era": "new"}}}}`, `bad.json: server "a": "snodo.era": "new": want "modern" or "legacy"`},
+		{"trailing data", `{"servers": {}} {}`, `bad.json: not valid JSON: data after the object`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := servers.Parse("bad.json", []byte(tc.data))
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix(err.Error(), tc.want), "got %q, want it to start with %q", err, tc.want)
+			var fe *servers.FileError
+			assert.True(t, errors.As(err, &fe))
+		})
+	}
+}
+
+func TestLoadResolvesCwdAgainstTheFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"mcpServers": {"a": {"command": "x", "cwd": "sub"}, "b": {"command": "x", "cwd": "/abs"}}}`), 0o600))
+	f, err := servers.Load(path)
+	require.NoError(t, err)
+	a, _ := f.Lookup("a")
+	b, _ := f.Lookup("b")
+	assert.Equal(t, filepath.Join(dir, "sub"), a.Cwd)
+	assert.Equal(t, "/abs", b.Cwd)
+
+	_, err = servers.Load(filepath.Join(dir, "missing.json"))
+	require.ErrorContains(t, err, "missing.json")
+}
+
+// A server from a file connects with the file's env and cwd: the real
+// test server reports them.
+func TestServerConnectUsesTheFile(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	dir := t.TempDir()
+	f, err := servers.Parse("t.json", []byte(`{"mcpServers": {"t": {"command": `+quote(cmd)+`, "args": `+quoteAll(args)+`, "env": {"SNODO_FILE_TEST": "yes"}, "cwd": `+quote(dir)+`, "snodo": {"pool": 2}}}}`))
+	require.NoError(t, err)
+	s, err := f.Lookup("t")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := s.Connect(ctx)
+	require.NoError(t, err)
+	raw, err := c.Request(ctx, "test/env", map[string]string{"name": "SNODO_FILE_TEST"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"value":"yes","set":true}`, string(raw))
+	raw, err = c.Request(ctx, "test/cwd", nil)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"dir":`+quote(dir)+`}`, string(raw))
+	require.NoError(t, c.Close())
+	<-c.Done()
+
+	p, err := s.NewPool(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, p.Size())
+	require.NoError(t, p.Close())
+	<-p.Done()
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func quoteAll(ss []string) string {
+	if ss == nil {
+		ss = []string{}
+	}
+	b, _ := json.Marshal(ss)
+	return string(b)
+}

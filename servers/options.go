@@ -1,0 +1,81 @@
+package servers
+
+import (
+	"context"
+	"slices"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/supervisor"
+)
+
+// ConnectOptions are the snodo.Connect options the file gives this
+// server: its environment, working directory, timeout, shutdown grace
+// and era. Pass them with the command and args:
+//
+//	snodo.Connect(ctx, s.Command, s.Args, s.ConnectOptions()...)
+func (s *Server) ConnectOptions() []snodo.Option {
+	var opts []snodo.Option
+	names := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		opts = append(opts, snodo.WithEnv(k, s.Env[k]))
+	}
+	if s.Cwd != "" {
+		opts = append(opts, snodo.WithDir(s.Cwd))
+	}
+	if s.Timeout != 0 {
+		opts = append(opts, snodo.WithTimeout(s.Timeout))
+	}
+	if s.ShutdownGrace > 0 {
+		opts = append(opts, snodo.WithShutdownGrace(s.ShutdownGrace))
+	}
+	switch s.Era {
+	case "modern":
+		opts = append(opts, snodo.WithEra(snodo.EraModern))
+	case "legacy":
+		opts = append(opts, snodo.WithEra(snodo.EraLegacy))
+	}
+	return opts
+}
+
+// SupervisorOptions are the supervisor options the file gives this
+// server: its name, restart intensity, fail-fast and wait bound, and its
+// ConnectOptions. For a pool, pass Pool as the size.
+func (s *Server) SupervisorOptions() []supervisor.Option {
+	opts := []supervisor.Option{
+		supervisor.WithName(s.Name),
+		supervisor.WithConnectOptions(s.ConnectOptions()...),
+	}
+	if s.MaxRestarts != nil || s.Window != 0 {
+		n, w := supervisor.DefaultMaxRestarts, supervisor.DefaultWindow
+		if s.MaxRestarts != nil {
+			n = *s.MaxRestarts
+		}
+		if s.Window != 0 {
+			w = s.Window
+		}
+		opts = append(opts, supervisor.WithIntensity(n, w))
+	}
+	if s.FailFast {
+		opts = append(opts, supervisor.FailFast())
+	}
+	if s.MaxWait > 0 {
+		opts = append(opts, supervisor.WithMaxWait(s.MaxWait))
+	}
+	return opts
+}
+
+// Connect starts the server as one plain connection; opts come after the
+// file's own, so they win.
+func (s *Server) Connect(ctx context.Context, opts ...snodo.Option) (*snodo.Client, error) {
+	return snodo.Connect(ctx, s.Command, s.Args, append(s.ConnectOptions(), opts...)...)
+}
+
+// NewPool starts the server as a supervised pool of Pool members; opts
+// come after the file's own, so they win.
+func (s *Server) NewPool(ctx context.Context, opts ...supervisor.Option) (*supervisor.Pool, error) {
+	return supervisor.NewPool(ctx, s.Command, s.Args, s.Pool, append(s.SupervisorOptions(), opts...)...)
+}
