@@ -1,11 +1,11 @@
 GO ?= go
 
-.PHONY: test peers vet demo build bench bench-compare bench-notes soak fuzz fuzz-short fmt
+.PHONY: test peers vet fmt-check demo build bench bench-compare bench-notes soak fuzz fuzz-short fmt
 
-# The test command the README gives and CI runs: vet, the race-enabled
-# suite (real child processes, goleak, reap checks), then a few seconds
-# of each fuzz target.
-test: vet peers
+# The test command the README gives and CI runs: formatting and vet gates
+# (both modules), the race-enabled suite (real child processes, goleak,
+# reap checks), then a few seconds of each fuzz target.
+test: fmt-check vet peers
 	$(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory fuzz-short
 
@@ -13,8 +13,16 @@ test: vet peers
 peers:
 	bash test/peers/install.sh
 
+# go vet over the library and over the bench/ module, which builds against
+# this tree (a replace directive) so an API change cannot leave it broken.
 vet:
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+
+# Fails, listing the files, when any tracked Go file is not gofmt-formatted.
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt -l: these files need make fmt:"; echo "$$out"; exit 1; fi
 
 # Runs the bundled example server end to end.
 demo:

@@ -57,7 +57,8 @@ type Config struct {
 	// actor; nil answers every server request with -32601.
 	Handler handlers.Func
 	// MaxServerRequests bounds the handlers running at once; a request
-	// over the bound is answered with -32603. Default 16.
+	// over the bound is answered with -32603. Default
+	// DefaultMaxServerRequests.
 	MaxServerRequests int
 
 	// OnNotification, if set, sees every server notification not routed

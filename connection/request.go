@@ -208,7 +208,7 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	}
 }
 
-// Respond writes the answer to a server request (result, or err when not
+// respond writes the answer to a server request (result, or e when not
 // nil). It never blocks; after the connection stopped it does nothing.
 func (c *Conn) respond(id json.RawMessage, result json.RawMessage, e *jsonrpc.Error) {
 	_ = c.out.append(func(b []byte) []byte {

@@ -32,9 +32,6 @@ type slot struct {
 
 // NewDispatcher returns a dispatcher for one connection.
 func NewDispatcher(cfg Config) *Dispatcher {
-	if cfg.Max <= 0 {
-		cfg.Max = DefaultMax
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

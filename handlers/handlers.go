@@ -8,10 +8,6 @@ import (
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
-// DefaultMax is the number of handlers that may run at once when
-// Config.Max is zero.
-const DefaultMax = 16
-
 // Request is a request the server sent to the client. A handler may keep
 // it after returning; nothing else refers to it.
 type Request struct {
@@ -43,8 +39,9 @@ type Config struct {
 	// Handler answers requests; nil answers every request with -32601.
 	Handler Func
 	// Max bounds the handlers running at once; a request over the bound
-	// is answered with -32603 without running the handler. Zero means
-	// DefaultMax.
+	// is answered with -32603 without running the handler. The
+	// connection gives its MaxServerRequests, whose default is
+	// connection.DefaultMaxServerRequests.
 	Max int
 	// Respond writes answers; required.
 	Respond Responder

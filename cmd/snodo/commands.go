@@ -49,7 +49,7 @@ func (s *session) call(ctx context.Context, c *snodo.Client) error {
 	if len(s.cfg.args) == 2 {
 		args = json.RawMessage(s.cfg.args[1])
 	}
-	bar := s.progress(s.cfg.args[0])
+	bar := s.progress()
 	res, err := c.CallTool(ctx, s.cfg.args[0], args, bar.options()...)
 	bar.finish()
 	if err != nil {
@@ -74,7 +74,7 @@ func (s *session) request(ctx context.Context, c *snodo.Client) error {
 	if len(s.cfg.args) == 2 {
 		params = json.RawMessage(s.cfg.args[1])
 	}
-	bar := s.progress(s.cfg.args[0])
+	bar := s.progress()
 	raw, err := c.Request(ctx, s.cfg.args[0], params, bar.options()...)
 	bar.finish()
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/snodo/snodo/connection"
 )
 
 // version is the CLI's version, printed by --version.
@@ -81,11 +83,11 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 		printFlags(out, fs)
 	}
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON document on stdout (listen: one event per line)")
-	fs.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "per-request `timeout`; progress restarts it")
+	fs.DurationVar(&cfg.timeout, "timeout", connection.DefaultTimeout, "per-request `timeout`; progress restarts it")
 	fs.Var(listFlag{&cfg.env}, "env", "set `K=V` in the server's environment (repeatable)")
 	fs.Var(listFlag{&cfg.unset}, "unset", "remove variable `K` from the server's environment (repeatable)")
 	fs.StringVar(&cfg.dir, "dir", "", "run the server in `directory`")
-	fs.IntVar(&cfg.maxLineBytes, "max-line-bytes", 16<<20, "largest line accepted from the server, in `bytes`")
+	fs.IntVar(&cfg.maxLineBytes, "max-line-bytes", connection.DefaultMaxLineBytes, "largest line accepted from the server, in `bytes`")
 	fs.BoolVar(&cfg.verbose, "verbose", false, "copy every message on the wire to stderr")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "show no progress")
 	fs.BoolVar(&cfg.showVersion, "version", false, "print snodo's version and exit")

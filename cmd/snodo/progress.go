@@ -28,7 +28,7 @@ type progressBar struct {
 }
 
 // progress is the progress display for one request of the session.
-func (s *session) progress(string) *progressBar {
+func (s *session) progress() *progressBar {
 	return &progressBar{w: s.io.err, tty: s.io.errTTY, fd: s.io.errFd, prefix: "snodo: ", off: s.cfg.quiet}
 }
 
