@@ -1,14 +1,10 @@
 package snodo
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,56 +13,6 @@ import (
 
 	"github.com/snodo/snodo/test/testutil"
 )
-
-// dialTest starts the test server with flags and closes the client when
-// the test ends.
-func dialTest(t *testing.T, flags []string, opts ...Option) *Client {
-	t.Helper()
-	cmd, args := testutil.Server(t, flags...)
-	c, err := Connect(t.Context(), cmd, args, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { closeAndWait(t, c) })
-	return c
-}
-
-// closeAndWait closes c and waits for the server to exit, so that no
-// reader goroutine outlives the test.
-func closeAndWait(t *testing.T, c *Client) {
-	t.Helper()
-	_ = c.Close()
-	select {
-	case <-c.Done():
-	case <-time.After(20 * time.Second):
-		t.Errorf("server still running 20 s after Close")
-	}
-}
-
-type seenRequest struct {
-	Method string          `json:"method"`
-	ID     json.RawMessage `json:"id"`
-	Params json.RawMessage `json:"params"`
-}
-
-// seen asks the test server which requests of method it received.
-func seen(t *testing.T, c *Client, method string) []seenRequest {
-	t.Helper()
-	raw, err := c.Request(t.Context(), "test/requests", map[string]string{"method": method})
-	require.NoError(t, err)
-	var res struct {
-		Requests []seenRequest `json:"requests"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &res))
-	return res.Requests
-}
-
-func metaOf(t *testing.T, params json.RawMessage) map[string]json.RawMessage {
-	t.Helper()
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	require.NoError(t, json.Unmarshal(params, &p))
-	return p.Meta
-}
 
 var testCaps = ClientCapabilities{Elicitation: &ElicitationCapability{Form: true}, Roots: &RootsCapability{ListChanged: true}}
 
@@ -214,18 +160,19 @@ func TestPingByEra(t *testing.T) {
 // The fallback must not be keyed to one error code: each of these probe
 // answers leads to initialize, and the version the server picks is kept.
 func TestFallbackOnAnyNonModernError(t *testing.T) {
-	for _, tc := range []struct{ answer, version string }{
-		{"-32601", "2025-11-25"},
-		{"-32602", "2025-06-18"},
-		{"-32600", "2025-03-26"},
-		{"4242", "2024-11-05"},
-		{"garbage-result", "2025-11-25"},
+	for _, tc := range []struct {
+		name    string
+		flags   []string
+		version string
+	}{
+		{"-32601", nil, "2025-11-25"}, // the legacy era's own answer
+		{"-32602", []string{"-discover-error", "-32602"}, "2025-06-18"},
+		{"-32600", []string{"-discover-error", "-32600"}, "2025-03-26"},
+		{"4242", []string{"-discover-error", "4242"}, "2024-11-05"},
+		{"not-a-DiscoverResult", []string{"-discover-junk"}, "2025-11-25"},
 	} {
-		t.Run(tc.answer, func(t *testing.T) {
-			c, err := Connect(t.Context(), os.Args[0], []string{"-test.run=^TestHelperFakeServer$"},
-				WithEnv("SNODO_FAKE_SERVER", tc.answer+" "+tc.version))
-			require.NoError(t, err)
-			t.Cleanup(func() { closeAndWait(t, c) })
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialTest(t, append(tc.flags, "-era", "legacy", "-initialize-version", tc.version))
 			assert.Equal(t, EraLegacy, c.Era())
 			assert.Equal(t, tc.version, c.ProtocolVersion())
 		})
@@ -233,43 +180,10 @@ func TestFallbackOnAnyNonModernError(t *testing.T) {
 }
 
 func TestConnectRejectsUnknownLegacyVersion(t *testing.T) {
-	_, err := Connect(t.Context(), os.Args[0], []string{"-test.run=^TestHelperFakeServer$"},
-		WithEnv("SNODO_FAKE_SERVER", "-32601 2023-01-01"))
+	cmd, args := testutil.Server(t, "-era", "legacy", "-initialize-version", "2023-01-01")
+	_, err := Connect(t.Context(), cmd, args)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "2023-01-01")
-}
-
-// TestHelperFakeServer is not a test: run as a child process with
-// SNODO_FAKE_SERVER="<discover answer> <initialize version>", it answers
-// server/discover with that error code ("garbage-result": a result that
-// is no DiscoverResult) and initialize with that version.
-func TestHelperFakeServer(t *testing.T) {
-	spec := os.Getenv("SNODO_FAKE_SERVER")
-	if spec == "" {
-		return // run directly: nothing to do
-	}
-	answer, version, _ := strings.Cut(spec, " ")
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(in.Bytes(), &msg) != nil || msg.ID == nil {
-			continue
-		}
-		switch {
-		case msg.Method == "server/discover" && answer == "garbage-result":
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"hello":"world"}}`+"\n", msg.ID)
-		case msg.Method == "server/discover":
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%s,"message":"no"}}`+"\n", msg.ID, answer)
-		case msg.Method == "initialize":
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{},"serverInfo":{"name":"fake","version":"0"}}}`+"\n", msg.ID, version)
-		default:
-			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{}}`+"\n", msg.ID)
-		}
-	}
-	os.Exit(0)
 }
 
 func TestConnectFailsWhenOwnerIsDone(t *testing.T) {

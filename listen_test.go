@@ -1,38 +1,16 @@
 package snodo
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/snodo/snodo/test/testutil"
 )
 
-// connectTest connects to the test server and closes the client when the
-// test ends.
-func connectTest(t *testing.T, flags ...string) *Client {
-	t.Helper()
-	cmd, args := testutil.Server(t, flags...)
-	c, err := Connect(context.Background(), cmd, args)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		c.Close()
-		select {
-		case <-c.Done():
-		case <-time.After(20 * time.Second):
-			t.Errorf("client not done 20 s after Close")
-		}
-	})
-	return c
-}
-
 func TestListenEndToEnd(t *testing.T) {
-	c := connectTest(t)
+	c := dialTest(t, nil)
 	sub, err := c.Listen(t.Context(), Filter{ToolsListChanged: true, PromptsListChanged: true})
 	require.NoError(t, err)
 	defer sub.Close()
@@ -66,7 +44,7 @@ func TestListenEndToEnd(t *testing.T) {
 }
 
 func TestListenToAnActor(t *testing.T) {
-	c := connectTest(t)
+	c := dialTest(t, nil)
 	got := make(chan any, 10)
 	sys := c.conn.System()
 	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
@@ -87,13 +65,13 @@ func TestListenToAnActor(t *testing.T) {
 }
 
 func TestListenOnALegacyServer(t *testing.T) {
-	c := connectTest(t, "-era", "legacy")
+	c := dialTest(t, []string{"-era", "legacy"})
 	_, err := c.Listen(t.Context(), Filter{ToolsListChanged: true})
 	require.ErrorIs(t, err, ErrListenUnsupported)
 }
 
 func TestListenOptionsValidate(t *testing.T) {
-	c := connectTest(t)
+	c := dialTest(t, nil)
 	_, err := c.Listen(t.Context(), Filter{}, MaxQueuedEvents(0))
 	assert.ErrorContains(t, err, "MaxQueuedEvents")
 	_, err = c.Listen(t.Context(), Filter{}, ListenTo(nil))

@@ -1,4 +1,4 @@
-package snodo_test
+package snodo
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/test/testutil"
 )
 
 // Integration tests against MCP servers nobody here wrote (plus our own
@@ -75,7 +75,7 @@ func (a *answers) saw(method string) bool {
 }
 
 // handler answers sampling, elicitation and roots like a user would.
-func (a *answers) handler(_ context.Context, req *snodo.ServerRequest) (any, error) {
+func (a *answers) handler(_ context.Context, req *ServerRequest) (any, error) {
 	a.mu.Lock()
 	a.methods = append(a.methods, req.Method)
 	a.mu.Unlock()
@@ -89,40 +89,33 @@ func (a *answers) handler(_ context.Context, req *snodo.ServerRequest) (any, err
 	case "roots/list":
 		return map[string]any{"roots": []map[string]string{{"uri": "file:///work", "name": "work"}}}, nil
 	}
-	return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: "not handled: " + req.Method}
+	return nil, &Error{Code: CodeMethodNotFound, Message: "not handled: " + req.Method}
 }
 
-var allCaps = snodo.ClientCapabilities{
-	Sampling:    &snodo.SamplingCapability{},
-	Elicitation: &snodo.ElicitationCapability{Form: true},
-	Roots:       &snodo.RootsCapability{ListChanged: true},
+var allCaps = ClientCapabilities{
+	Sampling:    &SamplingCapability{},
+	Elicitation: &ElicitationCapability{Form: true},
+	Roots:       &RootsCapability{ListChanged: true},
 }
 
 // dialPeer connects to p, answering server requests with a, and closes
 // the client and waits for the process to exit when the test ends.
-func dialPeer(t *testing.T, p peer, a *answers, opts ...snodo.Option) *snodo.Client {
+func dialPeer(t *testing.T, p peer, a *answers, opts ...Option) *Client {
 	t.Helper()
-	opts = append([]snodo.Option{
-		snodo.WithClientInfo("snodo-peers-test", "1.0.0"),
-		snodo.WithClientCapabilities(allCaps),
-		snodo.WithServerRequestHandler(a.handler),
-		snodo.WithTimeout(30 * time.Second),
-		snodo.WithShutdownGrace(10 * time.Second),
+	opts = append([]Option{
+		WithClientInfo("snodo-peers-test", "1.0.0"),
+		WithClientCapabilities(allCaps),
+		WithServerRequestHandler(a.handler),
+		WithTimeout(30 * time.Second),
+		WithShutdownGrace(10 * time.Second),
 	}, opts...)
-	c, err := snodo.Connect(t.Context(), p.command, p.args, opts...)
+	c, err := Connect(t.Context(), p.command, p.args, opts...)
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = c.Close()
-		select {
-		case <-c.Done():
-		case <-time.After(30 * time.Second):
-			t.Errorf("%s still running 30 s after Close", p.command)
-		}
-	})
+	testutil.CloseAtEnd(t, c)
 	return c
 }
 
-func toolNames(t *testing.T, c *snodo.Client) []string {
+func toolNames(t *testing.T, c *Client) []string {
 	t.Helper()
 	tools, err := c.ListTools(t.Context())
 	require.NoError(t, err)
@@ -135,22 +128,22 @@ func toolNames(t *testing.T, c *snodo.Client) []string {
 
 // assertRemovedInModern checks that ping and logging/setLevel are gone
 // from a modern server while Ping and SetLoggingLevel still work.
-func assertRemovedInModern(t *testing.T, c *snodo.Client) {
+func assertRemovedInModern(t *testing.T, c *Client) {
 	t.Helper()
 	for _, method := range []string{"ping", "logging/setLevel"} {
 		_, err := c.Request(t.Context(), method, map[string]string{"level": "info"})
-		var e *snodo.Error
+		var e *Error
 		require.ErrorAs(t, err, &e, method)
-		assert.Equal(t, snodo.CodeMethodNotFound, e.Code, method)
+		assert.Equal(t, CodeMethodNotFound, e.Code, method)
 	}
 	require.NoError(t, c.Ping(t.Context()))
-	require.NoError(t, c.SetLoggingLevel(t.Context(), snodo.LogInfo))
+	require.NoError(t, c.SetLoggingLevel(t.Context(), LogInfo))
 }
 
 func TestGoSDKServerModern(t *testing.T) {
 	a := &answers{}
 	c := dialPeer(t, goEverything(t), a)
-	require.Equal(t, snodo.EraModern, c.Era(), "the Go SDK server answers a probe that carries the full _meta")
+	require.Equal(t, EraModern, c.Era(), "the Go SDK server answers a probe that carries the full _meta")
 	assert.Equal(t, "2026-07-28", c.ProtocolVersion())
 	assert.Equal(t, "mcp-conformance-test-server", c.ServerInfo().Name)
 	assert.Contains(t, toolNames(t, c), "test_simple_text")
@@ -160,9 +153,9 @@ func TestGoSDKServerModern(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, res.Text())
 
-	var updates []snodo.Progress
+	var updates []Progress
 	_, err = c.CallTool(t.Context(), "test_tool_with_progress", nil,
-		snodo.OnProgress(func(p snodo.Progress) { updates = append(updates, p) }))
+		OnProgress(func(p Progress) { updates = append(updates, p) }))
 	require.NoError(t, err)
 	assert.Len(t, updates, 3)
 
@@ -191,11 +184,11 @@ func TestGoSDKServerModern(t *testing.T) {
 
 func TestGoSDKServerLegacy(t *testing.T) {
 	a := &answers{}
-	c := dialPeer(t, goEverything(t), a, snodo.WithEra(snodo.EraLegacy))
-	require.Equal(t, snodo.EraLegacy, c.Era())
+	c := dialPeer(t, goEverything(t), a, WithEra(EraLegacy))
+	require.Equal(t, EraLegacy, c.Era())
 	assert.Equal(t, "2025-11-25", c.ProtocolVersion())
 	require.NoError(t, c.Ping(t.Context()))
-	require.NoError(t, c.SetLoggingLevel(t.Context(), snodo.LogDebug))
+	require.NoError(t, c.SetLoggingLevel(t.Context(), LogDebug))
 
 	// Pushed sampling and elicitation requests go to the same handler.
 	res, err := c.CallTool(t.Context(), "test_sampling", map[string]string{"prompt": "2+2?"})
@@ -212,23 +205,23 @@ func TestGoSDKServerLegacy(t *testing.T) {
 func TestTypeScriptEverythingServerLegacy(t *testing.T) {
 	a := &answers{}
 	c := dialPeer(t, tsEverything(t), a)
-	require.Equal(t, snodo.EraLegacy, c.Era())
+	require.Equal(t, EraLegacy, c.Era())
 	assert.Contains(t, []string{"2025-11-25", "2025-06-18"}, c.ProtocolVersion())
 
 	// The capability-gated tools arrive after initialized, announced by
 	// tools/list_changed notifications mixed with the first responses.
 	require.Eventually(t, func() bool {
 		tools, err := c.ListTools(t.Context())
-		return err == nil && slices.ContainsFunc(tools, func(tool snodo.Tool) bool { return tool.Name == "trigger-sampling-request" })
+		return err == nil && slices.ContainsFunc(tools, func(tool Tool) bool { return tool.Name == "trigger-sampling-request" })
 	}, 10*time.Second, 50*time.Millisecond, "sampling tool offered to a client that declared sampling")
 
 	res, err := c.CallTool(t.Context(), "echo", map[string]string{"message": "hi"})
 	require.NoError(t, err)
 	assert.Contains(t, res.Text(), "hi")
 
-	var updates []snodo.Progress
+	var updates []Progress
 	_, err = c.CallTool(t.Context(), "trigger-long-running-operation", map[string]int{"duration": 1, "steps": 3},
-		snodo.OnProgress(func(p snodo.Progress) { updates = append(updates, p) }))
+		OnProgress(func(p Progress) { updates = append(updates, p) }))
 	require.NoError(t, err)
 	assert.Len(t, updates, 3)
 
@@ -238,7 +231,7 @@ func TestTypeScriptEverythingServerLegacy(t *testing.T) {
 	assert.Contains(t, res.Text(), "four")
 	assert.True(t, a.saw("sampling/createMessage"))
 
-	require.NoError(t, c.SetLoggingLevel(t.Context(), snodo.LogInfo))
+	require.NoError(t, c.SetLoggingLevel(t.Context(), LogInfo))
 	require.NoError(t, c.Ping(t.Context()))
 
 	// ~350 ms after initialized the server asks for the roots; the
@@ -252,7 +245,7 @@ func TestTypeScriptEverythingServerLegacy(t *testing.T) {
 func TestTypeScriptSDKv2ServerModern(t *testing.T) {
 	a := &answers{}
 	c := dialPeer(t, tsModern(t), a)
-	require.Equal(t, snodo.EraModern, c.Era(), "the v2 server picks its era from the first message: the probe")
+	require.Equal(t, EraModern, c.Era(), "the v2 server picks its era from the first message: the probe")
 	assert.Equal(t, "snodo-ts-modern", c.ServerInfo().Name)
 	assert.Equal(t, "modern-only test peer", c.Instructions())
 	assert.Subset(t, toolNames(t, c), []string{"greet", "count", "ask_name", "ask_model"})
@@ -262,9 +255,9 @@ func TestTypeScriptSDKv2ServerModern(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Hello, Ada!", res.Text())
 
-	var updates []snodo.Progress
+	var updates []Progress
 	_, err = c.CallTool(t.Context(), "count", map[string]int{"steps": 4},
-		snodo.OnProgress(func(p snodo.Progress) { updates = append(updates, p) }))
+		OnProgress(func(p Progress) { updates = append(updates, p) }))
 	require.NoError(t, err)
 	assert.Len(t, updates, 4)
 
@@ -279,9 +272,9 @@ func TestTypeScriptSDKv2ServerModern(t *testing.T) {
 // expectToolsListChanged listens for tools/list_changed, runs trigger and
 // waits for the event. Closing the subscription does not wait for an
 // answer (the TypeScript SDK v2 never answers a cancelled listen).
-func expectToolsListChanged(t *testing.T, c *snodo.Client, trigger func()) {
+func expectToolsListChanged(t *testing.T, c *Client, trigger func()) {
 	t.Helper()
-	sub, err := c.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
+	sub, err := c.Listen(t.Context(), Filter{ToolsListChanged: true})
 	require.NoError(t, err)
 	defer sub.Close()
 	assert.True(t, sub.Acknowledged().ToolsListChanged)

@@ -15,24 +15,14 @@ import (
 
 func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
 
-// start connects to the test server with flags and registers a cleanup
-// that closes the connection and checks the process was reaped.
+// start starts the test server with flags on a connection configured by
+// cfg, closed (and its server checked reaped) when the test ends.
 func start(t *testing.T, cfg Config, flags ...string) *Conn {
 	t.Helper()
-	cfg.Command, cfg.Args = testutil.Server(t, flags...)
-	c, err := Start(context.Background(), cfg)
-	require.NoError(t, err)
-	pid := c.ProcessID()
-	t.Cleanup(func() {
-		c.Close()
-		select {
-		case <-c.Done():
-		case <-time.After(20 * time.Second):
-			t.Errorf("connection not done 20 s after Close")
-		}
-		testutil.AssertReaped(t, pid, 10*time.Second)
-	})
-	return c
+	return testutil.Start(t, func(command string, args []string) (*Conn, error) {
+		cfg.Command, cfg.Args = command, args
+		return Start(context.Background(), cfg)
+	}, flags...)
 }
 
 func mustCall(t *testing.T, c *Conn, method string, params any) json.RawMessage {

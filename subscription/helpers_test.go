@@ -14,24 +14,14 @@ import (
 
 func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
 
-// startConn connects to the test server and closes the connection (and
-// checks the server was reaped) when the test ends.
+// startConn starts the test server with flags on a connection configured
+// by cfg, closed (and its server checked reaped) when the test ends.
 func startConn(t testing.TB, cfg connection.Config, flags ...string) *connection.Conn {
 	t.Helper()
-	cfg.Command, cfg.Args = testutil.Server(t, flags...)
-	c, err := connection.Start(context.Background(), cfg)
-	require.NoError(t, err)
-	pid := c.ProcessID()
-	t.Cleanup(func() {
-		c.Close()
-		select {
-		case <-c.Done():
-		case <-time.After(20 * time.Second):
-			t.Errorf("connection not done 20 s after Close")
-		}
-		testutil.AssertReaped(t, pid, 10*time.Second)
-	})
-	return c
+	return testutil.Start(t, func(command string, args []string) (*connection.Conn, error) {
+		cfg.Command, cfg.Args = command, args
+		return connection.Start(context.Background(), cfg)
+	}, flags...)
 }
 
 // listenParams is a modern subscriptions/listen params object: it carries

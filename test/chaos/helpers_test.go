@@ -9,8 +9,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,7 +32,7 @@ type rig struct {
 	pid    int
 	fds    int
 	stderr *syncBuffer
-	logs   *logRecorder
+	logs   *testutil.LogRecorder
 }
 
 // dial starts the test server with flags on a connection whose stderr and
@@ -43,14 +41,14 @@ type rig struct {
 func dial(t *testing.T, cfg connection.Config, flags ...string) *rig {
 	t.Helper()
 	testutil.ServerPath(t) // build first: the build is not part of the count
-	r := &rig{t: t, stderr: &syncBuffer{}, logs: &logRecorder{}}
+	r := &rig{t: t, stderr: &syncBuffer{}, logs: &testutil.LogRecorder{}}
 	r.fds = testutil.OpenFDs()
 	cfg.Command, cfg.Args = testutil.Server(t, flags...)
 	if cfg.Stderr == nil {
 		cfg.Stderr = r.stderr
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(r.logs)
+		cfg.Logger = r.logs.Logger()
 	}
 	c, err := connection.Start(context.Background(), cfg)
 	if err != nil {
@@ -174,37 +172,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// logRecorder keeps log records as text for assertions.
-type logRecorder struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logRecorder) Handle(_ context.Context, rec slog.Record) error {
-	var b strings.Builder
-	b.WriteString(rec.Message)
-	rec.Attrs(func(a slog.Attr) bool { b.WriteString(" " + a.String()); return true })
-	l.mu.Lock()
-	l.msgs = append(l.msgs, b.String())
-	l.mu.Unlock()
-	return nil
-}
-func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
-
-func (l *logRecorder) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, m := range l.msgs {
-		if strings.Contains(m, substr) {
-			n++
-		}
-	}
-	return n
 }
 
 // blockingWriter blocks every Write until released.

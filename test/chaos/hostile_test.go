@@ -35,7 +35,7 @@ func TestGarbageAndHalfWrittenLines(t *testing.T) {
 			t.Errorf("caller %d: %s, %v", a.caller, a.result, a.err)
 		}
 	}
-	if n := r.logs.count("is not JSON-RPC"); n < 3*6 {
+	if n := r.logs.Count("is not JSON-RPC"); n < 3*6 {
 		t.Errorf("%d garbage lines logged, want at least %d", n, 3*6)
 	}
 	if err := r.c.Err(); err != nil {
@@ -68,7 +68,7 @@ func TestDuplicateAndUnsolicitedResponses(t *testing.T) {
 			t.Errorf("slow caller %d: %s, %v", a.caller, a.result, a.err)
 		}
 	}
-	if n := r.logs.count("ignored a response to no request in flight"); n != 2*10+2 {
+	if n := r.logs.Count("ignored a response to no request in flight"); n != 2*10+2 {
 		t.Errorf("%d ignored responses logged, want %d", n, 2*10+2)
 	}
 	if n := r.c.InFlight(); n != 0 {
@@ -124,7 +124,7 @@ func TestOneGiBLineKeepsTheHeapFlat(t *testing.T) {
 		t.Errorf("overlong caller got %s, %v; want the local -32001", a.result, a.err)
 	}
 	testutil.Eventually(t, func() bool {
-		return r.logs.count(fmt.Sprintf("discarded an overlong line from the server; the request it answered will time out bytes=%d", size)) == 1
+		return r.logs.Count(fmt.Sprintf("discarded an overlong line from the server; the request it answered will time out bytes=%d", size)) == 1
 	}, 60*time.Second, "the whole line discarded")
 	close(stop)
 	grew := int64(<-peak) - int64(base)
@@ -234,7 +234,7 @@ func TestServerRequestFloodIsBounded(t *testing.T) {
 		&connection.CallOptions{Timeout: time.Minute})
 	testutil.Eventually(t, func() bool { return running.Load() == bound }, 10*time.Second, "handlers at the bound")
 	testutil.Eventually(t, func() bool {
-		return r.logs.count("came over the bound of handlers running at once") == flood-bound
+		return r.logs.Count("came over the bound of handlers running at once") == flood-bound
 	}, 20*time.Second, "the requests over the bound rejected")
 	close(release)
 	a := srv.collect(t, 30*time.Second)[0]

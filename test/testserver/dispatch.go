@@ -131,6 +131,12 @@ func (s *server) dispatch(req *request) (any, *rpcError) {
 		if s.cfg.silentDiscover {
 			return noAnswer, nil
 		}
+		if s.cfg.discoverError != 0 {
+			return nil, &rpcError{Code: s.cfg.discoverError, Message: "no"}
+		}
+		if s.cfg.discoverJunk {
+			return obj{"hello": "world"}, nil
+		}
 		if !s.allowsModern() {
 			return nil, errMethodNotFound(req.method)
 		}
@@ -200,6 +206,9 @@ func (s *server) initialize(req *request) (any, *rpcError) {
 	version := "2025-11-25"
 	if legacyVersions[p.ProtocolVersion] {
 		version = p.ProtocolVersion
+	}
+	if s.cfg.initVersion != "" {
+		version = s.cfg.initVersion
 	}
 	return obj{
 		"protocolVersion": version,

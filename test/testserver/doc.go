@@ -23,6 +23,10 @@
 //	-state-file PATH          with -exit-on-discover: the first run creates PATH
 //	                          before exiting; if PATH exists, act as -era legacy
 //	-silent-discover          never answer server/discover
+//	-discover-error CODE      answer server/discover with error CODE (any era)
+//	-discover-junk            answer server/discover with {"hello":"world"}, a
+//	                          result that is no DiscoverResult (any era)
+//	-initialize-version V     answer initialize with version V, whatever was asked
 //	-ignore-eof               keep running after stdin EOF
 //	-ignore-sigterm           ignore SIGTERM for the whole life of the process
 //	-grandchild               spawn "sleep 3600" (same process group) and print

@@ -1,0 +1,52 @@
+package testutil
+
+import (
+	"testing"
+	"time"
+)
+
+// Conn is what a started connection (connection.Conn) or client
+// (snodo.Client) offers a test's end.
+type Conn interface {
+	Close() error
+	Done() <-chan struct{}
+}
+
+// Start is the one way tests start the test server: start is called with
+// its command line (flags: see test/testserver) and, when the test ends,
+// what it returned is closed as CloseAtEnd says.
+func Start[C Conn](tb testing.TB, start func(command string, args []string) (C, error), flags ...string) C {
+	tb.Helper()
+	command, args := Server(tb, flags...)
+	c, err := start(command, args)
+	if err != nil {
+		tb.Fatalf("starting the test server %v: %v", flags, err)
+	}
+	CloseAtEnd(tb, c)
+	return c
+}
+
+// CloseAtEnd closes c when the test ends, waits (30 s at most) for Done,
+// and checks that the server process was reaped when c tells its id
+// (ProcessID or ServerPID).
+func CloseAtEnd(tb testing.TB, c Conn) {
+	tb.Helper()
+	pid := 0
+	switch p := c.(type) {
+	case interface{ ProcessID() int }:
+		pid = p.ProcessID()
+	case interface{ ServerPID() int }:
+		pid = p.ServerPID()
+	}
+	tb.Cleanup(func() {
+		_ = c.Close()
+		select {
+		case <-c.Done():
+		case <-time.After(30 * time.Second):
+			tb.Errorf("server still running 30 s after Close")
+		}
+		if pid > 0 {
+			AssertReaped(tb, pid, 10*time.Second)
+		}
+	})
+}
