@@ -3,10 +3,13 @@ package bench_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,4 +124,70 @@ func BenchmarkSnodoRequest(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkRequestFast is the transport alone against the fast server
+// (benchserver -fast): snodo's Client.Request and the minimal client's raw
+// request, params encoded beforehand, at 1 and 64 in flight. Besides
+// ns/op it reports cpu-ns/op, the test process's user+system CPU time per
+// call, which holds on a busy machine; compare interleaved runs with
+// benchstat:
+//
+//	go test -run '^$' -bench RequestFast -count 10 -benchmem | benchstat -
+func BenchmarkRequestFast(b *testing.B) {
+	for _, era := range eras {
+		for _, name := range []string{"snodo", "minimal"} {
+			for _, inFlight := range []int{1, 64} {
+				b.Run(fmt.Sprintf("era=%s/client=%s/inflight=%d", era, name, inFlight), func(b *testing.B) {
+					c, err := clients.Connect(context.Background(), name, clients.Options{Command: serverBin, Args: []string{"-fast"}, Era: era})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer c.Close()
+					r := c.(clients.Requester)
+					params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"}}`)
+					call := func() error {
+						_, err := r.Request(context.Background(), "tools/call", params)
+						return err
+					}
+					for range 1000 { // warm up
+						if err := call(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportAllocs()
+					cpu0 := cpuTime()
+					b.ResetTimer()
+					if inFlight == 1 {
+						for i := 0; i < b.N; i++ {
+							if err := call(); err != nil {
+								b.Fatal(err)
+							}
+						}
+					} else {
+						b.SetParallelism((inFlight + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+						b.RunParallel(func(pb *testing.PB) {
+							for pb.Next() {
+								if err := call(); err != nil {
+									b.Error(err)
+									return
+								}
+							}
+						})
+					}
+					b.StopTimer()
+					b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+				})
+			}
+		}
+	}
+}
+
+// cpuTime is the user plus system CPU time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -42,6 +42,13 @@ type Client interface {
 	Close() error
 }
 
+// Requester is a client that also sends a request with params encoded
+// beforehand and hands back the raw result: its transport without a typed
+// layer. In the modern era it adds the era's _meta to params itself.
+type Requester interface {
+	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+}
+
 // Connector connects a client.
 type Connector func(ctx context.Context, o Options) (Client, error)
 

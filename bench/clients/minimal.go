@@ -2,6 +2,7 @@ package clients
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,14 +13,16 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/snodo/snodo/bench/internal/wire"
 	"github.com/snodo/snodo/bench/server"
 )
 
 func init() { register("minimal", connectMinimal) }
 
 // minimal is the ceiling: the least a correct multiplexing client does —
-// one writer (a mutex and a buffered writer), one reader, a map of
-// channels — with the same job as the others: the era's handshake, _meta
+// one writer (a mutex and a buffered writer, flushed by each request),
+// one reader that finds each line's top-level members without decoding
+// or checking them (package wire), a map of channels — with the same job as the others: the era's handshake, _meta
 // on every modern request, decoding the tool result, answering
 // elicitations and completing input_required rounds.
 type minimal struct {
@@ -39,14 +42,6 @@ type minimal struct {
 type reply struct {
 	result json.RawMessage
 	err    json.RawMessage
-}
-
-// incoming is what the reader decodes from each line.
-type incoming struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
 }
 
 type toolResult struct {
@@ -106,34 +101,31 @@ func (m *minimal) read(out io.Reader) {
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64<<10), server.BigLineBytes+1)
 	for sc.Scan() {
-		var msg incoming
-		if json.Unmarshal(sc.Bytes(), &msg) != nil {
-			continue
-		}
+		msg := wire.Top(sc.Bytes())
 		switch {
-		case msg.Method == "":
-			id, err := strconv.ParseInt(string(msg.ID), 10, 64)
-			if err != nil {
+		case msg.Method == nil && msg.ID != nil:
+			id, ok := wire.Int(msg.ID)
+			if !ok {
 				continue
 			}
 			m.mu.Lock()
 			ch := m.waiting[id]
 			delete(m.waiting, id)
 			m.mu.Unlock()
-			if ch != nil {
-				ch <- reply{msg.Result, msg.Error}
+			if ch != nil { // the scanner reuses its buffer: copy what is kept
+				ch <- reply{bytes.Clone(msg.Result), bytes.Clone(msg.Error)}
 			}
 		case msg.ID != nil: // a server request: only elicitation is declared
 			line := `{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":{"action":"decline"}}` + "\n"
-			if msg.Method != "elicitation/create" {
+			if string(msg.Method) != "elicitation/create" {
 				line = `{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"error":{"code":-32601,"message":"method not found"}}` + "\n"
 			}
 			m.write(line) //nolint:errcheck
-		case msg.Method == "notifications/tools/list_changed":
+		case string(msg.Method) == "notifications/tools/list_changed":
 			if m.onEvent != nil {
 				m.onEvent()
 			}
-		case msg.Method == "notifications/subscriptions/acknowledged":
+		case string(msg.Method) == "notifications/subscriptions/acknowledged":
 			m.acked <- struct{}{}
 		}
 	}
@@ -153,9 +145,21 @@ func (m *minimal) write(line string) error {
 	return m.w.Flush()
 }
 
+// Request sends method with params (a JSON object), the era's _meta
+// spliced in as the line is written, and returns the raw result.
+func (m *minimal) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return m.send(ctx, method, "", params)
+}
+
 // request sends method with params (a JSON object, already carrying _meta
 // when the era needs it) and waits for the answer.
 func (m *minimal) request(ctx context.Context, method, params string) (json.RawMessage, error) {
+	return m.send(ctx, method, params, nil)
+}
+
+// send writes the request line with params, or with raw plus the era's
+// _meta when params is empty, and waits for the answer.
+func (m *minimal) send(ctx context.Context, method, params string, raw []byte) (json.RawMessage, error) {
 	id := m.nextID.Add(1)
 	ch := make(chan reply, 1)
 	m.mu.Lock()
@@ -169,7 +173,16 @@ func (m *minimal) request(ctx context.Context, method, params string) (json.RawM
 	m.w.WriteString(`,"method":"`)
 	m.w.WriteString(method)
 	m.w.WriteString(`","params":`)
-	m.w.WriteString(params)
+	if raw != nil && m.meta != "" && len(raw) > 2 && raw[len(raw)-1] == '}' {
+		m.w.Write(raw[:len(raw)-1])
+		m.w.WriteString(",")
+		m.w.WriteString(m.meta)
+		m.w.WriteString("}")
+	} else if raw != nil {
+		m.w.Write(raw)
+	} else {
+		m.w.WriteString(params)
+	}
 	m.w.WriteString("}\n")
 	err := m.w.Flush()
 	m.mu.Unlock()

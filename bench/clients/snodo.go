@@ -70,6 +70,11 @@ func (s *snodoClient) Call(ctx context.Context, tool string, args json.RawMessag
 	return res.Content[0].Text, nil
 }
 
+// Request is Client.Request with the params already encoded.
+func (s *snodoClient) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return s.c.Request(ctx, method, params)
+}
+
 func (s *snodoClient) Close() error {
 	if s.sub != nil {
 		s.sub.Close()

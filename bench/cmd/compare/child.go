@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/snodo/snodo/bench/clients"
@@ -28,16 +30,24 @@ type job struct {
 	Server  string        `json:"server"`
 	Dur     time.Duration `json:"dur"`   // per throughput phase
 	Count   int           `json:"count"` // big calls, connect cycles, events, idle connections
+	// Fast runs the server that is never the bottleneck (benchserver -fast).
+	Fast bool `json:"fast,omitempty"`
+	// Raw calls through clients.Requester (params encoded beforehand, the
+	// result left raw) instead of the typed Call.
+	Raw bool `json:"raw,omitempty"`
 }
 
 // Measurements, each a child process.
 const (
-	mCalls   = "calls"   // calls/s at 1 and 64 in flight, latency, allocs, peak RSS
-	mBig     = "big"     // 16 MiB responses: MB/s and RSS growth
-	mConnect = "connect" // connect + first call + close
-	mIdle    = "idle"    // heap and goroutines of idle connections
-	mAsk     = "ask"     // server-request round trips/s
-	mSubs    = "subs"    // subscription events/s
+	mCalls = "calls" // calls/s at 1 and 64 in flight, CPU per call, latency, allocs, peak RSS
+	// mCallsFast is mCalls against the fast server; a job says so with
+	// Fast (its Measure is mCalls).
+	mCallsFast = "calls-fast"
+	mBig       = "big"     // 16 MiB responses: MB/s and RSS growth
+	mConnect   = "connect" // connect + first call + close
+	mIdle      = "idle"    // heap and goroutines of idle connections
+	mAsk       = "ask"     // server-request round trips/s
+	mSubs      = "subs"    // subscription events/s
 )
 
 var echoArgs = json.RawMessage(`{"text":"hello"}`)
@@ -111,7 +121,11 @@ func fatal(err error) {
 func connect(j job, onEvent func()) (clients.Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return clients.Connect(ctx, j.Client, clients.Options{Command: j.Server, Era: j.Era, OnEvent: onEvent})
+	var args []string
+	if j.Fast {
+		args = []string{"-fast"}
+	}
+	return clients.Connect(ctx, j.Client, clients.Options{Command: j.Server, Args: args, Era: j.Era, OnEvent: onEvent})
 }
 
 func callCtx() (context.Context, context.CancelFunc) {
@@ -162,15 +176,43 @@ func (l *latencies) quantile(q float64) float64 {
 	return 0
 }
 
+var (
+	echoParams = json.RawMessage(`{"name":"echo","arguments":{"text":"hello"}}`)
+	hello      = []byte(`"hello"`)
+)
+
+// cpuTime is the user plus system CPU time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func measureCalls(j job) (map[string]float64, error) {
 	c, err := connect(j, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
+	call := func() error { return echo(c) }
+	if j.Raw {
+		r, ok := c.(clients.Requester)
+		if !ok {
+			return nil, fmt.Errorf("n/a: %s has no raw request", j.Client)
+		}
+		call = func() error {
+			res, err := r.Request(context.Background(), "tools/call", echoParams)
+			if err == nil && !bytes.Contains(res, hello) {
+				err = fmt.Errorf("echo answered %s", res)
+			}
+			return err
+		}
+	}
 	// Warm up: buffers grown, code paths paged in.
 	for end := time.Now().Add(j.Dur / 5); time.Now().Before(end); {
-		if err := echo(c); err != nil {
+		if err := call(); err != nil {
 			return nil, err
 		}
 	}
@@ -178,12 +220,13 @@ func measureCalls(j job) (map[string]float64, error) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	cpu0 := cpuTime()
 	start := time.Now()
 	deadline := start.Add(j.Dur)
 	calls := 0
 	for {
 		t0 := time.Now()
-		if err := echo(c); err != nil {
+		if err := call(); err != nil {
 			return nil, err
 		}
 		t1 := time.Now()
@@ -194,9 +237,11 @@ func measureCalls(j job) (map[string]float64, error) {
 		}
 	}
 	elapsed := time.Since(start)
+	cpu1 := cpuTime() - cpu0
 	runtime.ReadMemStats(&after)
 	res := map[string]float64{
 		"calls1":  float64(calls) / elapsed.Seconds(),
+		"cpu1_us": float64(cpu1) / float64(time.Microsecond) / float64(calls),
 		"p50_us":  lat.quantile(0.50),
 		"p99_us":  lat.quantile(0.99),
 		"bytes":   float64(after.TotalAlloc-before.TotalAlloc) / float64(calls),
@@ -209,13 +254,14 @@ func measureCalls(j job) (map[string]float64, error) {
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
+	cpu0 = cpuTime()
 	start = time.Now()
 	deadline = start.Add(j.Dur)
 	for range inFlight {
 		wg.Go(func() {
 			n := int64(0)
 			for time.Now().Before(deadline) {
-				if err := echo(c); err != nil {
+				if err := call(); err != nil {
 					once.Do(func() { firstErr = err })
 					break
 				}
@@ -229,6 +275,7 @@ func measureCalls(j job) (map[string]float64, error) {
 		return nil, firstErr
 	}
 	res["calls64"] = float64(total.Load()) / time.Since(start).Seconds()
+	res["cpu64_us"] = float64(cpuTime()-cpu0) / float64(time.Microsecond) / float64(total.Load())
 	res["peak_rss_kib"] = procStatusKiB("VmHWM")
 	return res, nil
 }

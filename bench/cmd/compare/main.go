@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/snodo/snodo/bench/clients"
@@ -38,6 +39,7 @@ type settings struct {
 	serverBin string
 	loadStart string
 	notesDir  string
+	only      []string // measurements to run; nil: all
 }
 
 func main() {
@@ -47,6 +49,8 @@ func main() {
 	quick := flag.Bool("quick", false, "one short run: a smoke test, not numbers to publish")
 	idle := flag.Int("idle", 1000, "idle connections held at once")
 	notesDir := flag.String("notes", "notes", "directory whose *.md files end the report, verbatim and sorted")
+	only := flag.String("only", "", "comma-separated measurements to run (calls, calls-fast, big, connect, ask, subs, idle); default all")
+	clientList := flag.String("clients", "", "comma-separated clients to run (the ceiling is always run); default all")
 	notesOnly := flag.Bool("notes-only", false, "measure nothing: rewrite the bench/notes tail of -out")
 	flag.Parse()
 	if *child != "" {
@@ -68,6 +72,17 @@ func main() {
 	}
 	s := settings{runs: *runs, dur: time.Second, bigCalls: 8, connects: 15, events: 50000, idle: *idle, idleRuns: 1,
 		clients: clients.Names(), eras: []string{clients.Modern, clients.Legacy}, quick: *quick, notesDir: *notesDir}
+	if *only != "" {
+		s.only = strings.Split(*only, ",")
+	}
+	if *clientList != "" {
+		s.clients = nil
+		for _, c := range clients.Names() {
+			if c == ceiling || slices.Contains(strings.Split(*clientList, ","), c) {
+				s.clients = append(s.clients, c)
+			}
+		}
+	}
 	if s.quick {
 		s.runs, s.dur, s.bigCalls, s.connects, s.events, s.idle = 1, 250*time.Millisecond, 2, 3, 2000, min(*idle, 50)
 	}
@@ -115,20 +130,29 @@ func collect(s settings) *results {
 	if err != nil {
 		fatal(err)
 	}
-	measures := []string{mCalls, mBig, mConnect, mAsk, mSubs, mIdle}
+	measures := []string{mCalls, mCallsFast, mBig, mConnect, mAsk, mSubs, mIdle}
 	for run := range s.runs {
 		for _, m := range measures {
-			if m == mIdle && run >= s.idleRuns {
+			if (m == mIdle && run >= s.idleRuns) || (s.only != nil && !slices.Contains(s.only, m)) {
 				continue
 			}
 			for _, era := range s.eras {
 				// Rotate the order of the clients from run to run so that
 				// drift on the machine does not favour one of them.
 				order := slices.Clone(s.clients)
+				if m == mCalls || m == mCallsFast {
+					order = callRows(s.clients)
+				}
 				k := run % len(order)
 				order = append(order[k:], order[:k]...)
 				for _, c := range order {
 					j := job{Measure: m, Client: c, Era: era, Server: s.serverBin, Dur: s.dur}
+					if m == mCallsFast {
+						j.Measure, j.Fast = mCalls, true
+					}
+					if name, ok := strings.CutSuffix(c, rawSuffix); ok {
+						j.Client, j.Raw = name, true
+					}
 					switch m {
 					case mBig:
 						j.Count = s.bigCalls
@@ -156,6 +180,34 @@ func collect(s settings) *results {
 		}
 	}
 	return r
+}
+
+// rawSuffix marks the rows of the calls tables that call through
+// clients.Requester: snodo's Client.Request and the minimal client's raw
+// request, params encoded beforehand, the result left raw.
+const rawSuffix = " Request"
+
+// rawClients have a raw request (clients.Requester).
+var rawClients = []string{"snodo", ceiling}
+
+// callRows are the rows of a calls table: every client's typed call, then
+// the raw requests, each ceiling last in its group.
+func callRows(names []string) []string {
+	rows := slices.Clone(names)
+	for _, c := range rawClients {
+		if slices.Contains(names, c) {
+			rows = append(rows, c+rawSuffix)
+		}
+	}
+	return rows
+}
+
+// ceilingOf is the row a row's ratios are to.
+func ceilingOf(row string) string {
+	if strings.HasSuffix(row, rawSuffix) {
+		return ceiling + rawSuffix
+	}
+	return ceiling
 }
 
 func runJob(self string, j job) (map[string]float64, error) {

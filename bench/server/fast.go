@@ -1,0 +1,103 @@
+package server
+
+import (
+	"bytes"
+	"io"
+
+	"github.com/snodo/snodo/bench/internal/wire"
+)
+
+// ServeFast is the server that is never the bottleneck: it answers from
+// canned lines, splicing in the request's id. It finds each line's
+// top-level id and method and decodes nothing else; it reads as much as
+// the pipe holds at once and answers everything it read in one write.
+// The era is the handshake's: server/discover makes the tools/call answer
+// carry resultType "complete", initialize leaves it out.
+//
+// It answers server/discover, initialize, ping, tools/list, and tools/call
+// as the echo tool whatever the tool and its arguments ("hello"); other
+// requests get method not found; notifications and responses are ignored.
+// It serves the calls measurement only (no ask, big or emit).
+func ServeFast(r io.Reader, w io.Writer) error {
+	f := &fast{}
+	buf := make([]byte, 256<<10)
+	start, end := 0, 0
+	for {
+		n, err := r.Read(buf[end:])
+		end += n
+		for {
+			i := bytes.IndexByte(buf[start:end], '\n')
+			if i < 0 {
+				break
+			}
+			f.handle(buf[start : start+i])
+			start += i + 1
+		}
+		if len(f.out) > 0 {
+			if _, werr := w.Write(f.out); werr != nil {
+				return werr
+			}
+			f.out = f.out[:0]
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		// Keep the partial line at the front; grow for a long one.
+		end = copy(buf, buf[start:end])
+		start = 0
+		if end == len(buf) {
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+	}
+}
+
+type fast struct {
+	out    []byte
+	modern bool
+}
+
+// Canned answers: the id goes between head and the answer's rest.
+const (
+	fastHead         = `{"jsonrpc":"2.0","id":`
+	fastEchoModern   = `,"result":{"resultType":"complete",` + echoContent + "}}\n"
+	fastEchoLegacy   = `,"result":{` + echoContent + "}}\n"
+	fastEmpty        = `,"result":{}}` + "\n"
+	fastNotFound     = `,"error":{"code":-32601,"message":"method not found (fast bench server)"}}` + "\n"
+	fastDiscoverRest = `,"result":{"resultType":"complete","supportedVersions":["` + modernVersion + `"],"capabilities":` + capabilitiesObj +
+		`,"serverInfo":` + serverInfoJSON + `,"_meta":{"` + metaServerInfo + `":` + serverInfoJSON + `}}}` + "\n"
+	fastInitRest = `,"result":{"protocolVersion":"` + legacyVersion + `","capabilities":` + capabilitiesObj + `,"serverInfo":` + serverInfoJSON + "}}\n"
+	fastTools    = `"tools":[{"name":"echo","inputSchema":{"type":"object"}}]`
+)
+
+func (f *fast) handle(line []byte) {
+	m := wire.Top(line)
+	id, method := m.ID, m.Method
+	if id == nil || method == nil {
+		return // a notification, a response, or not a request at all
+	}
+	var rest string
+	switch string(method) {
+	case "tools/call":
+		if rest = fastEchoLegacy; f.modern {
+			rest = fastEchoModern
+		}
+	case "server/discover":
+		f.modern, rest = true, fastDiscoverRest
+	case "initialize":
+		f.modern, rest = false, fastInitRest
+	case "ping":
+		rest = fastEmpty
+	case "tools/list":
+		if rest = `,"result":{` + fastTools + "}}\n"; f.modern {
+			rest = `,"result":{"resultType":"complete",` + fastTools + "}}\n"
+		}
+	default:
+		rest = fastNotFound
+	}
+	f.out = append(f.out, fastHead...)
+	f.out = append(f.out, id...)
+	f.out = append(f.out, rest...)
+}

@@ -1,0 +1,57 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestServeFast: the canned answers carry the request's id, follow the
+// era of the handshake, and are valid JSON; notifications, responses and
+// lines split across reads are handled.
+func TestServeFast(t *testing.T) {
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"a,b","params":{"name":"echo","arguments":{"method":"x","id":9}},"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":3,"result":{}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{"_meta":{}}}`,
+		` { "id" : 5 , "method" : "tools/call" }`,
+		`{"jsonrpc":"2.0","id":6,"method":"nope"}`,
+	}, "\n") + "\n"
+	var out bytes.Buffer
+	if err := ServeFast(&oneByte{in: []byte(in)}, &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	want := []struct{ id, has string }{
+		{`1`, `"protocolVersion":"2025-11-25"`},
+		{`"a,b"`, `{"content":[{"type":"text","text":"hello"}]}`},
+		{`4`, `"supportedVersions"`},
+		{`5`, `{"resultType":"complete","content":[{"type":"text","text":"hello"}]}`},
+		{`6`, `-32601`},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), out.String())
+	}
+	for i, line := range lines {
+		var m struct{ ID json.RawMessage }
+		if err := json.Unmarshal([]byte(line), &m); err != nil || string(m.ID) != want[i].id || !strings.Contains(line, want[i].has) {
+			t.Errorf("line %d: %s (want id %s and %s; %v)", i, line, want[i].id, want[i].has, err)
+		}
+	}
+}
+
+// oneByte reads one byte at a time: every line arrives split.
+type oneByte struct{ in []byte }
+
+func (o *oneByte) Read(p []byte) (int, error) {
+	if len(o.in) == 0 {
+		return 0, io.EOF
+	}
+	p[0] = o.in[0]
+	o.in = o.in[1:]
+	return 1, nil
+}
