@@ -13,14 +13,18 @@ import (
 )
 
 // ServerRequest is a request the server sent to the client: Method, Params
-// (raw JSON) and the server's ID.
+// (raw JSON) and ID. In the legacy era ID is the server's JSON-RPC id; in
+// the modern era, where the request is one entry of an input_required
+// result's inputRequests, ID is that entry's key as a JSON string (the
+// key "name" gives the ID "\"name\"").
 type ServerRequest = handlers.Request
 
 // ServerRequestHandler answers server-to-client requests. A returned value
 // is marshalled as the result; a returned *Error is sent as that error;
 // any other error, or a panic, is answered with -32603. ctx is cancelled
-// when the server cancels the request or the connection stops, and the
-// answer is then never sent.
+// when the server cancels the request (legacy era), when the call that
+// received the input request stops waiting (modern era: its ctx or its
+// timeout), or when the connection stops; the answer is then never sent.
 type ServerRequestHandler = handlers.Func
 
 // Client is a connection to one MCP server running as a child process.

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
+	"time"
 
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
@@ -110,7 +110,7 @@ func (c *Client) requestWithInput(ctx context.Context, method string, params any
 		delete(retry, "inputResponses")
 		delete(retry, "requestState")
 		if len(ir.InputRequests) > 0 {
-			responses, err := c.fulfil(ctx, method, ir.InputRequests)
+			responses, err := c.fulfil(ctx, method, ir.InputRequests, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -143,54 +143,43 @@ func members(params any) (map[string]any, error) {
 	return out, nil
 }
 
-// fulfil runs the handler for every input request at once and collects
-// the results by key. The first failure fails the call.
-func (c *Client) fulfil(ctx context.Context, method string, reqs map[string]inputRequest) (map[string]json.RawMessage, error) {
+// fulfil answers every input request of one round on the connection's
+// one handler path (child actors under the WithMaxServerRequests bound,
+// in arrival order beyond it; see connection.ServeInputs) and collects
+// the results by key. The call's ctx and its timeout bound the wait; the
+// first failure fails the call.
+func (c *Client) fulfil(ctx context.Context, method string, reqs map[string]inputRequest, opts *connection.CallOptions) (map[string]json.RawMessage, error) {
 	keys := make([]string, 0, len(reqs))
 	for k := range reqs {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	results := make([]json.RawMessage, len(keys))
-	errs := make([]error, len(keys))
-	var wg sync.WaitGroup
+	batch := make([]*ServerRequest, len(keys))
 	for i, key := range keys {
-		wg.Go(func() {
-			results[i], errs[i] = c.answerInput(ctx, key, reqs[key])
-		})
+		id, _ := json.Marshal(key) // the ID of an input request is its key, as a JSON string
+		batch[i] = &ServerRequest{ID: id, Method: reqs[key].Method, Params: reqs[key].Params}
 	}
-	wg.Wait()
+	var timeout time.Duration
+	if opts != nil {
+		timeout = opts.Timeout
+	}
+	results, err := c.conn.ServeInputs(ctx, batch, timeout)
+	if err != nil {
+		var ie *connection.InputError
+		if !errors.As(err, &ie) {
+			return nil, fmt.Errorf("snodo: %s: %w", method, err)
+		}
+		key := keys[ie.Index]
+		cause := ie.Err
+		var e *Error
+		if errors.As(cause, &e) && e.Code == CodeMethodNotFound {
+			cause = fmt.Errorf("%w; answer it in WithServerRequestHandler and declare it in WithClientCapabilities", cause)
+		}
+		return nil, fmt.Errorf("%w: %s asked for %s (key %q): %w", ErrInputRequest, method, reqs[key].Method, key, cause)
+	}
 	out := make(map[string]json.RawMessage, len(keys))
 	for i, key := range keys {
-		if errs[i] != nil {
-			return nil, fmt.Errorf("%w: %s asked for %s (key %q): %w", ErrInputRequest, method, reqs[key].Method, key, errs[i])
-		}
 		out[key] = results[i]
 	}
 	return out, nil
-}
-
-// answerInput runs the server-request handler for one input request,
-// turning a panic into an error.
-func (c *Client) answerInput(ctx context.Context, key string, in inputRequest) (result json.RawMessage, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("the server-request handler panicked: %v", r)
-		}
-	}()
-	id, _ := json.Marshal(key)
-	req := &ServerRequest{ID: id, Method: in.Method, Params: in.Params}
-	res, err := c.mcp.serve(ctx, req)
-	if err != nil {
-		var e *Error
-		if errors.As(err, &e) && e.Code == CodeMethodNotFound {
-			return nil, fmt.Errorf("%w; answer it in WithServerRequestHandler and declare it in WithClientCapabilities", err)
-		}
-		return nil, err
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, fmt.Errorf("the handler's result cannot be marshalled: %w", err)
-	}
-	return b, nil
 }

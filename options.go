@@ -85,15 +85,21 @@ func WithMaxLineBytes(n int) Option {
 
 // WithServerRequestHandler answers requests the server sends to the
 // client (legacy era) and the input requests of multi-round-trip results
-// (modern era). Each runs in its own child actor of the connection.
-// Without it, every server request is answered with -32601.
+// (modern era), on one path: each runs in its own child actor of the
+// connection, under the WithMaxServerRequests bound. In the modern era
+// the request's ID is its key in the result's inputRequests, as a JSON
+// string, and its ctx is cancelled when the call's ctx is done, its
+// timeout expires or the connection stops. Without a handler, every
+// server request is answered with -32601.
 func WithServerRequestHandler(h ServerRequestHandler) Option {
 	return func(c *config) error { c.mcp.handler = h; return nil }
 }
 
-// WithMaxServerRequests bounds the handlers running at once; a server
-// request over the bound is answered with -32603 without running the
-// handler. Default 16.
+// WithMaxServerRequests bounds the handlers running at once, in both
+// eras. A legacy server request over the bound is answered with -32603
+// without running the handler; a modern input request over the bound
+// waits for a slot, in arrival order (at most 4096 wait; the call's ctx,
+// its timeout and Close end the wait). Default 16.
 func WithMaxServerRequests(n int) Option {
 	return func(c *config) error {
 		if n < 1 {

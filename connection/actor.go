@@ -58,6 +58,10 @@ func (a *connActor) Receive(ctx protoactor.Context) {
 		a.c.disp.Dispatch(ctx, msg.req)
 	case *serverCancelMsg:
 		a.c.disp.Cancel(ctx, msg.id)
+	case *inputsMsg:
+		a.c.disp.Inputs(ctx, msg.ins)
+	case *withdrawMsg:
+		a.c.disp.Withdraw(ctx, msg.ins)
 	case *panicMsg:
 		panic("panic requested by a test")
 	case *protoactor.Stopping:

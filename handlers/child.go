@@ -12,15 +12,17 @@ import (
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
-// child is the actor that owns one server request. Its Receive never
-// blocks: the handler runs on a goroutine started in Started, which posts
-// the outcome back. So a stop — the connection's, which stops its
-// children first — is handled at once even while the handler runs.
+// child is the actor that owns one server request or input request. Its
+// Receive never blocks: the handler runs on a goroutine started in
+// Started, which posts the outcome back. So a stop — the connection's,
+// which stops its children first — is handled at once even while the
+// handler runs.
 type child struct {
-	cfg    *Config // the dispatcher's; read-only once dispatching starts
-	req    *Request
-	ctx    context.Context // the handler's; cancelled on server cancel or stop
-	cancel context.CancelFunc
+	cfg     *Config // the dispatcher's; read-only once dispatching starts
+	req     *Request
+	ctx     context.Context // the handler's; cancelled on cancel or stop
+	cancel  context.CancelFunc
+	deliver func(*outcome) // sends the answer: to the server, or to the waiting call
 }
 
 // outcome is the handler's answer, encoded, posted by the handler's
@@ -28,12 +30,14 @@ type child struct {
 // letter, which is expected and not logged.
 type outcome struct {
 	result json.RawMessage
-	err    *jsonrpc.Error
+	err    *jsonrpc.Error // what goes on the wire
+	cause  error          // what the handler returned or why it failed, for a local caller
 }
 
 func (*outcome) IgnoreDeadLetterLogging() {}
 
-// Receive writes the answer unless the request was cancelled, then stops.
+// Receive delivers the answer unless the request was cancelled, then
+// stops.
 func (c *child) Receive(ctx protoactor.Context) {
 	defer func() {
 		// A panic here must not reach the supervisor: its default restart
@@ -49,11 +53,12 @@ func (c *child) Receive(ctx protoactor.Context) {
 	case *protoactor.Started:
 		go c.run(ctx.ActorSystem(), ctx.Self())
 	case *outcome:
-		// ctx.Err is the one flag for "cancelled by the server" and
-		// "the connection is stopping": both cancel it before anything
-		// else, so a cancelled request is never answered.
+		// ctx.Err is the one flag for "cancelled" (by the server, or by
+		// the call waiting for an input request) and "the connection is
+		// stopping": each cancels it before anything else, so a cancelled
+		// request is never answered.
 		if c.ctx.Err() == nil {
-			c.cfg.Respond(c.req.ID, m.result, m.err)
+			c.deliver(m)
 		} else {
 			c.dropped()
 		}
@@ -67,20 +72,24 @@ func (c *child) Receive(ctx protoactor.Context) {
 // cancelled one: the child stopping is what frees the slot. After the
 // connection stopped, the child is gone and the outcome a dead letter.
 func (c *child) run(system *protoactor.ActorSystem, self *protoactor.PID) {
-	system.Root.Send(self, c.call())
+	system.Root.Send(self, call(c.cfg, c.ctx, c.req))
 }
 
-// call runs the handler, turning a panic into -32603.
-func (c *child) call() (out *outcome) {
+// call runs the handler, turning a panic into -32603. It is the one place
+// where a handler runs, whatever the era.
+func call(cfg *Config, ctx context.Context, req *Request) (out *outcome) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.cfg.Logger.Error("snodo: server-request handler panicked; answered -32603",
-				"method", c.req.Method, "id", string(c.req.ID), "panic", r, "stack", string(debug.Stack()))
-			out = &outcome{err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-				Message: "internal error: the client's handler for " + c.req.Method + " panicked"}}
+			cfg.Logger.Error("snodo: server-request handler panicked; answered -32603",
+				"method", req.Method, "id", string(req.ID), "panic", r, "stack", string(debug.Stack()))
+			out = &outcome{
+				err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+					Message: "internal error: the client's handler for " + req.Method + " panicked"},
+				cause: fmt.Errorf("the server-request handler panicked: %v", r),
+			}
 		}
 	}()
-	res, err := c.cfg.Handler(c.ctx, c.req)
+	res, err := cfg.Handler(ctx, req)
 	return encode(res, err)
 }
 
@@ -89,19 +98,21 @@ func (c *child) dropped() {
 		"method", c.req.Method, "id", string(c.req.ID))
 }
 
-// encode turns what a handler returned into the answer to send.
+// encode turns what a handler returned into the answer to send. It is the
+// one place where results are encoded, whatever the era.
 func encode(res any, err error) *outcome {
 	if err != nil {
 		var e *jsonrpc.Error
 		if errors.As(err, &e) && e != nil {
-			return &outcome{err: e}
+			return &outcome{err: e, cause: err}
 		}
-		return &outcome{err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}}
+		return &outcome{err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}, cause: err}
 	}
 	b, merr := json.Marshal(res)
 	if merr != nil {
-		return &outcome{err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("internal error: the client's handler returned a result that cannot be marshalled: %v", merr)}}
+		e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("internal error: the client's handler returned a result that cannot be marshalled: %v", merr)}
+		return &outcome{err: e, cause: fmt.Errorf("the handler's result cannot be marshalled: %w", merr)}
 	}
 	return &outcome{result: b}
 }

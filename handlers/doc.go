@@ -1,9 +1,11 @@
 // Package handlers answers the requests an MCP server sends to its client
 // (sampling/createMessage, roots/list, elicitation/create, ping): one
 // child actor of the connection actor per request, at most Config.Max
-// running at once.
+// running at once. Both eras take this one path: legacy server requests
+// through Dispatcher.Dispatch, and the input requests of modern
+// input_required results through Dispatcher.Inputs.
 //
-// # The life of one server request
+// # The life of one server request (legacy era)
 //
 //	server stdout ─line─► reader goroutine ─*Request─► connection actor: Dispatcher.Dispatch
 //	   id not a string/number ─► -32600 (null id)      ┐
@@ -14,6 +16,21 @@
 //	child Started ─► goroutine: h(ctx, req), panic → -32603, result → JSON
 //	goroutine ─outcome─► child (Root.Send) ─ctx live?─► Respond ─► writer ─► server stdin
 //	child stops itself ─Terminated─► connection actor: Dispatcher.Receive frees the slot
+//
+// # The life of one input request (modern era)
+//
+//	call goroutine: input_required ─[]*Input─► connection actor: Dispatcher.Inputs
+//	   the call's ctx done         ─► skipped                  ┐
+//	   MaxWaiting already waiting  ─► Reply(error) at once      ┘ no handler runs
+//	   a slot free, nobody waiting ─► take a slot, spawn the child (as above)
+//	   otherwise                   ─► wait in line (FIFO) until a child stops
+//	child ─outcome─► Input.Reply ─► the call, which sends the retry
+//
+// The handler's ctx derives from the call's: the call's ctx, its timeout
+// (the call stops waiting and withdraws its inputs) and the connection's
+// stop cancel it. The panic recovery and result encoding (call, encode)
+// are the same for both eras; only the delivery differs — a line to the
+// server, or a reply to the waiting call.
 //
 // Cancellation has one flag, the handler's ctx. The server's
 // notifications/cancelled (Dispatcher.Cancel) and the connection's stop
@@ -36,7 +53,9 @@
 // after its handler returned (or when the connection stops). So at most
 // Max handlers run at once, even when the server cancels requests whose
 // handlers ignore their ctx, and a flood of requests costs one immediate
-// -32603 line each beyond the bound.
+// -32603 line each beyond the bound. Input requests share the same
+// count: over it they wait rather than fail, at most Config.MaxWaiting of
+// them, in the order they arrived.
 //
 // # Answering inside your own actor
 //

@@ -8,12 +8,43 @@ import (
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
-// Request is a request the server sent to the client. A handler may keep
-// it after returning; nothing else refers to it.
+// DefaultMaxWaiting is the number of input requests that may wait for a
+// slot of the bound when Config.MaxWaiting is zero.
+const DefaultMaxWaiting = 4096
+
+// Request is a request the server sent to the client, or one input
+// request of a modern input_required result. A handler may keep it after
+// returning; nothing else refers to it.
+//
+// ID is raw JSON. For a server request (legacy era) it is the server's
+// JSON-RPC id, a number or a string. For an input request (modern era)
+// it is the request's key in the result's inputRequests object, as a JSON
+// string ("\"name\"" for the key name): the answer travels back under that
+// key in inputResponses.
 type Request struct {
-	ID     json.RawMessage // the server's id, raw JSON (a number or a string)
+	ID     json.RawMessage
 	Method string
 	Params json.RawMessage // a JSON object or array, or nil when absent
+}
+
+// Input is one input request of a modern input_required result, sent to
+// the Dispatcher by the call that received the result and waits for the
+// answer. It runs exactly like a server request — a child actor, a slot
+// of the same bound, the same panic recovery and result encoding — but
+// over the bound it waits for a slot, in arrival order, instead of being
+// refused: in the modern era there is no per-request error to send.
+type Input struct {
+	// Ctx is the waiting call's context. The handler's context derives
+	// from it, so when it is done (the call's ctx, its timeout) the
+	// handler is cancelled, or the waiting input skipped, and Reply is
+	// not called.
+	Ctx     context.Context
+	Request *Request
+	// Reply receives the answer: the encoded result with a nil error, or
+	// the handler's error (the *jsonrpc.Error it returned, its own error,
+	// or one describing a panic or a result that cannot be marshalled).
+	// It is called at most once, from any goroutine, and must not block.
+	Reply func(result json.RawMessage, err error)
 }
 
 // Func answers one server request. A returned value is marshalled with
@@ -43,6 +74,9 @@ type Config struct {
 	// connection gives its MaxServerRequests, whose default is
 	// connection.DefaultMaxServerRequests.
 	Max int
+	// MaxWaiting bounds the input requests waiting for a slot; one more
+	// is answered at once with an error. Zero means DefaultMaxWaiting.
+	MaxWaiting int
 	// Respond writes answers; required.
 	Respond Responder
 	// Logger receives panics, rejected requests and dropped answers;
