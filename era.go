@@ -1,6 +1,7 @@
 package snodo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,15 +57,6 @@ func SupportedVersions() (modern, legacy []string) {
 // server/discover probe before treating the server as legacy.
 const DefaultProbeTimeout = 10 * time.Second
 
-// Keys of the modern per-request _meta object.
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaLogLevel           = "io.modelcontextprotocol/logLevel"
-	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
-)
-
 // Error codes that only a modern server sends: an answer carrying one of
 // them identifies the server as modern.
 const (
@@ -109,7 +101,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 		cfg.mcp.clientInfo = Implementation{Name: defaultClientName, Version: defaultClientVersion}
 	}
 	c.mcp.serve = serverRequests(cfg.mcp.handler)
-	c.mcp.maxRounds = cmp(cfg.mcp.maxInputRounds, DefaultMaxInputRounds)
+	c.mcp.maxRounds = cmp.Or(cfg.mcp.maxInputRounds, DefaultMaxInputRounds)
 	cfg.conn.Handler = c.mcp.serve
 	conn, err := connection.Start(ctx, cfg.conn)
 	if err != nil {
@@ -132,14 +124,6 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 // failedConnectGrace is how long a failed Connect waits for the server
 // it closed to exit.
 const failedConnectGrace = 2 * time.Second
-
-func cmp[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
 
 // negotiate probes with server/discover and falls back to initialize on
 // any answer that is not modern, as the stdio binding prescribes.
@@ -174,7 +158,7 @@ func (c *Client) negotiate(ctx context.Context, cfg *config) error {
 func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern bool, err error) {
 	meta := buildMeta(version, &cfg.mcp)
 	params, _ := jsonrpc.MergeMeta(nil, meta)
-	opts := &connection.CallOptions{Timeout: cmp(cfg.mcp.probeTimeout, DefaultProbeTimeout)}
+	opts := &connection.CallOptions{Timeout: cmp.Or(cfg.mcp.probeTimeout, DefaultProbeTimeout)}
 	raw, err := c.conn.Request(ctx, "server/discover", json.RawMessage(params), opts)
 	if err != nil {
 		return c.probeFailed(ctx, cfg, version, err)
@@ -320,55 +304,6 @@ type initializeResult struct {
 	Capabilities    ServerCapabilities `json:"capabilities"`
 	ServerInfo      Implementation     `json:"serverInfo"`
 	Instructions    string             `json:"instructions"`
-}
-
-// buildMeta is the required modern _meta for version.
-func buildMeta(version string, cfg *mcpConfig) map[string]json.RawMessage {
-	v, _ := json.Marshal(version)
-	info, _ := json.Marshal(cfg.clientInfo)
-	caps, _ := json.Marshal(cfg.capabilities)
-	return map[string]json.RawMessage{metaProtocolVersion: v, metaClientInfo: info, metaClientCapabilities: caps}
-}
-
-// request sends one request, adding what the negotiated era requires:
-// in the modern era the connection merges the encoded _meta into params
-// as it writes the line (the caller's own _meta members win).
-func (c *Client) request(ctx context.Context, method string, params any, opts *connection.CallOptions) (json.RawMessage, error) {
-	return c.conn.RequestMeta(ctx, method, params, c.encodedMeta(), opts)
-}
-
-// setMeta encodes baseMeta plus level (if any) as the modern _meta.
-func (c *Client) setMeta(level LoggingLevel) {
-	meta := make(map[string]json.RawMessage, len(c.mcp.baseMeta)+1)
-	for k, v := range c.mcp.baseMeta {
-		meta[k] = v
-	}
-	if level != "" {
-		meta[metaLogLevel], _ = json.Marshal(level)
-	}
-	encoded, _ := json.Marshal(meta) // RawMessages from json.Marshal: cannot fail
-	c.mcp.meta.Store(&encoded)
-}
-
-// encodedMeta is the _meta every request carries in the negotiated era,
-// as one JSON object; nil in the legacy era. Callers must not change it.
-func (c *Client) encodedMeta() []byte {
-	if p := c.mcp.meta.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// requestMeta is encodedMeta as members (nil in the legacy era), a fresh
-// map the caller may change.
-func (c *Client) requestMeta() map[string]json.RawMessage {
-	encoded := c.encodedMeta()
-	if encoded == nil {
-		return nil
-	}
-	var meta map[string]json.RawMessage
-	_ = json.Unmarshal(encoded, &meta) // encoded by setMeta: cannot fail
-	return meta
 }
 
 // legacy reports whether the server speaks a legacy (initialize-era)

@@ -59,3 +59,15 @@ func metaOf(t *testing.T, params json.RawMessage) map[string]json.RawMessage {
 	require.NoError(t, json.Unmarshal(params, &p))
 	return p.Meta
 }
+
+// requestMeta is the _meta every request carries in the negotiated era, as
+// members (nil in the legacy era).
+func (c *Client) requestMeta() map[string]json.RawMessage {
+	encoded := c.encodedMeta()
+	if encoded == nil {
+		return nil
+	}
+	var meta map[string]json.RawMessage
+	_ = json.Unmarshal(encoded, &meta) // encoded by setMeta: cannot fail
+	return meta
+}

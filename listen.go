@@ -8,7 +8,6 @@ import (
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
-	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/subscription"
 )
 
@@ -101,10 +100,7 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	if err != nil {
 		return nil, fmt.Errorf("snodo: cannot marshal the subscription filter: %w", err)
 	}
-	if params, err = jsonrpc.MergeMeta(params, c.requestMeta()); err != nil {
-		return nil, fmt.Errorf("snodo: %s: %w", subscription.Method, err)
-	}
-	sub, err := subscription.Open(ctx, c.conn, params, o)
+	sub, err := subscription.Open(ctx, c.conn, params, c.encodedMeta(), o)
 	var e *Error
 	if errors.As(err, &e) && e.Code == CodeMethodNotFound && !e.Local() {
 		return nil, fmt.Errorf("%w: %w", ErrListenUnsupported, err)

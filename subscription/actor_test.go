@@ -84,6 +84,6 @@ func TestListenToADeadActorFails(t *testing.T) {
 	}))
 	c.System().Root.Stop(pid)
 	<-stopped
-	_, err := Open(t.Context(), c, listenParams(toolsFilter), Options{Actor: pid})
+	_, err := Open(t.Context(), c, listenParams(toolsFilter), nil, Options{Actor: pid})
 	require.ErrorIs(t, err, ErrOwnerExited)
 }

@@ -30,7 +30,7 @@ func TestCloseCancelsOnTheServer(t *testing.T) {
 func TestOwnerContextDoneCancelsOnTheServer(t *testing.T) {
 	c := startConn(t, connection.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := Open(ctx, c, listenParams(toolsFilter), Options{})
+	s, err := Open(ctx, c, listenParams(toolsFilter), nil, Options{})
 	require.NoError(t, err)
 	cancel()
 	err = waitEnded(t, s)
@@ -45,7 +45,7 @@ func TestOpenWithADoneContextSendsNothing(t *testing.T) {
 	c := startConn(t, connection.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Open(ctx, c, listenParams(toolsFilter), Options{})
+	_, err := Open(ctx, c, listenParams(toolsFilter), nil, Options{})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Contains(t, err.Error(), "before the server acknowledged")
 	assert.Empty(t, openOnServer(t, c))
@@ -94,19 +94,19 @@ func TestConnectionCloseEndsEverySubscription(t *testing.T) {
 	require.NoError(t, c.Close())
 	requireClosed(t, waitEnded(t, a), connection.ErrClosed)
 	requireClosed(t, waitEnded(t, b), connection.ErrClosed)
-	_, err := Open(context.Background(), c, listenParams(toolsFilter), Options{})
+	_, err := Open(context.Background(), c, listenParams(toolsFilter), nil, Options{})
 	requireClosed(t, err, connection.ErrClosed)
 }
 
 func TestOpenFailsWhenTheServerRefuses(t *testing.T) {
 	c := startConn(t, connection.Config{}, "-era", "legacy")
 	start := time.Now()
-	_, err := Open(context.Background(), c, listenParams(toolsFilter), Options{})
+	_, err := Open(context.Background(), c, listenParams(toolsFilter), nil, Options{})
 	var e *jsonrpc.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, jsonrpc.CodeMethodNotFound, e.Code)
 	assert.Less(t, time.Since(start), 5*time.Second)
-	_, err = Open(context.Background(), c, listenParams(toolsFilter), Options{MaxQueue: -1})
+	_, err = Open(context.Background(), c, listenParams(toolsFilter), nil, Options{MaxQueue: -1})
 	assert.ErrorContains(t, err, "must be positive")
 }
 

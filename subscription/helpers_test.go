@@ -47,7 +47,7 @@ var toolsFilter = Filter{ToolsListChanged: true}
 // open opens a subscription that the test's end closes.
 func open(t testing.TB, c *connection.Conn, f Filter, opts Options) *Subscription {
 	t.Helper()
-	s, err := Open(context.Background(), c, listenParams(f), opts)
+	s, err := Open(context.Background(), c, listenParams(f), nil, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s

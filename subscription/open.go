@@ -13,7 +13,8 @@ import (
 const Method = "subscriptions/listen"
 
 // Open sends subscriptions/listen with params (which must carry the
-// "notifications" filter and whatever _meta the protocol era requires) and
+// "notifications" filter) and meta, the encoded _meta the protocol era
+// requires (nil: none; the connection adds it to params' own _meta), and
 // returns once the server acknowledged it. ctx is the subscription's
 // owner: when it is done the subscription is cancelled on the server and
 // ends with ErrOwnerExited.
@@ -21,7 +22,7 @@ const Method = "subscriptions/listen"
 // Open fails, and leaves nothing running, when the server answers the
 // request (error or result) before acknowledging it, when the connection
 // stops, or when ctx is done first.
-func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, opts Options) (*Subscription, error) {
+func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, meta []byte, opts Options) (*Subscription, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -47,7 +48,7 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, op
 		s.stopWatch = watchOwner(s)
 		go s.pump()
 	}
-	go s.run(subCtx, conn, params)
+	go s.run(subCtx, conn, params, meta)
 	select {
 	case <-s.acked:
 		return s, nil
@@ -65,12 +66,12 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, op
 }
 
 // run makes the listen request and ends the subscription when it returns.
-func (s *Subscription) run(ctx context.Context, conn *connection.Conn, params json.RawMessage) {
+func (s *Subscription) run(ctx context.Context, conn *connection.Conn, params json.RawMessage, meta []byte) {
 	if ctx.Err() != nil { // the owner is already gone: send nothing
 		s.finish(endReason(ctx))
 		return
 	}
-	_, err := conn.Request(ctx, Method, params, &connection.CallOptions{
+	_, err := conn.RequestMeta(ctx, Method, params, meta, &connection.CallOptions{
 		Timeout: -1,
 		Stream:  s.sink,
 		Sent:    func(id int64) { s.id.Store(id) },
