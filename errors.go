@@ -31,6 +31,7 @@ const (
 var (
 	ErrTimeout          = jsonrpc.ErrTimeout          // a request's timeout expired
 	ErrConnectionClosed = jsonrpc.ErrConnectionClosed // the connection is gone, for whatever reason
+	ErrInvalidParams    = jsonrpc.ErrInvalidParams    // local -32602: the params cannot go on the wire (not JSON, not an object where one is needed); nothing was sent
 
 	ErrClosed       = connection.ErrClosed       // Close was called
 	ErrServerExited = connection.ErrServerExited // the server process exited

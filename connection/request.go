@@ -3,6 +3,7 @@ package connection
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -60,12 +61,15 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 // and no progress token — splices meta in as the line is written, at no
 // allocation; otherwise the members are merged, the caller's keys winning.
 func (c *Conn) RequestMeta(ctx context.Context, method string, params any, meta []byte, opts *CallOptions) (json.RawMessage, error) {
+	if ctx == nil {
+		return nil, nilContextError(method)
+	}
 	if opts == nil {
 		opts = &noOptions
 	}
 	p, err := jsonrpc.Marshal(params)
 	if err != nil {
-		return nil, fmt.Errorf("snodo: cannot marshal the params of %s: %w", method, err)
+		return nil, paramsError(method, err)
 	}
 	cl := newCall(opts)
 	id, err := c.table.add(cl)
@@ -76,7 +80,8 @@ func (c *Conn) RequestMeta(ctx context.Context, method string, params any, meta 
 	if cl.wantProgress || (meta != nil && !jsonrpc.CanSpliceMeta(p)) {
 		if p, err = mergeMeta(p, meta, id, cl.wantProgress); err != nil {
 			c.table.abandon(id, cl)
-			return nil, fmt.Errorf("snodo: %s: %w", method, err)
+			cl.release()
+			return nil, paramsError(method, err)
 		}
 		meta = nil
 	}
@@ -189,9 +194,12 @@ func (c *Conn) cancelOnServer(id int64, reason string) {
 // Notify writes a notification and returns once the line is written to
 // the server's stdin (or ctx is done, or the connection has stopped).
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	if ctx == nil {
+		return nilContextError(method)
+	}
 	p, err := jsonrpc.Marshal(params)
 	if err != nil {
-		return fmt.Errorf("snodo: cannot marshal the params of %s: %w", method, err)
+		return paramsError(method, err)
 	}
 	written, err := c.out.appendAndWait(func(b []byte) []byte { return jsonrpc.AppendNotification(b, method, p) })
 	if err != nil {
@@ -208,9 +216,44 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	}
 }
 
+// paramsError is the local -32602 for params that cannot go on the wire.
+func paramsError(method string, err error) error {
+	var e *jsonrpc.Error
+	if errors.As(err, &e) && e.Local() { // already says what to do
+		return jsonrpc.NewLocalError(e.Code, method+": "+e.Message, e.Unwrap()...)
+	}
+	return jsonrpc.NewLocalError(jsonrpc.CodeInvalidParams,
+		fmt.Sprintf("%s: params %v; nothing was sent: pass one JSON value (json.RawMessage, []byte) or a Go value json.Marshal accepts", method, err),
+		jsonrpc.ErrInvalidParams, err)
+}
+
+// nilContextError refuses a call made with a nil ctx before anything is sent.
+func nilContextError(method string) error {
+	return fmt.Errorf("snodo: %s: nil context.Context; nothing was sent: pass context.Background() or a ctx that bounds the call", method)
+}
+
 // respond writes the answer to a server request (result, or e when not
 // nil). It never blocks; after the connection stopped it does nothing.
+// What a handler made is checked like the callers' params: an answer that
+// is not one JSON value becomes a -32603, so the wire stays framed.
 func (c *Conn) respond(id json.RawMessage, result json.RawMessage, e *jsonrpc.Error) {
+	if e != nil && len(e.Data) > 0 {
+		data, err := jsonrpc.OneLine(e.Data)
+		if err != nil {
+			c.cfg.Logger.Warn("snodo: a handler's *Error.Data is not valid JSON; answering -32603 instead", "id", string(id), "error", err)
+			e = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the client's handler returned an error whose data is not valid JSON"}
+		} else if len(data) != len(e.Data) {
+			e = &jsonrpc.Error{Code: e.Code, Message: e.Message, Data: data}
+		}
+	}
+	if e == nil && len(result) > 0 {
+		r, err := jsonrpc.OneLine(result)
+		if err != nil {
+			c.cfg.Logger.Warn("snodo: a handler's result is not valid JSON; answering -32603 instead", "id", string(id), "error", err)
+			e = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the client's handler returned a result that is not valid JSON"}
+		}
+		result = r
+	}
 	_ = c.out.append(func(b []byte) []byte {
 		if e != nil {
 			return jsonrpc.AppendError(b, id, e)

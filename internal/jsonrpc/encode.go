@@ -3,6 +3,8 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 	"unicode/utf8"
 )
@@ -37,7 +39,20 @@ func CanSpliceMeta(params []byte) bool {
 	if len(t) == 0 || bytes.Equal(t, nullLit) {
 		return true
 	}
-	return t[0] == '{' && len(bytes.TrimSpace(t[1:])) > 0 && !bytes.Contains(t, metaKey)
+	// A member name written with escapes ("\u005fmeta") could be a _meta
+	// too: such params take the member-by-member merge.
+	return t[0] == '{' && len(bytes.TrimSpace(t[1:])) > 0 && !bytes.Contains(t, metaKey) && !bytes.Contains(t, escapeU)
+}
+
+var escapeU = []byte(`\u`)
+
+// sample shortens a value for an error message.
+func sample(b []byte) string {
+	const n = 40
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
 }
 
 // appendWithMeta appends params with meta spliced in as its first member,
@@ -115,18 +130,53 @@ func AppendString(buf []byte, s string) []byte {
 	return append(buf, '"')
 }
 
-// Marshal turns params into a JSON value: json.RawMessage and []byte pass
-// through unchanged, nil stays nil, anything else goes through json.Marshal.
+// Marshal turns params into one JSON value on one line, ready for the
+// wire: nil, and an empty json.RawMessage or []byte, stay nil (no params);
+// a json.RawMessage or []byte is checked and, when it spans several lines,
+// compacted (OneLine); anything else goes through json.Marshal, whose
+// output is always compact.
 func Marshal(v any) ([]byte, error) {
 	switch p := v.(type) {
 	case nil:
 		return nil, nil
 	case json.RawMessage:
-		return p, nil
+		if len(p) == 0 {
+			return nil, nil
+		}
+		return OneLine(p)
 	case []byte:
-		return p, nil
+		if len(p) == 0 {
+			return nil, nil
+		}
+		return OneLine(p)
 	}
 	return json.Marshal(v)
+}
+
+// OneLine returns raw as one JSON value on one line: raw itself when it
+// is valid and holds no line break (the common case: no allocation), a
+// compacted copy when it is valid but spans lines, or an error saying
+// where it is not valid JSON. Every caller-supplied raw value goes through
+// it before it reaches the wire, so nothing a caller passes can split a
+// message or smuggle in another.
+func OneLine(raw []byte) ([]byte, error) {
+	ok, multiline := valid(raw)
+	if !ok {
+		var out bytes.Buffer
+		err := json.Compact(&out, raw) // says where; Valid already said whether
+		if err == nil {
+			err = errors.New("not one JSON value")
+		}
+		return nil, fmt.Errorf("not valid JSON (%w)", err)
+	}
+	if !multiline {
+		return raw, nil
+	}
+	out := bytes.NewBuffer(make([]byte, 0, len(raw)))
+	if err := json.Compact(out, raw); err != nil {
+		return nil, fmt.Errorf("not valid JSON (%w)", err)
+	}
+	return out.Bytes(), nil
 }
 
 // MergeMeta returns params (a JSON object, or nil) with the given members
@@ -147,16 +197,16 @@ func MergeMeta(params []byte, members map[string]json.RawMessage) ([]byte, error
 	}
 	trimmed := bytes.TrimSpace(params)
 	if trimmed[0] != '{' {
-		return nil, &Error{Code: CodeInvalidParams, Message: "params must be a JSON object to carry _meta"}
+		return nil, NewLocalError(CodeInvalidParams, "params must be a JSON object to carry _meta, got "+sample(trimmed)+"; nothing was sent: pass an object (a struct, a map, or json.RawMessage(`{…}`))", ErrInvalidParams)
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &obj); err != nil {
-		return nil, err
+		return nil, NewLocalError(CodeInvalidParams, "params are not a valid JSON object ("+err.Error()+"); nothing was sent", ErrInvalidParams, err)
 	}
 	meta := map[string]json.RawMessage{}
 	if raw, ok := obj["_meta"]; ok && !bytes.Equal(bytes.TrimSpace(raw), nullLit) {
 		if err := json.Unmarshal(raw, &meta); err != nil {
-			return nil, &Error{Code: CodeInvalidParams, Message: "params._meta must be a JSON object"}
+			return nil, NewLocalError(CodeInvalidParams, "params._meta must be a JSON object, got "+sample(raw)+"; nothing was sent", ErrInvalidParams)
 		}
 	}
 	for k, v := range members {

@@ -27,6 +27,10 @@ var (
 	// ErrConnectionClosed: the connection is gone (server exit, stdin write
 	// failure, Close, owner exit or an exit signal).
 	ErrConnectionClosed = errors.New("snodo: connection closed")
+	// ErrInvalidParams: the params given to a call cannot go on the wire
+	// (not valid JSON, not marshalable, or not an object where the
+	// protocol needs one). Nothing was sent; the error is local (-32602).
+	ErrInvalidParams = errors.New("snodo: invalid params")
 )
 
 // Error is a JSON-RPC error object. Handlers may build one to answer a

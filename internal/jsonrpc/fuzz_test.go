@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -24,6 +25,9 @@ func FuzzScan(f *testing.F) {
 		`{"id":1,"result":null,"error":null}`,
 		`{"id":1,"id":null,"method":"m"}`,
 		`{"i\u0064":1,"result":1}`,
+		`{"\u0069d":7,"r\u0065sult":{}}`,
+		`{"id":7,"\u0072esult":{},"re\u0073ult":1}`,
+		`{"id":1,"result":"\x"}`, `{"id":1,"result":"\u12"}`, `{"id":1,"result":1.}`, `{"id":1,"result":-}`, `{"id":1,"result":1e}`, `{"id":1-2,"result":1}`,
 		`{"method":"a\"b\\c\u00e9","params":[1,-2.5e+3,true,false,null,{"k":[]}]}`,
 		` { "id" : 12 , "result" : "x" } `,
 		`{"id":1,"result":"` + strings.Repeat(`\\`, 5) + `"}`,
@@ -58,6 +62,9 @@ func FuzzScan(f *testing.F) {
 		}
 		if err != nil && err != errShape {
 			t.Fatalf("encoding/json accepts %q but Scan says %v", line, err)
+		}
+		if err == nil && !json.Valid(line) {
+			t.Fatalf("Scan accepts %q, which json.Valid rejects", line)
 		}
 		if got := env.Kind; got != ref.Kind {
 			t.Fatalf("%q: Scan says %v, encoding/json-based reference says %v", line, got, ref.Kind)
@@ -118,8 +125,8 @@ func within(b, sub []byte) bool {
 }
 
 // reference classifies line with encoding/json, reading the top-level
-// members in order with their raw keys (Scan matches keys byte for byte,
-// without unescaping). It declines (ok false) on anything that is not a
+// members in order by their decoded names (a name written with escapes,
+// "\u0069d", is "id", as for any JSON reader). It declines (ok false) on anything that is not a
 // JSON object and on duplicate members Scan interprets, whose meaning
 // JSON leaves open.
 func reference(line []byte) (env Envelope, ok bool) {
@@ -140,7 +147,11 @@ func reference(line []byte) (env Envelope, ok bool) {
 			return env, false
 		}
 		after := int(dec.InputOffset())
-		rawKey := strings.TrimLeft(string(line[before:after]), " \t\r\n,")
+		var name string
+		if json.Unmarshal(bytes.TrimLeft(line[before:after], " \t\r\n,"), &name) != nil {
+			return env, false
+		}
+		rawKey := strconv.Quote(name)
 		var val json.RawMessage
 		if err := dec.Decode(&val); err != nil {
 			return env, false
@@ -199,3 +210,68 @@ func reference(line []byte) (env Envelope, ok bool) {
 }
 
 func uintptrOf(p *byte) uintptr { return uintptr(unsafe.Pointer(p)) }
+
+// FuzzValue checks what reaches the wire from callers: Valid agrees with
+// json.Valid on any input, and OneLine (params, error data) returns
+// exactly one valid JSON value with no line break, the same value as its
+// input, or an error exactly when the input is not valid JSON. It also
+// builds the lines a caller's value ends up in and checks each is one
+// JSON value on one line.
+func FuzzValue(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `{"a":1}`, "{\n \"a\": 1\n}", "[1,\r\n2]", `{"a":`, `{} {}`, `not json`, `"x"`, `42`, `-0.5e+7`, `01`, `1.`,
+		"{}}\n{\"jsonrpc\":\"2.0\",\"id\":424242,\"method\":\"exit\"}", `"\u00e9\n"`, `"a\qb"`, "\"\x01\"", ` true `, "\t null\n",
+		`[[[[[[[[[[]]]]]]]]]]`, `{"\u005fmeta":{}}`, "\"\xff\"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if got, want := Valid(raw), json.Valid(raw); got != want {
+			t.Fatalf("Valid(%q) = %v, json.Valid says %v", raw, got, want)
+		}
+		out, err := OneLine(raw)
+		if (err == nil) != json.Valid(raw) {
+			t.Fatalf("OneLine(%q): error %v, json.Valid %v", raw, err, json.Valid(raw))
+		}
+		if err != nil {
+			return
+		}
+		checkWireValue(t, out)
+		var a, b bytes.Buffer
+		_ = json.Compact(&a, raw)
+		_ = json.Compact(&b, out)
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Fatalf("OneLine changed the value: %q → %q", raw, out)
+		}
+		checkLine(t, AppendRequest(nil, 7, "m", out))
+		checkLine(t, AppendNotification(nil, "n\n", out))
+		checkLine(t, AppendResult(nil, []byte(`"s1"`), out))
+		checkLine(t, AppendError(nil, []byte(`1`), &Error{Code: 1, Message: "m\n", Data: out}))
+		if CanSpliceMeta(out) {
+			checkLine(t, AppendRequestMeta(nil, 8, "m", out, []byte(`{"k":1}`)))
+		}
+		if merged, err := MergeMeta(out, map[string]json.RawMessage{"progressToken": json.RawMessage(`3`)}); err == nil {
+			checkWireValue(t, merged)
+		} else if e, ok := err.(*Error); !ok || !e.Local() {
+			t.Fatalf("MergeMeta(%q): error %v is not a local *Error", out, err)
+		}
+	})
+}
+
+// checkWireValue: one valid JSON value, no line break.
+func checkWireValue(t *testing.T, v []byte) {
+	t.Helper()
+	if !json.Valid(v) || bytes.ContainsAny(v, "\r\n") {
+		t.Fatalf("not one JSON value on one line: %q", v)
+	}
+}
+
+// checkLine: a written line is one JSON value, one newline, at the end.
+func checkLine(t *testing.T, line []byte) {
+	t.Helper()
+	body, ok := bytes.CutSuffix(line, []byte("\n"))
+	if !ok {
+		t.Fatalf("line without its newline: %q", line)
+	}
+	checkWireValue(t, body)
+}

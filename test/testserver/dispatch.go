@@ -98,6 +98,7 @@ func init() {
 		"test/overlong":            (*server).overlong,
 		"test/garbage":             (*server).garbage,
 		"test/split":               (*server).split,
+		"test/rawAnswer":           (*server).rawAnswer,
 		"test/duplicate":           (*server).duplicate,
 		"test/stderr":              (*server).stderrMethod,
 		"test/flood":               (*server).flood,

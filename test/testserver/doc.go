@@ -78,6 +78,7 @@
 //	test/overlong {bytes}                 one response line of that many bytes
 //	test/garbage                          junk lines, then {"ok":true}
 //	test/split {parts,delayMs}            {"ok":true} written in parts
+//	test/rawAnswer {line}                 writes line as the answer, "$ID" replaced by the request id
 //	test/duplicate                        {"n":1} twice, then {"n":2}, same id
 //	test/stderr {lines,bytesPerLine}      {"lines":N}
 //	test/stopReading                      {} then never read again; exit 0 after 60 s

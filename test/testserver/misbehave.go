@@ -146,3 +146,17 @@ func (s *server) stderrMethod(req *request) (any, *rpcError) {
 	}
 	return obj{"lines": p.Lines}, nil
 }
+
+// rawAnswer writes params.line as the answer, with every "$ID" replaced by
+// the request's id: answers spelled in ways a client must still read
+// (escaped member names) or must survive.
+func (s *server) rawAnswer(req *request) (any, *rpcError) {
+	var p struct {
+		Line string `json:"line"`
+	}
+	if e := unmarshalParams(req, &p); e != nil {
+		return nil, e
+	}
+	s.writeLine(bytes.ReplaceAll([]byte(p.Line), []byte("$ID"), req.id))
+	return noAnswer, nil
+}

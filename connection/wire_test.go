@@ -1,0 +1,161 @@
+package connection
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/jsonrpc"
+)
+
+// sentLines records every line written to the server (Config.Trace).
+type sentLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (s *sentLines) trace(dir Direction, line []byte) {
+	if dir != Sent {
+		return
+	}
+	s.mu.Lock()
+	s.lines = append(s.lines, string(line))
+	s.mu.Unlock()
+}
+
+// requireOneValuePerLine checks every line written so far is one valid
+// JSON value with no line break inside.
+func (s *sentLines) requireOneValuePerLine(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.NotEmpty(t, s.lines)
+	for _, l := range s.lines {
+		require.True(t, json.Valid([]byte(l)), "not valid JSON on the wire: %q", l)
+		require.NotContains(t, l, "\n")
+		require.NotContains(t, l, "\r")
+	}
+}
+
+// requireInvalidParams checks err is the local -32602 saying nothing was sent.
+func requireInvalidParams(t *testing.T, err error) {
+	t.Helper()
+	var e *jsonrpc.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, jsonrpc.CodeInvalidParams, e.Code, err.Error())
+	require.True(t, e.Local(), "a local error dressed as the server's: %v", err)
+	require.ErrorIs(t, err, jsonrpc.ErrInvalidParams)
+	require.Contains(t, err.Error(), "nothing was sent")
+	require.NotContains(t, err.Error(), "server error")
+}
+
+// Raw JSON from callers cannot break framing: multi-line values are
+// compacted, invalid ones and injection attempts fail at once, locally,
+// and the server sees only what was meant.
+func TestCallerRawJSONNeverBreaksFraming(t *testing.T) {
+	var sent sentLines
+	c := start(t, Config{Trace: sent.trace, Timeout: 30 * time.Second})
+	ctx := context.Background()
+
+	indented := json.RawMessage("{\n \"a\": 1,\r\n \"b\": [1,\n2]\n}")
+	res, err := c.Request(ctx, "test/echo", indented, nil)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"a":1,"b":[1,2]}`, string(res))
+	res, err = c.Request(ctx, "test/echo", []byte("[\n1\n]"), nil)
+	require.NoError(t, err)
+	require.JSONEq(t, `[1]`, string(res))
+
+	for _, bad := range []string{
+		"{}}\n{\"jsonrpc\":\"2.0\",\"id\":424242,\"method\":\"test/exit\"}",
+		`{"a":`, `{} {}`, `not json`, `{"a":1,}`, `"\x"`, `01`,
+	} {
+		began := time.Now()
+		_, err := c.Request(ctx, "test/echo", json.RawMessage(bad), nil)
+		requireInvalidParams(t, err)
+		require.Less(t, time.Since(began), time.Second, "%q must fail at once, not time out", bad)
+		requireInvalidParams(t, c.Notify(ctx, "notifications/x", []byte(bad)))
+	}
+	_, err = c.Request(ctx, "test/echo", make(chan int), nil) // json.Marshal refuses it
+	requireInvalidParams(t, err)
+
+	require.NoError(t, c.Notify(ctx, "notifications/indented", json.RawMessage("{\n\"k\":\n\"v\"\n}")))
+	got := mustCall(t, c, "test/waitNotification", map[string]any{"method": "notifications/indented"})
+	require.Contains(t, string(got), `"params":{"k":"v"}`)
+	reqs := mustCall(t, c, "test/requests", map[string]any{"method": "test/exit"})
+	require.JSONEq(t, `{"requests":[]}`, string(reqs), "the injected request reached the server")
+	sent.requireOneValuePerLine(t)
+}
+
+// A handler's *Error.Data and result are checked like params: multi-line
+// data is compacted, invalid data becomes a -32603 answer.
+func TestHandlerErrorDataNeverBreaksFraming(t *testing.T) {
+	var sent sentLines
+	data := map[string]json.RawMessage{"multi": json.RawMessage("{\n\"why\": \"x\"\n}"), "bad": json.RawMessage(`{"why":`)}
+	h := handlers.Func(func(_ context.Context, r *handlers.Request) (any, error) {
+		var p struct{ Which string }
+		_ = json.Unmarshal(r.Params, &p)
+		return nil, &jsonrpc.Error{Code: 4242, Message: "no", Data: data[p.Which]}
+	})
+	c := start(t, Config{Handler: h, Trace: sent.trace}, "-era", "legacy")
+	res := mustCall(t, c, "test/serverRequest", map[string]any{"method": "x/y", "params": map[string]any{"which": "multi"}})
+	require.Contains(t, string(res), `"error":{"code":4242,"message":"no","data":{"why":"x"}}`)
+	res = mustCall(t, c, "test/serverRequest", map[string]any{"method": "x/y", "params": map[string]any{"which": "bad"}})
+	require.Contains(t, string(res), `"code":-32603`)
+	require.Contains(t, string(res), "not valid JSON")
+	sent.requireOneValuePerLine(t)
+}
+
+// Member names written with escapes are their decoded names: an answer
+// spelled {"\u0069d":N,"r\u0065sult":…} answers request N.
+func TestEscapedMemberNamesAnswerTheRequest(t *testing.T) {
+	c := start(t, Config{Timeout: 10 * time.Second})
+	res, err := c.Request(context.Background(), "test/rawAnswer",
+		map[string]string{"line": `{"jsonrpc":"2.0","\u0069d":$ID,"r\u0065sult":{"escaped":true}}`}, nil)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"escaped":true}`, string(res))
+	_, err = c.Request(context.Background(), "test/rawAnswer",
+		map[string]string{"line": `{"jsonrpc":"2.0","\u0069d":$ID,"\u0065rror":{"code":7,"message":"escaped"}}`}, nil)
+	var e *jsonrpc.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, 7, e.Code)
+	require.False(t, e.Local())
+}
+
+// Params that are not an object cannot carry _meta: a local -32602
+// before anything is sent, never dressed as the server's.
+func TestNonObjectParamsWithMetaFailLocally(t *testing.T) {
+	var sent sentLines
+	c := start(t, Config{Trace: sent.trace})
+	for _, p := range []string{`[1,2]`, `42`, `"text"`, `{"_meta":5}`} {
+		_, err := c.RequestMeta(context.Background(), "test/echo", json.RawMessage(p), []byte(`{"k":1}`), nil)
+		requireInvalidParams(t, err)
+	}
+	sent.mu.Lock()
+	require.Empty(t, sent.lines, "nothing may be sent")
+	sent.mu.Unlock()
+}
+
+// A nil ctx is refused before anything is written.
+func TestNilContextIsRefusedBeforeSending(t *testing.T) {
+	var sent sentLines
+	c := start(t, Config{Trace: sent.trace})
+	//lint:ignore SA1012 the point of the test
+	_, err := c.Request(nil, "test/echo", nil, nil) //nolint:staticcheck
+	require.ErrorContains(t, err, "nil context")
+	//lint:ignore SA1012 the point of the test
+	err = c.Notify(nil, "notifications/x", nil) //nolint:staticcheck
+	require.ErrorContains(t, err, "nil context")
+	sent.mu.Lock()
+	require.Empty(t, sent.lines)
+	sent.mu.Unlock()
+	mustCall(t, c, "test/echo", nil) // the connection is fine
+	require.False(t, errors.Is(err, jsonrpc.ErrConnectionClosed))
+	require.False(t, strings.Contains(err.Error(), "server"))
+}
