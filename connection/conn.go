@@ -2,7 +2,6 @@ package connection
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -20,15 +19,11 @@ type Conn struct {
 	cfg    Config
 	system *protoactor.ActorSystem
 	pid    *protoactor.PID
+	life   snodoactor.Life // the stop reason, the owner link, exit signals
 	proc   *process
 	out    *writer
 	table  *table
 	disp   *handlers.Dispatcher
-
-	stopOwnerWatch func() bool // releases the owner context's AfterFunc
-
-	mu     sync.Mutex
-	reason error // why the connection stopped; the first one wins
 
 	stopped  chan struct{} // the actor has stopped
 	exited   chan struct{} // the process has been reaped
@@ -76,19 +71,11 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		Respond: c.respond,
 		Logger:  cfg.Logger,
 	})
-	props := protoactor.PropsFromProducer(
-		func() protoactor.Actor { return &connActor{c: c} },
-		protoactor.WithGuardian(snodoactor.StopOnFailure),
-	)
-	c.pid = c.system.Root.SpawnPrefix(props, "snodo-conn")
+	c.life = snodoactor.Life{Name: "connection", Logger: cfg.Logger, Owner: cfg.Owner}
+	c.pid = c.life.Spawn(c.system, "snodo-conn", c.receive)
 	go c.out.run()
 	go c.readLoop()
-	stop := context.AfterFunc(owner, func() {
-		c.terminate(errors.Join(ErrOwnerExited, context.Cause(owner)))
-	})
-	c.mu.Lock()
-	c.stopOwnerWatch = stop
-	c.mu.Unlock()
+	c.life.LinkContext(owner)
 	return c, nil
 }
 
@@ -121,11 +108,7 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // Err is why the connection stopped (nil while it runs). It wraps one of
 // ErrClosed, ErrServerExited, ErrStdinClosed, ErrStdoutClosed,
 // ErrOwnerExited, or the reason given to actor.Exit.
-func (c *Conn) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.reason
-}
+func (c *Conn) Err() error { return c.life.Reason() }
 
 // ExitError is what the server's Wait returned, once Done is closed.
 func (c *Conn) ExitError() error {
@@ -144,27 +127,8 @@ func (c *Conn) Logger() *slog.Logger { return c.cfg.Logger }
 func (c *Conn) InFlight() int { return c.table.inFlight() }
 
 // terminate records why the connection stops (the first reason wins) and
-// stops the actor. Stop is a system message: it overtakes queued mail.
-// It is for goroutines other than the actor's, which start only after
-// Start has set c.pid; the actor itself uses stopSelf.
-func (c *Conn) terminate(reason error) {
-	c.recordReason(reason)
-	c.system.Root.Stop(c.pid)
-}
-
-// stopSelf is terminate from inside the connection actor.
-func (c *Conn) stopSelf(ctx protoactor.Context, reason error) {
-	c.recordReason(reason)
-	ctx.Stop(ctx.Self())
-}
-
-func (c *Conn) recordReason(reason error) {
-	c.mu.Lock()
-	if c.reason == nil {
-		c.reason = reason
-	}
-	c.mu.Unlock()
-}
+// stops the actor, from any goroutine but the actor's.
+func (c *Conn) terminate(reason error) { c.life.Stop(reason) }
 
 // closedErr is the error for callers once the connection is stopping.
 func (c *Conn) closedErr() error {
@@ -192,18 +156,9 @@ func (c *Conn) writeFailed(err error) {
 // shutdown runs on the actor while it stops: fail every caller, cancel
 // handlers, and close stdin after flushing what is queued.
 func (c *Conn) shutdown(ctx protoactor.Context) {
-	c.mu.Lock()
-	if c.reason == nil {
-		c.reason = snodoactor.ReasonStopped
-	}
-	reason, stopOwnerWatch := c.reason, c.stopOwnerWatch
-	c.mu.Unlock()
-	c.table.close(closedError(reason))
+	c.table.close(closedError(c.life.Reason())) // settled by Life before Stopping
 	c.disp.Stop(ctx)
 	c.out.close()
-	if stopOwnerWatch != nil {
-		stopOwnerWatch()
-	}
 	if grace := c.cfg.ShutdownGrace; grace > 0 {
 		go c.forceExit(grace)
 	}

@@ -1,0 +1,144 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+)
+
+// Life is the life of an actor that owns something a restart would lose
+// (a child process, a supervised server, a pool of them). It is the one
+// way such an actor stops:
+//
+//   - one reason, the first one recorded wins (Stop, StopSelf, Record);
+//   - an owner link: an owner context (LinkContext) or an owner actor
+//     (Owner, watched from Started), or both;
+//   - ExitSignal stops it with the signal's reason;
+//   - a panic in its Receive is recovered, logged, and stops it with
+//     ReasonPanicked: it never restarts with empty state while what it
+//     owns lives on.
+//
+// The actor's own Receive sees every message but ExitSignal and the
+// owner's Terminated; its Stopping comes after the reason is settled
+// (ReasonStopped when none was given), so it can read Reason. Set the
+// fields before Spawn; the methods are safe from any goroutine.
+type Life struct {
+	Name   string          // for logs: "connection", "supervisor", "pool"
+	Logger *slog.Logger    // receives the panic; nil discards it
+	Owner  *protoactor.PID // an owner actor, or nil
+
+	mu      sync.Mutex
+	reason  error
+	system  *protoactor.ActorSystem
+	pid     *protoactor.PID
+	unwatch func() bool // releases the owner context's AfterFunc
+	ending  bool        // Stopping has run
+}
+
+// Spawn starts the actor, whose messages go to receive, under the
+// StopOnFailure guardian.
+func (l *Life) Spawn(system *protoactor.ActorSystem, prefix string, receive protoactor.ReceiveFunc) *protoactor.PID {
+	props := protoactor.PropsFromFunc(func(ctx protoactor.Context) { l.receive(ctx, receive) },
+		protoactor.WithGuardian(StopOnFailure))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.system = system
+	l.pid = system.Root.SpawnPrefix(props, prefix)
+	return l.pid
+}
+
+// LinkContext makes ctx an owner, after Spawn: when it is done the actor
+// stops with ReasonOwnerExited wrapping the context's cause (at once if it
+// is done already). The watch is context.AfterFunc, released as the actor
+// stops, so it costs no goroutine while it waits.
+func (l *Life) LinkContext(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() {
+		l.Stop(fmt.Errorf("%w: %w", ReasonOwnerExited, context.Cause(ctx)))
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ending {
+		stop() // the actor stopped first: nothing left to watch for
+		return
+	}
+	l.unwatch = stop
+}
+
+// PID is the actor, once Spawn has returned.
+func (l *Life) PID() *protoactor.PID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pid
+}
+
+// Record records why the actor stops, unless a reason already is.
+func (l *Life) Record(reason error) {
+	l.mu.Lock()
+	if l.reason == nil {
+		l.reason = reason
+	}
+	l.mu.Unlock()
+}
+
+// Reason is the recorded reason, nil while none is.
+func (l *Life) Reason() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reason
+}
+
+// Stop records reason and stops the actor. Stop is a system message: it
+// overtakes queued mail. It is for goroutines other than the actor's.
+func (l *Life) Stop(reason error) {
+	l.Record(reason)
+	l.mu.Lock()
+	system, pid := l.system, l.pid
+	l.mu.Unlock()
+	system.Root.Stop(pid)
+}
+
+// StopSelf is Stop from inside the actor.
+func (l *Life) StopSelf(ctx protoactor.Context, reason error) {
+	l.Record(reason)
+	ctx.Stop(ctx.Self())
+}
+
+func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
+	defer func() {
+		if r := recover(); r != nil {
+			if l.Logger != nil {
+				l.Logger.Error("snodo: "+l.Name+" actor panicked; stopping it", "panic", r)
+			}
+			l.StopSelf(ctx, fmt.Errorf("%w: %v", ReasonPanicked, r))
+		}
+	}()
+	switch msg := ctx.Message().(type) {
+	case *protoactor.Started:
+		if l.Owner != nil {
+			ctx.Watch(l.Owner)
+		}
+	case *protoactor.Terminated:
+		if l.Owner != nil && msg.Who.Equal(l.Owner) {
+			l.StopSelf(ctx, fmt.Errorf("%w: actor %s terminated", ReasonOwnerExited, l.Owner.Id))
+			return
+		}
+	case *ExitSignal:
+		l.StopSelf(ctx, msg.Reason)
+		return
+	case *protoactor.Stopping:
+		l.mu.Lock()
+		if l.reason == nil {
+			l.reason = ReasonStopped
+		}
+		unwatch := l.unwatch
+		l.ending = true
+		l.mu.Unlock()
+		if unwatch != nil {
+			unwatch()
+		}
+	}
+	next(ctx)
+}

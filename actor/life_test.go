@@ -1,0 +1,121 @@
+package actor_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// panics makes the test actor panic.
+type panics struct{}
+
+// owned spawns an actor under l; the channel receives the reason its
+// Stopping saw.
+func owned(t *testing.T, l *snodoactor.Life) (*protoactor.PID, <-chan error) {
+	t.Helper()
+	stopped := make(chan error, 1)
+	pid := l.Spawn(snodoactor.Shared(), "life-test", func(ctx protoactor.Context) {
+		switch ctx.Message().(type) {
+		case panics:
+			panic("boom")
+		case *protoactor.Stopping:
+			stopped <- l.Reason()
+		}
+	})
+	return pid, stopped
+}
+
+func reasonOf(t *testing.T, stopped <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-stopped:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the actor did not stop")
+		return nil
+	}
+}
+
+func TestLifeFirstReasonWins(t *testing.T) {
+	var l snodoactor.Life
+	_, stopped := owned(t, &l)
+	first, second := errors.New("first"), errors.New("second")
+	l.Stop(first)
+	l.Stop(second)
+	if err := reasonOf(t, stopped); err != first {
+		t.Fatalf("reason %v, want %v", err, first)
+	}
+}
+
+func TestLifeExitSignalAndPlainStop(t *testing.T) {
+	var l snodoactor.Life
+	pid, stopped := owned(t, &l)
+	reason := errors.New("told to")
+	snodoactor.Exit(snodoactor.Shared(), pid, reason)
+	if err := reasonOf(t, stopped); err != reason {
+		t.Fatalf("reason %v, want %v", err, reason)
+	}
+
+	var plain snodoactor.Life
+	pid, stopped = owned(t, &plain)
+	snodoactor.Shared().Root.Stop(pid)
+	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ReasonStopped) {
+		t.Fatalf("reason %v, want ReasonStopped", err)
+	}
+}
+
+func TestLifePanicStopsWithReasonAndLogs(t *testing.T) {
+	logs := &testutil.LogRecorder{}
+	l := snodoactor.Life{Name: "test", Logger: logs.Logger()}
+	pid, stopped := owned(t, &l)
+	snodoactor.Shared().Root.Send(pid, panics{})
+	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ReasonPanicked) {
+		t.Fatalf("reason %v, want ReasonPanicked", err)
+	}
+	if !logs.Has("snodo: test actor panicked; stopping it panic=boom") {
+		t.Fatal("the panic was not logged")
+	}
+}
+
+func TestLifeOwnerActorAndOwnerContext(t *testing.T) {
+	sys := snodoactor.Shared()
+	owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
+	l := snodoactor.Life{Owner: owner}
+	_, stopped := owned(t, &l)
+	if err := sys.Root.StopFuture(owner).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ReasonOwnerExited) {
+		t.Fatalf("reason %v, want ReasonOwnerExited", err)
+	}
+
+	var byCtx snodoactor.Life
+	_, stopped = owned(t, &byCtx)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	byCtx.LinkContext(ctx)
+	gone := errors.New("owner gone")
+	cancel(gone)
+	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ReasonOwnerExited) || !errors.Is(err, gone) {
+		t.Fatalf("reason %v, want ReasonOwnerExited wrapping the cause", err)
+	}
+}
+
+func TestLifeLinkContextAfterTheStop(t *testing.T) {
+	var l snodoactor.Life
+	_, stopped := owned(t, &l)
+	l.Stop(errors.New("early"))
+	reasonOf(t, stopped)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l.LinkContext(ctx) // released at once: nothing is left to watch for
+	cancel()
+	if err := l.Reason(); err == nil || err.Error() != "early" {
+		t.Fatalf("reason %v, want the first one", err)
+	}
+}
