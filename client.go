@@ -31,8 +31,9 @@ type ServerRequestHandler = handlers.Func
 // All its methods are safe for concurrent use by any number of goroutines
 // and actors.
 type Client struct {
-	conn *connection.Conn
-	mcp  mcpState
+	conn  *connection.Conn
+	mcp   mcpState
+	notes *notifier // the notification path (notifications.go)
 }
 
 // Connect starts command with args (no shell) and connects to it over

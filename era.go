@@ -68,6 +68,9 @@ const (
 // mcpConfig holds the MCP-level options.
 type mcpConfig struct {
 	handler        ServerRequestHandler
+	notify         NotificationHandler
+	notifyItems    int // 0: DefaultNotificationQueueItems
+	notifyBytes    int // 0: DefaultNotificationQueueBytes
 	clientInfo     Implementation
 	capabilities   ClientCapabilities
 	probeTimeout   time.Duration // 0: DefaultProbeTimeout
@@ -103,6 +106,8 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	c.mcp.serve = serverRequests(cfg.mcp.handler)
 	c.mcp.maxRounds = cmp.Or(cfg.mcp.maxInputRounds, DefaultMaxInputRounds)
 	cfg.conn.Handler = c.mcp.serve
+	c.notes = newNotifier(&cfg.mcp, cfg.conn.Logger)
+	cfg.conn.OnNotification = c.notes.push
 	conn, err := connection.Start(ctx, cfg.conn)
 	if err != nil {
 		return err // already says which command could not start, and why
@@ -118,6 +123,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 		}
 		return err
 	}
+	c.notes.era.Store(int32(c.mcp.era))
 	return nil
 }
 

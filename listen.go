@@ -40,8 +40,9 @@ var (
 )
 
 // ErrListenUnsupported: the server has no subscriptions/listen (a legacy
-// MCP server, 2025-11-25 or earlier). Use resources/subscribe and the
-// server's unsolicited list_changed notifications with such servers.
+// MCP server, 2025-11-25 or earlier). With such servers, receive the
+// server's unsolicited list_changed notifications with
+// WithNotificationHandler, and watch resources with SubscribeResource.
 var ErrListenUnsupported = errors.New("snodo: the server does not support subscriptions/listen (it speaks a legacy MCP version)")
 
 // ListenOption tunes one subscription.

@@ -62,9 +62,12 @@ type Config struct {
 	MaxServerRequests int
 
 	// OnNotification, if set, sees every server notification not routed
-	// to a request (progress) or a stream (subscription). It runs on the
-	// reader goroutine and must not block.
-	OnNotification func(method string, params json.RawMessage)
+	// to a request (progress), a stream (subscription) or a handler
+	// (cancelled), in the order they arrive. ctx is done once the
+	// connection stops; params is the caller's to keep. It runs on the
+	// reader goroutine and must not block: queue the notification and
+	// return.
+	OnNotification func(ctx context.Context, method string, params json.RawMessage)
 
 	// Trace, if set, sees every complete line on the wire, without its
 	// newline: each line sent, in the order the lines go to the server's

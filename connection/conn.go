@@ -25,6 +25,10 @@ type Conn struct {
 	table  *table
 	disp   *handlers.Dispatcher
 
+	// notifyCtx is done once the connection stops; OnNotification gets it.
+	notifyCtx  context.Context
+	stopNotify context.CancelFunc
+
 	stopped  chan struct{} // the actor has stopped
 	exited   chan struct{} // the process has been reaped
 	done     chan struct{} // both
@@ -63,6 +67,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		exited:  make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	c.notifyCtx, c.stopNotify = context.WithCancel(context.Background())
 	c.out = newWriter(proc.stdin, c.writeFailed)
 	c.out.trace = cfg.Trace
 	c.disp = handlers.NewDispatcher(handlers.Config{
@@ -157,6 +162,7 @@ func (c *Conn) writeFailed(err error) {
 // handlers, and close stdin after flushing what is queued.
 func (c *Conn) shutdown(ctx protoactor.Context) {
 	c.table.close(closedError(c.life.Reason())) // settled by Life before Stopping
+	c.stopNotify()
 	c.disp.Stop(ctx)
 	c.out.close()
 	if grace := c.cfg.ShutdownGrace; grace > 0 {

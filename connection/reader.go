@@ -187,7 +187,7 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 		return
 	}
 	if c.cfg.OnNotification != nil {
-		c.cfg.OnNotification(method, bytes.Clone(env.Params))
+		c.cfg.OnNotification(c.notifyCtx, method, bytes.Clone(env.Params))
 		return
 	}
 	c.cfg.Logger.Debug("snodo: dropped a server notification", "method", method)

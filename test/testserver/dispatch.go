@@ -79,8 +79,8 @@ func init() {
 		"initialize":               (*server).initialize,
 		"ping":                     legacyEmpty,
 		"logging/setLevel":         legacyEmpty,
-		"resources/subscribe":      legacyOnlyEmpty,
-		"resources/unsubscribe":    legacyOnlyEmpty,
+		"resources/subscribe":      (*server).resourcesSubscribe,
+		"resources/unsubscribe":    (*server).resourcesUnsubscribe,
 		"subscriptions/listen":     (*server).listen,
 		"tools/list":               (*server).toolsList,
 		"tools/call":               (*server).toolsCall,
@@ -103,6 +103,7 @@ func init() {
 		"test/stderr":              (*server).stderrMethod,
 		"test/flood":               (*server).flood,
 		"test/notify":              (*server).notifyMethod,
+		"test/touch":               (*server).touch,
 		"test/error":               (*server).errorMethod,
 		"test/env":                 (*server).env,
 		"test/cwd":                 (*server).cwd,
@@ -228,14 +229,6 @@ func (s *server) initialize(req *request) (any, *rpcError) {
 // legacyEmpty answers {} to legacy requests and -32601 to modern ones.
 func legacyEmpty(s *server, req *request) (any, *rpcError) {
 	if req.meta.protocolVersion != nil && s.allowsModern() {
-		return nil, errMethodNotFound(req.method)
-	}
-	return obj{}, nil
-}
-
-// legacyOnlyEmpty answers {} unless the server or request is modern.
-func legacyOnlyEmpty(s *server, req *request) (any, *rpcError) {
-	if req.modern {
 		return nil, errMethodNotFound(req.method)
 	}
 	return obj{}, nil

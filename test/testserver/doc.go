@@ -52,7 +52,8 @@
 //	initialize                legacy only (modern era: -32601).
 //	subscriptions/listen      modern only; see below.
 //	ping, logging/setLevel    {} ; -32601 for modern requests.
-//	resources/subscribe, resources/unsubscribe   legacy only, answer {}.
+//	resources/subscribe, resources/unsubscribe {uri}   legacy only, answer {};
+//	                          they keep the set of URIs test/touch notifies about.
 //
 // # MCP surface
 //
@@ -84,6 +85,8 @@
 //	test/stopReading                      {} then never read again; exit 0 after 60 s
 //	test/flood {count,method}             N notifications {"i":k}; {"sent":N}
 //	test/notify {method,params}           one notification; {}
+//	test/touch {uri}                      notifications/resources/updated {uri} when uri
+//	                                      is subscribed (legacy); {"notified":bool}
 //	test/error {code,message,data}        that error
 //	test/env {name}                       {"value":…,"set":bool}
 //	test/cwd                              {"dir":…}

@@ -38,6 +38,7 @@ type server struct {
 	journal journal
 	peer    peer
 	subs    subTable
+	legacy  legacySubs
 }
 
 // Main runs the test server with the given arguments and standard streams

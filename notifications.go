@@ -1,0 +1,365 @@
+package snodo
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+)
+
+// Notification is a notification the server sent that no request or
+// subscription claimed: log messages, legacy list_changed and
+// resources/updated notifications, elicitation/complete, and any other
+// method. Params is raw JSON (nil when absent) and the handler's to keep.
+// The typed helpers (LogMessage, ResourceUpdated, ElicitationComplete)
+// decode the common ones.
+type Notification struct {
+	Method string
+	Params json.RawMessage
+}
+
+// Notification methods a server sends outside any request or
+// subscription.
+const (
+	NotificationLogMessage           = "notifications/message"
+	NotificationToolsListChanged     = "notifications/tools/list_changed"
+	NotificationPromptsListChanged   = "notifications/prompts/list_changed"
+	NotificationResourcesListChanged = "notifications/resources/list_changed"
+	NotificationResourceUpdated      = "notifications/resources/updated"
+	NotificationElicitationComplete  = "notifications/elicitation/complete"
+)
+
+// NotificationHandler receives the notifications no request or
+// subscription claims; see WithNotificationHandler.
+type NotificationHandler func(ctx context.Context, n *Notification)
+
+// LogMessage is a server log message (notifications/message), sent at
+// the level SetLoggingLevel asked for and above. Data is any JSON value.
+type LogMessage struct {
+	Level  LoggingLevel    `json:"level"`
+	Logger string          `json:"logger,omitempty"`
+	Data   json.RawMessage `json:"data"`
+}
+
+// Text is Data for display: a JSON string's text, any other value as
+// JSON.
+func (m *LogMessage) Text() string {
+	var s string
+	if json.Unmarshal(m.Data, &s) == nil {
+		return s
+	}
+	return string(m.Data)
+}
+
+// ResourceUpdated says the resource at URI changed
+// (notifications/resources/updated): read it again with ReadResource.
+type ResourceUpdated struct {
+	URI string `json:"uri"`
+}
+
+// ElicitationComplete says the URL-mode elicitation ElicitationID
+// finished out of band (notifications/elicitation/complete).
+type ElicitationComplete struct {
+	ElicitationID string `json:"elicitationId"`
+}
+
+// LogMessage decodes a notifications/message notification. It fails for
+// another method or malformed params.
+func (n *Notification) LogMessage() (*LogMessage, error) {
+	var m LogMessage
+	if err := n.decode(NotificationLogMessage, &m); err != nil {
+		return nil, err
+	}
+	if !m.Level.valid() {
+		return nil, fmt.Errorf("snodo: %s: unknown level %q", n.Method, m.Level)
+	}
+	return &m, nil
+}
+
+// ResourceUpdated decodes a notifications/resources/updated notification.
+// It fails for another method, malformed params or a missing uri.
+func (n *Notification) ResourceUpdated() (*ResourceUpdated, error) {
+	var r ResourceUpdated
+	if err := n.decode(NotificationResourceUpdated, &r); err != nil {
+		return nil, err
+	}
+	if r.URI == "" {
+		return nil, fmt.Errorf("snodo: %s without a uri", n.Method)
+	}
+	return &r, nil
+}
+
+// ElicitationComplete decodes a notifications/elicitation/complete
+// notification. It fails for another method, malformed params or a
+// missing elicitationId.
+func (n *Notification) ElicitationComplete() (*ElicitationComplete, error) {
+	var e ElicitationComplete
+	if err := n.decode(NotificationElicitationComplete, &e); err != nil {
+		return nil, err
+	}
+	if e.ElicitationID == "" {
+		return nil, fmt.Errorf("snodo: %s without an elicitationId", n.Method)
+	}
+	return &e, nil
+}
+
+func (n *Notification) decode(method string, v any) error {
+	if n.Method != method {
+		return fmt.Errorf("snodo: the notification is %s, not %s", n.Method, method)
+	}
+	if err := json.Unmarshal(n.Params, v); err != nil {
+		return fmt.Errorf("snodo: %s: malformed params: %w", method, err)
+	}
+	return nil
+}
+
+// NotificationMessage is what an actor given to NotificationsTo receives
+// for each notification, in order. Ctx is done once the connection that
+// received it stops.
+type NotificationMessage struct {
+	Ctx          context.Context
+	Notification *Notification
+}
+
+// Defaults of the notification queue (WithNotificationQueue).
+const (
+	DefaultNotificationQueueItems = 1024
+	DefaultNotificationQueueBytes = 8 << 20
+)
+
+// WithNotificationHandler receives every notification the server sends
+// that no request (progress) or subscription (Listen) claims: log
+// messages, legacy list_changed and resources/updated notifications,
+// elicitation/complete, and any other method. Without it they are
+// dropped (debug log).
+//
+// Delivery is in the order the server sent them, one at a time, on a
+// goroutine of its own, never on the connection's reader: a slow handler
+// never delays responses, progress or subscriptions. Between the reader
+// and the handler sits a bounded queue (WithNotificationQueue; default
+// DefaultNotificationQueueItems notifications and
+// DefaultNotificationQueueBytes of params). When it is full, the
+// notification that arrives is dropped: it is counted
+// (Client.DroppedNotifications) and logged to WithLogger at warn level,
+// once when dropping starts and once with the count when delivery
+// resumes. So memory stays bounded whatever the server sends.
+//
+// ctx is done once the connection stops; notifications already queued
+// are still delivered after that, with ctx done. A handler that panics is
+// logged and the next notification is delivered. To handle them in an
+// actor, pass NotificationsTo.
+//
+// In the modern era, list_changed and resources/updated notifications
+// belong to a subscription (Listen) and must carry its id; one that does
+// not (mcp-go v1.2.1 sends such) is dropped, with one warning per
+// connection.
+func WithNotificationHandler(h func(ctx context.Context, n *Notification)) Option {
+	return func(c *config) error {
+		if h == nil {
+			return fmt.Errorf("WithNotificationHandler: nil handler")
+		}
+		c.mcp.notify = h
+		return nil
+	}
+}
+
+// WithNotificationQueue bounds the notifications waiting for the
+// WithNotificationHandler handler: at most items of them, holding at
+// most bytes of params between them (one larger notification is still
+// taken when the queue is empty). Past either bound new notifications are
+// dropped, counted and logged.
+func WithNotificationQueue(items, bytes int) Option {
+	return func(c *config) error {
+		if items < 1 || bytes < 1 {
+			return fmt.Errorf("WithNotificationQueue: %d items and %d bytes must both be at least 1", items, bytes)
+		}
+		c.mcp.notifyItems, c.mcp.notifyBytes = items, bytes
+		return nil
+	}
+}
+
+// NotificationsTo returns a notification handler that posts each
+// notification to the actor pid as a *NotificationMessage, in order. It
+// does not wait for the actor: with an ordinary (unbounded) mailbox an
+// actor that falls behind grows its mailbox; give the actor a bounded
+// mailbox (protoactor's mailbox.Bounded) to make delivery wait for room,
+// so that the notification queue's bound holds end to end. Messages to a
+// pid that is not running go to the system's dead letters.
+//
+// To tell several clients apart, give each its own actor, or wrap the
+// returned handler.
+func NotificationsTo(system *protoactor.ActorSystem, pid *protoactor.PID) NotificationHandler {
+	return func(ctx context.Context, n *Notification) {
+		system.Root.Send(pid, &NotificationMessage{Ctx: ctx, Notification: n})
+	}
+}
+
+// notifier is the client's notification path: the connection's
+// OnNotification hook pushes, one drain goroutine (started when the queue
+// fills from empty, gone when it empties) delivers.
+type notifier struct {
+	handler  NotificationHandler
+	logger   *slog.Logger
+	maxItems int
+	maxBytes int
+
+	era        atomic.Int32 // the settled Era; 0 while negotiating
+	warnedTags atomic.Bool  // warned about untagged subscription notifications
+
+	mu       sync.Mutex
+	queue    []*Notification // oldest first
+	ctxs     []context.Context
+	bytes    int
+	draining bool
+	dropped  uint64 // since the client started
+	dropRun  uint64 // since the last delivery resumed
+}
+
+func newNotifier(cfg *mcpConfig, logger *slog.Logger) *notifier {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &notifier{
+		handler:  cfg.notify,
+		logger:   logger,
+		maxItems: cmp.Or(cfg.notifyItems, DefaultNotificationQueueItems),
+		maxBytes: cmp.Or(cfg.notifyBytes, DefaultNotificationQueueBytes),
+	}
+}
+
+// subscriptionOnly: in the modern era these arrive only on a
+// subscriptions/listen stream, tagged with its id.
+func subscriptionOnly(method string) bool {
+	switch method {
+	case NotificationToolsListChanged, NotificationPromptsListChanged,
+		NotificationResourcesListChanged, NotificationResourceUpdated:
+		return true
+	}
+	return false
+}
+
+// push is the connection's OnNotification hook: it runs on the reader
+// goroutine and never blocks.
+func (q *notifier) push(ctx context.Context, method string, params json.RawMessage) {
+	if Era(q.era.Load()) == EraModern && subscriptionOnly(method) {
+		if q.warnedTags.CompareAndSwap(false, true) {
+			q.logger.Warn("snodo: dropped a subscription notification without the io.modelcontextprotocol/subscriptionId _meta the protocol requires; the server does not tag its subscriptions/listen events (further ones are dropped without a warning)",
+				"method", method)
+		} else {
+			q.logger.Debug("snodo: dropped an untagged subscription notification", "method", method)
+		}
+		return
+	}
+	if q.handler == nil {
+		q.logger.Debug("snodo: dropped a server notification (no WithNotificationHandler)", "method", method)
+		return
+	}
+	size := len(params)
+	q.mu.Lock()
+	if len(q.queue) >= q.maxItems || (len(q.queue) > 0 && q.bytes+size > q.maxBytes) {
+		q.dropped++
+		q.dropRun++
+		first := q.dropRun == 1
+		q.mu.Unlock()
+		if first {
+			q.logger.Warn("snodo: the notification handler fell behind and its queue is full; dropping notifications until it catches up",
+				"method", method, "max_items", q.maxItems, "max_bytes", q.maxBytes)
+		}
+		return
+	}
+	resumed := q.dropRun
+	q.dropRun = 0
+	q.queue = append(q.queue, &Notification{Method: method, Params: params})
+	q.ctxs = append(q.ctxs, ctx)
+	q.bytes += size
+	start := !q.draining
+	q.draining = true
+	q.mu.Unlock()
+	if resumed > 0 {
+		q.logger.Warn("snodo: the notification handler caught up; notifications were dropped while its queue was full",
+			"dropped", resumed)
+	}
+	if start {
+		go q.drain()
+	}
+}
+
+// drain delivers queued notifications in order until the queue is empty.
+func (q *notifier) drain() {
+	for {
+		q.mu.Lock()
+		if len(q.queue) == 0 {
+			q.queue, q.ctxs = nil, nil // let the backing arrays go
+			q.draining = false
+			q.mu.Unlock()
+			return
+		}
+		n, ctx := q.queue[0], q.ctxs[0]
+		q.queue[0], q.ctxs[0] = nil, nil
+		q.queue, q.ctxs = q.queue[1:], q.ctxs[1:]
+		q.bytes -= len(n.Params)
+		q.mu.Unlock()
+		q.deliver(ctx, n)
+	}
+}
+
+func (q *notifier) deliver(ctx context.Context, n *Notification) {
+	defer func() {
+		if r := recover(); r != nil {
+			q.logger.Error("snodo: the notification handler panicked; delivering the next one",
+				"method", n.Method, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	q.handler(ctx, n)
+}
+
+func (q *notifier) droppedCount() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.dropped
+}
+
+// DroppedNotifications counts the notifications dropped because the
+// WithNotificationHandler queue was full.
+func (c *Client) DroppedNotifications() uint64 { return c.notes.droppedCount() }
+
+// ErrSubscribeUnsupported: resources/subscribe and resources/unsubscribe
+// do not exist in the modern era; watch resources with Listen and
+// Filter.ResourceSubscriptions instead.
+var ErrSubscribeUnsupported = errors.New("snodo: resources/subscribe does not exist in the modern era; use Listen with Filter.ResourceSubscriptions")
+
+// SubscribeResource asks a legacy-era server to send
+// notifications/resources/updated whenever the resource at uri changes
+// (the server must declare Capabilities().Resources.Subscribe). The
+// updates arrive through the WithNotificationHandler handler
+// (Notification.ResourceUpdated). In the modern era it fails with
+// ErrSubscribeUnsupported.
+func (c *Client) SubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error {
+	return c.resourceSubscription(ctx, "resources/subscribe", uri, opts)
+}
+
+// UnsubscribeResource ends a SubscribeResource subscription (legacy era;
+// ErrSubscribeUnsupported in the modern era).
+func (c *Client) UnsubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error {
+	return c.resourceSubscription(ctx, "resources/unsubscribe", uri, opts)
+}
+
+func (c *Client) resourceSubscription(ctx context.Context, method, uri string, opts []RequestOption) error {
+	if c.mcp.era == EraModern {
+		return ErrSubscribeUnsupported
+	}
+	if uri == "" {
+		return fmt.Errorf("snodo: %s: empty uri", method)
+	}
+	_, err := c.completeRequest(ctx, method, struct {
+		URI string `json:"uri"`
+	}{uri}, opts)
+	return err
+}

@@ -1,0 +1,229 @@
+package snodo
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// noteLog collects delivered notifications.
+type noteLog struct {
+	mu    sync.Mutex
+	notes []*Notification
+	ch    chan struct{}
+}
+
+func newNoteLog() *noteLog { return &noteLog{ch: make(chan struct{}, 1<<16)} }
+
+func (l *noteLog) handle(_ context.Context, n *Notification) {
+	l.mu.Lock()
+	l.notes = append(l.notes, n)
+	l.mu.Unlock()
+	l.ch <- struct{}{}
+}
+
+// wait returns the first n notifications delivered.
+func (l *noteLog) wait(t *testing.T, n int) []*Notification {
+	t.Helper()
+	for {
+		l.mu.Lock()
+		got := len(l.notes)
+		l.mu.Unlock()
+		if got >= n {
+			break
+		}
+		select {
+		case <-l.ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d notifications delivered, want %d", got, n)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*Notification(nil), l.notes[:n]...)
+}
+
+func notify(t *testing.T, c *Client, method string, params any) {
+	t.Helper()
+	_, err := c.Request(t.Context(), "test/notify", map[string]any{"method": method, "params": params})
+	require.NoError(t, err)
+}
+
+// Every kind a server sends outside requests and subscriptions reaches
+// the handler, in order, with typed helpers for the common ones.
+func TestNotificationsOfEachKindReachTheHandler(t *testing.T) {
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) {
+			l := newNoteLog()
+			c := dialTest(t, []string{"-era", era}, WithNotificationHandler(l.handle))
+			notify(t, c, NotificationLogMessage, map[string]any{"level": "warning", "logger": "db", "data": "disk almost full"})
+			notify(t, c, NotificationLogMessage, map[string]any{"level": "info", "data": map[string]int{"rows": 3}})
+			notify(t, c, NotificationElicitationComplete, map[string]any{"elicitationId": "e-1"})
+			notify(t, c, "notifications/custom", nil)
+			want := []string{NotificationLogMessage, NotificationLogMessage, NotificationElicitationComplete, "notifications/custom"}
+			if era == "legacy" {
+				notify(t, c, NotificationToolsListChanged, nil)
+				notify(t, c, NotificationPromptsListChanged, nil)
+				notify(t, c, NotificationResourcesListChanged, nil)
+				require.NoError(t, c.SubscribeResource(t.Context(), "test://a"))
+				touch(t, c, "test://a", true)
+				require.NoError(t, c.UnsubscribeResource(t.Context(), "test://a"))
+				touch(t, c, "test://a", false)
+				want = append(want, NotificationToolsListChanged, NotificationPromptsListChanged,
+					NotificationResourcesListChanged, NotificationResourceUpdated)
+			}
+			got := l.wait(t, len(want))
+			for i, n := range got {
+				assert.Equal(t, want[i], n.Method, "delivered in the order sent")
+			}
+			m, err := got[0].LogMessage()
+			require.NoError(t, err)
+			assert.Equal(t, LogWarning, m.Level)
+			assert.Equal(t, "db", m.Logger)
+			assert.Equal(t, "disk almost full", m.Text())
+			m, err = got[1].LogMessage()
+			require.NoError(t, err)
+			assert.JSONEq(t, `{"rows":3}`, m.Text())
+			e, err := got[2].ElicitationComplete()
+			require.NoError(t, err)
+			assert.Equal(t, "e-1", e.ElicitationID)
+			_, err = got[2].LogMessage()
+			assert.ErrorContains(t, err, "not notifications/message")
+			if era == "legacy" {
+				u, err := got[len(got)-1].ResourceUpdated()
+				require.NoError(t, err)
+				assert.Equal(t, "test://a", u.URI)
+			} else {
+				assert.ErrorIs(t, c.SubscribeResource(t.Context(), "test://a"), ErrSubscribeUnsupported)
+			}
+		})
+	}
+}
+
+func touch(t *testing.T, c *Client, uri string, want bool) {
+	t.Helper()
+	raw, err := c.Request(t.Context(), "test/touch", map[string]string{"uri": uri})
+	require.NoError(t, err)
+	assert.JSONEq(t, fmt.Sprintf(`{"notified":%t}`, want), string(raw))
+}
+
+// In the modern era list_changed and resources/updated belong to a
+// subscription: untagged ones are dropped with one warning per
+// connection, tagged ones still reach their subscription.
+func TestModernUntaggedSubscriptionNotificationsWarnOnce(t *testing.T) {
+	logs := &testutil.LogRecorder{}
+	l := newNoteLog()
+	c := dialTest(t, []string{"-era", "modern"}, WithLogger(logs.Logger()), WithNotificationHandler(l.handle))
+	sub, err := c.Listen(t.Context(), Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	defer sub.Close()
+	for range 3 {
+		notify(t, c, NotificationToolsListChanged, nil)
+		notify(t, c, NotificationResourceUpdated, map[string]string{"uri": "test://a"})
+	}
+	notify(t, c, NotificationLogMessage, map[string]any{"level": "info", "data": "after"})
+	got := l.wait(t, 1)
+	assert.Equal(t, NotificationLogMessage, got[0].Method, "the untagged ones never reach the handler")
+	assert.Equal(t, 1, logs.Count("subscriptionId _meta the protocol requires"), "one warning per connection")
+
+	_, err = c.Request(t.Context(), "test/emit", map[string]any{"method": NotificationToolsListChanged, "subscription": sub.ID()})
+	require.NoError(t, err)
+	select {
+	case ev := <-sub.Events():
+		assert.Equal(t, NotificationToolsListChanged, ev.Method)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tagged notification did not reach its subscription")
+	}
+}
+
+// A handler that does not return never delays responses; past the
+// queue's bound notifications are dropped, counted and logged, and
+// delivery resumes in order once the handler catches up.
+func TestSlowNotificationHandlerNeverBlocksResponses(t *testing.T) {
+	logs := &testutil.LogRecorder{}
+	stuck, release := make(chan struct{}), make(chan struct{})
+	l := newNoteLog()
+	c := dialTest(t, []string{"-era", "legacy"}, WithLogger(logs.Logger()), WithNotificationQueue(10, 1<<20),
+		WithNotificationHandler(func(ctx context.Context, n *Notification) {
+			if n.Method == "notifications/stuck" {
+				close(stuck)
+				<-release
+			}
+			l.handle(ctx, n)
+		}))
+	notify(t, c, "notifications/stuck", nil)
+	<-stuck
+	_, err := c.Request(t.Context(), "test/flood", map[string]int{"count": 1000})
+	require.NoError(t, err, "the flood's answer arrives while the handler is stuck")
+	_, err = c.Request(t.Context(), "test/echo", map[string]int{"x": 1})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(990), c.DroppedNotifications(), "all but the 10 queued dropped")
+	assert.Equal(t, 1, logs.Count("queue is full"), "one warning when dropping starts")
+	close(release)
+	got := l.wait(t, 11)
+	for i, n := range got[1:] {
+		assert.JSONEq(t, fmt.Sprintf(`{"i":%d}`, i+1), string(n.Params), "the first 10, in order")
+	}
+	notify(t, c, NotificationLogMessage, map[string]any{"level": "info", "data": "resumed"})
+	got = l.wait(t, 12)
+	assert.Equal(t, NotificationLogMessage, got[11].Method)
+	assert.True(t, logs.Has("caught up"), "the count of dropped notifications logged on resuming")
+	assert.True(t, logs.Has("dropped=990"))
+}
+
+func TestNotificationHandlerPanicDeliversTheNext(t *testing.T) {
+	l := newNoteLog()
+	c := dialTest(t, []string{"-era", "legacy"}, WithNotificationHandler(func(ctx context.Context, n *Notification) {
+		if n.Method == "notifications/boom" {
+			panic("boom")
+		}
+		l.handle(ctx, n)
+	}))
+	notify(t, c, "notifications/boom", nil)
+	notify(t, c, NotificationToolsListChanged, nil)
+	assert.Equal(t, NotificationToolsListChanged, l.wait(t, 1)[0].Method)
+}
+
+// noteActor forwards what it receives to a channel.
+type noteActor struct{ got chan *NotificationMessage }
+
+func (a *noteActor) Receive(ctx protoactor.Context) {
+	if m, ok := ctx.Message().(*NotificationMessage); ok {
+		a.got <- m
+	}
+}
+
+func TestNotificationsToAnActor(t *testing.T) {
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) {
+			system := snodoactor.Shared()
+			got := make(chan *NotificationMessage, 100)
+			pid := system.Root.Spawn(protoactor.PropsFromProducer(func() protoactor.Actor { return &noteActor{got: got} }))
+			defer system.Root.Stop(pid)
+			c := dialTest(t, []string{"-era", era}, WithNotificationHandler(NotificationsTo(system, pid)))
+			for i := range 20 {
+				notify(t, c, NotificationLogMessage, map[string]any{"level": "info", "data": i})
+			}
+			for i := range 20 {
+				select {
+				case m := <-got:
+					lm, err := m.Notification.LogMessage()
+					require.NoError(t, err)
+					assert.Equal(t, fmt.Sprint(i), lm.Text(), "in order")
+					assert.NoError(t, m.Ctx.Err(), "the connection is live")
+				case <-time.After(10 * time.Second):
+					t.Fatalf("notification %d not delivered to the actor", i)
+				}
+			}
+		})
+	}
+}
