@@ -139,3 +139,13 @@ func TestCapabilitiesMarshalAsMCPObjects(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &back))
 	assert.Equal(t, caps, back)
 }
+
+func TestClientStateFollowsTheStop(t *testing.T) {
+	c := dialTest(t, nil)
+	assert.Equal(t, StateRunning, c.State())
+	require.NoError(t, c.Close())
+	<-c.Done()
+	assert.Equal(t, StateReaped, c.State())
+	assert.Equal(t, "reaped", c.State().String())
+	assert.ErrorIs(t, c.Err(), ErrClosed)
+}

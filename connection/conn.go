@@ -9,6 +9,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/handlers"
 )
 
@@ -135,13 +136,17 @@ func (c *Conn) InFlight() int { return c.table.inFlight() }
 // stops the actor, from any goroutine but the actor's.
 func (c *Conn) terminate(reason error) { c.life.Stop(reason) }
 
-// closedErr is the error for callers once the connection is stopping.
+// closedErr is the error for callers that come once the connection is
+// stopping: the -32000 every caller gets, saying the state it is in
+// (draining: the server still runs and its output is discarded; reaped:
+// it has exited).
 func (c *Conn) closedErr() error {
-	reason := c.Err()
+	state, reason := c.State(), c.Err()
 	if reason == nil {
 		reason = snodoactor.ReasonStopped
 	}
-	return closedError(reason)
+	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
+		"connection closed: "+reason.Error()+" (connection "+state.String()+")", jsonrpc.ErrConnectionClosed, reason)
 }
 
 // writeFailed: the server closed its stdin (EPIPE) or the pipe broke. A
@@ -179,7 +184,7 @@ func (c *Conn) forceExit(grace time.Duration) {
 			return
 		case <-time.After(grace):
 			c.cfg.Logger.Warn("snodo: server ignored EOF; signalling its process group",
-				"command", c.cfg.Command, "signal", sig.String())
+				"command", c.cfg.Command, "signal", sig.String(), "state", c.State())
 			signalGroup(c.proc.cmd, sig)
 		}
 	}

@@ -239,6 +239,25 @@ func TestCloseDoesNotSignalAServerThatIgnoresEOF(t *testing.T) {
 	waitDone(t, c)
 }
 
+// The state names each stage of a stop, and callers that come after it
+// are told which: a server that ignores EOF keeps the connection draining
+// until it exits.
+func TestStateNamesEachStageOfTheStop(t *testing.T) {
+	c := start(t, Config{}, "-ignore-eof")
+	assert.Equal(t, StateRunning, c.State())
+	assert.Equal(t, "running", c.State().String())
+	require.NoError(t, c.Close())
+	assert.Equal(t, StateDraining, c.State(), "stdin closed, the server still runs")
+	err := c.Notify(context.Background(), "notifications/x", nil)
+	requireClosed(t, err, ErrClosed)
+	assert.Contains(t, err.Error(), "(connection draining)")
+	require.NoError(t, syscall.Kill(c.ProcessID(), syscall.SIGKILL))
+	waitDone(t, c)
+	assert.Equal(t, StateReaped, c.State())
+	assert.Contains(t, c.Notify(context.Background(), "notifications/x", nil).Error(), "(connection reaped)")
+	assert.Equal(t, "State(9)", State(9).String())
+}
+
 func TestShutdownGraceSignalsAServerThatIgnoresEOF(t *testing.T) {
 	c := start(t, Config{ShutdownGrace: 100 * time.Millisecond}, "-ignore-eof", "-ignore-sigterm")
 	require.NoError(t, c.Close())

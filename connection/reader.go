@@ -119,9 +119,14 @@ func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) (handedOver boo
 			delivered = c.table.complete(id, bytes.Clone(env.Result), nil)
 		}
 	}
-	if !delivered && c.Err() == nil {
-		c.cfg.Logger.Warn("snodo: ignored a response to no request in flight (unknown, duplicate, timed out or cancelled)",
-			"id", string(env.ID), "line", sample(line))
+	if !delivered {
+		if state := c.State(); state == StateRunning {
+			c.cfg.Logger.Warn("snodo: ignored a response to no request in flight (unknown, duplicate, timed out or cancelled)",
+				"id", string(env.ID), "line", sample(line))
+		} else {
+			c.cfg.Logger.Debug("snodo: discarded a response that came after the connection stopped",
+				"id", string(env.ID), "state", state)
+		}
 	}
 	return handedOver
 }
