@@ -9,8 +9,8 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // Conn is one stdio connection: a server child process owned by a
