@@ -8,54 +8,55 @@ import (
 	"iter"
 )
 
-// Typed MCP calls. Each goes through Request, so in the modern era it
-// carries the required _meta, and request options (Timeout, OnProgress…)
-// apply to every request the call sends. A *Error is an error the server
-// sent (or a local one: timeout, closed connection).
+// Typed MCP calls, on Calls. Each goes through the Requester's Request,
+// so in the modern era it carries the required _meta, and request options
+// (Timeout, OnProgress…) apply to every request the call sends. A *Error
+// is an error the server sent (or a local one: timeout, closed
+// connection).
 
 // ListTools returns every tool the server offers, following nextCursor
 // across pages.
-func (c *Client) ListTools(ctx context.Context, opts ...RequestOption) ([]Tool, error) {
+func (c Calls) ListTools(ctx context.Context, opts ...RequestOption) ([]Tool, error) {
 	return collect(c.Tools(ctx, opts...))
 }
 
 // Tools iterates over the server's tools, fetching pages as the loop
 // needs them. A failed page yields its error once and ends the loop.
-func (c *Client) Tools(ctx context.Context, opts ...RequestOption) iter.Seq2[Tool, error] {
+func (c Calls) Tools(ctx context.Context, opts ...RequestOption) iter.Seq2[Tool, error] {
 	return pages[Tool](ctx, c, "tools/list", "tools", opts)
 }
 
 // ListResources returns every resource the server lists, following
 // nextCursor across pages.
-func (c *Client) ListResources(ctx context.Context, opts ...RequestOption) ([]Resource, error) {
+func (c Calls) ListResources(ctx context.Context, opts ...RequestOption) ([]Resource, error) {
 	return collect(c.Resources(ctx, opts...))
 }
 
 // Resources iterates over the server's resources page by page.
-func (c *Client) Resources(ctx context.Context, opts ...RequestOption) iter.Seq2[Resource, error] {
+func (c Calls) Resources(ctx context.Context, opts ...RequestOption) iter.Seq2[Resource, error] {
 	return pages[Resource](ctx, c, "resources/list", "resources", opts)
 }
 
 // ListResourceTemplates returns every resource template, following
 // nextCursor across pages.
-func (c *Client) ListResourceTemplates(ctx context.Context, opts ...RequestOption) ([]ResourceTemplate, error) {
+func (c Calls) ListResourceTemplates(ctx context.Context, opts ...RequestOption) ([]ResourceTemplate, error) {
 	return collect(c.ResourceTemplates(ctx, opts...))
 }
 
 // ResourceTemplates iterates over the server's resource templates page by
 // page.
-func (c *Client) ResourceTemplates(ctx context.Context, opts ...RequestOption) iter.Seq2[ResourceTemplate, error] {
+func (c Calls) ResourceTemplates(ctx context.Context, opts ...RequestOption) iter.Seq2[ResourceTemplate, error] {
 	return pages[ResourceTemplate](ctx, c, "resources/templates/list", "resourceTemplates", opts)
 }
 
 // ListPrompts returns every prompt the server offers, following
 // nextCursor across pages.
-func (c *Client) ListPrompts(ctx context.Context, opts ...RequestOption) ([]Prompt, error) {
+func (c Calls) ListPrompts(ctx context.Context, opts ...RequestOption) ([]Prompt, error) {
 	return collect(c.Prompts(ctx, opts...))
 }
 
 // Prompts iterates over the server's prompts page by page.
-func (c *Client) Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[Prompt, error] {
+func (c Calls) Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[Prompt, error] {
 	return pages[Prompt](ctx, c, "prompts/list", "prompts", opts)
 }
 
@@ -65,12 +66,12 @@ func (c *Client) Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[P
 // server asks for (input_required) is fulfilled by the server-request
 // handler and the call is retried until it completes; the caller sees
 // only the final result.
-func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...RequestOption) (*CallToolResult, error) {
+func (c Calls) CallTool(ctx context.Context, name string, args any, opts ...RequestOption) (*CallToolResult, error) {
 	params := struct {
 		Name      string `json:"name"`
 		Arguments any    `json:"arguments,omitempty"`
 	}{name, args}
-	raw, err := c.requestWithInput(ctx, "tools/call", &params, callOptions(opts))
+	raw, err := c.requestWithInput(ctx, "tools/call", &params, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -85,11 +86,11 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Re
 // rounds like CallTool. An unknown resource is a *Error: -32602 from
 // modern servers, CodeResourceNotFound (-32002) from legacy ones; test
 // for both with IsResourceNotFound.
-func (c *Client) ReadResource(ctx context.Context, uri string, opts ...RequestOption) (*ReadResourceResult, error) {
+func (c Calls) ReadResource(ctx context.Context, uri string, opts ...RequestOption) (*ReadResourceResult, error) {
 	params := struct {
 		URI string `json:"uri"`
 	}{uri}
-	raw, err := c.requestWithInput(ctx, "resources/read", &params, callOptions(opts))
+	raw, err := c.requestWithInput(ctx, "resources/read", &params, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -119,12 +120,12 @@ func IsResourceNotFound(err error) bool {
 
 // GetPrompt renders the prompt name with args, completing input_required
 // rounds like CallTool.
-func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string, opts ...RequestOption) (*GetPromptResult, error) {
+func (c Calls) GetPrompt(ctx context.Context, name string, args map[string]string, opts ...RequestOption) (*GetPromptResult, error) {
 	params := struct {
 		Name      string            `json:"name"`
 		Arguments map[string]string `json:"arguments,omitempty"`
 	}{name, args}
-	raw, err := c.requestWithInput(ctx, "prompts/get", &params, callOptions(opts))
+	raw, err := c.requestWithInput(ctx, "prompts/get", &params, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +138,7 @@ func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]str
 
 // Complete asks for completions of an argument value of a prompt or
 // resource template.
-func (c *Client) Complete(ctx context.Context, req CompleteRequest, opts ...RequestOption) (*Completion, error) {
+func (c Calls) Complete(ctx context.Context, req CompleteRequest, opts ...RequestOption) (*Completion, error) {
 	params := map[string]any{
 		"ref":      req.Ref,
 		"argument": map[string]string{"name": req.Argument, "value": req.Value},
@@ -160,35 +161,19 @@ func (c *Client) Complete(ctx context.Context, req CompleteRequest, opts ...Requ
 
 // Ping checks that the server is alive and answering: ping in the legacy
 // era; in the modern era, where ping no longer exists, server/discover.
-func (c *Client) Ping(ctx context.Context, opts ...RequestOption) error {
+func (c Calls) Ping(ctx context.Context, opts ...RequestOption) error {
 	method := "ping"
-	if c.mcp.era == EraModern {
+	if c.r.Era() == EraModern {
 		method = "server/discover"
 	}
 	_, err := c.completeRequest(ctx, method, nil, opts)
 	return err
 }
 
-// SetLoggingLevel asks the server for log messages (notifications/message)
-// at level and above. Legacy era: a logging/setLevel request. Modern era,
-// where that request no longer exists: every later request carries the
-// level in its _meta, and nothing is sent now.
-func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error {
-	if !level.valid() {
-		return fmt.Errorf("snodo: SetLoggingLevel: unknown level %q (use one of the Log… constants)", level)
-	}
-	if c.mcp.era == EraModern {
-		c.setMeta(level)
-		return nil
-	}
-	_, err := c.completeRequest(ctx, "logging/setLevel", map[string]any{"level": level}, nil)
-	return err
-}
-
 // completeRequest sends a request whose answer must be complete: an
 // input_required or unknown resultType is an error.
-func (c *Client) completeRequest(ctx context.Context, method string, params any, opts []RequestOption) (json.RawMessage, error) {
-	raw, err := c.request(ctx, method, params, callOptions(opts))
+func (c Calls) completeRequest(ctx context.Context, method string, params any, opts []RequestOption) (json.RawMessage, error) {
+	raw, err := c.r.Request(ctx, method, params, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +190,7 @@ func (c *Client) completeRequest(ctx context.Context, method string, params any,
 // pages iterates over a paginated list: items under field, following
 // nextCursor until the server gives none. A cursor the server already
 // gave ends the loop with an error instead of going round for ever.
-func pages[T any](ctx context.Context, c *Client, method, field string, opts []RequestOption) iter.Seq2[T, error] {
+func pages[T any](ctx context.Context, c Calls, method, field string, opts []RequestOption) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		seen := map[string]bool{}

@@ -31,6 +31,7 @@ type ServerRequestHandler = handlers.Func
 // All its methods are safe for concurrent use by any number of goroutines
 // and actors.
 type Client struct {
+	Calls // every typed call: ListTools, CallTool, ReadResource, …
 	conn  *connection.Conn
 	mcp   mcpState
 	notes *notifier // the notification path (notifications.go)
@@ -49,6 +50,7 @@ func Connect(ctx context.Context, command string, args []string, opts ...Option)
 	}
 	cfg.conn.Command, cfg.conn.Args = command, args
 	c := &Client{}
+	c.Calls = NewCalls(c)
 	if err := c.start(ctx, &cfg); err != nil {
 		return nil, err
 	}
@@ -56,13 +58,31 @@ func Connect(ctx context.Context, command string, args []string, opts ...Option)
 }
 
 // Request sends a JSON-RPC request and returns the raw result. params may
-// be nil, a json.RawMessage, or anything json.Marshal accepts. Errors: a
+// be nil, a json.RawMessage, or anything json.Marshal accepts. It is raw:
+// an input_required result (modern era) is returned as it is; the typed
+// calls (CallTool…) complete those rounds. Errors: a
 // *Error the server sent; a local *Error (-32001 on timeout, errors.Is
 // ErrTimeout; -32000 when the connection is gone, errors.Is
 // ErrConnectionClosed); or ctx's error. On timeout or cancellation the
 // server is sent notifications/cancelled.
 func (c *Client) Request(ctx context.Context, method string, params any, opts ...RequestOption) (json.RawMessage, error) {
-	return c.request(ctx, method, params, callOptions(opts))
+	return c.request(ctx, method, params, connOptions(opts))
+}
+
+// SetLoggingLevel asks the server for log messages (notifications/message)
+// at level and above. Legacy era: a logging/setLevel request. Modern era,
+// where that request no longer exists: every later request carries the
+// level in its _meta, and nothing is sent now.
+func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error {
+	if !level.valid() {
+		return fmt.Errorf("snodo: SetLoggingLevel: unknown level %q (use one of the Log… constants)", level)
+	}
+	if c.mcp.era == EraModern {
+		c.setMeta(level)
+		return nil
+	}
+	_, err := c.Calls.completeRequest(ctx, "logging/setLevel", map[string]any{"level": level}, nil)
+	return err
 }
 
 // Notify writes a notification and returns once the line is written to

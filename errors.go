@@ -26,6 +26,20 @@ const (
 	CodeInternalError       = jsonrpc.CodeInternalError       // -32603
 )
 
+// NewLocalError returns an error raised on this side of the wire, as
+// snodo's own are, with code and message, wrapping causes for errors.Is:
+// give ErrConnectionClosed with CodeConnectionClosed and ErrTimeout with
+// CodeTimeout so callers can tell it from a server's. For Requester
+// implementations.
+func NewLocalError(code int, message string, causes ...error) *Error {
+	return jsonrpc.NewLocalError(code, message, causes...)
+}
+
+// ClosedError is the -32000 every caller gets once a connection, a
+// supervisor or a pool has stopped for reason: it wraps
+// ErrConnectionClosed and reason.
+func ClosedError(reason error) *Error { return jsonrpc.ClosedError(reason) }
+
 // Sentinels for errors.Is. ErrTimeout and ErrConnectionClosed match only
 // errors raised by snodo; the others tell why a connection stopped.
 var (
@@ -33,11 +47,11 @@ var (
 	ErrConnectionClosed = jsonrpc.ErrConnectionClosed // the connection is gone, for whatever reason
 	ErrInvalidParams    = jsonrpc.ErrInvalidParams    // local -32602: the params cannot go on the wire (not JSON, not an object where one is needed); nothing was sent
 
-	ErrClosed       = connection.ErrClosed       // Close was called
-	ErrServerExited = connection.ErrServerExited // the server process exited
-	ErrStdinClosed  = connection.ErrStdinClosed  // the server closed its stdin (a write failed)
-	ErrStdoutClosed = connection.ErrStdoutClosed // the server closed its stdout and lives on
-	ErrOwnerExited  = snodoactor.ReasonOwnerExited
-	ErrStopped      = snodoactor.ReasonStopped  // the connection actor was stopped without a reason
-	ErrPanicked     = snodoactor.ReasonPanicked // the connection actor panicked
+	ErrClosed       = connection.ErrClosed         // Close was called
+	ErrServerExited = connection.ErrServerExited   // the server process exited
+	ErrStdinClosed  = connection.ErrStdinClosed    // the server closed its stdin (a write failed)
+	ErrStdoutClosed = connection.ErrStdoutClosed   // the server closed its stdout and lives on
+	ErrOwnerExited  = snodoactor.ReasonOwnerExited // the owner (a context or an actor) went away
+	ErrStopped      = snodoactor.ReasonStopped     // the connection actor was stopped without a reason
+	ErrPanicked     = snodoactor.ReasonPanicked    // the connection actor panicked
 )

@@ -154,7 +154,7 @@ func TestCallCtxAndTimeoutCancelInputRequests(t *testing.T) {
 	require.ErrorIs(t, <-errc, context.Canceled)
 	eventually(t, func() bool { return b.cancelled.Load() == 1 }, "the running handler cancelled")
 
-	_, err := c.requestWithInput(t.Context(), "test/echo", askMany(2), callOptions([]RequestOption{Timeout(300 * time.Millisecond)}))
+	_, err := c.requestWithInput(t.Context(), "test/echo", askMany(2), []RequestOption{Timeout(300 * time.Millisecond)})
 	require.ErrorIs(t, err, ErrTimeout)
 	assert.Contains(t, err.Error(), "Timeout request option")
 	eventually(t, func() bool { return b.cancelled.Load() == 2 }, "the timed-out handler cancelled")

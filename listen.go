@@ -45,34 +45,56 @@ var (
 // WithNotificationHandler, and watch resources with SubscribeResource.
 var ErrListenUnsupported = errors.New("snodo: the server does not support subscriptions/listen (it speaks a legacy MCP version)")
 
-// ListenOption tunes one subscription.
-type ListenOption func(*subscription.Options) error
+// ListenOption tunes one subscription. Build it with ListenTo or
+// MaxQueuedEvents; ListenSettingsOf reads the values back.
+type ListenOption struct{ set func(*ListenSettings) error }
+
+// ListenSettings are the values a subscription's options set.
+type ListenSettings struct {
+	Actor    *protoactor.PID // ListenTo: nil delivers on the Events channel
+	MaxQueue int             // MaxQueuedEvents: 0 the default
+}
+
+// ListenSettingsOf applies opts in order; the first invalid one is an
+// error.
+func ListenSettingsOf(opts ...ListenOption) (ListenSettings, error) {
+	var s ListenSettings
+	for _, o := range opts {
+		if o.set == nil {
+			continue
+		}
+		if err := o.set(&s); err != nil {
+			return ListenSettings{}, err
+		}
+	}
+	return s, nil
+}
 
 // ListenTo delivers the subscription's events to the actor pid, as
 // *SubscriptionEvent messages and then one *SubscriptionEnded, instead of
 // the Events channel. The subscription watches pid and is cancelled when
 // it terminates. pid lives in the connection's actor system.
 func ListenTo(pid *protoactor.PID) ListenOption {
-	return func(o *subscription.Options) error {
+	return ListenOption{func(o *ListenSettings) error {
 		if pid == nil {
 			return errors.New("ListenTo: nil PID")
 		}
 		o.Actor = pid
 		return nil
-	}
+	}}
 }
 
 // MaxQueuedEvents bounds the events waiting for a slow reader; past it
 // the subscription ends with ErrQueueFull and is cancelled on the server.
 // Default 1024 (subscription.DefaultMaxQueue).
 func MaxQueuedEvents(n int) ListenOption {
-	return func(o *subscription.Options) error {
+	return ListenOption{func(o *ListenSettings) error {
 		if n < 1 {
 			return fmt.Errorf("MaxQueuedEvents: %d must be at least 1", n)
 		}
 		o.MaxQueue = n
 		return nil
-	}
+	}}
 }
 
 // Listen opens a subscriptions/listen stream for the notifications f asks
@@ -86,15 +108,11 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	if c.legacy() {
 		return nil, ErrListenUnsupported
 	}
-	var o subscription.Options
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, fmt.Errorf("snodo: %w", err)
-		}
+	set, err := ListenSettingsOf(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("snodo: %w", err)
 	}
-	if o.Logger == nil {
-		o.Logger = c.conn.Logger()
-	}
+	o := subscription.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, Logger: c.conn.Logger()}
 	params, err := json.Marshal(struct {
 		Notifications Filter `json:"notifications"`
 	}{f})

@@ -1,14 +1,13 @@
 package snodo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
@@ -80,10 +79,12 @@ func resultType(method string, raw json.RawMessage) (string, error) {
 // JSON object) and completes input_required rounds, returning the final
 // result. The first round sends params as they are; only a retry decodes
 // them into members to add inputResponses and requestState.
-func (c *Client) requestWithInput(ctx context.Context, method string, params any, opts *connection.CallOptions) (json.RawMessage, error) {
+func (c Calls) requestWithInput(ctx context.Context, method string, params any, opts []RequestOption) (json.RawMessage, error) {
+	in := c.r.InputHandling()
+	maxRounds := cmp.Or(in.MaxRounds, DefaultMaxInputRounds)
 	var retry map[string]any
 	for round := 0; ; round++ {
-		raw, err := c.request(ctx, method, params, opts)
+		raw, err := c.r.Request(ctx, method, params, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +92,7 @@ func (c *Client) requestWithInput(ctx context.Context, method string, params any
 		if err != nil || rt == resultComplete {
 			return raw, err
 		}
-		if round >= c.mcp.maxRounds {
+		if round >= maxRounds {
 			return nil, fmt.Errorf("%w: %s still needed input after %d rounds (raise the bound with WithMaxInputRounds)",
 				ErrTooManyInputRounds, method, round)
 		}
@@ -110,7 +111,7 @@ func (c *Client) requestWithInput(ctx context.Context, method string, params any
 		delete(retry, "inputResponses")
 		delete(retry, "requestState")
 		if len(ir.InputRequests) > 0 {
-			responses, err := c.fulfil(ctx, method, ir.InputRequests, opts)
+			responses, err := fulfil(ctx, in, method, ir.InputRequests, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -143,12 +144,12 @@ func members(params any) (map[string]any, error) {
 	return out, nil
 }
 
-// fulfil answers every input request of one round on the connection's
-// one handler path (child actors under the WithMaxServerRequests bound,
-// in arrival order beyond it; see connection.ServeInputs) and collects
+// fulfil answers every input request of one round with in.Serve (for a
+// Client, the connection's one handler path: child actors under the
+// WithMaxServerRequests bound, in arrival order beyond it) and collects
 // the results by key. The call's ctx and its timeout bound the wait; the
 // first failure fails the call.
-func (c *Client) fulfil(ctx context.Context, method string, reqs map[string]inputRequest, opts *connection.CallOptions) (map[string]json.RawMessage, error) {
+func fulfil(ctx context.Context, in InputHandling, method string, reqs map[string]inputRequest, opts []RequestOption) (map[string]json.RawMessage, error) {
 	keys := make([]string, 0, len(reqs))
 	for k := range reqs {
 		keys = append(keys, k)
@@ -159,13 +160,13 @@ func (c *Client) fulfil(ctx context.Context, method string, reqs map[string]inpu
 		id, _ := json.Marshal(key) // the ID of an input request is its key, as a JSON string
 		batch[i] = &ServerRequest{ID: id, Method: reqs[key].Method, Params: reqs[key].Params}
 	}
-	var timeout time.Duration
-	if opts != nil {
-		timeout = opts.Timeout
+	serve := in.Serve
+	if serve == nil {
+		serve = ServeInputsWith(nil)
 	}
-	results, err := c.conn.ServeInputs(ctx, batch, timeout)
+	results, err := serve(ctx, batch, SettingsOf(opts...).Timeout)
 	if err != nil {
-		var ie *connection.InputError
+		var ie *InputError
 		if !errors.As(err, &ie) {
 			return nil, fmt.Errorf("snodo: %s: %w", method, err)
 		}

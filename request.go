@@ -10,14 +10,38 @@ import (
 // is 0 when unknown, Message is an optional status line.
 type Progress = connection.Progress
 
-// RequestOption tunes one request.
-type RequestOption func(*connection.CallOptions)
+// RequestOption tunes one request. Build it with Timeout, OnProgress,
+// ResetTimeoutOnProgress, MaxTotalTimeout or Idempotent; a Requester reads
+// the values back with SettingsOf.
+type RequestOption struct{ set func(*RequestSettings) }
+
+// RequestSettings are the values a request's options set: what a
+// Requester implementation (a pool, a remote client) needs to honour
+// them. The zero value means the defaults.
+type RequestSettings struct {
+	Timeout                time.Duration  // Timeout: 0 the connection's, negative for ever
+	OnProgress             func(Progress) // OnProgress: nil asks for none
+	ResetTimeoutOnProgress bool           // ResetTimeoutOnProgress
+	MaxTotalTimeout        time.Duration  // MaxTotalTimeout: 0 none
+	Idempotent             bool           // Idempotent
+}
+
+// SettingsOf applies opts in order and returns the result.
+func SettingsOf(opts ...RequestOption) RequestSettings {
+	var s RequestSettings
+	for _, o := range opts {
+		if o.set != nil {
+			o.set(&s)
+		}
+	}
+	return s
+}
 
 // Timeout overrides the connection's timeout for this request; a negative
 // value waits for ever. On expiry the caller gets a -32001 *Error
 // (errors.Is(err, ErrTimeout)) and the server notifications/cancelled.
 func Timeout(d time.Duration) RequestOption {
-	return func(o *connection.CallOptions) { o.Timeout = d }
+	return RequestOption{func(s *RequestSettings) { s.Timeout = d }}
 }
 
 // OnProgress asks the server for progress (a progressToken in
@@ -25,27 +49,40 @@ func Timeout(d time.Duration) RequestOption {
 // order, before Request returns. If fn panics, the request is cancelled on
 // the server and the panic continues in the caller.
 func OnProgress(fn func(Progress)) RequestOption {
-	return func(o *connection.CallOptions) { o.OnProgress = fn }
+	return RequestOption{func(s *RequestSettings) { s.OnProgress = fn }}
 }
 
 // ResetTimeoutOnProgress restarts the request's timeout at each progress
 // update, so long-running work that reports progress does not time out.
 func ResetTimeoutOnProgress() RequestOption {
-	return func(o *connection.CallOptions) { o.ResetTimeoutOnProgress = true }
+	return RequestOption{func(s *RequestSettings) { s.ResetTimeoutOnProgress = true }}
 }
 
 // MaxTotalTimeout caps the whole wait, whatever the progress.
 func MaxTotalTimeout(d time.Duration) RequestOption {
-	return func(o *connection.CallOptions) { o.MaxTotalTimeout = d }
+	return RequestOption{func(s *RequestSettings) { s.MaxTotalTimeout = d }}
 }
 
-func callOptions(opts []RequestOption) *connection.CallOptions {
+// Idempotent marks a request as safe to run twice. A supervised client or
+// a pool whose server goes away while the request is in flight sends it
+// once more to the next server (the restarted one, or another member)
+// instead of failing with -32000. Requests not so marked are never
+// retried: one may have run on the server before it died. A plain Client
+// has no next server and ignores it.
+func Idempotent() RequestOption {
+	return RequestOption{func(s *RequestSettings) { s.Idempotent = true }}
+}
+
+// connOptions are opts in the connection's terms; nil when there are none.
+func connOptions(opts []RequestOption) *connection.CallOptions {
 	if len(opts) == 0 {
 		return nil
 	}
-	o := new(connection.CallOptions)
-	for _, opt := range opts {
-		opt(o)
+	s := SettingsOf(opts...)
+	return &connection.CallOptions{
+		Timeout:                s.Timeout,
+		OnProgress:             s.OnProgress,
+		ResetTimeoutOnProgress: s.ResetTimeoutOnProgress,
+		MaxTotalTimeout:        s.MaxTotalTimeout,
 	}
-	return o
 }

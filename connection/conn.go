@@ -113,7 +113,7 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Err is why the connection stopped (nil while it runs). It wraps one of
 // ErrClosed, ErrServerExited, ErrStdinClosed, ErrStdoutClosed,
-// ErrOwnerExited, or the reason given to actor.Exit.
+// actor.ReasonOwnerExited, or the reason given to actor.Exit.
 func (c *Conn) Err() error { return c.life.Reason() }
 
 // ExitError is what the server's Wait returned, once Done is closed.
@@ -166,7 +166,7 @@ func (c *Conn) writeFailed(err error) {
 // shutdown runs on the actor while it stops: fail every caller, cancel
 // handlers, and close stdin after flushing what is queued.
 func (c *Conn) shutdown(ctx protoactor.Context) {
-	c.table.close(closedError(c.life.Reason())) // settled by Life before Stopping
+	c.table.close(jsonrpc.ClosedError(c.life.Reason())) // settled by Life before Stopping
 	c.stopNotify()
 	c.disp.Stop(ctx)
 	c.out.close()

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
@@ -23,16 +22,7 @@ var (
 	// ErrStreamCancelled ends a stream request (subscriptions/listen) that
 	// the server cancelled with notifications/cancelled.
 	ErrStreamCancelled = errors.New("server cancelled the stream")
-	// ErrOwnerExited is actor.ReasonOwnerExited: the owner went away.
-	ErrOwnerExited = snodoactor.ReasonOwnerExited
 )
-
-// closedError is what every waiting and later caller gets once the
-// connection has stopped for reason.
-func closedError(reason error) *jsonrpc.Error {
-	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
-		"connection closed: "+reason.Error(), jsonrpc.ErrConnectionClosed, reason)
-}
 
 // timeoutError is the local -32001.
 func timeoutError(method string, what string) *jsonrpc.Error {

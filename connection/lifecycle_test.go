@@ -125,7 +125,7 @@ func TestOwnerContextDoneClosesTheConnection(t *testing.T) {
 	errs := inFlight(t, c, 2)
 	cancel()
 	for _, err := range collect(t, errs, 2) {
-		requireClosed(t, err, ErrOwnerExited)
+		requireClosed(t, err, snodoactor.ReasonOwnerExited)
 	}
 	waitDone(t, c)
 	testutil.AssertReaped(t, c.ProcessID(), 10*time.Second)
@@ -138,7 +138,7 @@ func TestOwnerActorTerminatedClosesTheConnection(t *testing.T) {
 	errs := inFlight(t, c, 2)
 	require.NoError(t, sys.Root.StopFuture(owner).Wait())
 	for _, err := range collect(t, errs, 2) {
-		requireClosed(t, err, ErrOwnerExited)
+		requireClosed(t, err, snodoactor.ReasonOwnerExited)
 	}
 	waitDone(t, c)
 }
@@ -149,7 +149,7 @@ func TestOwnerActorAlreadyDead(t *testing.T) {
 	require.NoError(t, sys.Root.StopFuture(owner).Wait())
 	c := start(t, Config{Owner: owner})
 	waitDone(t, c)
-	requireClosed(t, c.closedErr(), ErrOwnerExited)
+	requireClosed(t, c.closedErr(), snodoactor.ReasonOwnerExited)
 }
 
 func TestStopAndPoisonCloseTheConnection(t *testing.T) {

@@ -53,7 +53,7 @@ func TestStopCancelsHandlersAndNeverWaitsForThem(t *testing.T) {
 			c.Close()
 			assert.Less(t, time.Since(t0), time.Second, "Close returns promptly")
 		}, connection.ErrClosed, true},
-		{"owner exit", func(_ *connection.Conn, cancel context.CancelFunc) { cancel() }, connection.ErrOwnerExited, true},
+		{"owner exit", func(_ *connection.Conn, cancel context.CancelFunc) { cancel() }, snodoactor.ReasonOwnerExited, true},
 		{"Stop", func(c *connection.Conn, _ context.CancelFunc) { c.System().Root.Stop(c.PID()) }, snodoactor.ReasonStopped, true},
 		{"Exit", func(c *connection.Conn, _ context.CancelFunc) {
 			snodoactor.Exit(c.System(), c.PID(), errTestReason)

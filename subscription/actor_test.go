@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 )
 
@@ -68,7 +69,7 @@ func TestOwnerActorTerminatingCancelsOnTheServer(t *testing.T) {
 	s := open(t, c, toolsFilter, Options{Actor: pid})
 	c.System().Root.Stop(pid)
 	err := waitEnded(t, s)
-	require.ErrorIs(t, err, ErrOwnerExited)
+	require.ErrorIs(t, err, snodoactor.ReasonOwnerExited)
 	assert.Contains(t, err.Error(), pid.Id)
 	assert.Equal(t, []int64{s.ID()}, cancelledOnServer(t, c, 1))
 	assert.Empty(t, openOnServer(t, c))
@@ -85,5 +86,5 @@ func TestListenToADeadActorFails(t *testing.T) {
 	c.System().Root.Stop(pid)
 	<-stopped
 	_, err := Open(t.Context(), c, listenParams(toolsFilter), nil, Options{Actor: pid})
-	require.ErrorIs(t, err, ErrOwnerExited)
+	require.ErrorIs(t, err, snodoactor.ReasonOwnerExited)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
@@ -34,7 +35,7 @@ func TestOwnerContextDoneCancelsOnTheServer(t *testing.T) {
 	require.NoError(t, err)
 	cancel()
 	err = waitEnded(t, s)
-	require.ErrorIs(t, err, ErrOwnerExited)
+	require.ErrorIs(t, err, snodoactor.ReasonOwnerExited)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Empty(t, drain(t, s))
 	assert.Equal(t, []int64{s.ID()}, cancelledOnServer(t, c, 1))

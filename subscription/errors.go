@@ -2,8 +2,6 @@ package subscription
 
 import (
 	"errors"
-
-	snodoactor "github.com/snodo/snodo/actor"
 )
 
 // Why a subscription ended, for errors.Is on Err (see the package doc).
@@ -18,9 +16,6 @@ var (
 	// ErrQueueFull: events arrived faster than they were taken and the
 	// queue passed its bound; the subscription was cancelled on the server.
 	ErrQueueFull = errors.New("snodo: subscription queue full")
-	// ErrOwnerExited is actor.ReasonOwnerExited: the subscription's owner
-	// (Open's ctx, or the actor receiving its events) went away.
-	ErrOwnerExited = snodoactor.ReasonOwnerExited
 )
 
 // localEnd marks a cancellation cause set by this package, so that it can

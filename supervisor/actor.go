@@ -17,13 +17,14 @@ import (
 // a back-off, unless the intensity limit is passed. Timers post messages
 // to it; it never blocks and never uses ReceiveTimeout or futures.
 type supervisorActor struct {
-	s       *state
-	rs      intensity
-	conn    *snodo.Client // the connection it watches; nil while restarting
-	attempt int           // numbers connect attempts; stale results are ignored
-	timer   *time.Timer   // the pending back-off
-	exitAt  time.Time     // when the server being replaced went away
-	started bool          // a first connection was made
+	s         *state
+	rs        intensity
+	conn      *snodo.Client // the connection it watches; nil while restarting
+	attempt   int           // numbers connect attempts; stale results are ignored
+	timer     *time.Timer   // the pending back-off
+	exitAt    time.Time     // when the server being replaced went away
+	started   bool          // a first connection was made
+	serverPID int           // the process id of the last server connected; 0 once reported gone
 }
 
 // Messages the supervisor sends itself.
@@ -76,7 +77,7 @@ func (a *supervisorActor) Receive(ctx protoactor.Context) {
 		a.s.recordReason(snodo.ErrStopped)
 		a.s.shutdown()
 	case *protoactor.Stopped:
-		a.emit(ctx, Event{Kind: Stopped, Err: a.s.why()})
+		a.emit(ctx, LifecycleEvent{Kind: Stopped, Err: a.s.why()})
 		a.s.actorStopped()
 	}
 }
@@ -116,9 +117,11 @@ func (a *supervisorActor) onConnected(ctx protoactor.Context, msg *connected) {
 	c := msg.client
 	a.conn = c
 	ctx.Watch(c.PID())
-	ev := Event{Kind: Connected, ServerPID: c.ServerPID()}
+	a.serverPID = c.ServerPID()
+	ev := LifecycleEvent{Kind: ServerConnected, ServerPID: a.serverPID}
 	if a.started {
 		ev.Downtime = time.Since(a.exitAt)
+		ev.Restarts = len(a.rs.times)
 	}
 	a.started = true
 	a.s.install(c)
@@ -128,7 +131,7 @@ func (a *supervisorActor) onConnected(ctx protoactor.Context, msg *connected) {
 
 func (a *supervisorActor) onTerminated(ctx protoactor.Context, msg *protoactor.Terminated) {
 	if owner := a.s.cfg.owner; owner != nil && msg.Who.Equal(owner) {
-		a.s.recordReason(fmt.Errorf("%w: actor %s terminated", ErrOwnerExited, owner.Id))
+		a.s.recordReason(fmt.Errorf("%w: actor %s terminated", snodo.ErrOwnerExited, owner.Id))
 		ctx.Stop(ctx.Self())
 		return
 	}
@@ -172,32 +175,33 @@ func (a *supervisorActor) schedule(ctx protoactor.Context, reason error) (time.D
 	n := a.rs.add(time.Now())
 	if a.rs.exceeded(n) {
 		err := &GaveUpError{Restarts: a.rs.max, Window: a.rs.window, Last: reason}
-		a.emit(ctx, Event{Kind: GaveUp, Restarts: n - 1, Err: err})
+		a.emit(ctx, LifecycleEvent{Kind: GaveUp, Restarts: n - 1, Err: err})
 		a.s.recordReason(err)
 		ctx.Stop(ctx.Self())
 		return 0, false
 	}
 	delay := a.s.cfg.backoff.Delay(n)
 	a.s.restarts.Add(1)
-	a.emit(ctx, Event{Kind: Exited, Restarts: n, Delay: delay, Err: reason})
+	a.emit(ctx, LifecycleEvent{Kind: ServerExited, Restarts: n, Delay: delay, Err: reason, ServerPID: a.serverPID})
+	a.serverPID = 0 // a failed attempt that follows has no server
 	next, self, sys := a.attempt+1, ctx.Self(), a.s.sys
 	a.timer = time.AfterFunc(delay, func() { sys.Root.Send(self, &retry{attempt: next}) })
 	return delay, true
 }
 
 // emit logs ev and hands it to the observers.
-func (a *supervisorActor) emit(ctx protoactor.Context, ev Event) {
+func (a *supervisorActor) emit(ctx protoactor.Context, ev LifecycleEvent) {
 	ev.Name = a.s.cfg.name
 	ev.Total = int(a.s.restarts.Load())
 	l := a.log()
 	switch ev.Kind {
-	case Connected:
+	case ServerConnected:
 		if ev.Total > 0 {
 			l.Info("supervisor: server restarted", "server_pid", ev.ServerPID, "downtime", ev.Downtime, "restarts", ev.Total)
 		} else {
 			l.Debug("supervisor: server connected", "server_pid", ev.ServerPID)
 		}
-	case Exited:
+	case ServerExited:
 		l.Warn("supervisor: server went away; restarting", "reason", exitWords(ev.Err), "in", ev.Delay, "restarts_in_window", ev.Restarts)
 	case GaveUp:
 		l.Error("supervisor: restart intensity passed; giving up", "error", ev.Err)

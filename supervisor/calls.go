@@ -6,100 +6,86 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/connection"
 )
 
-// CallOption tunes one call through a supervised client or a pool.
-type CallOption func(*callConfig)
-
-type callConfig struct {
-	idempotent bool
-	opts       []snodo.RequestOption
-}
-
-// Idempotent marks a call as safe to run twice: if its server goes away
-// while it is in flight, it is sent once more to the next server (the
-// restarted one, or another pool member) instead of failing with -32000.
-// Calls not so marked are never retried: a request may have run on the
-// server before it died.
-func Idempotent() CallOption {
-	return func(c *callConfig) { c.idempotent = true }
-}
-
-// RequestOptions passes snodo request options (Timeout, OnProgress…) to
-// the call. A Timeout also bounds the wait for a restart, and the time
-// waited counts against it.
-func RequestOptions(opts ...snodo.RequestOption) CallOption {
-	return func(c *callConfig) { c.opts = append(c.opts, opts...) }
-}
-
-func callConfigOf(opts []CallOption) callConfig {
-	var cc callConfig
-	for _, o := range opts {
-		o(&cc)
-	}
-	return cc
-}
-
-// timeout is the call's Timeout request option: 0 when it gives none.
-func (cc *callConfig) timeout() time.Duration {
-	var o connection.CallOptions
-	for _, opt := range cc.opts {
-		opt(&o)
-	}
-	return o.Timeout
-}
-
 // Request sends a JSON-RPC request to the current server and returns the
-// raw result; see snodo.Client.Request for the errors. During a restart
-// it waits for the new server or fails fast (FailFast). A call in flight
-// when its server dies fails with -32000 (errors.Is snodo.ErrServerExited
-// and the like) unless marked Idempotent.
-func (c *Client) Request(ctx context.Context, method string, params any, opts ...CallOption) (json.RawMessage, error) {
-	return call(ctx, c, method, callConfigOf(opts), false, func(cl *snodo.Client, ro []snodo.RequestOption) (json.RawMessage, error) {
+// raw result; see snodo.Client.Request for the errors. It is raw, like
+// snodo.Client.Request: an input_required result is returned as it is,
+// and the typed calls (CallTool, ReadResource, GetPrompt) complete those
+// rounds. During a restart it waits for the new server or fails fast
+// (FailFast); a Timeout request option also bounds that wait, and the
+// time waited counts against it. A call in flight when its server dies
+// fails with -32000 (errors.Is snodo.ErrServerExited and the like)
+// unless marked snodo.Idempotent.
+func (c *Client) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
+	return call(ctx, c, method, opts, false, func(cl *snodo.Client, ro []snodo.RequestOption) (json.RawMessage, error) {
 		return cl.Request(ctx, method, params, ro...)
 	})
 }
 
-// CallTool calls the tool name with args on the current server; see
-// snodo.Client.CallTool and Request.
-func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*snodo.CallToolResult, error) {
-	return call(ctx, c, "tools/call", callConfigOf(opts), false, func(cl *snodo.Client, ro []snodo.RequestOption) (*snodo.CallToolResult, error) {
-		return cl.CallTool(ctx, name, args, ro...)
+// Era is the era of the last server connected.
+func (c *Client) Era() snodo.Era {
+	if l := c.s.latest(); l != nil {
+		return l.Era()
+	}
+	return 0
+}
+
+// InputHandling runs the input requests of a round on the current
+// server's connection (waiting through a restart like Request), with the
+// handler and bound given with WithConnectOptions.
+func (c *Client) InputHandling() snodo.InputHandling {
+	return snodo.InputHandling{Serve: c.serveInputs, MaxRounds: c.s.maxRounds()}
+}
+
+func (c *Client) serveInputs(ctx context.Context, reqs []*snodo.ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
+	return call(ctx, c, inputMethod, nil, false, func(cl *snodo.Client, _ []snodo.RequestOption) ([]json.RawMessage, error) {
+		return cl.InputHandling().Serve(ctx, reqs, timeout)
 	})
 }
 
-// ListTools lists the current server's tools; see snodo.Client.ListTools.
-func (c *Client) ListTools(ctx context.Context, opts ...CallOption) ([]snodo.Tool, error) {
-	return call(ctx, c, "tools/list", callConfigOf(opts), false, func(cl *snodo.Client, ro []snodo.RequestOption) ([]snodo.Tool, error) {
-		return cl.ListTools(ctx, ro...)
-	})
+// inputMethod names the answering of input requests in errors.
+const inputMethod = "input requests"
+
+// maxRounds is the WithMaxInputRounds bound of the connections.
+func (s *state) maxRounds() int {
+	if l := s.latest(); l != nil {
+		return l.InputHandling().MaxRounds
+	}
+	return 0
 }
 
 // Notify sends a notification to the current server, waiting for a
 // restart (or failing fast) like Request.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
-	_, err := call(ctx, c, method, callConfig{}, false, func(cl *snodo.Client, _ []snodo.RequestOption) (struct{}, error) {
+	_, err := call(ctx, c, method, nil, false, func(cl *snodo.Client, _ []snodo.RequestOption) (struct{}, error) {
 		return struct{}{}, cl.Notify(ctx, method, params)
 	})
 	return err
 }
 
 // call runs fn on the current connection, with the wait, fail-fast and
-// retry rules. reserved says the caller (a pool) already counted the
-// call in c's in-flight figure.
-func call[T any](ctx context.Context, c *Client, method string, cc callConfig, reserved bool,
+// retry rules. reserved says the caller is a pool: it already counted the
+// call in c's in-flight figure, and it retries on another member itself.
+func call[T any](ctx context.Context, c *Client, method string, opts []snodo.RequestOption, reserved bool,
 	fn func(*snodo.Client, []snodo.RequestOption) (T, error)) (T, error) {
 	if !reserved {
 		c.s.inflight.Add(1)
 	}
-	defer c.s.inflight.Add(-1)
+	defer c.s.release()
+	cc := callConfig{opts: opts, RequestSettings: snodo.SettingsOf(opts...)}
 	v, used, err := once(ctx, c, method, &cc, nil, time.Now(), fn)
-	if err != nil && cc.idempotent && used != nil && lostConnection(err) && ctx.Err() == nil {
+	if err != nil && cc.Idempotent && !reserved && used != nil && lostConnection(err) && ctx.Err() == nil {
 		c.s.cfg.logger.Debug("supervisor: retrying an idempotent call on the next server", "method", method, "error", err)
 		return retryOnce(ctx, c, method, &cc, used, fn)
 	}
 	return v, err
+}
+
+// callConfig is one call's options and what they say.
+type callConfig struct {
+	snodo.RequestSettings
+	opts []snodo.RequestOption
 }
 
 func retryOnce[T any](ctx context.Context, c *Client, method string, cc *callConfig, used *snodo.Client,
@@ -123,7 +109,7 @@ func onceWith[T any](ctx context.Context, s *state, cfg *config, method string, 
 	fn func(*snodo.Client, []snodo.RequestOption) (T, error)) (T, *snodo.Client, error) {
 	var zero T
 	limit := cfg.maxWait
-	timeout := cc.timeout()
+	timeout := cc.Timeout
 	switch {
 	case timeout > 0:
 		limit = timeout
@@ -154,7 +140,7 @@ func (s *state) acquire(ctx context.Context, method string, prev *snodo.Client, 
 		if s.ended {
 			reason := s.reason
 			s.mu.Unlock()
-			return nil, closedError(reason)
+			return nil, snodo.ClosedError(reason)
 		}
 		if c := s.client; c != nil && c != prev && c.Err() == nil {
 			s.mu.Unlock()

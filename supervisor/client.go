@@ -16,7 +16,8 @@ import (
 // whichever server is current. All methods are safe for concurrent use;
 // Close may be called any number of times, from any goroutine.
 type Client struct {
-	s *state
+	snodo.Calls // every typed call: ListTools, CallTool, ReadResource, …
+	s           *state
 }
 
 // Connect starts command with args under a supervisor and returns once
@@ -61,7 +62,7 @@ func start(ctx context.Context, command string, args []string, cfg *config) (*Cl
 	s.mu.Lock()
 	s.pid = sys.Root.SpawnPrefix(props, "snodo-supervisor")
 	s.unwatch = context.AfterFunc(ctx, func() {
-		s.stop(fmt.Errorf("%w: %w", ErrOwnerExited, context.Cause(ctx)))
+		s.stop(fmt.Errorf("%w: %w", snodo.ErrOwnerExited, context.Cause(ctx)))
 	})
 	s.mu.Unlock()
 	<-s.first
@@ -72,7 +73,9 @@ func start(ctx context.Context, command string, args []string, cfg *config) (*Cl
 		}
 		return nil, fmt.Errorf("supervisor: first start of %s: %w", command, err)
 	}
-	return &Client{s: s}, nil
+	c := &Client{s: s}
+	c.Calls = snodo.NewCalls(c)
+	return c, nil
 }
 
 // PID is the supervisor actor. Stopping it (Stop, Poison, snodo.Exit)
@@ -105,14 +108,16 @@ func (c *Client) Healthy() bool {
 	return cur != nil && cur.Err() == nil
 }
 
-// Close ends supervision: the current server's stdin is closed (it is
-// never signalled), calls in flight fail with -32000, waiting calls and
-// later ones get a -32000 wrapping ErrClosed. Close returns once the
-// supervisor has stopped and every server it started has been reaped.
-// Idempotent; it returns nil.
+// Close ends supervision like snodo.Client.Close: the current server's
+// stdin is closed (it is never signalled unless snodo.WithShutdownGrace
+// was given with WithConnectOptions), calls in flight, waiting calls and
+// later ones get a -32000 wrapping snodo.ErrClosed, and Close returns
+// without waiting for the server to exit: it is reaped in the
+// background, and Done tells when. It never waits on the caller's actor,
+// so an actor may call it from its Stopping. Idempotent; it returns nil.
 func (c *Client) Close() error {
-	c.s.stop(ErrClosed)
-	<-c.s.done
+	c.s.stop(snodo.ErrClosed)
+	<-c.s.stopped
 	return nil
 }
 
@@ -120,6 +125,6 @@ func (c *Client) Close() error {
 // has exited and been reaped.
 func (c *Client) Done() <-chan struct{} { return c.s.done }
 
-// Err is why supervision ended (nil while it runs): ErrClosed,
-// ErrOwnerExited, or a *GaveUpError (errors.Is ErrGaveUp).
+// Err is why supervision ended (nil while it runs): snodo.ErrClosed,
+// snodo.ErrOwnerExited, or a *GaveUpError (errors.Is ErrGaveUp).
 func (c *Client) Err() error { return c.s.Err() }

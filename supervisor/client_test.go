@@ -18,17 +18,19 @@ func TestRestartAfterKill(t *testing.T) {
 	cmd, args := testutil.Server(t)
 	c, err := Connect(t.Context(), cmd, args, fast, ev.option())
 	require.NoError(t, err)
-	first := ev.waitFor(t, Connected, time.Second)
+	first := ev.waitFor(t, ServerConnected, time.Second)
 	old := c.ServerPID()
 	assert.Equal(t, old, first.ServerPID)
 
 	kill(t, old)
-	exited := ev.waitFor(t, Exited, 5*time.Second)
+	exited := ev.waitFor(t, ServerExited, 5*time.Second)
 	assert.ErrorIs(t, exited.Err, snodo.ErrServerExited)
 	assert.Contains(t, exited.Err.Error(), "killed by signal")
-	back := ev.waitFor(t, Connected, 5*time.Second)
+	assert.Equal(t, old, exited.ServerPID, "Exited names the process that died")
+	back := ev.waitFor(t, ServerConnected, 5*time.Second)
 	assert.NotEqual(t, old, back.ServerPID)
 	assert.Equal(t, 1, back.Total)
+	assert.Equal(t, 1, back.Restarts, "Connected after a restart counts it")
 	t.Logf("restart latency (exit seen → new server answering): %s", back.Downtime)
 
 	res, err := c.CallTool(t.Context(), "echo", map[string]string{"message": "again"})
@@ -37,12 +39,12 @@ func TestRestartAfterKill(t *testing.T) {
 	assert.Equal(t, 1, c.Restarts())
 
 	require.NoError(t, c.Close())
-	assert.ErrorIs(t, c.Err(), ErrClosed)
+	assert.ErrorIs(t, c.Err(), snodo.ErrClosed)
 	testutil.AssertReaped(t, old, 5*time.Second)
 	testutil.AssertReaped(t, back.ServerPID, 5*time.Second)
 	_, err = c.Request(t.Context(), "test/echo", nil)
 	assert.ErrorIs(t, err, snodo.ErrConnectionClosed)
-	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, err, snodo.ErrClosed)
 	assert.Equal(t, Stopped, ev.waitFor(t, Stopped, time.Second).Kind)
 }
 
@@ -63,7 +65,7 @@ func TestGiveUpWhenTheServerCrashesAtStart(t *testing.T) {
 	assert.Equal(t, 3, gu.Restarts)
 	n := 0
 	for len(ev) > 0 {
-		if (<-ev).Kind == Exited {
+		if (<-ev).Kind == ServerExited {
 			n++
 		}
 	}
@@ -134,8 +136,8 @@ func TestInFlightCallFailsAndIsNotRetried(t *testing.T) {
 	assert.Equal(t, snodo.CodeConnectionClosed, e.Code)
 	assert.ErrorIs(t, err, snodo.ErrServerExited)
 
-	ev.waitFor(t, Connected, time.Second)
-	ev.waitFor(t, Connected, 5*time.Second)
+	ev.waitFor(t, ServerConnected, time.Second)
+	ev.waitFor(t, ServerConnected, 5*time.Second)
 	raw, err := c.Request(t.Context(), "test/requests", map[string]string{"method": "test/sleep"})
 	require.NoError(t, err)
 	assert.Empty(t, sleepCalls(t, raw), "the new server never saw the call")
@@ -147,14 +149,14 @@ func TestIdempotentCallIsRetriedOnce(t *testing.T) {
 	c, err := Connect(t.Context(), cmd, args, fast, ev.option())
 	require.NoError(t, err)
 	defer c.Close()
-	ev.waitFor(t, Connected, time.Second)
+	ev.waitFor(t, ServerConnected, time.Second)
 
 	type result struct {
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		_, err := c.Request(t.Context(), "test/sleep", map[string]int{"ms": 300, "k": 7}, Idempotent())
+		_, err := c.Request(t.Context(), "test/sleep", map[string]int{"ms": 300, "k": 7}, snodo.Idempotent())
 		done <- result{err}
 	}()
 	waitReceived(t, c, 1)
@@ -174,7 +176,7 @@ func TestFailFastDuringRestart(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	kill(t, c.ServerPID())
-	ev.waitFor(t, Exited, 5*time.Second)
+	ev.waitFor(t, ServerExited, 5*time.Second)
 	t0 := time.Now()
 	_, err = c.Request(t.Context(), "test/echo", nil)
 	assert.Less(t, time.Since(t0), 50*time.Millisecond, "fails at once")
@@ -184,7 +186,7 @@ func TestFailFastDuringRestart(t *testing.T) {
 	var e *snodo.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, snodo.CodeConnectionClosed, e.Code)
-	ev.waitFor(t, Connected, 5*time.Second)
+	ev.waitFor(t, ServerConnected, 5*time.Second)
 	_, err = c.Request(t.Context(), "test/echo", nil)
 	assert.NoError(t, err)
 }
@@ -197,21 +199,21 @@ func TestWaitDuringRestart(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	kill(t, c.ServerPID())
-	ev.waitFor(t, Exited, 5*time.Second)
+	ev.waitFor(t, ServerExited, 5*time.Second)
 
 	// Its own timeout is shorter than the restart: -32001, never sent.
-	_, err = c.Request(t.Context(), "test/echo", nil, RequestOptions(snodo.Timeout(50*time.Millisecond)))
+	_, err = c.Request(t.Context(), "test/echo", nil, snodo.Timeout(50*time.Millisecond))
 	assert.ErrorIs(t, err, ErrRestarting)
 	assert.ErrorIs(t, err, snodo.ErrTimeout)
 	// Enough time: it waits and succeeds on the new server.
 	t0 := time.Now()
-	raw, err := c.Request(t.Context(), "test/echo", map[string]int{"x": 1}, RequestOptions(snodo.Timeout(5*time.Second)))
+	raw, err := c.Request(t.Context(), "test/echo", map[string]int{"x": 1}, snodo.Timeout(5*time.Second))
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), `"x":1`)
 	t.Logf("call waited %s for the restart", time.Since(t0))
 	// ctx bounds the wait too.
 	kill(t, c.ServerPID())
-	ev.waitFor(t, Exited, 5*time.Second)
+	ev.waitFor(t, ServerExited, 5*time.Second)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
 	_, err = c.Request(ctx, "test/echo", nil)
@@ -230,7 +232,7 @@ func TestOwnerContextEndsSupervision(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("not done after the owner context ended")
 	}
-	assert.ErrorIs(t, c.Err(), ErrOwnerExited)
+	assert.ErrorIs(t, c.Err(), snodo.ErrOwnerExited)
 	assert.Zero(t, c.Restarts())
 	testutil.AssertReaped(t, pid, 5*time.Second)
 }

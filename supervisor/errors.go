@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // Why a supervised call failed without reaching a server, or why
@@ -20,12 +19,6 @@ var (
 	// ErrGaveUp: the restart intensity limit was passed and supervision
 	// stopped. The error is a *GaveUpError.
 	ErrGaveUp = errors.New("supervisor: gave up restarting the server")
-	// ErrClosed: Close was called (snodo.ErrClosed, so errors.Is matches
-	// either).
-	ErrClosed = snodo.ErrClosed
-	// ErrOwnerExited: the owner (the context given to Connect or NewPool,
-	// or the WithOwner actor) went away.
-	ErrOwnerExited = snodo.ErrOwnerExited
 )
 
 // GaveUpError is why supervision stopped when the server kept exiting:
@@ -120,28 +113,22 @@ func isSentinel(err error) bool {
 	return false
 }
 
-// closedError is what calls get once supervision has ended for reason.
-func closedError(reason error) error {
-	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
-		"connection closed: "+reason.Error(), jsonrpc.ErrConnectionClosed, reason)
-}
-
 // restartingError is what a FailFast call gets during a restart.
 func restartingError(last error, next time.Time) error {
 	when := "now"
 	if d := time.Until(next); d > 0 {
 		when = "in " + d.Round(time.Millisecond).String()
 	}
-	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
+	return snodo.NewLocalError(snodo.CodeConnectionClosed,
 		fmt.Sprintf("connection closed: the server is restarting after %s (next attempt %s); retry later, or leave out FailFast to wait for it",
 			exitWords(last), when),
-		jsonrpc.ErrConnectionClosed, ErrRestarting)
+		snodo.ErrConnectionClosed, ErrRestarting)
 }
 
 // waitTimeoutError is what a waiting call gets when no server came back
 // within its timeout.
 func waitTimeoutError(method string, waited time.Duration) error {
-	return jsonrpc.NewLocalError(jsonrpc.CodeTimeout,
+	return snodo.NewLocalError(snodo.CodeTimeout,
 		fmt.Sprintf("%s: no server came back within %s while a restart was under way; raise the Timeout request option or WithMaxWait", method, waited.Round(time.Millisecond)),
-		jsonrpc.ErrTimeout, ErrRestarting)
+		snodo.ErrTimeout, ErrRestarting)
 }

@@ -27,10 +27,10 @@ func exampleServer(flags ...string) (string, []string) {
 // was in flight fails, the next one reaches the new server.
 func Example() {
 	cmd, args := exampleServer()
-	events := make(chan supervisor.Event, 16)
+	events := make(chan supervisor.LifecycleEvent, 16)
 	c, err := supervisor.Connect(context.Background(), cmd, args,
 		supervisor.WithIntensity(3, time.Minute),
-		supervisor.WithEventHandler(func(ev supervisor.Event) { events <- ev }))
+		supervisor.WithEventHandler(func(ev supervisor.LifecycleEvent) { events <- ev }))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func Example() {
 	_, err = c.Request(context.Background(), "test/crash", map[string]int{"code": 1})
 	fmt.Println(errors.Is(err, snodo.ErrServerExited))
 	for ev := range events {
-		if ev.Kind == supervisor.Connected && ev.Total > 0 {
+		if ev.Kind == supervisor.ServerConnected && ev.Total > 0 {
 			fmt.Println("restarted after:", ev.Total, "restart")
 			break
 		}
@@ -73,7 +73,7 @@ func ExampleNewPool() {
 	}
 	defer p.Close()
 	res, err := p.CallTool(context.Background(), "add", map[string]int{"a": 2, "b": 3},
-		supervisor.Idempotent(), supervisor.RequestOptions(snodo.Timeout(5*time.Second)))
+		snodo.Idempotent(), snodo.Timeout(5*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}

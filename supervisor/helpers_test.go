@@ -17,15 +17,15 @@ func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
 var fast = WithBackoff(Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Multiplier: 2, Jitter: 0.2})
 
 // events collects a supervisor's events.
-type events chan Event
+type events chan LifecycleEvent
 
 func newEvents() events { return make(events, 256) }
 
-func (e events) option() Option { return WithEventHandler(func(ev Event) { e <- ev }) }
+func (e events) option() Option { return WithEventHandler(func(ev LifecycleEvent) { e <- ev }) }
 
 // waitFor returns the next event of kind (skipping others), failing t
 // after within.
-func (e events) waitFor(t *testing.T, kind EventKind, within time.Duration) Event {
+func (e events) waitFor(t *testing.T, kind EventKind, within time.Duration) LifecycleEvent {
 	t.Helper()
 	deadline := time.After(within)
 	for {

@@ -35,7 +35,7 @@ type config struct {
 	failFast    bool
 	maxWait     time.Duration
 	logger      *slog.Logger
-	onEvent     func(Event)
+	onEvent     func(LifecycleEvent)
 	eventsTo    *protoactor.PID
 	owner       *protoactor.PID
 	system      *protoactor.ActorSystem
@@ -128,10 +128,10 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithEventHandler calls fn with every Event, in order, on the
+// WithEventHandler calls fn with every LifecycleEvent, in order, on the
 // supervisor actor: fn must return quickly (send to a buffered channel or
 // an actor) and must not call the supervised client.
-func WithEventHandler(fn func(Event)) Option {
+func WithEventHandler(fn func(LifecycleEvent)) Option {
 	return func(c *config) error {
 		if fn == nil {
 			return errors.New("WithEventHandler: nil function")
@@ -141,7 +141,7 @@ func WithEventHandler(fn func(Event)) Option {
 	}
 }
 
-// WithEventsTo sends every Event to the actor pid, as an *Event message,
+// WithEventsTo sends every LifecycleEvent to the actor pid, as an *LifecycleEvent message,
 // in order. pid lives in the supervisor's actor system.
 func WithEventsTo(pid *protoactor.PID) Option {
 	return func(c *config) error {
@@ -178,7 +178,7 @@ func WithActorSystem(sys *protoactor.ActorSystem) Option {
 	}
 }
 
-// WithName labels the supervisor in logs and events (Event.Name).
+// WithName labels the supervisor in logs and events (LifecycleEvent.Name).
 // Default: the command; pools use "command#N".
 func WithName(name string) Option {
 	return func(c *config) error { c.name = name; return nil }

@@ -22,6 +22,8 @@ import (
 // connections, each stopped with the one before. Methods are safe for
 // concurrent use; Close may be called any number of times.
 type Pool struct {
+	snodo.Calls // every typed call: ListTools, CallTool, ReadResource, …
+
 	ctx     context.Context
 	command string
 	args    []string
@@ -30,15 +32,16 @@ type Pool struct {
 	pid     *protoactor.PID
 	unwatch func() bool
 
-	mu      sync.Mutex
-	members []*Client
-	serial  int  // names members command#N
-	next    int  // where the least-loaded scan starts (spreads ties)
-	closing bool // Close or the owner's end: no new members
-	reason  error
-	bg      sync.WaitGroup // member closers
-	stopped chan struct{}
-	done    chan struct{}
+	mu       sync.Mutex
+	members  []*Client
+	serial   int       // names members command#N
+	next     int       // where the least-loaded scan starts (spreads ties)
+	closing  bool      // Close or the owner's end: no new members
+	stopping []*Client // the members being stopped with the pool
+	reason   error
+	bg       sync.WaitGroup // member closers
+	stopped  chan struct{}
+	done     chan struct{}
 }
 
 // NewPool starts size supervised connections to command (in parallel)
@@ -69,13 +72,14 @@ func NewPool(ctx context.Context, command string, args []string, size int, opts 
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	p.Calls = snodo.NewCalls(p)
 	p.mu.Lock()
 	p.pid = sys.Root.SpawnPrefix(protoactor.PropsFromProducer(
 		func() protoactor.Actor { return &poolActor{p: p} },
 		protoactor.WithGuardian(snodoactor.StopOnFailure),
 	), "snodo-pool")
 	p.unwatch = context.AfterFunc(ctx, func() {
-		p.stop(fmt.Errorf("%w: %w", ErrOwnerExited, context.Cause(ctx)))
+		p.stop(fmt.Errorf("%w: %w", snodo.ErrOwnerExited, context.Cause(ctx)))
 	})
 	p.mu.Unlock()
 	if err := p.Grow(size); err != nil {
@@ -96,7 +100,7 @@ func (p *Pool) Grow(n int) error {
 	if p.closing {
 		reason := p.reason
 		p.mu.Unlock()
-		return closedError(reason)
+		return snodo.ClosedError(reason)
 	}
 	names := make([]string, n)
 	for i := range names {
@@ -130,7 +134,7 @@ func (p *Pool) add(m *Client) error {
 		reason := p.reason
 		p.mu.Unlock()
 		_ = m.Close()
-		return closedError(reason)
+		return snodo.ClosedError(reason)
 	}
 	p.members = append(p.members, m)
 	p.mu.Unlock()
@@ -156,12 +160,7 @@ func (p *Pool) Shrink(n int) error {
 	var wg sync.WaitGroup
 	for _, m := range gone {
 		wg.Go(func() {
-			for m.InFlight() > 0 {
-				select {
-				case <-m.Done():
-				case <-time.After(5 * time.Millisecond):
-				}
-			}
+			m.s.drained()
 			_ = m.Close()
 		})
 	}
@@ -186,12 +185,21 @@ func (p *Pool) Members() []*Client {
 // PID is the pool actor; stopping it closes the pool.
 func (p *Pool) PID() *protoactor.PID { return p.pid }
 
-// Close closes every member (as Client.Close: stdin closed, calls in
-// flight fail with -32000) and returns once every server has been
-// reaped. Idempotent; it returns nil.
+// Close closes every member as Client.Close does: each server's stdin is
+// closed, calls in flight, waiting calls and later ones get a -32000
+// wrapping snodo.ErrClosed, and Close returns without waiting for the
+// servers to exit; they are reaped in the background, and Done tells
+// when. It never waits on the caller's actor, so an actor may call it
+// from its Stopping. Idempotent; it returns nil.
 func (p *Pool) Close() error {
-	p.stop(ErrClosed)
-	<-p.done
+	p.stop(snodo.ErrClosed)
+	<-p.stopped
+	p.mu.Lock()
+	members := p.stopping
+	p.mu.Unlock()
+	for _, m := range members {
+		<-m.s.stopped
+	}
 	return nil
 }
 
@@ -199,8 +207,8 @@ func (p *Pool) Close() error {
 // have been reaped.
 func (p *Pool) Done() <-chan struct{} { return p.done }
 
-// Err is why the pool stopped (nil while it runs): ErrClosed,
-// ErrOwnerExited, or, when every member gave up, the last *GaveUpError.
+// Err is why the pool stopped (nil while it runs): snodo.ErrClosed,
+// snodo.ErrOwnerExited, or, when every member gave up, the last *GaveUpError.
 func (p *Pool) Err() error {
 	select {
 	case <-p.stopped:
@@ -234,9 +242,9 @@ func (p *Pool) pick(avoid *Client) (*Client, error) {
 	if p.closing || len(p.members) == 0 {
 		reason := p.reason
 		if reason == nil {
-			reason = ErrClosed
+			reason = snodo.ErrClosed
 		}
-		return nil, closedError(reason)
+		return nil, snodo.ClosedError(reason)
 	}
 	var best *Client
 	bestUp, bestLoad := false, 0
@@ -258,18 +266,15 @@ func (p *Pool) pick(avoid *Client) (*Client, error) {
 
 // poolCall runs fn on the least-loaded member; an Idempotent call that
 // lost its server is sent once more to another member.
-func poolCall[T any](ctx context.Context, p *Pool, method string, opts []CallOption,
+func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.RequestOption,
 	fn func(*snodo.Client, []snodo.RequestOption) (T, error)) (T, error) {
-	cc := callConfigOf(opts)
 	m, err := p.pick(nil)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	first := cc
-	first.idempotent = false // the retry goes to another member
-	v, err := call(ctx, m, method, first, true, fn)
-	if err == nil || !cc.idempotent || !lostConnection(err) || ctx.Err() != nil {
+	v, err := call(ctx, m, method, opts, true, fn) // the retry goes to another member
+	if err == nil || !snodo.SettingsOf(opts...).Idempotent || !lostConnection(err) || ctx.Err() != nil {
 		return v, err
 	}
 	m2, perr := p.pick(m)
@@ -277,21 +282,46 @@ func poolCall[T any](ctx context.Context, p *Pool, method string, opts []CallOpt
 		return v, err
 	}
 	p.cfg.logger.Debug("supervisor: retrying an idempotent call on another pool member", "method", method, "error", err)
-	return call(ctx, m2, method, first, true, fn)
+	return call(ctx, m2, method, opts, true, fn)
 }
 
 // Request sends a request to the least-loaded member; see
-// Client.Request.
-func (p *Pool) Request(ctx context.Context, method string, params any, opts ...CallOption) (json.RawMessage, error) {
+// Client.Request. It is raw: an input_required result is returned as it
+// is; the typed calls complete those rounds, each round going to the
+// least-loaded member.
+func (p *Pool) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
 	return poolCall(ctx, p, method, opts, func(cl *snodo.Client, ro []snodo.RequestOption) (json.RawMessage, error) {
 		return cl.Request(ctx, method, params, ro...)
 	})
 }
 
-// CallTool calls a tool on the least-loaded member; see Client.CallTool.
-func (p *Pool) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*snodo.CallToolResult, error) {
-	return poolCall(ctx, p, "tools/call", opts, func(cl *snodo.Client, ro []snodo.RequestOption) (*snodo.CallToolResult, error) {
-		return cl.CallTool(ctx, name, args, ro...)
+// Era is the era of the members' servers (of the first member that has
+// connected one).
+func (p *Pool) Era() snodo.Era {
+	for _, m := range p.Members() {
+		if e := m.Era(); e != 0 {
+			return e
+		}
+	}
+	return 0
+}
+
+// InputHandling runs the input requests of a round on the least-loaded
+// member's connection, with the handler and bound given with
+// WithConnectOptions.
+func (p *Pool) InputHandling() snodo.InputHandling {
+	rounds := 0
+	for _, m := range p.Members() {
+		if rounds = m.s.maxRounds(); rounds != 0 {
+			break
+		}
+	}
+	return snodo.InputHandling{Serve: p.serveInputs, MaxRounds: rounds}
+}
+
+func (p *Pool) serveInputs(ctx context.Context, reqs []*snodo.ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
+	return poolCall(ctx, p, inputMethod, nil, func(cl *snodo.Client, _ []snodo.RequestOption) ([]json.RawMessage, error) {
+		return cl.InputHandling().Serve(ctx, reqs, timeout)
 	})
 }
 
@@ -302,6 +332,6 @@ func (p *Pool) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenO
 	if err != nil {
 		return nil, err
 	}
-	m.s.inflight.Add(-1)
+	m.s.release()
 	return m.Listen(ctx, f, opts...)
 }

@@ -34,15 +34,15 @@ func (p *Pool) shutdown() {
 		p.reason = snodo.ErrStopped
 	}
 	members := p.members
-	p.members = nil
+	p.members, p.stopping = nil, members
 	reason := p.reason
 	p.mu.Unlock()
 	p.unwatch()
 	for _, m := range members {
-		p.bg.Go(func() {
-			m.s.stop(reason)
-			<-m.Done()
-		})
+		// The reason is recorded before the pool stops, so a member never
+		// reads the pool's end as its owner's exit.
+		m.s.stop(reason)
+		p.bg.Go(func() { <-m.Done() })
 	}
 }
 
@@ -83,7 +83,7 @@ func (a *poolActor) Receive(ctx protoactor.Context) {
 		if owner := p.cfg.owner; owner != nil && msg.Who.Equal(owner) {
 			p.mu.Lock()
 			if p.reason == nil {
-				p.reason = fmt.Errorf("%w: actor %s terminated", ErrOwnerExited, owner.Id)
+				p.reason = fmt.Errorf("%w: actor %s terminated", snodo.ErrOwnerExited, owner.Id)
 			}
 			p.mu.Unlock()
 			ctx.Stop(ctx.Self())

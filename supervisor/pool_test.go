@@ -68,9 +68,9 @@ func TestPoolKeepsAnsweringWhenAMemberIsKilled(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	killedAt := time.Now()
 	kill(t, oldPID)
-	var back Event
+	var back LifecycleEvent
 	for {
-		back = ev.waitFor(t, Connected, 5*time.Second)
+		back = ev.waitFor(t, ServerConnected, 5*time.Second)
 		if back.Name == victim.s.cfg.name && back.Total > 0 {
 			break
 		}
@@ -128,7 +128,7 @@ func TestPoolKeepsAnsweringWhenAMemberIsKilled(t *testing.T) {
 
 	pids = append(pids, victim.ServerPID())
 	require.NoError(t, p.Close())
-	assert.ErrorIs(t, p.Err(), ErrClosed)
+	assert.ErrorIs(t, p.Err(), snodo.ErrClosed)
 	for _, pid := range pids {
 		testutil.AssertReaped(t, pid, 5*time.Second)
 	}
@@ -143,7 +143,7 @@ func TestPoolIdempotentCallMovesToAnotherMember(t *testing.T) {
 	defer p.Close()
 	done := make(chan error, 1)
 	go func() {
-		_, err := p.Request(t.Context(), "test/sleep", map[string]int{"ms": 500, "k": 42}, Idempotent())
+		_, err := p.Request(t.Context(), "test/sleep", map[string]int{"ms": 500, "k": 42}, snodo.Idempotent())
 		done <- err
 	}()
 	var holder *Client
@@ -195,16 +195,16 @@ func TestPoolGrowsAndShrinks(t *testing.T) {
 // plain connection: when it stops, they stop.
 func TestOwnerActorStopsPoolAndClient(t *testing.T) {
 	sys := snodoactor.Shared()
-	seen := make(chan *Event, 16)
+	seen := make(chan *LifecycleEvent, 16)
 	owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
-		if ev, ok := ctx.Message().(*Event); ok {
+		if ev, ok := ctx.Message().(*LifecycleEvent); ok {
 			seen <- ev
 		}
 	}))
 	cmd, args := testutil.Server(t)
 	p, err := NewPool(context.Background(), cmd, args, 2, fast, WithOwner(owner), WithEventsTo(owner))
 	require.NoError(t, err)
-	assert.Equal(t, Connected, (<-seen).Kind, "events reach the actor as messages")
+	assert.Equal(t, ServerConnected, (<-seen).Kind, "events reach the actor as messages")
 	c, err := Connect(context.Background(), cmd, args, fast, WithOwner(owner))
 	require.NoError(t, err)
 	pids := append(serverPIDs(p), c.ServerPID())
@@ -217,8 +217,8 @@ func TestOwnerActorStopsPoolAndClient(t *testing.T) {
 			t.Fatal("not stopped with its owner")
 		}
 	}
-	assert.ErrorIs(t, p.Err(), ErrOwnerExited)
-	assert.ErrorIs(t, c.Err(), ErrOwnerExited)
+	assert.ErrorIs(t, p.Err(), snodo.ErrOwnerExited)
+	assert.ErrorIs(t, c.Err(), snodo.ErrOwnerExited)
 	for _, pid := range pids {
 		testutil.AssertReaped(t, pid, 5*time.Second)
 	}

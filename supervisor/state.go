@@ -26,10 +26,12 @@ type state struct {
 	unwatch  func() bool             // releases the AfterFunc on the owner context
 
 	inflight atomic.Int64 // calls using this supervisor right now
+	draining atomic.Bool  // drained is waiting: a call ending at zero notifies
 	restarts atomic.Int64 // restarts since Connect
 
 	mu       sync.Mutex
 	client   *snodo.Client              // nil while restarting
+	last     *snodo.Client              // the last connection installed: its era and input handling
 	live     map[*snodo.Client]struct{} // connections to close when supervision ends
 	changed  chan struct{}              // closed and replaced when client or ended changes
 	lastExit error                      // the exit being recovered from
@@ -111,7 +113,7 @@ func (s *state) adopt(c *snodo.Client) bool {
 // install makes c the connection calls use.
 func (s *state) install(c *snodo.Client) {
 	s.mu.Lock()
-	s.client, s.lastExit = c, nil
+	s.client, s.last, s.lastExit = c, c, nil
 	s.notifyLocked()
 	s.mu.Unlock()
 }
@@ -127,6 +129,42 @@ func (s *state) lost(c *snodo.Client, reason error, next time.Time) {
 	s.notifyLocked()
 	s.mu.Unlock()
 	s.bg.Go(func() { <-c.Done() }) // Done waits until it is reaped
+}
+
+// release ends one call's use of the supervisor; the last one wakes a
+// drained waiting for it.
+func (s *state) release() {
+	if s.inflight.Add(-1) == 0 && s.draining.Load() {
+		s.mu.Lock()
+		s.notifyLocked()
+		s.mu.Unlock()
+	}
+}
+
+// drained returns once no call uses the supervisor, or it has stopped.
+// Calls are no longer given to it (a pool took it out of rotation).
+func (s *state) drained() {
+	s.draining.Store(true)
+	for {
+		s.mu.Lock()
+		changed := s.changed
+		s.mu.Unlock()
+		if s.inflight.Load() == 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-s.stopped:
+			return
+		}
+	}
+}
+
+// latest is the last connection installed, nil before the first.
+func (s *state) latest() *snodo.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
 }
 
 // current is the live connection, or nil while restarting.
@@ -148,8 +186,11 @@ func (s *state) settleFirst(err error) {
 }
 
 // shutdown runs on the actor while it stops: every connection is closed
-// (Close, so their callers see ErrClosed-style -32000s unless supervision
-// ends for another reason), then the life context is cancelled.
+// before the actor stops (so their callers and subscriptions see a -32000
+// wrapping why supervision ended, never the owner exit the connections
+// would see once this actor is gone), then the life context is cancelled.
+// Each Close returns once stdin is closed and callers are answered;
+// reaping goes on in the background.
 func (s *state) shutdown() {
 	s.mu.Lock()
 	s.ended = true
@@ -167,17 +208,11 @@ func (s *state) shutdown() {
 	}
 	var closing sync.WaitGroup
 	for _, c := range clients {
-		closing.Add(1)
-		s.bg.Go(func() {
-			_ = c.Close()
-			closing.Done()
-			<-c.Done()
-		})
+		closing.Go(func() { _ = c.Close() })
+		s.bg.Go(func() { <-c.Done() })
 	}
-	s.bg.Go(func() {
-		closing.Wait()
-		s.stopLife(reason) // aborts a Connect in progress
-	})
+	closing.Wait()
+	s.stopLife(reason) // aborts a Connect in progress
 }
 
 // actorStopped runs in *Stopped: Done closes once every server is reaped.

@@ -7,9 +7,14 @@ import (
 	"fmt"
 	"sync"
 
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/subscription"
+	snodoactor "github.com/snodo/snodo/actor"
 )
+
+// listenMethod is the request a subscription sends.
+const listenMethod = "subscriptions/listen"
 
 // ResubscribedMethod is the Method of the marker event a supervised
 // subscription delivers after re-sending its subscriptions/listen to a
@@ -20,63 +25,84 @@ import (
 const ResubscribedMethod = "snodo/resubscribed"
 
 // Subscription is a subscriptions/listen stream that survives restarts:
-// after each one it is re-sent with the same filter, and Events carries a
-// ResubscribedMethod marker before the new server's events. Its methods
-// are safe for concurrent use; Close may be called any number of times.
+// after each one it is re-sent with the same filter, and Events (or the
+// ListenTo actor) gets a ResubscribedMethod marker before the new
+// server's events. It is held by one member (Member): a pool's
+// subscription follows that member's restarts and ends with it. Its
+// methods are safe for concurrent use; Close may be called any number of
+// times.
 type Subscription struct {
-	c      *Client
-	filter snodo.Filter
-	opts   []snodo.ListenOption
-	owner  context.Context // Listen's ctx
+	c       *Client
+	filter  snodo.Filter
+	opts    []snodo.ListenOption // for each server's subscription
+	actor   *protoactor.PID      // ListenTo, or nil
+	owner   context.Context      // Listen's ctx
+	unwatch func()               // ends the watch on actor
 
 	ctx    context.Context // owner, or Close
 	cancel context.CancelFunc
 	events chan snodo.Event
 	done   chan struct{}
 
-	mu     sync.Mutex
-	inner  *snodo.Subscription
-	resubs int
-	closed bool
-	err    error
+	mu        sync.Mutex
+	inner     *snodo.Subscription
+	resubs    int
+	closed    bool
+	actorGone bool // the ListenTo actor terminated
+	err       error
 }
 
 // Listen opens a subscription on the current server (waiting for a
 // restart, or failing fast, like Request) and returns once the server
 // acknowledged it. ctx is its owner, as for snodo.Client.Listen. Events
-// go to the Events channel; snodo.ListenTo is not supported here.
+// go to the Events channel, or with snodo.ListenTo(pid) to the actor as
+// *snodo.SubscriptionEvent messages (markers included) and one final
+// *snodo.SubscriptionEnded, across restarts; the subscription then
+// watches the actor and ends when it terminates. The Subscription field
+// of those messages is the current server's subscription.
 func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
-	var probe subscription.Options
-	for _, opt := range opts {
-		if err := opt(&probe); err != nil {
-			return nil, fmt.Errorf("supervisor: %w", err)
-		}
+	set, err := snodo.ListenSettingsOf(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
 	}
-	if probe.Actor != nil {
-		return nil, errors.New("supervisor: ListenTo is not supported on a supervised subscription; read Events and forward them to the actor")
+	var each []snodo.ListenOption
+	if set.MaxQueue > 0 {
+		each = append(each, snodo.MaxQueuedEvents(set.MaxQueue))
 	}
 	c.s.inflight.Add(1)
-	inner, cl, err := c.s.listen(ctx, f, opts, nil, !c.s.cfg.failFast)
-	c.s.inflight.Add(-1)
+	inner, cl, err := c.s.listen(ctx, f, each, nil, !c.s.cfg.failFast)
+	c.s.release()
 	if err != nil {
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s := &Subscription{
-		c: c, filter: f, opts: opts, owner: ctx,
+		c: c, filter: f, opts: each, actor: set.Actor, owner: ctx,
 		ctx: sctx, cancel: cancel,
 		events: make(chan snodo.Event),
 		done:   make(chan struct{}),
 		inner:  inner,
 	}
+	if s.actor != nil {
+		s.unwatch = snodoactor.WatchOwner(c.s.sys, s.actor, func() {
+			s.mu.Lock()
+			s.actorGone = true
+			s.mu.Unlock()
+			s.cancel()
+		})
+	}
 	go s.run(inner, cl)
 	return s, nil
 }
 
+// Member is the supervised client holding the subscription: for a pool,
+// the member it was opened on.
+func (s *Subscription) Member() *Client { return s.c }
+
 // listen opens a subscription on a connection other than prev.
 func (st *state) listen(ctx context.Context, f snodo.Filter, opts []snodo.ListenOption, prev *snodo.Client, wait bool) (*snodo.Subscription, *snodo.Client, error) {
 	for {
-		cl, err := st.acquire(ctx, subscription.Method, prev, wait, 0)
+		cl, err := st.acquire(ctx, listenMethod, prev, wait, 0)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -104,7 +130,8 @@ func (s *Subscription) Resubscriptions() int {
 }
 
 // Events delivers the events in order, a ResubscribedMethod marker after
-// each restart, and is closed once the subscription has ended. Delivery
+// each restart, and is closed once the subscription has ended. With
+// ListenTo it only closes: the events go to the actor. Delivery
 // is unbuffered past the inner subscription's queue: a reader that falls
 // behind by more than that queue (snodo.MaxQueuedEvents) ends it with
 // snodo.ErrQueueFull.
@@ -115,8 +142,10 @@ func (s *Subscription) Done() <-chan struct{} { return s.done }
 
 // Err is why the subscription ended: nil while it runs and after a
 // graceful end; snodo.ErrSubscriptionClosed after Close; the owner's
-// end, a server teardown or a full queue as for snodo.Subscription; a
-// -32000 wrapping ErrClosed or the *GaveUpError when supervision ended.
+// end (snodo.ErrOwnerExited: Listen's ctx, or the ListenTo actor), a
+// server teardown or a full queue as for snodo.Subscription; a -32000
+// wrapping snodo.ErrClosed after Close of the supervised client or pool,
+// or the *GaveUpError when supervision gave up.
 func (s *Subscription) Err() error {
 	select {
 	case <-s.done:
@@ -153,6 +182,9 @@ func (s *Subscription) run(inner *snodo.Subscription, cl *snodo.Client) {
 	defer close(s.done)
 	defer close(s.events)
 	defer s.cancel()
+	if s.unwatch != nil {
+		defer s.unwatch()
+	}
 	for {
 		if !s.forward(inner) {
 			s.end(inner, snodo.ErrSubscriptionClosed)
@@ -174,26 +206,44 @@ func (s *Subscription) run(inner *snodo.Subscription, cl *snodo.Client) {
 		s.mu.Unlock()
 		inner, cl = next, ncl
 		params, _ := json.Marshal(map[string]any{"resubscriptions": n, "reason": exitWords(ended), "subscriptionId": next.ID()})
-		select {
-		case s.events <- snodo.Event{Method: ResubscribedMethod, Params: params}:
-		case <-s.ctx.Done():
-		}
+		s.deliver(inner, snodo.Event{Method: ResubscribedMethod, Params: params})
+	}
+}
+
+// deliver hands one event to the actor or the Events channel; false
+// when the subscription was closed or its owner is done first.
+func (s *Subscription) deliver(inner *snodo.Subscription, ev snodo.Event) bool {
+	if s.actor != nil {
+		s.c.s.sys.Root.Send(s.actor, &snodo.SubscriptionEvent{Subscription: inner, Event: ev})
+		return s.ctx.Err() == nil
+	}
+	select {
+	case s.events <- ev:
+		return true
+	case <-s.ctx.Done():
+		return false
 	}
 }
 
 // forward copies inner's events until it ends (true) or the subscription
 // is closed or its owner is done (false).
 func (s *Subscription) forward(inner *snodo.Subscription) bool {
-	for ev := range inner.Events() {
+	for {
 		select {
-		case s.events <- ev:
+		case ev, ok := <-inner.Events():
+			if !ok {
+				<-inner.Done()
+				return true
+			}
+			if !s.deliver(inner, ev) {
+				_ = inner.Close()
+				return false
+			}
 		case <-s.ctx.Done():
 			_ = inner.Close()
 			return false
 		}
 	}
-	<-inner.Done()
-	return true
 }
 
 func (s *Subscription) isClosed() bool {
@@ -207,10 +257,18 @@ func (s *Subscription) isClosed() bool {
 func (s *Subscription) end(inner *snodo.Subscription, err error) {
 	_ = inner.Close()
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer func() {
+		err, actor := s.err, s.actor
+		s.mu.Unlock()
+		if actor != nil {
+			s.c.s.sys.Root.Send(actor, &snodo.SubscriptionEnded{Subscription: inner, Err: err})
+		}
+	}()
 	switch {
 	case s.closed:
 		s.err = snodo.ErrSubscriptionClosed
+	case s.actorGone:
+		s.err = fmt.Errorf("%w: actor %s terminated", snodo.ErrOwnerExited, s.actor.Id)
 	case s.owner.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || err == snodo.ErrSubscriptionClosed):
 		s.err = fmt.Errorf("%w: the context given to Listen is done: %w", snodo.ErrOwnerExited, context.Cause(s.owner))
 	default:

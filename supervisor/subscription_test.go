@@ -8,7 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
 	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -80,15 +83,78 @@ func TestSubscriptionEndsWithSupervision(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("subscription outlived its supervisor")
 	}
+	// Close's reason, not the owner exit the connection would see once
+	// the supervisor is gone.
 	assert.ErrorIs(t, sub.Err(), snodo.ErrConnectionClosed)
+	assert.ErrorIs(t, sub.Err(), snodo.ErrClosed)
+	assert.NotErrorIs(t, sub.Err(), snodo.ErrOwnerExited)
 	assert.Zero(t, sub.Resubscriptions())
 }
 
-func TestSubscriptionRejectsListenTo(t *testing.T) {
+// A ListenTo actor gets the events as messages across a restart, the
+// marker between them, then one end.
+func TestSubscriptionListenToAcrossARestart(t *testing.T) {
 	cmd, args := testutil.Server(t)
 	c, err := Connect(t.Context(), cmd, args, fast)
 	require.NoError(t, err)
 	defer c.Close()
-	_, err = c.Listen(t.Context(), snodo.Filter{}, snodo.ListenTo(c.PID()))
-	assert.ErrorContains(t, err, "ListenTo is not supported")
+	got := make(chan any, 16)
+	sys := snodoactor.Shared()
+	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		switch msg := ctx.Message().(type) {
+		case *snodo.SubscriptionEvent, *snodo.SubscriptionEnded:
+			got <- msg
+		}
+	}))
+	defer sys.Root.Stop(pid)
+	sub, err := c.Listen(t.Context(), snodo.Filter{ToolsListChanged: true}, snodo.ListenTo(pid))
+	require.NoError(t, err)
+	next := func() any {
+		t.Helper()
+		select {
+		case m := <-got:
+			return m
+		case <-time.After(5 * time.Second):
+			t.Fatal("no message within 5s")
+			return nil
+		}
+	}
+	emit := func() {
+		_, err := c.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed"})
+		require.NoError(t, err)
+	}
+	emit()
+	assert.Equal(t, "notifications/tools/list_changed", next().(*snodo.SubscriptionEvent).Method)
+	kill(t, c.ServerPID())
+	assert.Equal(t, ResubscribedMethod, next().(*snodo.SubscriptionEvent).Method)
+	emit()
+	ev := next().(*snodo.SubscriptionEvent)
+	assert.Equal(t, "notifications/tools/list_changed", ev.Method)
+	assert.Equal(t, sub.ID(), ev.Subscription.ID(), "the message names the current server's subscription")
+	assert.Same(t, c, sub.Member())
+
+	require.NoError(t, c.Close())
+	end := next().(*snodo.SubscriptionEnded)
+	assert.ErrorIs(t, end.Err, snodo.ErrClosed)
+	assert.ErrorIs(t, sub.Err(), snodo.ErrClosed)
+}
+
+// The subscription watches its ListenTo actor: when it stops, the
+// subscription ends with ErrOwnerExited.
+func TestSubscriptionEndsWithItsListenToActor(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	c, err := Connect(t.Context(), cmd, args, fast)
+	require.NoError(t, err)
+	defer c.Close()
+	sys := snodoactor.Shared()
+	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
+	sub, err := c.Listen(t.Context(), snodo.Filter{ToolsListChanged: true}, snodo.ListenTo(pid))
+	require.NoError(t, err)
+	sys.Root.Stop(pid)
+	select {
+	case <-sub.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("subscription outlived its actor")
+	}
+	assert.ErrorIs(t, sub.Err(), snodo.ErrOwnerExited)
 }

@@ -48,6 +48,12 @@ type Error struct {
 	causes []error // set only on errors raised locally
 }
 
+// ClosedError is the -32000 every waiting and later caller gets once a
+// connection (or a supervisor, or a pool) has stopped for reason.
+func ClosedError(reason error) *Error {
+	return NewLocalError(CodeConnectionClosed, "connection closed: "+reason.Error(), ErrConnectionClosed, reason)
+}
+
 // NewLocalError returns an error raised by this library (not by a server)
 // with the given code and message, wrapping causes for errors.Is/As.
 func NewLocalError(code int, message string, causes ...error) *Error {

@@ -110,7 +110,7 @@ func TestFatalFaults(t *testing.T) {
 				cfg.OwnerContext = ctx
 				return func(*testing.T, *rig) { cancel() }
 			},
-			reason: connection.ErrOwnerExited,
+			reason: snodoactor.ReasonOwnerExited,
 			text:   []string{"owner exited", "context canceled"},
 		},
 		{
@@ -125,7 +125,7 @@ func TestFatalFaults(t *testing.T) {
 					}
 				}
 			},
-			reason: connection.ErrOwnerExited,
+			reason: snodoactor.ReasonOwnerExited,
 			text:   []string{"owner exited: actor", "terminated"},
 		},
 		{
