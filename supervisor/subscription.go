@@ -48,7 +48,8 @@ type Subscription struct {
 	inner     *snodo.Subscription
 	resubs    int
 	closed    bool
-	actorGone bool // the ListenTo actor terminated
+	actorGone bool                // the ListenTo actor terminated
+	last      *snodo.Subscription // the server's subscription it ended with
 	err       error
 }
 
@@ -179,6 +180,7 @@ func (s *Subscription) current() *snodo.Subscription {
 // run forwards events and re-subscribes after restarts until the
 // subscription ends for another reason.
 func (s *Subscription) run(inner *snodo.Subscription, cl *snodo.Client) {
+	defer s.ended() // after Done closes: the actor may read Err
 	defer close(s.done)
 	defer close(s.events)
 	defer s.cancel()
@@ -208,6 +210,17 @@ func (s *Subscription) run(inner *snodo.Subscription, cl *snodo.Client) {
 		params, _ := json.Marshal(map[string]any{"resubscriptions": n, "reason": exitWords(ended), "subscriptionId": next.ID()})
 		s.deliver(inner, snodo.Event{Method: ResubscribedMethod, Params: params})
 	}
+}
+
+// ended tells the ListenTo actor, with one *snodo.SubscriptionEnded.
+func (s *Subscription) ended() {
+	if s.actor == nil {
+		return
+	}
+	s.mu.Lock()
+	end := &snodo.SubscriptionEnded{Subscription: s.last, Err: s.err}
+	s.mu.Unlock()
+	s.c.s.sys.Root.Send(s.actor, end)
 }
 
 // deliver hands one event to the actor or the Events channel; false
@@ -257,13 +270,8 @@ func (s *Subscription) isClosed() bool {
 func (s *Subscription) end(inner *snodo.Subscription, err error) {
 	_ = inner.Close()
 	s.mu.Lock()
-	defer func() {
-		err, actor := s.err, s.actor
-		s.mu.Unlock()
-		if actor != nil {
-			s.c.s.sys.Root.Send(actor, &snodo.SubscriptionEnded{Subscription: inner, Err: err})
-		}
-	}()
+	defer s.mu.Unlock()
+	s.last = inner
 	switch {
 	case s.closed:
 		s.err = snodo.ErrSubscriptionClosed
