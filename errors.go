@@ -11,6 +11,14 @@ import (
 // "…"}), or one raised locally. Tell local ones apart with errors.Is:
 // errors.Is(err, ErrTimeout) is true only for a local timeout, never for a
 // -32001 that came over the wire.
+//
+// Error has the fields Code int, Message string and Data json.RawMessage,
+// and these methods (it is an alias of the wire layer's type, which is
+// internal, so they are listed here):
+//
+//	func (e *Error) Error() string   // "server error <code>: <message>", or "snodo: <message> (code <code>)" when local
+//	func (e *Error) Local() bool     // raised by snodo, never sent by the server
+//	func (e *Error) Unwrap() []error // a local error's causes, for errors.Is
 type Error = jsonrpc.Error
 
 // JSON-RPC error codes.

@@ -21,7 +21,44 @@ type Filter = subscription.Filter
 type Event = subscription.Event
 
 // Subscription is an open subscriptions/listen stream; see Client.Listen.
-type Subscription = subscription.Subscription
+// Its methods are safe for concurrent use; Close may be called any number
+// of times. The actor messages of ListenTo carry the same subscription as
+// a *subscription.Subscription: (*Subscription)(msg.Subscription)
+// converts it.
+type Subscription subscription.Subscription
+
+func (s *Subscription) inner() *subscription.Subscription { return (*subscription.Subscription)(s) }
+
+// ID is the listen request's JSON-RPC ID, which the server carries in
+// every notification of the subscription; json.Marshal(ID()) is its wire
+// form.
+func (s *Subscription) ID() int64 { return s.inner().ID() }
+
+// Acknowledged is the subset of the requested filter the server agreed to
+// honour. Types it left out are never delivered.
+func (s *Subscription) Acknowledged() Filter { return s.inner().Acknowledged() }
+
+// Events delivers the subscription's events in the order the server sent
+// them, and is closed after the last one once the subscription ended.
+// With ListenTo it is closed at once: the actor gets the events.
+func (s *Subscription) Events() <-chan Event { return s.inner().Events() }
+
+// Done is closed once the subscription has ended, whatever the cause.
+func (s *Subscription) Done() <-chan struct{} { return s.inner().Done() }
+
+// Err is why the subscription ended: nil while it runs and after a
+// graceful end (the server answered the listen request); a -32000 *Error
+// when the connection went away; otherwise it wraps ErrSubscriptionClosed,
+// ErrServerTeardown, ErrQueueFull or ErrOwnerExited.
+func (s *Subscription) Err() error { return s.inner().Err() }
+
+// Close cancels the subscription: the server is sent
+// notifications/cancelled for the listen request (Close does not wait for
+// an answer to it), Err becomes ErrSubscriptionClosed unless the
+// subscription had already ended, and Events is closed after the events
+// already queued. Close returns once the subscription has ended; it always
+// returns nil.
+func (s *Subscription) Close() error { return s.inner().Close() }
 
 // SubscriptionEvent is the message an actor given to ListenTo receives
 // for each event, in order.
@@ -124,5 +161,8 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	if errors.As(err, &e) && e.Code == CodeMethodNotFound && !e.Local() {
 		return nil, fmt.Errorf("%w: %w", ErrListenUnsupported, err)
 	}
-	return sub, err
+	if err != nil {
+		return nil, err
+	}
+	return (*Subscription)(sub), nil
 }

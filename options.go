@@ -242,14 +242,17 @@ func WithEra(e Era) Option {
 }
 
 // Direction tells which way a line travelled on the wire; see
-// WithWireTrace. Its String method returns "sent" or "received".
-type Direction = connection.Direction
+// WithWireTrace.
+type Direction int
 
 // The directions a WithWireTrace hook is called with.
 const (
-	Sent     = connection.Sent     // a line the client wrote to the server's stdin
-	Received = connection.Received // a line the server wrote to its stdout
+	Sent     = Direction(connection.Sent)     // a line the client wrote to the server's stdin
+	Received = Direction(connection.Received) // a line the server wrote to its stdout
 )
+
+// String is "sent" or "received".
+func (d Direction) String() string { return connection.Direction(d).String() }
 
 // WithWireTrace calls fn with every JSON-RPC line exchanged with the
 // server, without its newline: lines sent in the order they go on the
@@ -272,7 +275,7 @@ func WithWireTrace(fn func(dir Direction, line []byte)) Option {
 		if fn == nil {
 			return errors.New("WithWireTrace: nil function")
 		}
-		c.conn.Trace = fn
+		c.conn.Trace = func(dir connection.Direction, line []byte) { fn(Direction(dir), line) }
 		return nil
 	}
 }
