@@ -22,9 +22,7 @@ type Event = subscription.Event
 
 // Subscription is an open subscriptions/listen stream; see Client.Listen.
 // Its methods are safe for concurrent use; Close may be called any number
-// of times. The actor messages of ListenTo carry the same subscription as
-// a *subscription.Subscription: (*Subscription)(msg.Subscription)
-// converts it.
+// of times.
 type Subscription subscription.Subscription
 
 func (s *Subscription) inner() *subscription.Subscription { return (*subscription.Subscription)(s) }
@@ -62,11 +60,35 @@ func (s *Subscription) Close() error { return s.inner().Close() }
 
 // SubscriptionEvent is the message an actor given to ListenTo receives
 // for each event, in order.
-type SubscriptionEvent = subscription.EventMsg
+type SubscriptionEvent struct {
+	Subscription *Subscription
+	Event
+}
 
 // SubscriptionEnded is the last message an actor given to ListenTo
-// receives from a subscription; Err is nil after a graceful end.
-type SubscriptionEnded = subscription.EndMsg
+// receives from a subscription, after its last event: Err is
+// Subscription.Err() (nil after a graceful end). It is not sent when
+// Listen failed.
+type SubscriptionEnded struct {
+	Subscription *Subscription
+	Err          error
+}
+
+// IgnoreDeadLetterLogging keeps events for a stopped actor out of the
+// dead-letter log.
+func (*SubscriptionEvent) IgnoreDeadLetterLogging() {}
+
+// IgnoreDeadLetterLogging keeps ends for a stopped actor out of the
+// dead-letter log.
+func (*SubscriptionEnded) IgnoreDeadLetterLogging() {}
+
+// subscriptionMessage builds the ListenTo actor's messages.
+func subscriptionMessage(s *subscription.Subscription, ev *Event, err error) any {
+	if ev != nil {
+		return &SubscriptionEvent{Subscription: (*Subscription)(s), Event: *ev}
+	}
+	return &SubscriptionEnded{Subscription: (*Subscription)(s), Err: err}
+}
 
 // Why a subscription ended (errors.Is on Subscription.Err). A graceful
 // end leaves Err nil; a server that went away gives a -32000 *Error.
@@ -149,7 +171,7 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	if err != nil {
 		return nil, fmt.Errorf("snodo: %w", err)
 	}
-	o := subscription.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, Logger: c.conn.Logger()}
+	o := subscription.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, Logger: c.conn.Logger(), Message: subscriptionMessage}
 	params, err := json.Marshal(struct {
 		Notifications Filter `json:"notifications"`
 	}{f})

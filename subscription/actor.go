@@ -33,16 +33,27 @@ func (*EndMsg) IgnoreDeadLetterLogging() {}
 // ordinary (unbounded) mailbox never blocks; with a bounded mailbox the
 // pump waits for room while the queue behind it fills up to its bound.
 func (s *Subscription) pump() {
-	root := s.opts.System.Root
+	root, message := s.opts.System.Root, s.opts.Message
+	if message == nil {
+		message = defaultMessage
+	}
 	for ev := range s.events {
-		root.Send(s.opts.Actor, &EventMsg{Subscription: s, Event: ev})
+		root.Send(s.opts.Actor, message(s, &ev, nil))
 	}
 	s.mu.Lock()
 	acked, err := s.isAcked, s.err
 	s.mu.Unlock()
 	if acked {
-		root.Send(s.opts.Actor, &EndMsg{Subscription: s, Err: err})
+		root.Send(s.opts.Actor, message(s, nil, err))
 	}
+}
+
+// defaultMessage is *EventMsg for an event, *EndMsg for the end.
+func defaultMessage(s *Subscription, ev *Event, err error) any {
+	if ev != nil {
+		return &EventMsg{Subscription: s, Event: *ev}
+	}
+	return &EndMsg{Subscription: s, Err: err}
 }
 
 // watchOwner cancels the subscription when its owner actor terminates.

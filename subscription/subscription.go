@@ -49,6 +49,10 @@ type Options struct {
 	// Logger receives the notifications dropped for arriving before the
 	// acknowledgement; default: discard.
 	Logger *slog.Logger
+	// Message, when set, builds what Actor receives instead of *EventMsg
+	// (ev the event) and *EndMsg (ev nil, err the end), so a layer above
+	// can deliver its own message types.
+	Message func(s *Subscription, ev *Event, err error) any
 }
 
 func (o Options) withDefaults() (Options, error) {
