@@ -9,7 +9,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
@@ -24,7 +24,7 @@ type Conn struct {
 	proc   *process
 	out    *writer
 	table  *table
-	disp   *handlers.Dispatcher
+	disp   *dispatch.Dispatcher
 
 	// notifyCtx is done once the connection stops; OnNotification gets it.
 	notifyCtx  context.Context
@@ -71,7 +71,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	c.notifyCtx, c.stopNotify = context.WithCancel(context.Background())
 	c.out = newWriter(proc.stdin, c.writeFailed)
 	c.out.trace = cfg.Trace
-	c.disp = handlers.NewDispatcher(handlers.Config{
+	c.disp = dispatch.NewDispatcher(dispatch.Config{
 		Handler: cfg.Handler,
 		Max:     cfg.MaxServerRequests,
 		Respond: c.respond,

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // Messages a call that fulfils input requests sends the actor.
 type (
-	inputsMsg   struct{ ins []*handlers.Input }
-	withdrawMsg struct{ ins []*handlers.Input }
+	inputsMsg   struct{ ins []*dispatch.Input }
+	withdrawMsg struct{ ins []*dispatch.Input }
 )
 
 func (*inputsMsg) IgnoreDeadLetterLogging()   {}
@@ -54,9 +55,9 @@ func (c *Conn) ServeInputs(ctx context.Context, reqs []*handlers.Request, timeou
 		err    error
 	}
 	replies := make(chan reply, len(reqs)) // each input replies at most once: never blocks
-	ins := make([]*handlers.Input, len(reqs))
+	ins := make([]*dispatch.Input, len(reqs))
 	for i, r := range reqs {
-		ins[i] = &handlers.Input{Ctx: ictx, Request: r, Reply: func(result json.RawMessage, err error) {
+		ins[i] = &dispatch.Input{Ctx: ictx, Request: r, Reply: func(result json.RawMessage, err error) {
 			replies <- reply{i, result, err}
 		}}
 	}

@@ -1,4 +1,4 @@
-package handlers
+package dispatch
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
+	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
@@ -56,7 +57,7 @@ func (d *Dispatcher) Waiting() int { return len(d.waiting) }
 // Dispatch answers req at once when it is malformed, unhandled or over
 // the bound, and otherwise spawns a child of ctx's actor to run the
 // handler. It never blocks.
-func (d *Dispatcher) Dispatch(ctx protoactor.Context, req *Request) {
+func (d *Dispatcher) Dispatch(ctx protoactor.Context, req *handlers.Request) {
 	if d.stopped {
 		return // the connection is going away; nothing may be answered
 	}
@@ -144,7 +145,7 @@ func (d *Dispatcher) startInput(ctx protoactor.Context, in *Input) {
 
 // spawn takes a slot and starts the child actor that runs the handler:
 // the one way a handler starts, whatever the era.
-func (d *Dispatcher) spawn(ctx protoactor.Context, key string, req *Request, hctx context.Context, cancel context.CancelFunc, deliver func(*outcome)) {
+func (d *Dispatcher) spawn(ctx protoactor.Context, key string, req *handlers.Request, hctx context.Context, cancel context.CancelFunc, deliver func(*outcome)) {
 	c := &child{cfg: &d.cfg, req: req, ctx: hctx, cancel: cancel, deliver: deliver}
 	pid := ctx.SpawnPrefix(protoactor.PropsFromProducer(func() protoactor.Actor { return c }), "request")
 	s := &slot{id: key, cancel: cancel}

@@ -1,4 +1,4 @@
-package handlers
+package dispatch
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
+	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
@@ -19,7 +20,7 @@ import (
 // handler runs.
 type child struct {
 	cfg     *Config // the dispatcher's; read-only once dispatching starts
-	req     *Request
+	req     *handlers.Request
 	ctx     context.Context // the handler's; cancelled on cancel or stop
 	cancel  context.CancelFunc
 	deliver func(*outcome) // sends the answer: to the server, or to the waiting call
@@ -77,7 +78,7 @@ func (c *child) run(system *protoactor.ActorSystem, self *protoactor.PID) {
 
 // call runs the handler, turning a panic into -32603. It is the one place
 // where a handler runs, whatever the era.
-func call(cfg *Config, ctx context.Context, req *Request) (out *outcome) {
+func call(cfg *Config, ctx context.Context, req *handlers.Request) (out *outcome) {
 	defer func() {
 		if r := recover(); r != nil {
 			cfg.Logger.Error("snodo: server-request handler panicked; answered -32603",
