@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/telemetry"
 )
 
 // ServerRequest is a request the server sent to the client: Method, Params
@@ -35,6 +37,11 @@ type Client struct {
 	conn  *connection.Conn
 	mcp   mcpState
 	notes *notifier // the notification path (notifications.go)
+
+	tel            *telemetry.Telemetry // tracer and instruments (telemetry.go)
+	meters         *telemetry.Conn      // this client's measurements; nil when metrics are off
+	sessionVersion atomic.Pointer[string]
+	era            atomic.Pointer[string] // for log records, once settled
 }
 
 // Connect starts command with args (no shell) and connects to it over

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/telemetry"
 )
 
 // Era is the generation of MCP a server speaks, settled by Connect.
@@ -103,17 +105,30 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	if cfg.mcp.clientInfo.Name == "" {
 		cfg.mcp.clientInfo = Implementation{Name: defaultClientName, Version: defaultClientVersion}
 	}
-	c.mcp.serve = serverRequests(cfg.mcp.handler)
+	c.mcp.serve = c.observed(cfg.mcp.handler)
 	c.mcp.maxRounds = cmp.Or(cfg.mcp.maxInputRounds, DefaultMaxInputRounds)
 	cfg.conn.Handler = c.mcp.serve
+	c.tel = telemetry.New(cfg.tracerProvider, cfg.meterProvider)
+	c.meters = c.tel.ForConn(cfg.conn.Command)
+	cfg.conn.Metrics = c.meters
+	if cfg.conn.Logger != nil {
+		cfg.conn.Logger = slog.New(eraHandler{Handler: cfg.conn.Logger.Handler(), era: &c.era})
+	}
 	c.notes = newNotifier(&cfg.mcp, cfg.conn.Logger)
+	c.notes.meters = c.meters
 	cfg.conn.OnNotification = c.notes.push
-	conn, err := connection.Start(ctx, cfg.conn)
+	conn, err := c.startConn(ctx, cfg)
 	if err != nil {
 		return err // already says which command could not start, and why
 	}
 	c.conn = conn
-	if err := c.negotiate(ctx, cfg); err != nil {
+	err = c.negotiate(ctx, cfg)
+	if err == nil {
+		era, version := c.mcp.era.String(), c.mcp.version
+		c.era.Store(&era)
+		c.sessionVersion.Store(&version)
+	}
+	if err != nil {
 		// Nobody can wait on a client Connect did not return: give the
 		// server a moment to exit at EOF so its reader ends with it.
 		_ = c.conn.Close()
@@ -125,6 +140,13 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	}
 	c.notes.era.Store(int32(c.mcp.era))
 	return nil
+}
+
+// startConn starts a connection (the first, or a restart) with its
+// session clock.
+func (c *Client) startConn(ctx context.Context, cfg *config) (*connection.Conn, error) {
+	cfg.conn.OnStop = c.sessionEnded(time.Now())
+	return connection.Start(ctx, cfg.conn)
 }
 
 // failedConnectGrace is how long a failed Connect waits for the server
@@ -165,7 +187,7 @@ func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern
 	meta := buildMeta(version, &cfg.mcp)
 	params, _ := jsonrpc.MergeMeta(nil, meta)
 	opts := &connection.CallOptions{Timeout: cmp.Or(cfg.mcp.probeTimeout, DefaultProbeTimeout)}
-	raw, err := c.conn.Request(ctx, "server/discover", json.RawMessage(params), opts)
+	raw, err := c.send(ctx, "server/discover", json.RawMessage(params), nil, opts)
 	if err != nil {
 		return c.probeFailed(ctx, cfg, version, err)
 	}
@@ -260,7 +282,7 @@ func (c *Client) restart(ctx context.Context, cfg *config) error {
 	case <-ctx.Done():
 		return fmt.Errorf("snodo: connecting to %s: %w", cfg.conn.Command, ctx.Err())
 	}
-	conn, err := connection.Start(ctx, cfg.conn)
+	conn, err := c.startConn(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("snodo: restarting %s after it exited on the server/discover probe: %w", cfg.conn.Command, err)
 	}
@@ -276,7 +298,7 @@ func (c *Client) initialize(ctx context.Context, cfg *config) error {
 		"capabilities":    cfg.mcp.capabilities,
 		"clientInfo":      cfg.mcp.clientInfo,
 	}
-	raw, err := c.conn.Request(ctx, "initialize", params, nil)
+	raw, err := c.send(ctx, "initialize", params, nil, nil)
 	if err != nil {
 		return fmt.Errorf("snodo: %s answered neither server/discover nor initialize: %w", cfg.conn.Command, err)
 	}

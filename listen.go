@@ -178,6 +178,7 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	if err != nil {
 		return nil, fmt.Errorf("snodo: cannot marshal the subscription filter: %w", err)
 	}
+	ctx = c.observeSubscription(ctx, &o)
 	sub, err := subscription.Open(ctx, c.conn, params, c.encodedMeta(), o)
 	var e *Error
 	if errors.As(err, &e) && e.Code == CodeMethodNotFound && !e.Local() {

@@ -33,7 +33,7 @@ func buildMeta(version string, cfg *mcpConfig) map[string]json.RawMessage {
 // in the modern era the connection merges the encoded _meta into params
 // as it writes the line (the caller's own _meta members win).
 func (c *Client) request(ctx context.Context, method string, params any, opts *connection.CallOptions) (json.RawMessage, error) {
-	return c.conn.RequestMeta(ctx, method, params, c.encodedMeta(), opts)
+	return c.send(ctx, method, params, c.encodedMeta(), opts)
 }
 
 // setMeta encodes baseMeta plus level (if any) as the modern _meta.

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo/internal/telemetry"
 )
 
 // Notification is a notification the server sent that no request or
@@ -209,6 +211,7 @@ type notifier struct {
 	logger   *slog.Logger
 	maxItems int
 	maxBytes int
+	meters   *telemetry.Conn // counts drops by reason; nil when metrics are off
 
 	era        atomic.Int32 // the settled Era; 0 while negotiating
 	warnedTags atomic.Bool  // warned about untagged subscription notifications
@@ -249,6 +252,7 @@ func subscriptionOnly(method string) bool {
 // goroutine and never blocks.
 func (q *notifier) push(ctx context.Context, method string, params json.RawMessage) {
 	if Era(q.era.Load()) == EraModern && subscriptionOnly(method) {
+		q.meters.Dropped("untagged")
 		if q.warnedTags.CompareAndSwap(false, true) {
 			q.logger.Warn("snodo: dropped a subscription notification without the io.modelcontextprotocol/subscriptionId _meta the protocol requires; the server does not tag its subscriptions/listen events (further ones are dropped without a warning)",
 				"method", method)
@@ -258,6 +262,7 @@ func (q *notifier) push(ctx context.Context, method string, params json.RawMessa
 		return
 	}
 	if q.handler == nil {
+		q.meters.Dropped("unclaimed")
 		q.logger.Debug("snodo: dropped a server notification (no WithNotificationHandler)", "method", method)
 		return
 	}
@@ -268,6 +273,7 @@ func (q *notifier) push(ctx context.Context, method string, params json.RawMessa
 		q.dropRun++
 		first := q.dropRun == 1
 		q.mu.Unlock()
+		q.meters.Dropped("queue_full")
 		if first {
 			q.logger.Warn("snodo: the notification handler fell behind and its queue is full; dropping notifications until it catches up",
 				"method", method, "max_items", q.maxItems, "max_bytes", q.maxBytes)

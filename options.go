@@ -8,6 +8,8 @@ import (
 	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo/connection"
 )
@@ -18,8 +20,10 @@ type Option func(*config) error
 
 // config is everything Connect needs; the caller never sees it.
 type config struct {
-	conn connection.Config
-	mcp  mcpConfig
+	conn           connection.Config
+	mcp            mcpConfig
+	tracerProvider trace.TracerProvider // nil: the global one
+	meterProvider  metric.MeterProvider // nil: the global one
 }
 
 // WithEnv sets an environment variable for the server, on top of the

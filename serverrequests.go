@@ -2,6 +2,7 @@ package snodo
 
 import (
 	"context"
+	"errors"
 )
 
 // serverRequests wraps the user's handler into the one every connection
@@ -19,5 +20,34 @@ func serverRequests(user ServerRequestHandler) ServerRequestHandler {
 				" (the client has no server-request handler)"}
 		}
 		return user(ctx, req)
+	}
+}
+
+// errHandlerPanicked marks the span of a handler run that panicked.
+var errHandlerPanicked = errors.New("the server-request handler panicked")
+
+// observed is serverRequests with each run of the user's handler traced
+// (a SERVER span) and counted (handlers running): the connection runs
+// every server request and every input request of both eras through it.
+func (c *Client) observed(user ServerRequestHandler) ServerRequestHandler {
+	serve := serverRequests(user)
+	if user == nil {
+		return serve
+	}
+	return func(ctx context.Context, req *ServerRequest) (res any, err error) {
+		if req.Method == "ping" {
+			return serve(ctx, req)
+		}
+		ctx, span := c.serverRequestSpan(ctx, req)
+		c.meters.HandlerStarted(ctx)
+		defer func() {
+			c.meters.HandlerEnded(ctx)
+			if r := recover(); r != nil {
+				endServerRequestSpan(span, errHandlerPanicked)
+				panic(r)
+			}
+			endServerRequestSpan(span, err)
+		}()
+		return serve(ctx, req)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/telemetry"
 )
 
 // Defaults for Config fields left zero.
@@ -81,6 +82,13 @@ type Config struct {
 	// The slice is only valid during the call; copy it to keep it. Nil
 	// (default): no tracing, at no cost.
 	Trace func(dir Direction, line []byte)
+
+	// Metrics, when set, counts the connection's bytes, dropped
+	// notifications, refused server requests and its stop (by cause).
+	// Nil: nothing is counted. OnStop, when set, runs once on the
+	// connection actor as the connection stops, with the reason.
+	Metrics *telemetry.Conn
+	OnStop  func(reason error)
 
 	// ShutdownGrace, when positive, signals a server that has not exited
 	// this long after its stdin was closed: SIGTERM to its process group,

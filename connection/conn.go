@@ -3,6 +3,7 @@ package connection
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -59,6 +60,8 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every record says which connection it is about.
+	cfg.Logger = cfg.Logger.With("server", filepath.Base(cfg.Command), "server_pid", proc.cmd.Process.Pid)
 	c := &Conn{
 		cfg:     cfg,
 		system:  cfg.System,
@@ -71,11 +74,13 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	c.notifyCtx, c.stopNotify = context.WithCancel(context.Background())
 	c.out = newWriter(proc.stdin, c.writeFailed)
 	c.out.trace = cfg.Trace
+	c.out.bytes = cfg.Metrics
 	c.disp = dispatch.NewDispatcher(dispatch.Config{
 		Handler: cfg.Handler,
 		Max:     cfg.MaxServerRequests,
 		Respond: c.respond,
 		Logger:  cfg.Logger,
+		Refused: cfg.Metrics.HandlerRefused,
 	})
 	c.life = snodoactor.Life{Name: "connection", Logger: cfg.Logger, Owner: cfg.Owner}
 	c.pid = c.life.Spawn(c.system, "snodo-conn", c.receive)
@@ -166,8 +171,13 @@ func (c *Conn) writeFailed(err error) {
 // shutdown runs on the actor while it stops: fail every caller, cancel
 // handlers, and close stdin after flushing what is queued.
 func (c *Conn) shutdown(ctx protoactor.Context) {
-	c.table.close(jsonrpc.ClosedError(c.life.Reason())) // settled by Life before Stopping
+	reason := c.life.Reason() // settled by Life before Stopping
+	c.table.close(jsonrpc.ClosedError(reason))
 	c.stopNotify()
+	c.cfg.Metrics.Exited(ExitCause(reason))
+	if c.cfg.OnStop != nil {
+		c.cfg.OnStop(reason)
+	}
 	c.disp.Stop(ctx)
 	c.out.close()
 	if grace := c.cfg.ShutdownGrace; grace > 0 {

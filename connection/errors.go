@@ -4,8 +4,31 @@ import (
 	"errors"
 	"fmt"
 
+	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
+
+// ExitCause names why a connection stopped in one low-cardinality word,
+// for metrics and logs: "closed", "server_exited", "stdin_closed",
+// "stdout_closed", "owner_exited", "panicked", or "stopped" (any other
+// reason: Stop, Poison, or actor.Exit with a reason of the caller's).
+func ExitCause(reason error) string {
+	switch {
+	case errors.Is(reason, ErrClosed):
+		return "closed"
+	case errors.Is(reason, ErrServerExited):
+		return "server_exited"
+	case errors.Is(reason, ErrStdinClosed):
+		return "stdin_closed"
+	case errors.Is(reason, ErrStdoutClosed):
+		return "stdout_closed"
+	case errors.Is(reason, snodoactor.ReasonOwnerExited):
+		return "owner_exited"
+	case errors.Is(reason, snodoactor.ReasonPanicked):
+		return "panicked"
+	}
+	return "stopped"
+}
 
 // Why a connection stopped. Callers see a -32000 *jsonrpc.Error that wraps
 // jsonrpc.ErrConnectionClosed and one of these (or an exit reason given to

@@ -3,10 +3,12 @@ package connection
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"time"
 
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/telemetry"
 )
 
 // exitGrace is how long the reader waits, after stdout's EOF, for the
@@ -17,7 +19,11 @@ const exitGrace = 200 * time.Millisecond
 // server can finish its admitted requests instead of dying of a broken
 // pipe — then reaps the process. Each line is traced before it is routed.
 func (c *Conn) readLoop() {
-	fr := newFramer(c.proc.stdout, c.cfg.MaxLineBytes, func(n int) {
+	var stdout io.Reader = c.proc.stdout
+	if c.cfg.Metrics != nil {
+		stdout = &countingReader{r: stdout, m: c.cfg.Metrics}
+	}
+	fr := newFramer(stdout, c.cfg.MaxLineBytes, func(n int) {
 		c.cfg.Logger.Warn("snodo: discarded an overlong line from the server; the request it answered will time out",
 			"bytes", n, "max_line_bytes", c.cfg.MaxLineBytes)
 	})
@@ -165,6 +171,7 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 		if id, ok := jsonrpc.ParseIntID(p.ProgressToken); ok && c.table.progress(id, Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}) {
 			return
 		}
+		c.cfg.Metrics.Dropped("unmatched_progress")
 		c.cfg.Logger.Debug("snodo: dropped progress for no request that asked for it", "token", string(p.ProgressToken))
 		return
 	}
@@ -175,6 +182,7 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 				return
 			}
 		}
+		c.cfg.Metrics.Dropped("unknown_subscription")
 		c.cfg.Logger.Debug("snodo: dropped a notification for an unknown subscription", "method", method, "subscription", string(p.Meta.SubscriptionID))
 		return
 	}
@@ -195,7 +203,20 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 		c.cfg.OnNotification(c.notifyCtx, method, bytes.Clone(env.Params))
 		return
 	}
+	c.cfg.Metrics.Dropped("unclaimed")
 	c.cfg.Logger.Debug("snodo: dropped a server notification", "method", method)
+}
+
+// countingReader counts the bytes read from the server's stdout.
+type countingReader struct {
+	r io.Reader
+	m *telemetry.Conn
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.m.Read(n)
+	return n, err
 }
 
 // sample shortens a line for a log record.

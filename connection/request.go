@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/telemetry"
 )
 
 // Progress is one notifications/progress update for a request.
@@ -57,9 +58,11 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 }
 
 // RequestMeta is Request with meta, an encoded JSON object (or nil), added
-// to params._meta. The common case — params without a _meta of their own
-// and no progress token — splices meta in as the line is written, at no
-// allocation; otherwise the members are merged, the caller's keys winning.
+// to params._meta, together with the trace context of ctx (traceparent,
+// tracestate) when ctx carries a span. The common case — params without a
+// _meta of their own and no progress token — splices these in as the line
+// is written, at no allocation when ctx carries no span; otherwise the
+// members are merged, the caller's keys winning.
 func (c *Conn) RequestMeta(ctx context.Context, method string, params any, meta []byte, opts *CallOptions) (json.RawMessage, error) {
 	if ctx == nil {
 		return nil, nilContextError(method)
@@ -77,31 +80,33 @@ func (c *Conn) RequestMeta(ctx context.Context, method string, params any, meta 
 		cl.release()
 		return nil, err
 	}
-	if cl.wantProgress || (meta != nil && !jsonrpc.CanSpliceMeta(p)) {
-		if p, err = mergeMeta(p, meta, id, cl.wantProgress); err != nil {
+	traceCtx := telemetry.AppendTraceMembers(nil, ctx)
+	if cl.wantProgress || ((meta != nil || traceCtx != nil) && !jsonrpc.CanSpliceMeta(p)) {
+		if p, err = mergeMeta(p, meta, traceCtx, id, cl.wantProgress); err != nil {
 			c.table.abandon(id, cl)
 			cl.release()
 			return nil, paramsError(method, err)
 		}
-		meta = nil
+		meta, traceCtx = nil, nil
 	}
 	if opts.Sent != nil {
 		opts.Sent(id)
 	}
 	// A writer that no longer takes lines means the connection is stopping:
 	// the stop fails this call with its reason, so wait for it.
-	_ = c.out.append(func(b []byte) []byte { return jsonrpc.AppendRequestMeta(b, id, method, p, meta) })
+	_ = c.out.append(func(b []byte) []byte { return jsonrpc.AppendRequestMeta(b, id, method, p, meta, traceCtx) })
 	res, err := c.await(ctx, id, cl, method, opts)
 	cl.release()
 	return res, err
 }
 
-// mergeMeta adds meta's members (and the progress token, the request ID)
-// to params._meta, keeping any member the caller set.
-func mergeMeta(params, meta []byte, id int64, progress bool) ([]byte, error) {
+// mergeMeta adds meta's members, traceCtx's (encoded members without
+// braces) and the progress token (the request ID) to params._meta,
+// keeping any member the caller set.
+func mergeMeta(params, meta, traceCtx []byte, id int64, progress bool) ([]byte, error) {
 	members := map[string]json.RawMessage{}
-	if meta != nil {
-		if err := json.Unmarshal(meta, &members); err != nil {
+	if meta != nil || traceCtx != nil {
+		if err := json.Unmarshal(jsonrpc.AppendRequestMetaObject(nil, meta, traceCtx), &members); err != nil {
 			return nil, err
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/snodo/snodo/internal/telemetry"
 )
 
 // errWriterClosed: the writer no longer takes lines (Close, or a failure).
@@ -23,6 +25,7 @@ type writer struct {
 	raw    syscall.RawConn         // for single non-blocking attempts; nil: no fast path
 	failed func(error)             // called once if a write fails
 	trace  func(Direction, []byte) // Config.Trace; nil: no tracing
+	bytes  *telemetry.Conn         // Config.Metrics: bytes written; nil: not counted
 
 	mu       sync.Mutex   // guards the fields below, up to the attempt's
 	busy     bool         // a write (direct or by the goroutine) is under way
@@ -76,6 +79,7 @@ func (w *writer) append(add func([]byte) []byte) error {
 	w.mu.Unlock()
 
 	n := w.tryWrite(line)
+	w.bytes.Written(n)
 
 	w.mu.Lock()
 	w.busy = false
@@ -181,7 +185,8 @@ func (w *writer) run() {
 				}
 				break
 			}
-			_, err := w.f.Write(batch)
+			n, err := w.f.Write(batch)
+			w.bytes.Written(n)
 			w.mu.Lock()
 			w.busy = false
 			w.mu.Unlock()

@@ -106,5 +106,8 @@ func (s *Subscription) finish(err error) {
 	if s.stopWatch != nil {
 		s.stopWatch()
 	}
+	if s.opts.Hooks.Ended != nil {
+		s.opts.Hooks.Ended(s.ID(), err)
+	}
 	close(s.done)
 }

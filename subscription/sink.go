@@ -71,8 +71,14 @@ func (s *Subscription) enqueue(ev Event) {
 	}
 	select {
 	case s.events <- ev:
+		if s.opts.Hooks.Queued != nil {
+			s.opts.Hooks.Queued(s.ID(), ev, len(s.events))
+		}
 	default:
 		s.full = true
+		if s.opts.Hooks.Overflowed != nil {
+			s.opts.Hooks.Overflowed()
+		}
 		s.end(fmt.Errorf("%w: subscription %d has %d events waiting for a slow reader; read Events faster or raise the queue bound",
 			ErrQueueFull, s.ID(), cap(s.events)))
 	}

@@ -53,6 +53,21 @@ type Options struct {
 	// (ev the event) and *EndMsg (ev nil, err the end), so a layer above
 	// can deliver its own message types.
 	Message func(s *Subscription, ev *Event, err error) any
+	// Hooks observe the subscription, for telemetry; nil members are
+	// skipped.
+	Hooks Hooks
+}
+
+// Hooks observe a subscription. None may block.
+type Hooks struct {
+	// Queued runs on the connection's reader goroutine after ev was
+	// queued on subscription id, with the number of events then waiting.
+	Queued func(id int64, ev Event, depth int)
+	// Overflowed runs when the queue bound ends the subscription.
+	Overflowed func()
+	// Ended runs once, as subscription id ends, with its Err (id is 0
+	// when the request was never sent).
+	Ended func(id int64, err error)
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -55,4 +55,8 @@ type Config struct {
 	// Logger receives panics, rejected requests and dropped answers;
 	// nil discards them.
 	Logger *slog.Logger
+	// Refused, when set, is told of each request refused over Max, and
+	// each input refused over MaxWaiting (for metrics). It runs on the
+	// connection actor and must not block.
+	Refused func()
 }

@@ -81,8 +81,14 @@ func (d *Dispatcher) Dispatch(ctx protoactor.Context, req *handlers.Request) {
 		return
 	}
 	if len(d.running) >= d.cfg.Max {
+		if d.cfg.Refused != nil {
+			d.cfg.Refused()
+		}
 		d.cfg.Logger.Warn("snodo: a server request came over the bound of handlers running at once; answered -32603 without running it",
 			"method", req.Method, "id", key, "max_server_requests", d.cfg.Max)
+		if d.cfg.Refused != nil {
+			d.cfg.Refused()
+		}
 		d.reject(req.ID, jsonrpc.CodeInternalError, "server request rejected: the client is already handling "+
 			strconv.Itoa(d.cfg.Max)+" requests (its limit); retry after one completes")
 		return
@@ -106,6 +112,12 @@ func (d *Dispatcher) Inputs(ctx protoactor.Context, ins []*Input) {
 		case len(d.waiting) == 0 && len(d.running) < d.cfg.Max:
 			d.startInput(ctx, in)
 		case len(d.waiting) >= d.cfg.MaxWaiting:
+			if d.cfg.Refused != nil {
+				d.cfg.Refused()
+			}
+			if d.cfg.Refused != nil {
+				d.cfg.Refused()
+			}
 			d.cfg.Logger.Warn("snodo: an input request came over the bound of input requests waiting for a handler; failed its call",
 				"method", in.Request.Method, "key", string(in.Request.ID), "max_waiting", d.cfg.MaxWaiting)
 			in.Reply(nil, fmt.Errorf("%d input requests already wait for one of the %d handler slots (WithMaxServerRequests); retry later",

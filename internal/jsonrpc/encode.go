@@ -17,10 +17,12 @@ func AppendRequest(buf []byte, id int64, method string, params []byte) []byte {
 	return appendTail(buf, method, params)
 }
 
-// AppendRequestMeta is AppendRequest with meta (an encoded JSON object, or
-// nil) spliced in as params._meta; params must then satisfy CanSpliceMeta.
-func AppendRequestMeta(buf []byte, id int64, method string, params, meta []byte) []byte {
-	if meta == nil {
+// AppendRequestMeta is AppendRequest with a _meta object spliced into
+// params: meta (an encoded JSON object, or nil) plus extra (encoded
+// members without braces, such as `"traceparent":"00-…"`, or nil).
+// params must then satisfy CanSpliceMeta.
+func AppendRequestMeta(buf []byte, id int64, method string, params, meta, extra []byte) []byte {
+	if meta == nil && len(extra) == 0 {
 		return AppendRequest(buf, id, method, params)
 	}
 	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
@@ -28,7 +30,7 @@ func AppendRequestMeta(buf []byte, id int64, method string, params, meta []byte)
 	buf = append(buf, `,"method":`...)
 	buf = AppendString(buf, method)
 	buf = append(buf, `,"params":`...)
-	buf = appendWithMeta(buf, params, meta)
+	buf = appendWithMeta(buf, params, meta, extra)
 	return append(buf, "}\n"...)
 }
 
@@ -55,11 +57,11 @@ func sample(b []byte) string {
 	return string(b)
 }
 
-// appendWithMeta appends params with meta spliced in as its first member,
-// "_meta"; params must satisfy CanSpliceMeta.
-func appendWithMeta(buf, params, meta []byte) []byte {
+// appendWithMeta appends params with meta (and extra's members) spliced
+// in as its first member, "_meta"; params must satisfy CanSpliceMeta.
+func appendWithMeta(buf, params, meta, extra []byte) []byte {
 	buf = append(buf, `{"_meta":`...)
-	buf = append(buf, meta...)
+	buf = appendMetaObject(buf, meta, extra)
 	rest := bytes.TrimSpace(params)
 	if len(rest) == 0 || bytes.Equal(rest, nullLit) {
 		return append(buf, '}')
@@ -69,6 +71,36 @@ func appendWithMeta(buf, params, meta []byte) []byte {
 		buf = append(buf, ',')
 	}
 	return append(buf, rest...)
+}
+
+// AppendRequestMetaObject appends the _meta object AppendRequestMeta
+// splices in: meta (an encoded object, or nil) with extra's members.
+func AppendRequestMetaObject(buf, meta, extra []byte) []byte {
+	if meta == nil && len(extra) == 0 {
+		return append(buf, "{}"...)
+	}
+	return appendMetaObject(buf, meta, extra)
+}
+
+// appendMetaObject appends the object meta (nil: {}) with extra's
+// members added after its own.
+func appendMetaObject(buf, meta, extra []byte) []byte {
+	if len(extra) == 0 {
+		return append(buf, meta...)
+	}
+	body := bytes.TrimSpace(meta)
+	if len(body) >= 2 {
+		body = bytes.TrimSpace(body[1 : len(body)-1]) // between the braces
+	} else {
+		body = nil
+	}
+	buf = append(buf, '{')
+	if len(body) > 0 {
+		buf = append(buf, body...)
+		buf = append(buf, ',')
+	}
+	buf = append(buf, extra...)
+	return append(buf, '}')
 }
 
 // AppendNotification appends one notification line to buf.
@@ -233,5 +265,5 @@ func SpliceMeta(params, meta []byte) (out []byte, ok bool) {
 	if !CanSpliceMeta(params) {
 		return nil, false
 	}
-	return appendWithMeta(make([]byte, 0, len(params)+len(meta)+len(`{"_meta":,}`)), params, meta), true
+	return appendWithMeta(make([]byte, 0, len(params)+len(meta)+len(`{"_meta":,}`)), params, meta, nil), true
 }

@@ -50,7 +50,7 @@ func TestAppendRequestMeta(t *testing.T) {
 		` { "a" : 1 }`: `{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":{"v":1},"a" : 1 }}`,
 	} {
 		require.True(t, CanSpliceMeta([]byte(params)), params)
-		line := AppendRequestMeta(nil, 7, "m", []byte(params), meta)
+		line := AppendRequestMeta(nil, 7, "m", []byte(params), meta, nil)
 		assert.Equal(t, want+"\n", string(line), params)
 		assert.True(t, json.Valid(line), params)
 	}

@@ -1,0 +1,232 @@
+package telemetry
+
+import (
+	"context"
+	"path/filepath"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Meters are the instruments of one meter provider. Every method is safe
+// on a nil *Meters (it records nothing) and for concurrent use.
+type Meters struct {
+	opDuration      metric.Float64Histogram
+	sessionDuration metric.Float64Histogram
+	requestsActive  metric.Int64UpDownCounter
+	handlersActive  metric.Int64UpDownCounter
+	handlersRefused metric.Int64Counter
+	queueDepth      metric.Int64Histogram
+	overflows       metric.Int64Counter
+	dropped         metric.Int64Counter
+	restarts        metric.Int64Counter
+	giveUps         metric.Int64Counter
+	exits           metric.Int64Counter
+	io              metric.Int64Counter
+}
+
+// meters makes the instruments. An instrument the provider refuses stays
+// a no-op (the API returns one along with the error), so a bad provider
+// costs measurements, never a failed Connect.
+func meters(mp metric.MeterProvider) *Meters {
+	m := mp.Meter(ScopeName)
+	b := metric.WithExplicitBucketBoundaries(DurationBuckets...)
+	ms := &Meters{}
+	ms.opDuration, _ = m.Float64Histogram(MetricOperationDuration, metric.WithUnit("s"), b,
+		metric.WithDescription("The duration of the MCP request as observed on the client, from the time it was sent until the response was received."))
+	ms.sessionDuration, _ = m.Float64Histogram(MetricSessionDuration, metric.WithUnit("s"), b,
+		metric.WithDescription("The duration of the MCP session (one connection to a server process) as observed on the client."))
+	ms.requestsActive, _ = m.Int64UpDownCounter(MetricRequestsActive, metric.WithUnit("{request}"),
+		metric.WithDescription("Requests sent to MCP servers and waiting for their answer."))
+	ms.handlersActive, _ = m.Int64UpDownCounter(MetricServerRequestsActive, metric.WithUnit("{request}"),
+		metric.WithDescription("Server-to-client requests whose handler is running."))
+	ms.handlersRefused, _ = m.Int64Counter(MetricServerRequestsRefuse, metric.WithUnit("{request}"),
+		metric.WithDescription("Server-to-client requests refused (-32603) because the bound of handlers running at once was reached."))
+	ms.queueDepth, _ = m.Int64Histogram(MetricQueueDepth, metric.WithUnit("{event}"),
+		metric.WithDescription("Events waiting for the subscription's reader, sampled as each event is queued."))
+	ms.overflows, _ = m.Int64Counter(MetricQueueOverflows, metric.WithUnit("{subscription}"),
+		metric.WithDescription("Subscriptions ended because their reader fell behind by more than the queue bound."))
+	ms.dropped, _ = m.Int64Counter(MetricNotificationsDropped, metric.WithUnit("{notification}"),
+		metric.WithDescription("Server notifications dropped: claimed by no request, subscription or handler, or over a queue bound."))
+	ms.restarts, _ = m.Int64Counter(MetricRestarts, metric.WithUnit("{restart}"),
+		metric.WithDescription("Server processes restarted by a supervisor."))
+	ms.giveUps, _ = m.Int64Counter(MetricGiveUps, metric.WithUnit("{supervisor}"),
+		metric.WithDescription("Supervisors that stopped restarting a server (restart intensity exceeded)."))
+	ms.exits, _ = m.Int64Counter(MetricServerExits, metric.WithUnit("{connection}"),
+		metric.WithDescription("Connections that stopped, by cause."))
+	ms.io, _ = m.Int64Counter(MetricIO, metric.WithUnit("By"),
+		metric.WithDescription("Bytes written to servers' stdin (transmit) and read from their stdout (receive)."))
+	return ms
+}
+
+// Conn is the measurements of one connection, with its attribute sets
+// built once, so that counting a line or a request allocates nothing.
+// A nil *Conn records nothing.
+type Conn struct {
+	t          *Telemetry
+	m          *Meters
+	attrs      []attribute.KeyValue
+	base       []metric.AddOption // network.transport, snodo.server.command
+	baseRecord []metric.RecordOption
+	transmit   []metric.AddOption
+	receive    []metric.AddOption
+}
+
+// ConnAttributes are the low-cardinality attributes of every connection
+// measurement.
+func ConnAttributes(command string) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		attribute.String(AttrNetworkTransport, TransportPipe),
+		attribute.String(AttrServerCommand, filepath.Base(command)),
+	}
+}
+
+// ForConn returns the measurements of a connection to command; nil when
+// metrics are off for good (a no-op provider was given). With the global
+// provider still the default no-op, the instruments it returns forward
+// to whatever provider is set later, and counting costs an atomic load.
+func (t *Telemetry) ForConn(command string) *Conn {
+	if t == nil || t.meters == nil {
+		return nil
+	}
+	m := t.meters
+	attrs := ConnAttributes(command)
+	set := func(extra ...attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), attrs...), extra...)...))
+	}
+	base := set()
+	return &Conn{
+		t:          t,
+		m:          m,
+		attrs:      attrs,
+		base:       []metric.AddOption{base},
+		baseRecord: []metric.RecordOption{base},
+		transmit:   []metric.AddOption{set(attribute.String(AttrIODirection, DirectionTransmit))},
+		receive:    []metric.AddOption{set(attribute.String(AttrIODirection, DirectionReceive))},
+	}
+}
+
+// Written counts n bytes written to the server.
+func (c *Conn) Written(n int) {
+	if c != nil && n > 0 {
+		c.m.io.Add(context.Background(), int64(n), c.transmit...)
+	}
+}
+
+// Read counts n bytes read from the server.
+func (c *Conn) Read(n int) {
+	if c != nil && n > 0 {
+		c.m.io.Add(context.Background(), int64(n), c.receive...)
+	}
+}
+
+// RequestStarted and RequestEnded track the requests in flight.
+func (c *Conn) RequestStarted(ctx context.Context) {
+	if c != nil {
+		c.m.requestsActive.Add(ctx, 1, c.base...)
+	}
+}
+
+// RequestEnded: see RequestStarted.
+func (c *Conn) RequestEnded(ctx context.Context) {
+	if c != nil {
+		c.m.requestsActive.Add(ctx, -1, c.base...)
+	}
+}
+
+// HandlerStarted and HandlerEnded track the server-request handlers
+// running.
+func (c *Conn) HandlerStarted(ctx context.Context) {
+	if c != nil {
+		c.m.handlersActive.Add(ctx, 1, c.base...)
+	}
+}
+
+// HandlerEnded: see HandlerStarted.
+func (c *Conn) HandlerEnded(ctx context.Context) {
+	if c != nil {
+		c.m.handlersActive.Add(ctx, -1, c.base...)
+	}
+}
+
+// HandlerRefused counts a server request refused over the bound.
+func (c *Conn) HandlerRefused() {
+	if c != nil {
+		c.m.handlersRefused.Add(context.Background(), 1, c.base...)
+	}
+}
+
+// Dropped counts a notification dropped for reason (a short fixed word:
+// "unclaimed", "unknown_subscription", "progress_overflow", …).
+func (c *Conn) Dropped(reason string) {
+	if c.Live() {
+		c.m.dropped.Add(context.Background(), 1, c.with(attribute.String(AttrDropReason, reason)))
+	}
+}
+
+// QueueDepth records the depth of a subscription's queue after an event
+// was queued.
+func (c *Conn) QueueDepth(n int) {
+	if c != nil {
+		c.m.queueDepth.Record(context.Background(), int64(n), c.baseRecord...)
+	}
+}
+
+// Overflow counts a subscription ended by a full queue.
+func (c *Conn) Overflow() {
+	if c != nil {
+		c.m.overflows.Add(context.Background(), 1, c.base...)
+	}
+}
+
+// Exited counts a connection's stop by cause (a short fixed word).
+func (c *Conn) Exited(cause string) {
+	if c.Live() {
+		c.m.exits.Add(context.Background(), 1, c.with(attribute.String(AttrExitCause, cause)))
+	}
+}
+
+// Restarted counts a supervisor's restart of the server.
+func (c *Conn) Restarted() {
+	if c != nil {
+		c.m.restarts.Add(context.Background(), 1, c.base...)
+	}
+}
+
+// GaveUp counts a supervisor giving up on the server.
+func (c *Conn) GaveUp() {
+	if c != nil {
+		c.m.giveUps.Add(context.Background(), 1, c.base...)
+	}
+}
+
+// Session records the duration of a session that ended; errorType is ""
+// for a clean end (the client closed it).
+func (c *Conn) Session(seconds float64, version, errorType string) {
+	if !c.Live() {
+		return
+	}
+	attrs := []attribute.KeyValue{attribute.String(AttrNetworkTransport, TransportPipe)}
+	if version != "" {
+		attrs = append(attrs, attribute.String(AttrProtocolVersion, version))
+	}
+	if errorType != "" {
+		attrs = append(attrs, attribute.String(AttrErrorType, errorType))
+	}
+	c.m.sessionDuration.Record(context.Background(), seconds, metric.WithAttributes(attrs...))
+}
+
+// Operation records the duration of one request with its attributes.
+func (c *Conn) Operation(ctx context.Context, seconds float64, attrs []attribute.KeyValue) {
+	if c.Live() {
+		c.m.opDuration.Record(ctx, seconds, metric.WithAttributes(attrs...))
+	}
+}
+
+// Live reports whether measurements are recorded now: callers build
+// attributes only when it is true.
+func (c *Conn) Live() bool { return c != nil && c.t.Metering() }
+
+func (c *Conn) with(kv attribute.KeyValue) metric.MeasurementOption {
+	return metric.WithAttributes(append(append(make([]attribute.KeyValue, 0, len(c.attrs)+1), c.attrs...), kv)...)
+}

@@ -1,0 +1,100 @@
+package telemetry
+
+import (
+	"reflect"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// The types of the global providers before anyone sets them: delegating
+// no-ops. Once a program sets a global provider, otel.Get…Provider
+// returns that provider (of another type) for ever; a tracer or meter
+// taken from the delegating default before then forwards to it.
+var (
+	defaultTracerProviderType = reflect.TypeOf(otel.GetTracerProvider())
+	defaultMeterProviderType  = reflect.TypeOf(otel.GetMeterProvider())
+)
+
+// Telemetry is one client's tracer and instruments. A nil *Telemetry
+// records nothing.
+type Telemetry struct {
+	tracer   trace.Tracer
+	tracing  state
+	meters   *Meters
+	metering state
+}
+
+// state says whether a provider records: always, never, or whatever the
+// global provider does at the time.
+type state uint8
+
+const (
+	followGlobal state = iota
+	on
+	off
+)
+
+// New resolves the providers: tp and mp when given (nil: the global
+// ones, followed as they change).
+func New(tp trace.TracerProvider, mp metric.MeterProvider) *Telemetry {
+	t := &Telemetry{}
+	switch tp.(type) {
+	case nil:
+		tp, t.tracing = otel.GetTracerProvider(), followGlobal
+	case tracenoop.TracerProvider, *tracenoop.TracerProvider:
+		t.tracing = off
+	default:
+		t.tracing = on
+	}
+	t.tracer = tp.Tracer(ScopeName)
+	switch mp.(type) {
+	case nil:
+		mp, t.metering = otel.GetMeterProvider(), followGlobal
+	case metricnoop.MeterProvider, *metricnoop.MeterProvider:
+		t.metering = off
+	default:
+		t.metering = on
+	}
+	if t.metering != off {
+		t.meters = meters(mp)
+	}
+	return t
+}
+
+// Tracing reports whether spans may be recorded: a tracer provider was
+// given (not a no-op one), or a global one has been set. When false,
+// callers start no span at all, so the default costs nothing.
+func (t *Telemetry) Tracing() bool {
+	if t == nil {
+		return false
+	}
+	switch t.tracing {
+	case on:
+		return true
+	case off:
+		return false
+	}
+	return reflect.TypeOf(otel.GetTracerProvider()) != defaultTracerProviderType
+}
+
+// Metering reports whether measurements may be recorded, as Tracing does
+// for spans.
+func (t *Telemetry) Metering() bool {
+	if t == nil {
+		return false
+	}
+	switch t.metering {
+	case on:
+		return true
+	case off:
+		return false
+	}
+	return reflect.TypeOf(otel.GetMeterProvider()) != defaultMeterProviderType
+}
+
+// Tracer is the client's tracer; use it only when Tracing is true.
+func (t *Telemetry) Tracer() trace.Tracer { return t.tracer }

@@ -1,0 +1,446 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/telemetry"
+	"github.com/snodo/snodo/subscription"
+)
+
+// WithTracerProvider makes the client's spans with tp: one client span
+// per request (named after the MCP method and the tool or prompt), a
+// server span per server-request handler run, and a span per
+// subscription and per subscription event, following the OpenTelemetry
+// semantic conventions for MCP (docs/observability.md). Default: the
+// global provider (otel.GetTracerProvider), followed as it changes;
+// while that is the default no-op, tracing costs no allocation.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) error {
+		if tp == nil {
+			return errors.New("WithTracerProvider: nil provider")
+		}
+		c.tracerProvider = tp
+		return nil
+	}
+}
+
+// WithMeterProvider records the client's metrics with mp:
+// mcp.client.operation.duration and mcp.client.session.duration from the
+// MCP semantic conventions, and snodo's own (requests in flight, bytes,
+// exits by cause, …; docs/observability.md lists them). Default: the
+// global provider (otel.GetMeterProvider).
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) error {
+		if mp == nil {
+			return errors.New("WithMeterProvider: nil provider")
+		}
+		c.meterProvider = mp
+		return nil
+	}
+}
+
+// op is one traced or measured operation: a request (with all its
+// input_required rounds). It exists only when tracing or metrics are on.
+type op struct {
+	c         *Client
+	method    string
+	target    string // tool or prompt name, or resource URI
+	span      trace.Span
+	recording bool
+	metering  bool
+	start     time.Time
+	id        atomic.Int64 // the last request ID sent for it
+	opts      connection.CallOptions
+}
+
+// begin starts an operation for method: a client span (child of the span
+// in ctx) and the in-flight count. With tracing and metrics off it
+// returns its arguments and a nil op, allocating nothing. params for
+// tools/call, prompts/get and resources/read are marshalled here, once,
+// to read the target (the connection passes the bytes through).
+func (c *Client) begin(ctx context.Context, method string, params any, opts *connection.CallOptions) (context.Context, *op, any, *connection.CallOptions) {
+	tracing, metering := c.tel.Tracing(), c.meters.Live()
+	if !tracing && !metering {
+		return ctx, nil, params, opts
+	}
+	o := &op{c: c, method: method, metering: metering, start: time.Now()}
+	o.target, params = target(method, params)
+	if opts != nil {
+		o.opts = *opts
+	}
+	sent := o.opts.Sent
+	o.opts.Sent = func(id int64) {
+		o.id.Store(id)
+		if sent != nil {
+			sent(id)
+		}
+	}
+	if tracing {
+		name := method
+		if o.target != "" && method != "resources/read" { // a URI would make span names high-cardinality
+			name += " " + o.target
+		}
+		ctx, o.span = c.tel.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+		o.recording = o.span.IsRecording()
+		if o.recording {
+			o.span.SetAttributes(o.attributes()...)
+			if progress := o.opts.OnProgress; progress != nil {
+				o.opts.OnProgress = func(p Progress) {
+					o.progressEvent(p)
+					progress(p)
+				}
+			}
+		}
+	}
+	c.meters.RequestStarted(ctx)
+	return ctx, o, params, &o.opts
+}
+
+// target reads the tool or prompt name (or the resource URI) from params
+// and returns params as bytes, so that the connection does not marshal
+// them again.
+func target(method string, params any) (string, any) {
+	key := ""
+	switch method {
+	case "tools/call", "prompts/get":
+		key = "name"
+	case "resources/read":
+		key = "uri"
+	default:
+		return "", params
+	}
+	raw, err := jsonrpc.Marshal(params)
+	if err != nil || len(raw) == 0 {
+		return "", params // the connection reports the error
+	}
+	member, _ := jsonrpc.Member(raw, key)
+	var name string
+	if len(member) > 0 && member[0] == '"' {
+		_ = json.Unmarshal(member, &name)
+	}
+	return name, json.RawMessage(raw)
+}
+
+// attributes are the span and metric attributes known before the answer.
+func (o *op) attributes() []attribute.KeyValue {
+	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs = append(attrs,
+		attribute.String(telemetry.AttrMethodName, o.method),
+		attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe))
+	if v := o.c.mcp.version; v != "" {
+		attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
+	}
+	if o.target != "" {
+		switch o.method {
+		case "tools/call":
+			attrs = append(attrs,
+				attribute.String(telemetry.AttrToolName, o.target),
+				attribute.String(telemetry.AttrOperationName, telemetry.OperationExecute))
+		case "prompts/get":
+			attrs = append(attrs, attribute.String(telemetry.AttrPromptName, o.target))
+		case "resources/read":
+			attrs = append(attrs, attribute.String(telemetry.AttrResourceURI, o.target))
+		}
+	}
+	return attrs
+}
+
+func (o *op) progressEvent(p Progress) {
+	attrs := []attribute.KeyValue{attribute.Float64(telemetry.AttrProgress, p.Progress)}
+	if p.Total != 0 {
+		attrs = append(attrs, attribute.Float64(telemetry.AttrProgressTotal, p.Total))
+	}
+	if p.Message != "" {
+		attrs = append(attrs, attribute.String(telemetry.AttrProgressMessage, p.Message))
+	}
+	o.span.AddEvent(telemetry.EventProgress, trace.WithAttributes(attrs...))
+}
+
+// inputRequired adds an event when raw is an input_required result: the
+// call is retried as a new request (a span of its own) once the inputs are
+// fulfilled.
+func (o *op) inputRequired(raw json.RawMessage) {
+	if rt, _ := jsonrpc.Member(raw, "resultType"); string(rt) != `"`+resultInputRequired+`"` {
+		return
+	}
+	var ir struct {
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	}
+	_ = json.Unmarshal(raw, &ir)
+	o.span.AddEvent(telemetry.EventInputRequired, trace.WithAttributes(
+		attribute.Int(telemetry.AttrInputRequests, len(ir.InputRequests))))
+}
+
+// end closes the operation with its outcome: the span's request ID,
+// error attributes and status, and the duration metric.
+func (o *op) end(ctx context.Context, raw json.RawMessage, err error) {
+	if o == nil {
+		return
+	}
+	errType, statusCode, desc := classify(o.method, raw, err)
+	if o.span != nil {
+		if o.recording {
+			if id := o.id.Load(); id != 0 {
+				o.span.SetAttributes(attribute.String(telemetry.AttrRequestID, strconv.FormatInt(id, 10)))
+			}
+			if err == nil {
+				o.inputRequired(raw)
+			}
+			if errType != "" {
+				o.span.SetAttributes(attribute.String(telemetry.AttrErrorType, errType))
+				if statusCode != "" {
+					o.span.SetAttributes(attribute.String(telemetry.AttrRPCStatusCode, statusCode))
+				}
+				o.span.SetStatus(codes.Error, desc)
+			}
+		}
+		o.span.End()
+	}
+	o.c.meters.RequestEnded(ctx)
+	if o.metering {
+		attrs := o.attributes()
+		if o.method == "resources/read" { // the URI is opt-in for metrics: high cardinality
+			attrs = attrs[:len(attrs)-1]
+		}
+		if errType != "" {
+			attrs = append(attrs, attribute.String(telemetry.AttrErrorType, errType))
+			if statusCode != "" {
+				attrs = append(attrs, attribute.String(telemetry.AttrRPCStatusCode, statusCode))
+			}
+		}
+		o.c.meters.Operation(ctx, time.Since(o.start).Seconds(), attrs)
+	}
+}
+
+// classify turns an outcome into error.type (empty on success),
+// rpc.response.status_code (for errors the server sent) and a status
+// description. error.type is the JSON-RPC code for *Error (local ones
+// too: -32001 timeout, -32000 connection closed), "tool_error" for a
+// tools/call result with isError set, and a short word otherwise.
+func classify(method string, raw json.RawMessage, err error) (errType, statusCode, desc string) {
+	if err == nil {
+		if method == "tools/call" {
+			if v, _ := jsonrpc.Member(raw, "isError"); string(v) == "true" {
+				return telemetry.ErrorTypeToolError, "", "the tool reported an error (isError)"
+			}
+		}
+		return "", "", ""
+	}
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		code := strconv.Itoa(e.Code)
+		if !e.Local() {
+			statusCode = code
+		}
+		return code, statusCode, e.Message
+	case errors.Is(err, context.Canceled):
+		return "cancelled", "", err.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline_exceeded", "", err.Error()
+	case errors.Is(err, ErrTooManyInputRounds):
+		return "too_many_input_rounds", "", err.Error()
+	case errors.Is(err, ErrUnknownResultType):
+		return "unknown_result_type", "", err.Error()
+	case errors.Is(err, ErrInputRequest):
+		return "input_request_failed", "", err.Error()
+	}
+	return telemetry.ErrorTypeOther, "", err.Error()
+}
+
+// send makes one request through the connection, traced and measured as
+// one operation when telemetry is on: the one place every request of a
+// Client passes (typed calls, Request, supervisors and pools, the era
+// negotiation).
+func (c *Client) send(ctx context.Context, method string, params any, meta []byte, opts *connection.CallOptions) (json.RawMessage, error) {
+	ctx, o, params, opts := c.begin(ctx, method, params, opts)
+	if o == nil {
+		return c.conn.RequestMeta(ctx, method, params, meta, opts)
+	}
+	raw, err := c.conn.RequestMeta(ctx, method, params, meta, opts)
+	o.end(ctx, raw, err)
+	return raw, err
+}
+
+// serverRequestSpan starts the span of a server-request handler run (a
+// SERVER span, as the conventions have it for requests the server
+// initiates). Its parent is the span whose context the server put in
+// params._meta (a legacy server request joins the server's trace), or
+// else the span in ctx (an input request of an input_required round is
+// a child of the call that got it).
+func (c *Client) serverRequestSpan(ctx context.Context, req *ServerRequest) (context.Context, trace.Span) {
+	if !c.tel.Tracing() {
+		return ctx, nil
+	}
+	var opts [3]trace.SpanStartOption
+	n := 0
+	opts[n] = trace.WithSpanKind(trace.SpanKindServer)
+	n++
+	if remote := telemetry.RemoteSpanContext(req.Params); remote.IsValid() {
+		if local := trace.SpanContextFromContext(ctx); local.IsValid() {
+			opts[n] = trace.WithLinks(trace.Link{SpanContext: local})
+			n++
+		}
+		ctx = trace.ContextWithRemoteSpanContext(ctx, remote)
+	}
+	ctx, span := c.tel.Tracer().Start(ctx, req.Method, opts[:n]...)
+	if span.IsRecording() {
+		attrs := []attribute.KeyValue{
+			attribute.String(telemetry.AttrMethodName, req.Method),
+			attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
+		}
+		if len(req.ID) > 0 && req.ID[0] != 'n' { // no attribute for a null id
+			id := string(req.ID)
+			if id[0] == '"' {
+				_ = json.Unmarshal(req.ID, &id)
+			}
+			attrs = append(attrs, attribute.String(telemetry.AttrRequestID, id))
+		}
+		if v := c.mcp.version; v != "" {
+			attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
+		}
+		span.SetAttributes(attrs...)
+	}
+	return ctx, span
+}
+
+// endServerRequestSpan records a handler's outcome on its span.
+func endServerRequestSpan(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil && span.IsRecording() {
+		errType, code := telemetry.ErrorTypeOther, ""
+		var e *Error
+		if errors.As(err, &e) {
+			errType, code = strconv.Itoa(e.Code), strconv.Itoa(e.Code)
+		}
+		span.SetAttributes(attribute.String(telemetry.AttrErrorType, errType))
+		if code != "" {
+			span.SetAttributes(attribute.String(telemetry.AttrRPCStatusCode, code))
+		}
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// sessionEnded records the session's duration and the exit cause: a
+// session the client ended (Close, its owner leaving) has no error.type;
+// any other end has the cause.
+func (c *Client) sessionEnded(started time.Time) func(error) {
+	return func(reason error) {
+		if !c.meters.Live() {
+			return
+		}
+		cause := connection.ExitCause(reason)
+		errType := cause
+		if cause == "closed" || cause == "owner_exited" {
+			errType = ""
+		}
+		version := ""
+		if v := c.sessionVersion.Load(); v != nil {
+			version = *v
+		}
+		c.meters.Session(time.Since(started).Seconds(), version, errType)
+	}
+}
+
+// eraHandler adds the connection's era to every log record once Connect
+// has settled it (the connection adds the server's name and pid).
+type eraHandler struct {
+	slog.Handler
+	era *atomic.Pointer[string]
+}
+
+func (h eraHandler) Handle(ctx context.Context, r slog.Record) error {
+	if e := h.era.Load(); e != nil {
+		r.AddAttrs(slog.String("era", *e))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h eraHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return eraHandler{Handler: h.Handler.WithAttrs(attrs), era: h.era}
+}
+
+func (h eraHandler) WithGroup(name string) slog.Handler {
+	return eraHandler{Handler: h.Handler.WithGroup(name), era: h.era}
+}
+
+// observeSubscription sets the hooks that trace and measure a
+// subscription: a client span for the listen request, from Listen until
+// the subscription ends; a CONSUMER span per event, child of it (linked
+// to the server's span when the event's _meta carries one); the queue
+// depth at each event and the overflows. With telemetry off it sets
+// nothing.
+func (c *Client) observeSubscription(ctx context.Context, o *subscription.Options) context.Context {
+	if c.meters != nil {
+		o.Hooks.Overflowed = c.meters.Overflow
+		o.Hooks.Queued = func(_ int64, _ Event, depth int) { c.meters.QueueDepth(depth) }
+	}
+	if !c.tel.Tracing() {
+		return ctx
+	}
+	ctx, span := c.tel.Tracer().Start(ctx, subscription.Method, trace.WithSpanKind(trace.SpanKindClient))
+	if !span.IsRecording() {
+		o.Hooks.Ended = func(int64, error) { span.End() }
+		return ctx
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String(telemetry.AttrMethodName, subscription.Method),
+		attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
+	}
+	if v := c.mcp.version; v != "" {
+		attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
+	}
+	span.SetAttributes(attrs...)
+	o.Hooks.Queued = func(id int64, ev Event, depth int) {
+		c.meters.QueueDepth(depth)
+		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+		if remote := telemetry.RemoteSpanContext(ev.Params); remote.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: remote}))
+		}
+		_, evSpan := c.tel.Tracer().Start(ctx, ev.Method, opts...)
+		if evSpan.IsRecording() {
+			evSpan.SetAttributes(
+				attribute.String(telemetry.AttrMethodName, ev.Method),
+				attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
+				attribute.String(telemetry.AttrRequestID, strconv.FormatInt(id, 10)))
+		}
+		evSpan.End()
+	}
+	o.Hooks.Ended = func(id int64, err error) {
+		if id != 0 {
+			span.SetAttributes(attribute.String(telemetry.AttrRequestID, strconv.FormatInt(id, 10)))
+		}
+		if err != nil && !errors.Is(err, ErrSubscriptionClosed) && !errors.Is(err, ErrOwnerExited) {
+			errType, code, desc := classify(subscription.Method, nil, err)
+			switch {
+			case errors.Is(err, ErrQueueFull):
+				errType = "queue_full"
+			case errors.Is(err, ErrServerTeardown):
+				errType = "server_teardown"
+			}
+			span.SetAttributes(attribute.String(telemetry.AttrErrorType, errType))
+			if code != "" {
+				span.SetAttributes(attribute.String(telemetry.AttrRPCStatusCode, code))
+			}
+			span.SetStatus(codes.Error, desc)
+		}
+		span.End()
+	}
+	return ctx
+}

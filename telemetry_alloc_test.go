@@ -1,0 +1,58 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// With no provider set (the global no-op ones), the client's request path
+// allocates nothing more than the connection's own.
+func TestTelemetryOffAddsNoAllocation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures allocations")
+	}
+	cmd, args := testutil.Server(t, "-fast")
+	for _, era := range []Era{EraModern, EraLegacy} {
+		c, err := Connect(t.Context(), cmd, args, WithEra(era))
+		require.NoError(t, err)
+		params := json.RawMessage(`{"a":1}`)
+		ctx := context.Background()
+		conn := func() {
+			_, err := c.conn.RequestMeta(ctx, "test/echo", params, c.encodedMeta(), nil)
+			require.NoError(t, err)
+		}
+		client := func() {
+			_, err := c.Request(ctx, "test/echo", params)
+			require.NoError(t, err)
+		}
+		for range 100 { // warm the pools
+			conn()
+			client()
+		}
+		base := testing.AllocsPerRun(2000, conn)
+		got := testing.AllocsPerRun(2000, client)
+		require.LessOrEqual(t, got, base, "%s: Client.Request allocates %.2f per call, the connection %.2f", era, got, base)
+		require.NoError(t, c.Close())
+		<-c.Done()
+	}
+}
+
+// A provider whose sampler drops everything still propagates the
+// (unsampled) context but records nothing: measured in bench/, checked
+// here to work.
+func TestTelemetryDroppingSamplerRecordsNothing(t *testing.T) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	cmd, args := testutil.Server(t, "-fast")
+	c, err := Connect(t.Context(), cmd, args, WithTracerProvider(tp))
+	require.NoError(t, err)
+	defer func() { _ = c.Close(); <-c.Done() }()
+	_, err = c.Request(t.Context(), "test/echo", json.RawMessage(`{}`))
+	require.NoError(t, err)
+}
