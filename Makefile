@@ -48,7 +48,7 @@ soak:
 	$(GO) test -tags soak -run Soak -count=1 -timeout 90m -v ./test/soak/
 
 # Fuzz targets as package:Target.
-FUZZ_TARGETS = ./internal/jsonrpc:FuzzScan ./internal/jsonrpc:FuzzValue ./connection:FuzzFramer ./connection:FuzzRoute
+FUZZ_TARGETS = ./internal/jsonrpc:FuzzScan ./internal/jsonrpc:FuzzValue ./connection:FuzzFramer ./connection:FuzzRoute .:FuzzDecodeCallTool
 FUZZTIME ?= 3s
 fuzz-short:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)

@@ -1,11 +1,14 @@
 package snodo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // Typed MCP calls, on Calls. Each goes through the Requester's Request,
@@ -67,19 +70,38 @@ func (c Calls) Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[Pro
 // handler and the call is retried until it completes; the caller sees
 // only the final result.
 func (c Calls) CallTool(ctx context.Context, name string, args any, opts ...RequestOption) (*CallToolResult, error) {
-	params := struct {
-		Name      string `json:"name"`
-		Arguments any    `json:"arguments,omitempty"`
-	}{name, args}
-	raw, err := c.requestWithInput(ctx, "tools/call", &params, opts)
+	raw, err := c.requestWithInput(ctx, "tools/call", callToolParams(name, args), opts)
 	if err != nil {
 		return nil, err
 	}
-	var res CallToolResult
-	if err := json.Unmarshal(raw, &res); err != nil {
+	res := new(CallToolResult)
+	if err := decodeCallTool(raw, res); err != nil {
 		return nil, fmt.Errorf("snodo: tools/call %s: malformed result: %w", name, err)
 	}
-	return &res, nil
+	return res, nil
+}
+
+// callToolParams are the params of tools/call. Arguments already encoded
+// (json.RawMessage) are put in place as they are, in one allocation, when
+// they are one valid JSON value on one line; anything else is marshalled
+// with the name (which also compacts a json.RawMessage): the same JSON
+// value either way.
+func callToolParams(name string, args any) any {
+	encoded, _ := args.(json.RawMessage)
+	if args == nil || (len(encoded) > 0 && bytes.IndexAny(encoded, "\r\n") < 0 && json.Valid(encoded)) {
+		p := make(json.RawMessage, 0, len(name)+len(encoded)+len(`{"name":"","arguments":}`))
+		p = append(p, `{"name":`...)
+		p = jsonrpc.AppendString(p, name)
+		if encoded != nil {
+			p = append(p, `,"arguments":`...)
+			p = append(p, encoded...)
+		}
+		return append(p, '}')
+	}
+	return &struct {
+		Name      string `json:"name"`
+		Arguments any    `json:"arguments,omitempty"`
+	}{name, args}
 }
 
 // ReadResource reads the resource at uri, completing input_required

@@ -8,6 +8,14 @@ import (
 const (
 	framerInitial = 4 << 10  // an idle connection keeps little memory
 	framerBatch   = 64 << 10 // grown to this when reads fill the buffer
+	// A line that outgrows framerLong gets framerLarge at once instead of
+	// doubling its way there, which would leave a trail of buffers behind
+	// (for a 16 MiB line, 15 MiB more), the largest two alive together
+	// while one is copied into the other. Fresh memory costs only the
+	// pages written, and a buffer much larger than its line is not handed
+	// over with it (see route).
+	framerLong  = 1 << 20
+	framerLarge = 16 << 20
 )
 
 // framer splits a byte stream into newline-terminated lines. It never
@@ -100,6 +108,9 @@ func (f *framer) fill() error {
 	}
 	if f.end == len(f.buf) {
 		size := 2 * len(f.buf)
+		if len(f.buf) >= framerLong && len(f.buf) < framerLarge {
+			size = framerLarge
+		}
 		if limit := f.max + 1; size > limit && !f.discarding {
 			size = max(limit, len(f.buf)+1)
 		}

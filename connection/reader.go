@@ -116,7 +116,9 @@ func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) (handedOver boo
 				e = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server sent a malformed error object: " + sample(env.Error)}
 			}
 			delivered = c.table.complete(id, nil, e)
-		} else if len(env.Result) >= zeroCopyBytes {
+		} else if len(env.Result) >= zeroCopyBytes && cap(line) <= 2*len(line) {
+			// The line fills at least half of what is left of the buffer,
+			// so handing it over keeps little besides the answer alive.
 			// Full slice expression: the caller cannot append into the
 			// bytes that follow the result in the buffer.
 			delivered = c.table.complete(id, env.Result[:len(env.Result):len(env.Result)], nil)

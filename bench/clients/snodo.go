@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/snodo/snodo"
 )
@@ -11,8 +12,29 @@ import (
 func init() { register("snodo", connectSnodo) }
 
 type snodoClient struct {
-	c   *snodo.Client
-	sub *snodo.Subscription
+	c    *snodo.Client
+	sub  *snodo.Subscription
+	args atomic.Pointer[boxedArgs] // the last args, already in an interface
+}
+
+// boxedArgs keeps args in an interface value, so that calling with the
+// same pre-encoded args again does not allocate a new one.
+type boxedArgs struct {
+	raw   json.RawMessage
+	boxed any
+}
+
+// box returns args as an interface, reusing the last one for the same bytes.
+func (s *snodoClient) box(args json.RawMessage) any {
+	if args == nil {
+		return nil
+	}
+	if b := s.args.Load(); b != nil && len(b.raw) == len(args) && &b.raw[0] == &args[0] {
+		return b.boxed
+	}
+	b := &boxedArgs{raw: args, boxed: args}
+	s.args.Store(b)
+	return b.boxed
 }
 
 func declineAll(ctx context.Context, req *snodo.ServerRequest) (any, error) {
@@ -53,11 +75,7 @@ func connectSnodo(ctx context.Context, o Options) (Client, error) {
 }
 
 func (s *snodoClient) Call(ctx context.Context, tool string, args json.RawMessage) (string, error) {
-	var a any
-	if args != nil {
-		a = args
-	}
-	res, err := s.c.CallTool(ctx, tool, a)
+	res, err := s.c.CallTool(ctx, tool, s.box(args))
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,67 @@
+package connection
+
+import (
+	"bytes"
+	"io"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFramerGrowsLongLinesInOneStep: past framerLong a line's buffer goes
+// to framerLarge at once, so a 3 MiB line leaves no 2 MiB buffer behind;
+// beyond framerLarge it doubles again, up to the line limit.
+func TestFramerGrowsLongLinesInOneStep(t *testing.T) {
+	for _, tc := range []struct {
+		line, max, want int
+	}{
+		{3 << 20, 32 << 20, framerLarge},
+		{framerLong - 100, 32 << 20, framerLong},
+		{20 << 20, 24 << 20, 24<<20 + 1},
+		{3 << 20, 4 << 20, 4<<20 + 1},
+	} {
+		data := append(bytes.Repeat([]byte("x"), tc.line), '\n')
+		fr := newFramer(&readAll{data: data}, tc.max, func(int) { t.Fatal("overlong") })
+		line, err := fr.next()
+		require.NoError(t, err)
+		assert.Len(t, line, tc.line)
+		assert.Equal(t, tc.want, len(fr.buf), "a %d-byte line, limit %d", tc.line, tc.max)
+	}
+}
+
+// readAll hands out as much as the buffer takes.
+type readAll struct{ data []byte }
+
+func (r *readAll) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// TestRouteHandsOverOnlyABufferItFills: a large answer keeps the read
+// buffer only when it fills at least half of it; otherwise it is copied
+// and the buffer stays with the reader.
+func TestRouteHandsOverOnlyABufferItFills(t *testing.T) {
+	h := newRouteHarness(t)
+	result := `"` + string(bytes.Repeat([]byte("y"), zeroCopyBytes)) + `"`
+	for _, tc := range []struct {
+		spare    int
+		handOver bool
+	}{{0, true}, {zeroCopyBytes, true}, {4 * zeroCopyBytes, false}} {
+		cl := newCall(&noOptions)
+		id, err := h.c.table.add(cl)
+		require.NoError(t, err)
+		line := []byte(`{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"result":` + result + `}`)
+		buf := make([]byte, len(line), len(line)+tc.spare)
+		copy(buf, line)
+		assert.Equal(t, tc.handOver, h.c.route(buf), "spare capacity %d", tc.spare)
+		<-cl.wake
+		assert.Equal(t, result, string(cl.result))
+		assert.Equal(t, tc.handOver, &cl.result[0] == &buf[len(`{"jsonrpc":"2.0","id":`+strconv.FormatInt(id, 10)+`,"result":`)])
+	}
+}

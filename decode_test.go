@@ -1,0 +1,139 @@
+package snodo
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// decodeBoth decodes raw with decodeCallTool and with json.Unmarshal, each
+// from its own copy (the fast path may decode escapes in place), and
+// requires the same result and the same verdict.
+func decodeBoth(t testing.TB, raw []byte) (*CallToolResult, error) {
+	t.Helper()
+	var fast, slow CallToolResult
+	errFast := decodeCallTool(bytes.Clone(raw), &fast)
+	errSlow := json.Unmarshal(raw, &slow)
+	if (errFast == nil) != (errSlow == nil) {
+		t.Fatalf("%.200s: fast path error %v, json.Unmarshal error %v", raw, errFast, errSlow)
+	}
+	if errSlow == nil && !equalResults(&fast, &slow) {
+		t.Fatalf("%.200s:\nfast path %+v\njson.Unmarshal %+v", raw, fast, slow)
+	}
+	return &fast, errFast
+}
+
+func equalResults(a, b *CallToolResult) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb) && (a.Content == nil) == (b.Content == nil) &&
+		(a.StructuredContent == nil) == (b.StructuredContent == nil) && (a.Meta == nil) == (b.Meta == nil)
+}
+
+// TestDecodeCallToolMatchesEncodingJSON: the fast path reads every result
+// as json.Unmarshal does, errors included, whatever the shape.
+func TestDecodeCallToolMatchesEncodingJSON(t *testing.T) {
+	big := strings.Repeat("abcdefgh", aliasBytes/8+1)
+	for _, raw := range []string{
+		`{"content":[{"type":"text","text":"hello"}]}`,
+		`{"resultType":"complete","content":[{"type":"text","text":"hello"}],"isError":true}`,
+		`{"content":[{"type":"text","text":"a"},{"type":"image","data":"AAAA","mimeType":"image/png"}],"structuredContent":{"n":1}}`,
+		`{"content":[{"type":"resource_link","uri":"file:///x","name":"x","title":"X","description":"d"}]}`,
+		`{"content":[],"isError":false}`,
+		`{"content":null,"isError":null,"structuredContent":null,"_meta":null}`,
+		`{}`,
+		`{"content":[{"type":"text","text":"esc \"q\" \\ \/ \b\f\n\r\t \u00e9 \ud83d\ude00 \ud800 \udc00x"}]}`,
+		`{"content":[{"type":"text","text":"bad utf-8 ` + "\xff\xfe" + `"}]}`,
+		`{"content":[{"type":"text","text":"x","annotations":{"priority":0.5}}]}`,
+		`{"content":[{"type":"resource","resource":{"uri":"a","text":"b"}}]}`,
+		`{"content":[{"type":"text","text":"x","_meta":{"k":1}}],"_meta":{"a":"b"}}`,
+		`{"content":[{"type":"text","size":3}]}`,
+		`{"Content":[{"type":"text","text":"case"}]}`,
+		`{"content":[{"TYPE":"text","Text":"case"}]}`,
+		`{"\u0063ontent":[{"type":"text","text":"escaped key"}]}`,
+		`{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"second"}]}`,
+		`{"content":[{"type":"text","text":"a","text":"b"}]}`,
+		`{"content":[{"type":"text","text":1}]}`,
+		`{"content":[{"type":"text","text":"x"},null]}`,
+		`{"content":[1]}`,
+		`{"content":{"type":"text"}}`,
+		`{"isError":"yes","content":[]}`,
+		`{"isError":1}`,
+		`{"_meta":[1]}`,
+		`{"content":[{"type":"custom","text":"x"}],"other":{"deep":[1,2,{"a":"b"}]}}`,
+		`{"content":[{"type":"text","text":"` + big + `"}]}`,
+		`{"content":[{"type":"text","text":"` + big + `\n\u00e9\ud83d\ude00\ud800\"` + big + `"}]}`,
+		`{"content":[{"type":"text","text":"` + big + "\xff" + `"}]}`,
+		`{"content":[{"type":"image","data":"` + big + `","mimeType":"image/png"}],"structuredContent":{"k":"` + big + `"}}`,
+		`{"content":[{"type":"text","text":"` + big + `\ud800\u0041"}]}`,
+		`{"content":[{"type":"text","text":"` + big + `"}],"annotations":1,"content":[]}`,
+	} {
+		decodeBoth(t, []byte(raw))
+	}
+}
+
+// TestDecodeCallToolSharesLargeStrings: a large text is the result's own
+// bytes, not a copy; a small one is a copy.
+func TestDecodeCallToolSharesLargeStrings(t *testing.T) {
+	text := strings.Repeat("x", aliasBytes) + `\n`
+	raw := []byte(`{"content":[{"type":"text","text":"` + text + `"}]}`)
+	var res CallToolResult
+	require.NoError(t, decodeCallTool(raw, &res))
+	require.Len(t, res.Content, 1)
+	got := res.Content[0].Text
+	assert.Equal(t, strings.Repeat("x", aliasBytes)+"\n", got)
+	start := bytes.Index(raw, []byte("xxx"))
+	assert.True(t, &raw[start] == unsafePointerOf(got), "the text shares the line's bytes")
+
+	small := []byte(`{"content":[{"type":"text","text":"small"}]}`)
+	require.NoError(t, decodeCallTool(small, &res))
+	assert.True(t, &small[bytes.Index(small, []byte("small"))] != unsafePointerOf(res.Content[0].Text), "a small text is a copy")
+}
+
+// TestCallToolAllocations: a typed call with pre-encoded arguments and a
+// small text result stays within its allocation budget.
+func TestCallToolAllocations(t *testing.T) {
+	forEachEra(t, func(t *testing.T, c *Client) {
+		var args any = json.RawMessage(`{"message":"hi"}`)
+		ctx := t.Context()
+		call := func() {
+			res, err := c.CallTool(ctx, "echo", args)
+			if err != nil || len(res.Content) != 1 {
+				t.Fatalf("%+v, %v", res, err)
+			}
+		}
+		call()
+		allocs := testing.AllocsPerRun(200, call)
+		t.Logf("%.1f allocations per CallTool", allocs)
+		assert.LessOrEqual(t, allocs, 8.0, "CallTool with pre-encoded args and a small text result")
+	})
+}
+
+func FuzzDecodeCallTool(f *testing.F) {
+	for _, s := range []string{
+		`{"content":[{"type":"text","text":"hello"}],"isError":false}`,
+		`{"content":[{"type":"text","text":"\ud83d\ude00\n"}],"structuredContent":{"a":[1]}}`,
+		`{"content":[{"type":"image","data":"AA==","mimeType":"image/png","annotations":{}}]}`,
+		`{"Content":null,"_meta":{"x":1}}`,
+	} {
+		f.Add([]byte(s), false)
+	}
+	pad := strings.Repeat("p", aliasBytes)
+	f.Fuzz(func(t *testing.T, raw []byte, large bool) {
+		if !json.Valid(raw) {
+			return // the reader's scan lets only valid JSON through
+		}
+		if large { // take the in-place path: pad every text that begins a string
+			raw = bytes.ReplaceAll(raw, []byte(`"text":"`), []byte(`"text":"`+pad))
+		}
+		decodeBoth(t, raw)
+	})
+}
+
+// unsafePointerOf is where a string's bytes are.
+func unsafePointerOf(s string) *byte { return unsafe.StringData(s) }
