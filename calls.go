@@ -1,7 +1,6 @@
 package snodo
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,13 +81,13 @@ func (c Calls) CallTool(ctx context.Context, name string, args any, opts ...Requ
 }
 
 // callToolParams are the params of tools/call. Arguments already encoded
-// (json.RawMessage) are put in place as they are, in one allocation, when
-// they are one valid JSON value on one line; anything else is marshalled
-// with the name (which also compacts a json.RawMessage): the same JSON
-// value either way.
+// (json.RawMessage) are put in place as they are, in one allocation; the
+// connection then checks the params as it checks every raw value (one
+// valid JSON value, compacted onto one line if need be). Anything else is
+// marshalled with the name.
 func callToolParams(name string, args any) any {
 	encoded, _ := args.(json.RawMessage)
-	if args == nil || (len(encoded) > 0 && bytes.IndexAny(encoded, "\r\n") < 0 && json.Valid(encoded)) {
+	if args == nil || len(encoded) > 0 {
 		p := make(json.RawMessage, 0, len(name)+len(encoded)+len(`{"name":"","arguments":}`))
 		p = append(p, `{"name":`...)
 		p = jsonrpc.AppendString(p, name)

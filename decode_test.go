@@ -137,3 +137,16 @@ func FuzzDecodeCallTool(f *testing.F) {
 
 // unsafePointerOf is where a string's bytes are.
 func unsafePointerOf(s string) *byte { return unsafe.StringData(s) }
+
+// TestCallToolArgumentsAreChecked: pre-encoded arguments that are not
+// JSON are refused before anything is sent; arguments over several lines
+// reach the server on one.
+func TestCallToolArgumentsAreChecked(t *testing.T) {
+	c := dialTest(t, []string{"-era", "modern"})
+	_, err := c.CallTool(t.Context(), "echo", json.RawMessage(`{"message":`))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrInvalidParams)
+	res, err := c.CallTool(t.Context(), "echo", json.RawMessage("{\n\"message\":\n\"two lines\"\n}"))
+	require.NoError(t, err)
+	assert.Contains(t, res.Text(), "two lines")
+}

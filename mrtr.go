@@ -80,8 +80,7 @@ func resultType(method string, raw json.RawMessage) (string, error) {
 // result. The first round sends params as they are; only a retry decodes
 // them into members to add inputResponses and requestState.
 func (c Calls) requestWithInput(ctx context.Context, method string, params any, opts []RequestOption) (json.RawMessage, error) {
-	in := c.r.InputHandling()
-	maxRounds := cmp.Or(in.MaxRounds, DefaultMaxInputRounds)
+	var in InputHandling // asked for at the first input_required: most calls never need it
 	var retry map[string]any
 	for round := 0; ; round++ {
 		raw, err := c.r.Request(ctx, method, params, opts...)
@@ -92,7 +91,10 @@ func (c Calls) requestWithInput(ctx context.Context, method string, params any, 
 		if err != nil || rt == resultComplete {
 			return raw, err
 		}
-		if round >= maxRounds {
+		if round == 0 {
+			in = c.r.InputHandling()
+		}
+		if round >= cmp.Or(in.MaxRounds, DefaultMaxInputRounds) {
 			return nil, fmt.Errorf("%w: %s still needed input after %d rounds (raise the bound with WithMaxInputRounds)",
 				ErrTooManyInputRounds, method, round)
 		}
