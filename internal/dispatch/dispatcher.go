@@ -81,9 +81,6 @@ func (d *Dispatcher) Dispatch(ctx protoactor.Context, req *handlers.Request) {
 		return
 	}
 	if len(d.running) >= d.cfg.Max {
-		if d.cfg.Refused != nil {
-			d.cfg.Refused()
-		}
 		d.cfg.Logger.Warn("snodo: a server request came over the bound of handlers running at once; answered -32603 without running it",
 			"method", req.Method, "id", key, "max_server_requests", d.cfg.Max)
 		if d.cfg.Refused != nil {
@@ -112,9 +109,6 @@ func (d *Dispatcher) Inputs(ctx protoactor.Context, ins []*Input) {
 		case len(d.waiting) == 0 && len(d.running) < d.cfg.Max:
 			d.startInput(ctx, in)
 		case len(d.waiting) >= d.cfg.MaxWaiting:
-			if d.cfg.Refused != nil {
-				d.cfg.Refused()
-			}
 			if d.cfg.Refused != nil {
 				d.cfg.Refused()
 			}
