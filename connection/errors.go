@@ -42,9 +42,9 @@ var (
 	ErrStdinClosed = errors.New("server closed its stdin")
 	// ErrStdoutClosed: the server closed its stdout but kept running.
 	ErrStdoutClosed = errors.New("server closed its stdout")
-	// ErrStreamCancelled ends a stream request (subscriptions/listen) that
+	// errStreamCancelled ends a stream request (subscriptions/listen) that
 	// the server cancelled with notifications/cancelled.
-	ErrStreamCancelled = errors.New("server cancelled the stream")
+	errStreamCancelled = errors.New("server cancelled the stream")
 )
 
 // timeoutError is the local -32001.

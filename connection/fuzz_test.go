@@ -227,7 +227,7 @@ func FuzzRoute(f *testing.F) {
 			}
 			if cl.err != nil {
 				var e *jsonrpc.Error
-				if !errors.As(cl.err, &e) && !errors.Is(cl.err, ErrStreamCancelled) {
+				if !errors.As(cl.err, &e) && !errors.Is(cl.err, errStreamCancelled) {
 					t.Fatalf("request %d: error %T %v", id, cl.err, cl.err)
 				}
 				if e != nil && e.Code == 0 && e.Message == "" {

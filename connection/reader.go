@@ -194,7 +194,7 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 				sink(method, bytes.Clone(env.Params))
 				// The server has ended the request: complete it so that
 				// no notifications/cancelled goes back for it.
-				c.table.complete(id, nil, ErrStreamCancelled)
+				c.table.complete(id, nil, errStreamCancelled)
 				return
 			}
 		}

@@ -12,6 +12,25 @@ import (
 	"github.com/snodo/snodo/connection"
 )
 
+// The messages the tests' actors receive (Options.Message).
+type (
+	eventMsg struct {
+		sub *Subscription
+		Event
+	}
+	endMsg struct {
+		sub *Subscription
+		err error
+	}
+)
+
+func testMessage(s *Subscription, ev *Event, err error) any {
+	if ev != nil {
+		return &eventMsg{s, *ev}
+	}
+	return &endMsg{s, err}
+}
+
 // collector spawns an actor that forwards every subscription message it
 // receives to the returned channel.
 func collector(t *testing.T, c *connection.Conn) (*protoactor.PID, chan any) {
@@ -19,7 +38,7 @@ func collector(t *testing.T, c *connection.Conn) (*protoactor.PID, chan any) {
 	got := make(chan any, 100)
 	pid := c.System().Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 		switch msg := ctx.Message().(type) {
-		case *EventMsg, *EndMsg:
+		case *eventMsg, *endMsg:
 			got <- msg
 		}
 	}))
@@ -41,32 +60,32 @@ func receive(t *testing.T, got chan any) any {
 func TestActorReceivesEventsAndTheEnd(t *testing.T) {
 	c := startConn(t, connection.Config{})
 	pid, got := collector(t, c)
-	s := open(t, c, toolsFilter, Options{Actor: pid})
+	s := open(t, c, toolsFilter, Options{Actor: pid, Message: testMessage})
 	_, ok := <-s.Events()
 	assert.False(t, ok, "Events is closed when an actor receives the events")
 	for k := range 5 {
 		emit(t, c, s.ID(), k, 1)
 	}
 	for k := range 5 {
-		m, ok := receive(t, got).(*EventMsg)
+		m, ok := receive(t, got).(*eventMsg)
 		require.True(t, ok)
-		assert.Same(t, s, m.Subscription)
+		assert.Same(t, s, m.sub)
 		gotK, id := eventInfo(t, m.Event)
 		assert.Equal(t, k, gotK)
 		assert.Equal(t, s.ID(), id)
 	}
 	call(t, c, "test/endSubscription", map[string]any{"subscription": s.ID(), "mode": "graceful"})
-	end, ok := receive(t, got).(*EndMsg)
+	end, ok := receive(t, got).(*endMsg)
 	require.True(t, ok)
-	assert.Same(t, s, end.Subscription)
-	assert.NoError(t, end.Err)
+	assert.Same(t, s, end.sub)
+	assert.NoError(t, end.err)
 	assert.NoError(t, waitEnded(t, s))
 }
 
 func TestOwnerActorTerminatingCancelsOnTheServer(t *testing.T) {
 	c := startConn(t, connection.Config{})
 	pid, _ := collector(t, c)
-	s := open(t, c, toolsFilter, Options{Actor: pid})
+	s := open(t, c, toolsFilter, Options{Actor: pid, Message: testMessage})
 	c.System().Root.Stop(pid)
 	err := waitEnded(t, s)
 	require.ErrorIs(t, err, snodoactor.ReasonOwnerExited)
@@ -85,6 +104,6 @@ func TestListenToADeadActorFails(t *testing.T) {
 	}))
 	c.System().Root.Stop(pid)
 	<-stopped
-	_, err := Open(t.Context(), c, listenParams(toolsFilter), nil, Options{Actor: pid})
+	_, err := Open(t.Context(), c, listenParams(toolsFilter), nil, Options{Actor: pid, Message: testMessage})
 	require.ErrorIs(t, err, snodoactor.ReasonOwnerExited)
 }

@@ -39,9 +39,10 @@ type Options struct {
 	// Passing it ends the subscription with ErrQueueFull. Default
 	// DefaultMaxQueue; negative is an error.
 	MaxQueue int
-	// Actor, when set, receives each event as an *EventMsg and then the
-	// end as an *EndMsg, instead of the Events channel. The subscription
-	// watches it: when it terminates, the subscription is cancelled.
+	// Actor, when set, receives each event and then the end as the
+	// messages Message builds, instead of the Events channel. The
+	// subscription watches it: when it terminates, the subscription is
+	// cancelled.
 	Actor *protoactor.PID
 	// System is the actor system Actor lives in; default: the
 	// connection's.
@@ -49,9 +50,9 @@ type Options struct {
 	// Logger receives the notifications dropped for arriving before the
 	// acknowledgement; default: discard.
 	Logger *slog.Logger
-	// Message, when set, builds what Actor receives instead of *EventMsg
-	// (ev the event) and *EndMsg (ev nil, err the end), so a layer above
-	// can deliver its own message types.
+	// Message builds what Actor receives, in order: one message per event
+	// (ev the event, err nil), then one for the end (ev nil, err what Err
+	// returns; not sent when Open failed). Required with Actor.
 	Message func(s *Subscription, ev *Event, err error) any
 	// Hooks observe the subscription, for telemetry; nil members are
 	// skipped.
@@ -73,6 +74,9 @@ type Hooks struct {
 func (o Options) withDefaults() (Options, error) {
 	if o.MaxQueue < 0 {
 		return o, fmt.Errorf("snodo: subscription queue bound %d must be positive", o.MaxQueue)
+	}
+	if o.Actor != nil && o.Message == nil {
+		return o, fmt.Errorf("snodo: a subscription with Options.Actor needs Options.Message to build its messages")
 	}
 	if o.MaxQueue == 0 {
 		o.MaxQueue = DefaultMaxQueue
