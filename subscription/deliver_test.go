@@ -35,7 +35,7 @@ func TestListenSendsFilterAndReturnsAcknowledgedSubset(t *testing.T) {
 			} `json:"params"`
 		} `json:"requests"`
 	}
-	require.NoError(t, json.Unmarshal(call(t, c, "test/requests", map[string]string{"method": method}), &reqs))
+	require.NoError(t, json.Unmarshal(call(t, c, "test/requests", map[string]string{"method": Method}), &reqs))
 	require.Len(t, reqs.Requests, 1)
 	assert.Equal(t, want, reqs.Requests[0].Params.Notifications)
 	wire, _ := json.Marshal(s.ID())

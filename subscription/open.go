@@ -10,8 +10,8 @@ import (
 	"github.com/snodo/snodo/connection"
 )
 
-// method is the request that opens a subscription.
-const method = "subscriptions/listen"
+// Method is the request that opens a subscription.
+const Method = "subscriptions/listen"
 
 // Open sends subscriptions/listen with params (which must carry the
 // "notifications" filter) and meta, the encoded _meta the protocol era
@@ -34,7 +34,7 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, me
 		}
 		if _, ok := opts.System.ProcessRegistry.Get(opts.Actor); !ok {
 			return nil, fmt.Errorf("snodo: %s: %w: actor %s does not exist (has it stopped? is it in another actor system?)",
-				method, snodoactor.ReasonOwnerExited, opts.Actor.Id)
+				Method, snodoactor.ReasonOwnerExited, opts.Actor.Id)
 		}
 	}
 	subCtx, cancel := context.WithCancelCause(ctx)
@@ -60,9 +60,9 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, me
 		default:
 		}
 		if err := s.Err(); err != nil {
-			return nil, fmt.Errorf("snodo: %s ended before the server acknowledged it: %w", method, err)
+			return nil, fmt.Errorf("snodo: %s ended before the server acknowledged it: %w", Method, err)
 		}
-		return nil, fmt.Errorf("snodo: the server answered %s without acknowledging it first; it does not follow the MCP subscriptions protocol", method)
+		return nil, fmt.Errorf("snodo: the server answered %s without acknowledging it first; it does not follow the MCP subscriptions protocol", Method)
 	}
 }
 
@@ -72,7 +72,7 @@ func (s *Subscription) run(ctx context.Context, conn *connection.Conn, params js
 		s.finish(endReason(ctx))
 		return
 	}
-	_, err := conn.RequestMeta(ctx, method, params, meta, &connection.CallOptions{
+	_, err := conn.RequestMeta(ctx, Method, params, meta, &connection.CallOptions{
 		Timeout: -1,
 		Stream:  s.sink,
 		Sent:    func(id int64) { s.id.Store(id) },
