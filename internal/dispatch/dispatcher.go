@@ -83,6 +83,9 @@ func (d *Dispatcher) Dispatch(ctx protoactor.Context, req *handlers.Request) {
 	if len(d.running) >= d.cfg.Max {
 		d.cfg.Logger.Warn("snodo: a server request came over the bound of handlers running at once; answered -32603 without running it",
 			"method", req.Method, "id", key, "max_server_requests", d.cfg.Max)
+		if d.cfg.Refused != nil {
+			d.cfg.Refused()
+		}
 		d.reject(req.ID, jsonrpc.CodeInternalError, "server request rejected: the client is already handling "+
 			strconv.Itoa(d.cfg.Max)+" requests (its limit); retry after one completes")
 		return
