@@ -55,11 +55,18 @@ var (
 	ErrConnectionClosed = jsonrpc.ErrConnectionClosed // the connection is gone, for whatever reason
 	ErrInvalidParams    = jsonrpc.ErrInvalidParams    // local -32602: the params cannot go on the wire (not JSON, not an object where one is needed); nothing was sent
 
-	ErrClosed       = connection.ErrClosed         // Close was called
-	ErrServerExited = connection.ErrServerExited   // the server process exited
-	ErrStdinClosed  = connection.ErrStdinClosed    // the server closed its stdin (a write failed)
-	ErrStdoutClosed = connection.ErrStdoutClosed   // the server closed its stdout and lives on
-	ErrOwnerExited  = snodoactor.ReasonOwnerExited // the owner (a context or an actor) went away
-	ErrStopped      = snodoactor.ReasonStopped     // the connection actor was stopped without a reason
-	ErrPanicked     = snodoactor.ReasonPanicked    // the connection actor panicked
+	ErrClosed       = connection.ErrClosed       // Close was called
+	ErrServerExited = connection.ErrServerExited // the server process exited
+	ErrStdinClosed  = connection.ErrStdinClosed  // the server closed its stdin (a write failed)
+	ErrStdoutClosed = connection.ErrStdoutClosed // the server closed its stdout and lives on
+	ErrNotReading   = connection.ErrNotReading   // the server stopped reading while answers to its requests piled up past twice WithMaxWriteQueue
+
+	// ErrWriteQueueFull: a request or notification was refused before it
+	// was sent because WithMaxWriteQueue bytes already wait to be written
+	// to a server that is not reading; the connection lives on.
+	ErrWriteQueueFull = connection.ErrWriteQueueFull
+
+	ErrOwnerExited = snodoactor.ReasonOwnerExited // the owner (a context or an actor) went away
+	ErrStopped     = snodoactor.ReasonStopped     // the connection actor was stopped without a reason
+	ErrPanicked    = snodoactor.ReasonPanicked    // the connection actor panicked
 )

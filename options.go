@@ -87,6 +87,24 @@ func WithMaxLineBytes(n int) Option {
 	}
 }
 
+// WithMaxWriteQueue bounds, in bytes, what waits to be written to a
+// server that reads more slowly than it is written to. A request or
+// notification past the bound fails at once with a local -32603 wrapping
+// ErrWriteQueueFull and is not sent; the connection lives on. Answers to
+// the server's own requests may use as much again; past that the server
+// is taken to have stopped reading and the connection closes with
+// ErrNotReading. A request that times out or is cancelled while still
+// queued is dropped, never sent. Default 16 MiB.
+func WithMaxWriteQueue(bytes int) Option {
+	return func(c *config) error {
+		if bytes < 1 {
+			return fmt.Errorf("WithMaxWriteQueue: %d bytes must be at least 1", bytes)
+		}
+		c.conn.MaxWriteQueue = bytes
+		return nil
+	}
+}
+
 // WithServerRequestHandler answers requests the server sends to the
 // client (legacy era) and the input requests of multi-round-trip results
 // (modern era), on one path: each runs in its own child actor of the

@@ -19,6 +19,7 @@ const (
 	DefaultMaxLineBytes      = 16 << 20         // the largest line accepted from the server
 	DefaultTimeout           = 60 * time.Second // per-request timeout
 	DefaultMaxServerRequests = 16               // server-request handlers running at once
+	DefaultMaxWriteQueue     = 16 << 20         // bytes of callers' lines waiting to be written
 	closeFlushTimeout        = 2 * time.Second  // how long Close may spend flushing queued lines
 )
 
@@ -90,6 +91,19 @@ type Config struct {
 	Metrics *telemetry.Conn
 	OnStop  func(reason error)
 
+	// MaxWriteQueue bounds, in bytes, the lines waiting to be written to
+	// a server that reads more slowly than it is written to (default
+	// DefaultMaxWriteQueue). A request or notification that would go past
+	// it fails at once with a local error wrapping ErrWriteQueueFull and
+	// is not sent (a line is always taken into an empty queue, however
+	// long). The connection's own lines (answers to server requests,
+	// refusals, cancellations) may use as much again; past twice the bound
+	// the server is taken to have stopped reading its stdin and the
+	// connection stops with ErrNotReading. A line whose caller gave up
+	// (timeout, cancelled ctx) before it was written is dropped from the
+	// queue and never sent.
+	MaxWriteQueue int
+
 	// ShutdownGrace, when positive, signals a server that has not exited
 	// this long after its stdin was closed: SIGTERM to its process group,
 	// then SIGKILL after another grace period. Zero (default): never.
@@ -115,6 +129,12 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.MaxServerRequests == 0 {
 		cfg.MaxServerRequests = DefaultMaxServerRequests
+	}
+	if cfg.MaxWriteQueue == 0 {
+		cfg.MaxWriteQueue = DefaultMaxWriteQueue
+	}
+	if cfg.MaxWriteQueue < 0 {
+		return cfg, fmt.Errorf("snodo: max write queue must be positive, got %d bytes", cfg.MaxWriteQueue)
 	}
 	if cfg.MaxServerRequests < 0 {
 		return cfg, fmt.Errorf("snodo: max server requests must be positive, got %d", cfg.MaxServerRequests)

@@ -2,6 +2,8 @@ package connection
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -72,7 +74,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		done:    make(chan struct{}),
 	}
 	c.notifyCtx, c.stopNotify = context.WithCancel(context.Background())
-	c.out = newWriter(proc.stdin, c.writeFailed)
+	c.out = newWriter(proc.stdin, cfg.MaxWriteQueue, c.writeFailed)
 	c.out.trace = cfg.Trace
 	c.out.bytes = cfg.Metrics
 	c.disp = dispatch.NewDispatcher(dispatch.Config{
@@ -158,6 +160,11 @@ func (c *Conn) closedErr() error {
 // server that has exited breaks the pipe too: give the reader a moment to
 // see stdout's EOF and report the exit status, which says more.
 func (c *Conn) writeFailed(err error) {
+	if errors.Is(err, errNotReading) {
+		c.terminate(&exitReason{what: fmt.Sprintf("server is not reading its stdin: its requests' answers exceed %d bytes waiting to be written (twice WithMaxWriteQueue)", 2*c.cfg.MaxWriteQueue),
+			stderr: c.proc.stderr.lastLines(stderrTailLine), cause: ErrNotReading})
+		return
+	}
 	reason := &exitReason{what: "server closed its stdin (write failed: " + err.Error() + ")", stderr: c.proc.stderr.lastLines(stderrTailLine), cause: ErrStdinClosed}
 	go func() {
 		select {

@@ -42,6 +42,14 @@ var (
 	ErrStdinClosed = errors.New("server closed its stdin")
 	// ErrStdoutClosed: the server closed its stdout but kept running.
 	ErrStdoutClosed = errors.New("server closed its stdout")
+	// ErrNotReading: the server stopped reading its stdin while the
+	// connection's own lines (answers to its requests, refusals,
+	// cancellations) piled up past twice Config.MaxWriteQueue.
+	ErrNotReading = errors.New("server is not reading its stdin")
+	// ErrWriteQueueFull: a request or notification was refused, unsent,
+	// because Config.MaxWriteQueue bytes already wait to be written to a
+	// server that reads slowly or not at all. The connection lives on.
+	ErrWriteQueueFull = errors.New("snodo: write queue full")
 	// errStreamCancelled ends a stream request (subscriptions/listen) that
 	// the server cancelled with notifications/cancelled.
 	errStreamCancelled = errors.New("server cancelled the stream")
@@ -70,3 +78,10 @@ func (e *exitReason) Error() string {
 }
 
 func (e *exitReason) Unwrap() error { return e.cause }
+
+// queueFullError is the local error for a line refused at the bound.
+func queueFullError(method string, max int) *jsonrpc.Error {
+	return jsonrpc.NewLocalError(jsonrpc.CodeInternalError,
+		fmt.Sprintf("%s: not sent: %d bytes already wait to be written to a server that is not reading its stdin; retry later, or raise WithMaxWriteQueue", method, max),
+		ErrWriteQueueFull)
+}

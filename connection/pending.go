@@ -15,8 +15,9 @@ const maxQueuedProgress = 64
 // the table's mutex; wake is signalled whenever there is news for the
 // caller (progress or the answer).
 type call struct {
-	wake  chan struct{} // capacity 1
-	timer *time.Timer   // the request's timeout, reused across requests
+	wake   chan struct{} // capacity 1
+	timer  *time.Timer   // the request's timeout, reused across requests
+	ticket uint64        // the request line's ticket in the writer (for drop)
 
 	done   bool
 	result json.RawMessage
@@ -65,7 +66,7 @@ func (cl *call) release() {
 	case <-cl.wake:
 	default:
 	}
-	cl.done, cl.result, cl.err, cl.progress, cl.wantProgress = false, nil, nil, nil, false
+	cl.done, cl.result, cl.err, cl.progress, cl.wantProgress, cl.ticket = false, nil, nil, nil, false, 0
 	callPool.Put(cl)
 }
 

@@ -92,9 +92,13 @@ func (c *Conn) RequestMeta(ctx context.Context, method string, params any, meta 
 	if opts.Sent != nil {
 		opts.Sent(id)
 	}
+	cl.ticket, err = c.out.append(lineCaller, func(b []byte) []byte { return jsonrpc.AppendRequestMeta(b, id, method, p, meta, traceCtx) })
+	if err == errQueueFull && c.table.abandon(id, cl) {
+		cl.release()
+		return nil, queueFullError(method, c.cfg.MaxWriteQueue)
+	}
 	// A writer that no longer takes lines means the connection is stopping:
 	// the stop fails this call with its reason, so wait for it.
-	_ = c.out.append(func(b []byte) []byte { return jsonrpc.AppendRequestMeta(b, id, method, p, meta, traceCtx) })
 	res, err := c.await(ctx, id, cl, method, opts)
 	cl.release()
 	return res, err
@@ -162,12 +166,16 @@ func (c *Conn) await(ctx context.Context, id int64, cl *call, method string, opt
 }
 
 // giveUp abandons request id and tells the server, unless the answer won
-// the race (then the caller picks it up from the wake channel).
+// the race (then the caller picks it up from the wake channel). A request
+// still waiting in the write queue is dropped instead: the server never
+// sees it, so there is nothing to cancel, and its bytes are freed.
 func (c *Conn) giveUp(id int64, cl *call, reason string) bool {
 	if !c.table.abandon(id, cl) {
 		return false
 	}
-	c.cancelOnServer(id, reason)
+	if !c.out.drop(cl.ticket) {
+		c.cancelOnServer(id, reason)
+	}
 	return true
 }
 
@@ -187,7 +195,7 @@ func (c *Conn) runProgress(id int64, cl *call, method string, fn func(Progress),
 
 // cancelOnServer queues notifications/cancelled for request id.
 func (c *Conn) cancelOnServer(id int64, reason string) {
-	_ = c.out.append(func(b []byte) []byte {
+	_, _ = c.out.append(lineOwn, func(b []byte) []byte {
 		b = append(b, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
 		b = strconv.AppendInt(b, id, 10)
 		b = append(b, `,"reason":`...)
@@ -197,7 +205,10 @@ func (c *Conn) cancelOnServer(id int64, reason string) {
 }
 
 // Notify writes a notification and returns once the line is written to
-// the server's stdin (or ctx is done, or the connection has stopped).
+// the server's stdin, or ctx is done, or the connection's timeout passes
+// (a local -32001), or the connection has stopped (-32000). A notification
+// still queued when Notify gives up is dropped, never sent; one the
+// writer had begun to write may still reach the server.
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if ctx == nil {
 		return nilContextError(method)
@@ -206,9 +217,18 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err != nil {
 		return paramsError(method, err)
 	}
-	written, err := c.out.appendAndWait(func(b []byte) []byte { return jsonrpc.AppendNotification(b, method, p) })
+	ticket, written, err := c.out.appendAndWait(func(b []byte) []byte { return jsonrpc.AppendNotification(b, method, p) })
+	if err == errQueueFull {
+		return queueFullError(method, c.cfg.MaxWriteQueue)
+	}
 	if err != nil {
 		return c.closedErr()
+	}
+	var timerC <-chan time.Time
+	if c.cfg.Timeout > 0 {
+		timer := time.NewTimer(c.cfg.Timeout)
+		defer timer.Stop()
+		timerC = timer.C
 	}
 	select {
 	case err := <-written:
@@ -216,7 +236,13 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 			return c.closedErr()
 		}
 		return nil
+	case <-timerC:
+		c.out.drop(ticket)
+		return jsonrpc.NewLocalError(jsonrpc.CodeTimeout,
+			fmt.Sprintf("%s: not written within %s: the server is not reading its stdin; raise WithTimeout if it is only slow", method, c.cfg.Timeout),
+			jsonrpc.ErrTimeout)
 	case <-ctx.Done():
+		c.out.drop(ticket)
 		return fmt.Errorf("snodo: %s: %w", method, ctx.Err())
 	}
 }
@@ -259,7 +285,7 @@ func (c *Conn) respond(id json.RawMessage, result json.RawMessage, e *jsonrpc.Er
 		}
 		result = r
 	}
-	_ = c.out.append(func(b []byte) []byte {
+	_, _ = c.out.append(lineOwn, func(b []byte) []byte {
 		if e != nil {
 			return jsonrpc.AppendError(b, id, e)
 		}

@@ -3,6 +3,7 @@ package connection
 import (
 	"errors"
 	"os"
+	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -13,30 +14,74 @@ import (
 // errWriterClosed: the writer no longer takes lines (Close, or a failure).
 var errWriterClosed = errors.New("writer closed")
 
+// errQueueFull: a caller's line would take the bytes waiting to be written
+// past Config.MaxWriteQueue.
+var errQueueFull = errors.New("write queue full")
+
+// errNotReading: the connection's own lines (answers to server requests,
+// refusals, cancellations) would take the bytes waiting to be written past
+// twice Config.MaxWriteQueue: the server has stopped reading its stdin.
+var errNotReading = errors.New("server is not reading its stdin")
+
+// Line kinds for append: who is waiting on the line, and so which bound
+// and which policy at the bound apply.
+const (
+	// lineCaller: a request or notification from a caller. Refused with
+	// errQueueFull past MaxWriteQueue; the caller gets a local error.
+	lineCaller = iota
+	// lineOwn: a line the connection writes on its own (an answer to a
+	// server request, a refusal, a cancellation). Admitted up to twice
+	// MaxWriteQueue, so callers filling their share never crowd them out;
+	// past that the writer fails with errNotReading and the connection
+	// stops: a server that asks but never reads cannot grow memory.
+	lineOwn
+)
+
+const (
+	batchBytes   = 64 << 10 // what the goroutine takes per write: a pipe's worth
+	compactBytes = 64 << 10 // waste in the queue that makes it compact
+	keepBytes    = 1 << 20  // buffers larger than this are not kept when empty
+)
+
 // writer owns the server's stdin. Callers never wait on the pipe: when
 // nothing else is being written, a caller makes one non-blocking write of
 // its line itself (the fast path: no goroutine hand-off); whatever that
 // attempt could not write, and every line that arrives while a write is
-// under way, goes to a queue that one goroutine writes out in batches. A
-// stalled write (a server that stopped reading) therefore never holds up a
-// caller's timer, the reader, or the connection actor.
+// under way, goes to a queue that one goroutine writes out in batches of
+// about a pipe's worth. A stalled write (a server that stopped reading)
+// therefore never holds up a caller's timer, the reader, or the
+// connection actor.
+//
+// The queue is bounded in bytes (see lineCaller, lineOwn), and a line
+// still in the queue can be dropped by its caller (drop): a request that
+// timed out or was cancelled before it was written is never written, and
+// its bytes are given back. Only the batch being written (at most about
+// batchBytes, or one line) is out of reach.
 type writer struct {
 	f      *os.File
 	raw    syscall.RawConn         // for single non-blocking attempts; nil: no fast path
-	failed func(error)             // called once if a write fails
+	failed func(error)             // called once if a write fails or the server stops reading
 	trace  func(Direction, []byte) // Config.Trace; nil: no tracing
 	bytes  *telemetry.Conn         // Config.Metrics: bytes written; nil: not counted
+	max    int                     // Config.MaxWriteQueue
 
-	mu       sync.Mutex   // guards the fields below, up to the attempt's
-	busy     bool         // a write (direct or by the goroutine) is under way
-	direct   []byte       // the fast path's line buffer, reused
-	queue    []byte       // lines waiting for the goroutine
-	spare    []byte       // the other half of the double buffer
-	flushed  []chan error // notified when the bytes queued before them are written
-	closing  bool         // flush what is queued, then close stdin
-	err      error        // set when no more lines are taken
-	wake     chan struct{}
-	closedCh chan struct{} // closed once stdin is closed
+	mu      sync.Mutex // guards the fields below, up to the attempt's
+	busy    bool       // a write (direct or by the goroutine) is under way
+	direct  []byte     // the fast path's line buffer, reused
+	queue   []byte     // queue[head:] holds the segments segs[segHead:], in order
+	head    int
+	segs    []segment
+	segHead int
+	live    int    // bytes of queued lines not dropped
+	dead    int    // bytes of dropped lines still in queue[head:]
+	ticket  uint64 // the last ticket handed out
+	closing bool   // flush what is queued, then close stdin
+	err     error  // set when no more lines are taken
+	wake    chan struct{}
+	// closedCh is closed once stdin is closed.
+	closedCh chan struct{}
+
+	batch []byte // the goroutine's copy of what it writes; only it uses it
 
 	// The direct attempt's state, used only by the caller holding busy.
 	attempt    func(uintptr) bool // w.attemptOnce, bound once so it does not allocate
@@ -44,8 +89,17 @@ type writer struct {
 	attemptN   int
 }
 
-func newWriter(f *os.File, failed func(error)) *writer {
-	w := &writer{f: f, failed: failed, wake: make(chan struct{}, 1), closedCh: make(chan struct{})}
+// segment is one queued line (or the unwritten rest of a direct write).
+type segment struct {
+	n       int
+	ticket  uint64
+	pinned  bool       // partly written already: cannot be dropped
+	dropped bool       // its caller gave up: skipped, never written
+	done    chan error // notified once written (appendAndWait); nil: nobody waits
+}
+
+func newWriter(f *os.File, max int, failed func(error)) *writer {
+	w := &writer{f: f, max: max, failed: failed, wake: make(chan struct{}, 1), closedCh: make(chan struct{})}
 	if raw, err := f.SyscallConn(); err == nil {
 		w.raw = raw
 		w.attempt = w.attemptOnce
@@ -53,23 +107,58 @@ func newWriter(f *os.File, failed func(error)) *writer {
 	return w
 }
 
-// append writes or queues the line(s) built by add. It never blocks on
-// the pipe.
-func (w *writer) append(add func([]byte) []byte) error {
+// append writes or queues the line built by add, of the given kind, and
+// returns its ticket (for drop). It never blocks on the pipe.
+func (w *writer) append(kind int, add func([]byte) []byte) (uint64, error) {
+	return w.appendLine(kind, add, nil)
+}
+
+// appendAndWait queues the line built by add and returns its ticket and a
+// channel that receives the result of writing it.
+func (w *writer) appendAndWait(add func([]byte) []byte) (uint64, <-chan error, error) {
+	done := make(chan error, 1)
+	t, err := w.appendLine(lineCaller, add, done)
+	if err != nil {
+		return 0, nil, err
+	}
+	return t, done, nil
+}
+
+func (w *writer) appendLine(kind int, add func([]byte) []byte, done chan error) (uint64, error) {
 	w.mu.Lock()
 	if w.err != nil {
 		w.mu.Unlock()
-		return w.err
+		return 0, w.err
 	}
-	if w.busy || len(w.queue) > 0 || w.raw == nil {
+	w.ticket++
+	t := w.ticket
+	if w.busy || w.live > 0 || w.raw == nil || done != nil {
+		if err := w.admit(kind, 0); err != nil { // full already: do not build the line
+			w.mu.Unlock()
+			if err == errNotReading {
+				w.fail(err)
+			}
+			return 0, err
+		}
 		before := len(w.queue)
 		w.queue = add(w.queue)
+		n := len(w.queue) - before
+		if err := w.admit(kind, n); err != nil {
+			w.queue = w.queue[:before]
+			w.mu.Unlock()
+			if err == errNotReading {
+				w.fail(err)
+			}
+			return 0, err
+		}
+		w.segs = append(w.segs, segment{n: n, ticket: t, done: done})
+		w.live += n
 		if w.trace != nil {
 			w.traceSent(w.queue[before:])
 		}
 		w.mu.Unlock()
 		w.signal()
-		return nil
+		return t, nil
 	}
 	w.busy = true
 	line := add(w.direct[:0])
@@ -84,18 +173,144 @@ func (w *writer) append(add func([]byte) []byte) error {
 	w.mu.Lock()
 	w.busy = false
 	if n < len(line) { // the rest goes first, before lines queued meanwhile
-		rest := make([]byte, 0, len(line)-n+len(w.queue))
-		w.queue = append(append(rest, line[n:]...), w.queue...)
+		w.pushFront(line[n:], t)
 	}
-	if cap(line) <= 64<<10 {
+	if cap(line) <= batchBytes {
 		w.direct = line[:0]
 	}
-	wake := len(w.queue) > 0 || len(w.flushed) > 0 || w.closing
+	wake := w.live > 0 || w.closing
 	w.mu.Unlock()
 	if wake {
 		w.signal()
 	}
+	return t, nil
+}
+
+// admit applies the bound to a line of n bytes of the given kind. A line
+// is always admitted into an empty queue, however long.
+func (w *writer) admit(kind int, n int) error {
+	if w.live == 0 {
+		return nil
+	}
+	switch {
+	case kind == lineCaller && (w.live+n > w.max || w.live >= w.max):
+		return errQueueFull
+	case kind == lineOwn && (w.live+n > 2*w.max || w.live >= 2*w.max):
+		return errNotReading
+	}
 	return nil
+}
+
+// pushFront puts the unwritten rest of a direct write before everything
+// queued. The caller holds mu.
+func (w *writer) pushFront(rest []byte, t uint64) {
+	n := len(rest)
+	if w.head >= n {
+		w.head -= n
+		copy(w.queue[w.head:], rest)
+	} else {
+		q := make([]byte, 0, n+len(w.queue)-w.head)
+		w.queue = append(append(q, rest...), w.queue[w.head:]...)
+		w.head = 0
+	}
+	s := segment{n: n, ticket: t, pinned: true}
+	if w.segHead > 0 {
+		w.segHead--
+		w.segs[w.segHead] = s
+	} else {
+		w.segs = append(w.segs, segment{})
+		copy(w.segs[1:], w.segs)
+		w.segs[0] = s
+	}
+	w.live += n
+}
+
+// drop removes the line with ticket t from the queue if it has not begun
+// to be written, and reports whether it did: that line will never reach
+// the server. Its bytes no longer count against the bound.
+func (w *writer) drop(t uint64) bool {
+	if t == 0 {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.segs[w.segHead:]
+	i := sort.Search(len(q), func(i int) bool { return q[i].ticket >= t })
+	if i == len(q) || q[i].ticket != t || q[i].pinned || q[i].dropped {
+		return false
+	}
+	q[i].dropped = true
+	w.live -= q[i].n
+	w.dead += q[i].n
+	w.compact()
+	return true
+}
+
+// compact moves the live lines to the front of the queue once enough of
+// it is waste (written or dropped lines), and lets a large buffer go once
+// it is empty, so memory follows what waits, not what once waited. The
+// goroutine never holds a slice of the queue (it copies its batch out), so
+// moving bytes in place is safe. The caller holds mu.
+func (w *writer) compact() {
+	if w.live == 0 {
+		w.segs, w.segHead, w.head, w.dead = w.segs[:0], 0, 0, 0
+		w.queue = w.queue[:0]
+		if cap(w.queue) > keepBytes {
+			w.queue = nil
+		}
+		if cap(w.segs) > 4096 {
+			w.segs = nil
+		}
+		return
+	}
+	waste := w.head + w.dead
+	small := cap(w.queue) > keepBytes && 4*w.live < cap(w.queue)
+	if !small && (waste < compactBytes || 2*waste < len(w.queue)) {
+		return
+	}
+	to := w.queue[:0]
+	if small { // a storm has passed: let its buffer go
+		to = make([]byte, 0, 2*w.live)
+	}
+	pos := w.head
+	kept := w.segs[:0]
+	for _, s := range w.segs[w.segHead:] {
+		if !s.dropped {
+			to = append(to, w.queue[pos:pos+s.n]...) // in place: to never overtakes pos
+			kept = append(kept, s)
+		}
+		pos += s.n
+	}
+	clear(w.segs[len(kept):]) // let the done channels go
+	w.queue, w.segs = to, kept
+	w.head, w.segHead, w.dead = 0, 0, 0
+}
+
+// take copies the next batch out of the queue into w.batch: whole lines,
+// at least one, up to about batchBytes; dropped lines are skipped. It
+// returns the channels to notify once the batch is written. The caller
+// holds mu.
+func (w *writer) take() (waiters []chan error) {
+	w.batch = w.batch[:0]
+	pos := w.head
+	i := w.segHead
+	for ; i < len(w.segs) && len(w.batch) < batchBytes; i++ {
+		s := &w.segs[i]
+		if s.dropped {
+			w.dead -= s.n
+		} else {
+			w.batch = append(w.batch, w.queue[pos:pos+s.n]...)
+			w.live -= s.n
+			if s.done != nil {
+				waiters = append(waiters, s.done)
+			}
+		}
+		pos += s.n
+		*s = segment{}
+	}
+	w.head, w.segHead = pos, i
+	w.compact()
+	return waiters
 }
 
 // tryWrite makes one non-blocking write attempt and returns how many bytes
@@ -116,26 +331,6 @@ func (w *writer) tryWrite(b []byte) int {
 func (w *writer) attemptOnce(fd uintptr) bool {
 	w.attemptN, _ = syscall.Write(int(fd), w.attemptBuf)
 	return true // never wait: a full pipe is the goroutine's business
-}
-
-// appendAndWait queues a line and returns a channel that receives the
-// result of writing it.
-func (w *writer) appendAndWait(add func([]byte) []byte) (<-chan error, error) {
-	done := make(chan error, 1)
-	w.mu.Lock()
-	if w.err != nil {
-		w.mu.Unlock()
-		return nil, w.err
-	}
-	before := len(w.queue)
-	w.queue = add(w.queue)
-	if w.trace != nil {
-		w.traceSent(w.queue[before:])
-	}
-	w.flushed = append(w.flushed, done)
-	w.mu.Unlock()
-	w.signal()
-	return done, nil
 }
 
 func (w *writer) signal() {
@@ -170,16 +365,11 @@ func (w *writer) run() {
 				w.mu.Unlock()
 				break
 			}
-			batch, waiters, closing := w.queue, w.flushed, w.closing
-			// Double buffering: callers fill one buffer while this
-			// goroutine writes the other.
-			w.queue, w.spare, w.flushed = w.spare[:0], nil, nil
+			waiters := w.take()
+			batch, closing := w.batch, w.closing
 			w.busy = len(batch) > 0
 			w.mu.Unlock()
-			if len(batch) == 0 && len(waiters) == 0 {
-				w.mu.Lock()
-				w.spare = batch
-				w.mu.Unlock()
+			if len(batch) == 0 {
 				if closing {
 					return
 				}
@@ -187,6 +377,9 @@ func (w *writer) run() {
 			}
 			n, err := w.f.Write(batch)
 			w.bytes.Written(n)
+			if cap(w.batch) > keepBytes {
+				w.batch = nil
+			}
 			w.mu.Lock()
 			w.busy = false
 			w.mu.Unlock()
@@ -197,11 +390,6 @@ func (w *writer) run() {
 				w.fail(err)
 				return
 			}
-			if cap(batch) <= 1<<20 { // keep a modest buffer for reuse
-				w.mu.Lock()
-				w.spare = batch[:0]
-				w.mu.Unlock()
-			}
 		}
 	}
 }
@@ -209,15 +397,20 @@ func (w *writer) run() {
 // fail refuses further lines, releases waiters and reports the failure.
 func (w *writer) fail(err error) {
 	w.mu.Lock()
-	wasClosing := w.closing
+	wasClosing, wasFailed := w.closing, w.err != nil
 	w.err = errWriterClosed
-	waiters := w.flushed
-	w.flushed, w.queue = nil, nil
+	var waiters []chan error
+	for _, s := range w.segs[w.segHead:] {
+		if s.done != nil && !s.dropped {
+			waiters = append(waiters, s.done)
+		}
+	}
+	w.segs, w.segHead, w.queue, w.head, w.live, w.dead = nil, 0, nil, 0, 0, 0
 	w.mu.Unlock()
 	for _, ch := range waiters {
 		ch <- err
 	}
-	if !wasClosing {
-		w.failed(err)
+	if !wasClosing && !wasFailed {
+		w.failed(err) // the connection stops, and its stop closes us
 	}
 }

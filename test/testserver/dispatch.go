@@ -99,6 +99,7 @@ func init() {
 		"test/garbage":             (*server).garbage,
 		"test/split":               (*server).split,
 		"test/rawAnswer":           (*server).rawAnswer,
+		"test/orphanExit":          (*server).orphanExit,
 		"test/duplicate":           (*server).duplicate,
 		"test/stderr":              (*server).stderrMethod,
 		"test/flood":               (*server).flood,

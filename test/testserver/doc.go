@@ -9,7 +9,7 @@
 // # Process behaviour
 //
 // Requests are handled concurrently, each in its own goroutine (except the
-// -fast echo path and test/closeStdin and test/stopReading, which run on the
+// -fast echo path and test/closeStdin, test/stopReading and test/pauseReading, which run on the
 // reading goroutine). Notifications and responses are handled in arrival
 // order on the reading goroutine. Every stdout line is written under one
 // mutex. At stdin EOF the server waits up to 5 s for in-flight requests
@@ -83,6 +83,12 @@
 //	test/duplicate                        {"n":1} twice, then {"n":2}, same id
 //	test/stderr {lines,bytesPerLine}      {"lines":N}
 //	test/stopReading                      {} then never read again; exit 0 after 60 s
+//	test/floodRequests {count,method,pauseMs}  on the reading goroutine: count requests
+//	                                      to the client (default ping), then read nothing for
+//	                                      pauseMs (default 3000); never answered
+//	test/pauseReading {ms}                {} then read nothing for ms, then carry on
+//	test/orphanExit {code}                start "sleep 3600" holding stdout and stderr,
+//	                                      print "grandchild-pid=N" on stderr, exit code
 //	test/flood {count,method}             N notifications {"i":k}; {"sent":N}
 //	test/notify {method,params}           one notification; {}
 //	test/touch {uri}                      notifications/resources/updated {uri} when uri

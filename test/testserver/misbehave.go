@@ -2,6 +2,8 @@ package testserver
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
 	"strconv"
 	"syscall"
 	"time"
@@ -159,4 +161,49 @@ func (s *server) rawAnswer(req *request) (any, *rpcError) {
 	}
 	s.writeLine(bytes.ReplaceAll([]byte(p.Line), []byte("$ID"), req.id))
 	return noAnswer, nil
+}
+
+// orphanExit leaves a grandchild holding the server's stdout and stderr
+// and exits: the client must see the exit without waiting for EOF.
+func (s *server) orphanExit(req *request) (any, *rpcError) {
+	p := struct {
+		Code int `json:"code"`
+	}{Code: 3}
+	if e := unmarshalParams(req, &p); e != nil {
+		return nil, e
+	}
+	cmd := exec.Command("sleep", "3600")
+	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
+	if f, ok := s.stdout.(*os.File); ok {
+		cmd.Stdout = f
+	}
+	if f, ok := s.stderr.(*os.File); ok {
+		cmd.Stderr = f
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, errorf(-32603, "grandchild: "+err.Error())
+	}
+	s.stderrf("grandchild-pid=%d\n", cmd.Process.Pid)
+	s.exit(p.Code)
+	return noAnswer, nil
+}
+
+// floodRequests runs on the reading goroutine: it sends count requests to
+// the client, reading nothing meanwhile (the client's answers pile up in
+// its pipe and its queue), then reads nothing for pauseMs more, and
+// carries on. The request itself is never answered.
+func (s *server) floodRequests(req *request) {
+	p := struct {
+		Count   int    `json:"count"`
+		Method  string `json:"method"`
+		PauseMs int    `json:"pauseMs"`
+	}{Method: "ping", PauseMs: 3000}
+	if e := unmarshalParams(req, &p); e != nil {
+		s.reply(req, nil, e)
+		return
+	}
+	for range p.Count {
+		s.writeLine(requestLine(s.peer.newID(), p.Method, nil))
+	}
+	time.Sleep(time.Duration(p.PauseMs) * time.Millisecond)
 }

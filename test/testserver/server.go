@@ -205,6 +205,20 @@ func (s *server) startRequest(m *inMsg) {
 		time.Sleep(60 * time.Second)
 		s.exit(0)
 		return
+	case "test/floodRequests":
+		s.floodRequests(req)
+		return
+	case "test/pauseReading":
+		var p struct {
+			Ms int `json:"ms"`
+		}
+		if e := unmarshalParams(req, &p); e != nil {
+			s.reply(req, nil, e)
+			return
+		}
+		s.reply(req, obj{}, nil)
+		time.Sleep(time.Duration(p.Ms) * time.Millisecond)
+		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	req.ctx = ctx

@@ -1,0 +1,81 @@
+package connection
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The writer under concurrent appends and drops, against a slow reader on
+// a real pipe: every line comes out whole, once, in each writer's order;
+// a line whose drop succeeded never comes out; every other line does.
+func TestWriterKeepsLinesWholeInOrderAndDropsOnlyQueuedOnes(t *testing.T) {
+	r, wf, err := os.Pipe()
+	require.NoError(t, err)
+	w := newWriter(wf, 2<<20, func(err error) { t.Errorf("writer failed: %v", err) })
+	go w.run()
+
+	got := make(chan map[string][]int, 1)
+	go func() {
+		seen := map[string][]int{}
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if rand.IntN(50) == 0 {
+				time.Sleep(time.Millisecond) // a slow reader, now and then
+			}
+			who, rest, _ := strings.Cut(sc.Text(), ":")
+			n, _ := strconv.Atoi(strings.TrimRight(rest, "x"))
+			seen[who] = append(seen[who], n)
+		}
+		got <- seen
+	}()
+
+	const writers, lines = 4, 3000
+	var wg sync.WaitGroup
+	dropped := make([]map[int]bool, writers)
+	for g := range writers {
+		dropped[g] = map[int]bool{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range lines {
+				pad := strings.Repeat("x", rand.IntN(4000))
+				tk, err := w.append(lineCaller, func(b []byte) []byte { return fmt.Appendf(b, "w%d:%d%s\n", g, i, pad) })
+				if err == errQueueFull {
+					dropped[g][i] = true
+					continue
+				}
+				require.NoError(t, err)
+				if rand.IntN(3) == 0 && w.drop(tk) {
+					dropped[g][i] = true
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	w.close()
+	<-w.closedCh
+	seen := <-got
+	total := 0
+	for g := range writers {
+		want := []int{}
+		for i := range lines {
+			if !dropped[g][i] {
+				want = append(want, i)
+			}
+		}
+		require.Equal(t, want, seen[fmt.Sprintf("w%d", g)], "writer %d", g)
+		total += len(dropped[g])
+	}
+	t.Logf("%d of %d lines dropped or refused", total, writers*lines)
+	require.Zero(t, w.live)
+}
