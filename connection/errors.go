@@ -22,6 +22,8 @@ func ExitCause(reason error) string {
 		return "stdin_closed"
 	case errors.Is(reason, ErrStdoutClosed):
 		return "stdout_closed"
+	case errors.Is(reason, ErrNotReading):
+		return "not_reading"
 	case errors.Is(reason, snodoactor.ReasonOwnerExited):
 		return "owner_exited"
 	case errors.Is(reason, snodoactor.ReasonPanicked):
