@@ -175,6 +175,7 @@ func (a *supervisorActor) schedule(ctx protoactor.Context, reason error) (time.D
 	n := a.rs.add(time.Now())
 	if a.rs.exceeded(n) {
 		err := &GaveUpError{Restarts: a.rs.max, Window: a.rs.window, Last: reason}
+		a.s.meters.GaveUp()
 		a.emit(ctx, LifecycleEvent{Kind: GaveUp, Restarts: n - 1, Err: err})
 		a.s.recordReason(err)
 		ctx.Stop(ctx.Self())
@@ -182,6 +183,7 @@ func (a *supervisorActor) schedule(ctx protoactor.Context, reason error) (time.D
 	}
 	delay := a.s.cfg.backoff.Delay(n)
 	a.s.restarts.Add(1)
+	a.s.meters.Restarted()
 	a.emit(ctx, LifecycleEvent{Kind: ServerExited, Restarts: n, Delay: delay, Err: reason, ServerPID: a.serverPID})
 	a.serverPID = 0 // a failed attempt that follows has no server
 	next, self, sys := a.attempt+1, ctx.Self(), a.s.sys

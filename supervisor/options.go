@@ -7,6 +7,7 @@ import (
 	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/snodo/snodo"
 )
@@ -39,7 +40,8 @@ type config struct {
 	eventsTo    *protoactor.PID
 	owner       *protoactor.PID
 	system      *protoactor.ActorSystem
-	name        string // for logs and events; pools number their members
+	name        string               // for logs and events; pools number their members
+	meter       metric.MeterProvider // nil: the global one
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -58,6 +60,21 @@ func newConfig(opts []Option) (*config, error) {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
 	return cfg, nil
+}
+
+// WithMeterProvider counts the supervisor's restarts
+// (snodo.supervisor.restarts) and give-ups (snodo.supervisor.give_ups)
+// with mp. Default: the global provider. Pass the same provider to the
+// connections with WithConnectOptions(snodo.WithMeterProvider(mp)) for
+// their metrics.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) error {
+		if mp == nil {
+			return errors.New("WithMeterProvider: nil provider")
+		}
+		c.meter = mp
+		return nil
+	}
 }
 
 // WithConnectOptions passes options to every snodo.Connect the supervisor

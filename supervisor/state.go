@@ -9,6 +9,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/telemetry"
 )
 
 // state is what the supervisor actor and the Client facade share: the
@@ -16,6 +17,7 @@ import (
 // read it under mu and wait on changed.
 type state struct {
 	cfg     *config
+	meters  *telemetry.Conn // restarts and give-ups; nil when metrics are off
 	command string
 	args    []string
 	sys     *protoactor.ActorSystem
@@ -50,6 +52,7 @@ type state struct {
 func newState(cfg *config, command string, args []string, sys *protoactor.ActorSystem) *state {
 	return &state{
 		cfg: cfg, command: command, args: append([]string(nil), args...), sys: sys,
+		meters:  telemetry.New(nil, cfg.meter).ForConn(command),
 		live:    map[*snodo.Client]struct{}{},
 		changed: make(chan struct{}),
 		first:   make(chan struct{}),
