@@ -25,8 +25,24 @@ func (s *session) info(c *snodo.Client) error {
 	return nil
 }
 
+// caller is what the commands call: a local connection or a remote
+// named server.
+type caller interface {
+	Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error)
+	ListTools(ctx context.Context, opts ...snodo.RequestOption) ([]snodo.Tool, error)
+	CallTool(ctx context.Context, name string, args any, opts ...snodo.RequestOption) (*snodo.CallToolResult, error)
+}
+
+// stream is an open subscription, local or remote.
+type stream interface {
+	Events() <-chan snodo.Event
+	Err() error
+	Close() error
+	Acknowledged() snodo.Filter
+}
+
 // tools prints the tools as a table, or their full definitions with --json.
-func (s *session) tools(ctx context.Context, c *snodo.Client) error {
+func (s *session) tools(ctx context.Context, c caller) error {
 	tools, err := c.ListTools(ctx)
 	if err != nil {
 		return err
@@ -44,7 +60,7 @@ func (s *session) tools(ctx context.Context, c *snodo.Client) error {
 
 // call calls a tool, showing its progress, and prints its result. A result
 // with isError set is a failure (exit status 1).
-func (s *session) call(ctx context.Context, c *snodo.Client) error {
+func (s *session) call(ctx context.Context, c caller) error {
 	var args json.RawMessage
 	if len(s.cfg.args) == 2 {
 		args = json.RawMessage(s.cfg.args[1])
@@ -69,7 +85,7 @@ func (s *session) call(ctx context.Context, c *snodo.Client) error {
 }
 
 // request sends any request and prints its raw result.
-func (s *session) request(ctx context.Context, c *snodo.Client) error {
+func (s *session) request(ctx context.Context, c caller) error {
 	var params any
 	if len(s.cfg.args) == 2 {
 		params = json.RawMessage(s.cfg.args[1])
@@ -86,7 +102,7 @@ func (s *session) request(ctx context.Context, c *snodo.Client) error {
 // listen prints the events of one subscription until --count events
 // arrived, --for elapsed, Ctrl-C, or the server ended it. Stopping it with
 // Ctrl-C is a success.
-func (s *session) listen(ctx context.Context, c *snodo.Client) error {
+func (s *session) listen(ctx context.Context, open func(context.Context, snodo.Filter) (stream, error)) error {
 	f := snodo.Filter{
 		ToolsListChanged:      s.cfg.tools,
 		PromptsListChanged:    s.cfg.prompts,
@@ -96,7 +112,7 @@ func (s *session) listen(ctx context.Context, c *snodo.Client) error {
 	if f.ResourceSubscriptions == nil && !f.ToolsListChanged && !f.PromptsListChanged && !f.ResourcesListChanged {
 		f.ToolsListChanged, f.PromptsListChanged, f.ResourcesListChanged = true, true, true
 	}
-	sub, err := c.Listen(ctx, f)
+	sub, err := open(ctx, f)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -33,7 +33,14 @@ type config struct {
 	count                     int
 	forDur                    time.Duration
 
-	command string   // info, tools, call, request, listen, demo, help
+	// remote (NATS)
+	configFile, natsURL, serverName, prefix string
+	natsCreds, natsNkey, natsUser           string
+	natsCA, natsCert, natsKey               string
+	poolSize                                int
+	drain                                   time.Duration
+
+	command string   // info, tools, call, request, listen, demo, help, node, servers
 	args    []string // the command's positional arguments
 	server  []string // SERVER_CMD [ARGS...], after --
 }
@@ -64,6 +71,12 @@ const usageText = `Usage:
   snodo [flags] listen [--tools] [--prompts] [--resources] [--resource URI]...
                 [--count N] [--for D] -- SERVER_CMD [ARGS...]
   snodo demo                                        tour the features with a built-in server
+
+Named servers over NATS:
+  snodo node --config FILE [--nats URL] [--pool N]  serve the file's servers (no --nats: embed
+                                                    a NATS server and print its URL)
+  snodo --nats URL --server NAME info|tools|call|request|listen ...
+  snodo --nats URL servers                          every served name and its hosts
 
 Example:
   snodo call echo '{"message":"hi"}' -- npx -y @modelcontextprotocol/server-everything
@@ -99,6 +112,18 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.Var(listFlag{&cfg.resourceURIs}, "resource", "listen: resources/updated for `URI` (repeatable)")
 	fs.IntVar(&cfg.count, "count", 0, "listen: stop after `N` events (0: no limit)")
 	fs.DurationVar(&cfg.forDur, "for", 0, "listen: stop after `duration` (0: until Ctrl-C)")
+	fs.StringVar(&cfg.natsURL, "nats", "", "reach named servers through the NATS system at `URL` (node: without it, embed one)")
+	fs.StringVar(&cfg.serverName, "server", "", "with --nats: call the served `NAME` instead of a SERVER_CMD")
+	fs.StringVar(&cfg.configFile, "config", "", "node: the mcpServers `file` naming the servers to serve")
+	fs.StringVar(&cfg.prefix, "prefix", "", "NATS subject `prefix` of hosts and callers (default snodo)")
+	fs.IntVar(&cfg.poolSize, "pool", 1, "node: `N` processes of each server")
+	fs.DurationVar(&cfg.drain, "drain", 30*time.Second, "node: on SIGINT/SIGTERM, wait at most `duration` for held calls")
+	fs.StringVar(&cfg.natsCreds, "nats-creds", "", "NATS credentials `file` (JWT and nkey seed)")
+	fs.StringVar(&cfg.natsNkey, "nats-nkey", "", "NATS nkey seed `file`")
+	fs.StringVar(&cfg.natsUser, "nats-user", "", "NATS `user` (password from $SNODO_NATS_PASSWORD; a token from $SNODO_NATS_TOKEN)")
+	fs.StringVar(&cfg.natsCA, "nats-ca", "", "CA certificates `file` for the NATS server's TLS certificate")
+	fs.StringVar(&cfg.natsCert, "nats-cert", "", "client certificate `file` for NATS TLS (with --nats-key)")
+	fs.StringVar(&cfg.natsKey, "nats-key", "", "client key `file` for NATS TLS (with --nats-cert)")
 	return fs
 }
 
@@ -161,7 +186,7 @@ func cutDashDash(args []string) (before, after []string, found bool) {
 // argCounts is how many positional arguments each command takes.
 var argCounts = map[string][2]int{
 	"info": {0, 0}, "tools": {0, 0}, "call": {1, 2}, "request": {1, 2},
-	"listen": {0, 0}, "demo": {0, 0}, "help": {0, 0},
+	"listen": {0, 0}, "demo": {0, 0}, "help": {0, 0}, "node": {0, 0}, "servers": {0, 0},
 }
 
 func (cfg *config) validate() error {
@@ -172,14 +197,21 @@ func (cfg *config) validate() error {
 	if n := len(cfg.args); n < counts[0] || n > counts[1] {
 		return usagef("%s: wrong number of arguments (%s)", cfg.command, commandSyntax[cfg.command])
 	}
-	if cfg.command == "demo" || cfg.command == "help" {
+	if err := cfg.validateRemote(); err != nil {
+		return err
+	}
+	switch cfg.command {
+	case "demo", "help", "node", "servers":
 		if len(cfg.server) > 0 {
 			return usagef("%s takes no server command", cfg.command)
 		}
 		return nil
 	}
-	if len(cfg.server) == 0 {
-		return usagef("%s: no server command; end the arguments with -- SERVER_CMD [ARGS...]", cfg.command)
+	if cfg.serverName != "" && len(cfg.server) > 0 {
+		return usagef("%s: give either --server NAME or -- SERVER_CMD, not both", cfg.command)
+	}
+	if cfg.serverName == "" && len(cfg.server) == 0 {
+		return usagef("%s: no server command; end the arguments with -- SERVER_CMD [ARGS...] (or give --nats URL --server NAME)", cfg.command)
 	}
 	if len(cfg.args) == 2 {
 		var v map[string]any
@@ -221,4 +253,24 @@ var commandSyntax = map[string]string{
 	"request": "snodo request METHOD [JSON_PARAMS] -- SERVER_CMD",
 	"listen":  "snodo listen [--tools] [--prompts] [--resources] [--resource URI]... -- SERVER_CMD",
 	"demo":    "snodo demo", "help": "snodo help",
+	"node": "snodo node --config FILE [--nats URL]", "servers": "snodo --nats URL servers",
+}
+
+// validateRemote checks the flags of the NATS commands.
+func (cfg *config) validateRemote() error {
+	switch {
+	case cfg.command == "node" && cfg.configFile == "":
+		return usagef("node: give --config FILE (the mcpServers file naming the servers to serve)")
+	case cfg.command == "servers" && cfg.natsURL == "":
+		return usagef("servers: give --nats URL")
+	case cfg.serverName != "" && cfg.natsURL == "":
+		return usagef("--server NAME goes with --nats URL")
+	case cfg.poolSize < 1:
+		return usagef("--pool %d: at least 1", cfg.poolSize)
+	case cfg.drain <= 0:
+		return usagef("--drain %s: must be positive", cfg.drain)
+	case (cfg.natsCert == "") != (cfg.natsKey == ""):
+		return usagef("--nats-cert and --nats-key go together")
+	}
+	return nil
 }

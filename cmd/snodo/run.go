@@ -80,6 +80,11 @@ func run(args []string, sio stdio) int {
 		return exitOK
 	case "demo":
 		return runDemo(sio)
+	case "node":
+		return runNode(cfg, sio)
+	}
+	if cfg.natsURL != "" && (cfg.serverName != "" || cfg.command == "servers") {
+		return runRemote(cfg, sio)
 	}
 
 	// The first Ctrl-C cancels ctx: the request in flight is cancelled on
@@ -118,7 +123,7 @@ func (s *session) runCommand(ctx context.Context, c *snodo.Client) error {
 	case "request":
 		return s.request(ctx, c)
 	case "listen":
-		return s.listen(ctx, c)
+		return s.listen(ctx, func(ctx context.Context, f snodo.Filter) (stream, error) { return c.Listen(ctx, f) })
 	}
 	return fmt.Errorf("snodo: no runner for command %q", s.cfg.command) // parseArgs rejects these
 }

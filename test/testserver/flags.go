@@ -37,6 +37,7 @@ type config struct {
 	stderrLines     int
 	fast            bool
 	eofGrace        time.Duration
+	journalFile     string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -57,6 +58,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.grandchildStdio, "grandchild-stdio", false, "grandchild inherits stdout and stderr")
 	fs.IntVar(&c.stderrLines, "stderr-lines", 0, "stderr lines to write at start")
 	fs.BoolVar(&c.fast, "fast", false, "benchmark mode: inline test/echo")
+	fs.StringVar(&c.journalFile, "journal", "", "append every notification and request received to this `file`, one JSON line each (for tests across processes)")
 	fs.DurationVar(&c.eofGrace, "eof-grace", defaultEOFGrace, "how long to wait for in-flight requests at stdin EOF")
 	if err := fs.Parse(args); err != nil {
 		return c, err

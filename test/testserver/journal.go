@@ -2,6 +2,7 @@ package testserver
 
 import (
 	"encoding/json"
+	"os"
 	"sync"
 	"time"
 )
@@ -19,14 +20,40 @@ type journal struct {
 	notes   []entry
 	reqs    []entry
 	changed chan struct{} // closed and replaced when a notification arrives
+	file    *os.File      // -journal: every entry appended as a JSON line
 }
 
-func (j *journal) init() { j.changed = make(chan struct{}) }
+func (j *journal) init(path string) {
+	j.changed = make(chan struct{})
+	if path != "" {
+		j.file, _ = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	}
+}
+
+// fileLine is one line of a -journal file.
+type fileLine struct {
+	PID    int             `json:"pid"`
+	Kind   string          `json:"kind"` // notification or request
+	Method string          `json:"method"`
+	ID     json.RawMessage `json:"id,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// append writes one entry to the -journal file, in one write (O_APPEND:
+// lines of several servers never interleave). Called with j.mu held.
+func (j *journal) append(kind, method string, id, params json.RawMessage) {
+	if j.file == nil {
+		return
+	}
+	b, _ := json.Marshal(fileLine{PID: os.Getpid(), Kind: kind, Method: method, ID: id, Params: params})
+	_, _ = j.file.Write(append(b, '\n'))
+}
 
 func (j *journal) addNotification(method string, params json.RawMessage) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.notes = append(j.notes, entry{Method: method, Params: params})
+	j.append("notification", method, nil, params)
 	close(j.changed)
 	j.changed = make(chan struct{})
 }
@@ -35,6 +62,7 @@ func (j *journal) addRequest(method string, id, params json.RawMessage) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.reqs = append(j.reqs, entry{Method: method, ID: id, Params: params})
+	j.append("request", method, id, params)
 }
 
 // filter returns the entries with the given method (all if method is "").

@@ -59,7 +59,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		bw:      bufio.NewWriterSize(stdout, 64<<10),
 		cancels: make(map[string]context.CancelFunc),
 	}
-	s.journal.init()
+	s.journal.init(s.cfg.journalFile)
 	s.peer.init(s)
 	s.subs.init(s)
 	s.startup()

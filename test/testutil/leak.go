@@ -82,11 +82,14 @@ func VerifyNone(tb testing.TB) {
 	goleak.VerifyNone(tb, leakOptions()...)
 }
 
-// VerifyTestMain runs the package's tests and then, if they passed, checks
-// for leaked goroutines like VerifyNone, and exits. Use it as the body of
-// TestMain.
-func VerifyTestMain(m *testing.M) {
+// VerifyTestMain runs the package's tests, then the cleanups (in
+// order), and then, if the tests passed, checks for leaked goroutines
+// like VerifyNone, and exits. Use it as the body of TestMain.
+func VerifyTestMain(m *testing.M, cleanups ...func()) {
 	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
 	if code == 0 {
 		if err := goleak.Find(leakOptions()...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)

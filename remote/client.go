@@ -1,0 +1,361 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/jsonrpc"
+)
+
+// Errors of remote calls, for errors.Is. Both come as -32000 *snodo.Error
+// values that also match snodo.ErrConnectionClosed.
+var (
+	// ErrNoHost: no host serves the name (no responders on its subject).
+	ErrNoHost = errors.New("remote: no host serves this name")
+	// ErrHostGone: the host running a call or subscription stopped
+	// sending heartbeats (it died, or the network between is down).
+	ErrHostGone = errors.New("remote: the host stopped answering")
+	// ErrClientClosed: Close was called on the Client.
+	ErrClientClosed = errors.New("remote: client closed")
+)
+
+// maxNotRun bounds how many times a call refused before it ran (a busy
+// or draining host) is sent again.
+const maxNotRun = 5
+
+// progressQueue bounds the heartbeats and progress updates waiting for
+// one call's caller; past it they are dropped (heartbeats are redundant;
+// a dropped progress update is the next one's to show).
+const progressQueue = 64
+
+// Client calls one named server served by hosts over NATS: the same
+// calls as a local pool (raw requests, typed calls, Listen). Any host of
+// the name may take any call. Its methods are safe for concurrent use;
+// Close may be called any number of times.
+type Client struct {
+	nc    *nats.Conn
+	owned bool // Dial opened nc: Close closes it
+	name  string
+	cfg   config
+	subj  subjects
+	inbox string // "_INBOX.<nuid>." — every reply of this client
+	sub   *nats.Subscription
+	seq   atomic.Int64
+	era   atomic.Int32 // snodo.Era learnt from replies; 0 until then
+
+	mu     sync.Mutex
+	calls  map[string]*pending
+	subs   map[string]*Subscription
+	closed bool
+}
+
+// pending is one call waiting for its host.
+type pending struct {
+	final chan *nats.Msg // the reply (or the no-responders status)
+	msgs  chan *nats.Msg // heartbeats and progress, bounded by progressQueue
+}
+
+// NewClient calls the server served as name through nc, which stays the
+// caller's: Close leaves it open.
+func NewClient(nc *nats.Conn, name string, opts ...Option) (*Client, error) {
+	if err := checkName("server name", name); err != nil {
+		return nil, err
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		nc: nc, name: name, cfg: cfg, subj: subjectsOf(cfg.prefix, name),
+		inbox: nc.NewRespInbox() + ".",
+		calls: map[string]*pending{},
+		subs:  map[string]*Subscription{},
+	}
+	if c.sub, err = nc.Subscribe(c.inbox+"*", c.dispatch); err != nil {
+		return nil, fmt.Errorf("remote: subscribing to the reply inbox: %w", err)
+	}
+	// Take replies as fast as they come; the bound is per call.
+	_ = c.sub.SetPendingLimits(-1, 64<<20)
+	return c, nil
+}
+
+// Dial connects to the NATS server at url (with WithNATSOptions) and
+// returns a Client for name that owns the connection.
+func Dial(url, name string, opts ...Option) (*Client, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(url, append(cfg.natsOpt, nats.Name("snodo caller"))...)
+	if err != nil {
+		return nil, fmt.Errorf("remote: connecting to NATS at %s: %w", url, err)
+	}
+	c, err := NewClient(nc, name, opts...)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	c.owned = true
+	return c, nil
+}
+
+// Name is the served name this client calls.
+func (c *Client) Name() string { return c.name }
+
+// Close fails the calls in flight with -32000 (errors.Is
+// ErrClientClosed), ends the subscriptions (cancelled on their hosts) and
+// stops taking replies. Idempotent; it returns nil.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	calls, subs := c.calls, c.subs
+	c.calls, c.subs = map[string]*pending{}, map[string]*Subscription{}
+	c.mu.Unlock()
+	for _, s := range subs {
+		s.stop(closedErr("the client was closed", ErrClientClosed))
+		<-s.done
+	}
+	_ = c.sub.Unsubscribe()
+	for _, p := range calls {
+		select {
+		case p.final <- nil:
+		default:
+		}
+	}
+	if c.owned {
+		c.nc.Close()
+	}
+	return nil
+}
+
+// dispatch routes one message of the inbox to its call or subscription.
+// It never blocks: it runs on the subscription's delivery goroutine.
+func (c *Client) dispatch(m *nats.Msg) {
+	token := m.Subject[len(c.inbox):]
+	c.mu.Lock()
+	p, s := c.calls[token], c.subs[token]
+	c.mu.Unlock()
+	switch {
+	case p != nil:
+		kind := m.Header.Get(hdrKind)
+		if kind == "" {
+			select {
+			case p.final <- m:
+			default: // a second final reply: the first wins
+			}
+			return
+		}
+		select {
+		case p.msgs <- m:
+		default:
+		}
+	case s != nil:
+		s.deliver(m)
+	}
+}
+
+// register adds a call or subscription under a fresh token.
+func (c *Client) register(p *pending, s *Subscription) (token string, err error) {
+	token = strconv.FormatInt(c.seq.Add(1), 10)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return "", closedErr("the client was closed", ErrClientClosed)
+	}
+	if p != nil {
+		c.calls[token] = p
+	} else {
+		c.subs[token] = s
+	}
+	return token, nil
+}
+
+func (c *Client) unregister(token string) {
+	c.mu.Lock()
+	delete(c.calls, token)
+	delete(c.subs, token)
+	c.mu.Unlock()
+}
+
+// closedErr is a local -32000 wrapping why.
+func closedErr(msg string, why ...error) error {
+	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed, "connection closed: "+msg, append([]error{jsonrpc.ErrConnectionClosed}, why...)...)
+}
+
+// Request sends a JSON-RPC request to a host of the name and returns the
+// raw result, exactly as the MCP server sent it (an input_required result
+// included: typed calls complete those). params may be nil, a
+// json.RawMessage, or anything json.Marshal accepts. Errors are those of
+// snodo.Client.Request, plus -32000 for ErrNoHost and ErrHostGone. On
+// timeout or when ctx is done, a cancel goes to the host, which cancels
+// the call on its MCP server.
+func (c *Client) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
+	var o connection.CallOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	raw, err := jsonrpc.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("remote: %s: cannot marshal params: %w", method, err)
+	}
+	for attempt := 1; ; attempt++ {
+		res, notRun, err := c.once(ctx, method, raw, &o)
+		if !notRun || attempt >= maxNotRun || ctx.Err() != nil {
+			return res, err
+		}
+		c.cfg.logger.Debug("remote: call refused before it ran; sending it again", "server", c.name, "method", method, "error", err)
+	}
+}
+
+// once sends the call once. notRun reports a refusal before it ran.
+func (c *Client) once(ctx context.Context, method string, params []byte, o *connection.CallOptions) (json.RawMessage, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	p := &pending{final: make(chan *nats.Msg, 1), msgs: make(chan *nats.Msg, progressQueue)}
+	token, err := c.register(p, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	defer c.unregister(token)
+	reply := c.inbox + token
+	id, _ := strconv.ParseInt(token, 10, 64)
+
+	timeout := c.cfg.timeout
+	if o.Timeout != 0 {
+		timeout = o.Timeout
+	}
+	m := nats.NewMsg(c.subj.call)
+	m.Reply = reply
+	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, method, params))
+	m.Header.Set(hdrBeat, millis(c.cfg.beat))
+	if timeout > 0 && !o.ResetTimeoutOnProgress {
+		m.Header.Set(hdrTimeout, millis(timeout))
+	}
+	if o.OnProgress != nil {
+		m.Header.Set(hdrProgress, "1")
+	}
+	injectTrace(ctx, m.Header)
+
+	t0 := time.Now()
+	var deadline <-chan time.Time
+	var timer *time.Timer
+	if timeout > 0 {
+		timer = time.NewTimer(timeout)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	var total <-chan time.Time
+	if o.MaxTotalTimeout > 0 {
+		tt := time.NewTimer(o.MaxTotalTimeout)
+		defer tt.Stop()
+		total = tt.C
+	}
+	silence := time.Duration(missedBeats)*c.cfg.beat + c.cfg.beat/2
+	watchdog := time.NewTimer(silence)
+	defer watchdog.Stop()
+
+	if err := c.nc.PublishMsg(m); err != nil {
+		return nil, false, closedErr(fmt.Sprintf("cannot send %s to %s over NATS: %v", method, c.name, err), err)
+	}
+	cancel := func() { _ = c.nc.Publish(c.subj.cancel, []byte(reply)) }
+	for {
+		select {
+		case m := <-p.final:
+			if m == nil {
+				return nil, false, closedErr("the client was closed", ErrClientClosed)
+			}
+			return c.result(method, m)
+		case m := <-p.msgs:
+			watchdog.Reset(silence)
+			if m.Header.Get(hdrKind) != kindProgress || o.OnProgress == nil {
+				continue
+			}
+			var wp wireProgress
+			if json.Unmarshal(m.Data, &wp) != nil {
+				continue
+			}
+			c.progress(o.OnProgress, snodo.Progress{Progress: wp.Progress, Total: wp.Total, Message: wp.Message}, cancel)
+			if o.ResetTimeoutOnProgress && timer != nil {
+				timer.Reset(timeout)
+			}
+		case <-watchdog.C:
+			cancel()
+			return nil, false, closedErr(fmt.Sprintf("%s on %s: the host running it sent nothing for %s (it died or is cut off)",
+				method, c.name, silence.Round(time.Millisecond)), ErrHostGone)
+		case <-deadline:
+			cancel()
+			return nil, false, timeoutErr(method, c.name, time.Since(t0))
+		case <-total:
+			cancel()
+			return nil, false, timeoutErr(method, c.name, time.Since(t0))
+		case <-ctx.Done():
+			cancel()
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+// progress runs the caller's progress function; a panic cancels the call
+// on its host and continues in the caller.
+func (c *Client) progress(fn func(snodo.Progress), p snodo.Progress, cancel func()) {
+	ok := false
+	defer func() {
+		if !ok {
+			cancel()
+		}
+	}()
+	fn(p)
+	ok = true
+}
+
+func timeoutErr(method, name string, waited time.Duration) error {
+	return jsonrpc.NewLocalError(jsonrpc.CodeTimeout,
+		fmt.Sprintf("request timed out: %s on %s after %s", method, name, waited.Round(time.Millisecond)), jsonrpc.ErrTimeout)
+}
+
+// result reads a call's final reply.
+func (c *Client) result(method string, m *nats.Msg) (json.RawMessage, bool, error) {
+	if m.Header.Get(hdrStatus) == noResponders {
+		return nil, false, closedErr(fmt.Sprintf("no host serves %q (subject %s): start a snodo node that serves it, connected to this NATS system",
+			c.name, c.subj.call), ErrNoHost)
+	}
+	c.learnEra(m.Header.Get(hdrEra))
+	env, err := jsonrpc.Scan(m.Data)
+	if err != nil || env.Kind != jsonrpc.KindResponse {
+		return nil, false, fmt.Errorf("remote: %s on %s: the host sent a reply that is not a JSON-RPC response: %.200q", method, c.name, m.Data)
+	}
+	if env.Error == nil {
+		return json.RawMessage(env.Result), false, nil
+	}
+	var e jsonrpc.Error
+	if err := json.Unmarshal(env.Error, &e); err != nil {
+		return nil, false, fmt.Errorf("remote: %s on %s: malformed error object: %w", method, c.name, err)
+	}
+	if m.Header.Get(hdrLocal) == "" {
+		return nil, false, &e // the MCP server's own error
+	}
+	notRun := m.Header.Get(hdrNotRun) != ""
+	msg := "host " + m.Header.Get(hdrHost) + ": " + e.Message
+	switch e.Code {
+	case jsonrpc.CodeConnectionClosed:
+		return nil, notRun, jsonrpc.NewLocalError(e.Code, msg, jsonrpc.ErrConnectionClosed)
+	case jsonrpc.CodeTimeout:
+		return nil, false, jsonrpc.NewLocalError(e.Code, msg, jsonrpc.ErrTimeout)
+	}
+	return nil, false, &e
+}

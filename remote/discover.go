@@ -1,0 +1,82 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// Served is one name served on a NATS system, with the hosts serving it.
+type Served struct {
+	Name  string     `json:"name"`
+	Hosts []HostInfo `json:"hosts"`
+}
+
+// HostInfo is one host of a served name.
+type HostInfo struct {
+	ID    string `json:"id"`    // unique per host process run
+	Label string `json:"label"` // hostname:pid unless set with WithHostLabel
+}
+
+// discoverQuiet is how long Discover waits after the last answer.
+const discoverQuiet = 300 * time.Millisecond
+
+// Discover asks every NATS micro service on nc's system for its info
+// (the $SRV.INFO subject) and returns the names snodo hosts serve under
+// prefix ("" for DefaultPrefix), sorted, each with its hosts. It returns
+// once no answer came for 300 ms, or when ctx is done, with what it has.
+func Discover(ctx context.Context, nc *nats.Conn, prefix string) ([]Served, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	inbox := nc.NewRespInbox()
+	answers := make(chan *nats.Msg, 1024)
+	sub, err := nc.ChanSubscribe(inbox, answers)
+	if err != nil {
+		return nil, fmt.Errorf("remote: discover: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	subject, _ := micro.ControlSubject(micro.InfoVerb, "", "")
+	if err := nc.PublishRequest(subject, inbox, nil); err != nil {
+		return nil, fmt.Errorf("remote: discover: %w", err)
+	}
+	byName := map[string]*Served{}
+	quiet := time.NewTimer(discoverQuiet)
+	defer quiet.Stop()
+	for {
+		select {
+		case m := <-answers:
+			quiet.Reset(discoverQuiet)
+			var info micro.Info
+			if json.Unmarshal(m.Data, &info) != nil || info.Metadata[MetaServer] == "" || info.Metadata[MetaPrefix] != prefix {
+				continue // not a snodo host of this prefix
+			}
+			name := info.Metadata[MetaServer]
+			s := byName[name]
+			if s == nil {
+				s = &Served{Name: name}
+				byName[name] = s
+			}
+			s.Hosts = append(s.Hosts, HostInfo{ID: info.Metadata[MetaHost], Label: info.Metadata[MetaLabel]})
+		case <-quiet.C:
+			return sorted(byName), nil
+		case <-ctx.Done():
+			return sorted(byName), nil
+		}
+	}
+}
+
+func sorted(byName map[string]*Served) []Served {
+	out := make([]Served, 0, len(byName))
+	for _, s := range byName {
+		sort.Slice(s.Hosts, func(i, j int) bool { return s.Hosts[i].Label < s.Hosts[j].Label })
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,62 @@
+package remote
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/remote/embedded"
+	"github.com/snodo/snodo/supervisor"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyTestMain(m, removeSnodoBuild) }
+
+// natsServer starts an embedded NATS server for one test.
+func natsServer(t *testing.T) *embedded.Server {
+	t.Helper()
+	e, err := embedded.Start(embedded.Options{})
+	require.NoError(t, err)
+	t.Cleanup(e.Shutdown)
+	return e
+}
+
+// conn connects to e, closed at the end of the test.
+func conn(t *testing.T, e *embedded.Server) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(e.URL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// host serves a pool of the test server (with flags) under name, in this
+// process.
+func host(t *testing.T, e *embedded.Server, name string, size int, flags ...string) *Host {
+	t.Helper()
+	cmd, args := testutil.Server(t, flags...)
+	p, err := supervisor.NewPool(context.Background(), cmd, args, size)
+	require.NoError(t, err)
+	h, err := NewHost(context.Background(), e.URL(), Serve(name, p))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+// client calls name through e.
+func client(t *testing.T, e *embedded.Server, name string, opts ...Option) *Client {
+	t.Helper()
+	c, err := NewClient(conn(t, e), name, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,576 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/supervisor"
+)
+
+// Defaults of a Host.
+const (
+	// DefaultMaxHeld bounds the calls and subscriptions one host holds at
+	// once; past it a call is refused before it runs (the caller retries
+	// it on another host).
+	DefaultMaxHeld = 1024
+	// DefaultDrainTimeout bounds the graceful drain a Host runs when the
+	// ctx given to NewHost is done.
+	DefaultDrainTimeout = 30 * time.Second
+
+	// timeoutGrace is added to a caller's timeout on the host: the caller's
+	// own timer fires first and sends the cancel; the host's is a backstop
+	// for a cancel that never arrives.
+	timeoutGrace = time.Second
+	// maxCancelled bounds the cancels a host remembers for calls it has
+	// not seen (yet); past it the oldest half is forgotten.
+	maxCancelled = 4096
+)
+
+// Why a host ended a call or a subscription (errors.Is on the caller's
+// side sees them only as text: they travel as JSON-RPC error messages).
+var (
+	errCallerCancelled = errors.New("the caller cancelled the call")
+	errCallerGone      = errors.New("the caller stopped sending keep-alives")
+	errDraining        = errors.New("the host is draining")
+	errHostClosed      = errors.New("the host closed")
+)
+
+// Serve makes the host serve pool under name. The host owns the pool
+// from then on: it closes it when it stops. name becomes a NATS subject
+// token and the micro service's name: letters, digits, '-' and '_'.
+func Serve(name string, pool *supervisor.Pool) Option {
+	return func(c *config) error {
+		if err := checkName("server name", name); err != nil {
+			return err
+		}
+		if pool == nil {
+			return fmt.Errorf("remote: Serve(%q): nil pool", name)
+		}
+		if _, dup := c.pools[name]; dup {
+			return fmt.Errorf("remote: Serve(%q): served twice", name)
+		}
+		if c.pools == nil {
+			c.pools = map[string]*supervisor.Pool{}
+		}
+		c.pools[name] = pool
+		c.order = append(c.order, name)
+		return nil
+	}
+}
+
+// WithMaxHeld bounds the calls and subscriptions held at once (default
+// DefaultMaxHeld). A call over the bound is refused before it runs, and
+// the caller sends it to another host.
+func WithMaxHeld(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("remote: WithMaxHeld(%d): must be at least 1", n)
+		}
+		c.maxHeld = n
+		return nil
+	}
+}
+
+// WithHostLabel names the host in service metadata (`snodo servers`
+// shows it). Default: hostname:pid.
+func WithHostLabel(label string) Option {
+	return func(c *config) error { c.label = label; return nil }
+}
+
+// Host serves named pools over NATS: each name is a NATS micro service
+// (so `nats micro ls`, `ping`, `info` and `stats` show it) with a call
+// and a listen endpoint under PREFIX.NAME, in a queue group shared by
+// every host of that name. Calls and subscriptions run on the pool; the
+// JSON-RPC bytes travel unchanged, heartbeats tell callers the host is
+// alive. A host never runs a command that came over the wire: it serves
+// only the pools it was given.
+type Host struct {
+	id     string
+	label  string
+	cfg    config
+	serve  *nats.Conn // the service endpoints: drained first at shutdown
+	reply  *nats.Conn // replies, heartbeats, events, cancels, keep-alives
+	served []*served
+	ctl    *nats.Subscription
+
+	callCtx    context.Context // calls run under it; cancelled by Close or an expired drain
+	stopCalls  context.CancelCauseFunc
+	subCtx     context.Context // subscriptions; cancelled when the drain starts
+	stopSubs   context.CancelCauseFunc
+	serveDone  chan struct{} // closed when the serving connection has closed
+	unwatch    func() bool
+	slots      chan struct{} // one per held call or subscription
+	held       sync.WaitGroup
+	subsHeld   sync.WaitGroup
+	stopOnce   sync.Once
+	done       chan struct{}
+	stopErr    error
+	mu         sync.Mutex
+	calls      map[string]context.CancelCauseFunc // by reply subject
+	cancelled  map[string]struct{}                // cancels that came before their call
+	cancelList []string
+	subs       map[string]*hostSub
+	draining   bool
+}
+
+// served is one name served by the host.
+type served struct {
+	name      string
+	pool      *supervisor.Pool
+	subj      subjects
+	svc       micro.Service
+	cancelSub *nats.Subscription
+	inFlight  atomic.Int64
+	errs      atomic.Int64
+	cancels   atomic.Int64
+}
+
+// NewHost connects to the NATS server at url and serves the pools given
+// with Serve. ctx is the host's owner: when it is done, the host drains
+// (as Shutdown, bounded by DefaultDrainTimeout). The host owns the pools:
+// they close when it stops, and if NewHost fails.
+func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
+	cfg, optErr := newConfig(opts)
+	closePools := func() {
+		for _, p := range cfg.pools {
+			_ = p.Close()
+		}
+	}
+	if optErr != nil {
+		closePools()
+		return nil, optErr
+	}
+	if len(cfg.pools) == 0 {
+		return nil, errors.New("remote: NewHost: nothing to serve; pass Serve(name, pool) at least once")
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Host{
+		id: nuid.Next(), cfg: cfg, label: cfg.label,
+		serveDone: make(chan struct{}),
+		slots:     make(chan struct{}, cfg.maxHeld),
+		done:      make(chan struct{}),
+		calls:     map[string]context.CancelCauseFunc{},
+		cancelled: map[string]struct{}{},
+		subs:      map[string]*hostSub{},
+	}
+	if h.label == "" {
+		hn, _ := os.Hostname()
+		h.label = hn + ":" + strconv.Itoa(os.Getpid())
+	}
+	h.callCtx, h.stopCalls = context.WithCancelCause(context.Background())
+	h.subCtx, h.stopSubs = context.WithCancelCause(context.Background())
+	if err := h.connect(url); err != nil {
+		h.stopCalls(err)
+		h.stopSubs(err)
+		closePools()
+		return nil, err
+	}
+	h.unwatch = context.AfterFunc(ctx, func() {
+		dctx, cancel := context.WithTimeout(context.Background(), DefaultDrainTimeout)
+		defer cancel()
+		_ = h.Shutdown(dctx)
+	})
+	return h, nil
+}
+
+// connect opens both connections, the control subscription and one
+// service per name. On error everything opened is closed.
+func (h *Host) connect(url string) (err error) {
+	closed := make(chan struct{})
+	serveOpts := append(append([]nats.Option(nil), h.cfg.natsOpt...),
+		nats.Name("snodo host "+h.label+" (serve)"),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	h.serve, err = nats.Connect(url, serveOpts...)
+	if err != nil {
+		return fmt.Errorf("remote: connecting to NATS at %s: %w", url, err)
+	}
+	go func() { <-closed; close(h.serveDone) }()
+	h.reply, err = nats.Connect(url, append(append([]nats.Option(nil), h.cfg.natsOpt...),
+		nats.Name("snodo host "+h.label))...)
+	if err != nil {
+		h.serve.Close()
+		return fmt.Errorf("remote: connecting to NATS at %s: %w", url, err)
+	}
+	defer func() {
+		if err != nil {
+			h.serve.Close()
+			h.reply.Close()
+		}
+	}()
+	h.ctl, err = h.reply.Subscribe(controlSubject(h.cfg.prefix, h.id), h.onControl)
+	if err != nil {
+		return fmt.Errorf("remote: subscribing to the control subject: %w", err)
+	}
+	for _, name := range h.cfg.order {
+		s := &served{name: name, pool: h.cfg.pools[name], subj: subjectsOf(h.cfg.prefix, name)}
+		h.served = append(h.served, s)
+		if s.cancelSub, err = h.reply.Subscribe(s.subj.cancel, func(m *nats.Msg) { h.cancelCall(string(m.Data), s) }); err != nil {
+			return fmt.Errorf("remote: subscribing to %s: %w", s.subj.cancel, err)
+		}
+		if err = h.addService(s); err != nil {
+			return err
+		}
+	}
+	// Make sure the server has every subscription before callers are told
+	// the host is up.
+	if err = h.serve.Flush(); err == nil {
+		err = h.reply.Flush()
+	}
+	return err
+}
+
+func (h *Host) addService(s *served) error {
+	meta := map[string]string{
+		MetaServer: s.name, MetaHost: h.id, MetaLabel: h.label, MetaPrefix: h.cfg.prefix,
+	}
+	svc, err := micro.AddService(h.serve, micro.Config{
+		Name:         s.name,
+		Version:      serviceVersion,
+		Description:  "snodo: the MCP server " + s.name + " (JSON-RPC over NATS)",
+		Metadata:     meta,
+		QueueGroup:   h.cfg.prefix + "." + s.name,
+		StatsHandler: func(*micro.Endpoint) any { return s.stats() },
+	})
+	if err != nil {
+		return fmt.Errorf("remote: serving %s: %w", s.name, err)
+	}
+	s.svc = svc
+	if err := svc.AddEndpoint("call", micro.HandlerFunc(func(r micro.Request) { h.onCall(s, r) }),
+		micro.WithEndpointSubject(s.subj.call)); err != nil {
+		return fmt.Errorf("remote: serving %s: %w", s.name, err)
+	}
+	if err := svc.AddEndpoint("info", micro.HandlerFunc(func(r micro.Request) { h.onInfo(s, r) }),
+		micro.WithEndpointSubject(s.subj.info)); err != nil {
+		return fmt.Errorf("remote: serving %s: %w", s.name, err)
+	}
+	if err := svc.AddEndpoint("listen", micro.HandlerFunc(func(r micro.Request) { h.onListen(s, r) }),
+		micro.WithEndpointSubject(s.subj.listen)); err != nil {
+		return fmt.Errorf("remote: serving %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// Service metadata keys (micro Info and Ping show them).
+const (
+	MetaServer = "snodo.server" // the served name
+	MetaHost   = "snodo.host"   // the host's id
+	MetaLabel  = "snodo.label"  // the host's label (hostname:pid by default)
+	MetaPrefix = "snodo.prefix" // the subject prefix
+
+	serviceVersion = "0.1.0"
+)
+
+func (s *served) stats() any {
+	return map[string]int64{"in_flight": s.inFlight.Load(), "errors": s.errs.Load(), "cancelled": s.cancels.Load()}
+}
+
+// ID is the host's id, unique per process run; callers see it in
+// service metadata.
+func (h *Host) ID() string { return h.id }
+
+// Done is closed once the host has stopped and its pools have closed.
+func (h *Host) Done() <-chan struct{} { return h.done }
+
+// Shutdown drains the host: it takes no new calls or subscriptions
+// (other hosts of the same names take them at once), ends its
+// subscriptions (their callers see why), waits for the calls it holds to
+// finish, then closes its pools and its NATS connections. When ctx is
+// done first, the calls still running are cancelled on their servers
+// and fail with -32000. Shutdown returns once everything has stopped;
+// calling it again waits for the first.
+func (h *Host) Shutdown(ctx context.Context) error {
+	h.stopOnce.Do(func() { h.stopErr = h.shutdown(ctx) })
+	<-h.done
+	return h.stopErr
+}
+
+// Close stops the host at once: running calls are cancelled and fail
+// with -32000. It returns once everything has stopped.
+func (h *Host) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return h.Shutdown(ctx)
+}
+
+func (h *Host) shutdown(ctx context.Context) error {
+	defer close(h.done)
+	h.unwatch()
+	h.mu.Lock()
+	h.draining = true
+	h.mu.Unlock()
+	for _, s := range h.served {
+		_ = s.svc.Stop() // no new calls reach this host
+	}
+	// Calls the server delivered before it saw the unsubscribes are still
+	// dispatched; the connection closes once they all have been.
+	if err := h.serve.Drain(); err != nil {
+		h.serve.Close()
+	}
+	select {
+	case <-h.serveDone:
+	case <-ctx.Done():
+		h.serve.Close()
+		<-h.serveDone
+	}
+	h.stopSubs(errDraining)
+	h.subsHeld.Wait()
+	waited := make(chan struct{})
+	go func() { h.held.Wait(); close(waited) }()
+	var err error
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		err = fmt.Errorf("remote: drain cut short: %w", ctx.Err())
+		h.stopCalls(errHostClosed)
+		<-waited
+	}
+	h.stopCalls(errHostClosed)
+	for _, s := range h.served {
+		_ = s.pool.Close()
+	}
+	_ = h.reply.Drain()
+	for !h.reply.IsClosed() {
+		select {
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			h.reply.Close()
+		}
+	}
+	return err
+}
+
+// take reserves a slot for a call or subscription, or reports false at
+// the bound.
+func (h *Host) take() bool {
+	select {
+	case h.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (h *Host) release() { <-h.slots }
+
+// publish sends m on the reply connection; a failure (connection closed)
+// is logged: the caller's heartbeat watch covers it.
+func (h *Host) publish(m *nats.Msg) {
+	if err := h.reply.PublishMsg(m); err != nil {
+		h.cfg.logger.Debug("remote: publish failed", "subject", m.Subject, "error", err)
+	}
+}
+
+// onCall takes one call from the service endpoint. It runs on the
+// endpoint's delivery goroutine, so it only reserves and hands off.
+func (h *Host) onCall(s *served, r micro.Request) {
+	reply := r.Reply()
+	if reply == "" {
+		return // nobody to answer: a call must be a request
+	}
+	hdr := nats.Header(r.Headers())
+	data := r.Data()
+	if !h.take() {
+		h.refuse(reply, data, fmt.Sprintf("host %s holds %d calls (its bound)", h.label, h.cfg.maxHeld))
+		return
+	}
+	h.held.Add(1)
+	go func() {
+		defer h.held.Done()
+		defer h.release()
+		h.runCall(s, reply, hdr, data)
+	}()
+}
+
+// refuse answers a call that never ran: the caller may send it again.
+func (h *Host) refuse(reply string, data []byte, why string) {
+	env, _ := jsonrpc.Scan(data)
+	m := nats.NewMsg(reply)
+	m.Header.Set(hdrNotRun, why)
+	m.Header.Set(hdrLocal, "1")
+	m.Header.Set(hdrHost, h.id)
+	m.Data = trimNL(jsonrpc.AppendError(nil, env.ID, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: why}))
+	h.publish(m)
+}
+
+func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
+	env, err := jsonrpc.Scan(data)
+	if err != nil || env.Kind != jsonrpc.KindRequest || len(env.ID) == 0 {
+		h.answer(s, reply, env.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: "remote: the payload is not a JSON-RPC request"}, true)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(extractTrace(h.callCtx, hdr))
+	defer cancel(nil)
+	if !h.hold(reply, cancel) {
+		s.cancels.Add(1)
+		return // cancelled before it arrived: the caller has gone
+	}
+	defer h.unhold(reply)
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+
+	stop := make(chan struct{})
+	var beats sync.WaitGroup
+	beats.Go(func() { h.beat(reply, beatOf(hdr), stop) })
+	defer beats.Wait()
+	defer close(stop)
+
+	var ro []snodo.RequestOption
+	if t := headerMillis(hdr, hdrTimeout); t > 0 {
+		ro = append(ro, snodo.Timeout(t+timeoutGrace))
+	}
+	if hdr.Get(hdrProgress) == "1" {
+		ro = append(ro, snodo.OnProgress(func(p snodo.Progress) {
+			m := nats.NewMsg(reply)
+			m.Header.Set(hdrKind, kindProgress)
+			m.Data, _ = json.Marshal(wireProgress{p.Progress, p.Total, p.Message})
+			h.publish(m)
+		}))
+	}
+	var params any
+	if env.Params != nil {
+		params = json.RawMessage(env.Params)
+	}
+	raw, err := s.pool.Request(ctx, env.MethodName(), params, supervisor.RequestOptions(ro...))
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && errors.Is(cause, errCallerCancelled) {
+			s.cancels.Add(1)
+			return // the caller has stopped waiting
+		}
+		e, local := rpcError(err)
+		h.answer(s, reply, env.ID, nil, e, local)
+		return
+	}
+	h.answer(s, reply, env.ID, raw, nil, false)
+}
+
+// wireProgress is a progress update on the wire.
+type wireProgress struct {
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+}
+
+// answer publishes the final reply of a call.
+func (h *Host) answer(s *served, reply string, id, result []byte, e *jsonrpc.Error, local bool) {
+	m := nats.NewMsg(reply)
+	m.Header.Set(hdrHost, h.id)
+	if era := eraOf(s.pool); era != 0 {
+		m.Header.Set(hdrEra, era.String())
+	}
+	if e != nil {
+		s.errs.Add(1)
+		if local {
+			m.Header.Set(hdrLocal, "1")
+		}
+		m.Data = trimNL(jsonrpc.AppendError(nil, id, e))
+	} else {
+		m.Data = trimNL(jsonrpc.AppendResult(nil, id, result))
+	}
+	if max := h.reply.MaxPayload(); int64(len(m.Data)) > max-1024 {
+		s.errs.Add(1)
+		m.Header.Set(hdrLocal, "1")
+		m.Data = trimNL(jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("host %s: the answer is %d bytes, more than the NATS server's max_payload (%d); raise max_payload", h.label, len(m.Data), max)}))
+	}
+	h.publish(m)
+}
+
+// rpcError turns a call's error into the JSON-RPC error sent back, and
+// says whether the host (not the MCP server) raised it.
+func rpcError(err error) (*jsonrpc.Error, bool) {
+	var e *jsonrpc.Error
+	if errors.As(err, &e) {
+		return &jsonrpc.Error{Code: e.Code, Message: e.Message, Data: e.Data}, e.Local()
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: err.Error()}, true
+}
+
+// beatOf is the heartbeat interval the caller asked for, within bounds.
+func beatOf(hdr nats.Header) time.Duration {
+	d := headerMillis(hdr, hdrBeat)
+	if d == 0 {
+		return DefaultHeartbeat
+	}
+	return min(max(d, 20*time.Millisecond), time.Minute)
+}
+
+// beat sends a heartbeat to subject every d until stop closes.
+func (h *Host) beat(subject string, d time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			m := nats.NewMsg(subject)
+			m.Header.Set(hdrKind, kindBeat)
+			h.publish(m)
+		}
+	}
+}
+
+// hold registers a running call under its reply subject; false when its
+// cancel came first.
+func (h *Host) hold(reply string, cancel context.CancelCauseFunc) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, gone := h.cancelled[reply]; gone {
+		delete(h.cancelled, reply)
+		return false
+	}
+	h.calls[reply] = cancel
+	return true
+}
+
+func (h *Host) unhold(reply string) {
+	h.mu.Lock()
+	delete(h.calls, reply)
+	h.mu.Unlock()
+}
+
+// cancelCall cancels the call answering on reply, or remembers the cancel
+// for a call not yet seen (bounded).
+func (h *Host) cancelCall(reply string, s *served) {
+	h.mu.Lock()
+	cancel := h.calls[reply]
+	if cancel == nil && !h.draining {
+		if len(h.cancelList) >= maxCancelled {
+			for _, k := range h.cancelList[:maxCancelled/2] {
+				delete(h.cancelled, k)
+			}
+			h.cancelList = append(h.cancelList[:0], h.cancelList[maxCancelled/2:]...)
+		}
+		h.cancelled[reply] = struct{}{}
+		h.cancelList = append(h.cancelList, reply)
+	}
+	h.mu.Unlock()
+	if cancel != nil {
+		h.cfg.logger.Debug("remote: call cancelled by its caller", "server", s.name, "reply", reply)
+		cancel(errCallerCancelled)
+	}
+}
+
+func trimNL(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		return b[:n-1]
+	}
+	return b
+}

@@ -1,0 +1,177 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/jsonrpc"
+)
+
+// hostSub is one subscription a host runs for a remote caller.
+type hostSub struct {
+	id       string
+	cancel   context.CancelCauseFunc
+	lastSeen atomic.Int64 // unix nanoseconds of the caller's last keep-alive
+}
+
+// onListen takes one subscription request from the service endpoint.
+func (h *Host) onListen(s *served, r micro.Request) {
+	reply := r.Reply()
+	if reply == "" {
+		return
+	}
+	hdr := nats.Header(r.Headers())
+	data := r.Data()
+	if !h.take() {
+		h.refuse(reply, data, fmt.Sprintf("host %s holds %d calls (its bound)", h.label, h.cfg.maxHeld))
+		return
+	}
+	h.subsHeld.Add(1)
+	go func() {
+		defer h.subsHeld.Done()
+		defer h.release()
+		h.runListen(s, reply, hdr, data)
+	}()
+}
+
+// runListen opens the subscription on the pool and forwards its events
+// to the caller's subject until it ends, the caller closes it or stops
+// sending keep-alives, or the host drains.
+func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte) {
+	env, err := jsonrpc.Scan(data)
+	var p struct {
+		Notifications snodo.Filter `json:"notifications"`
+	}
+	if err == nil && env.Kind == jsonrpc.KindRequest && env.Params != nil {
+		err = json.Unmarshal(env.Params, &p)
+	} else if err == nil {
+		err = errors.New("not a JSON-RPC request with params")
+	}
+	if err != nil {
+		h.end(events, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "remote: bad subscriptions/listen request: " + err.Error()}, true)
+		return
+	}
+	beat := beatOf(hdr)
+	hs := &hostSub{id: nuid.Next()}
+	hs.lastSeen.Store(time.Now().UnixNano())
+	ctx, cancel := context.WithCancelCause(extractTrace(h.subCtx, hdr))
+	defer cancel(nil)
+	hs.cancel = cancel
+	h.mu.Lock()
+	h.subs[hs.id] = hs
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.subs, hs.id)
+		h.mu.Unlock()
+	}()
+
+	stop := make(chan struct{})
+	beatDone := make(chan struct{})
+	go func() { defer close(beatDone); h.beat(events, beat, stop) }()
+	sub, err := s.pool.Listen(ctx, p.Notifications)
+	if err != nil {
+		close(stop)
+		<-beatDone
+		e, local := rpcError(err)
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+			e, local = &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: cause.Error()}, true
+		}
+		h.end(events, e, local)
+		return
+	}
+	ack := nats.NewMsg(events)
+	ack.Header.Set(hdrKind, kindAck)
+	ack.Header.Set(hdrHost, h.id)
+	ack.Header.Set(hdrControl, controlSubject(h.cfg.prefix, h.id))
+	ack.Header.Set(hdrSub, hs.id)
+	ack.Data, _ = json.Marshal(sub.Acknowledged())
+	h.publish(ack)
+
+	watch := time.NewTicker(beat)
+	defer watch.Stop()
+	silence := time.Duration(missedBeats)*beat + beat/2
+	var why error
+	ended := ctx.Done()
+loop:
+	for {
+		select {
+		case ev, ok := <-sub.Events():
+			if !ok {
+				break loop
+			}
+			m := nats.NewMsg(events)
+			m.Header.Set(hdrKind, kindEvent)
+			m.Header.Set(hdrMethod, ev.Method)
+			m.Data = ev.Params
+			h.publish(m)
+		case <-watch.C:
+			if why == nil && time.Since(time.Unix(0, hs.lastSeen.Load())) > silence {
+				cancel(errCallerGone) // ended fires next
+			}
+		case <-ended:
+			ended = nil
+			if why == nil {
+				why = context.Cause(ctx)
+			}
+			// ctx owns the subscription: its end cancels the listen on
+			// the MCP server, and Events closes.
+		}
+	}
+	close(stop)
+	<-beatDone
+	switch {
+	case why != nil && errors.Is(why, errCallerGone):
+		h.cfg.logger.Info("remote: subscription cancelled: its caller went away", "server", s.name, "sub", hs.id)
+		h.end(events, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: why.Error()}, true)
+	case why != nil && errors.Is(why, snodo.ErrSubscriptionClosed):
+		h.end(events, nil, false) // the caller closed it: it knows why
+	case why != nil:
+		h.end(events, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: "host " + h.label + ": " + why.Error()}, true)
+	case sub.Err() != nil:
+		e, local := rpcError(sub.Err())
+		h.end(events, e, local)
+	default:
+		h.end(events, nil, false)
+	}
+}
+
+// end sends a subscription's last message: why it ended (nil: gracefully).
+func (h *Host) end(events string, e *jsonrpc.Error, local bool) {
+	m := nats.NewMsg(events)
+	m.Header.Set(hdrKind, kindEnd)
+	m.Header.Set(hdrHost, h.id)
+	if local {
+		m.Header.Set(hdrLocal, "1")
+	}
+	if e != nil {
+		m.Data, _ = json.Marshal(e)
+	}
+	h.publish(m)
+}
+
+// onControl handles keep-alives and closes from subscribers.
+func (h *Host) onControl(m *nats.Msg) {
+	id := m.Header.Get(hdrSub)
+	h.mu.Lock()
+	hs := h.subs[id]
+	h.mu.Unlock()
+	if hs == nil {
+		return
+	}
+	switch m.Header.Get(hdrOp) {
+	case opKeepalive:
+		hs.lastSeen.Store(time.Now().UnixNano())
+	case opClose:
+		hs.cancel(snodo.ErrSubscriptionClosed)
+	}
+}

@@ -1,0 +1,108 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/supervisor"
+)
+
+// ServerInfo is what a host knows of the MCP server it serves under a
+// name: the era and version it settled with it, and what the server
+// reported about itself (self-reported: display it, do not base
+// decisions on it).
+type ServerInfo struct {
+	Era             string                   `json:"era"` // "modern" or "legacy"
+	ProtocolVersion string                   `json:"protocolVersion"`
+	ServerInfo      snodo.Implementation     `json:"serverInfo"`
+	Capabilities    snodo.ServerCapabilities `json:"capabilities"`
+	Instructions    string                   `json:"instructions,omitempty"`
+	Host            string                   `json:"host"`  // the answering host's id
+	Label           string                   `json:"label"` // and its label
+}
+
+// infoWait bounds Era's look-up when no call has told the era yet.
+const infoWait = 5 * time.Second
+
+// onInfo answers an info request from a pool member whose server is up.
+func (h *Host) onInfo(s *served, r micro.Request) {
+	var cur *snodo.Client
+	for _, m := range s.pool.Members() {
+		if c := m.Current(); c != nil && c.Err() == nil {
+			cur = c
+			break
+		}
+	}
+	if cur == nil {
+		_ = r.Error("503", "no member of "+s.name+" is connected now (restarting)", nil)
+		return
+	}
+	_ = r.RespondJSON(infoOf(cur, h))
+}
+
+func infoOf(c *snodo.Client, h *Host) ServerInfo {
+	return ServerInfo{
+		Era: c.Era().String(), ProtocolVersion: c.ProtocolVersion(), ServerInfo: c.ServerInfo(),
+		Capabilities: c.Capabilities(), Instructions: c.Instructions(), Host: h.id, Label: h.label,
+	}
+}
+
+// eraOf is the era of a pool's servers (the first connected member's).
+func eraOf(p *supervisor.Pool) snodo.Era {
+	for _, m := range p.Members() {
+		if c := m.Current(); c != nil {
+			return c.Era()
+		}
+	}
+	return 0
+}
+
+// Info asks a host of the name about its MCP server.
+func (c *Client) Info(ctx context.Context) (*ServerInfo, error) {
+	msg, err := c.nc.RequestWithContext(ctx, c.subj.info, nil)
+	if err != nil {
+		if err == nats.ErrNoResponders {
+			return nil, closedErr(fmt.Sprintf("no host serves %q (subject %s)", c.name, c.subj.info), ErrNoHost)
+		}
+		return nil, fmt.Errorf("remote: info of %s: %w", c.name, err)
+	}
+	if desc := msg.Header.Get(micro.ErrorHeader); desc != "" {
+		return nil, fmt.Errorf("remote: info of %s: %s", c.name, desc)
+	}
+	var si ServerInfo
+	if err := json.Unmarshal(msg.Data, &si); err != nil {
+		return nil, fmt.Errorf("remote: info of %s: malformed answer: %w", c.name, err)
+	}
+	c.learnEra(si.Era)
+	return &si, nil
+}
+
+// Era is the era of the MCP server behind the name, as its hosts report
+// it: learnt from replies, or asked for (bounded by 5 s) before the
+// first. EraModern when no host answers.
+func (c *Client) Era() snodo.Era {
+	if e := snodo.Era(c.era.Load()); e != 0 {
+		return e
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), infoWait)
+	defer cancel()
+	if _, err := c.Info(ctx); err != nil {
+		return snodo.EraModern
+	}
+	return snodo.Era(c.era.Load())
+}
+
+func (c *Client) learnEra(s string) {
+	switch s {
+	case "modern":
+		c.era.Store(int32(snodo.EraModern))
+	case "legacy":
+		c.era.Store(int32(snodo.EraLegacy))
+	}
+}

@@ -1,0 +1,290 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/subscription"
+)
+
+// ErrHostEnded: the host ended the subscription (its MCP server ended
+// it, the host drained, or it decided the caller had gone); the error
+// says which. Listen again to continue on another host.
+var ErrHostEnded = errors.New("remote: the host ended the subscription")
+
+// inboxQueue bounds the messages of one subscription between the NATS
+// delivery goroutine and the subscription's own; past it the
+// subscription ends with snodo.ErrQueueFull.
+const inboxQueue = 256
+
+// Subscription is a subscriptions/listen stream served by a host: events
+// arrive on Events in the order the MCP server sent them (with the
+// supervisor's resubscribed markers when the host's server restarts).
+// The subscriber sends keep-alives; the host cancels the listen on its
+// MCP server when they stop. Its methods are safe for concurrent use;
+// Close may be called any number of times.
+type Subscription struct {
+	c      *Client
+	token  string
+	owner  context.Context
+	in     chan *nats.Msg
+	events chan snodo.Event
+	quit   chan error // Close and Client.Close: why
+	done   chan struct{}
+
+	mu      sync.Mutex
+	acked   snodo.Filter
+	host    string
+	control string
+	id      string
+	err     error
+}
+
+// Listen opens a subscription for the notifications f asks for on a host
+// of the name and returns once the host's MCP server acknowledged it. ctx
+// is the subscription's owner: when it is done, the host is told to
+// cancel it, as on Close. snodo.MaxQueuedEvents bounds the events waiting
+// for the reader (default 1024); snodo.ListenTo is not supported: read
+// Events and forward them to the actor.
+func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
+	var o subscription.Options
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("remote: %w", err)
+		}
+	}
+	if o.Actor != nil {
+		return nil, errors.New("remote: ListenTo is not supported on a remote subscription; read Events and forward them to the actor")
+	}
+	if o.MaxQueue == 0 {
+		o.MaxQueue = subscription.DefaultMaxQueue
+	}
+	s := &Subscription{
+		c: c, owner: ctx,
+		in:     make(chan *nats.Msg, inboxQueue),
+		events: make(chan snodo.Event, o.MaxQueue),
+		quit:   make(chan error, 1),
+		done:   make(chan struct{}),
+	}
+	token, err := c.register(nil, s)
+	if err != nil {
+		return nil, err
+	}
+	s.token = token
+	id, _ := strconv.ParseInt(token, 10, 64)
+	params, err := json.Marshal(struct {
+		Notifications snodo.Filter `json:"notifications"`
+	}{f})
+	if err != nil {
+		c.unregister(token)
+		return nil, fmt.Errorf("remote: cannot marshal the subscription filter: %w", err)
+	}
+	m := nats.NewMsg(c.subj.listen)
+	m.Reply = c.inbox + token
+	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, subscription.Method, params))
+	m.Header.Set(hdrBeat, millis(c.cfg.beat))
+	injectTrace(ctx, m.Header)
+	if err := c.nc.PublishMsg(m); err != nil {
+		c.unregister(token)
+		return nil, closedErr(fmt.Sprintf("cannot send %s to %s over NATS: %v", subscription.Method, c.name, err), err)
+	}
+	if err := s.awaitAck(ctx); err != nil {
+		c.unregister(token)
+		close(s.done) // for a Client.Close racing with this Listen
+		return nil, err
+	}
+	go s.run()
+	return s, nil
+}
+
+// awaitAck waits for the host's acknowledgement.
+func (s *Subscription) awaitAck(ctx context.Context) error {
+	silence := time.Duration(missedBeats)*s.c.cfg.beat + s.c.cfg.beat/2
+	watchdog := time.NewTimer(silence)
+	defer watchdog.Stop()
+	for {
+		select {
+		case m := <-s.in:
+			watchdog.Reset(silence)
+			if m.Header.Get(hdrStatus) == noResponders {
+				return closedErr(fmt.Sprintf("no host serves %q (subject %s): start a snodo node that serves it, connected to this NATS system",
+					s.c.name, s.c.subj.listen), ErrNoHost)
+			}
+			switch m.Header.Get(hdrKind) {
+			case kindAck:
+				var f snodo.Filter
+				_ = json.Unmarshal(m.Data, &f)
+				s.mu.Lock()
+				s.acked, s.host, s.control, s.id = f, m.Header.Get(hdrHost), m.Header.Get(hdrControl), m.Header.Get(hdrSub)
+				s.mu.Unlock()
+				return nil
+			case kindEnd:
+				return fmt.Errorf("remote: %s on %s ended before the server acknowledged it: %w", subscription.Method, s.c.name, endError(m))
+			}
+		case <-watchdog.C:
+			return closedErr(fmt.Sprintf("%s on %s: the host sent nothing for %s", subscription.Method, s.c.name, silence), ErrHostGone)
+		case err := <-s.quit:
+			return err
+		case <-ctx.Done():
+			return ctx.Err() // the host sees no keep-alive and cancels it
+		}
+	}
+}
+
+// endError is why a host ended a subscription: nil for a graceful end.
+func endError(m *nats.Msg) error {
+	if len(m.Data) == 0 {
+		return nil
+	}
+	var e jsonrpc.Error
+	if err := json.Unmarshal(m.Data, &e); err != nil {
+		return fmt.Errorf("%w: malformed end: %.200q", ErrHostEnded, m.Data)
+	}
+	if m.Header.Get(hdrLocal) != "" {
+		return jsonrpc.NewLocalError(e.Code, "host "+m.Header.Get(hdrHost)+" ended the subscription: "+e.Message,
+			ErrHostEnded, jsonrpc.ErrConnectionClosed)
+	}
+	return fmt.Errorf("%w: %w", ErrHostEnded, &e)
+}
+
+// deliver queues one message for run; never blocks.
+func (s *Subscription) deliver(m *nats.Msg) {
+	select {
+	case s.in <- m:
+	default:
+		select {
+		case s.quit <- snodo.ErrQueueFull:
+		default:
+		}
+	}
+}
+
+// run forwards events, sends keep-alives and watches the host's
+// heartbeats until the subscription ends.
+func (s *Subscription) run() {
+	beat := s.c.cfg.beat
+	silence := time.Duration(missedBeats)*beat + beat/2
+	watchdog := time.NewTimer(silence)
+	defer watchdog.Stop()
+	keepalive := time.NewTicker(beat)
+	defer keepalive.Stop()
+	var why error
+	tellHost := true
+loop:
+	for {
+		select {
+		case m := <-s.in:
+			watchdog.Reset(silence)
+			switch m.Header.Get(hdrKind) {
+			case kindEvent:
+				select {
+				case s.events <- snodo.Event{Method: m.Header.Get(hdrMethod), Params: m.Data}:
+				default:
+					why = snodo.ErrQueueFull
+					break loop
+				}
+			case kindEnd:
+				why, tellHost = endError(m), false
+				break loop
+			}
+		case <-keepalive.C:
+			s.control1(opKeepalive)
+		case <-watchdog.C:
+			why, tellHost = closedErr(fmt.Sprintf("subscription on %s: the host sent nothing for %s (it died or is cut off)",
+				s.c.name, silence.Round(time.Millisecond)), ErrHostGone), false
+			break loop
+		case err := <-s.quit:
+			why = err
+			break loop
+		case <-s.owner.Done():
+			why = fmt.Errorf("%w: the context given to Listen is done: %w", snodo.ErrOwnerExited, context.Cause(s.owner))
+			break loop
+		}
+	}
+	if tellHost {
+		s.control1(opClose)
+	}
+	s.c.unregister(s.token)
+	s.mu.Lock()
+	s.err = why
+	s.mu.Unlock()
+	close(s.events)
+	close(s.done)
+}
+
+// control1 sends one control operation to the subscription's host.
+func (s *Subscription) control1(op string) {
+	s.mu.Lock()
+	subject, id := s.control, s.id
+	s.mu.Unlock()
+	m := nats.NewMsg(subject)
+	m.Header.Set(hdrOp, op)
+	m.Header.Set(hdrSub, id)
+	_ = s.c.nc.PublishMsg(m)
+}
+
+// stop ends the subscription with why (the first reason wins).
+func (s *Subscription) stop(why error) {
+	select {
+	case s.quit <- why:
+	default:
+	}
+}
+
+// Events delivers the events in order and is closed once the
+// subscription has ended. A reader that falls behind by more than the
+// queue bound (snodo.MaxQueuedEvents) ends it with snodo.ErrQueueFull.
+func (s *Subscription) Events() <-chan snodo.Event { return s.events }
+
+// Done is closed once the subscription has ended.
+func (s *Subscription) Done() <-chan struct{} { return s.done }
+
+// Err is why the subscription ended: nil while it runs and after a
+// graceful end; snodo.ErrSubscriptionClosed after Close; snodo.ErrOwnerExited
+// when Listen's ctx is done; snodo.ErrQueueFull; a -32000 wrapping
+// ErrHostGone when the host stopped sending heartbeats, or ErrClientClosed;
+// an error wrapping ErrHostEnded, with the host's reason, when the host
+// ended it.
+func (s *Subscription) Err() error {
+	select {
+	case <-s.done:
+	default:
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Acknowledged is what the host's MCP server agreed to honour.
+func (s *Subscription) Acknowledged() snodo.Filter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.acked
+	f.ResourceSubscriptions = append([]string(nil), f.ResourceSubscriptions...)
+	return f
+}
+
+// Host is the id of the host serving the subscription (see Host.ID).
+func (s *Subscription) Host() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.host
+}
+
+// Close tells the host to cancel the subscription on its MCP server and
+// returns once it has ended here. It always returns nil.
+func (s *Subscription) Close() error {
+	s.stop(snodo.ErrSubscriptionClosed)
+	<-s.done
+	return nil
+}

@@ -1,0 +1,136 @@
+package remote
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/supervisor"
+)
+
+// Option configures a Host (NewHost) or a Client (NewClient, Dial). Each
+// option says which it applies to; the other ignores it.
+type Option func(*config) error
+
+type config struct {
+	prefix  string
+	natsOpt []nats.Option
+	logger  *slog.Logger
+
+	// hosts
+	pools   map[string]*supervisor.Pool
+	order   []string
+	maxHeld int
+	label   string
+
+	// callers
+	beat      time.Duration
+	timeout   time.Duration
+	handler   snodo.ServerRequestHandler
+	maxRounds int
+}
+
+func newConfig(opts []Option) (config, error) {
+	c := config{
+		prefix: DefaultPrefix, maxHeld: DefaultMaxHeld,
+		beat: DefaultHeartbeat, timeout: DefaultTimeout, maxRounds: snodo.DefaultMaxInputRounds,
+	}
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return c, err
+		}
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// DefaultTimeout is a remote call's timeout when neither WithTimeout nor
+// the snodo.Timeout request option gives one, as for a local connection.
+const DefaultTimeout = 60 * time.Second
+
+// WithPrefix sets the first subject token (default DefaultPrefix). Hosts
+// and callers of one deployment must agree on it. Both.
+func WithPrefix(prefix string) Option {
+	return func(c *config) error {
+		if err := checkName("prefix", prefix); err != nil {
+			return err
+		}
+		c.prefix = prefix
+		return nil
+	}
+}
+
+// WithNATSOptions passes options (credentials, TLS, reconnect policy…)
+// to the NATS connections the package opens: both of a Host's, and
+// Dial's. Both.
+func WithNATSOptions(opts ...nats.Option) Option {
+	return func(c *config) error { c.natsOpt = append(c.natsOpt, opts...); return nil }
+}
+
+// WithLogger receives lifecycle events and anomalies (default:
+// discarded). Both.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("remote: WithLogger: nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithHeartbeat sets how often the host running a call or subscription
+// tells the caller it is alive, and how often a subscriber tells the
+// host it still listens (default DefaultHeartbeat). Three missed beats
+// end the call or subscription with -32000, so a host that dies is
+// noticed within about 3.5 beats. Callers.
+func WithHeartbeat(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 20*time.Millisecond || d > time.Minute {
+			return fmt.Errorf("remote: WithHeartbeat(%s): use 20ms to 1m", d)
+		}
+		c.beat = d
+		return nil
+	}
+}
+
+// WithTimeout sets the default per-call timeout (default DefaultTimeout;
+// negative: none). The snodo.Timeout request option overrides it.
+// Callers.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d == 0 {
+			return errors.New("remote: WithTimeout: zero timeout; pass a negative duration to disable timeouts")
+		}
+		c.timeout = d
+		return nil
+	}
+}
+
+// WithServerRequestHandler answers the input requests of input_required
+// results (elicitation, sampling, roots) on the caller's side, before
+// the call is sent again, to whichever host takes it. Requests a legacy
+// server sends during a call are answered by the host's own handler
+// (the pool's snodo.WithServerRequestHandler), never by this one.
+// Callers.
+func WithServerRequestHandler(h snodo.ServerRequestHandler) Option {
+	return func(c *config) error { c.handler = h; return nil }
+}
+
+// WithMaxInputRounds bounds the input_required rounds one typed call
+// completes (default snodo.DefaultMaxInputRounds). Callers.
+func WithMaxInputRounds(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("remote: WithMaxInputRounds(%d): must be at least 1", n)
+		}
+		c.maxRounds = n
+		return nil
+	}
+}

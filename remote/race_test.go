@@ -1,0 +1,5 @@
+//go:build race
+
+package remote
+
+func init() { raceBuild = true }

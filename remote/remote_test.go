@@ -1,0 +1,111 @@
+package remote
+
+import (
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo"
+)
+
+func TestRequestRoundTrip(t *testing.T) {
+	e := natsServer(t)
+	host(t, e, "echo", 1)
+	c := client(t, e, "echo")
+	ctx := ctxFor(t, 20*time.Second)
+	raw, err := c.Request(ctx, "test/echo", map[string]any{"a": 1})
+	require.NoError(t, err)
+	var echoed struct{ A int }
+	require.NoError(t, json.Unmarshal(raw, &echoed))
+	assert.Equal(t, 1, echoed.A)
+	assert.Equal(t, snodo.EraModern, c.Era())
+
+	var got []snodo.Progress
+	_, err = c.Request(ctx, "test/progress", map[string]any{"count": 3, "intervalMs": 10},
+		snodo.OnProgress(func(p snodo.Progress) { got = append(got, p) }))
+	require.NoError(t, err)
+	assert.Len(t, got, 3)
+
+	_, err = c.Request(ctx, "test/error", map[string]any{"code": 4242, "message": "nope"})
+	var re *snodo.Error
+	require.ErrorAs(t, err, &re)
+	assert.False(t, re.Local())
+
+	info, err := c.Info(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "modern", info.Era)
+}
+
+func TestNoHost(t *testing.T) {
+	e := natsServer(t)
+	c := client(t, e, "nobody")
+	_, err := c.Request(ctxFor(t, 10*time.Second), "test/echo", nil)
+	require.ErrorIs(t, err, ErrNoHost)
+	require.ErrorIs(t, err, snodo.ErrConnectionClosed)
+	assert.Contains(t, err.Error(), `"nobody"`)
+}
+
+func TestTimeoutCancelsOnHost(t *testing.T) {
+	e := natsServer(t)
+	host(t, e, "slow", 1)
+	c := client(t, e, "slow")
+	ctx := ctxFor(t, 20*time.Second)
+	_, err := c.Request(ctx, "test/sleep", map[string]any{"ms": 10000, "honorCancel": true}, snodo.Timeout(200*time.Millisecond))
+	require.ErrorIs(t, err, snodo.ErrTimeout)
+	raw, err := c.Request(ctx, "test/waitNotification", map[string]any{"method": "notifications/cancelled", "count": 1, "timeoutMs": 5000})
+	require.NoError(t, err)
+	assert.NotEmpty(t, raw)
+}
+
+func TestListenEvents(t *testing.T) {
+	e := natsServer(t)
+	host(t, e, "subs", 1)
+	c := client(t, e, "subs", WithHeartbeat(100*time.Millisecond))
+	ctx := ctxFor(t, 20*time.Second)
+	sub, err := c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	assert.True(t, sub.Acknowledged().ToolsListChanged)
+	_, err = c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "count": 2})
+	require.NoError(t, err)
+	for range 2 {
+		select {
+		case ev := <-sub.Events():
+			assert.Equal(t, "notifications/tools/list_changed", ev.Method)
+		case <-ctx.Done():
+			t.Fatal("no event")
+		}
+	}
+	require.NoError(t, sub.Close())
+	assert.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionClosed)
+}
+
+func TestManyInFlight(t *testing.T) {
+	e := natsServer(t)
+	host(t, e, "many", 2)
+	c := client(t, e, "many")
+	ctx := ctxFor(t, 30*time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Go(func() {
+			raw, err := c.Request(ctx, "test/echo", map[string]int{"i": i})
+			if err == nil {
+				var v struct{ I int }
+				if err = json.Unmarshal(raw, &v); err == nil && v.I != i {
+					err = errors.New("wrong answer")
+				}
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}

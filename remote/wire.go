@@ -1,0 +1,133 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/propagation"
+)
+
+// The wire. A call is one NATS request whose payload is the JSON-RPC
+// request; the host answers on the request's reply subject with any
+// number of heartbeats and progress updates, then one final message whose
+// payload is the JSON-RPC response. Everything else about a call travels
+// in NATS headers, never in the JSON-RPC bytes.
+const (
+	// DefaultPrefix is the first token of every subject snodo uses.
+	DefaultPrefix = "snodo"
+
+	// DefaultHeartbeat is how often a host tells a caller that a call or
+	// subscription is still alive, and how often a subscriber tells the
+	// host that it is still listening. Three missed beats end the call or
+	// subscription.
+	DefaultHeartbeat = 500 * time.Millisecond
+
+	// missedBeats is how many heartbeat intervals of silence end a call or
+	// subscription.
+	missedBeats = 3
+)
+
+// Header names.
+const (
+	hdrKind      = "Snodo-Kind"      // beat, progress, ack, event, end; absent on a final reply
+	hdrTimeout   = "Snodo-Timeout"   // the caller's remaining timeout, in milliseconds
+	hdrBeat      = "Snodo-Heartbeat" // the heartbeat interval the caller wants, in milliseconds
+	hdrProgress  = "Snodo-Progress"  // "1": forward progress updates
+	hdrNotRun    = "Snodo-Not-Run"   // on a final error: the call never reached the MCP server (why)
+	hdrLocal     = "Snodo-Local"     // on a final error: raised by the host, not sent by the MCP server
+	hdrHost      = "Snodo-Host"      // the host's id
+	hdrControl   = "Snodo-Control"   // on an ack: where the subscriber sends keep-alives and its close
+	hdrSub       = "Snodo-Sub"       // a subscription's id on control messages
+	hdrOp        = "Snodo-Op"        // on control messages: keepalive or close
+	hdrMethod    = "Snodo-Method"    // an event's notification method
+	hdrEra       = "Snodo-Era"       // on a final reply: the era of the server that answered
+	hdrStatus    = "Status"          // set by the NATS server: 503 means no responders
+	noResponders = "503"
+)
+
+// Message kinds (hdrKind).
+const (
+	kindBeat     = "beat"
+	kindProgress = "progress"
+	kindAck      = "ack"
+	kindEvent    = "event"
+	kindEnd      = "end"
+)
+
+// Control operations (hdrOp).
+const (
+	opKeepalive = "keepalive"
+	opClose     = "close"
+)
+
+// validName is what a served name (and a prefix token) may be: it is one
+// NATS subject token and a micro service name.
+var validName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func checkName(what, name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("remote: %s %q: use letters, digits, '-' and '_' only (it becomes a NATS subject token)", what, name)
+	}
+	return nil
+}
+
+// subjects are the subjects of one served name.
+type subjects struct {
+	call, listen, cancel, info string
+}
+
+func subjectsOf(prefix, name string) subjects {
+	base := prefix + "." + name
+	return subjects{call: base + ".call", listen: base + ".listen", cancel: base + ".cancel", info: base + ".info"}
+}
+
+// controlSubject is a host's own subject for subscription keep-alives.
+func controlSubject(prefix, hostID string) string { return prefix + "._host." + hostID }
+
+// traceContext is the W3C trace context propagator: traceparent and
+// tracestate headers.
+var traceContext = propagation.TraceContext{}
+
+// headerCarrier adapts NATS headers to the OpenTelemetry propagation API.
+type headerCarrier nats.Header
+
+func (h headerCarrier) Get(key string) string { return nats.Header(h).Get(key) }
+func (h headerCarrier) Set(key, value string) { nats.Header(h).Set(key, value) }
+func (h headerCarrier) Keys() []string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// injectTrace puts ctx's trace context, if any, into h.
+func injectTrace(ctx context.Context, h nats.Header) { traceContext.Inject(ctx, headerCarrier(h)) }
+
+// extractTrace returns ctx carrying the trace context found in h.
+func extractTrace(ctx context.Context, h nats.Header) context.Context {
+	if h == nil {
+		return ctx
+	}
+	return traceContext.Extract(ctx, headerCarrier(h))
+}
+
+func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// headerMillis reads a duration header in milliseconds; 0 when absent or
+// not a positive number.
+func headerMillis(h nats.Header, key string) time.Duration {
+	v := h.Get(key)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Millisecond
+}
