@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
@@ -43,6 +42,8 @@ const progressQueue = 64
 // the name may take any call. Its methods are safe for concurrent use;
 // Close may be called any number of times.
 type Client struct {
+	snodo.Calls // every typed call: ListTools, CallTool (input_required rounds answered here), ReadResource, …
+
 	nc    *nats.Conn
 	owned bool // Dial opened nc: Close closes it
 	name  string
@@ -81,6 +82,7 @@ func NewClient(nc *nats.Conn, name string, opts ...Option) (*Client, error) {
 		calls: map[string]*pending{},
 		subs:  map[string]*Subscription{},
 	}
+	c.Calls = snodo.NewCalls(c)
 	if c.sub, err = nc.Subscribe(c.inbox+"*", c.dispatch); err != nil {
 		return nil, fmt.Errorf("remote: subscribing to the reply inbox: %w", err)
 	}
@@ -107,6 +109,13 @@ func Dial(url, name string, opts ...Option) (*Client, error) {
 	}
 	c.owned = true
 	return c, nil
+}
+
+// InputHandling answers the input requests of input_required results
+// with the WithServerRequestHandler handler, here on the caller's side;
+// the retry goes to whichever host takes it.
+func (c *Client) InputHandling() snodo.InputHandling {
+	return snodo.InputHandling{Serve: snodo.ServeInputsWith(c.cfg.handler), MaxRounds: c.cfg.maxRounds}
 }
 
 // Name is the served name this client calls.
@@ -204,10 +213,7 @@ func closedErr(msg string, why ...error) error {
 // timeout or when ctx is done, a cancel goes to the host, which cancels
 // the call on its MCP server.
 func (c *Client) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
-	var o connection.CallOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := snodo.SettingsOf(opts...)
 	raw, err := jsonrpc.Marshal(params)
 	if err != nil {
 		return nil, fmt.Errorf("remote: %s: cannot marshal params: %w", method, err)
@@ -222,7 +228,7 @@ func (c *Client) Request(ctx context.Context, method string, params any, opts ..
 }
 
 // once sends the call once. notRun reports a refusal before it ran.
-func (c *Client) once(ctx context.Context, method string, params []byte, o *connection.CallOptions) (json.RawMessage, bool, error) {
+func (c *Client) once(ctx context.Context, method string, params []byte, o *snodo.RequestSettings) (json.RawMessage, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}

@@ -447,7 +447,7 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	if env.Params != nil {
 		params = json.RawMessage(env.Params)
 	}
-	raw, err := s.pool.Request(ctx, env.MethodName(), params, supervisor.RequestOptions(ro...))
+	raw, err := s.pool.Request(ctx, env.MethodName(), params, ro...)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && errors.Is(cause, errCallerCancelled) {
 			s.cancels.Add(1)
@@ -471,7 +471,7 @@ type wireProgress struct {
 func (h *Host) answer(s *served, reply string, id, result []byte, e *jsonrpc.Error, local bool) {
 	m := nats.NewMsg(reply)
 	m.Header.Set(hdrHost, h.id)
-	if era := eraOf(s.pool); era != 0 {
+	if era := s.pool.Era(); era != 0 {
 		m.Header.Set(hdrEra, era.String())
 	}
 	if e != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/supervisor"
 )
 
 // ServerInfo is what a host knows of the MCP server it serves under a
@@ -51,16 +50,6 @@ func infoOf(c *snodo.Client, h *Host) ServerInfo {
 		Era: c.Era().String(), ProtocolVersion: c.ProtocolVersion(), ServerInfo: c.ServerInfo(),
 		Capabilities: c.Capabilities(), Instructions: c.Instructions(), Host: h.id, Label: h.label,
 	}
-}
-
-// eraOf is the era of a pool's servers (the first connected member's).
-func eraOf(p *supervisor.Pool) snodo.Era {
-	for _, m := range p.Members() {
-		if c := m.Current(); c != nil {
-			return c.Era()
-		}
-	}
-	return 0
 }
 
 // Info asks a host of the name about its MCP server.

@@ -56,11 +56,9 @@ type Subscription struct {
 // for the reader (default 1024); snodo.ListenTo is not supported: read
 // Events and forward them to the actor.
 func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
-	var o subscription.Options
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, fmt.Errorf("remote: %w", err)
-		}
+	o, err := snodo.ListenSettingsOf(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("remote: %w", err)
 	}
 	if o.Actor != nil {
 		return nil, errors.New("remote: ListenTo is not supported on a remote subscription; read Events and forward them to the actor")

@@ -37,7 +37,6 @@ type config struct {
 	configFile, natsURL, serverName, prefix string
 	natsCreds, natsNkey, natsUser           string
 	natsCA, natsCert, natsKey               string
-	poolSize                                int
 	drain                                   time.Duration
 
 	command string   // info, tools, call, request, listen, demo, help, node, servers
@@ -73,7 +72,7 @@ const usageText = `Usage:
   snodo demo                                        tour the features with a built-in server
 
 Named servers over NATS:
-  snodo node --config FILE [--nats URL] [--pool N]  serve the file's servers (no --nats: embed
+  snodo node --config FILE [--nats URL]             serve the file's servers (no --nats: embed
                                                     a NATS server and print its URL)
   snodo --nats URL --server NAME info|tools|call|request|listen ...
   snodo --nats URL servers                          every served name and its hosts
@@ -116,7 +115,6 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.serverName, "server", "", "with --nats: call the served `NAME` instead of a SERVER_CMD")
 	fs.StringVar(&cfg.configFile, "config", "", "node: the mcpServers `file` naming the servers to serve")
 	fs.StringVar(&cfg.prefix, "prefix", "", "NATS subject `prefix` of hosts and callers (default snodo)")
-	fs.IntVar(&cfg.poolSize, "pool", 1, "node: `N` processes of each server")
 	fs.DurationVar(&cfg.drain, "drain", 30*time.Second, "node: on SIGINT/SIGTERM, wait at most `duration` for held calls")
 	fs.StringVar(&cfg.natsCreds, "nats-creds", "", "NATS credentials `file` (JWT and nkey seed)")
 	fs.StringVar(&cfg.natsNkey, "nats-nkey", "", "NATS nkey seed `file`")
@@ -265,8 +263,6 @@ func (cfg *config) validateRemote() error {
 		return usagef("servers: give --nats URL")
 	case cfg.serverName != "" && cfg.natsURL == "":
 		return usagef("--server NAME goes with --nats URL")
-	case cfg.poolSize < 1:
-		return usagef("--pool %d: at least 1", cfg.poolSize)
 	case cfg.drain <= 0:
 		return usagef("--drain %s: must be positive", cfg.drain)
 	case (cfg.natsCert == "") != (cfg.natsKey == ""):

@@ -15,6 +15,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/remote"
 	"github.com/snodo/snodo/remote/embedded"
+	"github.com/snodo/snodo/servers"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -27,10 +28,14 @@ func runNode(cfg *config, sio stdio) int {
 		fmt.Fprintf(sio.err, "snodo node: %v\n", err)
 		return exitFailure
 	}
-	specs, names, err := loadServers(cfg.configFile)
+	file, err := servers.Load(cfg.configFile)
 	if err != nil {
 		return fail(err)
 	}
+	if len(file.Servers) == 0 {
+		return fail(fmt.Errorf("%s: no server to serve", cfg.configFile))
+	}
+	names := file.Names()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -53,16 +58,16 @@ func runNode(cfg *config, sio stdio) int {
 		opts = append(opts, remote.WithPrefix(cfg.prefix))
 	}
 	var pools []*supervisor.Pool
-	for _, name := range names {
-		p, err := startPool(name, specs[name], cfg, sio)
+	for _, srv := range file.Servers {
+		p, err := startPool(srv, cfg, sio)
 		if err != nil {
 			for _, p := range pools {
 				_ = p.Close()
 			}
-			return fail(fmt.Errorf("starting %s: %w", name, err))
+			return fail(fmt.Errorf("starting %s: %w", srv.Name, err))
 		}
 		pools = append(pools, p)
-		opts = append(opts, remote.Serve(name, p))
+		opts = append(opts, remote.Serve(srv.Name, p))
 	}
 	h, err := remote.NewHost(context.Background(), url, opts...) // closes the pools if it fails
 	if err != nil {
@@ -95,25 +100,18 @@ func runNode(cfg *config, sio stdio) int {
 	return exitOK
 }
 
-// startPool starts the pool of one configured server.
-// Requests a legacy server sends during a call are answered here, on the
-// host, as the CLI answers them (--root, --sampling-reply; elicitation
-// is declined: a node has no terminal to ask on).
-func startPool(name string, s serverSpec, cfg *config, sio stdio) (*supervisor.Pool, error) {
+// startPool starts the pool of one configured server (its "pool" size,
+// default 1). Requests a legacy server sends during a call are answered
+// here, on the host, as the CLI answers them (--root, --sampling-reply;
+// elicitation is declined: a node has no terminal to ask on).
+func startPool(srv *servers.Server, cfg *config, sio stdio) (*supervisor.Pool, error) {
 	sio.inTTY = false
 	h := &answers{roots: cfg.roots, samplingReply: cfg.samplingReply, io: sio}
-	conn := []snodo.Option{
-		snodo.WithShutdownGrace(shutdownGrace), snodo.WithMaxLineBytes(cfg.maxLineBytes),
-		snodo.WithServerRequestHandler(h.serve), snodo.WithClientCapabilities(h.capabilities()),
+	conn := []snodo.Option{snodo.WithServerRequestHandler(h.serve), snodo.WithClientCapabilities(h.capabilities())}
+	if srv.ShutdownGrace == 0 {
+		conn = append(conn, snodo.WithShutdownGrace(shutdownGrace)) // a node leaves no server behind
 	}
-	for k, v := range s.Env {
-		conn = append(conn, snodo.WithEnv(k, v))
-	}
-	if s.Cwd != "" {
-		conn = append(conn, snodo.WithDir(s.Cwd))
-	}
-	return supervisor.NewPool(context.Background(), s.Command, s.Args, cfg.poolSize,
-		supervisor.WithName(name), supervisor.WithConnectOptions(conn...))
+	return srv.NewPool(context.Background(), supervisor.WithConnectOptions(conn...))
 }
 
 // natsOptions are the NATS connection options of the command line:
