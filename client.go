@@ -33,10 +33,11 @@ type ServerRequestHandler = handlers.Func
 // All its methods are safe for concurrent use by any number of goroutines
 // and actors.
 type Client struct {
-	Calls // every typed call: ListTools, CallTool, ReadResource, …
-	conn  *connection.Conn
-	mcp   mcpState
-	notes *notifier // the notification path (notifications.go)
+	Calls                 // every typed call: ListTools, CallTool, ReadResource, …
+	connected atomic.Bool // Connect returned it: its owner is told when it stops
+	conn      *connection.Conn
+	mcp       mcpState
+	notes     *notifier // the notification path (notifications.go)
 
 	tel            *telemetry.Telemetry // tracer and instruments (telemetry.go)
 	meters         *telemetry.Conn      // this client's measurements; nil when metrics are off

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/telemetry"
@@ -117,11 +119,13 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	c.notes = newNotifier(&cfg.mcp, cfg.conn.Logger)
 	c.notes.meters = c.meters
 	cfg.conn.OnNotification = c.notes.push
+	cfg.conn.OnMessage = func(actx protoactor.Context) bool { return HandleCall(actx, c) }
 	conn, err := c.startConn(ctx, cfg)
 	if err != nil {
 		return err // already says which command could not start, and why
 	}
 	c.conn = conn
+	AnswerDeadCalls(conn.System())
 	err = c.negotiate(ctx, cfg)
 	if err == nil {
 		era, version := c.mcp.era.String(), c.mcp.version
@@ -139,13 +143,20 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 		return err
 	}
 	c.notes.era.Store(int32(c.mcp.era))
+	c.connected.Store(true)
 	return nil
 }
 
 // startConn starts a connection (the first, or a restart) with its
 // session clock.
 func (c *Client) startConn(ctx context.Context, cfg *config) (*connection.Conn, error) {
-	cfg.conn.OnStop = c.sessionEnded(time.Now())
+	ended, owner := c.sessionEnded(time.Now()), cfg.conn.Owner
+	cfg.conn.OnStop = func(reason error) {
+		ended(reason)
+		if owner != nil && c.connected.Load() { // a Connect that failed reports on its own
+			c.conn.System().Root.Send(owner, &Closed{Client: c, Err: reason})
+		}
+	}
 	return connection.Start(ctx, cfg.conn)
 }
 

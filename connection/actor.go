@@ -30,6 +30,9 @@ func (c *Conn) receive(ctx protoactor.Context) {
 	case *protoactor.Stopped:
 		c.actorStopped()
 	default:
+		if c.cfg.OnMessage != nil && c.cfg.OnMessage(ctx) {
+			return
+		}
 		c.disp.Receive(ctx) // a handler child's Terminated
 	}
 }

@@ -63,6 +63,12 @@ type Config struct {
 	// DefaultMaxServerRequests.
 	MaxServerRequests int
 
+	// OnMessage, if set, sees each message the connection actor does not
+	// handle itself (the root package answers its call messages there)
+	// and reports whether it took it. It runs on the connection actor and
+	// must not block: start the work elsewhere and return.
+	OnMessage func(ctx protoactor.Context) bool
+
 	// OnNotification, if set, sees every server notification not routed
 	// to a request (progress), a stream (subscription) or a handler
 	// (cancelled), in the order they arrive. ctx is done once the

@@ -18,6 +18,7 @@ import (
 // to it; it never blocks and never uses ReceiveTimeout or futures.
 type supervisorActor struct {
 	s         *state
+	c         *Client // the facade call messages run on
 	rs        intensity
 	conn      *snodo.Client // the connection it watches; nil while restarting
 	attempt   int           // numbers connect attempts; stale results are ignored
@@ -79,6 +80,8 @@ func (a *supervisorActor) Receive(ctx protoactor.Context) {
 	case *protoactor.Stopped:
 		a.emit(ctx, LifecycleEvent{Kind: Stopped, Err: a.s.why()})
 		a.s.actorStopped()
+	default:
+		snodo.HandleCall(ctx, a.c) // call messages, run off the mailbox
 	}
 }
 

@@ -51,10 +51,13 @@ func start(ctx context.Context, command string, args []string, cfg *config) (*Cl
 		sys = snodoactor.Shared()
 	}
 	s := newState(cfg, command, args, sys)
+	c := &Client{s: s}
+	c.Calls = snodo.NewCalls(c)
+	snodo.AnswerDeadCalls(sys)
 	s.life, s.stopLife = context.WithCancelCause(context.WithoutCancel(ctx))
 	props := protoactor.PropsFromProducer(
 		func() protoactor.Actor {
-			return &supervisorActor{s: s, rs: intensity{max: cfg.maxRestarts, window: cfg.window}}
+			return &supervisorActor{s: s, c: c, rs: intensity{max: cfg.maxRestarts, window: cfg.window}}
 		},
 		protoactor.WithGuardian(snodoactor.StopOnFailure),
 	)
@@ -73,8 +76,6 @@ func start(ctx context.Context, command string, args []string, cfg *config) (*Cl
 		}
 		return nil, fmt.Errorf("supervisor: first start of %s: %w", command, err)
 	}
-	c := &Client{s: s}
-	c.Calls = snodo.NewCalls(c)
 	return c, nil
 }
 

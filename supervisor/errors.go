@@ -16,6 +16,11 @@ var (
 	// otherwise a call that waited past its timeout gets a -32001 wrapping
 	// it.
 	ErrRestarting = errors.New("supervisor: the server is restarting")
+	// ErrStarting: a pool started with StartPool has no member up yet.
+	// With FailFast, calls made meanwhile fail at once with a -32000
+	// *snodo.Error wrapping it; otherwise a call that waited past its
+	// timeout gets a -32001 wrapping it.
+	ErrStarting = errors.New("supervisor: the pool is starting")
 	// ErrGaveUp: the restart intensity limit was passed and supervision
 	// stopped. The error is a *GaveUpError.
 	ErrGaveUp = errors.New("supervisor: gave up restarting the server")
@@ -123,6 +128,14 @@ func restartingError(last error, next time.Time) error {
 		fmt.Sprintf("connection closed: the server is restarting after %s (next attempt %s); retry later, or leave out FailFast to wait for it",
 			exitWords(last), when),
 		snodo.ErrConnectionClosed, ErrRestarting)
+}
+
+// startingError is what a FailFast call gets before a pool's first member
+// is up.
+func startingError() error {
+	return snodo.NewLocalError(snodo.CodeConnectionClosed,
+		"connection closed: the pool is starting and no member is up yet; wait for its PoolReady, or leave out FailFast to wait for it",
+		snodo.ErrConnectionClosed, ErrStarting)
 }
 
 // waitTimeoutError is what a waiting call gets when no server came back

@@ -34,10 +34,12 @@ type Pool struct {
 
 	mu       sync.Mutex
 	members  []*Client
-	serial   int       // names members command#N
-	next     int       // where the least-loaded scan starts (spreads ties)
-	closing  bool      // Close or the owner's end: no new members
-	stopping []*Client // the members being stopped with the pool
+	serial   int           // names members command#N
+	next     int           // where the least-loaded scan starts (spreads ties)
+	closing  bool          // Close or the owner's end: no new members
+	stopping []*Client     // the members being stopped with the pool
+	starting bool          // the first members are starting: calls wait for them
+	changed  chan struct{} // closed and replaced when members, starting or closing change
 	reason   error
 	bg       sync.WaitGroup // member closers
 	stopped  chan struct{}
@@ -50,6 +52,69 @@ type Pool struct {
 // to the pool). If a member cannot start, the others are closed and the
 // error is returned.
 func NewPool(ctx context.Context, command string, args []string, size int, opts ...Option) (*Pool, error) {
+	p, err := newPool(ctx, command, args, size, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.start(size); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// PoolReady is the message StartPool sends once the pool's first members
+// have all started (Err nil) or one of them could not (Err says why, and
+// the pool is closed).
+type PoolReady struct {
+	Pool *Pool
+	Err  error
+}
+
+// IgnoreDeadLetterLogging keeps a readiness for an actor that is gone out
+// of the dead-letter log.
+func (*PoolReady) IgnoreDeadLetterLogging() {}
+
+// StartPool is NewPool for actors: it returns the pool at once and sends
+// a *PoolReady to pid when its size members have started, so an actor can
+// start a pool from its Receive without blocking its mailbox. The pool is
+// owned by pid (WithOwner) and runs on pid's system (WithActorSystem)
+// unless opts say otherwise. Only bad arguments are an error here.
+//
+// Calls made before the pool is ready, as methods or as messages to its
+// PID, wait for the first member to come up, as calls wait for a restart:
+// for at most their Timeout request option (or WithMaxWait), and with
+// FailFast they fail at once with a -32000 wrapping ErrStarting. If the
+// pool cannot start, they fail with its error.
+func StartPool(ctx context.Context, system *protoactor.ActorSystem, pid *protoactor.PID, command string, args []string, size int, opts ...Option) (*Pool, error) {
+	opts = append([]Option{WithActorSystem(system), WithOwner(pid)}, opts...)
+	p, err := newPool(ctx, command, args, size, opts)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		err := p.start(size)
+		system.Root.Send(pid, &PoolReady{Pool: p, Err: err})
+	}()
+	return p, nil
+}
+
+// start grows the pool to size; if a member cannot start, the pool is
+// closed and the error returned.
+func (p *Pool) start(size int) error {
+	err := p.Grow(size)
+	p.mu.Lock()
+	p.starting = false
+	p.notifyLocked()
+	p.mu.Unlock()
+	if err != nil {
+		p.stop(err)
+		_ = p.Close()
+		return err
+	}
+	return nil
+}
+
+func newPool(ctx context.Context, command string, args []string, size int, opts []Option) (*Pool, error) {
 	if size < 1 {
 		return nil, fmt.Errorf("supervisor: pool size %d must be at least 1", size)
 	}
@@ -69,10 +134,13 @@ func NewPool(ctx context.Context, command string, args []string, size int, opts 
 	}
 	p := &Pool{
 		ctx: ctx, command: command, args: append([]string(nil), args...), cfg: cfg, sys: sys,
-		stopped: make(chan struct{}),
-		done:    make(chan struct{}),
+		starting: true,
+		changed:  make(chan struct{}),
+		stopped:  make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	p.Calls = snodo.NewCalls(p)
+	snodo.AnswerDeadCalls(sys)
 	p.mu.Lock()
 	p.pid = sys.Root.SpawnPrefix(protoactor.PropsFromProducer(
 		func() protoactor.Actor { return &poolActor{p: p} },
@@ -82,10 +150,6 @@ func NewPool(ctx context.Context, command string, args []string, size int, opts 
 		p.stop(fmt.Errorf("%w: %w", snodo.ErrOwnerExited, context.Cause(ctx)))
 	})
 	p.mu.Unlock()
-	if err := p.Grow(size); err != nil {
-		_ = p.Close()
-		return nil, err
-	}
 	return p, nil
 }
 
@@ -137,6 +201,7 @@ func (p *Pool) add(m *Client) error {
 		return snodo.ClosedError(reason)
 	}
 	p.members = append(p.members, m)
+	p.notifyLocked()
 	p.mu.Unlock()
 	p.sys.Root.Send(p.pid, &watchMember{pid: m.PID()})
 	return nil
@@ -234,18 +299,64 @@ func (p *Pool) stop(reason error) {
 	p.sys.Root.Stop(p.pid)
 }
 
+// notifyLocked wakes the calls waiting for a member. Hold mu.
+func (p *Pool) notifyLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
 // pick reserves the member for one call: the fewest in flight among
 // those whose server is up (all of them if none is), skipping avoid.
-func (p *Pool) pick(avoid *Client) (*Client, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closing || len(p.members) == 0 {
-		reason := p.reason
-		if reason == nil {
-			reason = snodo.ErrClosed
+// While the pool is starting with no member up yet it waits (see
+// StartPool) for at most the call's timeout (0: WithMaxWait; negative:
+// only ctx).
+func (p *Pool) pick(ctx context.Context, method string, avoid *Client, timeout time.Duration) (*Client, error) {
+	var expired <-chan time.Time
+	t0 := time.Now()
+	for {
+		p.mu.Lock()
+		if p.closing || (len(p.members) == 0 && !p.starting) {
+			reason := p.reason
+			p.mu.Unlock()
+			if reason == nil {
+				reason = snodo.ErrClosed
+			}
+			return nil, snodo.ClosedError(reason)
 		}
-		return nil, snodo.ClosedError(reason)
+		if len(p.members) > 0 {
+			best := p.leastLoadedLocked(avoid)
+			p.mu.Unlock()
+			return best, nil
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		if p.cfg.failFast {
+			return nil, startingError()
+		}
+		if expired == nil {
+			limit := p.cfg.maxWait
+			if timeout != 0 {
+				limit = timeout
+			}
+			if limit > 0 {
+				t := time.NewTimer(limit)
+				defer t.Stop()
+				expired = t.C
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-expired:
+			return nil, waitTimeoutError(method, time.Since(t0))
+		}
 	}
+}
+
+// leastLoadedLocked picks and reserves a member. Hold mu; members is not
+// empty.
+func (p *Pool) leastLoadedLocked(avoid *Client) *Client {
 	var best *Client
 	bestUp, bestLoad := false, 0
 	n := len(p.members)
@@ -261,23 +372,29 @@ func (p *Pool) pick(avoid *Client) (*Client, error) {
 	}
 	p.next++
 	best.s.inflight.Add(1)
-	return best, nil
+	return best
 }
 
 // poolCall runs fn on the least-loaded member; an Idempotent call that
 // lost its server is sent once more to another member.
 func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.RequestOption,
 	fn func(*snodo.Client, []snodo.RequestOption) (T, error)) (T, error) {
-	m, err := p.pick(nil)
+	set := snodo.SettingsOf(opts...)
+	t0 := time.Now()
+	m, err := p.pick(ctx, method, nil, set.Timeout)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
+	if waited := time.Since(t0); set.Timeout > 0 && waited > time.Millisecond {
+		// The wait for a first member counts against the call's timeout.
+		opts = append(append([]snodo.RequestOption(nil), opts...), snodo.Timeout(max(set.Timeout-waited, time.Millisecond)))
+	}
 	v, err := call(ctx, m, method, opts, true, fn) // the retry goes to another member
-	if err == nil || !snodo.SettingsOf(opts...).Idempotent || !lostConnection(err) || ctx.Err() != nil {
+	if err == nil || !set.Idempotent || !lostConnection(err) || ctx.Err() != nil {
 		return v, err
 	}
-	m2, perr := p.pick(m)
+	m2, perr := p.pick(ctx, method, m, set.Timeout)
 	if perr != nil {
 		return v, err
 	}
@@ -328,7 +445,7 @@ func (p *Pool) serveInputs(ctx context.Context, reqs []*snodo.ServerRequest, tim
 // Listen opens a supervised subscription on the least-loaded member; it
 // follows that member's restarts.
 func (p *Pool) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
-	m, err := p.pick(nil)
+	m, err := p.pick(ctx, listenMethod, nil, 0)
 	if err != nil {
 		return nil, err
 	}

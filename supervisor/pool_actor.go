@@ -35,6 +35,7 @@ func (p *Pool) shutdown() {
 	}
 	members := p.members
 	p.members, p.stopping = nil, members
+	p.notifyLocked()
 	reason := p.reason
 	p.mu.Unlock()
 	p.unwatch()
@@ -109,5 +110,7 @@ func (a *poolActor) Receive(ctx protoactor.Context) {
 		p.shutdown()
 	case *protoactor.Stopped:
 		p.actorStopped()
+	default:
+		snodo.HandleCall(ctx, p) // call messages, run off the mailbox
 	}
 }

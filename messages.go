@@ -1,0 +1,191 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+)
+
+// Calls as actor messages. An actor sends a *Call (or a *ToolCall) with
+// ctx.Request to the PID of a *Client, a supervisor.Client or a
+// supervisor.Pool, and later receives exactly one *Reply (*ToolReply)
+// carrying the call's Tag: also when the connection is gone, as a -32000.
+// The actor behind the PID never blocks on the call: the request runs on
+// a goroutine of its own, bounded by the call's Timeout option (default:
+// the connection's timeout), and nothing uses protoactor futures.
+
+// Call is a raw request as a message: the answer to Request(ctx, Method,
+// Params, Options...) comes back as a *Reply with the same Tag. Params
+// takes the same forms as Request's. Like Request it is raw: a result
+// that asks for input ("resultType":"input_required") is returned as it
+// is; send a *ToolCall to have those rounds completed.
+type Call struct {
+	Method  string
+	Params  any
+	Tag     any             // returned in the Reply, to match it to the call
+	Options []RequestOption // Timeout, Idempotent…; OnProgress is replaced when Progress is set
+	// Progress asks the server for progress updates and sends each to the
+	// reply target as a *CallProgress, in order, before the Reply.
+	Progress bool
+	// ReplyTo receives the Reply (and progress) instead of the sender;
+	// set it when sending with Send, or from code that is not an actor.
+	ReplyTo *protoactor.PID
+}
+
+// Reply answers a *Call: Result on success, Err otherwise (a *Error from
+// the server or a local one, as Request returns).
+type Reply struct {
+	Tag    any
+	Result json.RawMessage
+	Err    error
+}
+
+// ToolCall is CallTool as a message: the answer comes back as a
+// *ToolReply with the same Tag, after every input_required round has been
+// completed with the server-request handler.
+type ToolCall struct {
+	Name     string
+	Args     any // nil, a json.RawMessage, or anything that marshals to a JSON object
+	Tag      any
+	Options  []RequestOption
+	Progress bool            // as for Call
+	ReplyTo  *protoactor.PID // as for Call
+}
+
+// ToolReply answers a *ToolCall: Result on success (a tool that failed is
+// a Result with IsError set), Err otherwise.
+type ToolReply struct {
+	Tag    any
+	Result *CallToolResult
+	Err    error
+}
+
+// CallProgress is one progress update of a *Call or *ToolCall sent with
+// Progress set.
+type CallProgress struct {
+	Tag      any
+	Progress Progress
+}
+
+// Closed tells the owner actor (WithOwner, ConnectTo) that a connection
+// it owns has stopped, and why (Err, as Client.Err). It matches
+// *Connected: every connection Connect returned sends one, once its actor
+// has stopped; the server may still be exiting (Client.Done).
+type Closed struct {
+	Client *Client
+	Err    error
+}
+
+// IgnoreDeadLetterLogging keeps messages for an actor that is gone out of
+// the dead-letter log (calls sent to a stopped actor are answered; see
+// HandleCall).
+func (*Call) IgnoreDeadLetterLogging()         {}
+func (*Reply) IgnoreDeadLetterLogging()        {}
+func (*ToolCall) IgnoreDeadLetterLogging()     {}
+func (*ToolReply) IgnoreDeadLetterLogging()    {}
+func (*CallProgress) IgnoreDeadLetterLogging() {}
+func (*Closed) IgnoreDeadLetterLogging()       {}
+
+// HandleCall answers the call messages (*Call, *ToolCall) an actor
+// receives by running them on r, off the actor's mailbox, and reports
+// whether the message was one. The connection, supervisor and pool
+// actors use it; so can an actor of yours that fronts a Requester (a
+// router choosing among pools, say). The reply goes to the message's
+// ReplyTo, else its sender; a call with neither is not run, and a
+// warning goes to the actor system's logger.
+func HandleCall(ctx protoactor.Context, r Requester) bool {
+	sys := ctx.ActorSystem()
+	switch msg := ctx.Message().(type) {
+	case *Call:
+		to := replyTarget(ctx, msg.ReplyTo, "Call", msg.Method)
+		if to != nil {
+			go runCall(sys, to, msg, r)
+		}
+		return true
+	case *ToolCall:
+		to := replyTarget(ctx, msg.ReplyTo, "ToolCall", msg.Name)
+		if to != nil {
+			go runToolCall(sys, to, msg, r)
+		}
+		return true
+	}
+	return false
+}
+
+func replyTarget(ctx protoactor.Context, replyTo *protoactor.PID, kind, name string) *protoactor.PID {
+	if replyTo != nil {
+		return replyTo
+	}
+	if s := ctx.Sender(); s != nil {
+		return s
+	}
+	ctx.Logger().Warn("snodo: a *snodo."+kind+" with no sender and no ReplyTo was not run: send it with ctx.Request, or set ReplyTo",
+		"call", name, "to", ctx.Self())
+	return nil
+}
+
+func callOptions(sys *protoactor.ActorSystem, to *protoactor.PID, tag any, opts []RequestOption, progress bool) []RequestOption {
+	if !progress {
+		return opts
+	}
+	return append(append([]RequestOption(nil), opts...), OnProgress(func(p Progress) {
+		sys.Root.Send(to, &CallProgress{Tag: tag, Progress: p})
+	}))
+}
+
+func runCall(sys *protoactor.ActorSystem, to *protoactor.PID, msg *Call, r Requester) {
+	res, err := r.Request(context.Background(), msg.Method, msg.Params,
+		callOptions(sys, to, msg.Tag, msg.Options, msg.Progress)...)
+	sys.Root.Send(to, &Reply{Tag: msg.Tag, Result: res, Err: err})
+}
+
+func runToolCall(sys *protoactor.ActorSystem, to *protoactor.PID, msg *ToolCall, r Requester) {
+	res, err := NewCalls(r).CallTool(context.Background(), msg.Name, msg.Args,
+		callOptions(sys, to, msg.Tag, msg.Options, msg.Progress)...)
+	sys.Root.Send(to, &ToolReply{Tag: msg.Tag, Result: res, Err: err})
+}
+
+// answered holds the actor systems whose dead letters AnswerDeadCalls
+// watches, so each is watched once.
+var answered sync.Map
+
+// AnswerDeadCalls makes sure a call message sent to an actor of sys that
+// has stopped still gets its one reply: a -32000 *Error wrapping
+// ErrConnectionClosed. (protoactor-go also sends the sender an
+// *actor.DeadLetterResponse; ignore it.) Connect and the supervisor
+// package call it for the systems they use; call it for the system of an
+// actor of yours that uses HandleCall. Idempotent.
+func AnswerDeadCalls(sys *protoactor.ActorSystem) {
+	if _, loaded := answered.LoadOrStore(sys, struct{}{}); loaded {
+		return
+	}
+	sys.EventStream.Subscribe(func(ev any) {
+		dl, ok := ev.(*protoactor.DeadLetterEvent)
+		if !ok {
+			return
+		}
+		gone := func() error {
+			return ClosedError(fmt.Errorf("actor %s has stopped", dl.PID.GetId()))
+		}
+		switch m := dl.Message.(type) {
+		case *Call:
+			if to := cmpPID(m.ReplyTo, dl.Sender); to != nil {
+				sys.Root.Send(to, &Reply{Tag: m.Tag, Err: gone()})
+			}
+		case *ToolCall:
+			if to := cmpPID(m.ReplyTo, dl.Sender); to != nil {
+				sys.Root.Send(to, &ToolReply{Tag: m.Tag, Err: gone()})
+			}
+		}
+	})
+}
+
+func cmpPID(a, b *protoactor.PID) *protoactor.PID {
+	if a != nil {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,140 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// inbox is an actor that sends what it is told to and collects what it
+// receives.
+type inbox struct {
+	pid *protoactor.PID
+	got chan any
+}
+
+type sendTo struct {
+	to  *protoactor.PID
+	msg any
+}
+
+func newInbox(t *testing.T) *inbox {
+	sys := snodoactor.Shared()
+	in := &inbox{got: make(chan any, 64)}
+	in.pid = sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		switch msg := ctx.Message().(type) {
+		case *sendTo:
+			ctx.Request(msg.to, msg.msg)
+		case *Reply, *ToolReply, *CallProgress, *Closed, *Connected:
+			in.got <- msg
+		}
+	}))
+	t.Cleanup(func() { sys.Root.Stop(in.pid) })
+	return in
+}
+
+func (in *inbox) send(to *protoactor.PID, msg any) {
+	snodoactor.Shared().Root.Send(in.pid, &sendTo{to: to, msg: msg})
+}
+
+func (in *inbox) next(t *testing.T) any {
+	t.Helper()
+	select {
+	case m := <-in.got:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message within 10s")
+		return nil
+	}
+}
+
+func TestCallMessagesGetOneReplyEach(t *testing.T) {
+	c := dialTest(t, []string{"-era", "modern"}, elicitCaps, WithServerRequestHandler(nameHandler(new(atomic.Int32), "Ada")))
+	in := newInbox(t)
+
+	in.send(c.PID(), &Call{Method: "test/echo", Params: map[string]int{"n": 1}, Tag: "one"})
+	r := in.next(t).(*Reply)
+	assert.Equal(t, "one", r.Tag)
+	require.NoError(t, r.Err)
+	var echoed struct{ N int }
+	require.NoError(t, json.Unmarshal(r.Result, &echoed))
+	assert.Equal(t, 1, echoed.N)
+
+	// Progress as messages, in order, before the reply.
+	in.send(c.PID(), &Call{Method: "test/progress", Params: map[string]int{"count": 3}, Tag: 2, Progress: true})
+	var steps []float64
+	for {
+		m := in.next(t)
+		if p, ok := m.(*CallProgress); ok {
+			assert.Equal(t, 2, p.Tag)
+			steps = append(steps, p.Progress.Progress)
+			continue
+		}
+		require.NoError(t, m.(*Reply).Err)
+		break
+	}
+	assert.Len(t, steps, 3)
+
+	// A raw call is raw; a ToolCall completes the input rounds.
+	in.send(c.PID(), &Call{Method: "tools/call", Params: map[string]any{"name": "ask"}, Tag: "raw"})
+	r = in.next(t).(*Reply)
+	require.NoError(t, r.Err)
+	var rt struct {
+		ResultType string `json:"resultType"`
+	}
+	require.NoError(t, json.Unmarshal(r.Result, &rt))
+	assert.Equal(t, "input_required", rt.ResultType)
+	in.send(c.PID(), &ToolCall{Name: "ask", Tag: "typed"})
+	tr := in.next(t).(*ToolReply)
+	require.NoError(t, tr.Err)
+	assert.Equal(t, "Hello, Ada!", tr.Result.Text())
+
+	// The server's error comes back as the Reply's Err.
+	in.send(c.PID(), &Call{Method: "no/such", Tag: 5})
+	r = in.next(t).(*Reply)
+	var e *Error
+	require.ErrorAs(t, r.Err, &e)
+	assert.Equal(t, CodeMethodNotFound, e.Code)
+
+	// After Close: a -32000, from the stopped actor's dead letters.
+	require.NoError(t, c.Close())
+	in.send(c.PID(), &Call{Method: "test/echo", Tag: "late"})
+	r = in.next(t).(*Reply)
+	assert.Equal(t, "late", r.Tag)
+	assert.ErrorIs(t, r.Err, ErrConnectionClosed)
+	in.send(c.PID(), &ToolCall{Name: "echo", Tag: "late tool"})
+	tr = in.next(t).(*ToolReply)
+	assert.ErrorIs(t, tr.Err, ErrConnectionClosed)
+}
+
+// A call in flight when the server dies is answered with -32000.
+func TestCallInFlightWhenTheServerDies(t *testing.T) {
+	c := dialTest(t, nil)
+	in := newInbox(t)
+	in.send(c.PID(), &Call{Method: "test/crash", Params: map[string]int{"code": 3}, Tag: "x"})
+	r := in.next(t).(*Reply)
+	assert.ErrorIs(t, r.Err, ErrServerExited)
+}
+
+// The owner actor is told when its connection stops, and why.
+func TestOwnerGetsClosed(t *testing.T) {
+	in := newInbox(t)
+	cmd, args := testutil.Server(t)
+	ConnectTo(context.Background(), snodoactor.Shared(), in.pid, cmd, args)
+	conn := in.next(t).(*Connected)
+	require.NoError(t, conn.Err)
+	_, _ = conn.Client.Request(t.Context(), "test/crash", map[string]int{"code": 4})
+	closed := in.next(t).(*Closed)
+	assert.Same(t, conn.Client, closed.Client)
+	assert.ErrorIs(t, closed.Err, ErrServerExited)
+	<-conn.Client.Done()
+}
