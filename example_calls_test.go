@@ -80,11 +80,24 @@ func ExampleClient_CallTool_toolError() {
 // handler, then retries; in the legacy era the server sends the same
 // elicitation/create as a request. The caller sees one result.
 func ExampleWithServerRequestHandler() {
+	// One typed handler for both eras: pushed elicitation/create requests
+	// (legacy) and the input requests of input_required results (modern).
 	answer := func(ctx context.Context, req *snodo.ServerRequest) (any, error) {
-		if req.Method != "elicitation/create" {
+		if req.Method != snodo.MethodElicitation {
 			return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: req.Method}
 		}
-		return map[string]any{"action": "accept", "content": map[string]string{"name": "Ada"}}, nil
+		p, err := req.Elicitation()
+		if err != nil {
+			return nil, err // -32602 for the server
+		}
+		content := map[string]any{}
+		for name, field := range p.RequestedSchema.Properties {
+			if field.Type == "string" {
+				content[name] = "Ada" // a real client asks the user, showing p.Message
+			}
+		}
+		// Checked against p.RequestedSchema before it is sent.
+		return &snodo.ElicitResult{Action: snodo.ElicitAccept, Content: content}, nil
 	}
 	for _, era := range []string{"modern", "legacy"} {
 		cmd, args := exampleServer("-era", era)
@@ -138,4 +151,20 @@ func ExampleClient_GetPrompt() {
 	}
 	fmt.Println(p.Messages[0].Role, p.Messages[0].Content.Text)
 	// Output: user Hello, Grace!
+}
+
+func ExampleElicitParams_Check() {
+	req := &snodo.ServerRequest{Method: snodo.MethodElicitation, Params: []byte(`{"message":"Your age?",
+		"requestedSchema":{"type":"object","required":["age"],"properties":{"age":{"type":"integer","minimum":0}}}}`)}
+	p, err := req.Elicitation()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(p.Check(map[string]any{"age": 36}))
+	fmt.Println(p.Check(map[string]any{"age": "old"}))
+	fmt.Println(p.Check(map[string]any{}))
+	// Output:
+	// <nil>
+	// the field "age": want an integer, got "old"
+	// the required field "age" is missing
 }

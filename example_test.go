@@ -84,10 +84,10 @@ func ExampleClient_Listen() {
 // A legacy server asks the client for its roots; the handler answers.
 func ExampleServerRequestHandler() {
 	roots := func(ctx context.Context, req *snodo.ServerRequest) (any, error) {
-		if req.Method != "roots/list" {
+		if req.Method != snodo.MethodListRoots {
 			return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: "not supported: " + req.Method}
 		}
-		return map[string]any{"roots": []map[string]string{{"uri": "file:///srv/project", "name": "project"}}}, nil
+		return &snodo.ListRootsResult{Roots: []snodo.Root{{URI: "file:///srv/project", Name: "project"}}}, nil
 	}
 	cmd, args := exampleServer("-era", "legacy") // legacy servers send requests to the client
 	c, err := snodo.Connect(context.Background(), cmd, args, snodo.WithServerRequestHandler(roots))
@@ -108,7 +108,7 @@ func ExampleServerRequestHandler() {
 	}
 	fmt.Println(string(out.Responses[0].Result))
 	// Output:
-	// {"roots":[{"name":"project","uri":"file:///srv/project"}]}
+	// {"roots":[{"uri":"file:///srv/project","name":"project"}]}
 }
 
 func ExampleWithOwner() {

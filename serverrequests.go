@@ -3,6 +3,8 @@ package snodo
 import (
 	"context"
 	"errors"
+
+	"github.com/snodo/snodo/handlers"
 )
 
 // serverRequests wraps the user's handler into the one every connection
@@ -51,3 +53,61 @@ func (c *Client) observed(user ServerRequestHandler) ServerRequestHandler {
 		return serve(ctx, req)
 	}
 }
+
+// Typed server requests. A ServerRequestHandler decodes params with
+// req.Elicitation() or req.Sampling() (roots/list has none) and returns
+// the matching result; the same handler serves both eras. For example:
+//
+//	func(ctx context.Context, req *snodo.ServerRequest) (any, error) {
+//		switch req.Method {
+//		case snodo.MethodElicitation:
+//			p, err := req.Elicitation()
+//			if err != nil {
+//				return nil, err // -32602, as the server should hear it
+//			}
+//			return &snodo.ElicitResult{Action: snodo.ElicitAccept, Content: askUser(p)}, nil
+//		case snodo.MethodListRoots:
+//			return &snodo.ListRootsResult{Roots: []snodo.Root{{URI: "file:///work", Name: "work"}}}, nil
+//		}
+//		return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: req.Method}
+//	}
+//
+// An accepted form answer is checked against the requested schema before
+// it is sent (ElicitParams.Check): a missing required field, a field the
+// schema does not name, or a value of the wrong type, out of range or
+// not among the enum's values is answered with -32603 instead, and in the
+// modern era fails the call with ErrInputRequest.
+type (
+	ElicitParams        = handlers.ElicitParams        // elicitation/create params (form or URL mode)
+	ElicitSchema        = handlers.ElicitSchema        // a form's restricted JSON Schema
+	PropertySchema      = handlers.PropertySchema      // one form field
+	EnumOption          = handlers.EnumOption          // a titled enum choice
+	EnumItems           = handlers.EnumItems           // a multi-select enum's choices
+	ElicitResult        = handlers.ElicitResult        // the answer to elicitation/create
+	CreateMessageParams = handlers.CreateMessageParams // sampling/createMessage params
+	SamplingMessage     = handlers.SamplingMessage     // one message of a sampling conversation
+	SamplingContents    = handlers.SamplingContents    // a message's content blocks
+	SamplingContent     = handlers.SamplingContent     // one content block (text, image, audio, tool_use, tool_result)
+	ModelPreferences    = handlers.ModelPreferences    // the server's model hints and priorities
+	ModelHint           = handlers.ModelHint           // a preferred model name
+	SamplingTool        = handlers.SamplingTool        // a tool the model may call while sampling
+	ToolChoice          = handlers.ToolChoice          // whether the model must, may or must not call tools
+	CreateMessageResult = handlers.CreateMessageResult // the answer to sampling/createMessage
+	Root                = handlers.Root                // one root (a file:// URI)
+	ListRootsResult     = handlers.ListRootsResult     // the answer to roots/list
+)
+
+// The server-to-client request methods, and the elicitation modes and
+// actions.
+const (
+	MethodElicitation = handlers.MethodElicitation // elicitation/create
+	MethodSampling    = handlers.MethodSampling    // sampling/createMessage
+	MethodListRoots   = handlers.MethodListRoots   // roots/list
+	MethodPing        = handlers.MethodPing        // ping (answered by snodo itself)
+
+	ElicitForm    = handlers.ElicitForm
+	ElicitURL     = handlers.ElicitURL
+	ElicitAccept  = handlers.ElicitAccept
+	ElicitDecline = handlers.ElicitDecline
+	ElicitCancel  = handlers.ElicitCancel
+)

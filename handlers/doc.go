@@ -15,6 +15,15 @@
 // connection's stop: it only keeps its own goroutine, and its slot of the
 // bound while the connection lives, until it returns.
 //
+// # Typed requests
+//
+// Request.Elicitation and Request.Sampling decode the params of
+// elicitation/create and sampling/createMessage; ElicitResult,
+// CreateMessageResult and ListRootsResult are the answers. An accepted
+// elicitation form is checked against the requested schema
+// (ElicitParams.Check) where results are encoded, so an answer that does
+// not fit is never sent: -32603 instead, whatever the era.
+//
 // # Answering inside your own actor
 //
 // ToActor makes a Func that delivers each request to an actor as a

@@ -76,7 +76,8 @@ func (c *child) run(system *protoactor.ActorSystem, self *protoactor.PID) {
 	system.Root.Send(self, call(c.cfg, c.ctx, c.req))
 }
 
-// call runs the handler, turning a panic into -32603. It is the one place
+// call runs the handler, turning a panic into -32603, and checks an
+// elicitation answer against the requested schema. It is the one place
 // where a handler runs, whatever the era.
 func call(cfg *Config, ctx context.Context, req *handlers.Request) (out *outcome) {
 	defer func() {
@@ -91,7 +92,15 @@ func call(cfg *Config, ctx context.Context, req *handlers.Request) (out *outcome
 		}
 	}()
 	res, err := cfg.Handler(ctx, req)
-	return encode(res, err)
+	out = encode(res, err)
+	if out.err == nil {
+		if e := checkElicitAnswer(req, out.result); e != nil {
+			cfg.Logger.Warn("snodo: the handler's answer to elicitation/create does not fit the requested schema; answered -32603 instead",
+				"id", string(req.ID), "error", e.Message)
+			out = &outcome{err: e, cause: e}
+		}
+	}
+	return out
 }
 
 func (c *child) dropped() {
