@@ -1,11 +1,13 @@
 package snodo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
 
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
@@ -63,12 +65,18 @@ func (c Calls) Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[Pro
 }
 
 // CallTool calls the tool name with args (nil, a json.RawMessage, or
-// anything that marshals to a JSON object). A tool that failed is a
+// anything that marshals to a JSON object; nil, a nil map or pointer, and
+// an empty or null json.RawMessage send {}). A tool that failed is a
 // result with IsError set, not an error. In the modern era, input the
 // server asks for (input_required) is fulfilled by the server-request
 // handler and the call is retried until it completes; the caller sees
 // only the final result.
 func (c Calls) CallTool(ctx context.Context, name string, args any, opts ...RequestOption) (*CallToolResult, error) {
+	if noValue(args) {
+		// Never "arguments": null: TypeScript SDK servers (most published
+		// servers) reject it, even for tools without parameters.
+		args = json.RawMessage("{}")
+	}
 	raw, err := c.requestWithInput(ctx, "tools/call", callToolParams(name, args), opts)
 	if err != nil {
 		return nil, err
@@ -106,12 +114,16 @@ func callToolParams(name string, args any) any {
 // ReadResource reads the resource at uri, completing input_required
 // rounds like CallTool. An unknown resource is a *Error: -32602 from
 // modern servers, CodeResourceNotFound (-32002) from legacy ones; test
-// for both with IsResourceNotFound.
+// for both with IsResourceNotFound (errors.As to *Error works as well).
 func (c Calls) ReadResource(ctx context.Context, uri string, opts ...RequestOption) (*ReadResourceResult, error) {
 	params := struct {
 		URI string `json:"uri"`
 	}{uri}
 	raw, err := c.requestWithInput(ctx, "resources/read", &params, opts)
+	var e *Error
+	if errors.As(err, &e) && !e.Local() && e.Code == CodeInvalidParams {
+		return nil, &readError{e}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -123,20 +135,39 @@ func (c Calls) ReadResource(ctx context.Context, uri string, opts ...RequestOpti
 }
 
 // IsResourceNotFound reports whether err is a server's "resource not
-// found": -32002 (legacy servers) or -32602 naming a uri in its data
-// (modern servers).
+// found": any -32602 answer to ReadResource (the modern spec's code for
+// an unknown resource, with or without a uri in its data), or -32002
+// (what legacy servers send) from any call.
 func IsResourceNotFound(err error) bool {
-	var e *Error
-	if !errors.As(err, &e) || e.Local() {
-		return false
-	}
-	if e.Code == CodeResourceNotFound {
+	var nf *readError
+	if errors.As(err, &nf) {
 		return true
 	}
-	var data struct {
-		URI *string `json:"uri"`
+	var e *Error
+	return errors.As(err, &e) && !e.Local() && e.Code == CodeResourceNotFound
+}
+
+// readError marks the server's -32602 answer to resources/read, which
+// IsResourceNotFound reports; it reads exactly as the server's error.
+type readError struct{ err *Error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+// noValue: args that would marshal to null.
+func noValue(args any) bool {
+	switch a := args.(type) {
+	case nil:
+		return true
+	case json.RawMessage:
+		return len(bytes.TrimSpace(a)) == 0 || bytes.Equal(bytes.TrimSpace(a), []byte("null"))
 	}
-	return e.Code == CodeInvalidParams && json.Unmarshal(e.Data, &data) == nil && data.URI != nil
+	v := reflect.ValueOf(args)
+	switch v.Kind() {
+	case reflect.Map, reflect.Pointer, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // GetPrompt renders the prompt name with args, completing input_required

@@ -3,6 +3,7 @@ package snodo
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,6 +71,18 @@ func TestCallToolProgress(t *testing.T) {
 	})
 }
 
+// ResetTimeoutOnProgress alone asks for progress: a tool that reports
+// progress every 10 ms outlives a 200 ms timeout.
+func TestResetTimeoutOnProgressAloneAsksForProgress(t *testing.T) {
+	forEachEra(t, func(t *testing.T, c *Client) {
+		res, err := c.CallTool(t.Context(), "slow", map[string]int{"ms": 600}, Timeout(200*time.Millisecond), ResetTimeoutOnProgress())
+		require.NoError(t, err)
+		assert.Equal(t, "slept 600 ms", res.Text())
+		calls := seen(t, c, "tools/call")
+		assert.Contains(t, string(calls[len(calls)-1].Params), `"progressToken"`)
+	})
+}
+
 func TestResources(t *testing.T) {
 	forEachEra(t, func(t *testing.T, c *Client) {
 		resources, err := c.ListResources(t.Context())
@@ -102,7 +115,28 @@ func TestResourceNotFoundInBothEras(t *testing.T) {
 			assert.True(t, IsResourceNotFound(err))
 		})
 	}
-	assert.False(t, IsResourceNotFound(&Error{Code: CodeInvalidParams, Message: "bad"}))
+	assert.False(t, IsResourceNotFound(&Error{Code: CodeInvalidParams, Message: "bad"}), "-32602 is not-found only as the answer to resources/read")
+}
+
+// Any -32602 answer to resources/read is "not found" (the modern spec's
+// code; data.uri is only in its example), and -32002 from any call.
+func TestResourceNotFoundWithoutData(t *testing.T) {
+	c := dialTest(t, []string{"-era", "modern"})
+	_, err := c.ReadResource(t.Context(), "test://bare/missing")
+	assert.True(t, IsResourceNotFound(err))
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, CodeInvalidParams, e.Code)
+	assert.Equal(t, e.Error(), err.Error(), "reads as the server's error")
+
+	_, err = c.CallTool(t.Context(), "echo", map[string]any{"message": 1})
+	if err != nil {
+		assert.False(t, IsResourceNotFound(err))
+	}
+	_, err = c.Request(t.Context(), "test/error", map[string]any{"code": -32002, "message": "gone"})
+	assert.True(t, IsResourceNotFound(err))
+	_, err = c.Request(t.Context(), "test/error", map[string]any{"code": -32602, "message": "bad"})
+	assert.False(t, IsResourceNotFound(err))
 }
 
 func TestPromptsAndCompletion(t *testing.T) {

@@ -303,3 +303,77 @@ func TestTypeScriptSDKv2ServerSubscription(t *testing.T) {
 		assert.Equal(t, "added extra_1", res.Text())
 	})
 }
+
+// nilArgs are the forms of "no arguments" a Go caller passes; none may
+// reach the server as "arguments": null, which TypeScript SDK servers
+// reject.
+var nilArgs = map[string]any{
+	"nil":            nil,
+	"nil map":        map[string]any(nil),
+	"nil RawMessage": json.RawMessage(nil),
+	"nil pointer":    (*struct{})(nil),
+}
+
+func TestNilArgumentsAgainstTypeScriptServers(t *testing.T) {
+	for name, p := range map[string]struct {
+		peer func(*testing.T) peer
+		tool string
+	}{
+		"everything (legacy)": {tsEverything, "get-tiny-image"},
+		"SDK v2 (modern)":     {tsModern, "add_tool"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := dialPeer(t, p.peer(t), &answers{})
+			for form, args := range nilArgs {
+				res, err := c.CallTool(t.Context(), p.tool, args)
+				require.NoError(t, err, form)
+				assert.False(t, res.IsError, "%s: %s", form, res.Text())
+			}
+		})
+	}
+}
+
+// The reference server's unsolicited notifications reach the handler:
+// log messages after SetLoggingLevel, tools/list_changed, and the
+// updates of a legacy resources/subscribe.
+func TestTypeScriptEverythingNotificationsReachTheHandler(t *testing.T) {
+	got := make(chan *Notification, 256)
+	c := dialPeer(t, tsEverything(t), &answers{}, WithNotificationHandler(func(_ context.Context, n *Notification) { got <- n }))
+	require.Equal(t, EraLegacy, c.Era())
+	waitFor := func(method string, ok func(*Notification) bool) *Notification {
+		t.Helper()
+		deadline := time.After(15 * time.Second)
+		for {
+			select {
+			case n := <-got:
+				if n.Method == method && (ok == nil || ok(n)) {
+					return n
+				}
+			case <-deadline:
+				t.Fatalf("no %s within 15 s", method)
+			}
+		}
+	}
+	waitFor(NotificationToolsListChanged, nil) // the capability-gated tools arrive after initialized
+
+	require.NoError(t, c.SetLoggingLevel(t.Context(), LogDebug))
+	_, err := c.CallTool(t.Context(), "toggle-simulated-logging", nil)
+	require.NoError(t, err)
+	n := waitFor(NotificationLogMessage, nil)
+	m, err := n.LogMessage()
+	require.NoError(t, err)
+	assert.NotEmpty(t, m.Text())
+
+	resources, err := c.ListResources(t.Context())
+	require.NoError(t, err)
+	require.NotEmpty(t, resources)
+	uri := resources[0].URI
+	require.NoError(t, c.SubscribeResource(t.Context(), uri))
+	_, err = c.CallTool(t.Context(), "toggle-subscriber-updates", nil)
+	require.NoError(t, err)
+	waitFor(NotificationResourceUpdated, func(n *Notification) bool {
+		u, err := n.ResourceUpdated()
+		return err == nil && u.URI == uri
+	})
+	require.NoError(t, c.UnsubscribeResource(t.Context(), uri))
+}

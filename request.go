@@ -54,6 +54,8 @@ func OnProgress(fn func(Progress)) RequestOption {
 
 // ResetTimeoutOnProgress restarts the request's timeout at each progress
 // update, so long-running work that reports progress does not time out.
+// It asks the server for progress (a progressToken) by itself; OnProgress
+// is not needed.
 func ResetTimeoutOnProgress() RequestOption {
 	return RequestOption{func(s *RequestSettings) { s.ResetTimeoutOnProgress = true }}
 }

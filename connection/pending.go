@@ -38,7 +38,9 @@ var callPool = sync.Pool{New: func() any { return &call{wake: make(chan struct{}
 
 func newCall(opts *CallOptions) *call {
 	cl := callPool.Get().(*call)
-	cl.wantProgress, cl.stream = opts.OnProgress != nil, opts.Stream
+	// Either option asks the server for progress: resetting the timeout
+	// on progress needs progress even without a callback.
+	cl.wantProgress, cl.stream = opts.OnProgress != nil || opts.ResetTimeoutOnProgress, opts.Stream
 	return cl
 }
 

@@ -30,6 +30,7 @@ type CallOptions struct {
 	// goroutine, in order, before the result is returned.
 	OnProgress func(Progress)
 	// ResetTimeoutOnProgress restarts the timeout at each progress update.
+	// Like OnProgress, it gives the request a progressToken.
 	ResetTimeoutOnProgress bool
 	// MaxTotalTimeout caps the whole wait whatever the progress; 0: none.
 	MaxTotalTimeout time.Duration
@@ -141,7 +142,9 @@ func (c *Conn) await(ctx context.Context, id int64, cl *call, method string, opt
 		case <-cl.wake:
 			progress, done := c.table.take(cl)
 			if len(progress) > 0 {
-				c.runProgress(id, cl, method, opts.OnProgress, progress)
+				if opts.OnProgress != nil {
+					c.runProgress(id, cl, method, opts.OnProgress, progress)
+				}
 				if opts.ResetTimeoutOnProgress && timerC != nil && !done {
 					cl.timer.Reset(timeout)
 				}

@@ -64,7 +64,8 @@
 //	                          a real elicitation/create request in legacy ones)
 //	resources/list            test://a, test://b
 //	resources/templates/list  test://items/{id}
-//	resources/read            unknown uri: -32002 (legacy) / -32602 (modern)
+//	resources/read            unknown uri: -32002 (legacy) / -32602 (modern), with data
+//	                          {"uri"} except for test://bare/… URIs
 //	prompts/list, prompts/get greet {name} → user message "Hello, <name>!"
 //	completion/complete       values ["alpha","beta"] filtered by argument.value prefix
 //
