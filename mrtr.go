@@ -175,7 +175,10 @@ func fulfil(ctx context.Context, in InputHandling, method string, reqs map[strin
 		key := keys[ie.Index]
 		cause := ie.Err
 		var e *Error
-		if errors.As(cause, &e) && e.Code == CodeMethodNotFound {
+		if errors.As(cause, &e) && !e.Local() {
+			cause = &handlerError{e} // the handler's own error, not the server's
+		}
+		if e != nil && e.Code == CodeMethodNotFound {
 			cause = fmt.Errorf("%w; answer it in WithServerRequestHandler and declare it in WithClientCapabilities", cause)
 		}
 		return nil, fmt.Errorf("%w: %s asked for %s (key %q): %w", ErrInputRequest, method, reqs[key].Method, key, cause)
@@ -186,3 +189,13 @@ func fulfil(ctx context.Context, in InputHandling, method string, reqs map[strin
 	}
 	return out, nil
 }
+
+// handlerError is a *Error the server-request handler returned for an
+// input request: it reads as the handler's, never as the server's.
+type handlerError struct{ err *Error }
+
+func (e *handlerError) Error() string {
+	return fmt.Sprintf("the handler answered error %d: %s", e.err.Code, e.err.Message)
+}
+
+func (e *handlerError) Unwrap() error { return e.err }

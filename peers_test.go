@@ -3,6 +3,7 @@ package snodo
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,12 +85,55 @@ func (a *answers) handler(_ context.Context, req *ServerRequest) (any, error) {
 		return map[string]any{"role": "assistant", "model": "test-model", "stopReason": "endTurn",
 			"content": map[string]string{"type": "text", "text": "four"}}, nil
 	case "elicitation/create":
-		return map[string]any{"action": "accept", "content": map[string]any{
-			"name": "Ada", "username": "ada", "color": "blue", "ok": true}}, nil
+		p, err := req.Elicitation()
+		if err != nil {
+			return nil, err
+		}
+		return &ElicitResult{Action: ElicitAccept, Content: fillForm(p)}, nil
 	case "roots/list":
 		return map[string]any{"roots": []map[string]string{{"uri": "file:///work", "name": "work"}}}, nil
 	}
 	return nil, &Error{Code: CodeMethodNotFound, Message: "not handled: " + req.Method}
+}
+
+// fillForm answers every field of a form: the values the peers' tools
+// expect where they name them, otherwise a valid value of the field's
+// type (every answer is checked against the schema before it is sent).
+func fillForm(p *ElicitParams) map[string]any {
+	known := map[string]any{"name": "Ada", "username": "ada", "color": "blue", "ok": true}
+	content := map[string]any{}
+	if p.RequestedSchema == nil {
+		return content
+	}
+	for name, f := range p.RequestedSchema.Properties {
+		opts := f.Options()
+		switch v, ok := known[name]; {
+		case ok && (len(opts) == 0 || slices.Contains(opts, fmt.Sprint(v))):
+			content[name] = v
+		case f.Type == "array":
+			content[name] = opts[:min(1, len(opts))]
+		case len(opts) > 0:
+			content[name] = opts[0]
+		case f.Type == "boolean":
+			content[name] = true
+		case f.Type == "number" || f.Type == "integer":
+			content[name] = 1
+			if f.Minimum != nil {
+				content[name] = *f.Minimum
+			}
+		case f.Format == "email":
+			content[name] = "ada@example.com"
+		case f.Format == "uri":
+			content[name] = "https://example.com"
+		case f.Format == "date":
+			content[name] = "2026-01-02"
+		case f.Format == "date-time":
+			content[name] = "2026-01-02T03:04:05Z"
+		default:
+			content[name] = "Ada"
+		}
+	}
+	return content
 }
 
 var allCaps = ClientCapabilities{

@@ -16,12 +16,12 @@ import (
 )
 
 // Check reports whether content answers the form RequestedSchema asks
-// for: every required field present, no field the schema does not name
-// (the user's data goes only where the server asked for it), and each
-// value of its field's type — a string (within minLength/maxLength, of
+// for: every required field present, each value of a field the schema
+// names of that field's type — a string (within minLength/maxLength, of
 // its format, one of its enum values), a number or an integer (within
 // minimum/maximum), a boolean, or an array of enum values (within
-// minItems/maxItems). content is what an ElicitResult carries. The
+// minItems/maxItems) — and any other field a string, a number, a boolean
+// or an array of strings. content is what an ElicitResult carries. The
 // error names the first field that fails, fields in name order.
 func (p *ElicitParams) Check(content map[string]any) error {
 	raw, err := json.Marshal(content)
@@ -55,7 +55,12 @@ func (p *ElicitParams) checkRaw(content json.RawMessage) error {
 	for _, name := range names {
 		prop, ok := s.Properties[name]
 		if !ok {
-			return fmt.Errorf("the field %q is not in the requested schema", name)
+			// JSON Schema allows fields the schema does not name; MCP
+			// still wants primitive values.
+			if !primitive(fields[name]) {
+				return fmt.Errorf("the field %q (not in the requested schema) must be a string, a number, a boolean or an array of strings, got %s", name, fields[name])
+			}
+			continue
 		}
 		if err := prop.check(fields[name]); err != nil {
 			return fmt.Errorf("the field %q: %w", name, err)
@@ -149,4 +154,16 @@ func article(word string) string {
 		return "an"
 	}
 	return "a"
+}
+
+// primitive: the values an elicitation answer may hold.
+func primitive(v json.RawMessage) bool {
+	switch v[0] {
+	case '"', 't', 'f', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return true
+	case '[':
+		var items []string
+		return json.Unmarshal(v, &items) == nil
+	}
+	return false
 }

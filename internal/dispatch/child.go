@@ -94,10 +94,10 @@ func call(cfg *Config, ctx context.Context, req *handlers.Request) (out *outcome
 	res, err := cfg.Handler(ctx, req)
 	out = encode(res, err)
 	if out.err == nil {
-		if e := checkElicitAnswer(req, out.result); e != nil {
-			cfg.Logger.Warn("snodo: the handler's answer to elicitation/create does not fit the requested schema; answered -32603 instead",
-				"id", string(req.ID), "error", e.Message)
-			out = &outcome{err: e, cause: e}
+		if wire, cause := checkElicitAnswer(req, out.result); wire != nil {
+			cfg.Logger.Warn("snodo: refused the handler's answer to elicitation/create; answered -32603 instead",
+				"id", string(req.ID), "error", cause)
+			out = &outcome{err: wire, cause: cause}
 		}
 	}
 	return out
