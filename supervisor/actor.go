@@ -1,14 +1,12 @@
 package supervisor
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snodo/snodo"
-	snodoactor "github.com/snodo/snodo/actor"
 )
 
 // supervisorActor owns one supervised connection. It starts the server
@@ -43,22 +41,13 @@ type (
 func (*connected) IgnoreDeadLetterLogging() {}
 func (*retry) IgnoreDeadLetterLogging()     {}
 
-// Receive handles one message. A panic stops supervision (and with it
-// every connection): restarting this actor with empty state would orphan
-// the connection it watches.
+// Receive handles one message, under the state's actor.Life (owner
+// watch, exit signals, the first reason): a panic stops supervision (and
+// with it every connection), since restarting this actor with empty state
+// would orphan the connection it watches.
 func (a *supervisorActor) Receive(ctx protoactor.Context) {
-	defer func() {
-		if r := recover(); r != nil {
-			a.log().Error("supervisor panicked; stopping", "panic", r)
-			a.s.recordReason(fmt.Errorf("%w: %v", snodo.ErrPanicked, r))
-			ctx.Stop(ctx.Self())
-		}
-	}()
 	switch msg := ctx.Message().(type) {
 	case *protoactor.Started:
-		if owner := a.s.cfg.owner; owner != nil {
-			ctx.Watch(owner)
-		}
 		a.connect(ctx)
 	case *connected:
 		a.onConnected(ctx, msg)
@@ -68,14 +57,10 @@ func (a *supervisorActor) Receive(ctx protoactor.Context) {
 		}
 	case *protoactor.Terminated:
 		a.onTerminated(ctx, msg)
-	case *snodoactor.ExitSignal:
-		a.s.recordReason(msg.Reason)
-		ctx.Stop(ctx.Self())
 	case *protoactor.Stopping:
 		if a.timer != nil {
 			a.timer.Stop()
 		}
-		a.s.recordReason(snodo.ErrStopped)
 		a.s.shutdown()
 	case *protoactor.Stopped:
 		a.emit(ctx, LifecycleEvent{Kind: Stopped, Err: a.s.why()})
@@ -133,11 +118,6 @@ func (a *supervisorActor) onConnected(ctx protoactor.Context, msg *connected) {
 }
 
 func (a *supervisorActor) onTerminated(ctx protoactor.Context, msg *protoactor.Terminated) {
-	if owner := a.s.cfg.owner; owner != nil && msg.Who.Equal(owner) {
-		a.s.recordReason(fmt.Errorf("%w: actor %s terminated", snodo.ErrOwnerExited, owner.Id))
-		ctx.Stop(ctx.Self())
-		return
-	}
 	c := a.conn
 	if c == nil || !msg.Who.Equal(c.PID()) {
 		return

@@ -138,7 +138,7 @@ func (s *state) acquire(ctx context.Context, method string, prev *snodo.Client, 
 	for {
 		s.mu.Lock()
 		if s.ended {
-			reason := s.reason
+			reason := s.owned.Reason()
 			s.mu.Unlock()
 			return nil, snodo.ClosedError(reason)
 		}

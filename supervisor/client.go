@@ -55,19 +55,13 @@ func start(ctx context.Context, command string, args []string, cfg *config) (*Cl
 	c.Calls = snodo.NewCalls(c)
 	snodo.AnswerDeadCalls(sys)
 	s.life, s.stopLife = context.WithCancelCause(context.WithoutCancel(ctx))
-	props := protoactor.PropsFromProducer(
-		func() protoactor.Actor {
-			return &supervisorActor{s: s, c: c, rs: intensity{max: cfg.maxRestarts, window: cfg.window}}
-		},
-		protoactor.WithGuardian(snodoactor.StopOnFailure),
-	)
-	// Set the owner watch before the actor can stop (its Stopping reads it).
+	s.owned = snodoactor.Life{Name: "supervisor", Logger: cfg.logger.With("supervisor", cfg.name), Owner: cfg.owner}
+	a := &supervisorActor{s: s, c: c, rs: intensity{max: cfg.maxRestarts, window: cfg.window}}
+	pid := s.owned.Spawn(sys, "snodo-supervisor", a.Receive)
 	s.mu.Lock()
-	s.pid = sys.Root.SpawnPrefix(props, "snodo-supervisor")
-	s.unwatch = context.AfterFunc(ctx, func() {
-		s.stop(fmt.Errorf("%w: %w", snodo.ErrOwnerExited, context.Cause(ctx)))
-	})
+	s.pid = pid
 	s.mu.Unlock()
+	s.owned.LinkContext(ctx)
 	<-s.first
 	if err := s.firstErr; err != nil {
 		<-s.done

@@ -30,17 +30,16 @@ type Pool struct {
 	cfg     *config
 	sys     *protoactor.ActorSystem
 	pid     *protoactor.PID
-	unwatch func() bool
+	owned   snodoactor.Life // the pool actor's stop reason and owner link
 
 	mu       sync.Mutex
 	members  []*Client
-	serial   int           // names members command#N
-	next     int           // where the least-loaded scan starts (spreads ties)
-	closing  bool          // Close or the owner's end: no new members
-	stopping []*Client     // the members being stopped with the pool
-	starting bool          // the first members are starting: calls wait for them
-	changed  chan struct{} // closed and replaced when members, starting or closing change
-	reason   error
+	serial   int            // names members command#N
+	next     int            // where the least-loaded scan starts (spreads ties)
+	closing  bool           // Close or the owner's end: no new members
+	stopping []*Client      // the members being stopped with the pool
+	starting bool           // the first members are starting: calls wait for them
+	changed  chan struct{}  // closed and replaced when members, starting or closing change
 	bg       sync.WaitGroup // member closers
 	stopped  chan struct{}
 	done     chan struct{}
@@ -141,15 +140,12 @@ func newPool(ctx context.Context, command string, args []string, size int, opts 
 	}
 	p.Calls = snodo.NewCalls(p)
 	snodo.AnswerDeadCalls(sys)
+	p.owned = snodoactor.Life{Name: "pool", Logger: cfg.logger, Owner: cfg.owner}
+	pid := p.owned.Spawn(sys, "snodo-pool", (&poolActor{p: p}).Receive)
 	p.mu.Lock()
-	p.pid = sys.Root.SpawnPrefix(protoactor.PropsFromProducer(
-		func() protoactor.Actor { return &poolActor{p: p} },
-		protoactor.WithGuardian(snodoactor.StopOnFailure),
-	), "snodo-pool")
-	p.unwatch = context.AfterFunc(ctx, func() {
-		p.stop(fmt.Errorf("%w: %w", snodo.ErrOwnerExited, context.Cause(ctx)))
-	})
+	p.pid = pid
 	p.mu.Unlock()
+	p.owned.LinkContext(ctx)
 	return p, nil
 }
 
@@ -162,7 +158,7 @@ func (p *Pool) Grow(n int) error {
 	}
 	p.mu.Lock()
 	if p.closing {
-		reason := p.reason
+		reason := p.owned.Reason()
 		p.mu.Unlock()
 		return snodo.ClosedError(reason)
 	}
@@ -195,7 +191,7 @@ func (p *Pool) Grow(n int) error {
 func (p *Pool) add(m *Client) error {
 	p.mu.Lock()
 	if p.closing {
-		reason := p.reason
+		reason := p.owned.Reason()
 		p.mu.Unlock()
 		_ = m.Close()
 		return snodo.ClosedError(reason)
@@ -283,21 +279,10 @@ func (p *Pool) Err() error {
 	}
 }
 
-func (p *Pool) why() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.reason
-}
+func (p *Pool) why() error { return p.owned.Reason() }
 
 // stop records the reason (the first wins) and stops the pool actor.
-func (p *Pool) stop(reason error) {
-	p.mu.Lock()
-	if p.reason == nil {
-		p.reason = reason
-	}
-	p.mu.Unlock()
-	p.sys.Root.Stop(p.pid)
-}
+func (p *Pool) stop(reason error) { p.owned.Stop(reason) }
 
 // notifyLocked wakes the calls waiting for a member. Hold mu.
 func (p *Pool) notifyLocked() {
@@ -316,7 +301,7 @@ func (p *Pool) pick(ctx context.Context, method string, avoid *Client, timeout t
 	for {
 		p.mu.Lock()
 		if p.closing || (len(p.members) == 0 && !p.starting) {
-			reason := p.reason
+			reason := p.owned.Reason()
 			p.mu.Unlock()
 			if reason == nil {
 				reason = snodo.ErrClosed

@@ -9,6 +9,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -25,7 +26,7 @@ type state struct {
 
 	life     context.Context         // owner of every connection; ends with supervision
 	stopLife context.CancelCauseFunc // cancelled once the last Close returned
-	unwatch  func() bool             // releases the AfterFunc on the owner context
+	owned    snodoactor.Life         // the actor's stop reason and owner link
 
 	inflight atomic.Int64 // calls using this supervisor right now
 	draining atomic.Bool  // drained is waiting: a call ending at zero notifies
@@ -38,7 +39,6 @@ type state struct {
 	changed  chan struct{}              // closed and replaced when client or ended changes
 	lastExit error                      // the exit being recovered from
 	nextTry  time.Time                  // when the next attempt starts
-	reason   error                      // why supervision ends; the first wins
 	ended    bool                       // the actor is stopping: no new connections
 
 	first    chan struct{} // closed on the first outcome: connected, or stopped
@@ -69,36 +69,21 @@ func (s *state) notifyLocked() {
 
 // stop records why supervision ends (the first reason wins) and stops
 // the actor. Safe from any goroutine.
-func (s *state) stop(reason error) {
-	s.recordReason(reason)
-	s.sys.Root.Stop(s.pid)
-}
+func (s *state) stop(reason error) { s.owned.Stop(reason) }
 
-func (s *state) recordReason(reason error) {
-	s.mu.Lock()
-	if s.reason == nil {
-		s.reason = reason
-	}
-	s.mu.Unlock()
-}
+func (s *state) recordReason(reason error) { s.owned.Record(reason) }
 
 // why is the recorded reason, even before the actor has stopped.
-func (s *state) why() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reason
-}
+func (s *state) why() error { return s.owned.Reason() }
 
 // Err is why supervision ended, nil while it runs.
 func (s *state) Err() error {
 	select {
 	case <-s.stopped:
+		return s.owned.Reason()
 	default:
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reason
 }
 
 // adopt registers a connection Connect just returned, unless supervision
@@ -195,20 +180,16 @@ func (s *state) settleFirst(err error) {
 // Each Close returns once stdin is closed and callers are answered;
 // reaping goes on in the background.
 func (s *state) shutdown() {
+	reason := s.owned.Reason() // settled by the Life before Stopping
 	s.mu.Lock()
 	s.ended = true
-	reason := s.reason
 	clients := make([]*snodo.Client, 0, len(s.live))
 	for c := range s.live {
 		clients = append(clients, c)
 	}
 	s.live, s.client = nil, nil
 	s.notifyLocked()
-	unwatch := s.unwatch
 	s.mu.Unlock()
-	if unwatch != nil {
-		unwatch()
-	}
 	var closing sync.WaitGroup
 	for _, c := range clients {
 		closing.Go(func() { _ = c.Close() })
