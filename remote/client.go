@@ -245,12 +245,16 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 	if o.Timeout != 0 {
 		timeout = o.Timeout
 	}
+	hostTimeout := timeout // what the host is told: the sooner of the timeout and ctx's deadline
+	if dl, ok := ctx.Deadline(); ok && (hostTimeout <= 0 || time.Until(dl) < hostTimeout) {
+		hostTimeout = max(time.Until(dl), time.Millisecond)
+	}
 	m := nats.NewMsg(c.subj.call)
 	m.Reply = reply
 	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, method, params))
 	m.Header.Set(hdrBeat, millis(c.cfg.beat))
-	if timeout > 0 && !o.ResetTimeoutOnProgress {
-		m.Header.Set(hdrTimeout, millis(timeout))
+	if hostTimeout > 0 && !o.ResetTimeoutOnProgress {
+		m.Header.Set(hdrTimeout, millis(hostTimeout))
 	}
 	if o.OnProgress != nil {
 		m.Header.Set(hdrProgress, "1")

@@ -111,8 +111,34 @@ func TestKilledHostFailsItsCallsFast(t *testing.T) {
 	// of sleeping.
 	testutil.Eventually(t, func() bool { return inFlight(t, e) >= long }, 20*time.Second, "long calls held")
 
+	// Subscriptions: keep opening until one is held by a and one by b.
+	var onA, onB *Subscription
+	for i := 0; i < 40 && (onA == nil || onB == nil); i++ {
+		sub, err := c.Listen(ctxFor(t, 60*time.Second), snodo.Filter{ToolsListChanged: true})
+		require.NoError(t, err)
+		switch {
+		case sub.Host() == a.hostID() && onA == nil:
+			onA = sub
+		case sub.Host() == b.hostID() && onB == nil:
+			onB = sub
+		default:
+			require.NoError(t, sub.Close())
+		}
+	}
+	require.NotNil(t, onA, "a subscription on the host to kill")
+	require.NotNil(t, onB, "a subscription on the survivor")
+
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
 	killed := time.Now()
+	subEnded := make(chan time.Time, 1)
+	go func() {
+		select {
+		case <-onA.Done():
+			subEnded <- time.Now()
+		case <-time.After(10 * time.Second):
+			close(subEnded)
+		}
+	}()
 	<-a.waited
 
 	// New calls go to the survivor at once.
@@ -136,6 +162,12 @@ func TestKilledHostFailsItsCallsFast(t *testing.T) {
 	}
 	assert.Positive(t, failed, "calls on the killed host fail")
 	assert.Positive(t, ok, "calls on the survivor complete")
+	if at, ok := <-subEnded; assert.True(t, ok, "the killed host's subscription ended") {
+		assert.ErrorIs(t, onA.Err(), ErrHostGone)
+		assert.Less(t, at.Sub(killed), 2500*time.Millisecond)
+	}
+	assert.Nil(t, onB.Err(), "the survivor's subscription goes on")
+	require.NoError(t, onB.Close())
 	for _, pid := range children {
 		if ownerOf(b)[pid] == nil {
 			assertGone(t, pid, 15*time.Second) // the killed host's servers see EOF and exit

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/remote/embedded"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
@@ -37,8 +38,14 @@ func conn(t *testing.T, e *embedded.Server) *nats.Conn {
 // process.
 func host(t *testing.T, e *embedded.Server, name string, size int, flags ...string) *Host {
 	t.Helper()
+	return hostWith(t, e, name, size, nil, flags...)
+}
+
+// hostWith is host with connection options for the pool's members.
+func hostWith(t *testing.T, e *embedded.Server, name string, size int, conn []snodo.Option, flags ...string) *Host {
+	t.Helper()
 	cmd, args := testutil.Server(t, flags...)
-	p, err := supervisor.NewPool(context.Background(), cmd, args, size)
+	p, err := supervisor.NewPool(context.Background(), cmd, args, size, supervisor.WithConnectOptions(conn...))
 	require.NoError(t, err)
 	h, err := NewHost(context.Background(), e.URL(), Serve(name, p))
 	require.NoError(t, err)

@@ -112,6 +112,7 @@ type Host struct {
 	subCtx     context.Context // subscriptions; cancelled when the drain starts
 	stopSubs   context.CancelCauseFunc
 	serveDone  chan struct{} // closed when the serving connection has closed
+	replyDone  chan struct{} // closed when the reply connection has closed
 	unwatch    func() bool
 	slots      chan struct{} // one per held call or subscription
 	held       sync.WaitGroup
@@ -163,6 +164,7 @@ func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
 	h := &Host{
 		id: nuid.Next(), cfg: cfg, label: cfg.label,
 		serveDone: make(chan struct{}),
+		replyDone: make(chan struct{}),
 		slots:     make(chan struct{}, cfg.maxHeld),
 		done:      make(chan struct{}),
 		calls:     map[string]context.CancelCauseFunc{},
@@ -201,12 +203,15 @@ func (h *Host) connect(url string) (err error) {
 		return fmt.Errorf("remote: connecting to NATS at %s: %w", url, err)
 	}
 	go func() { <-closed; close(h.serveDone) }()
+	replyClosed := make(chan struct{})
 	h.reply, err = nats.Connect(url, append(append([]nats.Option(nil), h.cfg.natsOpt...),
-		nats.Name("snodo host "+h.label))...)
+		nats.Name("snodo host "+h.label),
+		nats.ClosedHandler(func(*nats.Conn) { close(replyClosed) }))...)
 	if err != nil {
 		h.serve.Close()
 		return fmt.Errorf("remote: connecting to NATS at %s: %w", url, err)
 	}
+	go func() { <-replyClosed; close(h.replyDone) }()
 	defer func() {
 		if err != nil {
 			h.serve.Close()
@@ -344,13 +349,15 @@ func (h *Host) shutdown(ctx context.Context) error {
 	for _, s := range h.served {
 		_ = s.pool.Close()
 	}
-	_ = h.reply.Drain()
-	for !h.reply.IsClosed() {
-		select {
-		case <-time.After(5 * time.Millisecond):
-		case <-ctx.Done():
-			h.reply.Close()
-		}
+	// The last replies and ends are flushed before the connection closes.
+	if h.reply.Drain() != nil {
+		h.reply.Close()
+	}
+	select {
+	case <-h.replyDone:
+	case <-ctx.Done():
+		h.reply.Close()
+		<-h.replyDone
 	}
 	return err
 }

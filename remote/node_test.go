@@ -146,6 +146,17 @@ func startNode(t *testing.T, url, config string, args ...string) *node {
 	return n
 }
 
+// hostID is the node's host id, from its "serving" line on stderr.
+func (n *node) hostID() string {
+	s := n.stderr.String()
+	i := strings.Index(s, "(host ")
+	if i < 0 {
+		return ""
+	}
+	id, _, _ := strings.Cut(s[i+len("(host "):], ")")
+	return id
+}
+
 // pid is the node's process id.
 func (n *node) pid() int { return n.cmd.Process.Pid }
 
