@@ -199,3 +199,30 @@ func TestLargeAnswersKeepTheirBytes(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestTimeoutsShareOneTimer: the table's one timer serves every deadline:
+// a short timeout after longer ones still fires on time, the long ones
+// keep theirs, and answers in time are not disturbed.
+func TestTimeoutsShareOneTimer(t *testing.T) {
+	c := start(t, Config{})
+	var wg sync.WaitGroup
+	long := make([]error, 3)
+	for i := range long {
+		wg.Go(func() {
+			_, long[i] = c.Request(context.Background(), "test/sleep", map[string]int{"ms": 400}, &CallOptions{Timeout: 10 * time.Second})
+		})
+	}
+	time.Sleep(20 * time.Millisecond) // let the long ones arm the timer first
+	t0 := time.Now()
+	_, err := c.Request(context.Background(), "test/sleep", map[string]int{"ms": 5000}, &CallOptions{Timeout: 100 * time.Millisecond})
+	assert.ErrorIs(t, err, jsonrpc.ErrTimeout)
+	assert.Less(t, time.Since(t0), 3*time.Second, "the short timeout did not wait for the long ones")
+	_, err = c.Request(context.Background(), "test/sleep", map[string]int{"ms": 5000}, &CallOptions{MaxTotalTimeout: 100 * time.Millisecond})
+	assert.ErrorIs(t, err, jsonrpc.ErrTimeout)
+	assert.ErrorContains(t, err, "maximum total time")
+	wg.Wait()
+	for _, err := range long {
+		assert.NoError(t, err)
+	}
+	assert.Zero(t, c.InFlight())
+}

@@ -54,7 +54,7 @@ func TestRouteHandsOverOnlyABufferItFills(t *testing.T) {
 		handOver bool
 	}{{0, true}, {zeroCopyBytes, true}, {4 * zeroCopyBytes, false}} {
 		cl := newCall(&noOptions)
-		id, err := h.c.table.add(cl)
+		id, err := h.c.table.add(cl, 0, 0)
 		require.NoError(t, err)
 		line := []byte(`{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"result":` + result + `}`)
 		buf := make([]byte, len(line), len(line)+tc.spare)

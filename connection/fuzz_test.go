@@ -183,7 +183,7 @@ func FuzzRoute(f *testing.F) {
 			{wake: make(chan struct{}, 1), stream: func(string, json.RawMessage) { streamed++ }},
 		}
 		for i, cl := range calls {
-			if id, err := c.table.add(cl); err != nil || id != int64(i+1) {
+			if id, err := c.table.add(cl, 0, 0); err != nil || id != int64(i+1) {
 				t.Fatalf("add: id %d, %v", id, err)
 			}
 		}
@@ -215,7 +215,7 @@ func FuzzRoute(f *testing.F) {
 		done := 0
 		for i, cl := range calls {
 			id := int64(i + 1)
-			if !cl.done {
+			if !cl.done.Load() {
 				continue
 			}
 			done++
@@ -258,9 +258,9 @@ func TestResponseErrorMember(t *testing.T) {
 	} {
 		h.c.table = newTable()
 		cl := &call{wake: make(chan struct{}, 1)}
-		_, _ = h.c.table.add(cl)
+		_, _ = h.c.table.add(cl, 0, 0)
 		h.c.route([]byte(tc.line))
-		if !cl.done {
+		if !cl.done.Load() {
 			t.Fatalf("%s: not delivered", tc.line)
 		}
 		var e *jsonrpc.Error

@@ -3,6 +3,7 @@ package connection
 import (
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,15 +14,21 @@ const maxQueuedProgress = 64
 
 // call is one request waiting for its answer. Its fields are guarded by
 // the table's mutex; wake is signalled whenever there is news for the
-// caller (progress or the answer).
+// caller (progress, the answer, or a deadline passed). done is also
+// atomic: a caller without progress reads its answer without the lock.
 type call struct {
 	wake   chan struct{} // capacity 1
-	timer  *time.Timer   // the request's timeout, reused across requests
 	ticket uint64        // the request line's ticket in the writer (for drop)
 
-	done   bool
+	done   atomic.Bool // result and err are set, and the call is out of the table
 	result json.RawMessage
 	err    error
+
+	// Deadlines, on the table's clock (monoNow); 0: none. deadline is the
+	// timeout (moved on by progress when asked), total the cap on the
+	// whole wait. expired says which one the table's timer found passed.
+	deadline, total int64
+	expired         expiry
 
 	wantProgress bool
 	progress     []Progress
@@ -32,8 +39,25 @@ type call struct {
 	stream func(method string, params json.RawMessage)
 }
 
-// calls are pooled: a call, its wake channel and its timer are reused by
-// later requests, so a request allocates none of them.
+// expiry is which deadline of a call passed.
+type expiry uint8
+
+const (
+	notExpired expiry = iota
+	timeoutExpired
+	totalExpired
+)
+
+// due is the call's earliest deadline, 0 for none.
+func (cl *call) due() int64 {
+	if cl.total != 0 && (cl.deadline == 0 || cl.total < cl.deadline) {
+		return cl.total
+	}
+	return cl.deadline
+}
+
+// calls are pooled: a call and its wake channel are reused by later
+// requests, so a request allocates neither.
 var callPool = sync.Pool{New: func() any { return &call{wake: make(chan struct{}, 1)} }}
 
 func newCall(opts *CallOptions) *call {
@@ -44,48 +68,63 @@ func newCall(opts *CallOptions) *call {
 	return cl
 }
 
-// startTimer arms the call's timer and returns its channel.
-func (cl *call) startTimer(d time.Duration) <-chan time.Time {
-	if cl.timer == nil {
-		cl.timer = time.NewTimer(d)
-	} else {
-		cl.timer.Reset(d)
-	}
-	return cl.timer.C
-}
-
 // release returns a finished call to the pool. The call must be out of
-// the table: nobody else can reach it then, so nothing signals it after
-// its channel is drained. (Since Go 1.23 a stopped timer delivers nothing.)
+// the table: nobody but a signal already under way reaches it then; such
+// a late signal only wakes its next user early, who finds nothing new and
+// waits again.
 func (cl *call) release() {
 	if cl.stream != nil {
 		return // stream sinks may still run on the reader: never reuse
-	}
-	if cl.timer != nil {
-		cl.timer.Stop()
 	}
 	select {
 	case <-cl.wake:
 	default:
 	}
-	cl.done, cl.result, cl.err, cl.progress, cl.wantProgress, cl.ticket = false, nil, nil, nil, false, 0
+	cl.done.Store(false)
+	cl.result, cl.err, cl.progress, cl.wantProgress, cl.ticket = nil, nil, nil, false, 0
+	cl.deadline, cl.total, cl.expired = 0, 0, notExpired
 	callPool.Put(cl)
+}
+
+// clockBase anchors monoNow, the monotonic clock deadlines are kept on.
+var clockBase = time.Now()
+
+func monoNow() int64 { return int64(time.Since(clockBase)) }
+
+// after is the deadline d from now on the table's clock; 0 for d <= 0.
+func after(now int64, d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return now + int64(d)
 }
 
 // table is the connection's one table of requests in flight. It is owned
 // by the Conn: callers add and abandon their own entries, the reader
 // completes them, and the actor fails them all when the connection stops.
+//
+// Timeouts: one timer per table, not one per request. It is armed for the
+// earliest deadline of the calls in flight (or, when that call has
+// finished since, for a moment when nothing is due: it then re-arms for
+// the earliest deadline left). With one timeout for every request, a new
+// request's deadline is never the earliest, so a request costs no timer
+// operation at all; the timer fires about once per timeout, and each
+// firing looks at every call in flight.
 type table struct {
 	mu     sync.Mutex
 	nextID int64
 	calls  map[int64]*call
 	closed error // set once: every later add fails with it
+
+	timer *time.Timer // runs expire; nil until a call has a deadline
+	armed int64       // when the timer fires (monoNow); 0: not armed
 }
 
 func newTable() *table { return &table{calls: make(map[int64]*call)} }
 
-// add registers c under a fresh id. IDs increase and are never reused.
-func (t *table) add(c *call) (int64, error) {
+// add registers c under a fresh id with its deadlines (0: none). IDs
+// increase and are never reused.
+func (t *table) add(c *call, deadline, total int64) (int64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed != nil {
@@ -93,20 +132,82 @@ func (t *table) add(c *call) (int64, error) {
 	}
 	t.nextID++
 	t.calls[t.nextID] = c
+	c.deadline, c.total = deadline, total
+	if due := c.due(); due != 0 && (t.armed == 0 || due < t.armed) {
+		t.arm(due)
+	}
 	return t.nextID, nil
+}
+
+// arm sets the timer to fire at the deadline at. The table's lock is held.
+func (t *table) arm(at int64) {
+	d := time.Duration(at - monoNow())
+	if t.timer == nil {
+		t.timer = time.AfterFunc(d, t.expire)
+	} else {
+		t.timer.Reset(d)
+	}
+	t.armed = at
+}
+
+// expire runs on the timer: it marks every call whose deadline passed
+// and wakes its caller (who gives up, unless the answer wins the race),
+// and re-arms for the earliest deadline still ahead.
+func (t *table) expire() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed != nil {
+		return
+	}
+	now := monoNow()
+	var next int64
+	for _, c := range t.calls {
+		due := c.due()
+		switch {
+		case due == 0 || c.expired != notExpired:
+		case due <= now:
+			c.expired = timeoutExpired
+			if due == c.total {
+				c.expired = totalExpired
+			}
+			signal(c.wake)
+		case next == 0 || due < next:
+			next = due
+		}
+	}
+	t.armed = 0
+	if next != 0 {
+		t.arm(next)
+	}
+}
+
+// extend moves c's timeout to deadline (progress arrived), unless the
+// cap on the whole wait has passed.
+func (t *table) extend(c *call, deadline int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c.deadline = deadline
+	if c.expired == timeoutExpired {
+		c.expired = notExpired
+	}
+	if due := c.due(); due != 0 && t.closed == nil && (t.armed == 0 || due < t.armed) {
+		t.arm(due)
+	}
 }
 
 // complete delivers the answer to id; false when no such request waits.
 func (t *table) complete(id int64, result json.RawMessage, err error) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	c := t.calls[id]
 	if c == nil {
+		t.mu.Unlock()
 		return false
 	}
 	delete(t.calls, id)
-	c.done, c.result, c.err = true, result, err
-	signal(c.wake)
+	c.result, c.err = result, err
+	c.done.Store(true)
+	t.mu.Unlock()
+	signal(c.wake) // outside the lock: the caller it wakes may take it at once
 	return true
 }
 
@@ -137,12 +238,13 @@ func (t *table) streamOf(id int64) func(string, json.RawMessage) {
 	return nil
 }
 
-// take hands the caller its queued progress and whether the answer is in.
-func (t *table) take(c *call) (progress []Progress, done bool) {
+// take hands the caller its queued progress, whether the answer is in,
+// and which deadline passed, if any.
+func (t *table) take(c *call) (progress []Progress, done bool, expired expiry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	progress, c.progress = c.progress, nil
-	return progress, c.done
+	return progress, c.done.Load(), c.expired
 }
 
 // abandon removes id unless its answer already arrived; it reports whether
@@ -150,7 +252,7 @@ func (t *table) take(c *call) (progress []Progress, done bool) {
 func (t *table) abandon(id int64, c *call) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if c.done {
+	if c.done.Load() {
 		return false
 	}
 	delete(t.calls, id)
@@ -165,8 +267,13 @@ func (t *table) close(err error) {
 		return
 	}
 	t.closed = err
+	if t.timer != nil {
+		t.timer.Stop()
+		t.armed = 0
+	}
 	for id, c := range t.calls {
-		c.done, c.err = true, err
+		c.err = err
+		c.done.Store(true)
 		signal(c.wake)
 		delete(t.calls, id)
 	}

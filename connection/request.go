@@ -76,7 +76,9 @@ func (c *Conn) RequestMeta(ctx context.Context, method string, params any, meta 
 		return nil, paramsError(method, err)
 	}
 	cl := newCall(opts)
-	id, err := c.table.add(cl)
+	timeout := c.timeoutOf(opts)
+	now := monoNow()
+	id, err := c.table.add(cl, after(now, timeout), after(now, opts.MaxTotalTimeout))
 	if err != nil {
 		cl.release()
 		return nil, err
@@ -100,9 +102,17 @@ func (c *Conn) RequestMeta(ctx context.Context, method string, params any, meta 
 	}
 	// A writer that no longer takes lines means the connection is stopping:
 	// the stop fails this call with its reason, so wait for it.
-	res, err := c.await(ctx, id, cl, method, opts)
+	res, err := c.await(ctx, id, cl, method, timeout, opts)
 	cl.release()
 	return res, err
+}
+
+// timeoutOf is a request's timeout: its own, or the connection's.
+func (c *Conn) timeoutOf(opts *CallOptions) time.Duration {
+	if opts.Timeout != 0 {
+		return opts.Timeout
+	}
+	return c.cfg.Timeout
 }
 
 // mergeMeta adds meta's members, traceCtx's (encoded members without
@@ -122,47 +132,50 @@ func mergeMeta(params, meta, traceCtx []byte, id int64, progress bool) ([]byte, 
 }
 
 // await waits for the answer to request id, running progress callbacks on
-// the caller's goroutine as updates arrive.
-func (c *Conn) await(ctx context.Context, id int64, cl *call, method string, opts *CallOptions) (json.RawMessage, error) {
-	timeout := opts.Timeout
-	if timeout == 0 {
-		timeout = c.cfg.Timeout
-	}
-	var timerC, totalC <-chan time.Time
-	if timeout > 0 {
-		timerC = cl.startTimer(timeout)
-	}
-	if opts.MaxTotalTimeout > 0 {
-		total := time.NewTimer(opts.MaxTotalTimeout)
-		defer total.Stop()
-		totalC = total.C
-	}
+// the caller's goroutine as updates arrive. The table's timer wakes it when
+// a deadline passes; with a ctx that cannot be cancelled it waits on its
+// wake channel alone.
+func (c *Conn) await(ctx context.Context, id int64, cl *call, method string, timeout time.Duration, opts *CallOptions) (json.RawMessage, error) {
+	cancelled := ctx.Done()
 	for {
-		select {
-		case <-cl.wake:
-			progress, done := c.table.take(cl)
-			if len(progress) > 0 {
-				if opts.OnProgress != nil {
-					c.runProgress(id, cl, method, opts.OnProgress, progress)
+		if cancelled == nil {
+			<-cl.wake
+		} else {
+			select {
+			case <-cl.wake:
+			case <-cancelled:
+				if c.giveUp(id, cl, "cancelled by the client") {
+					return nil, fmt.Errorf("snodo: %s: %w", method, ctx.Err())
 				}
-				if opts.ResetTimeoutOnProgress && timerC != nil && !done {
-					cl.timer.Reset(timeout)
+				continue // the answer won the race: it is signalled
+			}
+		}
+		if !cl.wantProgress && cl.done.Load() { // the common case: no lock
+			return cl.result, cl.err
+		}
+		progress, done, expired := c.table.take(cl)
+		if len(progress) > 0 {
+			if opts.OnProgress != nil {
+				c.runProgress(id, cl, method, opts.OnProgress, progress)
+			}
+			if opts.ResetTimeoutOnProgress && timeout > 0 && !done {
+				c.table.extend(cl, after(monoNow(), timeout))
+				if expired == timeoutExpired {
+					continue // the progress moved the timeout on
 				}
 			}
-			if done {
-				return cl.result, cl.err
-			}
-		case <-timerC:
+		}
+		if done {
+			return cl.result, cl.err
+		}
+		switch expired {
+		case timeoutExpired:
 			if c.giveUp(id, cl, "timeout") {
 				return nil, timeoutError(method, timeout.String())
 			}
-		case <-totalC:
+		case totalExpired:
 			if c.giveUp(id, cl, "timeout") {
 				return nil, timeoutError(method, "the maximum total time of "+opts.MaxTotalTimeout.String())
-			}
-		case <-ctx.Done():
-			if c.giveUp(id, cl, "cancelled by the client") {
-				return nil, fmt.Errorf("snodo: %s: %w", method, ctx.Err())
 			}
 		}
 	}
