@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/servers"
 )
 
 // connect starts the server and settles the era. Ctrl-C while it runs
@@ -21,7 +22,18 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	command, args := s.cfg.server[0], s.cfg.server[1:]
+	var command string
+	var args []string
+	if s.cfg.serverName != "" {
+		spec, err := s.named()
+		if err != nil {
+			return nil, err
+		}
+		command, args = spec.Command, spec.Args
+		opts = s.withFile(opts, spec)
+	} else {
+		command, args = s.cfg.server[0], s.cfg.server[1:]
+	}
 	owner, cancelOwner := context.WithCancel(context.Background())
 	stopWatch := context.AfterFunc(ctx, cancelOwner)
 	c, err := snodo.Connect(owner, command, args, opts...)
@@ -34,6 +46,33 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// named is the --server NAME of the --config file.
+func (s *session) named() (*servers.Server, error) {
+	file, err := servers.Load(s.cfg.configFile)
+	if err != nil {
+		return nil, err
+	}
+	return file.Lookup(s.cfg.serverName)
+}
+
+// withFile adds the file's options for spec after the flags' (so the
+// file's env, dir and timeout win over the defaults), then the flags a
+// user gave explicitly, which win over the file.
+func (s *session) withFile(opts []snodo.Option, spec *servers.Server) []snodo.Option {
+	opts = append(opts, spec.ConnectOptions()...)
+	if s.cfg.timeoutSet {
+		opts = append(opts, snodo.WithTimeout(s.cfg.timeout))
+	}
+	for _, kv := range s.cfg.env {
+		k, v, _ := strings.Cut(kv, "=")
+		opts = append(opts, snodo.WithEnv(k, v))
+	}
+	if s.cfg.dir != "" {
+		opts = append(opts, snodo.WithDir(s.cfg.dir))
+	}
+	return opts
 }
 
 // options turns the flags into Connect options.

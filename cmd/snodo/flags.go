@@ -22,6 +22,7 @@ const version = "0.1.0"
 type config struct {
 	json, verbose, quiet, showVersion bool
 	timeout                           time.Duration
+	timeoutSet                        bool // --timeout given: it wins over the config file's
 	env, unset, roots                 []string
 	dir                               string
 	maxLineBytes                      int
@@ -71,6 +72,10 @@ const usageText = `Usage:
                 [--count N] [--for D] -- SERVER_CMD [ARGS...]
   snodo demo                                        tour the features with a built-in server
 
+Named servers from an mcpServers file (the file MCP hosts use):
+  snodo --config FILE --server NAME info|tools|call|request|listen ...
+  snodo --config FILE servers                       every server: era, version, tool count
+
 Named servers over NATS:
   snodo node --config FILE [--nats URL]             serve the file's servers (no --nats: embed
                                                     a NATS server and print its URL)
@@ -112,8 +117,8 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.count, "count", 0, "listen: stop after `N` events (0: no limit)")
 	fs.DurationVar(&cfg.forDur, "for", 0, "listen: stop after `duration` (0: until Ctrl-C)")
 	fs.StringVar(&cfg.natsURL, "nats", "", "reach named servers through the NATS system at `URL` (node: without it, embed one)")
-	fs.StringVar(&cfg.serverName, "server", "", "with --nats: call the served `NAME` instead of a SERVER_CMD")
-	fs.StringVar(&cfg.configFile, "config", "", "node: the mcpServers `file` naming the servers to serve")
+	fs.StringVar(&cfg.serverName, "server", "", "with --config or --nats: use the server called `NAME` instead of a SERVER_CMD")
+	fs.StringVar(&cfg.configFile, "config", "", "the mcpServers `file` naming the servers (with --server, servers, node)")
 	fs.StringVar(&cfg.prefix, "prefix", "", "NATS subject `prefix` of hosts and callers (default snodo)")
 	fs.DurationVar(&cfg.drain, "drain", 30*time.Second, "node: on SIGINT/SIGTERM, wait at most `duration` for held calls")
 	fs.StringVar(&cfg.natsCreds, "nats-creds", "", "NATS credentials `file` (JWT and nkey seed)")
@@ -170,6 +175,11 @@ func parseArgs(args []string, out io.Writer) (*config, error) {
 		return nil, usagef("no command given (info, tools, call, request, listen or demo)")
 	}
 	cfg.command, cfg.args = positional[0], positional[1:]
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "timeout" {
+			cfg.timeoutSet = true
+		}
+	})
 	return cfg, cfg.validate()
 }
 
@@ -209,7 +219,7 @@ func (cfg *config) validate() error {
 		return usagef("%s: give either --server NAME or -- SERVER_CMD, not both", cfg.command)
 	}
 	if cfg.serverName == "" && len(cfg.server) == 0 {
-		return usagef("%s: no server command; end the arguments with -- SERVER_CMD [ARGS...] (or give --nats URL --server NAME)", cfg.command)
+		return usagef("%s: no server command; end the arguments with -- SERVER_CMD [ARGS...] (or give --config FILE --server NAME)", cfg.command)
 	}
 	if len(cfg.args) == 2 {
 		var v map[string]any
@@ -251,7 +261,7 @@ var commandSyntax = map[string]string{
 	"request": "snodo request METHOD [JSON_PARAMS] -- SERVER_CMD",
 	"listen":  "snodo listen [--tools] [--prompts] [--resources] [--resource URI]... -- SERVER_CMD",
 	"demo":    "snodo demo", "help": "snodo help",
-	"node": "snodo node --config FILE [--nats URL]", "servers": "snodo --nats URL servers",
+	"node": "snodo node --config FILE [--nats URL]", "servers": "snodo --config FILE servers",
 }
 
 // validateRemote checks the flags of the NATS commands.
@@ -259,10 +269,10 @@ func (cfg *config) validateRemote() error {
 	switch {
 	case cfg.command == "node" && cfg.configFile == "":
 		return usagef("node: give --config FILE (the mcpServers file naming the servers to serve)")
-	case cfg.command == "servers" && cfg.natsURL == "":
-		return usagef("servers: give --nats URL")
-	case cfg.serverName != "" && cfg.natsURL == "":
-		return usagef("--server NAME goes with --nats URL")
+	case cfg.command == "servers" && cfg.natsURL == "" && cfg.configFile == "":
+		return usagef("servers: give --config FILE (or --nats URL)")
+	case cfg.serverName != "" && cfg.natsURL == "" && cfg.configFile == "":
+		return usagef("--server NAME goes with --config FILE (or --nats URL)")
 	case cfg.drain <= 0:
 		return usagef("--drain %s: must be positive", cfg.drain)
 	case (cfg.natsCert == "") != (cfg.natsKey == ""):

@@ -86,6 +86,9 @@ func run(args []string, sio stdio) int {
 	if cfg.natsURL != "" && (cfg.serverName != "" || cfg.command == "servers") {
 		return runRemote(cfg, sio)
 	}
+	if cfg.command == "servers" {
+		return runServers(cfg, sio)
+	}
 
 	// The first Ctrl-C cancels ctx: the request in flight is cancelled on
 	// the server and the connection closed. stop then restores the default

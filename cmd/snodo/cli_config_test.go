@@ -1,0 +1,84 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// writeConfig writes an mcpServers file naming the test server twice
+// (once modern, once legacy) and a server that cannot start.
+func writeConfig(t *testing.T, extra string) string {
+	t.Helper()
+	bin, _ := json.Marshal(testutil.ServerPath(t))
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	data := `{"mcpServers": {
+		"modern": {"command": ` + string(bin) + `, "args": ["-era", "modern"], "env": {"SNODO_CONFIG_TEST": "from-file"}},
+		"legacy": {"command": ` + string(bin) + `, "args": ["-era", "legacy"]}` + extra + `
+	}}`
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestConfigServerRunsTheNamedServer(t *testing.T) {
+	cfg := writeConfig(t, "")
+	r := snodo(t, "--config", cfg, "--server", "legacy", "info").want(t, 0)
+	if !strings.Contains(r.stdout, "legacy") {
+		t.Errorf("info of the legacy server:\n%s", r.stdout)
+	}
+	r = snodo(t, "--config", cfg, "--server", "modern", "--json", "request", "test/env", `{"name":"SNODO_CONFIG_TEST"}`).want(t, 0)
+	var env struct{ Value string }
+	r.decode(t, &env)
+	if env.Value != "from-file" {
+		t.Errorf("the file's env did not reach the server: %q", r.stdout)
+	}
+	snodo(t, "--config", cfg, "--server", "modern", "call", "echo", `{"message":"hi"}`).want(t, 0)
+
+	r = snodo(t, "--config", cfg, "--server", "nope", "tools").want(t, 1)
+	r.oneErrorLine(t, `server "nope": no such server`, `"modern"`)
+	r = snodo(t, "--server", "modern", "tools").want(t, 2)
+	if !strings.Contains(r.stderr, "--server NAME goes with --config FILE") {
+		t.Errorf("usage error: %s", r.stderr)
+	}
+}
+
+func TestConfigServersListsEveryServer(t *testing.T) {
+	cfg := writeConfig(t, "")
+	r := snodo(t, "--config", cfg, "--json", "servers").want(t, 0)
+	var got struct {
+		Servers []struct {
+			Name, Era, Error string
+			Tools            int
+		}
+	}
+	r.decode(t, &got)
+	if len(got.Servers) != 2 || got.Servers[0].Name != "modern" || got.Servers[0].Era != "modern" ||
+		got.Servers[1].Era != "legacy" || got.Servers[0].Tools == 0 || got.Servers[1].Tools == 0 {
+		t.Errorf("servers: %+v", got.Servers)
+	}
+	r = snodo(t, "--config", cfg, "servers").want(t, 0)
+	if !strings.Contains(r.stdout, "modern") || !strings.Contains(r.stdout, "tools") {
+		t.Errorf("servers:\n%s", r.stdout)
+	}
+
+	broken := writeConfig(t, `, "gone": {"command": "/nonexistent/mcp-server"}`)
+	r = snodo(t, "--config", broken, "servers").want(t, 1)
+	if !strings.Contains(r.stdout, "gone") || !strings.Contains(r.stdout, "error:") || !strings.Contains(r.stdout, "legacy") {
+		t.Errorf("a server that cannot start is listed with its error, the others still:\n%s", r.stdout)
+	}
+}
+
+func TestConfigBrokenFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(path, []byte(`{"mcpServers": {"a": {"command": "x", "args": "y"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := snodo(t, "--config", path, "--server", "a", "tools").want(t, 1)
+	r.oneErrorLine(t, "bad.json", `server "a"`, `"args"`, "want an array of strings")
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/servers"
+)
+
+// serverLine is one server of `snodo --config FILE servers`.
+type serverLine struct {
+	Name            string `json:"name"`
+	Era             string `json:"era,omitempty"`
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	Server          string `json:"server,omitempty"` // serverInfo name and version
+	Tools           int    `json:"tools"`
+	Error           string `json:"error,omitempty"`
+}
+
+// runServers connects to every server of the --config file at once and
+// lists each with its era, version and tool count. A server that fails
+// is listed with its error, and the exit status is 1.
+func runServers(cfg *config, sio stdio) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	s := &session{cfg: cfg, io: sio}
+	file, err := servers.Load(cfg.configFile)
+	if err != nil {
+		return s.exitCode(ctx, err)
+	}
+	opts, err := s.options()
+	if err != nil {
+		return s.exitCode(ctx, err)
+	}
+	lines := make([]serverLine, len(file.Servers))
+	var wg sync.WaitGroup
+	for i, spec := range file.Servers {
+		wg.Go(func() { lines[i] = s.probeServer(ctx, spec, opts) })
+	}
+	wg.Wait()
+	failed := false
+	for _, l := range lines {
+		failed = failed || l.Error != ""
+	}
+	if cfg.json {
+		if err := printJSON(sio.out, map[string]any{"servers": lines}); err != nil {
+			return s.exitCode(ctx, err)
+		}
+	} else {
+		for _, l := range lines {
+			if l.Error != "" {
+				fmt.Fprintf(sio.out, "%-20s error: %s\n", l.Name, l.Error)
+				continue
+			}
+			fmt.Fprintf(sio.out, "%-20s %-7s %-11s %3d tools  %s\n", l.Name, l.Era, l.ProtocolVersion, l.Tools, l.Server)
+		}
+	}
+	if ctx.Err() != nil {
+		return exitInterrupted
+	}
+	if failed {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// probeServer connects to one server, counts its tools and closes it.
+func (s *session) probeServer(ctx context.Context, spec *servers.Server, opts []snodo.Option) serverLine {
+	line := serverLine{Name: spec.Name}
+	c, err := snodo.Connect(ctx, spec.Command, spec.Args, s.withFile(opts, spec)...)
+	if err != nil {
+		line.Error = err.Error()
+		return line
+	}
+	defer s.close(c)
+	line.Era, line.ProtocolVersion = c.Era().String(), c.ProtocolVersion()
+	if info := c.ServerInfo(); info.Name != "" {
+		line.Server = info.Name + " " + info.Version
+	}
+	tools, err := c.ListTools(ctx)
+	if err != nil {
+		line.Error = err.Error()
+		return line
+	}
+	line.Tools = len(tools)
+	return line
+}
