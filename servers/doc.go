@@ -36,4 +36,10 @@
 // snodo does not know are logged as warnings, never silently ignored, and
 // a malformed file is an error that names the file, the server and the
 // field.
+//
+// Server.Connect and Server.NewPool start one server. A Router starts a
+// pool for every server of a file, all at once, and routes call messages
+// to them by name: an actor sends it &To{Server: "files", Call:
+// &snodo.Call{…}} with ctx.Request and gets the *snodo.Reply from that
+// server's pool.
 package servers

@@ -1,0 +1,278 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/supervisor"
+)
+
+// Router is an actor that owns one supervised pool per server of a File
+// (each of its Pool size, with its supervision options) and routes call
+// messages to them by server name. Send it a *To with ctx.Request; the
+// server's pool answers the sender directly with exactly one *snodo.Reply
+// (or *snodo.ToolReply), so the router's mailbox never waits on a server.
+// Its methods are safe for concurrent use.
+type Router struct {
+	file  *File
+	sys   *protoactor.ActorSystem
+	owner *protoactor.PID
+	ctx   context.Context
+	opts  []supervisor.Option
+	life  snodoactor.Life
+
+	mu      sync.Mutex
+	pools   map[string]*supervisor.Pool
+	pending int   // pools whose PoolReady has not come yet
+	errs    []error
+	ready   chan struct{}
+	stopped chan struct{}
+	done    chan struct{}
+}
+
+// To asks the router to send Call (a *snodo.Call or a *snodo.ToolCall)
+// to the server called Server. The reply comes from that server's pool,
+// to the Call's ReplyTo or else the sender of the To. A name the file
+// does not have is answered at once with an error wrapping
+// ErrUnknownServer.
+type To struct {
+	Server string
+	Call   any
+}
+
+// RouterReady is sent to the router's owner actor once every pool has
+// started; Err joins the errors of the servers that could not (their
+// pools are closed, and calls to them fail with -32000 wrapping it).
+type RouterReady struct {
+	Router *Router
+	Err    error
+}
+
+// ErrUnknownServer: a To named a server the router does not have.
+var ErrUnknownServer = errors.New("servers: no such server")
+
+// IgnoreDeadLetterLogging keeps messages for an actor that is gone out of
+// the dead-letter log.
+func (*To) IgnoreDeadLetterLogging()          {}
+func (*RouterReady) IgnoreDeadLetterLogging() {}
+
+// StartRouter starts a pool for every server of f, all at once, and
+// returns the router without waiting for them. owner, when not nil, owns
+// the router (it stops when owner terminates) and receives a
+// *RouterReady; ctx owns it too. opts apply to every pool after the
+// file's own. Calls sent before a pool is ready wait for its first
+// member, as described at supervisor.StartPool.
+func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *protoactor.PID, f *File, opts ...supervisor.Option) (*Router, error) {
+	if len(f.Servers) == 0 {
+		return nil, &FileError{File: f.Path, Err: errors.New("no server to start")}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("servers: %w", err)
+	}
+	if system == nil {
+		system = snodoactor.Shared()
+	}
+	r := &Router{
+		file: f, sys: system, owner: owner, ctx: ctx, opts: opts,
+		pools:   map[string]*supervisor.Pool{},
+		pending: len(f.Servers),
+		ready:   make(chan struct{}),
+		stopped: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	r.life = snodoactor.Life{Name: "router", Logger: slog.Default(), Owner: owner}
+	snodo.AnswerDeadCalls(system)
+	r.life.Spawn(system, "snodo-router", r.receive)
+	r.life.LinkContext(ctx)
+	return r, nil
+}
+
+// NewRouter is StartRouter for code that is not an actor: it returns
+// once every pool has started, or fails with the first errors (and the
+// router closed).
+func NewRouter(ctx context.Context, f *File, opts ...supervisor.Option) (*Router, error) {
+	r, err := StartRouter(ctx, nil, nil, f, opts...)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-r.ready:
+	case <-r.stopped:
+	}
+	if err := r.startErr(); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// PID is the router actor: send it *To messages.
+func (r *Router) PID() *protoactor.PID { return r.life.PID() }
+
+// Pool is the pool of the server called name.
+func (r *Router) Pool(name string) (*supervisor.Pool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.pools[name]; ok {
+		return p, nil
+	}
+	return nil, r.unknown(name)
+}
+
+// Ready is closed once every pool has reported its start.
+func (r *Router) Ready() <-chan struct{} { return r.ready }
+
+// Close stops the router and closes every pool, as supervisor.Pool.Close
+// does: it returns without waiting for the servers to exit; Done tells
+// when they have. Idempotent; it returns nil.
+func (r *Router) Close() error {
+	r.life.Stop(snodo.ErrClosed)
+	<-r.stopped
+	return nil
+}
+
+// Done is closed once the router has stopped and every server has been
+// reaped.
+func (r *Router) Done() <-chan struct{} { return r.done }
+
+// Err is why the router stopped, nil while it runs.
+func (r *Router) Err() error {
+	select {
+	case <-r.stopped:
+		return r.life.Reason()
+	default:
+		return nil
+	}
+}
+
+func (r *Router) unknown(name string) error {
+	return fmt.Errorf("%w %q in %s (it has %q)", ErrUnknownServer, name, r.file.Path, r.file.Names())
+}
+
+func (r *Router) startErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(r.errs...)
+}
+
+func (r *Router) receive(ctx protoactor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *protoactor.Started:
+		r.startPools(ctx)
+	case *supervisor.PoolReady:
+		r.poolReady(ctx, msg)
+	case *To:
+		r.route(ctx, msg)
+	case *protoactor.Stopping:
+		r.mu.Lock()
+		pools := make([]*supervisor.Pool, 0, len(r.pools))
+		for _, p := range r.pools {
+			pools = append(pools, p)
+		}
+		r.mu.Unlock()
+		for _, p := range pools {
+			_ = p.Close() // stdin closed, callers answered; reaping goes on
+		}
+		go func() {
+			for _, p := range pools {
+				<-p.Done()
+			}
+			close(r.done)
+		}()
+	case *protoactor.Stopped:
+		close(r.stopped)
+	}
+}
+
+func (r *Router) startPools(ctx protoactor.Context) {
+	for _, s := range r.file.Servers {
+		opts := append(s.SupervisorOptions(), r.opts...)
+		p, err := supervisor.StartPool(r.ctx, r.sys, ctx.Self(), s.Command, s.Args, s.Pool, opts...)
+		r.mu.Lock()
+		if err != nil {
+			r.errs = append(r.errs, fmt.Errorf("server %q: %w", s.Name, err))
+			r.pending--
+		} else {
+			r.pools[s.Name] = p
+		}
+		r.mu.Unlock()
+	}
+	r.maybeReady(ctx)
+}
+
+func (r *Router) poolReady(ctx protoactor.Context, msg *supervisor.PoolReady) {
+	r.mu.Lock()
+	r.pending--
+	if msg.Err != nil {
+		for name, p := range r.pools {
+			if p == msg.Pool {
+				r.errs = append(r.errs, fmt.Errorf("server %q: %w", name, msg.Err))
+			}
+		}
+	}
+	r.mu.Unlock()
+	r.maybeReady(ctx)
+}
+
+// maybeReady reports readiness once every pool has.
+func (r *Router) maybeReady(ctx protoactor.Context) {
+	r.mu.Lock()
+	if r.pending > 0 {
+		r.mu.Unlock()
+		return
+	}
+	err := errors.Join(r.errs...)
+	r.mu.Unlock()
+	select {
+	case <-r.ready:
+		return
+	default:
+	}
+	close(r.ready)
+	if r.owner != nil {
+		ctx.Send(r.owner, &RouterReady{Router: r, Err: err})
+	}
+}
+
+// route forwards the call to its server's pool, keeping the sender, so
+// the pool answers the caller directly.
+func (r *Router) route(ctx protoactor.Context, msg *To) {
+	r.mu.Lock()
+	p, ok := r.pools[msg.Server]
+	r.mu.Unlock()
+	if ok {
+		ctx.RequestWithCustomSender(p.PID(), msg.Call, ctx.Sender())
+		return
+	}
+	err := r.unknown(msg.Server)
+	switch c := msg.Call.(type) {
+	case *snodo.Call:
+		if to := replyTo(ctx, c.ReplyTo); to != nil {
+			ctx.Send(to, &snodo.Reply{Tag: c.Tag, Err: err})
+		}
+	case *snodo.ToolCall:
+		if to := replyTo(ctx, c.ReplyTo); to != nil {
+			ctx.Send(to, &snodo.ToolReply{Tag: c.Tag, Err: err})
+		}
+	default:
+		ctx.Logger().Warn("servers: a *To whose Call is not a *snodo.Call or *snodo.ToolCall was dropped",
+			"server", msg.Server, "type", fmt.Sprintf("%T", msg.Call))
+	}
+}
+
+func replyTo(ctx protoactor.Context, to *protoactor.PID) *protoactor.PID {
+	if to != nil {
+		return to
+	}
+	return ctx.Sender()
+}

@@ -1,0 +1,125 @@
+package servers_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/servers"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+func twoServers(t *testing.T) *servers.File {
+	cmd, _ := testutil.Server(t)
+	bin, _ := json.Marshal(cmd)
+	f, err := servers.Parse("mcp.json", []byte(`{"mcpServers": {
+		"modern": {"command": `+string(bin)+`, "args": ["-era", "modern"], "snodo": {"pool": 2}},
+		"legacy": {"command": `+string(bin)+`, "args": ["-era", "legacy"]}
+	}}`))
+	require.NoError(t, err)
+	return f
+}
+
+// An actor owns a router; calls sent by server name are answered by that
+// server's pool, before and after readiness; an unknown name is answered
+// at once; the router closes with its owner.
+func TestRouterRoutesCallsByName(t *testing.T) {
+	f := twoServers(t)
+	sys := snodoactor.Shared()
+	got := make(chan any, 16)
+	var router *servers.Router
+	owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		switch msg := ctx.Message().(type) {
+		case *protoactor.Started:
+			var err error
+			router, err = servers.StartRouter(context.Background(), ctx.ActorSystem(), ctx.Self(), f)
+			if err != nil {
+				got <- err
+				return
+			}
+			// Sent before readiness: they wait for the pools.
+			ctx.Request(router.PID(), &servers.To{Server: "modern", Call: &snodo.Call{Method: "test/echo", Params: map[string]int{"n": 1}, Tag: "early"}})
+		case *servers.RouterReady:
+			got <- msg
+			ctx.Request(router.PID(), &servers.To{Server: "legacy", Call: &snodo.ToolCall{Name: "echo", Args: map[string]string{"message": "hi"}, Tag: "tool"}})
+			ctx.Request(router.PID(), &servers.To{Server: "nope", Call: &snodo.Call{Method: "test/echo", Tag: "unknown"}})
+		case *snodo.Reply, *snodo.ToolReply:
+			got <- msg
+		case *protoactor.Stopping:
+			if router != nil {
+				_ = router.Close()
+			}
+		}
+	}))
+	byTag := map[any]any{}
+	var ready *servers.RouterReady
+	for len(byTag) < 3 || ready == nil {
+		select {
+		case m := <-got:
+			switch m := m.(type) {
+			case error:
+				t.Fatal(m)
+			case *servers.RouterReady:
+				ready = m
+			case *snodo.Reply:
+				byTag[m.Tag] = m
+			case *snodo.ToolReply:
+				byTag[m.Tag] = m
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("got %d replies, ready %v", len(byTag), ready != nil)
+		}
+	}
+	require.NoError(t, ready.Err)
+	early := byTag["early"].(*snodo.Reply)
+	require.NoError(t, early.Err)
+	tool := byTag["tool"].(*snodo.ToolReply)
+	require.NoError(t, tool.Err)
+	assert.Equal(t, "hi", tool.Result.Text())
+	unknown := byTag["unknown"].(*snodo.Reply)
+	assert.True(t, errors.Is(unknown.Err, servers.ErrUnknownServer), "%v", unknown.Err)
+	assert.Contains(t, unknown.Err.Error(), `"nope"`)
+
+	p, err := router.Pool("modern")
+	require.NoError(t, err)
+	assert.Equal(t, 2, p.Size())
+	assert.Equal(t, snodo.EraModern, p.Era())
+	lp, err := router.Pool("legacy")
+	require.NoError(t, err)
+	assert.Equal(t, snodo.EraLegacy, lp.Era())
+
+	require.NoError(t, sys.Root.StopFuture(owner).Wait())
+	select {
+	case <-router.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the router's servers were not reaped")
+	}
+	assert.ErrorIs(t, router.Err(), snodo.ErrClosed)
+}
+
+// NewRouter waits for every pool; a server that cannot start fails it.
+func TestNewRouter(t *testing.T) {
+	r, err := servers.NewRouter(t.Context(), twoServers(t))
+	require.NoError(t, err)
+	p, err := r.Pool("legacy")
+	require.NoError(t, err)
+	tools, err := p.ListTools(t.Context())
+	require.NoError(t, err)
+	assert.NotEmpty(t, tools)
+	require.NoError(t, r.Close())
+	<-r.Done()
+
+	f, err := servers.Parse("bad.json", []byte(`{"servers": {"gone": {"command": "/nonexistent/mcp"}}}`))
+	require.NoError(t, err)
+	_, err = servers.NewRouter(t.Context(), f)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `server "gone"`)
+}
