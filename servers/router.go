@@ -30,7 +30,7 @@ type Router struct {
 
 	mu      sync.Mutex
 	pools   map[string]*supervisor.Pool
-	pending int   // pools whose PoolReady has not come yet
+	pending int // pools whose PoolReady has not come yet
 	errs    []error
 	ready   chan struct{}
 	stopped chan struct{}
