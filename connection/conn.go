@@ -33,11 +33,14 @@ type Conn struct {
 	notifyCtx  context.Context
 	stopNotify context.CancelFunc
 
-	stopped  chan struct{} // the actor has stopped
-	exited   chan struct{} // the process has been reaped
-	done     chan struct{} // both
-	doneOnce sync.Once
-	exitErr  error // what Wait said, once exited is closed
+	stopped chan struct{} // the actor has stopped
+	exited  chan struct{} // the process has been reaped
+	drained chan struct{} // stdout's reader and stderr's tap have ended
+	// readerDone is closed when the reader has ended.
+	readerDone chan struct{}
+	done       chan struct{} // all three
+	doneOnce   sync.Once
+	exitErr    error // what Wait said, once exited is closed
 }
 
 // Start starts the server and its connection actor. ctx is the owner
@@ -65,13 +68,15 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	// Every record says which connection it is about.
 	cfg.Logger = cfg.Logger.With("server", filepath.Base(cfg.Command), "server_pid", proc.cmd.Process.Pid)
 	c := &Conn{
-		cfg:     cfg,
-		system:  cfg.System,
-		proc:    proc,
-		table:   newTable(),
-		stopped: make(chan struct{}),
-		exited:  make(chan struct{}),
-		done:    make(chan struct{}),
+		cfg:        cfg,
+		system:     cfg.System,
+		proc:       proc,
+		table:      newTable(),
+		stopped:    make(chan struct{}),
+		exited:     make(chan struct{}),
+		drained:    make(chan struct{}),
+		readerDone: make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	c.notifyCtx, c.stopNotify = context.WithCancel(context.Background())
 	c.out = newWriter(proc.stdin, cfg.MaxWriteQueue, c.writeFailed)
@@ -88,6 +93,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	c.pid = c.life.Spawn(c.system, "snodo-conn", c.receive)
 	go c.out.run()
 	go c.readLoop()
+	go c.waitProcess()
 	c.life.LinkContext(owner)
 	return c, nil
 }
@@ -114,7 +120,8 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// Done is closed once the server has exited (and been reaped) and the
+// Done is closed once the server has exited (and been reaped), its output
+// has been drained (see readLoop) and the
 // connection actor has stopped.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
@@ -220,6 +227,11 @@ func (c *Conn) maybeDone() {
 	}
 	select {
 	case <-c.exited:
+	default:
+		return
+	}
+	select {
+	case <-c.drained:
 	default:
 		return
 	}

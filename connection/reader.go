@@ -15,10 +15,18 @@ import (
 // process to exit before it reports "stdout closed" instead of the exit.
 const exitGrace = 200 * time.Millisecond
 
+// drainGrace is how long stdout and stderr are still read after the
+// server has exited, when something else (a grandchild it started) holds
+// them open: then snodo closes its read ends.
+const drainGrace = time.Second
+
 // readLoop reads the server's stdout until EOF — also after Close, so the
 // server can finish its admitted requests instead of dying of a broken
-// pipe — then reaps the process. Each line is traced before it is routed.
+// pipe. Each line is traced before it is routed. EOF while the process
+// lives on means the server closed its stdout. The exit itself is seen by
+// waitProcess, not here: a grandchild holding stdout cannot hide it.
 func (c *Conn) readLoop() {
+	defer close(c.readerDone)
 	var stdout io.Reader = c.proc.stdout
 	if c.cfg.Metrics != nil {
 		stdout = &countingReader{r: stdout, m: c.cfg.Metrics}
@@ -40,31 +48,40 @@ func (c *Conn) readLoop() {
 		}
 	}
 	c.proc.stdout.Close()
-	c.reap()
-}
-
-// reap waits for the process after stdout's EOF and records why it ended.
-func (c *Conn) reap() {
-	waited := make(chan error, 1)
-	go func() { waited <- c.proc.cmd.Wait() }()
-	var err error
 	select {
-	case err = <-waited:
-		c.terminate(c.exitReason(err, ErrServerExited))
+	case <-c.exited: // waitProcess has recorded the exit (the first reason wins)
 	case <-time.After(exitGrace):
 		c.terminate(&exitReason{what: "server closed its stdout but is still running", stderr: c.proc.stderr.lastLines(stderrTailLine), cause: ErrStdoutClosed})
-		err = <-waited
+	}
+}
+
+// waitProcess waits on the server process itself, from Start on, so its
+// exit is seen when it happens — whoever else holds its pipes — and it is
+// reaped at once: every caller gets -32000 with the exit status. Then
+// stdout and stderr are drained until EOF, for at most drainGrace.
+func (c *Conn) waitProcess() {
+	err := c.proc.cmd.Wait()
+	c.terminate(c.exitReason(err, ErrServerExited)) // before exited: the exit status says most
+	c.exitErr = err
+	close(c.exited)
+	expired := make(chan struct{})
+	grace := time.AfterFunc(drainGrace, func() { close(expired) })
+	defer grace.Stop()
+	select {
+	case <-c.readerDone:
+	case <-expired: // a grandchild holds stdout open
+		c.proc.stdout.Close()
+		<-c.readerDone
 	}
 	if t := c.proc.stderr; t != nil {
 		select {
 		case <-t.done:
-		case <-time.After(time.Second): // a grandchild holds stderr open
+		case <-expired: // … or stderr
 			t.r.Close()
 			<-t.done
 		}
 	}
-	c.exitErr = err
-	close(c.exited)
+	close(c.drained)
 	c.maybeDone()
 }
 

@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,6 +43,22 @@ func crash(params map[string]any) func(*testing.T, *connection.Config) func(*tes
 	}
 }
 
+// killGrandchild kills the grandchild whose "grandchild-pid=N" the server
+// printed on stderr and waits until it is gone: no process is left.
+func killGrandchild(t *testing.T, stderr string) {
+	t.Helper()
+	_, rest, ok := strings.Cut(stderr, "grandchild-pid=")
+	if !ok {
+		t.Fatalf("no grandchild pid on stderr: %q", stderr)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
+	if err != nil {
+		t.Fatalf("grandchild pid: %v", err)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	testutil.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, "grandchild gone")
+}
+
 func checkClosed(t *testing.T, a answer, reason error) {
 	t.Helper()
 	if !isClosed(a.err, reason) {
@@ -56,6 +73,28 @@ func TestFatalFaults(t *testing.T) {
 			setup:  crash(map[string]any{"code": 3, "stderr": "fatal: disk on fire"}),
 			reason: connection.ErrServerExited,
 			text:   []string{"server exited with status 3", "last stderr: fatal: disk on fire"},
+		},
+		{
+			// The exit is seen on the process, not on stdout's EOF: the
+			// grandchild keeps stdout and stderr open for an hour.
+			name: "exit while a grandchild holds stdout",
+			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+				return func(t *testing.T, r *rig) {
+					began := time.Now()
+					a := call(r.c, 1, "test/orphanExit", map[string]any{"code": 3}, nil).collect(t, 10*time.Second)[0]
+					checkClosed(t, a, connection.ErrServerExited)
+					t.Logf("exit with stdout held by a grandchild: -32000 after %v", time.Since(began).Round(time.Millisecond))
+					if took := time.Since(began); took > 2*time.Second {
+						t.Errorf("-32000 after %v, want it at once", took)
+					}
+				}
+			},
+			reason: connection.ErrServerExited,
+			text:   []string{"server exited with status 3"},
+			after: func(t *testing.T, r *rig) {
+				testutil.AssertReaped(t, r.pid, 2*time.Second) // reaped at once, not a zombie
+				killGrandchild(t, r.stderr.String())
+			},
 		},
 		{
 			name:   "crash/SIGKILL",
