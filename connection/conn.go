@@ -36,11 +36,16 @@ type Conn struct {
 	stopped chan struct{} // the actor has stopped
 	exited  chan struct{} // the process has been reaped
 	drained chan struct{} // stdout's reader and stderr's tap have ended
-	// readerDone is closed when the reader has ended.
+	// readerDone is closed when the reader has ended; readEOF, written
+	// before, says whether it read to EOF (rather than being cut off).
 	readerDone chan struct{}
-	done       chan struct{} // all three
-	doneOnce   sync.Once
-	exitErr    error // what Wait said, once exited is closed
+	readEOF    bool
+	// gone is closed once the server has exited and every holder of its
+	// stdout has closed it: nothing is left to signal.
+	gone     chan struct{}
+	done     chan struct{} // all three
+	doneOnce sync.Once
+	exitErr  error // what Wait said, once exited is closed
 }
 
 // Start starts the server and its connection actor. ctx is the owner
@@ -76,6 +81,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		exited:     make(chan struct{}),
 		drained:    make(chan struct{}),
 		readerDone: make(chan struct{}),
+		gone:       make(chan struct{}),
 		done:       make(chan struct{}),
 	}
 	c.notifyCtx, c.stopNotify = context.WithCancel(context.Background())
@@ -204,7 +210,7 @@ func (c *Conn) shutdown(ctx protoactor.Context) {
 func (c *Conn) forceExit(grace time.Duration) {
 	for _, sig := range forceSignals {
 		select {
-		case <-c.exited:
+		case <-c.gone: // a grandchild holding stdout is still signalled
 			return
 		case <-time.After(grace):
 			c.cfg.Logger.Warn("snodo: server ignored EOF; signalling its process group",

@@ -38,6 +38,7 @@ func (c *Conn) readLoop() {
 	for {
 		line, err := fr.next()
 		if err != nil {
+			c.readEOF = err == io.EOF
 			break
 		}
 		if c.cfg.Trace != nil {
@@ -80,6 +81,9 @@ func (c *Conn) waitProcess() {
 			t.r.Close()
 			<-t.done
 		}
+	}
+	if c.readEOF {
+		close(c.gone) // nobody holds stdout any more
 	}
 	close(c.drained)
 	c.maybeDone()
