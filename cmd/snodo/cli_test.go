@@ -382,3 +382,17 @@ func TestVerboseShowsTheWire(t *testing.T) {
 		t.Errorf("lines are not shown whole: first sent %q, first received %q", sent[0], received[0])
 	}
 }
+
+func TestTracePrintsEverySpan(t *testing.T) {
+	for _, era := range []string{"modern", "legacy"} {
+		r := snodo(t, against(t, []string{"--trace", "call", "slow", `{"ms":30}`}, "-era", era)...).want(t, 0)
+		for _, want := range []string{
+			"trace: ", "snodo call  ", "\n  tools/call slow  ", "gen_ai.tool.name=slow",
+			"jsonrpc.request.id=", "network.transport=pipe", "· notifications/progress +",
+		} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("%s: stderr lacks %q:\n%s", era, want, r.stderr)
+			}
+		}
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/servers"
 )
@@ -34,7 +36,9 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 	} else {
 		command, args = s.cfg.server[0], s.cfg.server[1:]
 	}
-	owner, cancelOwner := context.WithCancel(context.Background())
+	// The connection's own work (the handshake) belongs to the run's
+	// trace, without taking Ctrl-C from ctx.
+	owner, cancelOwner := context.WithCancel(trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx)))
 	stopWatch := context.AfterFunc(ctx, cancelOwner)
 	c, err := snodo.Connect(owner, command, args, opts...)
 	if !stopWatch() || err != nil {
@@ -99,6 +103,9 @@ func (s *session) options() ([]snodo.Option, error) {
 			return nil, &usageError{fmt.Sprintf("--dir %s: not a directory", cfg.dir)}
 		}
 		opts = append(opts, snodo.WithDir(cfg.dir))
+	}
+	if s.spans != nil {
+		opts = append(opts, snodo.WithTracerProvider(s.spans.tp))
 	}
 	if cfg.verbose {
 		log := slog.New(slog.NewTextHandler(s.io.err, &slog.HandlerOptions{Level: slog.LevelDebug}))

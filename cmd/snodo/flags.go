@@ -21,6 +21,7 @@ const version = "0.1.0"
 // config is the parsed command line.
 type config struct {
 	json, verbose, quiet, showVersion bool
+	trace                             bool
 	timeout                           time.Duration
 	timeoutSet                        bool // --timeout given: it wins over the config file's
 	env, unset, roots                 []string
@@ -107,6 +108,7 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.maxLineBytes, "max-line-bytes", connection.DefaultMaxLineBytes, "largest line accepted from the server, in `bytes`")
 	fs.BoolVar(&cfg.verbose, "verbose", false, "copy every message on the wire to stderr")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "show no progress")
+	fs.BoolVar(&cfg.trace, "trace", false, "print every span of the run (names, durations, attributes) on stderr when done")
 	fs.BoolVar(&cfg.showVersion, "version", false, "print snodo's version and exit")
 	fs.Var(listFlag{&cfg.roots}, "root", "share `DIR` with the server as a root, answering roots/list (repeatable)")
 	fs.StringVar(&cfg.samplingReply, "sampling-reply", "", "answer sampling/createMessage with this `text` (default: decline)")

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/term"
 
 	"github.com/snodo/snodo"
@@ -98,6 +99,15 @@ func run(args []string, sio stdio) int {
 	context.AfterFunc(ctx, stop)
 
 	s := &session{cfg: cfg, io: sio}
+	if cfg.trace {
+		s.spans = newSpanLog()
+		var root trace.Span
+		ctx, root = s.spans.start(ctx, "snodo "+cfg.command)
+		defer func() {
+			root.End()
+			s.spans.print(sio.err)
+		}()
+	}
 	c, err := s.connect(ctx)
 	if err != nil {
 		return s.exitCode(ctx, err)
@@ -110,8 +120,9 @@ func run(args []string, sio stdio) int {
 
 // session is one run of a command against a server.
 type session struct {
-	cfg *config
-	io  stdio
+	cfg   *config
+	io    stdio
+	spans *spanLog // --trace; nil otherwise
 }
 
 // runCommand runs cfg.command on c.
