@@ -221,8 +221,9 @@ type notifier struct {
 	ctxs     []context.Context
 	bytes    int
 	draining bool
-	dropped  uint64 // since the client started
-	dropRun  uint64 // since the last delivery resumed
+	idle     []chan struct{} // FlushNotifications callers, closed when the queue empties
+	dropped  uint64          // since the client started
+	dropRun  uint64          // since the last delivery resumed
 }
 
 func newNotifier(cfg *mcpConfig, logger *slog.Logger) *notifier {
@@ -304,6 +305,10 @@ func (q *notifier) drain() {
 		if len(q.queue) == 0 {
 			q.queue, q.ctxs = nil, nil // let the backing arrays go
 			q.draining = false
+			for _, ch := range q.idle {
+				close(ch)
+			}
+			q.idle = nil
 			q.mu.Unlock()
 			return
 		}
@@ -325,6 +330,31 @@ func (q *notifier) deliver(ctx context.Context, n *Notification) {
 	}()
 	q.handler(ctx, n)
 }
+
+// flush waits until the queue is empty and no handler runs.
+func (q *notifier) flush(ctx context.Context) error {
+	q.mu.Lock()
+	if !q.draining {
+		q.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	q.idle = append(q.idle, ch)
+	q.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// FlushNotifications waits until every notification queued for the
+// WithNotificationHandler handler has been delivered and the handler has
+// returned, or ctx is done. After Done is closed, no more arrive, so it
+// waits for all the server sent: a program that exits after Close can
+// flush to lose none.
+func (c *Client) FlushNotifications(ctx context.Context) error { return c.notes.flush(ctx) }
 
 func (q *notifier) droppedCount() uint64 {
 	q.mu.Lock()

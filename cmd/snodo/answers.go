@@ -17,7 +17,7 @@ const codeUserRejected = -1
 // answers answers the server's requests to the client (legacy era) and
 // the input requests of input_required results (modern era):
 //
-//	roots/list              the --root directories
+//	roots/list              the --root directories; -32601 without any (not declared)
 //	elicitation/create      a prompt on the terminal; declined when stdin is not one
 //	sampling/createMessage  --sampling-reply TEXT, or declined
 type answers struct {
@@ -50,6 +50,12 @@ func (a *answers) serve(ctx context.Context, req *snodo.ServerRequest) (any, err
 	}
 	switch req.Method {
 	case "roots/list":
+		if len(a.roots) == 0 {
+			// Not declared: answer as for any capability snodo lacks.
+			fmt.Fprintln(a.io.err, "snodo: the server asked for roots/list, which snodo did not declare; pass --root DIR to share a directory")
+			return nil, &snodo.Error{Code: snodo.CodeMethodNotFound,
+				Message: "method not found: roots/list (the client declared no roots capability; the snodo command line shares directories given with --root DIR)"}
+		}
 		return a.listRoots(), nil
 	case "elicitation/create":
 		a.promptOnce.Do(func() { a.prompt = newPrompter(a.io) })

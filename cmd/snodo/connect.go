@@ -49,6 +49,7 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		}
 		return nil, err
 	}
+	s.askForLogs(ctx, c)
 	return c, nil
 }
 
@@ -79,6 +80,22 @@ func (s *session) withFile(opts []snodo.Option, spec *servers.Server) []snodo.Op
 	return opts
 }
 
+// askForLogs asks a server that offers logging for its log messages (info
+// and above; debug with --verbose), which the notification handler prints
+// on stderr. --quiet asks for none.
+func (s *session) askForLogs(ctx context.Context, c *snodo.Client) {
+	if s.cfg.quiet || c.Capabilities().Logging == nil {
+		return
+	}
+	level := snodo.LogInfo
+	if s.cfg.verbose {
+		level = snodo.LogDebug
+	}
+	if err := c.SetLoggingLevel(ctx, level); err != nil && s.cfg.verbose {
+		fmt.Fprintf(s.io.err, "snodo: the server refused logging/setLevel: %s\n", oneLine(trim(err)))
+	}
+}
+
 // options turns the flags into Connect options.
 func (s *session) options() ([]snodo.Option, error) {
 	cfg := s.cfg
@@ -90,6 +107,14 @@ func (s *session) options() ([]snodo.Option, error) {
 		snodo.WithClientCapabilities(h.capabilities()),
 		snodo.WithClientInfo("snodo-cli", version),
 		snodo.WithShutdownGrace(shutdownGrace),
+		snodo.WithMaxInputRounds(cfg.maxInputRounds),
+		snodo.WithNotificationHandler(newNotes(s.io.err, cfg.quiet, cfg.verbose).handle),
+	}
+	switch cfg.era {
+	case "modern":
+		opts = append(opts, snodo.WithEra(snodo.EraModern))
+	case "legacy":
+		opts = append(opts, snodo.WithEra(snodo.EraLegacy))
 	}
 	for _, kv := range cfg.env {
 		k, v, _ := strings.Cut(kv, "=")

@@ -29,9 +29,18 @@ func (s *session) exitCode(ctx context.Context, err error) int {
 		fmt.Fprintln(s.io.err, "snodo: interrupted; the request was cancelled on the server")
 		return exitInterrupted
 	}
-	fmt.Fprintln(s.io.err, "snodo: "+oneLine(s.describe(err)))
+	fmt.Fprintln(s.io.err, "snodo: "+oneLine(flagWords.Replace(s.describe(err))))
 	return exitFailure
 }
+
+// flagWords turns the library options its messages name into the flags a
+// command-line user can reach.
+var flagWords = strings.NewReplacer(
+	"(raise the bound with WithMaxInputRounds)", "(raise it with --max-input-rounds)",
+	"WithEra(EraModern)", "--era modern",
+	"raise it with the Timeout request option or WithTimeout", "raise it with --timeout",
+	"answer it in WithServerRequestHandler and declare it in WithClientCapabilities", "snodo does not answer it",
+)
 
 // describe says what went wrong and what to do about it.
 func (s *session) describe(err error) string {
@@ -53,6 +62,20 @@ func (s *session) describe(err error) string {
 		}
 		return fmt.Sprintf("connection closed (%d): %s; the server's stderr above may say why (--verbose shows the wire)",
 			snodo.CodeConnectionClosed, msg)
+	case errors.Is(err, snodo.ErrInputRequest):
+		// snodo's own answer to the server's input request failed: the
+		// refusal is snodo's, not the server's.
+		if errors.As(err, &e) && e.Code == codeUserRejected {
+			return "snodo declined the server's request: " + e.Message
+		}
+		if errors.As(err, &e) && e.Code == snodo.CodeMethodNotFound {
+			return "snodo cannot answer the server's request: " + e.Message
+		}
+		return "snodo could not answer the server's request: " + trim(err)
+	case errors.As(err, &e) && err != error(e):
+		// The library wrapped the server's error with what it was doing
+		// (connecting, say): its words come first.
+		return trim(err)
 	case errors.As(err, &e):
 		return fmt.Sprintf("the server answered error %d: %s%s", e.Code, e.Message, hint(s.cfg.command, e.Code))
 	}

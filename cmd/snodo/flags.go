@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
 )
 
@@ -28,6 +29,8 @@ type config struct {
 	dir                               string
 	maxLineBytes                      int
 	samplingReply                     string
+	era                               string // "", "modern" or "legacy"
+	maxInputRounds                    int    // 0: the library's default
 
 	// listen only
 	tools, prompts, resources bool
@@ -107,7 +110,9 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.dir, "dir", "", "run the server in `directory`")
 	fs.IntVar(&cfg.maxLineBytes, "max-line-bytes", connection.DefaultMaxLineBytes, "largest line accepted from the server, in `bytes`")
 	fs.BoolVar(&cfg.verbose, "verbose", false, "copy every message on the wire to stderr")
-	fs.BoolVar(&cfg.quiet, "quiet", false, "show no progress")
+	fs.BoolVar(&cfg.quiet, "quiet", false, "show no progress and no server log messages")
+	fs.StringVar(&cfg.era, "era", "", "speak this MCP `era` (modern or legacy) instead of detecting it")
+	fs.IntVar(&cfg.maxInputRounds, "max-input-rounds", snodo.DefaultMaxInputRounds, "modern era: complete at most `N` input_required rounds per call")
 	fs.BoolVar(&cfg.trace, "trace", false, "print every span of the run (names, durations, attributes) on stderr when done")
 	fs.BoolVar(&cfg.showVersion, "version", false, "print snodo's version and exit")
 	fs.Var(listFlag{&cfg.roots}, "root", "share `DIR` with the server as a root, answering roots/list (repeatable)")
@@ -234,6 +239,14 @@ func (cfg *config) validate() error {
 	}
 	if cfg.count < 0 || cfg.forDur < 0 || cfg.maxLineBytes <= 0 {
 		return usagef("--count, --for and --max-line-bytes cannot be negative")
+	}
+	if cfg.maxInputRounds < 1 {
+		return usagef("--max-input-rounds %d: must be at least 1", cfg.maxInputRounds)
+	}
+	switch cfg.era {
+	case "", "modern", "legacy":
+	default:
+		return usagef("--era %q: give modern or legacy (or leave it out to detect the era)", cfg.era)
 	}
 	for _, kv := range cfg.env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {

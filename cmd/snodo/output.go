@@ -176,9 +176,10 @@ func resultText(res *snodo.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
-// printResult writes a tool result's text, each line indented.
+// printResult writes a tool result's text, each line indented; text that
+// ends in a newline gets no extra blank line.
 func printResult(w io.Writer, res *snodo.CallToolResult, indent string) {
-	for line := range strings.SplitSeq(resultText(res), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSuffix(resultText(res), "\n"), "\n") {
 		fmt.Fprintln(w, indent+line)
 	}
 }

@@ -113,6 +113,7 @@ func run(args []string, sio stdio) int {
 		return s.exitCode(ctx, err)
 	}
 	err = s.runCommand(ctx, c)
+	s.flushNotes(c) // the server's log lines before snodo's verdict
 	code := s.exitCode(ctx, err)
 	s.close(c)
 	return code
@@ -153,4 +154,12 @@ func (s *session) close(c *snodo.Client) {
 		fmt.Fprintf(s.io.err, "snodo: the server (pid %d) has not exited %v after its stdin closed; it may linger\n",
 			c.ServerPID(), shutdownWait)
 	}
+	s.flushNotes(c)
+}
+
+// flushNotes waits a moment for the server's notifications to be printed.
+func (s *session) flushNotes(c *snodo.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = c.FlushNotifications(ctx)
 }

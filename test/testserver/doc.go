@@ -61,7 +61,10 @@
 //	tools/call                echo {message}; add {a,b} → structuredContent {sum};
 //	                          fail → isError; slow {ms} (progress every 10 ms, honours
 //	                          cancellation); ask {rounds} (MRTR in modern requests,
-//	                          a real elicitation/create request in legacy ones)
+//	                          a real elicitation/create request in legacy ones);
+//	                          input {method,params,rounds} (not listed): asks the client
+//	                          method (default roots/list) rounds times (MRTR or real
+//	                          requests); text = the root URIs, or the raw answer
 //	resources/list            test://a, test://b
 //	resources/templates/list  test://items/{id}
 //	resources/read            unknown uri: -32002 (legacy) / -32602 (modern), with data

@@ -118,6 +118,8 @@ func (s *server) toolsCall(req *request) (any, *rpcError) {
 		return s.slowTool(req, args.Ms)
 	case "ask":
 		return s.ask(req, &p)
+	case "input":
+		return s.inputTool(req, &p)
 	}
 	return nil, errInvalidParams("unknown tool " + p.Name)
 }
