@@ -66,7 +66,7 @@ var (
 	// to a server that is not reading; the connection lives on.
 	ErrWriteQueueFull = connection.ErrWriteQueueFull
 
-	ErrOwnerExited = snodoactor.ReasonOwnerExited // the owner (a context or an actor) went away
-	ErrStopped     = snodoactor.ReasonStopped     // the connection actor was stopped without a reason
-	ErrPanicked    = snodoactor.ReasonPanicked    // the connection actor panicked
+	ErrOwnerExited = snodoactor.ErrOwnerExited // the owner (a context or an actor) went away
+	ErrStopped     = snodoactor.ErrStopped     // the connection actor was stopped without a reason
+	ErrPanicked    = snodoactor.ErrPanicked    // the connection actor panicked
 )

@@ -9,12 +9,12 @@ import (
 // Reasons an actor managed by snodo stops. They are sentinels: the errors
 // callers see wrap them, so errors.Is works.
 var (
-	// ReasonOwnerExited: the owner (a context or an actor) went away.
-	ReasonOwnerExited = errors.New("owner exited")
-	// ReasonStopped: the actor was stopped (Stop or Poison) without a reason.
-	ReasonStopped = errors.New("actor stopped")
-	// ReasonPanicked: the actor panicked and was stopped.
-	ReasonPanicked = errors.New("actor panicked")
+	// ErrOwnerExited: the owner (a context or an actor) went away.
+	ErrOwnerExited = errors.New("owner exited")
+	// ErrStopped: the actor was stopped (Stop or Poison) without a reason.
+	ErrStopped = errors.New("actor stopped")
+	// ErrPanicked: the actor panicked and was stopped.
+	ErrPanicked = errors.New("actor panicked")
 )
 
 // ExitSignal asks an actor to stop with a reason, like an Erlang exit
@@ -29,10 +29,10 @@ type ExitSignal struct {
 func (*ExitSignal) IgnoreDeadLetterLogging() {}
 
 // Exit sends pid an exit signal with reason. It returns at once; an actor
-// that has already stopped ignores it. A nil reason means ReasonStopped.
+// that has already stopped ignores it. A nil reason means ErrStopped.
 func Exit(system *protoactor.ActorSystem, pid *protoactor.PID, reason error) {
 	if reason == nil {
-		reason = ReasonStopped
+		reason = ErrStopped
 	}
 	system.Root.Send(pid, &ExitSignal{Reason: reason})
 }

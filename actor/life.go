@@ -18,12 +18,12 @@ import (
 //     (Owner, watched from Started), or both;
 //   - ExitSignal stops it with the signal's reason;
 //   - a panic in its Receive is recovered, logged, and stops it with
-//     ReasonPanicked: it never restarts with empty state while what it
+//     ErrPanicked: it never restarts with empty state while what it
 //     owns lives on.
 //
 // The actor's own Receive sees every message but ExitSignal and the
 // owner's Terminated; its Stopping comes after the reason is settled
-// (ReasonStopped when none was given), so it can read Reason. Set the
+// (ErrStopped when none was given), so it can read Reason. Set the
 // fields before Spawn; the methods are safe from any goroutine.
 type Life struct {
 	Name   string          // for logs: "connection", "supervisor", "pool"
@@ -51,12 +51,12 @@ func (l *Life) Spawn(system *protoactor.ActorSystem, prefix string, receive prot
 }
 
 // LinkContext makes ctx an owner, after Spawn: when it is done the actor
-// stops with ReasonOwnerExited wrapping the context's cause (at once if it
+// stops with ErrOwnerExited wrapping the context's cause (at once if it
 // is done already). The watch is context.AfterFunc, released as the actor
 // stops, so it costs no goroutine while it waits.
 func (l *Life) LinkContext(ctx context.Context) {
 	stop := context.AfterFunc(ctx, func() {
-		l.Stop(fmt.Errorf("%w: %w", ReasonOwnerExited, context.Cause(ctx)))
+		l.Stop(fmt.Errorf("%w: %w", ErrOwnerExited, context.Cause(ctx)))
 	})
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -112,7 +112,7 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 			if l.Logger != nil {
 				l.Logger.Error("snodo: "+l.Name+" actor panicked; stopping it", "panic", r)
 			}
-			l.StopSelf(ctx, fmt.Errorf("%w: %v", ReasonPanicked, r))
+			l.StopSelf(ctx, fmt.Errorf("%w: %v", ErrPanicked, r))
 		}
 	}()
 	switch msg := ctx.Message().(type) {
@@ -122,7 +122,7 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 		}
 	case *protoactor.Terminated:
 		if l.Owner != nil && msg.Who.Equal(l.Owner) {
-			l.StopSelf(ctx, fmt.Errorf("%w: actor %s terminated", ReasonOwnerExited, l.Owner.Id))
+			l.StopSelf(ctx, fmt.Errorf("%w: actor %s terminated", ErrOwnerExited, l.Owner.Id))
 			return
 		}
 	case *ExitSignal:
@@ -131,7 +131,7 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 	case *protoactor.Stopping:
 		l.mu.Lock()
 		if l.reason == nil {
-			l.reason = ReasonStopped
+			l.reason = ErrStopped
 		}
 		unwatch := l.unwatch
 		l.ending = true

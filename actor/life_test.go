@@ -65,8 +65,8 @@ func TestLifeExitSignalAndPlainStop(t *testing.T) {
 	var plain snodoactor.Life
 	pid, stopped = owned(t, &plain)
 	snodoactor.Shared().Root.Stop(pid)
-	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ReasonStopped) {
-		t.Fatalf("reason %v, want ReasonStopped", err)
+	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ErrStopped) {
+		t.Fatalf("reason %v, want ErrStopped", err)
 	}
 }
 
@@ -75,8 +75,8 @@ func TestLifePanicStopsWithReasonAndLogs(t *testing.T) {
 	l := snodoactor.Life{Name: "test", Logger: logs.Logger()}
 	pid, stopped := owned(t, &l)
 	snodoactor.Shared().Root.Send(pid, panics{})
-	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ReasonPanicked) {
-		t.Fatalf("reason %v, want ReasonPanicked", err)
+	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ErrPanicked) {
+		t.Fatalf("reason %v, want ErrPanicked", err)
 	}
 	if !logs.Has("snodo: test actor panicked; stopping it panic=boom") {
 		t.Fatal("the panic was not logged")
@@ -91,8 +91,8 @@ func TestLifeOwnerActorAndOwnerContext(t *testing.T) {
 	if err := sys.Root.StopFuture(owner).Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ReasonOwnerExited) {
-		t.Fatalf("reason %v, want ReasonOwnerExited", err)
+	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ErrOwnerExited) {
+		t.Fatalf("reason %v, want ErrOwnerExited", err)
 	}
 
 	var byCtx snodoactor.Life
@@ -101,8 +101,8 @@ func TestLifeOwnerActorAndOwnerContext(t *testing.T) {
 	byCtx.LinkContext(ctx)
 	gone := errors.New("owner gone")
 	cancel(gone)
-	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ReasonOwnerExited) || !errors.Is(err, gone) {
-		t.Fatalf("reason %v, want ReasonOwnerExited wrapping the cause", err)
+	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ErrOwnerExited) || !errors.Is(err, gone) {
+		t.Fatalf("reason %v, want ErrOwnerExited wrapping the cause", err)
 	}
 }
 

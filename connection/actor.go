@@ -10,7 +10,7 @@ import (
 
 // receive is the connection actor's Receive, under its actor.Life
 // (conn.go), which watches the owner, takes exit signals and turns a
-// panic into a stop with actor.ReasonPanicked: the actor never restarts
+// panic into a stop with actor.ErrPanicked: the actor never restarts
 // with empty tables while the child process lives on. The actor runs
 // server-request handlers as its children and, on stopping, fails every
 // caller and closes the server's stdin. The request hot path does not

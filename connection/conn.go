@@ -133,7 +133,7 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Err is why the connection stopped (nil while it runs). It wraps one of
 // ErrClosed, ErrServerExited, ErrStdinClosed, ErrStdoutClosed,
-// actor.ReasonOwnerExited, or the reason given to actor.Exit.
+// actor.ErrOwnerExited, or the reason given to actor.Exit.
 func (c *Conn) Err() error { return c.life.Reason() }
 
 // ExitError is what the server's Wait returned, once Done is closed.
@@ -163,7 +163,7 @@ func (c *Conn) terminate(reason error) { c.life.Stop(reason) }
 func (c *Conn) closedErr() error {
 	state, reason := c.State(), c.Err()
 	if reason == nil {
-		reason = snodoactor.ReasonStopped
+		reason = snodoactor.ErrStopped
 	}
 	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
 		"connection closed: "+reason.Error()+" (connection "+state.String()+")", jsonrpc.ErrConnectionClosed, reason)

@@ -24,9 +24,9 @@ func ExitCause(reason error) string {
 		return "stdout_closed"
 	case errors.Is(reason, ErrNotReading):
 		return "not_reading"
-	case errors.Is(reason, snodoactor.ReasonOwnerExited):
+	case errors.Is(reason, snodoactor.ErrOwnerExited):
 		return "owner_exited"
-	case errors.Is(reason, snodoactor.ReasonPanicked):
+	case errors.Is(reason, snodoactor.ErrPanicked):
 		return "panicked"
 	}
 	return "stopped"

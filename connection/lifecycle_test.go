@@ -125,7 +125,7 @@ func TestOwnerContextDoneClosesTheConnection(t *testing.T) {
 	errs := inFlight(t, c, 2)
 	cancel()
 	for _, err := range collect(t, errs, 2) {
-		requireClosed(t, err, snodoactor.ReasonOwnerExited)
+		requireClosed(t, err, snodoactor.ErrOwnerExited)
 	}
 	waitDone(t, c)
 	testutil.AssertReaped(t, c.ProcessID(), 10*time.Second)
@@ -138,7 +138,7 @@ func TestOwnerActorTerminatedClosesTheConnection(t *testing.T) {
 	errs := inFlight(t, c, 2)
 	require.NoError(t, sys.Root.StopFuture(owner).Wait())
 	for _, err := range collect(t, errs, 2) {
-		requireClosed(t, err, snodoactor.ReasonOwnerExited)
+		requireClosed(t, err, snodoactor.ErrOwnerExited)
 	}
 	waitDone(t, c)
 }
@@ -149,7 +149,7 @@ func TestOwnerActorAlreadyDead(t *testing.T) {
 	require.NoError(t, sys.Root.StopFuture(owner).Wait())
 	c := start(t, Config{Owner: owner})
 	waitDone(t, c)
-	requireClosed(t, c.closedErr(), snodoactor.ReasonOwnerExited)
+	requireClosed(t, c.closedErr(), snodoactor.ErrOwnerExited)
 }
 
 func TestStopAndPoisonCloseTheConnection(t *testing.T) {
@@ -162,10 +162,10 @@ func TestStopAndPoisonCloseTheConnection(t *testing.T) {
 			errs := inFlight(t, c, 2)
 			stop(c.System(), c.PID())
 			for _, err := range collect(t, errs, 2) {
-				requireClosed(t, err, snodoactor.ReasonStopped)
+				requireClosed(t, err, snodoactor.ErrStopped)
 			}
 			_, err := c.Request(context.Background(), "test/echo", nil, nil)
-			requireClosed(t, err, snodoactor.ReasonStopped)
+			requireClosed(t, err, snodoactor.ErrStopped)
 			waitDone(t, c)
 		})
 	}
@@ -189,7 +189,7 @@ func TestPanicInTheActorStopsTheConnectionCleanly(t *testing.T) {
 	// dereference nil: a real panic on the actor, no test hook needed.
 	c.System().Root.Send(c.PID(), &serverRequestMsg{})
 	for _, err := range collect(t, errs, 2) {
-		requireClosed(t, err, snodoactor.ReasonPanicked)
+		requireClosed(t, err, snodoactor.ErrPanicked)
 	}
 	waitDone(t, c)
 }

@@ -53,8 +53,8 @@ func TestStopCancelsHandlersAndNeverWaitsForThem(t *testing.T) {
 			c.Close()
 			assert.Less(t, time.Since(t0), time.Second, "Close returns promptly")
 		}, connection.ErrClosed, true},
-		{"owner exit", func(_ *connection.Conn, cancel context.CancelFunc) { cancel() }, snodoactor.ReasonOwnerExited, true},
-		{"Stop", func(c *connection.Conn, _ context.CancelFunc) { c.System().Root.Stop(c.PID()) }, snodoactor.ReasonStopped, true},
+		{"owner exit", func(_ *connection.Conn, cancel context.CancelFunc) { cancel() }, snodoactor.ErrOwnerExited, true},
+		{"Stop", func(c *connection.Conn, _ context.CancelFunc) { c.System().Root.Stop(c.PID()) }, snodoactor.ErrStopped, true},
 		{"Exit", func(c *connection.Conn, _ context.CancelFunc) {
 			snodoactor.Exit(c.System(), c.PID(), errTestReason)
 		}, errTestReason, true},

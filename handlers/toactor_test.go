@@ -79,7 +79,7 @@ func TestActorOwnerAnswersServerRequests(t *testing.T) {
 	recv(t, svc.asked, "the request to reach the actor")
 	sys.Root.Stop(pid)
 	waitDone(t, c)
-	assert.ErrorIs(t, c.Err(), snodoactor.ReasonOwnerExited)
+	assert.ErrorIs(t, c.Err(), snodoactor.ErrOwnerExited)
 	assert.Nil(t, recv(t, waiting, "the waiting request to fail"))
 	recv(t, svc.ctxDone, "the unanswered request's ctx to be done")
 	testutil.AssertReaped(t, serverPID, 10*time.Second)

@@ -27,6 +27,6 @@ func (s *Subscription) pump() {
 func watchOwner(s *Subscription) (stop func()) {
 	owner := s.opts.Actor
 	return snodoactor.WatchOwner(s.opts.System, owner, func() {
-		s.end(fmt.Errorf("%w: actor %s terminated", snodoactor.ReasonOwnerExited, owner.Id))
+		s.end(fmt.Errorf("%w: actor %s terminated", snodoactor.ErrOwnerExited, owner.Id))
 	})
 }

@@ -88,7 +88,7 @@ func TestOwnerActorTerminatingCancelsOnTheServer(t *testing.T) {
 	s := open(t, c, toolsFilter, Options{Actor: pid, Message: testMessage})
 	c.System().Root.Stop(pid)
 	err := waitEnded(t, s)
-	require.ErrorIs(t, err, snodoactor.ReasonOwnerExited)
+	require.ErrorIs(t, err, snodoactor.ErrOwnerExited)
 	assert.Contains(t, err.Error(), pid.Id)
 	assert.Equal(t, []int64{s.ID()}, cancelledOnServer(t, c, 1))
 	assert.Empty(t, openOnServer(t, c))
@@ -105,5 +105,5 @@ func TestListenToADeadActorFails(t *testing.T) {
 	c.System().Root.Stop(pid)
 	<-stopped
 	_, err := Open(t.Context(), c, listenParams(toolsFilter), nil, Options{Actor: pid, Message: testMessage})
-	require.ErrorIs(t, err, snodoactor.ReasonOwnerExited)
+	require.ErrorIs(t, err, snodoactor.ErrOwnerExited)
 }

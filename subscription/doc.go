@@ -23,7 +23,7 @@
 //	successful response to the listen request   nil (graceful end)
 //	server notifications/cancelled              wraps ErrServerTeardown
 //	Close                                       ErrClosed
-//	Open's ctx done / owner actor terminated    wraps actor.ReasonOwnerExited
+//	Open's ctx done / owner actor terminated    wraps actor.ErrOwnerExited
 //	queue bound passed                          wraps ErrQueueFull
 //	server exit, stdin closed, Conn.Close       the connection's -32000 *jsonrpc.Error
 //	error response from the server              that *jsonrpc.Error

@@ -35,7 +35,7 @@ func TestOwnerContextDoneCancelsOnTheServer(t *testing.T) {
 	require.NoError(t, err)
 	cancel()
 	err = waitEnded(t, s)
-	require.ErrorIs(t, err, snodoactor.ReasonOwnerExited)
+	require.ErrorIs(t, err, snodoactor.ErrOwnerExited)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Empty(t, drain(t, s))
 	assert.Equal(t, []int64{s.ID()}, cancelledOnServer(t, c, 1))

@@ -18,7 +18,7 @@ const Method = "subscriptions/listen"
 // requires (nil: none; the connection adds it to params' own _meta), and
 // returns once the server acknowledged it. ctx is the subscription's
 // owner: when it is done the subscription is cancelled on the server and
-// ends with actor.ReasonOwnerExited.
+// ends with actor.ErrOwnerExited.
 //
 // Open fails, and leaves nothing running, when the server answers the
 // request (error or result) before acknowledging it, when the connection
@@ -34,7 +34,7 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, me
 		}
 		if _, ok := opts.System.ProcessRegistry.Get(opts.Actor); !ok {
 			return nil, fmt.Errorf("snodo: %s: %w: actor %s does not exist (has it stopped? is it in another actor system?)",
-				Method, snodoactor.ReasonOwnerExited, opts.Actor.Id)
+				Method, snodoactor.ErrOwnerExited, opts.Actor.Id)
 		}
 	}
 	subCtx, cancel := context.WithCancelCause(ctx)
@@ -91,7 +91,7 @@ func endReason(ctx context.Context) error {
 	if errors.As(cause, &le) {
 		return le.err
 	}
-	return fmt.Errorf("%w: the context given to Listen is done: %w", snodoactor.ReasonOwnerExited, cause)
+	return fmt.Errorf("%w: the context given to Listen is done: %w", snodoactor.ErrOwnerExited, cause)
 }
 
 // finish records err, closes the queue after the last event and closes

@@ -149,7 +149,7 @@ func TestFatalFaults(t *testing.T) {
 				cfg.OwnerContext = ctx
 				return func(*testing.T, *rig) { cancel() }
 			},
-			reason: snodoactor.ReasonOwnerExited,
+			reason: snodoactor.ErrOwnerExited,
 			text:   []string{"owner exited", "context canceled"},
 		},
 		{
@@ -164,7 +164,7 @@ func TestFatalFaults(t *testing.T) {
 					}
 				}
 			},
-			reason: snodoactor.ReasonOwnerExited,
+			reason: snodoactor.ErrOwnerExited,
 			text:   []string{"owner exited: actor", "terminated"},
 		},
 		{
@@ -172,7 +172,7 @@ func TestFatalFaults(t *testing.T) {
 			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
 				return func(_ *testing.T, r *rig) { r.c.System().Root.Stop(r.c.PID()) }
 			},
-			reason: snodoactor.ReasonStopped,
+			reason: snodoactor.ErrStopped,
 			text:   []string{"connection closed: actor stopped"},
 		},
 		{
@@ -180,7 +180,7 @@ func TestFatalFaults(t *testing.T) {
 			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
 				return func(_ *testing.T, r *rig) { r.c.System().Root.Poison(r.c.PID()) }
 			},
-			reason: snodoactor.ReasonStopped,
+			reason: snodoactor.ErrStopped,
 			text:   []string{"connection closed: actor stopped"},
 		},
 		{
