@@ -35,7 +35,7 @@ const maxNotRun = 5
 // progressQueue bounds the heartbeats and progress updates waiting for
 // one call's caller; past it they are dropped (heartbeats are redundant;
 // a dropped progress update is the next one's to show).
-const progressQueue = 64
+const progressQueue = 16
 
 // Client calls one named server served by hosts over NATS: the same
 // calls as a local pool (raw requests, typed calls, Listen). Any host of

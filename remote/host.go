@@ -138,6 +138,7 @@ type served struct {
 	inFlight  atomic.Int64
 	errs      atomic.Int64
 	cancels   atomic.Int64
+	eraName   atomic.Pointer[string]
 }
 
 // NewHost connects to the NATS server at url and serves the pools given
@@ -280,6 +281,20 @@ const (
 
 	serviceVersion = "0.1.0"
 )
+
+// era is the pool's era as sent in replies, cached once known.
+func (s *served) era() string {
+	if e := s.eraName.Load(); e != nil {
+		return *e
+	}
+	era := s.pool.Era()
+	if era == 0 {
+		return ""
+	}
+	name := era.String()
+	s.eraName.Store(&name)
+	return name
+}
 
 func (s *served) stats() any {
 	return map[string]int64{"in_flight": s.inFlight.Load(), "errors": s.errs.Load(), "cancelled": s.cancels.Load()}
@@ -432,11 +447,7 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 
-	stop := make(chan struct{})
-	var beats sync.WaitGroup
-	beats.Go(func() { h.beat(reply, beatOf(hdr), stop) })
-	defer beats.Wait()
-	defer close(stop)
+	defer h.startBeats(reply, beatOf(hdr))()
 
 	var ro []snodo.RequestOption
 	if t := headerMillis(hdr, hdrTimeout); t > 0 {
@@ -478,8 +489,8 @@ type wireProgress struct {
 func (h *Host) answer(s *served, reply string, id, result []byte, e *jsonrpc.Error, local bool) {
 	m := nats.NewMsg(reply)
 	m.Header.Set(hdrHost, h.id)
-	if era := s.pool.Era(); era != 0 {
-		m.Header.Set(hdrEra, era.String())
+	if era := s.era(); era != "" {
+		m.Header.Set(hdrEra, era)
 	}
 	if e != nil {
 		s.errs.Add(1)
@@ -518,19 +529,32 @@ func beatOf(hdr nats.Header) time.Duration {
 	return min(max(d, 20*time.Millisecond), time.Minute)
 }
 
-// beat sends a heartbeat to subject every d until stop closes.
-func (h *Host) beat(subject string, d time.Duration, stop <-chan struct{}) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
+// startBeats sends a heartbeat to subject every d until the returned
+// stop is called. It runs on a timer, not a goroutine of its own: most
+// calls end before the first beat. A beat racing with stop may still go
+// out; callers ignore beats of calls they no longer wait for.
+func (h *Host) startBeats(subject string, d time.Duration) (stop func()) {
+	var stopped atomic.Bool
+	var t *time.Timer
+	var mu sync.Mutex // t is set before the first beat reads it
+	mu.Lock()
+	t = time.AfterFunc(d, func() {
+		if stopped.Load() {
 			return
-		case <-t.C:
-			m := nats.NewMsg(subject)
-			m.Header.Set(hdrKind, kindBeat)
-			h.publish(m)
 		}
+		m := nats.NewMsg(subject)
+		m.Header.Set(hdrKind, kindBeat)
+		h.publish(m)
+		mu.Lock()
+		t.Reset(d)
+		mu.Unlock()
+	})
+	mu.Unlock()
+	return func() {
+		stopped.Store(true)
+		mu.Lock()
+		t.Stop()
+		mu.Unlock()
 	}
 }
 

@@ -75,13 +75,10 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 		h.mu.Unlock()
 	}()
 
-	stop := make(chan struct{})
-	beatDone := make(chan struct{})
-	go func() { defer close(beatDone); h.beat(events, beat, stop) }()
+	stopBeats := h.startBeats(events, beat)
 	sub, err := s.pool.Listen(ctx, p.Notifications)
 	if err != nil {
-		close(stop)
-		<-beatDone
+		stopBeats()
 		e, local := rpcError(err)
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 			e, local = &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: cause.Error()}, true
@@ -127,8 +124,7 @@ loop:
 			// the MCP server, and Events closes.
 		}
 	}
-	close(stop)
-	<-beatDone
+	stopBeats()
 	switch {
 	case why != nil && errors.Is(why, errCallerGone):
 		h.cfg.logger.Info("remote: subscription cancelled: its caller went away", "server", s.name, "sub", hs.id)

@@ -1,0 +1,97 @@
+package bench_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/remote"
+	"github.com/snodo/snodo/remote/embedded"
+	"github.com/snodo/snodo/supervisor"
+)
+
+// BenchmarkRemote compares one tools/call through a local pool with the
+// same call to the same pool served over NATS (an embedded server, host
+// and caller in this process: one machine, loopback TCP), at 1 and 64 in
+// flight, against the fast server. The difference is the cost of the hop:
+// two NATS messages (request and reply) through the NATS server, and the
+// host's bookkeeping.
+//
+//	go test -run '^$' -bench Remote -count 5 -benchmem | benchstat -
+func BenchmarkRemote(b *testing.B) {
+	for _, transport := range []string{"local", "remote"} {
+		for _, inFlight := range []int{1, 64} {
+			b.Run(fmt.Sprintf("transport=%s/inflight=%d", transport, inFlight), func(b *testing.B) {
+				pool, err := supervisor.NewPool(context.Background(), serverBin, []string{"-fast"}, 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var r interface {
+					Request(context.Context, string, any, ...snodo.RequestOption) (json.RawMessage, error)
+				} = pool
+				if transport == "remote" {
+					srv, err := embedded.Start(embedded.Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer srv.Shutdown()
+					h, err := remote.NewHost(context.Background(), srv.URL(), remote.Serve("fast", pool))
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer h.Close()
+					nc, err := nats.Connect(srv.URL())
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer nc.Close()
+					c, err := remote.NewClient(nc, "fast")
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer c.Close()
+					r = c
+				} else {
+					defer pool.Close()
+				}
+				params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"}}`)
+				call := func() error {
+					_, err := r.Request(context.Background(), "tools/call", params)
+					return err
+				}
+				for range 1000 { // warm up
+					if err := call(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				cpu0 := cpuTime()
+				b.ResetTimer()
+				if inFlight == 1 {
+					for i := 0; i < b.N; i++ {
+						if err := call(); err != nil {
+							b.Fatal(err)
+						}
+					}
+				} else {
+					b.SetParallelism((inFlight + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							if err := call(); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			})
+		}
+	}
+}
