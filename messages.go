@@ -91,8 +91,9 @@ func (*Closed) IgnoreDeadLetterLogging()       {}
 
 // HandleCall answers the call messages (*Call, *ToolCall) an actor
 // receives by running them on r, off the actor's mailbox, and reports
-// whether the message was one. The connection, supervisor and pool
-// actors use it; so can an actor of yours that fronts a Requester (a
+// whether the message was one. Replies and progress come with the actor
+// the call was sent to as their sender. The connection, supervisor and
+// pool actors use it; so can an actor of yours that fronts a Requester (a
 // router choosing among pools, say). The reply goes to the message's
 // ReplyTo, else its sender; a call with neither is not run, and a
 // warning goes to the actor system's logger.
@@ -102,13 +103,13 @@ func HandleCall(ctx protoactor.Context, r Requester) bool {
 	case *Call:
 		to := replyTarget(ctx, msg.ReplyTo, "Call", msg.Method)
 		if to != nil {
-			go runCall(sys, to, msg, r)
+			go runCall(sys, ctx.Self(), to, msg, r)
 		}
 		return true
 	case *ToolCall:
 		to := replyTarget(ctx, msg.ReplyTo, "ToolCall", msg.Name)
 		if to != nil {
-			go runToolCall(sys, to, msg, r)
+			go runToolCall(sys, ctx.Self(), to, msg, r)
 		}
 		return true
 	}
@@ -127,25 +128,31 @@ func replyTarget(ctx protoactor.Context, replyTo *protoactor.PID, kind, name str
 	return nil
 }
 
-func callOptions(sys *protoactor.ActorSystem, to *protoactor.PID, tag any, opts []RequestOption, progress bool) []RequestOption {
+// sendFrom sends msg to to with from, the actor the call was sent to, as
+// its sender.
+func sendFrom(sys *protoactor.ActorSystem, from, to *protoactor.PID, msg any) {
+	sys.Root.RequestWithCustomSender(to, msg, from)
+}
+
+func callOptions(sys *protoactor.ActorSystem, from, to *protoactor.PID, tag any, opts []RequestOption, progress bool) []RequestOption {
 	if !progress {
 		return opts
 	}
 	return append(append([]RequestOption(nil), opts...), OnProgress(func(p Progress) {
-		sys.Root.Send(to, &CallProgress{Tag: tag, Progress: p})
+		sendFrom(sys, from, to, &CallProgress{Tag: tag, Progress: p})
 	}))
 }
 
-func runCall(sys *protoactor.ActorSystem, to *protoactor.PID, msg *Call, r Requester) {
+func runCall(sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *Call, r Requester) {
 	res, err := r.Request(context.Background(), msg.Method, msg.Params,
-		callOptions(sys, to, msg.Tag, msg.Options, msg.Progress)...)
-	sys.Root.Send(to, &Reply{Tag: msg.Tag, Result: res, Err: err})
+		callOptions(sys, from, to, msg.Tag, msg.Options, msg.Progress)...)
+	sendFrom(sys, from, to, &Reply{Tag: msg.Tag, Result: res, Err: err})
 }
 
-func runToolCall(sys *protoactor.ActorSystem, to *protoactor.PID, msg *ToolCall, r Requester) {
+func runToolCall(sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *ToolCall, r Requester) {
 	res, err := NewCalls(r).CallTool(context.Background(), msg.Name, msg.Args,
-		callOptions(sys, to, msg.Tag, msg.Options, msg.Progress)...)
-	sys.Root.Send(to, &ToolReply{Tag: msg.Tag, Result: res, Err: err})
+		callOptions(sys, from, to, msg.Tag, msg.Options, msg.Progress)...)
+	sendFrom(sys, from, to, &ToolReply{Tag: msg.Tag, Result: res, Err: err})
 }
 
 // answered holds the actor systems whose dead letters AnswerDeadCalls
@@ -173,11 +180,11 @@ func AnswerDeadCalls(sys *protoactor.ActorSystem) {
 		switch m := dl.Message.(type) {
 		case *Call:
 			if to := cmpPID(m.ReplyTo, dl.Sender); to != nil {
-				sys.Root.Send(to, &Reply{Tag: m.Tag, Err: gone()})
+				sendFrom(sys, dl.PID, to, &Reply{Tag: m.Tag, Err: gone()})
 			}
 		case *ToolCall:
 			if to := cmpPID(m.ReplyTo, dl.Sender); to != nil {
-				sys.Root.Send(to, &ToolReply{Tag: m.Tag, Err: gone()})
+				sendFrom(sys, dl.PID, to, &ToolReply{Tag: m.Tag, Err: gone()})
 			}
 		}
 	})
