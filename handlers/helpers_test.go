@@ -19,20 +19,15 @@ func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
 // with server requests of its own still waiting for answers.
 const quickEOF = "-eof-grace=200ms"
 
-// start connects to the test server and registers a cleanup that closes
-// the connection and checks the server was reaped.
+// start starts the test server (exiting soon after EOF) with flags on a
+// connection configured by cfg, closed (and its server checked reaped)
+// when the test ends.
 func start(t *testing.T, cfg connection.Config, flags ...string) *connection.Conn {
 	t.Helper()
-	cfg.Command, cfg.Args = testutil.Server(t, append([]string{quickEOF}, flags...)...)
-	c, err := connection.Start(context.Background(), cfg)
-	require.NoError(t, err)
-	pid := c.ProcessID()
-	t.Cleanup(func() {
-		c.Close()
-		waitDone(t, c)
-		testutil.AssertReaped(t, pid, 10*time.Second)
-	})
-	return c
+	return testutil.Start(t, func(command string, args []string) (*connection.Conn, error) {
+		cfg.Command, cfg.Args = command, args
+		return connection.Start(context.Background(), cfg)
+	}, append([]string{quickEOF}, flags...)...)
 }
 
 func waitDone(t *testing.T, c *connection.Conn) {
