@@ -14,6 +14,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/remote"
 )
 
 // version is the CLI's version, printed by --version.
@@ -127,7 +128,7 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.serverName, "server", "", "with --config or --nats: use the server called `NAME` instead of a SERVER_CMD")
 	fs.StringVar(&cfg.configFile, "config", "", "the mcpServers `file` naming the servers (with --server, servers, node)")
 	fs.StringVar(&cfg.prefix, "prefix", "", "NATS subject `prefix` of hosts and callers (default snodo)")
-	fs.DurationVar(&cfg.drain, "drain", 30*time.Second, "node: on SIGINT/SIGTERM, wait at most `duration` for held calls")
+	fs.DurationVar(&cfg.drain, "drain", remote.DefaultDrainTimeout, "node: on SIGINT/SIGTERM, wait at most `duration` for held calls")
 	fs.StringVar(&cfg.natsCreds, "nats-creds", "", "NATS credentials `file` (JWT and nkey seed)")
 	fs.StringVar(&cfg.natsNkey, "nats-nkey", "", "NATS nkey seed `file`")
 	fs.StringVar(&cfg.natsUser, "nats-user", "", "NATS `user` (password from $SNODO_NATS_PASSWORD; a token from $SNODO_NATS_TOKEN)")
