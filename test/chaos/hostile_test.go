@@ -308,7 +308,7 @@ func TestCloseRacingAThousandCalls(t *testing.T) {
 		go func() {
 			method, params := "test/echo", any(map[string]int{"i": i})
 			if i%2 == 1 {
-				method, params = "test/sleep", map[string]int{"ms": 20}
+				method, params = "test/sleep", map[string]int{"ms": 2000} // still in flight when Close comes
 			}
 			issued.Done()
 			<-start
