@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,6 +82,50 @@ func TestNodesShareCalls(t *testing.T) {
 		seen[n]++
 	}
 	assert.Len(t, seen, 2, "both hosts take calls: %v", seen)
+
+	// snodo servers lists the name with both hosts.
+	out, err := exec.Command(snodoBin(t), "--nats", e.URL(), "servers").Output()
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^ts\s+2 host\(s\): `, string(out))
+	out, err = exec.Command(snodoBin(t), "--nats", e.URL(), "--server", "ts", "call", "echo", `{"message":"over NATS"}`).Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "over NATS")
+}
+
+func TestNodeEmbedsNATS(t *testing.T) {
+	cmd := exec.Command(snodoBin(t), "node", "--config", writeConfig(t, "ts"))
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	waited := make(chan error, 1)
+	lines := make(chan string, 2)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		waited <- cmd.Wait()
+	}()
+	url := <-lines
+	require.True(t, strings.HasPrefix(url, "nats://127.0.0.1:"), url)
+	require.Equal(t, "serving ts", <-lines)
+	nc, err := nats.Connect(url)
+	require.NoError(t, err)
+	c, err := NewClient(nc, "ts")
+	require.NoError(t, err)
+	_, err = c.Request(ctxFor(t, 20*time.Second), "test/echo", nil)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	nc.Close()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-waited:
+		require.NoError(t, err, "a drained node exits 0")
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the node did not exit within 30 s of SIGTERM")
+	}
 }
 
 func TestKilledHostFailsItsCallsFast(t *testing.T) {

@@ -1,0 +1,26 @@
+// Package remote serves named MCP server pools over NATS and calls them
+// from any machine that reaches the same NATS system, with the same call
+// surface as a local pool.
+//
+// A Host (NewHost with Serve(name, pool)) makes each pool a NATS micro
+// service: its calls arrive on PREFIX.NAME.call in a queue group shared
+// by every host of that name, so several hosts share the load and any of
+// them may take any call (modern MCP calls are stateless). A Client
+// (NewClient, Dial) is a snodo.Requester: raw Request, every typed call
+// through the embedded snodo.Calls (input_required rounds answered by the
+// caller's own handler), and Listen for subscriptions.
+//
+// The payload of a call is its JSON-RPC request, and of its reply the
+// JSON-RPC response; the deadline, the heartbeat interval and the W3C
+// trace context travel in NATS headers. A caller's timeout or cancelled
+// context cancels the call on the host's MCP server; a call on a host
+// that dies fails with -32000 (ErrHostGone) within about 3.5 heartbeat
+// intervals (1.75 s by default); a name nobody serves fails at once with
+// ErrNoHost. Host.Shutdown drains: no new calls, the held ones finish,
+// then the pools close.
+//
+// Package remote/embedded runs a NATS server in the process for a single
+// machine; docs/distributed.md in the repository has the design, the
+// subjects and the failure rules, and docs/security.md what a NATS user
+// can do to hosts.
+package remote
