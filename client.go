@@ -19,6 +19,14 @@ import (
 // the modern era, where the request is one entry of an input_required
 // result's inputRequests, ID is that entry's key as a JSON string (the
 // key "name" gives the ID "\"name\"").
+//
+// It is the handlers layer's type, so these methods are listed here:
+//
+//	func (r *ServerRequest) Sampling() (*handlers.CreateMessageParams, error)  // sampling/createMessage params
+//	func (r *ServerRequest) Elicitation() (*handlers.ElicitParams, error)      // elicitation/create params
+//
+// Each error, for another method or malformed params, is a -32602 *Error a
+// handler can return as it is.
 type ServerRequest = handlers.Request
 
 // ServerRequestHandler answers server-to-client requests. A returned value
