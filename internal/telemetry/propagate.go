@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"reflect"
 
@@ -27,18 +28,47 @@ func Propagator() propagation.TextMapPropagator {
 	return p
 }
 
-// AppendTraceMembers appends the trace context of ctx to dst as JSON
+// AppendTraceMembers appends the trace context of ctx to dst (usually
+// nil; otherwise ending in a comma or an open brace) as JSON
 // object members ("traceparent":"…", and "tracestate":"…" when there is
 // one), separated by commas, without braces. When ctx carries no valid
 // span context it returns dst unchanged, at no allocation: that is every
 // request of a program that does not trace.
 func AppendTraceMembers(dst []byte, ctx context.Context) []byte {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
 		return dst
 	}
-	c := &memberCarrier{b: dst, n: len(dst)}
-	Propagator().Inject(ctx, c)
-	return c.b
+	if p := otel.GetTextMapPropagator(); reflect.TypeOf(p) != defaultPropagatorType {
+		c := &memberCarrier{b: dst, n: len(dst)}
+		p.Inject(ctx, c)
+		return c.b
+	}
+	return appendTraceContext(dst, sc)
+}
+
+// appendTraceContext writes what propagation.TraceContext would inject,
+// straight into dst: one allocation (dst's growth) instead of a carrier,
+// a string builder and the member bytes.
+func appendTraceContext(dst []byte, sc trace.SpanContext) []byte {
+	ts := sc.TraceState()
+	if ts.Len() > 0 {
+		dst = append(dst, `"`+HeaderTracestate+`":`...)
+		dst = jsonrpc.AppendString(dst, ts.String())
+		dst = append(dst, ',')
+	}
+	if dst == nil {
+		dst = make([]byte, 0, 72)
+	}
+	tid, sid := sc.TraceID(), sc.SpanID()
+	flags := [1]byte{byte(sc.TraceFlags() & trace.FlagsSampled)}
+	dst = append(dst, `"`+HeaderTraceparent+`":"00-`...)
+	dst = hex.AppendEncode(dst, tid[:])
+	dst = append(dst, '-')
+	dst = hex.AppendEncode(dst, sid[:])
+	dst = append(dst, '-')
+	dst = hex.AppendEncode(dst, flags[:])
+	return append(dst, '"')
 }
 
 // memberCarrier writes each injected field as a JSON member.
