@@ -139,12 +139,14 @@ func (c *Client) Close() error {
 		<-s.done
 	}
 	_ = c.sub.Unsubscribe()
-	for _, p := range calls {
+	for token, p := range calls {
+		_ = c.nc.Publish(c.subj.cancel, []byte(c.inbox+token)) // the hosts cancel them on their servers
 		select {
 		case p.final <- nil:
 		default:
 		}
 	}
+	_ = c.nc.Flush()
 	if c.owned {
 		c.nc.Close()
 	}
@@ -215,6 +217,9 @@ func closedErr(msg string, why ...error) error {
 func (c *Client) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
 	o := snodo.SettingsOf(opts...)
 	raw, err := jsonrpc.Marshal(params)
+	if err == nil && c.cfg.meta != nil {
+		raw, err = jsonrpc.MergeMeta(raw, c.cfg.meta)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("remote: %s: cannot marshal params: %w", method, err)
 	}

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,6 +33,7 @@ type config struct {
 	timeout   time.Duration
 	handler   snodo.ServerRequestHandler
 	maxRounds int
+	meta      map[string]json.RawMessage // WithClientCapabilities: merged into every request's _meta
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -131,6 +133,23 @@ func WithMaxInputRounds(n int) Option {
 			return fmt.Errorf("remote: WithMaxInputRounds(%d): must be at least 1", n)
 		}
 		c.maxRounds = n
+		return nil
+	}
+}
+
+// WithClientCapabilities declares what the caller's WithServerRequestHandler
+// answers (elicitation, sampling, roots). It travels in every request's
+// params._meta ("io.modelcontextprotocol/clientCapabilities"), where it
+// wins over the host's own, so a modern server asks this caller only for
+// input it can give. Legacy servers settle capabilities once, with the
+// host, at initialize. Callers.
+func WithClientCapabilities(caps snodo.ClientCapabilities) Option {
+	return func(c *config) error {
+		b, err := json.Marshal(caps)
+		if err != nil {
+			return fmt.Errorf("remote: WithClientCapabilities: %w", err)
+		}
+		c.meta = map[string]json.RawMessage{"io.modelcontextprotocol/clientCapabilities": b}
 		return nil
 	}
 }

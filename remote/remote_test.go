@@ -3,6 +3,7 @@ package remote
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +109,38 @@ func TestManyInFlight(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
+}
+
+func TestCallerCapabilitiesReachTheServer(t *testing.T) {
+	e := natsServer(t)
+	host(t, e, "caps", 1)
+	c := client(t, e, "caps", WithClientCapabilities(snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{Form: true}}))
+	raw, err := c.Request(ctxFor(t, 20*time.Second), "test/echo", map[string]any{"a": 1})
+	require.NoError(t, err)
+	var echoed struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &echoed))
+	assert.Contains(t, string(echoed.Meta["io.modelcontextprotocol/clientCapabilities"]), "elicitation")
+}
+
+func TestCloseCancelsCallsOnHost(t *testing.T) {
+	e := natsServer(t)
+	host(t, e, "slow", 1)
+	c := client(t, e, "slow")
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Request(ctxFor(t, 20*time.Second), "test/sleep", map[string]any{"ms": 20000, "honorCancel": true})
+		done <- err
+	}()
+	probe := client(t, e, "slow")
+	ctx := ctxFor(t, 20*time.Second)
+	require.Eventually(t, func() bool {
+		raw, err := probe.Request(ctx, "test/requests", map[string]string{"method": "test/sleep"})
+		return err == nil && strings.Contains(string(raw), "test/sleep")
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, <-done, ErrClientClosed)
+	_, err := probe.Request(ctx, "test/waitNotification", map[string]any{"method": "notifications/cancelled", "count": 1, "timeoutMs": 5000})
+	require.NoError(t, err, "the host cancelled the call of a closed client")
 }

@@ -55,6 +55,13 @@ func (s *session) describe(err error) string {
 		return fmt.Sprintf("cannot start the server: %s; check SERVER_CMD (after --)", trim(err))
 	case errors.Is(err, snodo.ErrTimeout):
 		return fmt.Sprintf("timed out (%d): no answer within %v; raise --timeout", snodo.CodeTimeout, s.cfg.timeout)
+	case errors.Is(err, snodo.ErrConnectionClosed) && s.cfg.natsURL != "":
+		// A remote call: no server of ours wrote to this stderr.
+		msg := trim(err)
+		if errors.As(err, &e) {
+			msg = strings.TrimPrefix(e.Message, "connection closed: ")
+		}
+		return fmt.Sprintf("connection closed (%d): %s", snodo.CodeConnectionClosed, msg)
 	case errors.Is(err, snodo.ErrConnectionClosed):
 		msg := trim(err)
 		if errors.As(err, &e) {

@@ -33,6 +33,7 @@ func runRemote(cfg *config, sio stdio) int {
 		remote.WithNATSOptions(natsOptions(cfg)...),
 		remote.WithTimeout(cfg.timeout),
 		remote.WithServerRequestHandler(h.serve),
+		remote.WithClientCapabilities(h.capabilities()),
 	}
 	if cfg.prefix != "" {
 		opts = append(opts, remote.WithPrefix(cfg.prefix))
