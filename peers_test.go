@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -81,17 +83,20 @@ func (a *answers) handler(_ context.Context, req *ServerRequest) (any, error) {
 	a.methods = append(a.methods, req.Method)
 	a.mu.Unlock()
 	switch req.Method {
-	case "sampling/createMessage":
-		return map[string]any{"role": "assistant", "model": "test-model", "stopReason": "endTurn",
-			"content": map[string]string{"type": "text", "text": "four"}}, nil
-	case "elicitation/create":
+	case MethodSampling:
+		if _, err := req.Sampling(); err != nil {
+			return nil, err
+		}
+		return &CreateMessageResult{Role: "assistant", Model: "test-model", StopReason: "endTurn",
+			Content: SamplingContents{{Type: "text", Text: "four"}}}, nil
+	case MethodElicitation:
 		p, err := req.Elicitation()
 		if err != nil {
 			return nil, err
 		}
 		return &ElicitResult{Action: ElicitAccept, Content: fillForm(p)}, nil
-	case "roots/list":
-		return map[string]any{"roots": []map[string]string{{"uri": "file:///work", "name": "work"}}}, nil
+	case MethodListRoots:
+		return &ListRootsResult{Roots: []Root{{URI: "file:///work", Name: "work"}}}, nil
 	}
 	return nil, &Error{Code: CodeMethodNotFound, Message: "not handled: " + req.Method}
 }
@@ -362,12 +367,13 @@ func TestNilArgumentsAgainstTypeScriptServers(t *testing.T) {
 	for name, p := range map[string]struct {
 		peer func(*testing.T) peer
 		tool string
+		era  Era
 	}{
-		"everything (legacy)": {tsEverything, "get-tiny-image"},
-		"SDK v2 (modern)":     {tsModern, "add_tool"},
+		"everything (legacy)": {tsEverything, "get-tiny-image", EraLegacy},
+		"SDK v2 (modern)":     {tsModern, "add_tool", EraModern},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := dialPeer(t, p.peer(t), &answers{})
+			c := dialPeer(t, p.peer(t), &answers{}, WithEra(p.era))
 			for form, args := range nilArgs {
 				res, err := c.CallTool(t.Context(), p.tool, args)
 				require.NoError(t, err, form)
@@ -377,12 +383,19 @@ func TestNilArgumentsAgainstTypeScriptServers(t *testing.T) {
 	}
 }
 
-// The reference server's unsolicited notifications reach the handler:
-// log messages after SetLoggingLevel, tools/list_changed, and the
-// updates of a legacy resources/subscribe.
-func TestTypeScriptEverythingNotificationsReachTheHandler(t *testing.T) {
+// The reference server's unsolicited notifications reach an actor through
+// the notification handler: log messages after SetLoggingLevel,
+// tools/list_changed, and the updates of a legacy resources/subscribe.
+func TestTypeScriptEverythingNotificationsReachAnActor(t *testing.T) {
 	got := make(chan *Notification, 256)
-	c := dialPeer(t, tsEverything(t), &answers{}, WithNotificationHandler(func(_ context.Context, n *Notification) { got <- n }))
+	system := snodoactor.Shared()
+	pid := system.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		if m, ok := ctx.Message().(*NotificationMessage); ok {
+			got <- m.Notification
+		}
+	}))
+	defer system.Root.Stop(pid)
+	c := dialPeer(t, tsEverything(t), &answers{}, WithEra(EraLegacy), WithNotificationHandler(NotificationsTo(system, pid)))
 	require.Equal(t, EraLegacy, c.Era())
 	waitFor := func(method string, ok func(*Notification) bool) *Notification {
 		t.Helper()
@@ -420,4 +433,27 @@ func TestTypeScriptEverythingNotificationsReachTheHandler(t *testing.T) {
 		return err == nil && u.URI == uri
 	})
 	require.NoError(t, c.UnsubscribeResource(t.Context(), uri))
+	// Stop both timers, which would keep the server alive after EOF.
+	for _, tool := range []string{"toggle-simulated-logging", "toggle-subscriber-updates"} {
+		_, err = c.CallTool(t.Context(), tool, nil)
+		require.NoError(t, err)
+	}
+}
+
+// A reference server's multiple input requests in one round run on the
+// handler path under the bound: with a bound of 1 they take turns.
+func TestGoSDKServerInputRequestsUnderTheBound(t *testing.T) {
+	a := &answers{}
+	var cc concurrency
+	c := dialPeer(t, goEverything(t), a, WithMaxServerRequests(1), WithServerRequestHandler(func(ctx context.Context, req *ServerRequest) (any, error) {
+		cc.enter()
+		defer cc.leave()
+		return a.handler(ctx, req)
+	}))
+	require.Equal(t, EraModern, c.Era())
+	res, err := c.CallTool(t.Context(), "test_input_required_result_multiple_inputs", nil)
+	require.NoError(t, err)
+	assert.Contains(t, res.Text(), "four Ada")
+	assert.GreaterOrEqual(t, cc.total.Load(), int32(2), "more than one input request in the round")
+	assert.Equal(t, int32(1), cc.most.Load(), "never two at once under a bound of 1")
 }
