@@ -107,8 +107,17 @@ func ExampleToolCall() {
 			ctx.Request(msg.Client.PID(), &snodo.ToolCall{Name: "ask", Tag: "greeting"})
 		case *handlers.RequestMessage:
 			switch msg.Request.Method {
-			case "elicitation/create":
-				msg.Reply(map[string]any{"action": "accept", "content": map[string]string{"name": "Ada"}}, nil)
+			case snodo.MethodElicitation:
+				p, err := msg.Request.Elicitation()
+				if err != nil {
+					msg.Reply(nil, err)
+					return
+				}
+				if _, ok := p.RequestedSchema.Properties["name"]; ok {
+					msg.Reply(&snodo.ElicitResult{Action: snodo.ElicitAccept, Content: map[string]any{"name": "Ada"}}, nil)
+					return
+				}
+				msg.Reply(&snodo.ElicitResult{Action: snodo.ElicitDecline}, nil)
 			default:
 				msg.Reply(nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: msg.Request.Method})
 			}
@@ -123,6 +132,36 @@ func ExampleToolCall() {
 	fmt.Println(<-out)
 	// Output:
 	// Hello, Ada!
+}
+
+// Notifications no request or subscription claims (here a log message)
+// arrive as *snodo.NotificationMessage with NotificationsTo.
+func ExampleNotificationsTo() {
+	system := snodoactor.Shared()
+	cmd, args := exampleServer()
+	out := make(chan string, 1)
+	system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch msg := ctx.Message().(type) {
+		case *actor.Started:
+			snodo.ConnectTo(context.Background(), ctx.ActorSystem(), ctx.Self(), cmd, args,
+				snodo.WithNotificationHandler(snodo.NotificationsTo(ctx.ActorSystem(), ctx.Self())))
+		case *snodo.Connected:
+			if msg.Err != nil {
+				log.Fatal(msg.Err)
+			}
+			// Ask the test server to send a log message.
+			ctx.Request(msg.Client.PID(), &snodo.Call{Method: "test/notify", Params: map[string]any{
+				"method": "notifications/message", "params": map[string]string{"level": "info", "data": "indexing done"}}})
+		case *snodo.NotificationMessage:
+			if m, err := msg.Notification.LogMessage(); err == nil {
+				out <- fmt.Sprint(m.Level, ": ", m.Text())
+				ctx.Stop(ctx.Self())
+			}
+		}
+	}))
+	fmt.Println(<-out)
+	// Output:
+	// info: indexing done
 }
 
 // Subscription events arrive as messages with ListenTo, then one
