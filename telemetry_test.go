@@ -1,10 +1,13 @@
 package snodo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -405,4 +408,48 @@ func TestTelemetryOptionsRejectNil(t *testing.T) {
 	_, err = Connect(t.Context(), cmd, args, WithMeterProvider(nil))
 	assert.ErrorContains(t, err, "WithMeterProvider")
 	assert.False(t, errors.Is(err, ErrConnectionClosed))
+}
+
+// safeBuffer is a bytes.Buffer for a log handler written from several
+// goroutines.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestLogRecordsCarryTheConnectionsIdentity(t *testing.T) {
+	check := func(era string) {
+		var buf safeBuffer
+		log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c := dialTest(t, []string{"-era", era}, WithLogger(log))
+		_, err := c.Request(t.Context(), "test/duplicate", nil) // the second answer is logged and dropped
+		require.NoError(t, err)
+		var rec map[string]any
+		testutil.Eventually(t, func() bool {
+			for _, line := range strings.Split(buf.String(), "\n") {
+				if strings.Contains(line, "no request in flight") {
+					return json.Unmarshal([]byte(line), &rec) == nil
+				}
+			}
+			return false
+		}, 5*time.Second, "no record of the duplicate answer")
+		assert.Equal(t, "snodo-testserver", rec["server"])
+		assert.EqualValues(t, c.ServerPID(), rec["server_pid"])
+		assert.Equal(t, era, rec["era"])
+	}
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) { check(era) })
+	}
 }
