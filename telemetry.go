@@ -140,7 +140,7 @@ func (o *op) attributes() []attribute.KeyValue {
 	attrs = append(attrs,
 		attribute.String(telemetry.AttrMethodName, o.method),
 		attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe))
-	if v := o.c.mcp.version; v != "" {
+	if v := o.c.version(); v != "" {
 		attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
 	}
 	if o.target != "" {
@@ -309,7 +309,7 @@ func (c *Client) serverRequestSpan(ctx context.Context, req *ServerRequest) (con
 			}
 			attrs = append(attrs, attribute.String(telemetry.AttrRequestID, id))
 		}
-		if v := c.mcp.version; v != "" {
+		if v := c.version(); v != "" {
 			attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
 		}
 		span.SetAttributes(attrs...)
@@ -350,11 +350,7 @@ func (c *Client) sessionEnded(started time.Time) func(error) {
 		if cause == "closed" || cause == "owner_exited" {
 			errType = ""
 		}
-		version := ""
-		if v := c.sessionVersion.Load(); v != nil {
-			version = *v
-		}
-		c.meters.Session(time.Since(started).Seconds(), version, errType)
+		c.meters.Session(time.Since(started).Seconds(), c.version(), errType)
 	}
 }
 
@@ -403,7 +399,7 @@ func (c *Client) observeSubscription(ctx context.Context, o *subscription.Option
 		attribute.String(telemetry.AttrMethodName, subscription.Method),
 		attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
 	}
-	if v := c.mcp.version; v != "" {
+	if v := c.version(); v != "" {
 		attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
 	}
 	span.SetAttributes(attrs...)
@@ -443,4 +439,14 @@ func (c *Client) observeSubscription(ctx context.Context, o *subscription.Option
 		span.End()
 	}
 	return ctx
+}
+
+// version is the negotiated protocol version for telemetry, "" until
+// Connect has settled it: handler and event spans may start on other
+// goroutines while the handshake still writes c.mcp.
+func (c *Client) version() string {
+	if v := c.sessionVersion.Load(); v != nil {
+		return *v
+	}
+	return ""
 }
