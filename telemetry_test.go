@@ -453,3 +453,33 @@ func TestLogRecordsCarryTheConnectionsIdentity(t *testing.T) {
 		t.Run(era, func(t *testing.T) { check(era) })
 	}
 }
+
+func TestMetricsOfSubscriptionsAndDroppedNotifications(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+
+	modern := dialTest(t, []string{"-era", "modern"}, WithMeterProvider(mp))
+	sub, err := modern.Listen(t.Context(), Filter{ToolsListChanged: true}, MaxQueuedEvents(2))
+	require.NoError(t, err)
+	_, err = modern.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed", "count": 3})
+	require.NoError(t, err)
+	<-sub.Done() // nobody reads: the third event overflows the queue
+	require.ErrorIs(t, sub.Err(), ErrQueueFull)
+
+	legacy := dialTest(t, []string{"-era", "legacy"}, WithMeterProvider(mp)) // no notification handler
+	_, err = legacy.Request(t.Context(), "test/notify", map[string]any{"method": "notifications/message", "params": map[string]any{"level": "info", "data": "x"}})
+	require.NoError(t, err)
+
+	var m map[string]metricdata.Aggregation
+	testutil.Eventually(t, func() bool {
+		m = collectMetrics(t, reader)
+		return sumWhere(t, m["snodo.client.notifications.dropped"], "snodo.drop.reason", "unclaimed") >= 1
+	}, 5*time.Second, "the unclaimed notification was not counted")
+	assert.EqualValues(t, 1, sumWhere(t, m["snodo.client.subscription.overflows"], "", ""))
+	assert.EqualValues(t, 2, sumWhere(t, m["snodo.client.subscription.queue.depth"], "", ""), "one sample per queued event")
+	if h, ok := m["snodo.client.subscription.queue.depth"].(metricdata.Histogram[int64]); assert.True(t, ok) {
+		maxDepth, _ := h.DataPoints[0].Max.Value()
+		assert.EqualValues(t, 2, maxDepth)
+	}
+}
