@@ -30,12 +30,13 @@ type Life struct {
 	Logger *slog.Logger    // receives the panic; nil discards it
 	Owner  *protoactor.PID // an owner actor, or nil
 
-	mu      sync.Mutex
-	reason  error
-	system  *protoactor.ActorSystem
-	pid     *protoactor.PID
-	unwatch func() bool // releases the owner context's AfterFunc
-	ending  bool        // Stopping has run
+	mu        sync.Mutex
+	reason    error
+	system    *protoactor.ActorSystem
+	pid       *protoactor.PID
+	unwatch   func() bool // releases the owner context's AfterFunc
+	ending    bool        // Stopping has run
+	ownerGone bool        // the owner's Terminated came
 }
 
 // Spawn starts the actor, whose messages go to receive, under the
@@ -91,13 +92,17 @@ func (l *Life) Reason() error {
 }
 
 // Stop records reason and stops the actor. Stop is a system message: it
-// overtakes queued mail. It is for goroutines other than the actor's.
+// overtakes queued mail. It is for goroutines other than the actor's. Once
+// the actor is stopping, Stop only records: a Stop sent to an actor that
+// is gone would be a dead letter in the system's log.
 func (l *Life) Stop(reason error) {
 	l.Record(reason)
 	l.mu.Lock()
-	system, pid := l.system, l.pid
+	system, pid, ending := l.system, l.pid, l.ending
 	l.mu.Unlock()
-	system.Root.Stop(pid)
+	if !ending {
+		system.Root.Stop(pid)
+	}
 }
 
 // StopSelf is Stop from inside the actor.
@@ -122,6 +127,9 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 		}
 	case *protoactor.Terminated:
 		if l.Owner != nil && msg.Who.Equal(l.Owner) {
+			l.mu.Lock()
+			l.ownerGone = true
+			l.mu.Unlock()
 			l.StopSelf(ctx, fmt.Errorf("%w: actor %s terminated", ErrOwnerExited, l.Owner.Id))
 			return
 		}
@@ -133,11 +141,16 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 		if l.reason == nil {
 			l.reason = ErrStopped
 		}
-		unwatch := l.unwatch
+		unwatch, ownerGone := l.unwatch, l.ownerGone
 		l.ending = true
 		l.mu.Unlock()
 		if unwatch != nil {
 			unwatch()
+		}
+		if l.Owner != nil && !ownerGone {
+			// Otherwise the owner's Terminated would later be sent to this
+			// actor, gone by then: a dead letter in the system's log.
+			ctx.Unwatch(l.Owner)
 		}
 	}
 	next(ctx)

@@ -73,9 +73,11 @@ func (a *supervisorActor) Receive(ctx protoactor.Context) {
 // connect starts attempt a.attempt+1 in a goroutine that posts the result.
 func (a *supervisorActor) connect(ctx protoactor.Context) {
 	a.attempt++
+	// The connection's owner is the supervisor's life context, not this
+	// actor: the actor closes it in its Stopping, and no watch in either
+	// direction outlives one of them (each would be a dead letter).
 	attempt, self, s := a.attempt, ctx.Self(), a.s
-	opts := append(append([]snodo.Option(nil), s.cfg.connect...),
-		snodo.WithOwner(self), snodo.WithActorSystem(s.sys))
+	opts := append(append([]snodo.Option(nil), s.cfg.connect...), snodo.WithActorSystem(s.sys))
 	s.bg.Go(func() {
 		c, err := snodo.Connect(s.life, s.command, s.args, opts...)
 		if err == nil && !s.adopt(c) {

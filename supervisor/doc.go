@@ -4,13 +4,14 @@
 //
 // A supervised connection (Connect) is a supervisor actor that owns a
 // server command. It connects with snodo.Connect (owned by the
-// supervisor, so a connection never outlives it), watches the connection
+// supervisor's life context and closed in its Stopping, so a connection
+// never outlives it), watches the connection
 // actor, and when that actor stops for any reason other than Close or
 // its owner's exit, it restarts the server after an exponential back-off
 // with jitter. More than N restarts within a window (WithIntensity, the
 // OTP rule) and it gives up with a *GaveUpError that names the last exit.
 //
-//	owner (ctx / actor) ──watch──► pool actor ──watch/owner──► supervisor actor ──owner──► snodo connection ──► server process
+//	owner (ctx / actor) ──watch──► pool actor ──stops/watches──► supervisor actor ──closes/watches──► snodo connection ──► server process
 //	                                   │                         │ ▲ Terminated: Err() says why
 //	                                   │                         │ └── restart: time.AfterFunc posts retry; Connect runs in a goroutine
 //	                    least in-flight ▼                         ▼

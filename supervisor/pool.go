@@ -173,7 +173,9 @@ func (p *Pool) Grow(n int) error {
 	for i, name := range names {
 		wg.Go(func() {
 			cfg := *p.cfg
-			cfg.name, cfg.owner, cfg.system = name, p.pid, p.sys
+			// Owned by the pool's ctx and stopped by the pool actor's
+			// Stopping, not by a watch of the pool actor: see shutdown.
+			cfg.name, cfg.owner, cfg.system = name, nil, p.sys
 			m, err := start(p.ctx, p.command, p.args, &cfg)
 			if err != nil {
 				errs[i] = fmt.Errorf("pool member %s: %w", name, err)

@@ -25,7 +25,7 @@ func (p *Pool) memberEnded(who *protoactor.PID) (last bool, err error) {
 
 // shutdown runs on the pool actor while it stops: members are closed in
 // the background; Done waits for them.
-func (p *Pool) shutdown() {
+func (p *Pool) shutdown(ctx protoactor.Context) {
 	reason := p.owned.Reason() // settled by the Life before Stopping
 	p.mu.Lock()
 	p.closing = true
@@ -34,8 +34,9 @@ func (p *Pool) shutdown() {
 	p.notifyLocked()
 	p.mu.Unlock()
 	for _, m := range members {
-		// The reason is recorded before the pool stops, so a member never
-		// reads the pool's end as its owner's exit.
+		// No Terminated for a pool that is gone (a dead letter): unwatch
+		// first; the member's reason is the pool's.
+		ctx.Unwatch(m.PID())
 		m.s.stop(reason)
 		p.bg.Go(func() { <-m.Done() })
 	}
@@ -71,7 +72,7 @@ func (a *poolActor) Receive(ctx protoactor.Context) {
 			p.owned.StopSelf(ctx, err)
 		}
 	case *protoactor.Stopping:
-		p.shutdown()
+		p.shutdown(ctx)
 	case *protoactor.Stopped:
 		p.actorStopped()
 	default:
