@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -130,8 +132,8 @@ func BenchmarkSnodoRequest(b *testing.B) {
 // (benchserver -fast): snodo's Client.Request and the minimal client's raw
 // request, params encoded beforehand, at 1 and 64 in flight. Besides
 // ns/op it reports cpu-ns/op, the test process's user+system CPU time per
-// call, which holds on a busy machine; compare interleaved runs with
-// benchstat:
+// call, which holds on a busy machine, and the read and write system calls
+// per call (batching); compare interleaved runs with benchstat:
 //
 //	go test -run '^$' -bench RequestFast -count 10 -benchmem | benchstat -
 func BenchmarkRequestFast(b *testing.B) {
@@ -157,6 +159,7 @@ func BenchmarkRequestFast(b *testing.B) {
 					}
 					b.ReportAllocs()
 					cpu0 := cpuTime()
+					r0, w0 := syscalls()
 					b.ResetTimer()
 					if inFlight == 1 {
 						for i := 0; i < b.N; i++ {
@@ -177,10 +180,34 @@ func BenchmarkRequestFast(b *testing.B) {
 					}
 					b.StopTimer()
 					b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+					if r1, w1 := syscalls(); r1 > 0 {
+						b.ReportMetric(float64(r1-r0)/float64(b.N), "reads/op")
+						b.ReportMetric(float64(w1-w0)/float64(b.N), "writes/op")
+					}
 				})
 			}
 		}
 	}
+}
+
+// syscalls is how many read and write system calls the process has made
+// (Linux: /proc/self/io; 0, 0 elsewhere).
+func syscalls() (reads, writes int64) {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "syscr":
+			reads = n
+		case "syscw":
+			writes = n
+		}
+	}
+	return reads, writes
 }
 
 // cpuTime is the user plus system CPU time the process has used.

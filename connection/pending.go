@@ -118,6 +118,8 @@ type table struct {
 
 	timer *time.Timer // runs expire; nil until a call has a deadline
 	armed int64       // when the timer fires (monoNow); 0: not armed
+
+	count atomic.Int64 // len(calls), readable without the lock
 }
 
 func newTable() *table { return &table{calls: make(map[int64]*call)} }
@@ -132,6 +134,7 @@ func (t *table) add(c *call, deadline, total int64) (int64, error) {
 	}
 	t.nextID++
 	t.calls[t.nextID] = c
+	t.count.Store(int64(len(t.calls)))
 	c.deadline, c.total = deadline, total
 	if due := c.due(); due != 0 && (t.armed == 0 || due < t.armed) {
 		t.arm(due)
@@ -204,6 +207,7 @@ func (t *table) complete(id int64, result json.RawMessage, err error) bool {
 		return false
 	}
 	delete(t.calls, id)
+	t.count.Store(int64(len(t.calls)))
 	c.result, c.err = result, err
 	c.done.Store(true)
 	t.mu.Unlock()
@@ -256,6 +260,7 @@ func (t *table) abandon(id int64, c *call) bool {
 		return false
 	}
 	delete(t.calls, id)
+	t.count.Store(int64(len(t.calls)))
 	return true
 }
 
@@ -277,14 +282,11 @@ func (t *table) close(err error) {
 		signal(c.wake)
 		delete(t.calls, id)
 	}
+	t.count.Store(0)
 }
 
 // inFlight counts the requests waiting for an answer.
-func (t *table) inFlight() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.calls)
-}
+func (t *table) inFlight() int { return int(t.count.Load()) }
 
 func signal(ch chan struct{}) {
 	select {

@@ -3,6 +3,7 @@ package connection
 import (
 	"errors"
 	"os"
+	"runtime"
 	"sort"
 	"sync"
 	"syscall"
@@ -44,8 +45,9 @@ const (
 )
 
 // writer owns the server's stdin. Callers never wait on the pipe: when
-// nothing else is being written, a caller makes one non-blocking write of
-// its line itself (the fast path: no goroutine hand-off); whatever that
+// nothing else is being written and no other request is in flight, a
+// caller makes one non-blocking write of its line itself (the fast path:
+// no goroutine hand-off; see company for the other case); whatever that
 // attempt could not write, and every line that arrives while a write is
 // under way, goes to a queue that one goroutine writes out in batches of
 // about a pipe's worth. A stalled write (a server that stopped reading)
@@ -64,6 +66,12 @@ type writer struct {
 	trace  func(Direction, []byte) // Config.Trace; nil: no tracing
 	bytes  *telemetry.Conn         // Config.Metrics: bytes written; nil: not counted
 	max    int                     // Config.MaxWriteQueue
+	// company reports whether other requests are in flight; nil: never.
+	// With company, a caller queues its line instead of writing it itself:
+	// the answers to the others are arriving, each waking a caller that
+	// will queue a line of its own, so one write(2) soon carries them all.
+	// Alone, a caller writes directly (no hand-off, the lowest latency).
+	company func() bool
 
 	mu      sync.Mutex // guards the fields below, up to the attempt's
 	busy    bool       // a write (direct or by the goroutine) is under way
@@ -132,7 +140,7 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, done chan error) 
 	}
 	w.ticket++
 	t := w.ticket
-	if w.busy || w.live > 0 || w.raw == nil || done != nil {
+	if w.busy || w.live > 0 || w.raw == nil || done != nil || (w.company != nil && w.company()) {
 		if err := w.admit(kind, 0); err != nil { // full already: do not build the line
 			w.mu.Unlock()
 			if err == errNotReading {
@@ -359,6 +367,12 @@ func (w *writer) run() {
 	defer close(w.closedCh)
 	defer w.f.Close()
 	for range w.wake {
+		if w.company != nil && w.company() {
+			// Woken by the first of a burst of lines (callers the reader
+			// just woke): let the others run and queue theirs first, so
+			// that the batch below takes them all in one write(2).
+			runtime.Gosched()
+		}
 		for {
 			w.mu.Lock()
 			if w.busy { // a caller is writing directly; it wakes us after
