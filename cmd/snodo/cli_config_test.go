@@ -82,3 +82,12 @@ func TestConfigBrokenFile(t *testing.T) {
 	r := snodo(t, "--config", path, "--server", "a", "tools").want(t, 1)
 	r.oneErrorLine(t, "bad.json", `server "a"`, `"args"`, "want an array of strings")
 }
+
+func TestTraceServers(t *testing.T) {
+	r := snodo(t, "--config", writeConfig(t, ""), "--trace", "servers").want(t, 0)
+	for _, want := range []string{"snodo servers  ", "\n  server/discover  ", "\n  initialize  ", "\n  tools/list  "} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+}

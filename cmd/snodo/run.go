@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/term"
 
 	"github.com/snodo/snodo"
@@ -99,15 +98,8 @@ func run(args []string, sio stdio) int {
 	context.AfterFunc(ctx, stop)
 
 	s := &session{cfg: cfg, io: sio}
-	if cfg.trace {
-		s.spans = newSpanLog()
-		var root trace.Span
-		ctx, root = s.spans.start(ctx, "snodo "+cfg.command)
-		defer func() {
-			root.End()
-			s.spans.print(sio.err)
-		}()
-	}
+	ctx, printTrace := s.trace(ctx)
+	defer printTrace()
 	c, err := s.connect(ctx)
 	if err != nil {
 		return s.exitCode(ctx, err)

@@ -30,6 +30,8 @@ func runServers(cfg *config, sio stdio) int {
 	defer stop()
 	context.AfterFunc(ctx, stop)
 	s := &session{cfg: cfg, io: sio}
+	ctx, printTrace := s.trace(ctx)
+	defer printTrace()
 	file, err := servers.Load(cfg.configFile)
 	if err != nil {
 		return s.exitCode(ctx, err)

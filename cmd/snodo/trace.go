@@ -53,9 +53,19 @@ func (l *spanLog) Shutdown(context.Context) error { return nil }
 // ForceFlush does nothing: nothing is exported.
 func (l *spanLog) ForceFlush(context.Context) error { return nil }
 
-// start opens the run's root span, the parent of everything snodo does.
-func (l *spanLog) start(ctx context.Context, name string) (context.Context, trace.Span) {
-	return l.tp.Tracer("snodo-cli").Start(ctx, name)
+// trace starts --trace for the run: a root span, the parent of
+// everything snodo does; the returned func ends it and prints every span.
+// Without --trace it does nothing.
+func (s *session) trace(ctx context.Context) (context.Context, func()) {
+	if !s.cfg.trace {
+		return ctx, func() {}
+	}
+	s.spans = newSpanLog()
+	ctx, root := s.spans.tp.Tracer("snodo-cli").Start(ctx, "snodo "+s.cfg.command)
+	return ctx, func() {
+		root.End()
+		s.spans.print(s.io.err)
+	}
 }
 
 // print writes every span as a tree, children under their parent in the
