@@ -457,3 +457,64 @@ func TestGoSDKServerInputRequestsUnderTheBound(t *testing.T) {
 	assert.GreaterOrEqual(t, cc.total.Load(), int32(2), "more than one input request in the round")
 	assert.Equal(t, int32(1), cc.most.Load(), "never two at once under a bound of 1")
 }
+
+// A modern reference server's log messages (carried on the call's
+// response stream, at the level in _meta) reach the handler.
+func TestGoSDKServerLogMessagesReachTheHandler(t *testing.T) {
+	for _, era := range []Era{EraModern, EraLegacy} {
+		t.Run(era.String(), func(t *testing.T) {
+			got := make(chan *Notification, 64)
+			c := dialPeer(t, goEverything(t), &answers{}, WithEra(era),
+				WithNotificationHandler(func(_ context.Context, n *Notification) { got <- n }))
+			require.NoError(t, c.SetLoggingLevel(t.Context(), LogDebug))
+			_, err := c.CallTool(t.Context(), "test_tool_with_logging", nil)
+			require.NoError(t, err)
+			require.NoError(t, c.FlushNotifications(t.Context()))
+			var logs []*LogMessage
+			for len(got) > 0 {
+				if m, err := (<-got).LogMessage(); err == nil {
+					logs = append(logs, m)
+				}
+			}
+			require.NotEmpty(t, logs, "log messages delivered")
+			assert.NotEmpty(t, logs[0].Text())
+		})
+	}
+}
+
+// The reference servers' richest forms (formats, enums, multi-selects,
+// titled choices) are answered through the typed handler and pass the
+// schema check before they are sent.
+func TestTypedElicitationOfReferenceForms(t *testing.T) {
+	for name, tc := range map[string]struct {
+		peer func(*testing.T) peer
+		era  Era
+		tool string
+	}{
+		"go-sdk defaults (legacy)":  {goEverything, EraLegacy, "test_elicitation_sep1034_defaults"},
+		"everything forms (legacy)": {tsEverything, EraLegacy, "trigger-elicitation-request"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var forms []*ElicitParams
+			var mu sync.Mutex
+			a := &answers{}
+			c := dialPeer(t, tc.peer(t), a, WithEra(tc.era), WithServerRequestHandler(func(ctx context.Context, req *ServerRequest) (any, error) {
+				if p, err := req.Elicitation(); err == nil {
+					mu.Lock()
+					forms = append(forms, p)
+					mu.Unlock()
+				}
+				return a.handler(ctx, req)
+			}))
+			require.Eventually(t, func() bool { return slices.Contains(toolNames(t, c), tc.tool) }, 10*time.Second, 50*time.Millisecond)
+			res, err := c.CallTool(t.Context(), tc.tool, nil)
+			require.NoError(t, err)
+			assert.False(t, res.IsError, res.Text())
+			mu.Lock()
+			defer mu.Unlock()
+			require.NotEmpty(t, forms)
+			require.NotNil(t, forms[0].RequestedSchema)
+			assert.NotEmpty(t, forms[0].RequestedSchema.Properties)
+		})
+	}
+}
