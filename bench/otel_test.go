@@ -6,9 +6,11 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/snodo/snodo"
 )
@@ -16,6 +18,8 @@ import (
 // BenchmarkTelemetry is the cost of snodo's OpenTelemetry instrumentation
 // on Client.Request against the fast server, one request in flight:
 //
+//   - off: no-op providers given: nothing is checked or counted, the
+//     baseline;
 //   - none: no provider set (the global no-op ones): must add nothing;
 //   - propagate: no provider, but the caller's ctx holds a span, so
 //     traceparent goes into params._meta;
@@ -41,6 +45,7 @@ func BenchmarkTelemetry(b *testing.B) {
 		ctx  context.Context
 		opts []snodo.Option
 	}{
+		{"off", context.Background(), []snodo.Option{snodo.WithTracerProvider(tracenoop.NewTracerProvider()), snodo.WithMeterProvider(metricnoop.NewMeterProvider())}},
 		{"none", context.Background(), nil},
 		{"propagate", parent, nil},
 		{"drop", context.Background(), []snodo.Option{snodo.WithTracerProvider(drop)}},
