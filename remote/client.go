@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -213,7 +214,9 @@ func closedErr(msg string, why ...error) error {
 // json.RawMessage, or anything json.Marshal accepts. Errors are those of
 // snodo.Client.Request, plus -32000 for ErrNoHost and ErrHostGone. On
 // timeout or when ctx is done, a cancel goes to the host, which cancels
-// the call on its MCP server.
+// the call on its MCP server. A call marked snodo.Idempotent whose host
+// went away is sent once more, to a surviving host, within what is left
+// of its timeout.
 func (c *Client) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
 	o := snodo.SettingsOf(opts...)
 	raw, err := jsonrpc.Marshal(params)
@@ -223,12 +226,30 @@ func (c *Client) Request(ctx context.Context, method string, params any, opts ..
 	if err != nil {
 		return nil, fmt.Errorf("remote: %s: cannot marshal params: %w", method, err)
 	}
+	t0 := time.Now()
+	retried := false
 	for attempt := 1; ; attempt++ {
 		res, notRun, err := c.once(ctx, method, raw, &o)
-		if !notRun || attempt >= maxNotRun || ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil || err == nil:
+			return res, err
+		case notRun && attempt < maxNotRun:
+			c.cfg.logger.Debug("remote: call refused before it ran; sending it again", "server", c.name, "method", method, "error", err)
+		case o.Idempotent && !retried && errors.Is(err, ErrHostGone):
+			// Safe to run twice: send it once more, to a surviving host,
+			// within what is left of its timeout.
+			retried = true
+			if o.Timeout > 0 || (o.Timeout == 0 && c.cfg.timeout > 0) {
+				left := cmp.Or(o.Timeout, c.cfg.timeout) - time.Since(t0)
+				if left <= 0 {
+					return res, err
+				}
+				o.Timeout = left
+			}
+			c.cfg.logger.Debug("remote: retrying an idempotent call after its host went away", "server", c.name, "method", method, "error", err)
+		default:
 			return res, err
 		}
-		c.cfg.logger.Debug("remote: call refused before it ran; sending it again", "server", c.name, "method", method, "error", err)
 	}
 }
 

@@ -150,11 +150,21 @@ func TestKilledHostFailsItsCallsFast(t *testing.T) {
 			results <- outcome{err, time.Now()}
 		}()
 	}
+	// Idempotent calls survive the kill: sent again to the survivor.
+	idem := make(chan error, 8)
+	for range 8 { // on 2 hosts: all 8 on the survivor has odds of 1 in 256
+		started.Add(1)
+		go func() {
+			started.Done()
+			_, err := c.Request(ctxFor(t, 60*time.Second), "test/sleep", map[string]any{"ms": 4000}, snodo.Timeout(30*time.Second), snodo.Idempotent())
+			idem <- err
+		}()
+	}
 	started.Wait()
 	// Every long call is held by a host once both hosts' servers have
 	// received as many test/sleep requests; poll the hosts' stats instead
 	// of sleeping.
-	testutil.Eventually(t, func() bool { return inFlight(t, e) >= long }, 20*time.Second, "long calls held")
+	testutil.Eventually(t, func() bool { return inFlight(t, e) >= long+8 }, 20*time.Second, "long calls held")
 
 	// Subscriptions: keep opening until one is held by a and one by b.
 	var onA, onB *Subscription
@@ -204,6 +214,9 @@ func TestKilledHostFailsItsCallsFast(t *testing.T) {
 		assert.Equal(t, snodo.CodeConnectionClosed, e.Code)
 		assert.ErrorIs(t, r.err, ErrHostGone)
 		assert.Less(t, r.at.Sub(killed), 2500*time.Millisecond, "failed at its heartbeat deadline, not its timeout")
+	}
+	for range 8 {
+		assert.NoError(t, <-idem, "an idempotent call is sent again to the survivor")
 	}
 	assert.Positive(t, failed, "calls on the killed host fail")
 	assert.Positive(t, ok, "calls on the survivor complete")
