@@ -150,3 +150,24 @@ func TestCallToolArgumentsAreChecked(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, res.Text(), "two lines")
 }
+
+// TestRequestAllocations: the raw Request, params encoded beforehand and
+// the result left raw, allocates at most twice per call (the params in an
+// interface, the result's copy).
+func TestRequestAllocations(t *testing.T) {
+	forEachEra(t, func(t *testing.T, c *Client) {
+		params := json.RawMessage(`{"name":"echo","arguments":{"message":"hi"}}`)
+		ctx := t.Context()
+		call := func() {
+			if _, err := c.Request(ctx, "tools/call", params); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 100 { // warm the pools
+			call()
+		}
+		allocs := testing.AllocsPerRun(500, call)
+		t.Logf("%.2f allocations per Request", allocs)
+		assert.LessOrEqual(t, allocs, 2.0)
+	})
+}
