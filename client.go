@@ -39,7 +39,10 @@ type ServerRequestHandler = handlers.Func
 
 // Client is a connection to one MCP server running as a child process.
 // All its methods are safe for concurrent use by any number of goroutines
-// and actors.
+// and actors. The typed MCP calls (ListTools, CallTool, ReadResource,
+// GetPrompt, Complete, Ping, the iterators…) are the methods of its
+// embedded Calls, shared with supervisor.Client and supervisor.Pool. Its
+// PID also takes calls as messages (Call, ToolCall).
 type Client struct {
 	Calls                 // every typed call: ListTools, CallTool, ReadResource, …
 	connected atomic.Bool // Connect returned it: its owner is told when it stops

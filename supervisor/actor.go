@@ -80,6 +80,9 @@ func (a *supervisorActor) connect(ctx protoactor.Context) {
 	opts := append(append([]snodo.Option(nil), s.cfg.connect...), snodo.WithActorSystem(s.sys))
 	s.bg.Go(func() {
 		c, err := snodo.Connect(s.life, s.command, s.args, opts...)
+		if err == nil {
+			s.applyLevel(c)
+		}
 		if err == nil && !s.adopt(c) {
 			_ = c.Close() // supervision ended meanwhile
 			<-c.Done()

@@ -14,7 +14,10 @@ import (
 // Client is a supervised connection: a supervisor actor that owns one
 // server command and restarts it when it exits unexpectedly. Calls go to
 // whichever server is current. All methods are safe for concurrent use;
-// Close may be called any number of times, from any goroutine.
+// Close may be called any number of times, from any goroutine. The typed
+// calls (ListTools, CallTool, ReadResource, …) are the methods of its
+// embedded snodo.Calls, as for snodo.Client; its PID takes calls as
+// messages (snodo.Call, snodo.ToolCall).
 type Client struct {
 	snodo.Calls // every typed call: ListTools, CallTool, ReadResource, …
 	s           *state
@@ -77,10 +80,33 @@ func start(ctx context.Context, command string, args []string, cfg *config) (*Cl
 // ends supervision like Close, with that reason.
 func (c *Client) PID() *protoactor.PID { return c.s.pid }
 
-// Current is the connection calls use now, nil while the server restarts.
-// Use it for calls this type lacks; do not Close it (that ends
+// Current is the connection calls use now, nil while the server restarts:
+// it never waits. Await is the waiting form. Use them for what this type
+// lacks (SubscribeResource, say); do not Close the connection (that ends
 // supervision, as a normal exit).
 func (c *Client) Current() *snodo.Client { return c.s.current() }
+
+// Await returns the running connection, waiting through a restart as
+// calls do: for at most WithMaxWait (a -32001 wrapping ErrRestarting past
+// it) and while ctx lasts. With FailFast it fails at once during a
+// restart, with a -32000 wrapping ErrRestarting; once supervision has
+// ended, with a -32000 wrapping why.
+func (c *Client) Await(ctx context.Context) (*snodo.Client, error) {
+	return c.s.acquire(ctx, "Await", nil, !c.s.cfg.failFast, c.s.cfg.maxWait)
+}
+
+// SetLoggingLevel sets the log level of the current server, as
+// snodo.Client.SetLoggingLevel does, and of every server started after a
+// restart. It waits through a restart like a call.
+func (c *Client) SetLoggingLevel(ctx context.Context, level snodo.LoggingLevel) error {
+	c.s.mu.Lock()
+	c.s.level = level
+	c.s.mu.Unlock()
+	_, err := call(ctx, c, "logging/setLevel", nil, false, func(cl *snodo.Client, _ []snodo.RequestOption) (struct{}, error) {
+		return struct{}{}, cl.SetLoggingLevel(ctx, level)
+	})
+	return err
+}
 
 // ServerPID is the current server's process id, 0 while it restarts.
 func (c *Client) ServerPID() int {

@@ -41,6 +41,7 @@ type config struct {
 	owner       *protoactor.PID
 	system      *protoactor.ActorSystem
 	name        string               // for logs and events; pools number their members
+	level       snodo.LoggingLevel   // a pool's SetLoggingLevel, for a member it adds
 	meter       metric.MeterProvider // nil: the global one
 }
 

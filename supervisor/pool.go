@@ -20,7 +20,10 @@ import (
 // whose server is up; each member restarts on its own. A pool actor
 // watches the owner and the members: owner → pool → members →
 // connections, each stopped with the one before. Methods are safe for
-// concurrent use; Close may be called any number of times.
+// concurrent use; Close may be called any number of times. The typed
+// calls (ListTools, CallTool, ReadResource, …) are the methods of its
+// embedded snodo.Calls; its PID takes calls as messages (snodo.Call,
+// snodo.ToolCall).
 type Pool struct {
 	snodo.Calls // every typed call: ListTools, CallTool, ReadResource, …
 
@@ -34,13 +37,14 @@ type Pool struct {
 
 	mu       sync.Mutex
 	members  []*Client
-	serial   int            // names members command#N
-	next     int            // where the least-loaded scan starts (spreads ties)
-	closing  bool           // Close or the owner's end: no new members
-	stopping []*Client      // the members being stopped with the pool
-	starting bool           // the first members are starting: calls wait for them
-	changed  chan struct{}  // closed and replaced when members, starting or closing change
-	bg       sync.WaitGroup // member closers
+	serial   int                // names members command#N
+	next     int                // where the least-loaded scan starts (spreads ties)
+	closing  bool               // Close or the owner's end: no new members
+	stopping []*Client          // the members being stopped with the pool
+	starting bool               // the first members are starting: calls wait for them
+	level    snodo.LoggingLevel // SetLoggingLevel's, for members Grow adds
+	changed  chan struct{}      // closed and replaced when members, starting or closing change
+	bg       sync.WaitGroup     // member closers
 	stopped  chan struct{}
 	done     chan struct{}
 }
@@ -167,6 +171,7 @@ func (p *Pool) Grow(n int) error {
 		p.serial++
 		names[i] = fmt.Sprintf("%s#%d", p.cfg.name, p.serial)
 	}
+	level := p.level
 	p.mu.Unlock()
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -175,7 +180,7 @@ func (p *Pool) Grow(n int) error {
 			cfg := *p.cfg
 			// Owned by the pool's ctx and stopped by the pool actor's
 			// Stopping, not by a watch of the pool actor: see shutdown.
-			cfg.name, cfg.owner, cfg.system = name, nil, p.sys
+			cfg.name, cfg.owner, cfg.system, cfg.level = name, nil, p.sys, level
 			m, err := start(p.ctx, p.command, p.args, &cfg)
 			if err != nil {
 				errs[i] = fmt.Errorf("pool member %s: %w", name, err)
@@ -397,6 +402,33 @@ func (p *Pool) Request(ctx context.Context, method string, params any, opts ...s
 	return poolCall(ctx, p, method, opts, func(cl *snodo.Client, ro []snodo.RequestOption) (json.RawMessage, error) {
 		return cl.Request(ctx, method, params, ro...)
 	})
+}
+
+// SetLoggingLevel sets the log level of every member (and of their
+// servers after restarts); see Client.SetLoggingLevel.
+func (p *Pool) SetLoggingLevel(ctx context.Context, level snodo.LoggingLevel) error {
+	p.mu.Lock()
+	p.level = level // for members Grow adds
+	p.mu.Unlock()
+	var errs []error
+	for _, m := range p.Members() {
+		if err := m.SetLoggingLevel(ctx, level); err != nil {
+			errs = append(errs, fmt.Errorf("member %s: %w", m.s.cfg.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Notify sends a notification to every member's server (waiting through
+// restarts like a call); see Client.Notify.
+func (p *Pool) Notify(ctx context.Context, method string, params any) error {
+	var errs []error
+	for _, m := range p.Members() {
+		if err := m.Notify(ctx, method, params); err != nil {
+			errs = append(errs, fmt.Errorf("member %s: %w", m.s.cfg.name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Era is the era of the members' servers (of the first member that has

@@ -35,6 +35,7 @@ type state struct {
 	mu       sync.Mutex
 	client   *snodo.Client              // nil while restarting
 	last     *snodo.Client              // the last connection installed: its era and input handling
+	level    snodo.LoggingLevel         // SetLoggingLevel's, for the servers of later restarts
 	live     map[*snodo.Client]struct{} // connections to close when supervision ends
 	changed  chan struct{}              // closed and replaced when client or ended changes
 	lastExit error                      // the exit being recovered from
@@ -51,7 +52,7 @@ type state struct {
 
 func newState(cfg *config, command string, args []string, sys *protoactor.ActorSystem) *state {
 	return &state{
-		cfg: cfg, command: command, args: append([]string(nil), args...), sys: sys,
+		cfg: cfg, command: command, args: append([]string(nil), args...), sys: sys, level: cfg.level,
 		meters:  telemetry.New(nil, cfg.meter).ForConn(command),
 		live:    map[*snodo.Client]struct{}{},
 		changed: make(chan struct{}),
@@ -145,6 +146,20 @@ func (s *state) drained() {
 		case <-s.stopped:
 			return
 		}
+	}
+}
+
+// applyLevel gives a new connection the level SetLoggingLevel set, if
+// any, before it takes calls.
+func (s *state) applyLevel(c *snodo.Client) {
+	s.mu.Lock()
+	level := s.level
+	s.mu.Unlock()
+	if level == "" {
+		return
+	}
+	if err := c.SetLoggingLevel(s.life, level); err != nil {
+		s.cfg.logger.Warn("supervisor: could not set the log level of the restarted server", "level", level, "error", err)
 	}
 }
 

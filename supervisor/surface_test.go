@@ -170,3 +170,21 @@ func TestShrinkWaitsForCalls(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(t0), 200*time.Millisecond, "Shrink returned before the call ended")
 	assert.Equal(t, 1, p.Size())
 }
+
+// The log level set on a supervised client reaches the server started
+// after a restart; Await waits for that server.
+func TestLoggingLevelSurvivesARestart(t *testing.T) {
+	ev := newEvents()
+	cmd, args := testutil.Server(t, "-era", "modern")
+	c, err := Connect(t.Context(), cmd, args, fast, ev.option())
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetLoggingLevel(t.Context(), snodo.LogWarning))
+	kill(t, c.ServerPID())
+	ev.waitFor(t, ServerExited, 5*time.Second)
+	cur, err := c.Await(t.Context())
+	require.NoError(t, err)
+	raw, err := cur.Request(t.Context(), "test/echo", map[string]int{"n": 1})
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"io.modelcontextprotocol/logLevel":"warning"`)
+}
