@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -211,10 +212,9 @@ func (o *op) end(ctx context.Context, raw json.RawMessage, err error) {
 	}
 	o.c.meters.RequestEnded(ctx)
 	if o.metering {
-		attrs := o.attributes()
-		if o.method == "resources/read" { // the URI is opt-in for metrics: high cardinality
-			attrs = attrs[:len(attrs)-1]
-		}
+		attrs := slices.DeleteFunc(o.attributes(), func(kv attribute.KeyValue) bool {
+			return kv.Key == telemetry.AttrResourceURI // opt-in for metrics: high cardinality
+		})
 		if errType != "" {
 			attrs = append(attrs, attribute.String(telemetry.AttrErrorType, errType))
 			if statusCode != "" {

@@ -483,3 +483,26 @@ func TestMetricsOfSubscriptionsAndDroppedNotifications(t *testing.T) {
 		assert.EqualValues(t, 2, maxDepth)
 	}
 }
+
+func TestResourceURIOnSpansNotInMetrics(t *testing.T) {
+	tp, rec := traced(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	c := dialTest(t, []string{"-era", "modern"}, WithTracerProvider(tp), WithMeterProvider(mp))
+	_, err := c.ReadResource(t.Context(), "test://a")
+	require.NoError(t, err)
+	spans := spansNamed(rec, "resources/read")
+	require.Len(t, spans, 1, "a URI never goes into a span name")
+	assert.Equal(t, "test://a", spanAttrs(spans[0])["mcp.resource.uri"])
+	h, ok := collectMetrics(t, reader)["mcp.client.operation.duration"].(metricdata.Histogram[float64])
+	require.True(t, ok)
+	for _, p := range h.DataPoints {
+		_, has := p.Attributes.Value("mcp.resource.uri")
+		assert.False(t, has)
+		if v, _ := p.Attributes.Value("mcp.method.name"); v.AsString() == "resources/read" {
+			tr, _ := p.Attributes.Value("network.transport")
+			assert.Equal(t, "pipe", tr.AsString())
+		}
+	}
+}
