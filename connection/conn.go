@@ -86,7 +86,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	}
 	c.notifyCtx, c.stopNotify = context.WithCancel(context.Background())
 	c.out = newWriter(proc.stdin, cfg.MaxWriteQueue, c.writeFailed)
-	c.out.company = func() bool { return c.table.inFlight() > 1 }
+	c.out.company = c.table.company
 	c.out.trace = cfg.Trace
 	c.out.bytes = cfg.Metrics
 	c.disp = dispatch.NewDispatcher(dispatch.Config{

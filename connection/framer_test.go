@@ -2,6 +2,7 @@ package connection
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"strconv"
 	"testing"
@@ -64,4 +65,24 @@ func TestRouteHandsOverOnlyABufferItFills(t *testing.T) {
 		assert.Equal(t, result, string(cl.result))
 		assert.Equal(t, tc.handOver, &cl.result[0] == &buf[len(`{"jsonrpc":"2.0","id":`+strconv.FormatInt(id, 10)+`,"result":`)])
 	}
+}
+
+// TestCompanyCountsAnswersNotStreams: a subscription's stream stays in the
+// table for as long as it lives; it must not turn a lone caller's direct
+// write into a hand-off to the writer goroutine.
+func TestCompanyCountsAnswersNotStreams(t *testing.T) {
+	tb := newTable()
+	stream, _ := tb.add(newCall(&CallOptions{Stream: func(string, json.RawMessage) {}}), 0, 0)
+	first := newCall(&noOptions)
+	id1, _ := tb.add(first, 0, 0)
+	assert.False(t, tb.company(), "one caller and a stream")
+	second := newCall(&noOptions)
+	id2, _ := tb.add(second, 0, 0)
+	assert.True(t, tb.company(), "two callers")
+	tb.complete(id1, nil, nil)
+	assert.False(t, tb.company())
+	assert.True(t, tb.abandon(id2, second))
+	tb.complete(stream, nil, nil)
+	assert.False(t, tb.company())
+	assert.Zero(t, tb.answers.Load())
 }

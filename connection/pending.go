@@ -119,7 +119,9 @@ type table struct {
 	timer *time.Timer // runs expire; nil until a call has a deadline
 	armed int64       // when the timer fires (monoNow); 0: not armed
 
-	count atomic.Int64 // len(calls), readable without the lock
+	// answers counts the calls waiting for one answer (streams, which
+	// stay for as long as a subscription, do not count), without the lock.
+	answers atomic.Int64
 }
 
 func newTable() *table { return &table{calls: make(map[int64]*call)} }
@@ -134,7 +136,9 @@ func (t *table) add(c *call, deadline, total int64) (int64, error) {
 	}
 	t.nextID++
 	t.calls[t.nextID] = c
-	t.count.Store(int64(len(t.calls)))
+	if c.stream == nil {
+		t.answers.Add(1)
+	}
 	c.deadline, c.total = deadline, total
 	if due := c.due(); due != 0 && (t.armed == 0 || due < t.armed) {
 		t.arm(due)
@@ -207,7 +211,9 @@ func (t *table) complete(id int64, result json.RawMessage, err error) bool {
 		return false
 	}
 	delete(t.calls, id)
-	t.count.Store(int64(len(t.calls)))
+	if c.stream == nil {
+		t.answers.Add(-1)
+	}
 	c.result, c.err = result, err
 	c.done.Store(true)
 	t.mu.Unlock()
@@ -260,7 +266,9 @@ func (t *table) abandon(id int64, c *call) bool {
 		return false
 	}
 	delete(t.calls, id)
-	t.count.Store(int64(len(t.calls)))
+	if c.stream == nil {
+		t.answers.Add(-1)
+	}
 	return true
 }
 
@@ -282,11 +290,18 @@ func (t *table) close(err error) {
 		signal(c.wake)
 		delete(t.calls, id)
 	}
-	t.count.Store(0)
+	t.answers.Store(0)
 }
 
 // inFlight counts the requests waiting for an answer.
-func (t *table) inFlight() int { return int(t.count.Load()) }
+func (t *table) inFlight() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.calls)
+}
+
+// company reports whether more than one call waits for its answer.
+func (t *table) company() bool { return t.answers.Load() > 1 }
 
 func signal(ch chan struct{}) {
 	select {
