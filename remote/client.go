@@ -279,11 +279,17 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 	m.Reply = reply
 	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, method, params))
 	m.Header.Set(hdrBeat, millis(c.cfg.beat))
-	if hostTimeout > 0 && !o.ResetTimeoutOnProgress {
+	if hostTimeout > 0 {
 		m.Header.Set(hdrTimeout, millis(hostTimeout))
 	}
-	if o.OnProgress != nil {
+	if o.OnProgress != nil || o.ResetTimeoutOnProgress {
 		m.Header.Set(hdrProgress, "1")
+	}
+	if o.ResetTimeoutOnProgress {
+		m.Header.Set(hdrReset, "1")
+	}
+	if o.MaxTotalTimeout > 0 {
+		m.Header.Set(hdrTotal, millis(o.MaxTotalTimeout))
 	}
 	injectTrace(ctx, m.Header)
 
@@ -318,17 +324,17 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 			return c.result(method, m)
 		case m := <-p.msgs:
 			watchdog.Reset(silence)
-			if m.Header.Get(hdrKind) != kindProgress || o.OnProgress == nil {
+			if m.Header.Get(hdrKind) != kindProgress {
 				continue
 			}
-			var wp wireProgress
-			if json.Unmarshal(m.Data, &wp) != nil {
-				continue
-			}
-			c.progress(o.OnProgress, snodo.Progress{Progress: wp.Progress, Total: wp.Total, Message: wp.Message}, cancel)
 			if o.ResetTimeoutOnProgress && timer != nil {
 				timer.Reset(timeout)
 			}
+			var wp wireProgress
+			if o.OnProgress == nil || json.Unmarshal(m.Data, &wp) != nil {
+				continue
+			}
+			c.progress(o.OnProgress, snodo.Progress{Progress: wp.Progress, Total: wp.Total, Message: wp.Message}, cancel)
 		case <-watchdog.C:
 			cancel()
 			return nil, false, closedErr(fmt.Sprintf("%s on %s: the host running it sent nothing for %s (it died or is cut off)",

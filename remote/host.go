@@ -449,9 +449,17 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 
 	defer h.startBeats(reply, beatOf(hdr))()
 
+	// The caller's own timers fire first and send the cancel; the host's,
+	// a grace later, are a backstop for a cancel that never arrives.
 	var ro []snodo.RequestOption
 	if t := headerMillis(hdr, hdrTimeout); t > 0 {
 		ro = append(ro, snodo.Timeout(t+timeoutGrace))
+	}
+	if hdr.Get(hdrReset) == "1" {
+		ro = append(ro, snodo.ResetTimeoutOnProgress())
+	}
+	if t := headerMillis(hdr, hdrTotal); t > 0 {
+		ro = append(ro, snodo.MaxTotalTimeout(t+timeoutGrace))
 	}
 	if hdr.Get(hdrProgress) == "1" {
 		ro = append(ro, snodo.OnProgress(func(p snodo.Progress) {

@@ -144,3 +144,17 @@ func TestCloseCancelsCallsOnHost(t *testing.T) {
 	_, err := probe.Request(ctx, "test/waitNotification", map[string]any{"method": "notifications/cancelled", "count": 1, "timeoutMs": 5000})
 	require.NoError(t, err, "the host cancelled the call of a closed client")
 }
+
+func TestResetTimeoutOnProgressAcrossTheHop(t *testing.T) {
+	e := natsServer(t)
+	host(t, e, "progress", 1)
+	c := client(t, e, "progress")
+	// 6 updates 150 ms apart: 750 ms in all, over a 400 ms timeout that
+	// each update restarts, on the caller and on the host.
+	_, err := c.Request(ctxFor(t, 20*time.Second), "test/progress", map[string]any{"count": 6, "intervalMs": 150},
+		snodo.Timeout(400*time.Millisecond), snodo.ResetTimeoutOnProgress())
+	require.NoError(t, err)
+	_, err = c.Request(ctxFor(t, 20*time.Second), "test/progress", map[string]any{"count": 6, "intervalMs": 150},
+		snodo.Timeout(400*time.Millisecond), snodo.OnProgress(func(snodo.Progress) {}))
+	require.ErrorIs(t, err, snodo.ErrTimeout, "without the reset, the same call times out")
+}

@@ -37,6 +37,8 @@ const (
 	hdrTimeout   = "Snodo-Timeout"   // the caller's remaining timeout, in milliseconds
 	hdrBeat      = "Snodo-Heartbeat" // the heartbeat interval the caller wants, in milliseconds
 	hdrProgress  = "Snodo-Progress"  // "1": forward progress updates
+	hdrReset     = "Snodo-Reset"     // "1": progress restarts the timeout (ResetTimeoutOnProgress)
+	hdrTotal     = "Snodo-Total"     // MaxTotalTimeout, in milliseconds
 	hdrNotRun    = "Snodo-Not-Run"   // on a final error: the call never reached the MCP server (why)
 	hdrLocal     = "Snodo-Local"     // on a final error: raised by the host, not sent by the MCP server
 	hdrHost      = "Snodo-Host"      // the host's id
