@@ -147,7 +147,7 @@ func (c *Conn) await(ctx context.Context, id int64, cl *call, method string, tim
 				if c.giveUp(id, cl, "cancelled by the client") {
 					return nil, fmt.Errorf("snodo: %s: %w", method, ctx.Err())
 				}
-				continue // the answer won the race: it is signalled
+				// The answer won the race: it is in, read it below.
 			}
 		}
 		if !cl.wantProgress && cl.done.Load() { // the common case: no lock
