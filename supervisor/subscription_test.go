@@ -158,3 +158,27 @@ func TestSubscriptionEndsWithItsListenToActor(t *testing.T) {
 	}
 	assert.ErrorIs(t, sub.Err(), snodo.ErrOwnerExited)
 }
+
+// A pool's subscription ends with a -32000 wrapping ErrClosed when the
+// pool is closed (never the owner exit its connection would see once
+// the member is gone), every time.
+func TestPoolSubscriptionEndsWithClosed(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	for i := range 5 {
+		p, err := NewPool(t.Context(), cmd, args, 2, fast)
+		require.NoError(t, err)
+		sub, err := p.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
+		require.NoError(t, err)
+		assert.Contains(t, p.Members(), sub.Member(), "the member holding it is named")
+		require.NoError(t, p.Close())
+		select {
+		case <-sub.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("subscription outlived its pool")
+		}
+		require.ErrorIs(t, sub.Err(), snodo.ErrConnectionClosed, "run %d", i)
+		require.ErrorIs(t, sub.Err(), snodo.ErrClosed, "run %d", i)
+		require.NotErrorIs(t, sub.Err(), snodo.ErrOwnerExited, "run %d", i)
+		<-p.Done()
+	}
+}
