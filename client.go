@@ -44,8 +44,9 @@ type ServerRequestHandler = handlers.Func
 // embedded Calls, shared with supervisor.Client and supervisor.Pool. Its
 // PID also takes calls as messages (Call, ToolCall).
 type Client struct {
-	Calls                 // every typed call: ListTools, CallTool, ReadResource, …
-	connected atomic.Bool // Connect returned it: its owner is told when it stops
+	Calls                  // every typed call: ListTools, CallTool, ReadResource, …
+	connected atomic.Bool  // Connect returned it: its owner is told when it stops
+	calls     *CallHandler // answers call messages sent to its PID
 	conn      *connection.Conn
 	mcp       mcpState
 	notes     *notifier // the notification path (notifications.go)

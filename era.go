@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	protoactor "github.com/asynkron/protoactor-go/actor"
-
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/telemetry"
@@ -119,7 +117,8 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	c.notes = newNotifier(&cfg.mcp, cfg.conn.Logger)
 	c.notes.meters = c.meters
 	cfg.conn.OnNotification = c.notes.push
-	cfg.conn.OnMessage = func(actx protoactor.Context) bool { return HandleCall(actx, c) }
+	c.calls = &CallHandler{R: c}
+	cfg.conn.OnMessage = c.calls.Handle
 	conn, err := c.startConn(ctx, cfg)
 	if err != nil {
 		return err // already says which command could not start, and why

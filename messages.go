@@ -1,10 +1,13 @@
 package snodo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 )
@@ -81,7 +84,7 @@ type Closed struct {
 
 // IgnoreDeadLetterLogging keeps messages for an actor that is gone out of
 // the dead-letter log (calls sent to a stopped actor are answered; see
-// HandleCall).
+// AnswerDeadCalls).
 func (*Call) IgnoreDeadLetterLogging()         {}
 func (*Reply) IgnoreDeadLetterLogging()        {}
 func (*ToolCall) IgnoreDeadLetterLogging()     {}
@@ -89,31 +92,79 @@ func (*ToolReply) IgnoreDeadLetterLogging()    {}
 func (*CallProgress) IgnoreDeadLetterLogging() {}
 func (*Closed) IgnoreDeadLetterLogging()       {}
 
-// HandleCall answers the call messages (*Call, *ToolCall) an actor
-// receives by running them on r, off the actor's mailbox, and reports
-// whether the message was one. Replies and progress come with the actor
-// the call was sent to as their sender. The connection, supervisor and
-// pool actors use it; so can an actor of yours that fronts a Requester (a
-// router choosing among pools, say). The reply goes to the message's
-// ReplyTo, else its sender; a call with neither is not run, and a
-// warning goes to the actor system's logger.
-func HandleCall(ctx protoactor.Context, r Requester) bool {
+// DefaultMaxCallMessages is how many call messages one actor runs at once
+// unless its CallHandler says otherwise.
+const DefaultMaxCallMessages = 1024
+
+// ErrTooManyCalls: a call message came while its actor already ran its
+// bound of them (CallHandler.Max); it was answered at once with a -32603
+// wrapping this, without reaching the server. Send fewer at once, or
+// raise the bound.
+var ErrTooManyCalls = errors.New("snodo: too many call messages in flight")
+
+// CallHandler answers the call messages (*Call, *ToolCall) an actor
+// receives by running them on R, off the actor's mailbox. The connection,
+// supervisor and pool actors each have one; so can an actor of yours
+// that fronts a Requester (a router choosing among pools, say). The zero
+// Max means DefaultMaxCallMessages; a call over it is answered at once
+// with a -32603 wrapping ErrTooManyCalls. Replies and progress go to the
+// message's ReplyTo, else its sender, with the actor the call was sent to
+// as their sender; a call with neither is not run, and a warning goes to
+// the actor system's logger.
+type CallHandler struct {
+	R   Requester
+	Max int
+
+	running atomic.Int64
+}
+
+// Handle answers ctx's message if it is a call message, and reports
+// whether it was. Call it from the actor's Receive.
+func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 	sys := ctx.ActorSystem()
 	switch msg := ctx.Message().(type) {
 	case *Call:
 		to := replyTarget(ctx, msg.ReplyTo, "Call", msg.Method)
-		if to != nil {
-			go runCall(sys, ctx.Self(), to, msg, r)
+		if to == nil {
+			return true
 		}
+		if err := h.admit(); err != nil {
+			sendFrom(sys, ctx.Self(), to, &Reply{Tag: msg.Tag, Err: err})
+			return true
+		}
+		go func() {
+			defer h.running.Add(-1)
+			runCall(sys, ctx.Self(), to, msg, h.R)
+		}()
 		return true
 	case *ToolCall:
 		to := replyTarget(ctx, msg.ReplyTo, "ToolCall", msg.Name)
-		if to != nil {
-			go runToolCall(sys, ctx.Self(), to, msg, r)
+		if to == nil {
+			return true
 		}
+		if err := h.admit(); err != nil {
+			sendFrom(sys, ctx.Self(), to, &ToolReply{Tag: msg.Tag, Err: err})
+			return true
+		}
+		go func() {
+			defer h.running.Add(-1)
+			runToolCall(sys, ctx.Self(), to, msg, h.R)
+		}()
 		return true
 	}
 	return false
+}
+
+// admit takes a slot for one call, or says why there is none.
+func (h *CallHandler) admit() error {
+	limit := int64(cmp.Or(h.Max, DefaultMaxCallMessages))
+	if h.running.Add(1) > limit {
+		h.running.Add(-1)
+		return NewLocalError(CodeInternalError,
+			fmt.Sprintf("%d call messages already running on this actor; send fewer at once or raise CallHandler.Max", limit),
+			ErrTooManyCalls)
+	}
+	return nil
 }
 
 func replyTarget(ctx protoactor.Context, replyTo *protoactor.PID, kind, name string) *protoactor.PID {
@@ -164,7 +215,7 @@ var answered sync.Map
 // ErrConnectionClosed. (protoactor-go also sends the sender an
 // *actor.DeadLetterResponse; ignore it.) Connect and the supervisor
 // package call it for the systems they use; call it for the system of an
-// actor of yours that uses HandleCall. Idempotent.
+// actor of yours that has a CallHandler. Idempotent.
 func AnswerDeadCalls(sys *protoactor.ActorSystem) {
 	if _, loaded := answered.LoadOrStore(sys, struct{}{}); loaded {
 		return

@@ -138,3 +138,27 @@ func TestOwnerGetsClosed(t *testing.T) {
 	assert.ErrorIs(t, closed.Err, ErrServerExited)
 	<-conn.Client.Done()
 }
+
+// An actor of one's own fronts a client with a CallHandler; over its
+// bound, a call is answered at once with ErrTooManyCalls.
+func TestCallHandlerBound(t *testing.T) {
+	c := dialTest(t, nil)
+	h := &CallHandler{R: c, Max: 1}
+	sys := snodoactor.Shared()
+	front := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) { h.Handle(ctx) }))
+	defer sys.Root.Stop(front)
+	in := newInbox(t)
+	in.send(front, &Call{Method: "test/sleep", Params: map[string]int{"ms": 300}, Tag: "slow"})
+	in.send(front, &Call{Method: "test/echo", Tag: "over"})
+	first := in.next(t).(*Reply)
+	assert.Equal(t, "over", first.Tag)
+	assert.ErrorIs(t, first.Err, ErrTooManyCalls)
+	var e *Error
+	require.ErrorAs(t, first.Err, &e)
+	assert.Equal(t, CodeInternalError, e.Code)
+	second := in.next(t).(*Reply)
+	assert.Equal(t, "slow", second.Tag)
+	require.NoError(t, second.Err)
+	in.send(front, &Call{Method: "test/echo", Tag: "after"})
+	require.NoError(t, in.next(t).(*Reply).Err, "the slot is free again")
+}

@@ -16,7 +16,7 @@ import (
 // to it; it never blocks and never uses ReceiveTimeout or futures.
 type supervisorActor struct {
 	s         *state
-	c         *Client // the facade call messages run on
+	calls     *snodo.CallHandler // runs call messages on the Client facade
 	rs        intensity
 	conn      *snodo.Client // the connection it watches; nil while restarting
 	attempt   int           // numbers connect attempts; stale results are ignored
@@ -66,7 +66,7 @@ func (a *supervisorActor) Receive(ctx protoactor.Context) {
 		a.emit(ctx, LifecycleEvent{Kind: Stopped, Err: a.s.why()})
 		a.s.actorStopped()
 	default:
-		snodo.HandleCall(ctx, a.c) // call messages, run off the mailbox
+		a.calls.Handle(ctx) // call messages, run off the mailbox
 	}
 }
 

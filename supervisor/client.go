@@ -59,7 +59,7 @@ func start(ctx context.Context, command string, args []string, cfg *config) (*Cl
 	snodo.AnswerDeadCalls(sys)
 	s.life, s.stopLife = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.owned = snodoactor.Life{Name: "supervisor", Logger: cfg.logger.With("supervisor", cfg.name), Owner: cfg.owner}
-	a := &supervisorActor{s: s, c: c, rs: intensity{max: cfg.maxRestarts, window: cfg.window}}
+	a := &supervisorActor{s: s, calls: &snodo.CallHandler{R: c}, rs: intensity{max: cfg.maxRestarts, window: cfg.window}}
 	pid := s.owned.Spawn(sys, "snodo-supervisor", a.Receive)
 	s.mu.Lock()
 	s.pid = pid

@@ -25,7 +25,8 @@ import (
 // embedded snodo.Calls; its PID takes calls as messages (snodo.Call,
 // snodo.ToolCall).
 type Pool struct {
-	snodo.Calls // every typed call: ListTools, CallTool, ReadResource, …
+	snodo.Calls                    // every typed call: ListTools, CallTool, ReadResource, …
+	calls       *snodo.CallHandler // runs call messages sent to its PID
 
 	ctx     context.Context
 	command string
@@ -143,6 +144,7 @@ func newPool(ctx context.Context, command string, args []string, size int, opts 
 		done:     make(chan struct{}),
 	}
 	p.Calls = snodo.NewCalls(p)
+	p.calls = &snodo.CallHandler{R: p}
 	snodo.AnswerDeadCalls(sys)
 	p.owned = snodoactor.Life{Name: "pool", Logger: cfg.logger, Owner: cfg.owner}
 	pid := p.owned.Spawn(sys, "snodo-pool", (&poolActor{p: p}).Receive)

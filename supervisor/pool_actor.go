@@ -4,8 +4,6 @@ import (
 	"slices"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
-
-	"github.com/snodo/snodo"
 )
 
 // memberEnded takes a stopped member out of rotation. When the last one
@@ -76,6 +74,6 @@ func (a *poolActor) Receive(ctx protoactor.Context) {
 	case *protoactor.Stopped:
 		p.actorStopped()
 	default:
-		snodo.HandleCall(ctx, p) // call messages, run off the mailbox
+		p.calls.Handle(ctx) // call messages, run off the mailbox
 	}
 }
