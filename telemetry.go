@@ -53,8 +53,9 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	}
 }
 
-// op is one traced or measured operation: a request (with all its
-// input_required rounds). It exists only when tracing or metrics are on.
+// op is one traced or measured operation: one request (each
+// input_required round is a request of its own). It exists only when
+// tracing or metrics are on.
 type op struct {
 	c         *Client
 	method    string
@@ -279,8 +280,8 @@ func (c *Client) send(ctx context.Context, method string, params any, meta []byt
 // SERVER span, as the conventions have it for requests the server
 // initiates). Its parent is the span whose context the server put in
 // params._meta (a legacy server request joins the server's trace), or
-// else the span in ctx (an input request of an input_required round is
-// a child of the call that got it).
+// else the span in ctx (an input request of an input_required round runs
+// under the caller of CallTool, ReadResource or GetPrompt).
 func (c *Client) serverRequestSpan(ctx context.Context, req *ServerRequest) (context.Context, trace.Span) {
 	if !c.tel.Tracing() {
 		return ctx, nil
@@ -294,7 +295,7 @@ func (c *Client) serverRequestSpan(ctx context.Context, req *ServerRequest) (con
 			opts[n] = trace.WithLinks(trace.Link{SpanContext: local})
 			n++
 		}
-		ctx = trace.ContextWithRemoteSpanContext(ctx, remote)
+		ctx = telemetry.Extract(ctx, req.Params) // the server's span, and its baggage when propagated
 	}
 	ctx, span := c.tel.Tracer().Start(ctx, req.Method, opts[:n]...)
 	if span.IsRecording() {
