@@ -132,13 +132,10 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 		c.sessionVersion.Store(&version)
 	}
 	if err != nil {
-		// Nobody can wait on a client Connect did not return: give the
-		// server a moment to exit at EOF so its reader ends with it.
-		_ = c.conn.Close()
-		select {
-		case <-c.conn.Done():
-		case <-time.After(failedConnectGrace):
-		}
+		// Nobody can stop a server Connect did not return: close its
+		// stdin, give it a moment to exit at EOF, then stop its process
+		// group (it and its helpers).
+		c.conn.Kill(failedConnectGrace)
 		return err
 	}
 	c.notes.era.Store(int32(c.mcp.era))
@@ -159,9 +156,10 @@ func (c *Client) startConn(ctx context.Context, cfg *config) (*connection.Conn, 
 	return connection.Start(ctx, cfg.conn)
 }
 
-// failedConnectGrace is how long a failed Connect waits for the server
-// it closed to exit.
-const failedConnectGrace = 2 * time.Second
+// failedConnectGrace is how long a failed Connect (or a restart) lets the
+// server it gave up on exit at EOF before SIGTERM to its process group,
+// and then before SIGKILL.
+const failedConnectGrace = 500 * time.Millisecond
 
 // negotiate probes with server/discover and falls back to initialize on
 // any answer that is not modern, as the stdio binding prescribes.
@@ -179,9 +177,15 @@ func (c *Client) negotiate(ctx context.Context, cfg *config) error {
 		return fmt.Errorf("snodo: %s is not a modern MCP server (WithEra(EraModern) forbids the legacy fallback): %w", cfg.conn.Command, err)
 	case ctx.Err() != nil:
 		return fmt.Errorf("snodo: connecting to %s: %w", cfg.conn.Command, ctx.Err())
+	case diedOfProbe(err) && c.conn.LeftInputUnread():
+		// It went away without reading the probe (it exited at start, or
+		// before the probe arrived): starting it again would only run its
+		// side effects twice.
+		return fmt.Errorf("snodo: %s went away before it read the server/discover probe: %w", cfg.conn.Command, err)
 	case diedOfProbe(err):
-		// Some legacy servers exit on an unknown first request. Start it
-		// again and speak legacy from the first line.
+		// Some legacy servers exit on an unknown first request: it read
+		// the probe and died of it. Start it again and speak legacy from
+		// the first line.
 		if err := c.restart(ctx, cfg); err != nil {
 			return err
 		}
@@ -283,14 +287,13 @@ func diedOfProbe(err error) bool {
 		(errors.Is(err, ErrServerExited) || errors.Is(err, ErrStdoutClosed) || errors.Is(err, ErrStdinClosed))
 }
 
-// restart replaces a connection whose server exited during the probe.
+// restart replaces a connection whose server died of the probe. The old
+// server is stopped for good first (it may have closed its stdout and
+// live on, ignoring EOF): the wait is bounded by failedConnectGrace.
 func (c *Client) restart(ctx context.Context, cfg *config) error {
-	old := c.conn
-	_ = old.Close()
-	select {
-	case <-old.Done():
-	case <-ctx.Done():
-		return fmt.Errorf("snodo: connecting to %s: %w", cfg.conn.Command, ctx.Err())
+	c.conn.Kill(failedConnectGrace)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("snodo: connecting to %s: %w", cfg.conn.Command, err)
 	}
 	conn, err := c.startConn(ctx, cfg)
 	if err != nil {

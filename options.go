@@ -189,7 +189,8 @@ func WithActorSystem(sys *protoactor.ActorSystem) Option {
 // server that has not exited d after its stdin was closed gets SIGTERM,
 // and SIGKILL d later, sent to its whole process group so that servers
 // started through wrappers such as npx leave nothing behind. Off by
-// default: snodo never signals a server unless asked.
+// default: snodo never signals a server unless asked — except one whose
+// Connect failed, which nobody else could stop (see docs/errors.md).
 func WithShutdownGrace(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

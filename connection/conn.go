@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
@@ -42,7 +43,10 @@ type Conn struct {
 	readEOF    bool
 	// gone is closed once the server has exited and every holder of its
 	// stdout has closed it: nothing is left to signal.
-	gone     chan struct{}
+	gone chan struct{}
+	// unread is what the server left unread on its stdin when it went
+	// away (exit, or stdout closed): -2 while it runs, -1 unknown.
+	unread   atomic.Int64
 	done     chan struct{} // all three
 	doneOnce sync.Once
 	exitErr  error // what Wait said, once exited is closed
@@ -99,6 +103,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	c.life = snodoactor.Life{Name: "connection", Logger: cfg.Logger, Owner: cfg.Owner}
 	c.pid = c.life.Spawn(c.system, "snodo-conn", c.receive)
 	go c.out.run()
+	c.unread.Store(-2)
 	go c.readLoop()
 	go c.waitProcess()
 	c.life.LinkContext(owner)
@@ -218,6 +223,41 @@ func (c *Conn) forceExit(grace time.Duration) {
 				"command", c.cfg.Command, "signal", sig.String(), "state", c.State())
 			signalGroup(c.proc.cmd, sig)
 		}
+	}
+}
+
+// noteUnread records, once, what the server left unread on its stdin as
+// it went away.
+func (c *Conn) noteUnread() {
+	n := int64(unreadInput(c.proc.stdin))
+	if c.out.written.Load() == 0 {
+		n = 1 << 62 // it went away before anything reached it
+	}
+	c.unread.CompareAndSwap(-2, n)
+}
+
+// LeftInputUnread reports whether the server is known to have gone away
+// (exited, or closed its stdout) without reading everything written to
+// its stdin — bytes were still waiting in the pipe, or a write to it
+// failed — so it did not die of the last line it was sent. False while it
+// runs, and where the system cannot tell (it can on Linux). Connect
+// restarts a server that died of its probe only when this is false.
+func (c *Conn) LeftInputUnread() bool {
+	return c.unread.Load() > 0 || errors.Is(c.life.Reason(), ErrStdinClosed)
+}
+
+// Kill closes the connection and stops the server for good: if it has
+// not exited grace after its stdin was closed, its process group (it and
+// the helpers it started) gets SIGTERM, and SIGKILL another grace later.
+// It returns once the server has been reaped and its output drained, or
+// about 2 s after the SIGKILL. For a server the caller gives up on before
+// using it (Connect failing); Close alone never signals.
+func (c *Conn) Kill(grace time.Duration) {
+	_ = c.Close()
+	c.forceExit(grace)
+	select {
+	case <-c.done:
+	case <-time.After(drainGrace + time.Second):
 	}
 }
 

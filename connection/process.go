@@ -29,7 +29,9 @@ func startProcess(cfg *Config) (*process, error) {
 	}
 	cmd.Dir = cfg.Dir
 	cmd.Env = buildEnv(cfg)
-	setProcessGroup(cmd, cfg.ShutdownGrace > 0)
+	// Always a process group of its own: a server Connect gives up on,
+	// and the helpers it started, can then be stopped together.
+	setProcessGroup(cmd, true)
 
 	inR, inW, err := os.Pipe()
 	if err != nil {

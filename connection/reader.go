@@ -52,6 +52,7 @@ func (c *Conn) readLoop() {
 	select {
 	case <-c.exited: // waitProcess has recorded the exit (the first reason wins)
 	case <-time.After(exitGrace):
+		c.noteUnread()
 		c.terminate(&exitReason{what: "server closed its stdout but is still running", stderr: c.proc.stderr.lastLines(stderrTailLine), cause: ErrStdoutClosed})
 	}
 }
@@ -62,6 +63,7 @@ func (c *Conn) readLoop() {
 // stdout and stderr are drained until EOF, for at most drainGrace.
 func (c *Conn) waitProcess() {
 	err := c.proc.cmd.Wait()
+	c.noteUnread()
 	c.terminate(c.exitReason(err, ErrServerExited)) // before exited: the exit status says most
 	c.exitErr = err
 	close(c.exited)

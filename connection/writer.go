@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,6 +73,8 @@ type writer struct {
 	// will queue a line of its own, so one write(2) soon carries them all.
 	// Alone, a caller writes directly (no hand-off, the lowest latency).
 	company func() bool
+
+	written atomic.Int64 // bytes that reached the pipe
 
 	mu      sync.Mutex // guards the fields below, up to the attempt's
 	busy    bool       // a write (direct or by the goroutine) is under way
@@ -177,6 +180,7 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, done chan error) 
 
 	n := w.tryWrite(line)
 	w.bytes.Written(n)
+	w.written.Add(int64(n))
 
 	w.mu.Lock()
 	w.busy = false
@@ -391,6 +395,7 @@ func (w *writer) run() {
 			}
 			n, err := w.f.Write(batch)
 			w.bytes.Written(n)
+			w.written.Add(int64(n))
 			if cap(w.batch) > keepBytes {
 				w.batch = nil
 			}

@@ -131,6 +131,10 @@ func (s *server) dispatch(req *request) (any, *rpcError) {
 			s.exit(1)
 			return noAnswer, nil
 		}
+		if s.cfg.closeOnDiscover {
+			s.closeStdout()
+			return noAnswer, nil
+		}
 		if s.cfg.silentDiscover {
 			return noAnswer, nil
 		}

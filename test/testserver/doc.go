@@ -23,6 +23,7 @@
 //	-state-file PATH          with -exit-on-discover: the first run creates PATH
 //	                          before exiting; if PATH exists, act as -era legacy
 //	-silent-discover          never answer server/discover
+//	-close-stdout-on-discover close stdout when server/discover arrives, and live on
 //	-discover-error CODE      answer server/discover with error CODE (any era)
 //	-discover-junk            answer server/discover with {"hello":"world"}, a
 //	                          result that is no DiscoverResult (any era)

@@ -27,6 +27,7 @@ type config struct {
 	exitOnDiscover  bool
 	stateFile       string
 	silentDiscover  bool
+	closeOnDiscover bool
 	discoverError   int
 	discoverJunk    bool
 	initVersion     string
@@ -49,6 +50,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.exitOnDiscover, "exit-on-discover", false, "exit 1 when server/discover arrives")
 	fs.StringVar(&c.stateFile, "state-file", "", "with -exit-on-discover: act as legacy if this file exists, else create it")
 	fs.BoolVar(&c.silentDiscover, "silent-discover", false, "never answer server/discover")
+	fs.BoolVar(&c.closeOnDiscover, "close-stdout-on-discover", false, "close stdout when server/discover arrives, and live on")
 	fs.IntVar(&c.discoverError, "discover-error", 0, "answer server/discover with this error `code` (0: no)")
 	fs.BoolVar(&c.discoverJunk, "discover-junk", false, "answer server/discover with a result that is no DiscoverResult")
 	fs.StringVar(&c.initVersion, "initialize-version", "", "answer initialize with this protocol `version`, whatever was asked")

@@ -1,0 +1,120 @@
+package snodo
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// newChildren returns the children of this process that were not in before.
+func newChildren(before []int) []int {
+	var out []int
+	for _, pid := range testutil.ChildPIDs() {
+		if !slices.Contains(before, pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// requireNoNewChildren checks every server Connect started is gone.
+func requireNoNewChildren(t *testing.T, before []int) {
+	t.Helper()
+	testutil.Eventually(t, func() bool { return len(newChildren(before)) == 0 }, 5*time.Second, "servers left running")
+}
+
+// A server that exits before it reads the probe is not started again: its
+// side effects (here, a line in a file) happen once.
+func TestServerGoneBeforeTheProbeIsStartedOnce(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "runs")
+	before := testutil.ChildPIDs()
+	_, err := Connect(t.Context(), "sh", []string{"-c", `echo run >> "$0"; exit 1`, runs})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "before it read the server/discover probe")
+	assert.ErrorIs(t, err, ErrServerExited)
+	assert.Contains(t, err.Error(), "status 1")
+	b, rerr := os.ReadFile(runs)
+	require.NoError(t, rerr)
+	assert.Equal(t, "run\n", string(b), "the server was started more than once")
+	requireNoNewChildren(t, before)
+}
+
+// A server that closes its stdout on server/discover and ignores stdin
+// EOF: the probe fails, the old process is stopped within a bounded time
+// (not awaited for ever), and the restart speaks legacy.
+func TestConnectNeverHangsOnAServerThatClosesStdoutOnTheProbe(t *testing.T) {
+	before := testutil.ChildPIDs()
+	command, args := testutil.Server(t, "-close-stdout-on-discover", "-ignore-eof")
+	began := time.Now()
+	c, err := Connect(context.Background(), command, args, WithShutdownGrace(100*time.Millisecond)) // the second one ignores EOF too
+	require.NoError(t, err)
+	t.Logf("connected after the restart in %v", time.Since(began).Round(time.Millisecond))
+	assert.Less(t, time.Since(began), 10*time.Second)
+	assert.True(t, c.mcp.restarted)
+	assert.Equal(t, EraLegacy, c.Era())
+	require.Len(t, newChildren(before), 1, "the first server is still running")
+	require.NoError(t, c.Close())
+	<-c.Done()
+	requireNoNewChildren(t, before)
+}
+
+// A failed Connect leaves nothing running, even a server that ignores
+// EOF and SIGTERM: stdin closed, a grace, then its process group stopped
+// (its grandchild too).
+func TestFailedConnectStopsTheServer(t *testing.T) {
+	before := testutil.ChildPIDs()
+	command, args := testutil.Server(t, "-era", "modern", "-silent-discover", "-ignore-eof", "-ignore-sigterm", "-grandchild")
+	var stderr lockedBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := Connect(ctx, command, args, WithStderr(&stderr))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	took := time.Since(began)
+	t.Logf("failed Connect returned %v after its ctx expired, server group stopped", (took - 800*time.Millisecond).Round(time.Millisecond))
+	assert.Less(t, took, 5*time.Second)
+	requireNoNewChildren(t, before)
+	_, rest, ok := strings.Cut(stderr.String(), "grandchild-pid=")
+	require.True(t, ok, "stderr: %q", stderr.String())
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
+	require.NoError(t, err)
+	testutil.Eventually(t, func() bool { return !running(pid) }, 5*time.Second, "the grandchild outlived the failed Connect")
+}
+
+// running: pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

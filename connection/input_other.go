@@ -1,0 +1,8 @@
+//go:build !linux
+
+package connection
+
+import "os"
+
+// unreadInput cannot tell on this system: -1.
+func unreadInput(*os.File) int { return -1 }
