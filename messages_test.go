@@ -162,3 +162,50 @@ func TestCallHandlerBound(t *testing.T) {
 	in.send(front, &Call{Method: "test/echo", Tag: "after"})
 	require.NoError(t, in.next(t).(*Reply).Err, "the slot is free again")
 }
+
+// BenchmarkCallMessage is one *Call round trip through the connection
+// actor, against BenchmarkCallMethod, the same request as a method call.
+func BenchmarkCallMessage(b *testing.B) {
+	c := benchClient(b)
+	sys := snodoactor.Shared()
+	replies := make(chan *Reply, 1)
+	asker := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		switch msg := ctx.Message().(type) {
+		case *Call:
+			ctx.Request(c.PID(), msg)
+		case *Reply:
+			replies <- msg
+		}
+	}))
+	defer sys.Root.Stop(asker)
+	call := &Call{Method: "test/echo", Params: json.RawMessage(`{"n":1}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		sys.Root.Send(asker, call)
+		if r := <-replies; r.Err != nil {
+			b.Fatal(r.Err)
+		}
+	}
+}
+
+func BenchmarkCallMethod(b *testing.B) {
+	c := benchClient(b)
+	params := json.RawMessage(`{"n":1}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Request(context.Background(), "test/echo", params); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchClient(b *testing.B) *Client {
+	b.Helper()
+	cmd, args := testutil.Server(b)
+	c, err := Connect(context.Background(), cmd, args)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close(); <-c.Done() })
+	return c
+}
