@@ -108,7 +108,13 @@ func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error 
 // Notify writes a notification and returns once the line is written to
 // the server's stdin.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
-	return c.conn.Notify(ctx, method, params)
+	if !c.tel.Tracing() {
+		return c.conn.Notify(ctx, method, params)
+	}
+	ctx, span := c.notificationSpan(ctx, method)
+	err := c.conn.Notify(ctx, method, params)
+	endNotificationSpan(span, method, err)
+	return err
 }
 
 // Close flushes what is already queued for the server, closes its stdin

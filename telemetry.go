@@ -276,6 +276,32 @@ func (c *Client) send(ctx context.Context, method string, params any, meta []byt
 	return raw, err
 }
 
+// notificationSpan starts the CLIENT span of a notification the client
+// sends; the connection carries its context in params._meta.
+func (c *Client) notificationSpan(ctx context.Context, method string) (context.Context, trace.Span) {
+	ctx, span := c.tel.Tracer().Start(ctx, method, trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		attrs := []attribute.KeyValue{
+			attribute.String(telemetry.AttrMethodName, method),
+			attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
+		}
+		if v := c.version(); v != "" {
+			attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
+		}
+		span.SetAttributes(attrs...)
+	}
+	return ctx, span
+}
+
+func endNotificationSpan(span trace.Span, method string, err error) {
+	if err != nil && span.IsRecording() {
+		errType, _, desc := classify(method, nil, err)
+		span.SetAttributes(attribute.String(telemetry.AttrErrorType, errType))
+		span.SetStatus(codes.Error, desc)
+	}
+	span.End()
+}
+
 // serverRequestSpan starts the span of a server-request handler run (a
 // SERVER span, as the conventions have it for requests the server
 // initiates). Its parent is the span whose context the server put in

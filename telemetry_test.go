@@ -506,3 +506,32 @@ func TestResourceURIOnSpansNotInMetrics(t *testing.T) {
 		}
 	}
 }
+
+func TestTraceNotificationsCarryTheirSpan(t *testing.T) {
+	tp, rec := traced(t)
+	for _, era := range []string{"modern", "legacy"} {
+		c := dialTest(t, []string{"-era", era}, WithTracerProvider(tp))
+		ctx, parent := tp.Tracer("test").Start(t.Context(), "caller")
+		require.NoError(t, c.Notify(ctx, "notifications/roots/list_changed", nil))
+		require.NoError(t, c.Notify(ctx, "test/note", json.RawMessage(`{"_meta":{"k":1},"x":2}`)))
+		parent.End()
+		raw, err := c.Request(t.Context(), "test/waitNotification", map[string]any{"method": "test/note"})
+		require.NoError(t, err)
+		var got struct {
+			Messages []struct {
+				Params struct {
+					Meta map[string]any `json:"_meta"`
+				} `json:"params"`
+			} `json:"messages"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &got))
+		require.Len(t, got.Messages, 1)
+		spans := spansNamed(rec, "test/note")
+		require.NotEmpty(t, spans)
+		s := spans[len(spans)-1]
+		assert.Equal(t, trace.SpanKindClient, s.SpanKind())
+		assert.Equal(t, parent.SpanContext().SpanID(), s.Parent().SpanID())
+		assert.Equal(t, traceparent(s.SpanContext()), got.Messages[0].Params.Meta["traceparent"])
+		assert.EqualValues(t, 1, got.Messages[0].Params.Meta["k"], "the caller's _meta is kept")
+	}
+}

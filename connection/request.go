@@ -1,6 +1,7 @@
 package connection
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,7 +84,7 @@ func (c *Conn) RequestMeta(ctx context.Context, method string, params any, meta 
 		cl.release()
 		return nil, err
 	}
-	traceCtx := telemetry.AppendTraceMembers(nil, ctx)
+	traceCtx := traceMembers(ctx, p)
 	if cl.wantProgress || ((meta != nil || traceCtx != nil) && !jsonrpc.CanSpliceMeta(p)) {
 		if p, err = mergeMeta(p, meta, traceCtx, id, cl.wantProgress); err != nil {
 			c.table.abandon(id, cl)
@@ -113,6 +114,16 @@ func (c *Conn) timeoutOf(opts *CallOptions) time.Duration {
 		return opts.Timeout
 	}
 	return c.cfg.Timeout
+}
+
+// traceMembers is the trace context of ctx as _meta members, nil when ctx
+// carries no span or params cannot carry _meta (not an object: such
+// params go out as they are, untraced, rather than fail).
+func traceMembers(ctx context.Context, params []byte) []byte {
+	if t := bytes.TrimSpace(params); len(t) > 0 && t[0] != '{' && !bytes.Equal(t, []byte("null")) {
+		return nil
+	}
+	return telemetry.AppendTraceMembers(nil, ctx)
 }
 
 // mergeMeta adds meta's members, traceCtx's (encoded members without
@@ -233,7 +244,15 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err != nil {
 		return paramsError(method, err)
 	}
-	ticket, written, err := c.out.appendAndWait(func(b []byte) []byte { return jsonrpc.AppendNotification(b, method, p) })
+	// The trace context of ctx goes into params._meta, as for requests.
+	traceCtx := traceMembers(ctx, p)
+	if traceCtx != nil && !jsonrpc.CanSpliceMeta(p) {
+		if p, err = mergeMeta(p, nil, traceCtx, 0, false); err != nil {
+			return paramsError(method, err)
+		}
+		traceCtx = nil
+	}
+	ticket, written, err := c.out.appendAndWait(func(b []byte) []byte { return jsonrpc.AppendNotificationMeta(b, method, p, traceCtx) })
 	if err == errQueueFull {
 		return queueFullError(method, c.cfg.MaxWriteQueue)
 	}

@@ -109,6 +109,20 @@ func AppendNotification(buf []byte, method string, params []byte) []byte {
 	return appendTail(buf, method, params)
 }
 
+// AppendNotificationMeta is AppendNotification with extra (encoded members
+// without braces, or nil) spliced in as params._meta; with extra, params
+// must satisfy CanSpliceMeta.
+func AppendNotificationMeta(buf []byte, method string, params, extra []byte) []byte {
+	if len(extra) == 0 {
+		return AppendNotification(buf, method, params)
+	}
+	buf = append(buf, `{"jsonrpc":"2.0","method":`...)
+	buf = AppendString(buf, method)
+	buf = append(buf, `,"params":`...)
+	buf = appendWithMeta(buf, params, nil, extra)
+	return append(buf, "}\n"...)
+}
+
 func appendTail(buf []byte, method string, params []byte) []byte {
 	buf = append(buf, `,"method":`...)
 	buf = AppendString(buf, method)

@@ -249,6 +249,7 @@ func FuzzValue(f *testing.F) {
 		checkLine(t, AppendError(nil, []byte(`1`), &Error{Code: 1, Message: "m\n", Data: out}))
 		if CanSpliceMeta(out) {
 			checkLine(t, AppendRequestMeta(nil, 8, "m", out, []byte(`{"k":1}`), []byte(`"traceparent":"00-x"`)))
+			checkLine(t, AppendNotificationMeta(nil, "m", out, []byte(`"traceparent":"00-x"`)))
 		}
 		if merged, err := MergeMeta(out, map[string]json.RawMessage{"progressToken": json.RawMessage(`3`)}); err == nil {
 			checkWireValue(t, merged)
