@@ -228,7 +228,11 @@ func AnswerDeadCalls(sys *protoactor.ActorSystem) {
 		gone := func() error {
 			return ClosedError(fmt.Errorf("actor %s has stopped", dl.PID.GetId()))
 		}
-		switch m := dl.Message.(type) {
+		msg := dl.Message
+		if w, ok := msg.(CallWrapper); ok {
+			msg = w.WrappedCall()
+		}
+		switch m := msg.(type) {
 		case *Call:
 			if to := cmpPID(m.ReplyTo, dl.Sender); to != nil {
 				sendFrom(sys, dl.PID, to, &Reply{Tag: m.Tag, Err: gone()})
@@ -239,6 +243,13 @@ func AnswerDeadCalls(sys *protoactor.ActorSystem) {
 			}
 		}
 	})
+}
+
+// CallWrapper is a message that carries a call message to an actor that
+// passes it on (servers.To, to a router): if it reaches a stopped actor,
+// AnswerDeadCalls answers the call it wraps.
+type CallWrapper interface {
+	WrappedCall() any // a *Call or a *ToolCall
 }
 
 func cmpPID(a, b *protoactor.PID) *protoactor.PID {

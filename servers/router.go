@@ -55,6 +55,10 @@ type RouterReady struct {
 	Err    error
 }
 
+// WrappedCall is the call To carries: sent to a router that has stopped,
+// it is still answered, with a -32000 (snodo.AnswerDeadCalls).
+func (t *To) WrappedCall() any { return t.Call }
+
 // ErrUnknownServer: a To named a server the router does not have.
 var ErrUnknownServer = errors.New("servers: no such server")
 

@@ -123,3 +123,29 @@ func TestNewRouter(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `server "gone"`)
 }
+
+// A call sent through a router that has stopped is still answered.
+func TestStoppedRouterStillAnswers(t *testing.T) {
+	r, err := servers.NewRouter(t.Context(), twoServers(t))
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	<-r.Done()
+	sys := snodoactor.Shared()
+	got := make(chan *snodo.Reply, 1)
+	asker := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		switch msg := ctx.Message().(type) {
+		case *servers.To:
+			ctx.Request(r.PID(), msg)
+		case *snodo.Reply:
+			got <- msg
+		}
+	}))
+	defer sys.Root.Stop(asker)
+	sys.Root.Send(asker, &servers.To{Server: "modern", Call: &snodo.Call{Method: "test/echo", Tag: 1}})
+	select {
+	case rep := <-got:
+		assert.ErrorIs(t, rep.Err, snodo.ErrConnectionClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no reply from a stopped router")
+	}
+}
