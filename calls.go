@@ -241,27 +241,36 @@ func (c Calls) completeRequest(ctx context.Context, method string, params any, o
 
 // pages iterates over a paginated list: items under field, following
 // nextCursor until the server gives none. A cursor the server already
-// gave ends the loop with an error instead of going round for ever.
+// gave, or more pages than MaxPages, ends the loop with an error instead
+// of going round for ever (memory: one cursor per page, at most MaxPages).
 func pages[T any](ctx context.Context, c Calls, method, field string, opts []RequestOption) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		seen := map[string]bool{}
+		limit := SettingsOf(opts...).MaxPages
+		if limit <= 0 {
+			limit = DefaultMaxPages
+		}
 		var params any // nil, not a nil map: a request without params has none, not null
-		for {
+		for page := 1; ; page++ {
+			if page > limit {
+				yield(zero, fmt.Errorf("snodo: %s: more than %d pages, the server keeps giving a nextCursor; stopping (raise the bound with snodo.MaxPages(n) if the list really is that long)", method, limit))
+				return
+			}
 			raw, err := c.completeRequest(ctx, method, params, opts)
 			if err != nil {
 				yield(zero, err)
 				return
 			}
-			var page map[string]json.RawMessage
+			var result map[string]json.RawMessage
 			var items []T
 			var next string
-			err = json.Unmarshal(raw, &page)
-			if err == nil && page[field] != nil {
-				err = json.Unmarshal(page[field], &items)
+			err = json.Unmarshal(raw, &result)
+			if err == nil && result[field] != nil {
+				err = json.Unmarshal(result[field], &items)
 			}
-			if err == nil && page["nextCursor"] != nil {
-				err = json.Unmarshal(page["nextCursor"], &next)
+			if err == nil && result["nextCursor"] != nil {
+				err = json.Unmarshal(result["nextCursor"], &next)
 			}
 			if err != nil {
 				yield(zero, fmt.Errorf("snodo: %s: malformed result: %w", method, err))
@@ -276,7 +285,7 @@ func pages[T any](ctx context.Context, c Calls, method, field string, opts []Req
 				return
 			}
 			if seen[next] {
-				yield(zero, fmt.Errorf("snodo: %s: the server repeated cursor %q; stopping instead of looping", method, next))
+				yield(zero, fmt.Errorf("snodo: %s: the server repeated cursor %q after %d pages; stopping instead of looping", method, next, page))
 				return
 			}
 			seen[next] = true

@@ -118,3 +118,87 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Endless pagination stops: at a repeated cursor, and at the page limit
+// (an option with a default, named in the error), for every list call and
+// iterator, in both eras.
+func TestEndlessPaginationStops(t *testing.T) {
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) {
+			fresh := dialTest(t, []string{"-era", era, "-endless-pages", "fresh"})
+			repeat := dialTest(t, []string{"-era", era, "-endless-pages", "repeat"})
+			ctx := context.Background()
+			lists := map[string]func(c *Client, opts ...RequestOption) error{
+				"ListTools": func(c *Client, o ...RequestOption) error { _, err := c.ListTools(ctx, o...); return err },
+				"ListResources": func(c *Client, o ...RequestOption) error {
+					_, err := c.ListResources(ctx, o...)
+					return err
+				},
+				"ListResourceTemplates": func(c *Client, o ...RequestOption) error {
+					_, err := c.ListResourceTemplates(ctx, o...)
+					return err
+				},
+				"ListPrompts": func(c *Client, o ...RequestOption) error { _, err := c.ListPrompts(ctx, o...); return err },
+				"Tools": func(c *Client, o ...RequestOption) error {
+					for _, err := range c.Tools(ctx, o...) {
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				},
+				"Prompts": func(c *Client, o ...RequestOption) error {
+					for _, err := range c.Prompts(ctx, o...) {
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				},
+				"Resources": func(c *Client, o ...RequestOption) error {
+					for _, err := range c.Resources(ctx, o...) {
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				},
+				"ResourceTemplates": func(c *Client, o ...RequestOption) error {
+					for _, err := range c.ResourceTemplates(ctx, o...) {
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				},
+			}
+			for name, list := range lists {
+				err := list(repeat)
+				require.ErrorContains(t, err, "repeated cursor", name)
+				err = list(fresh, MaxPages(50))
+				require.ErrorContains(t, err, "more than 50 pages", name)
+				require.ErrorContains(t, err, "MaxPages", name)
+			}
+			began := time.Now()
+			err := lists["ListTools"](fresh)
+			require.ErrorContains(t, err, "more than 1000 pages")
+			t.Logf("default bound: stopped after 1000 pages in %v", time.Since(began).Round(time.Millisecond))
+		})
+	}
+}
+
+// Option values that would silently do something else are refused.
+func TestEnvOptionsRefuseNamesWithEquals(t *testing.T) {
+	command, args := testutil.Server(t)
+	for _, opt := range []Option{WithEnv("A=B", "x"), WithoutEnv("PATH=/usr"), WithEnv("", "x"), WithoutEnv("A\x00B"), WithEnv("A", "x\x00y")} {
+		before := testutil.ChildPIDs()
+		_, err := Connect(t.Context(), command, args, opt)
+		require.Error(t, err)
+		require.Regexp(t, `With(out)?Env`, err.Error())
+		require.Empty(t, newChildren(before), "nothing may be started")
+	}
+	c := dialTest(t, nil, WithEnv("SNODO_OK", "a=b")) // '=' in a value is fine
+	res, err := c.Request(t.Context(), "test/env", map[string]string{"name": "SNODO_OK"})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"value":"a=b","set":true}`, string(res))
+}

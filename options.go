@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
@@ -30,8 +31,11 @@ type config struct {
 // inherited environment.
 func WithEnv(name, value string) Option {
 	return func(c *config) error {
-		if name == "" {
-			return errors.New("WithEnv: empty variable name")
+		if err := connection.CheckEnvName(name); err != nil {
+			return fmt.Errorf("WithEnv: %w", err)
+		}
+		if strings.ContainsRune(value, 0) {
+			return fmt.Errorf("WithEnv: the value of %s contains a NUL byte", name)
 		}
 		c.conn.Env = append(c.conn.Env, connection.EnvVar{Name: name, Value: value})
 		return nil
@@ -42,8 +46,8 @@ func WithEnv(name, value string) Option {
 // environment.
 func WithoutEnv(name string) Option {
 	return func(c *config) error {
-		if name == "" {
-			return errors.New("WithoutEnv: empty variable name")
+		if err := connection.CheckEnvName(name); err != nil {
+			return fmt.Errorf("WithoutEnv: %w", err)
 		}
 		c.conn.Env = append(c.conn.Env, connection.EnvVar{Name: name, Unset: true})
 		return nil

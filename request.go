@@ -24,6 +24,7 @@ type RequestSettings struct {
 	ResetTimeoutOnProgress bool           // ResetTimeoutOnProgress
 	MaxTotalTimeout        time.Duration  // MaxTotalTimeout: 0 none
 	Idempotent             bool           // Idempotent
+	MaxPages               int            // MaxPages: 0 DefaultMaxPages
 }
 
 // SettingsOf applies opts in order and returns the result.
@@ -35,6 +36,18 @@ func SettingsOf(opts ...RequestOption) RequestSettings {
 		}
 	}
 	return s
+}
+
+// DefaultMaxPages is how many pages a list call or iterator (ListTools,
+// Tools, …) follows at most when MaxPages is not given.
+const DefaultMaxPages = 1000
+
+// MaxPages bounds the pages a list call or iterator follows through
+// nextCursor (default DefaultMaxPages): past it the call fails with an
+// error naming this option, instead of following a server that hands out
+// a fresh cursor for ever. Other calls ignore it.
+func MaxPages(n int) RequestOption {
+	return RequestOption{func(s *RequestSettings) { s.MaxPages = n }}
 }
 
 // Timeout overrides the connection's timeout for this request; a negative

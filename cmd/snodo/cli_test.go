@@ -220,6 +220,9 @@ func TestUsageErrors(t *testing.T) {
 		"listen flag":        {"--tools", "info", "--", server},
 		"unknown flag":       {"--frob", "info", "--", server},
 		"bad env":            {"--env", "NOVALUE", "info", "--", server},
+		"unset with a value": {"--unset", "PATH=/usr/bin", "info", "--", server},
+		"line cap too small": {"--max-line-bytes", "10", "info", "--", server},
+		"zero timeout":       {"--timeout", "0s", "info", "--", server},
 		"root not a dir":     {"--root", "/nonexistent/dir", "info", "--", server},
 		"demo with server":   {"demo", "--", server},
 	} {

@@ -238,8 +238,14 @@ func (cfg *config) validate() error {
 	if cfg.command != "listen" && (cfg.tools || cfg.prompts || cfg.resources || len(cfg.resourceURIs) > 0 || cfg.count != 0 || cfg.forDur != 0) {
 		return usagef("--tools, --prompts, --resources, --resource, --count and --for go with listen only")
 	}
-	if cfg.count < 0 || cfg.forDur < 0 || cfg.maxLineBytes <= 0 {
-		return usagef("--count, --for and --max-line-bytes cannot be negative")
+	if cfg.count < 0 || cfg.forDur < 0 {
+		return usagef("--count and --for cannot be negative")
+	}
+	if cfg.maxLineBytes < 64 {
+		return usagef("--max-line-bytes %d: must be at least 64", cfg.maxLineBytes)
+	}
+	if cfg.timeout == 0 {
+		return usagef("--timeout 0s: give a positive duration (or a negative one for no timeout)")
 	}
 	if cfg.maxInputRounds < 1 {
 		return usagef("--max-input-rounds %d: must be at least 1", cfg.maxInputRounds)
@@ -250,8 +256,13 @@ func (cfg *config) validate() error {
 		return usagef("--era %q: give modern or legacy (or leave it out to detect the era)", cfg.era)
 	}
 	for _, kv := range cfg.env {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+		if k, _, ok := strings.Cut(kv, "="); !ok || connection.CheckEnvName(k) != nil {
 			return usagef("--env %q: write it as NAME=VALUE", kv)
+		}
+	}
+	for _, k := range cfg.unset {
+		if err := connection.CheckEnvName(k); err != nil {
+			return usagef("--unset %q: give the variable's name alone (%v)", k, err)
 		}
 	}
 	for i, dir := range cfg.roots {

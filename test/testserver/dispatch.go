@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 )
 
 // Keys of the modern request _meta object.
@@ -120,8 +121,21 @@ func init() {
 	}
 }
 
+// listFields names the items member of each list method's result.
+var listFields = map[string]string{
+	"tools/list": "tools", "resources/list": "resources",
+	"resources/templates/list": "resourceTemplates", "prompts/list": "prompts",
+}
+
 // dispatch applies era and version checks, then runs the handler.
 func (s *server) dispatch(req *request) (any, *rpcError) {
+	if field, ok := listFields[req.method]; ok && s.cfg.endlessPages != "" {
+		cursor := "same"
+		if s.cfg.endlessPages == "fresh" {
+			cursor = "page-" + strconv.FormatInt(s.pages.Add(1), 10)
+		}
+		return obj{field: []obj{}, "nextCursor": cursor}, nil
+	}
 	if req.method == "server/discover" {
 		if s.cfg.exitOnDiscover {
 			if s.cfg.stateFile != "" {

@@ -24,6 +24,8 @@
 //	                          before exiting; if PATH exists, act as -era legacy
 //	-silent-discover          never answer server/discover
 //	-close-stdout-on-discover close stdout when server/discover arrives, and live on
+//	-endless-pages fresh|repeat  every list method answers no items and a nextCursor:
+//	                          a new one on each page, or always the same
 //	-discover-error CODE      answer server/discover with error CODE (any era)
 //	-discover-junk            answer server/discover with {"hello":"world"}, a
 //	                          result that is no DiscoverResult (any era)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,6 +20,7 @@ const defaultEOFGrace = 5 * time.Second
 
 // server is one running instance of the test server.
 type server struct {
+	pages  atomic.Int64 // -endless-pages fresh: the last cursor handed out
 	cfg    config
 	in     io.Reader
 	stdout io.Writer
