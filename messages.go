@@ -75,8 +75,9 @@ type CallProgress struct {
 
 // Closed tells the owner actor (WithOwner, ConnectTo) that a connection
 // it owns has stopped, and why (Err, as Client.Err). It matches
-// *Connected: every connection Connect returned sends one, once its actor
-// has stopped; the server may still be exiting (Client.Done).
+// *Connected: every connection Connect returned sends one as its actor
+// stops, once every caller has been answered; its stdin is closed right
+// after, and the server may still be exiting (Client.Done).
 type Closed struct {
 	Client *Client
 	Err    error
