@@ -61,6 +61,11 @@ func (a *supervisorActor) Receive(ctx protoactor.Context) {
 		if a.timer != nil {
 			a.timer.Stop()
 		}
+		if a.conn != nil {
+			// Its Terminated could come after this actor is gone: a dead
+			// letter. The Unwatch reaches it before shutdown's Close.
+			ctx.Unwatch(a.conn.PID())
+		}
 		a.s.shutdown()
 	case *protoactor.Stopped:
 		a.emit(ctx, LifecycleEvent{Kind: Stopped, Err: a.s.why()})
