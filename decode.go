@@ -119,7 +119,10 @@ func walkCallTool(raw []byte, res *CallToolResult, count *int) error {
 			})
 		case mStructured:
 			if !dry {
-				res.StructuredContent = json.RawMessage(val) // null too, as json.RawMessage does
+				// null too, as json.RawMessage does. The full slice
+				// expression keeps an append from writing into the bytes
+				// that follow, which a long string may share.
+				res.StructuredContent = json.RawMessage(val[:len(val):len(val)])
 			}
 		case mIsError:
 			switch string(val) {

@@ -171,3 +171,14 @@ func TestRequestAllocations(t *testing.T) {
 		assert.LessOrEqual(t, allocs, 2.0)
 	})
 }
+
+// TestStructuredContentAppendKeepsTheText: appending to StructuredContent
+// cannot write into a long text that shares the result's bytes.
+func TestStructuredContentAppendKeepsTheText(t *testing.T) {
+	text := strings.Repeat("t", aliasBytes)
+	raw := []byte(`{"structuredContent":{"a":1},"content":[{"type":"text","text":"` + text + `"}]}`)
+	var res CallToolResult
+	require.NoError(t, decodeCallTool(raw, &res))
+	_ = append(res.StructuredContent, strings.Repeat("x", 64)...)
+	assert.Equal(t, text, res.Content[0].Text)
+}
