@@ -3,6 +3,7 @@ package snodo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -62,6 +63,9 @@ type Client struct {
 // closes. Connect returns once the MCP era is settled; a command that
 // cannot be started is an error at once.
 func Connect(ctx context.Context, command string, args []string, opts ...Option) (*Client, error) {
+	if ctx == nil {
+		return nil, errors.New("snodo: Connect: nil context.Context; pass context.Background() or a ctx that bounds the connect (it also owns the connection)")
+	}
 	var cfg config
 	for _, opt := range opts {
 		if err := opt(&cfg); err != nil {

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -201,4 +203,30 @@ func TestEnvOptionsRefuseNamesWithEquals(t *testing.T) {
 	res, err := c.Request(t.Context(), "test/env", map[string]string{"name": "SNODO_OK"})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"value":"a=b","set":true}`, string(res))
+}
+
+// An owner from another actor system is named as the mistake, before
+// anything starts; ConnectTo and Connect refuse nil arguments at once.
+func TestOwnerFromAnotherSystemAndNilArguments(t *testing.T) {
+	other := snodoactor.NewQuietSystem(nil)
+	t.Cleanup(other.Shutdown)
+	owner := other.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
+	command, args := testutil.Server(t)
+	before := testutil.ChildPIDs()
+	_, err := Connect(t.Context(), command, args, WithOwner(owner))
+	require.ErrorContains(t, err, "WithActorSystem")
+	require.NotContains(t, err.Error(), "answered neither")
+	require.Empty(t, newChildren(before))
+
+	// With the owner's system it works.
+	c := dialTest(t, nil, WithOwner(owner), WithActorSystem(other))
+	require.NoError(t, c.Ping(t.Context()))
+
+	require.ErrorContains(t, ConnectTo(t.Context(), other, nil, command, args), "nil PID")
+	require.ErrorContains(t, ConnectTo(t.Context(), nil, owner, command, args), "nil actor system")
+	//lint:ignore SA1012 the point of the test
+	require.ErrorContains(t, ConnectTo(nil, other, owner, command, args), "nil context") //nolint:staticcheck
+	//lint:ignore SA1012 the point of the test
+	_, err = Connect(nil, command, args) //nolint:staticcheck
+	require.ErrorContains(t, err, "nil context")
 }

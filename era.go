@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/telemetry"
@@ -119,6 +120,9 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	cfg.conn.OnNotification = c.notes.push
 	c.calls = &CallHandler{R: c}
 	cfg.conn.OnMessage = c.calls.Handle
+	if err := checkOwner(&cfg.conn); err != nil {
+		return err
+	}
 	conn, err := c.startConn(ctx, cfg)
 	if err != nil {
 		return err // already says which command could not start, and why
@@ -140,6 +144,23 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	}
 	c.notes.era.Store(int32(c.mcp.era))
 	c.connected.Store(true)
+	return nil
+}
+
+// checkOwner refuses, before anything starts, a WithOwner actor that the
+// connection's actor system does not know: it could never be watched, and
+// the connection would close at once as if the owner had exited.
+func checkOwner(cfg *connection.Config) error {
+	if cfg.Owner == nil {
+		return nil
+	}
+	sys := cfg.System
+	if sys == nil {
+		sys = snodoactor.Shared()
+	}
+	if _, ok := sys.ProcessRegistry.Get(cfg.Owner); !ok {
+		return fmt.Errorf("snodo: WithOwner: actor %s is not alive in the connection's actor system; if it belongs to another system, pass that system with WithActorSystem (if it has stopped, nobody is left to own the connection)", cfg.Owner.Id)
+	}
 	return nil
 }
 

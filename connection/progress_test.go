@@ -3,6 +3,7 @@ package connection
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,22 +41,37 @@ func TestProgressTokenMergesWithCallerMeta(t *testing.T) {
 	assert.Contains(t, string(res), `"progressToken":1`)
 }
 
+// The server paces its progress on the client's notifications
+// (stepMethod) rather than on its own clock: each gap between two updates
+// is a tenth of the timeout plus a round trip, whatever the load, while
+// the whole request runs for twice the timeout.
 func TestResetTimeoutOnProgress(t *testing.T) {
 	c := start(t, Config{})
-	params := map[string]any{"count": 10, "intervalMs": 50}
-	_, err := c.Request(context.Background(), "test/progress", params, &CallOptions{
-		Timeout: 250 * time.Millisecond, ResetTimeoutOnProgress: true, OnProgress: func(Progress) {},
-	})
-	require.NoError(t, err, "500 ms of work with progress every 50 ms outlives a 250 ms timeout")
+	const timeout = 600 * time.Millisecond // each gap leaves 540 ms of slack
+	run := func(step string, opts CallOptions, until time.Duration) error {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		began := time.Now()
+		opts.Timeout = timeout
+		opts.OnProgress = func(Progress) {
+			done := time.Since(began) > until
+			wg.Add(1)
+			go func() { // the next step, a tenth of the timeout later
+				defer wg.Done()
+				time.Sleep(timeout / 10)
+				_ = c.Notify(context.Background(), step, map[string]bool{"done": done})
+			}()
+		}
+		_, err := c.Request(context.Background(), "test/progress", map[string]any{"count": 1000, "stepMethod": step, "honorCancel": true}, &opts)
+		return err
+	}
+	err := run("test/step/reset", CallOptions{ResetTimeoutOnProgress: true}, 2*timeout)
+	require.NoError(t, err, "twice the timeout of work, with progress every tenth of it, outlives the timeout")
 
-	_, err = c.Request(context.Background(), "test/progress", params, &CallOptions{
-		Timeout: 250 * time.Millisecond, OnProgress: func(Progress) {},
-	})
+	err = run("test/step/plain", CallOptions{}, 2*timeout)
 	assert.ErrorIs(t, err, jsonrpc.ErrTimeout, "without the reset the timeout holds")
 
-	_, err = c.Request(context.Background(), "test/progress", params, &CallOptions{
-		Timeout: 250 * time.Millisecond, ResetTimeoutOnProgress: true, MaxTotalTimeout: 200 * time.Millisecond, OnProgress: func(Progress) {},
-	})
+	err = run("test/step/capped", CallOptions{ResetTimeoutOnProgress: true, MaxTotalTimeout: timeout * 3 / 2}, 2*timeout)
 	assert.ErrorIs(t, err, jsonrpc.ErrTimeout, "the total cap holds whatever the progress")
 }
 

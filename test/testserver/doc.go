@@ -79,7 +79,10 @@
 //
 //	test/echo {any}                       result = params bytes as received
 //	test/sleep {ms,honorCancel}           {"slept":ms}
-//	test/progress {count,intervalMs,message,noProgressToken,honorCancel}  {"done":count}
+//	test/progress {count,intervalMs,message,noProgressToken,honorCancel,stepMethod}  {"done":count}
+//	                                      with stepMethod, progress k+1 waits for the client's k-th
+//	                                      notification stepMethod instead of intervalMs; one with
+//	                                      params {"done":true} ends it ({"done":k})
 //	test/crash {code|signal,stderr}       exit/raise signal without answering
 //	test/closeStdin                       {} then close stdin; exit 0 after 30 s
 //	test/closeStdout                      close stdout without answering

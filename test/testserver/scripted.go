@@ -53,6 +53,7 @@ func (s *server) progress(req *request) (any, *rpcError) {
 		Message         string `json:"message"`
 		NoProgressToken bool   `json:"noProgressToken"`
 		HonorCancel     bool   `json:"honorCancel"`
+		StepMethod      string `json:"stepMethod"`
 	}
 	if e := unmarshalParams(req, &p); e != nil {
 		return nil, e
@@ -60,7 +61,15 @@ func (s *server) progress(req *request) (any, *rpcError) {
 	token := req.meta.progressToken
 	if token != nil && !p.NoProgressToken {
 		for i := 1; i <= p.Count; i++ {
-			if i > 1 && !pause(req, time.Duration(p.IntervalMs)*time.Millisecond, p.HonorCancel) {
+			if i > 1 && p.StepMethod != "" {
+				done, ok := s.awaitStep(req, p.StepMethod, i-1)
+				if !ok {
+					return noAnswer, nil
+				}
+				if done {
+					return obj{"done": i - 1}, nil
+				}
+			} else if i > 1 && !pause(req, time.Duration(p.IntervalMs)*time.Millisecond, p.HonorCancel) {
 				return noAnswer, nil
 			}
 			n := obj{"progressToken": token, "progress": i, "total": p.Count}
@@ -145,4 +154,25 @@ func (s *server) exitMethod(req *request) (any, *rpcError) {
 	time.Sleep(time.Duration(p.AfterMs) * time.Millisecond)
 	s.exit(p.Code)
 	return noAnswer, nil
+}
+
+// awaitStep waits for the n-th client notification named method (the
+// client paces test/progress with stepMethod) and reports whether its
+// params say {"done":true}. ok is false when the request was cancelled.
+func (s *server) awaitStep(req *request, method string, n int) (done, ok bool) {
+	for {
+		list, changed := s.journal.notifications(method)
+		if len(list) >= n {
+			var p struct {
+				Done bool `json:"done"`
+			}
+			_ = json.Unmarshal(list[n-1].Params, &p)
+			return p.Done, true
+		}
+		select {
+		case <-changed:
+		case <-req.ctx.Done():
+			return false, false
+		}
+	}
 }
