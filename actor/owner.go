@@ -1,6 +1,8 @@
 package actor
 
 import (
+	"sync"
+
 	protoactor "github.com/asynkron/protoactor-go/actor"
 )
 
@@ -12,18 +14,23 @@ import (
 // ahead of any Terminated that comes later, so an owner that terminates
 // after stop returns is not reported.
 func WatchOwner(system *protoactor.ActorSystem, owner *protoactor.PID, onExit func()) (stop func()) {
+	gone := false // the owner's Terminated came: nothing to unwatch
 	props := protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 		switch msg := ctx.Message().(type) {
 		case *protoactor.Started:
 			ctx.Watch(owner)
 		case *protoactor.Terminated:
 			if msg.Who.Equal(owner) {
+				gone = true
 				onExit()
 			}
 		case *protoactor.Stopping:
-			ctx.Unwatch(owner)
+			if !gone { // an Unwatch to a gone owner is a dead letter
+				ctx.Unwatch(owner)
+			}
 		}
 	}, protoactor.WithGuardian(StopOnFailure))
 	watcher := system.Root.SpawnPrefix(props, "snodo-owner-watch")
-	return func() { system.Root.Stop(watcher) }
+	var once sync.Once // a second Stop would be a dead letter
+	return func() { once.Do(func() { system.Root.Stop(watcher) }) }
 }
