@@ -40,14 +40,14 @@ var errSlowPath = errors.New("not the common shape")
 func decodeCallTool(raw []byte, res *CallToolResult) error {
 	// A first pass only looks (the fast path must not change the bytes
 	// json.Unmarshal may yet need); the second decodes.
+	// Once the shape is known the second pass cannot meet anything it
+	// does not read, and it may have decoded escapes in place: its error,
+	// if any, is the answer (json.Unmarshal would fail on the same value).
 	if blocks, ok := callToolShape(raw); ok {
 		if blocks > 0 {
 			res.Content = make([]Content, 0, blocks)
 		}
-		if err := walkCallTool(raw, res, nil); err == nil {
-			return nil
-		}
-		*res = CallToolResult{}
+		return walkCallTool(raw, res, nil)
 	}
 	return json.Unmarshal(raw, res)
 }
@@ -55,7 +55,8 @@ func decodeCallTool(raw []byte, res *CallToolResult) error {
 // callToolShape reports whether the fast path reads raw exactly as
 // json.Unmarshal would, and how many content blocks it holds.
 func callToolShape(raw []byte) (blocks int, ok bool) {
-	return blocks, walkCallTool(raw, nil, &blocks) == nil
+	ok = walkCallTool(raw, nil, &blocks) == nil
+	return blocks, ok
 }
 
 // Members of a result and of a content block, as bits of a seen mask.
