@@ -54,6 +54,9 @@ var (
 // token and the micro service's name: letters, digits, '-' and '_'.
 func Serve(name string, pool *supervisor.Pool) Option {
 	return func(c *config) error {
+		if pool != nil {
+			c.given = append(c.given, pool)
+		}
 		if err := checkName("server name", name); err != nil {
 			return err
 		}
@@ -148,7 +151,7 @@ type served struct {
 func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
 	cfg, optErr := newConfig(opts)
 	closePools := func() {
-		for _, p := range cfg.pools {
+		for _, p := range cfg.given {
 			_ = p.Close()
 		}
 	}
@@ -215,6 +218,11 @@ func (h *Host) connect(url string) (err error) {
 	go func() { <-replyClosed; close(h.replyDone) }()
 	defer func() {
 		if err != nil {
+			for _, s := range h.served {
+				if s.svc != nil {
+					_ = s.svc.Stop()
+				}
+			}
 			h.serve.Close()
 			h.reply.Close()
 		}

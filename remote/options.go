@@ -25,6 +25,7 @@ type config struct {
 	// hosts
 	pools   map[string]*supervisor.Pool
 	order   []string
+	given   []*supervisor.Pool // every pool passed to Serve, valid or not: closed if NewHost fails
 	maxHeld int
 	label   string
 
@@ -41,15 +42,16 @@ func newConfig(opts []Option) (config, error) {
 		prefix: DefaultPrefix, maxHeld: DefaultMaxHeld,
 		beat: DefaultHeartbeat, timeout: DefaultTimeout, maxRounds: snodo.DefaultMaxInputRounds,
 	}
-	for _, o := range opts {
-		if err := o(&c); err != nil {
-			return c, err
+	var first error
+	for _, o := range opts { // all of them: every pool given to Serve is owned, even after an error
+		if err := o(&c); err != nil && first == nil {
+			first = err
 		}
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
-	return c, nil
+	return c, first
 }
 
 // DefaultTimeout is a remote call's timeout when neither WithTimeout nor

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/supervisor"
+	"github.com/snodo/snodo/test/testutil"
 )
 
 func TestRequestRoundTrip(t *testing.T) {
@@ -157,4 +160,26 @@ func TestResetTimeoutOnProgressAcrossTheHop(t *testing.T) {
 	_, err = c.Request(ctxFor(t, 20*time.Second), "test/progress", map[string]any{"count": 6, "intervalMs": 150},
 		snodo.Timeout(400*time.Millisecond), snodo.OnProgress(func(snodo.Progress) {}))
 	require.ErrorIs(t, err, snodo.ErrTimeout, "without the reset, the same call times out")
+}
+
+func TestNewHostFailuresCloseThePools(t *testing.T) {
+	e := natsServer(t)
+	cmd, args := testutil.Server(t)
+	newPool := func() *supervisor.Pool {
+		p, err := supervisor.NewPool(context.Background(), cmd, args, 1)
+		require.NoError(t, err)
+		return p
+	}
+	p := newPool()
+	_, err := NewHost(context.Background(), e.URL(), Serve("bad.name", p))
+	require.ErrorContains(t, err, "letters, digits")
+	<-p.Done()
+
+	p = newPool()
+	_, err = NewHost(context.Background(), "nats://127.0.0.1:1", Serve("ok", p))
+	require.ErrorContains(t, err, "connecting to NATS")
+	<-p.Done()
+
+	_, err = NewHost(context.Background(), e.URL())
+	require.ErrorContains(t, err, "nothing to serve")
 }
