@@ -80,7 +80,10 @@ func WithDir(dir string) Option {
 
 // WithMaxLineBytes sets the largest line accepted from the server. The
 // rest of a longer line is discarded as it arrives, so the request it
-// answered times out; later lines are unaffected. Default 16 MiB.
+// answered times out; later lines are unaffected. Default 16 MiB. It also
+// bounds the read buffer: a line that outgrows 1 MiB is read into a
+// buffer of 16 MiB (or n, if smaller) at once, so while such a line
+// arrives a connection may hold that much.
 func WithMaxLineBytes(n int) Option {
 	return func(c *config) error {
 		if n < 64 {
