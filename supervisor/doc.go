@@ -20,7 +20,7 @@
 // Calls in flight when a server dies fail with -32000 (errors.Is
 // snodo.ErrServerExited or the like) and are never retried behind the
 // caller's back, since a request need not be idempotent; mark one with
-// Idempotent to have it sent once more to the next server. Calls made
+// snodo.Idempotent to have it sent once more to the next server. Calls made
 // during a restart wait for the new server, bounded by their Timeout
 // request option and ctx, or with FailFast fail at once with a -32000
 // wrapping ErrRestarting.
@@ -28,15 +28,22 @@
 // The server keeps no subscription state across a restart (the stdio
 // transport's "Unexpected Termination" rule), so a Subscription re-sends
 // its subscriptions/listen after each restart and puts a
-// ResubscribedMethod marker event on the same Events channel before the
-// new server's events: events sent during the gap are lost, and the
-// reader should re-read what it watches.
+// ResubscribedMethod marker event on the same Events channel (or to the
+// snodo.ListenTo actor) before the new server's events: events sent
+// during the gap are lost, and the reader should re-read what it watches.
 //
 // A Pool runs N supervised connections to the same command, each
 // restarting on its own; calls go to the member with the fewest calls in
-// flight among those that are up. Grow and Shrink change its size; Close
-// closes every member and returns once every server has been reaped.
+// flight among those that are up. Grow and Shrink change its size. Close,
+// on a Client or a Pool, returns like snodo.Client.Close (stdin closed,
+// callers answered) and Done tells when every server has been reaped.
+// StartPool starts a pool from an actor without blocking it.
 //
-// Restarts are reported as Events (WithEventHandler, WithEventsTo) and on
-// a log/slog logger (WithLogger). See docs/supervision.md.
+// Client and Pool have every typed call of snodo.Client (they embed
+// snodo.Calls), and their PIDs take calls as messages (snodo.Call,
+// snodo.ToolCall), each answered with one reply.
+//
+// Restarts are reported as LifecycleEvents (WithEventHandler,
+// WithEventsTo) and on a log/slog logger (WithLogger). See
+// docs/supervision.md and docs/actors.md.
 package supervisor
