@@ -160,3 +160,15 @@ func TestCallCtxAndTimeoutCancelInputRequests(t *testing.T) {
 	eventually(t, func() bool { return b.cancelled.Load() == 2 }, "the timed-out handler cancelled")
 	assert.Equal(t, int32(2), b.started.Load(), "withdrawn inputs never ran")
 }
+
+// The line of waiting input requests is bounded: past 4096 waiting, an
+// input request fails its call at once, and the call withdraws the rest.
+func TestWaitingInputRequestsAreBounded(t *testing.T) {
+	b := newBlocker()
+	c := dialTest(t, []string{"-era", "modern"}, WithMaxServerRequests(1), WithServerRequestHandler(b.handle))
+	_, err := c.requestWithInput(t.Context(), "test/echo", askMany(4200), nil)
+	require.ErrorIs(t, err, ErrInputRequest)
+	assert.ErrorContains(t, err, "4096 input requests already wait")
+	eventually(t, func() bool { return b.cancelled.Load() == 1 }, "the running handler cancelled when the call failed")
+	assert.Equal(t, int32(1), b.started.Load(), "the waiting ones were withdrawn, never run")
+}
