@@ -4,6 +4,7 @@ package main_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"regexp"
@@ -100,4 +101,101 @@ func sameFile(a, b string) bool {
 	fa, err1 := os.Stat(a)
 	fb, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+// SIGINT or SIGTERM while connecting to a server that answers nothing
+// and ignores EOF and SIGTERM: snodo gives up on it, stops its process
+// group and exits 130, leaving nothing running.
+func TestSignalWhileConnectingLeavesNothing(t *testing.T) {
+	for name, sig := range map[string]syscall.Signal{"SIGINT": syscall.SIGINT, "SIGTERM": syscall.SIGTERM} {
+		t.Run(name, func(t *testing.T) {
+			args := against(t, []string{"info"}, "-era", "modern", "-silent-discover", "-ignore-eof", "-ignore-sigterm")
+			cmd := exec.Command(snodoBin, args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			var server int
+			testutil.Eventually(t, func() bool {
+				procs := descendants(cmd.Process.Pid)
+				if len(procs) == 1 && sameFile("/proc/"+strconv.Itoa(procs[0])+"/exe", testutil.ServerPath(t)) {
+					server = procs[0]
+				}
+				return server != 0
+			}, 10*time.Second, "the server did not start")
+			began := time.Now()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+				t.Fatalf("snodo did not exit within 10 s of %s; stderr:\n%s", name, stderr.String())
+			}
+			t.Logf("%s while connecting: snodo exited %v later, server stopped", name, time.Since(began).Round(time.Millisecond))
+			if code := cmd.ProcessState.ExitCode(); code != 130 {
+				t.Errorf("exit status %d, want 130; stderr:\n%s", code, stderr.String())
+			}
+			testutil.Eventually(t, func() bool { return !running(server) }, 5*time.Second, "the server outlived snodo")
+		})
+	}
+}
+
+// snodo … | head -c1: the reader of stdout goes away mid-answer. snodo
+// must not die of SIGPIPE but close the connection (the server exits at
+// EOF) and exit 141 quietly.
+func TestStdoutClosedByItsReaderClosesTheConnection(t *testing.T) {
+	big := `{"pad":"` + strings.Repeat("x", 100<<10) + `"}`
+	args := against(t, []string{"request", "test/echo", big})
+	cmd := exec.Command(snodoBin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var servers []int
+	one := make([]byte, 1)
+	if _, err := stdout.Read(one); err != nil { // head -c1
+		t.Fatal(err)
+	}
+	servers = descendants(cmd.Process.Pid)
+	stdout.Close()
+	if err := cmd.Wait(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+	}
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		t.Fatalf("snodo died of signal %v; stderr:\n%s", ws.Signal(), stderr.String())
+	}
+	if code := ws.ExitStatus(); code != 141 {
+		t.Errorf("exit status %d, want 141; stderr:\n%s", code, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "panic") || strings.Contains(stderr.String(), "broken pipe") {
+		t.Errorf("stderr is not quiet:\n%s", stderr.String())
+	}
+	for _, pid := range servers {
+		testutil.Eventually(t, func() bool { return !running(pid) }, 5*time.Second, "the server outlived snodo")
+	}
+}
+
+// running: pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
 }

@@ -91,7 +91,8 @@ Example:
   snodo call echo '{"message":"hi"}' -- npx -y @modelcontextprotocol/server-everything
 
 Exit status: 0 success, 1 the server answered an error or the connection
-failed, 2 usage error, 130 interrupted (Ctrl-C).
+failed, 2 usage error, 130 interrupted (Ctrl-C), 141 stdout closed by its
+reader (snodo ... | head): the connection is closed cleanly first.
 
 Flags:
 `

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ const (
 	exitFailure     = 1   // the server answered an error, or the connection failed
 	exitUsage       = 2   // a mistake on the command line
 	exitInterrupted = 130 // Ctrl-C (128 + SIGINT), after a clean shutdown
+	exitBrokenPipe  = 141 // stdout's reader went away (128 + SIGPIPE), after a clean shutdown
 )
 
 // Bounds of a clean shutdown: a server still running shutdownGrace after
@@ -97,6 +99,17 @@ func run(args []string, sio stdio) int {
 	defer stop()
 	context.AfterFunc(ctx, stop)
 
+	// A reader of stdout that goes away (snodo … | head -c1) must not kill
+	// snodo with SIGPIPE before it has closed the connection: writes to
+	// stdout then fail with EPIPE instead, which ends the run.
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
+	ctx, stdoutGone := context.WithCancel(ctx)
+	defer stdoutGone()
+	out := &pipeGuard{w: sio.out, gone: stdoutGone}
+	sio.out = out
+
 	s := &session{cfg: cfg, io: sio}
 	ctx, printTrace := s.trace(ctx)
 	defer printTrace()
@@ -105,10 +118,31 @@ func run(args []string, sio stdio) int {
 		return s.exitCode(ctx, err)
 	}
 	err = s.runCommand(ctx, c)
+	if out.broken.Load() {
+		s.close(c)
+		return exitBrokenPipe
+	}
 	s.flushNotes(c) // the server's log lines before snodo's verdict
 	code := s.exitCode(ctx, err)
 	s.close(c)
 	return code
+}
+
+// pipeGuard is stdout: once a write fails with EPIPE (its reader went
+// away), it says so and ends the run, so that snodo closes the connection
+// and exits quietly with exitBrokenPipe.
+type pipeGuard struct {
+	w      io.Writer
+	gone   context.CancelFunc
+	broken atomic.Bool
+}
+
+func (g *pipeGuard) Write(p []byte) (int, error) {
+	n, err := g.w.Write(p)
+	if err != nil && errors.Is(err, syscall.EPIPE) && g.broken.CompareAndSwap(false, true) {
+		g.gone()
+	}
+	return n, err
 }
 
 // session is one run of a command against a server.
