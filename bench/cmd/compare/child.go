@@ -295,6 +295,7 @@ func measureBig(j job) (map[string]float64, error) {
 	// slow clients stop after a few seconds.
 	var elapsed time.Duration
 	calls := 0
+	cpu0 := cpuTime()
 	for calls < j.Count && (calls == 0 || elapsed < 3*time.Second) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		t0 := time.Now()
@@ -309,9 +310,11 @@ func measureBig(j job) (map[string]float64, error) {
 		}
 		calls++
 	}
+	cpu := cpuTime() - cpu0
 	peak := procStatusKiB("VmHWM")
 	return map[string]float64{
 		"mbps":         float64(calls) * server.BigLineBytes / (1 << 20) / elapsed.Seconds(),
+		"cpu_ms":       float64(cpu) / float64(time.Millisecond) / float64(calls),
 		"calls":        float64(calls),
 		"rss_growth":   (peak - base) / 1024, // MiB
 		"peak_rss_mib": peak / 1024,
@@ -409,6 +412,7 @@ func measureAsk(j job) (map[string]float64, error) {
 			return nil, err
 		}
 	}
+	cpu0 := cpuTime()
 	start := time.Now()
 	deadline := start.Add(j.Dur)
 	n := 0
@@ -418,7 +422,10 @@ func measureAsk(j job) (map[string]float64, error) {
 		}
 		n++
 	}
-	return map[string]float64{"asks": float64(n) / time.Since(start).Seconds()}, nil
+	return map[string]float64{
+		"asks":   float64(n) / time.Since(start).Seconds(),
+		"cpu_us": float64(cpuTime()-cpu0) / float64(time.Microsecond) / float64(n),
+	}, nil
 }
 
 func measureSubs(j job) (map[string]float64, error) {
@@ -464,6 +471,7 @@ func measureSubs(j job) (map[string]float64, error) {
 	const batch = 1000
 	var elapsed time.Duration
 	events := 0
+	cpu0 := cpuTime()
 	for events < j.Count && elapsed < 2*j.Dur {
 		d, err := emit(batch)
 		if err != nil {
@@ -472,7 +480,10 @@ func measureSubs(j job) (map[string]float64, error) {
 		elapsed += d
 		events += batch
 	}
-	return map[string]float64{"events": float64(events) / elapsed.Seconds()}, nil
+	return map[string]float64{
+		"events": float64(events) / elapsed.Seconds(),
+		"cpu_us": float64(cpuTime()-cpu0) / float64(time.Microsecond) / float64(events),
+	}, nil
 }
 
 // procStatusKiB reads a kB field of /proc/self/status (0 elsewhere).

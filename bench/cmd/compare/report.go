@@ -164,12 +164,12 @@ func render(s settings, r *results, took time.Duration) []byte {
 	p("Latency is measured with 1 in flight (%s per phase per run). Bytes and allocations per call are everything the client process allocated during the 1-in-flight phase divided by the calls (`runtime.MemStats`), so reader and writer goroutines count. Peak RSS is the child's `VmHWM`.\n\n", s.dur)
 
 	p("## A 16 MiB response (the `big` tool: one 16 MiB line)\n\n")
-	p("| client | era | MB/s | × ceiling | client RSS growth MiB | × line | peak RSS MiB |\n|---|---|---|---|---|---|---|\n")
+	p("| client | era | MB/s | × ceiling | CPU ms/call | client RSS growth MiB | × line | peak RSS MiB |\n|---|---|---|---|---|---|---|---|\n")
 	for _, era := range s.eras {
 		for _, c := range s.clients {
 			k := key{mBig, c, era}
-			p("| %s | %s | %s | %s | %s | %s | %s |\n", c, era,
-				r.cell(k, "mbps", human, notes), r.ratioCell(k, "mbps", notes),
+			p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", c, era,
+				r.cell(k, "mbps", human, notes), r.ratioCell(k, "mbps", notes), r.cell(k, "cpu_ms", human, notes),
 				r.cell(k, "rss_growth", human, notes),
 				r.cell(k, "rss_growth", func(v float64) string { return fmt.Sprintf("%.1f×", v/16) }, notes),
 				r.cell(k, "peak_rss_mib", human, notes))
@@ -198,22 +198,22 @@ func render(s settings, r *results, took time.Duration) []byte {
 	}
 	p("\nEach connection made one `echo` call, then sat idle; heap after two GCs, goroutines and RSS, minus what the process had before, divided by the connections (snodo: all on one actor system).\n\n")
 
-	p("## Server-request round trips\n\n| client | modern /s (input_required + retry) | × ceiling | legacy /s (elicitation/create) | × ceiling |\n|---|---|---|---|---|\n")
+	p("## Server-request round trips\n\n| client | modern /s (input_required + retry) | × ceiling | CPU µs/call | legacy /s (elicitation/create) | × ceiling | CPU µs/call |\n|---|---|---|---|---|---|---|\n")
 	for _, c := range s.clients {
 		row := []string{c}
 		for _, era := range []string{clients.Modern, clients.Legacy} {
 			k := key{mAsk, c, era}
-			row = append(row, r.cell(k, "asks", human, notes), r.ratioCell(k, "asks", notes))
+			row = append(row, r.cell(k, "asks", human, notes), r.ratioCell(k, "asks", notes), r.cell(k, "cpu_us", human, notes))
 		}
 		p("| %s |\n", strings.Join(row, " | "))
 	}
 	p("\nCalls of the `ask` tool, 1 in flight: legacy, the server sends `elicitation/create` and answers the call once the client replied; modern, the server answers `input_required` and the client retries with `inputResponses`.\n\n")
 
-	p("## Subscription events\n\n| client | modern events/s | × ceiling | legacy |\n|---|---|---|---|\n")
+	p("## Subscription events\n\n| client | modern events/s | × ceiling | CPU µs/event | legacy |\n|---|---|---|---|---|\n")
 	for _, c := range s.clients {
 		k := key{mSubs, c, clients.Modern}
-		p("| %s | %s | %s | %s |\n", c, r.cell(k, "events", human, notes), r.ratioCell(k, "events", notes),
-			r.cell(key{mSubs, c, clients.Legacy}, "events", human, notes))
+		p("| %s | %s | %s | %s | %s |\n", c, r.cell(k, "events", human, notes), r.ratioCell(k, "events", notes),
+			r.cell(k, "cpu_us", human, notes), r.cell(key{mSubs, c, clients.Legacy}, "events", human, notes))
 	}
 	p("\nOne `subscriptions/listen` stream for tools list changes; the `emit` tool writes batches of 1,000 `notifications/tools/list_changed` on it (up to %d events, or %s); each batch timed from the call until the last event reached the client's callback, channel or handler.\n\n", s.events, 2*s.dur)
 
