@@ -426,3 +426,26 @@ func TestDrainLosesNoCall(t *testing.T) {
 		require.NoError(t, sub.Close()) // it was on the survivor
 	}
 }
+
+func TestNodeWithCredentials(t *testing.T) {
+	e, err := embedded.Start(embedded.Options{Token: "s3cret"})
+	require.NoError(t, err)
+	t.Cleanup(e.Shutdown)
+	startNodeEnv(t, []string{"SNODO_NATS_TOKEN=s3cret"}, e.URL(), writeConfig(t, "ts"), "--prefix", "team1")
+
+	_, err = nats.Connect(e.URL())
+	require.Error(t, err, "the server wants the token")
+	nc, err := nats.Connect(e.URL(), nats.Token("s3cret"))
+	require.NoError(t, err)
+	defer nc.Close()
+	c, err := NewClient(nc, "ts", WithPrefix("team1"))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Request(ctxFor(t, 20*time.Second), "test/echo", nil)
+	require.NoError(t, err)
+	other, err := NewClient(nc, "ts") // the default prefix: nobody serves it there
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = other.Request(ctxFor(t, 20*time.Second), "test/echo", nil)
+	require.ErrorIs(t, err, ErrNoHost)
+}

@@ -116,8 +116,17 @@ func writeConfig(t *testing.T, name string, flags ...string) string {
 // returns once it serves (within 60 s).
 func startNode(t *testing.T, url, config string, args ...string) *node {
 	t.Helper()
+	return startNodeEnv(t, nil, url, config, args...)
+}
+
+// startNodeEnv is startNode with extra environment variables.
+func startNodeEnv(t *testing.T, env []string, url, config string, args ...string) *node {
+	t.Helper()
 	bin := snodoBin(t)
 	cmd := exec.Command(bin, append([]string{"node", "--config", config, "--nats", url}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	n := &node{t: t, cmd: cmd, stderr: &syncBuffer{}, waited: make(chan struct{})}
