@@ -145,3 +145,11 @@ func waitTimeoutError(method string, waited time.Duration) error {
 		fmt.Sprintf("%s: no server came back within %s while a restart was under way; raise the Timeout request option or WithMaxWait", method, waited.Round(time.Millisecond)),
 		snodo.ErrTimeout, ErrRestarting)
 }
+
+// startWaitTimeoutError is what a call waiting for a starting pool gets
+// when no member came up within its timeout.
+func startWaitTimeoutError(method string, waited time.Duration) error {
+	return snodo.NewLocalError(snodo.CodeTimeout,
+		fmt.Sprintf("%s: no pool member came up within %s while the pool was starting; raise the Timeout request option or WithMaxWait", method, waited.Round(time.Millisecond)),
+		snodo.ErrTimeout, ErrStarting)
+}

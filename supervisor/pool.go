@@ -343,7 +343,7 @@ func (p *Pool) pick(ctx context.Context, method string, avoid *Client, timeout t
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-expired:
-			return nil, waitTimeoutError(method, time.Since(t0))
+			return nil, startWaitTimeoutError(method, time.Since(t0))
 		}
 	}
 }

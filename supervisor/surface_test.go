@@ -188,3 +188,42 @@ func TestLoggingLevelSurvivesARestart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), `"io.modelcontextprotocol/logLevel":"warning"`)
 }
+
+// Calls made before a StartPool pool is ready follow the stated rule:
+// with FailFast they fail at once (ErrStarting); otherwise they wait, for
+// at most their timeout, and then succeed once a member is up.
+func TestCallsBeforeAPoolIsReady(t *testing.T) {
+	// A server silent on server/discover: each member takes the probe
+	// timeout to start.
+	cmd, args := testutil.Server(t, "-silent-discover")
+	slow := WithConnectOptions(snodo.WithProbeTimeout(400 * time.Millisecond))
+	sys := snodoactor.Shared()
+	ready := make(chan *PoolReady, 2)
+	owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		if r, ok := ctx.Message().(*PoolReady); ok {
+			ready <- r
+		}
+	}))
+	defer sys.Root.Stop(owner)
+
+	ff, err := StartPool(t.Context(), sys, owner, cmd, args, 1, fast, slow, FailFast())
+	require.NoError(t, err)
+	_, err = ff.Request(t.Context(), "test/echo", nil)
+	require.ErrorIs(t, err, ErrStarting)
+	require.ErrorIs(t, err, snodo.ErrConnectionClosed)
+
+	p, err := StartPool(t.Context(), sys, owner, cmd, args, 1, fast, slow)
+	require.NoError(t, err)
+	_, err = p.Request(t.Context(), "test/echo", nil, snodo.Timeout(50*time.Millisecond))
+	require.ErrorIs(t, err, ErrStarting)
+	require.ErrorIs(t, err, snodo.ErrTimeout)
+	_, err = p.Request(t.Context(), "test/echo", nil) // waits for the member
+	require.NoError(t, err)
+	for range 2 {
+		require.NoError(t, (<-ready).Err)
+	}
+	require.NoError(t, ff.Close())
+	require.NoError(t, p.Close())
+	<-ff.Done()
+	<-p.Done()
+}
