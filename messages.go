@@ -122,7 +122,7 @@ type CallHandler struct {
 // Handle answers ctx's message if it is a call message, and reports
 // whether it was. Call it from the actor's Receive.
 func (h *CallHandler) Handle(ctx protoactor.Context) bool {
-	sys := ctx.ActorSystem()
+	sys, self := ctx.ActorSystem(), ctx.Self() // the goroutines must not touch ctx
 	switch msg := ctx.Message().(type) {
 	case *Call:
 		to := replyTarget(ctx, msg.ReplyTo, "Call", msg.Method)
@@ -135,7 +135,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 		}
 		go func() {
 			defer h.running.Add(-1)
-			runCall(sys, ctx.Self(), to, msg, h.R)
+			runCall(sys, self, to, msg, h.R)
 		}()
 		return true
 	case *ToolCall:
@@ -149,7 +149,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 		}
 		go func() {
 			defer h.running.Add(-1)
-			runToolCall(sys, ctx.Self(), to, msg, h.R)
+			runToolCall(sys, self, to, msg, h.R)
 		}()
 		return true
 	}
