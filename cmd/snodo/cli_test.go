@@ -199,6 +199,13 @@ func TestRequest(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "{\n  \"pid\": ") {
 		t.Fatalf("human output is not indented JSON:\n%s", r.stdout)
 	}
+	// Multi-line params reach the server as one line (it would otherwise
+	// get fragments and the request would time out).
+	r = snodo(t, against(t, []string{"--json", "--timeout", "5s", "request", "test/echo", "{\n  \"x\": [\n    1,\n    2\n  ]\n}"})...).want(t, 0)
+	r.decode(t, &v)
+	if len(v.X) != 2 {
+		t.Fatalf("multi-line params: result %s", r.stdout)
+	}
 }
 
 func TestRequestServerError(t *testing.T) {
