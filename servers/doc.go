@@ -33,7 +33,8 @@
 //
 // Servers marked "disabled": true and servers of another transport (a
 // "url", or a "type" other than "stdio") are skipped with a warning. Keys
-// snodo does not know are logged as warnings, never silently ignored, and
+// snodo does not know are warnings, never silently ignored: the package
+// logs nothing, it returns them in File.Warnings for you to show, and
 // a malformed file is an error that names the file, the server and the
 // field.
 //

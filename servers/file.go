@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -23,7 +22,8 @@ type File struct {
 	// Skipped names each server left out and says why.
 	Skipped map[string]string
 	// Warnings are the keys snodo did not use and the servers it skipped,
-	// one line each, as they were logged.
+	// one line each. The package logs nothing: show them to your user
+	// (the snodo CLI prints them on stderr).
 	Warnings []string
 }
 
@@ -84,7 +84,8 @@ func (e *FileError) Error() string {
 func (e *FileError) Unwrap() error { return e.Err }
 
 // Load reads and parses the server file at path. Relative "cwd" values
-// are resolved against the file's directory.
+// are resolved against the file's directory. Show File.Warnings to your
+// user: Load logs nothing.
 func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -105,8 +106,8 @@ func Load(path string) (*File, error) {
 
 // Parse parses a server file's contents; name is used in errors and
 // warnings. It accepts the top key "mcpServers" or "servers" (not both).
-// Keys it does not use are logged as warnings on slog.Default() and kept
-// in File.Warnings; they are never silently ignored.
+// Keys it does not use are never silently ignored: each is a line of
+// File.Warnings, for the caller to show (nothing is logged).
 func Parse(name string, data []byte) (*File, error) {
 	p := parser{f: &File{Path: name, Skipped: map[string]string{}}}
 	if err := p.file(data); err != nil {
@@ -151,7 +152,6 @@ func (p *parser) fail(server, field string, format string, args ...any) error {
 func (p *parser) warn(server, field, msg string) {
 	line := (&FileError{File: p.f.Path, Server: server, Field: field, Err: errors.New(msg)}).Error()
 	p.f.Warnings = append(p.f.Warnings, line)
-	slog.Warn("snodo servers: " + line)
 }
 
 func (p *parser) file(data []byte) error {

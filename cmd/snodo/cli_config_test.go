@@ -40,6 +40,13 @@ func TestConfigServerRunsTheNamedServer(t *testing.T) {
 	}
 	snodo(t, "--config", cfg, "--server", "modern", "call", "echo", `{"message":"hi"}`).want(t, 0)
 
+	// The file's warnings go to stderr, once, and the command still runs.
+	warned := writeConfig(t, `, "x": {"command": "y", "colour": "blue"}`)
+	r = snodo(t, "--config", warned, "--server", "legacy", "info").want(t, 0)
+	if strings.Count(r.stderr, "warning:") != 1 || !strings.Contains(r.stderr, `server "x": "colour"`) {
+		t.Errorf("the unknown key is not warned about on stderr once:\n%s", r.stderr)
+	}
+
 	r = snodo(t, "--config", cfg, "--server", "nope", "tools").want(t, 1)
 	r.oneErrorLine(t, `server "nope": no such server`, `"modern"`)
 	r = snodo(t, "--server", "modern", "tools").want(t, 2)

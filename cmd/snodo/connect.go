@@ -55,7 +55,7 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 
 // named is the --server NAME of the --config file.
 func (s *session) named() (*servers.Server, error) {
-	file, err := servers.Load(s.cfg.configFile)
+	file, err := loadFile(s.cfg.configFile, s.io.err)
 	if err != nil {
 		return nil, err
 	}

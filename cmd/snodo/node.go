@@ -28,7 +28,7 @@ func runNode(cfg *config, sio stdio) int {
 		fmt.Fprintf(sio.err, "snodo node: %v\n", err)
 		return exitFailure
 	}
-	file, err := servers.Load(cfg.configFile)
+	file, err := loadFile(cfg.configFile, sio.err)
 	if err != nil {
 		return fail(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sync"
@@ -32,7 +33,7 @@ func runServers(cfg *config, sio stdio) int {
 	s := &session{cfg: cfg, io: sio}
 	ctx, printTrace := s.trace(ctx)
 	defer printTrace()
-	file, err := servers.Load(cfg.configFile)
+	file, err := loadFile(cfg.configFile, sio.err)
 	if err != nil {
 		return s.exitCode(ctx, err)
 	}
@@ -92,4 +93,18 @@ func (s *session) probeServer(ctx context.Context, spec *servers.Server, opts []
 	}
 	line.Tools = len(tools)
 	return line
+}
+
+// loadFile loads the --config file and prints its warnings (keys snodo
+// does not use, servers it skips) on stderr, one line each: the servers
+// package only returns them.
+func loadFile(path string, errOut io.Writer) (*servers.File, error) {
+	file, err := servers.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range file.Warnings {
+		fmt.Fprintf(errOut, "snodo: warning: %s\n", w)
+	}
+	return file, nil
 }
