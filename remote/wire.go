@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/snodo/snodo/internal/telemetry"
 )
 
 // The wire. A call is one NATS request whose payload is the JSON-RPC
@@ -90,10 +91,6 @@ func subjectsOf(prefix, name string) subjects {
 // controlSubject is a host's own subject for subscription keep-alives.
 func controlSubject(prefix, hostID string) string { return prefix + "._host." + hostID }
 
-// traceContext is the W3C trace context propagator: traceparent and
-// tracestate headers.
-var traceContext = propagation.TraceContext{}
-
 // headerCarrier adapts NATS headers to the OpenTelemetry propagation API.
 type headerCarrier nats.Header
 
@@ -107,15 +104,20 @@ func (h headerCarrier) Keys() []string {
 	return keys
 }
 
-// injectTrace puts ctx's trace context, if any, into h.
-func injectTrace(ctx context.Context, h nats.Header) { traceContext.Inject(ctx, headerCarrier(h)) }
+// injectTrace puts ctx's trace context, if any, into h, with the
+// propagator the whole library uses (telemetry.Propagator: the global one
+// once the program sets it, so baggage crosses too; W3C trace context
+// otherwise).
+func injectTrace(ctx context.Context, h nats.Header) {
+	telemetry.Propagator().Inject(ctx, headerCarrier(h))
+}
 
 // extractTrace returns ctx carrying the trace context found in h.
 func extractTrace(ctx context.Context, h nats.Header) context.Context {
 	if h == nil {
 		return ctx
 	}
-	return traceContext.Extract(ctx, headerCarrier(h))
+	return telemetry.Propagator().Extract(ctx, headerCarrier(h))
 }
 
 func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
