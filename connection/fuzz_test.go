@@ -167,6 +167,7 @@ func FuzzRoute(f *testing.F) {
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s1"}}`,
 		`{"jsonrpc":"2.0","id":"s1","method":"roots/list"}`,
 		`{"jsonrpc":"2.0","id":null,"method":"roots/list"}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":{\"a\"\r:\r1},\"method\":\"roots/list\"}",
 		`{"jsonrpc":"2.0","method":"notifications/message","params":[1,2]}`,
 		"not json\n\n[1]\n{}",
 	} {
@@ -198,6 +199,22 @@ func FuzzRoute(f *testing.F) {
 					}
 				case jsonrpc.KindNotification:
 					mayComplete[3] = true // the stream's teardown, when the params say so
+				case jsonrpc.KindRequest:
+					// The answer echoes the server's id: still one JSON
+					// value on one line.
+					id, err := jsonrpc.OneLine(env.ID) // as routeServerRequest does
+					if err != nil {
+						t.Fatalf("Scan accepted an id that is not JSON: %q", env.ID)
+					}
+					for _, ans := range [][]byte{
+						jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no"}),
+						jsonrpc.AppendResult(nil, id, []byte(`{}`)),
+					} {
+						body, ok := bytes.CutSuffix(ans, []byte("\n"))
+						if !ok || !json.Valid(body) || bytes.ContainsAny(body, "\r\n") {
+							t.Fatalf("answer to %q is not one JSON value on one line: %q", line, ans)
+						}
+					}
 				}
 			}
 			c.route(line)

@@ -163,8 +163,12 @@ func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) (handedOver boo
 }
 
 func (c *Conn) routeServerRequest(env *jsonrpc.Envelope) {
+	id := env.ID
+	if compact, err := jsonrpc.OneLine(id); err == nil { // the answer echoes it: no '\r' inside
+		id = compact
+	}
 	req := &handlers.Request{
-		ID:     bytes.Clone(env.ID),
+		ID:     bytes.Clone(id),
 		Method: env.MethodName(),
 		Params: bytes.Clone(env.Params),
 	}
