@@ -54,6 +54,7 @@ type Client struct {
 
 	tel            *telemetry.Telemetry // tracer and instruments (telemetry.go)
 	meters         *telemetry.Conn      // this client's measurements; nil when metrics are off
+	site           site                 // where its requests are traced and measured (send)
 	sessionVersion atomic.Pointer[string]
 	era            atomic.Pointer[string] // for log records, once settled
 }

@@ -112,6 +112,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	c.tel = telemetry.New(cfg.tracerProvider, cfg.meterProvider)
 	c.meters = c.tel.ForConn(cfg.conn.Command)
 	cfg.conn.Metrics = c.meters
+	c.site = site{tel: c.tel, meters: c.meters, transport: telemetry.TransportPipe, version: c.version}
 	if cfg.conn.Logger != nil {
 		cfg.conn.Logger = slog.New(eraHandler{Handler: cfg.conn.Logger.Handler(), era: &c.era})
 	}

@@ -53,11 +53,22 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	}
 }
 
+// site is where requests are traced and measured: a Client (its server,
+// over a pipe), or a Requester wrapped with Instrument (a server reached
+// some other way). Every request of either passes through its begin and
+// op.end: the one place operations are traced and measured.
+type site struct {
+	tel       *telemetry.Telemetry
+	meters    *telemetry.Conn
+	transport string        // network.transport
+	version   func() string // the negotiated protocol version; nil or "" when unknown
+}
+
 // op is one traced or measured operation: one request (each
 // input_required round is a request of its own). It exists only when
 // tracing or metrics are on.
 type op struct {
-	c         *Client
+	s         *site
 	method    string
 	target    string // tool or prompt name, or resource URI
 	span      trace.Span
@@ -73,12 +84,12 @@ type op struct {
 // returns its arguments and a nil op, allocating nothing. params for
 // tools/call, prompts/get and resources/read are marshalled here, once,
 // to read the target (the connection passes the bytes through).
-func (c *Client) begin(ctx context.Context, method string, params any, opts *connection.CallOptions) (context.Context, *op, any, *connection.CallOptions) {
-	tracing, metering := c.tel.Tracing(), c.meters.Live()
+func (s *site) begin(ctx context.Context, method string, params any, opts *connection.CallOptions) (context.Context, *op, any, *connection.CallOptions) {
+	tracing, metering := s.tel.Tracing(), s.meters.Live()
 	if !tracing && !metering {
 		return ctx, nil, params, opts
 	}
-	o := &op{c: c, method: method, metering: metering, start: time.Now()}
+	o := &op{s: s, method: method, metering: metering, start: time.Now()}
 	o.target, params = target(method, params)
 	if opts != nil {
 		o.opts = *opts
@@ -95,7 +106,7 @@ func (c *Client) begin(ctx context.Context, method string, params any, opts *con
 		if o.target != "" && method != "resources/read" { // a URI would make span names high-cardinality
 			name += " " + o.target
 		}
-		ctx, o.span = c.tel.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+		ctx, o.span = s.tel.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
 		o.recording = o.span.IsRecording()
 		if o.recording {
 			o.span.SetAttributes(o.attributes()...)
@@ -107,7 +118,7 @@ func (c *Client) begin(ctx context.Context, method string, params any, opts *con
 			}
 		}
 	}
-	c.meters.RequestStarted(ctx)
+	s.meters.RequestStarted(ctx)
 	return ctx, o, params, &o.opts
 }
 
@@ -136,13 +147,20 @@ func target(method string, params any) (string, any) {
 	return name, json.RawMessage(raw)
 }
 
+func (s *site) protocolVersion() string {
+	if s.version == nil {
+		return ""
+	}
+	return s.version()
+}
+
 // attributes are the span and metric attributes known before the answer.
 func (o *op) attributes() []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs,
 		attribute.String(telemetry.AttrMethodName, o.method),
-		attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe))
-	if v := o.c.version(); v != "" {
+		attribute.String(telemetry.AttrNetworkTransport, o.s.transport))
+	if v := o.s.protocolVersion(); v != "" {
 		attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
 	}
 	if o.target != "" {
@@ -211,7 +229,7 @@ func (o *op) end(ctx context.Context, raw json.RawMessage, err error) {
 		}
 		o.span.End()
 	}
-	o.c.meters.RequestEnded(ctx)
+	o.s.meters.RequestEnded(ctx)
 	if o.metering {
 		attrs := slices.DeleteFunc(o.attributes(), func(kv attribute.KeyValue) bool {
 			return kv.Key == telemetry.AttrResourceURI // opt-in for metrics: high cardinality
@@ -222,7 +240,7 @@ func (o *op) end(ctx context.Context, raw json.RawMessage, err error) {
 				attrs = append(attrs, attribute.String(telemetry.AttrRPCStatusCode, statusCode))
 			}
 		}
-		o.c.meters.Operation(ctx, time.Since(o.start).Seconds(), attrs)
+		o.s.meters.Operation(ctx, time.Since(o.start).Seconds(), attrs)
 	}
 }
 
@@ -267,7 +285,7 @@ func classify(method string, raw json.RawMessage, err error) (errType, statusCod
 // Client passes (typed calls, Request, supervisors and pools, the era
 // negotiation).
 func (c *Client) send(ctx context.Context, method string, params any, meta []byte, opts *connection.CallOptions) (json.RawMessage, error) {
-	ctx, o, params, opts := c.begin(ctx, method, params, opts)
+	ctx, o, params, opts := c.site.begin(ctx, method, params, opts)
 	if o == nil {
 		return c.conn.RequestMeta(ctx, method, params, meta, opts)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/telemetry"
 )
 
 // Errors of remote calls, for errors.Is. Both come as -32000 *snodo.Error
@@ -45,15 +46,16 @@ const progressQueue = 16
 type Client struct {
 	snodo.Calls // every typed call: ListTools, CallTool (input_required rounds answered here), ReadResource, …
 
-	nc    *nats.Conn
-	owned bool // Dial opened nc: Close closes it
-	name  string
-	cfg   config
-	subj  subjects
-	inbox string // "_INBOX.<nuid>." — every reply of this client
-	sub   *nats.Subscription
-	seq   atomic.Int64
-	era   atomic.Int32 // snodo.Era learnt from replies; 0 until then
+	traced snodo.Requester // wire, traced and measured by snodo.Instrument: what Request calls
+	nc     *nats.Conn
+	owned  bool // Dial opened nc: Close closes it
+	name   string
+	cfg    config
+	subj   subjects
+	inbox  string // "_INBOX.<nuid>." — every reply of this client
+	sub    *nats.Subscription
+	seq    atomic.Int64
+	era    atomic.Int32 // snodo.Era learnt from replies; 0 until then
 
 	mu     sync.Mutex
 	calls  map[string]*pending
@@ -83,6 +85,7 @@ func NewClient(nc *nats.Conn, name string, opts ...Option) (*Client, error) {
 		calls: map[string]*pending{},
 		subs:  map[string]*Subscription{},
 	}
+	c.traced = snodo.Instrument(wire{c}, cfg.tracers, cfg.meters, telemetry.TransportTCP, name)
 	c.Calls = snodo.NewCalls(c)
 	if c.sub, err = nc.Subscribe(c.inbox+"*", c.dispatch); err != nil {
 		return nil, fmt.Errorf("remote: subscribing to the reply inbox: %w", err)
@@ -217,7 +220,26 @@ func closedErr(msg string, why ...error) error {
 // the call on its MCP server. A call marked snodo.Idempotent whose host
 // went away is sent once more, to a surviving host, within what is left
 // of its timeout.
+//
+// Each request is one CLIENT span and one operation measured (see
+// WithTracerProvider), made where a local snodo.Client makes its own.
 func (c *Client) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
+	return c.traced.Request(ctx, method, params, opts...)
+}
+
+// wire is the Client's requests as they go over NATS, untraced: what
+// snodo.Instrument wraps.
+type wire struct{ c *Client }
+
+func (w wire) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
+	return w.c.request(ctx, method, params, opts)
+}
+func (w wire) Era() snodo.Era                     { return w.c.Era() }
+func (w wire) InputHandling() snodo.InputHandling { return w.c.InputHandling() }
+
+// request sends the call, again to another host when the first refused
+// it before it ran or (for an idempotent call) went away.
+func (c *Client) request(ctx context.Context, method string, params any, opts []snodo.RequestOption) (json.RawMessage, error) {
 	o := snodo.SettingsOf(opts...)
 	raw, err := jsonrpc.Marshal(params)
 	if err == nil && c.cfg.meta != nil {

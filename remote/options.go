@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/supervisor"
@@ -35,6 +37,8 @@ type config struct {
 	handler   snodo.ServerRequestHandler
 	maxRounds int
 	meta      map[string]json.RawMessage // WithClientCapabilities: merged into every request's _meta
+	tracers   trace.TracerProvider       // nil: the global provider
+	meters    metric.MeterProvider       // nil: the global provider
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -152,6 +156,36 @@ func WithClientCapabilities(caps snodo.ClientCapabilities) Option {
 			return fmt.Errorf("remote: WithClientCapabilities: %w", err)
 		}
 		c.meta = map[string]json.RawMessage{"io.modelcontextprotocol/clientCapabilities": b}
+		return nil
+	}
+}
+
+// WithTracerProvider makes the client's spans with tp: one CLIENT span
+// per request, made by the same code as a local snodo.Client's
+// (snodo.Instrument), with network.transport "tcp"; its trace context
+// crosses to the host in NATS headers, so the host's spans are its
+// children. Default: the global provider, followed as it changes. Hosts
+// trace with their pools' own snodo.WithTracerProvider. Callers.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) error {
+		if tp == nil {
+			return errors.New("remote: WithTracerProvider: nil provider")
+		}
+		c.tracers = tp
+		return nil
+	}
+}
+
+// WithMeterProvider records the client's mcp.client.operation.duration
+// (network.transport "tcp") and requests in flight (snodo.server.name:
+// the served name) with mp, as a local snodo.Client does. Default: the
+// global provider. Callers.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) error {
+		if mp == nil {
+			return errors.New("remote: WithMeterProvider: nil provider")
+		}
+		c.meters = mp
 		return nil
 	}
 }

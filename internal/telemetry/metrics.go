@@ -86,11 +86,24 @@ func ConnAttributes(command string) []attribute.KeyValue {
 // provider still the default no-op, the instruments it returns forward
 // to whatever provider is set later, and counting costs an atomic load.
 func (t *Telemetry) ForConn(command string) *Conn {
+	return t.forAttrs(ConnAttributes(command))
+}
+
+// ForEndpoint is ForConn for a server reached over transport
+// (network.transport) under name (snodo.server.name) rather than run as
+// a child process.
+func (t *Telemetry) ForEndpoint(transport, name string) *Conn {
+	return t.forAttrs([]attribute.KeyValue{
+		attribute.String(AttrNetworkTransport, transport),
+		attribute.String(AttrServerName, name),
+	})
+}
+
+func (t *Telemetry) forAttrs(attrs []attribute.KeyValue) *Conn {
 	if t == nil || t.meters == nil {
 		return nil
 	}
 	m := t.meters
-	attrs := ConnAttributes(command)
 	set := func(extra ...attribute.KeyValue) metric.MeasurementOption {
 		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), attrs...), extra...)...))
 	}

@@ -24,6 +24,7 @@ const (
 	MetricSessionDuration   = "mcp.client.session.duration"
 
 	TransportPipe       = "pipe"         // network.transport of stdio
+	TransportTCP        = "tcp"          // network.transport of a server reached over the network (NATS)
 	OperationExecute    = "execute_tool" // gen_ai.operation.name of tools/call
 	ErrorTypeToolError  = "tool_error"   // error.type of a result with isError set
 	ErrorTypeOther      = "_OTHER"       // error.type when nothing more precise applies
@@ -41,6 +42,7 @@ const (
 // cause from a short fixed list.
 const (
 	AttrServerCommand = "snodo.server.command" // base name of the server program
+	AttrServerName    = "snodo.server.name"    // the name a server is reached by elsewhere (a remote client's served name)
 	AttrEra           = "snodo.era"            // "modern" or "legacy"
 	AttrExitCause     = "snodo.exit.cause"     // why a connection stopped
 	AttrDropReason    = "snodo.drop.reason"    // why a notification was dropped

@@ -1,0 +1,61 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/telemetry"
+)
+
+// Instrument returns r with each of its requests traced and measured
+// exactly as a Client's own requests are, by the same code: a CLIENT span
+// named after the MCP method and the tool or prompt (a child of the span
+// in the caller's ctx; r's Request runs under it, so the trace context r
+// propagates is this span's), its attributes, progress and
+// input_required events, error.type and status, and the
+// mcp.client.operation.duration and requests-in-flight metrics.
+//
+// It is for a Requester that reaches its servers some other way than
+// through a Client: the remote package's client wraps its requests with
+// it. A supervised client or a pool needs none: every request of theirs
+// is a request of a member Client, traced there. transport is the
+// network.transport attribute ("tcp" for a server across a network) and
+// server names the server in metrics (snodo.server.name). tp and mp nil
+// mean the global providers, followed as they change; with the default
+// no-op ones a request costs nothing more.
+func Instrument(r Requester, tp trace.TracerProvider, mp metric.MeterProvider, transport, server string) Requester {
+	tel := telemetry.New(tp, mp)
+	return &instrumented{r: r, site: site{tel: tel, meters: tel.ForEndpoint(transport, server), transport: transport}}
+}
+
+// instrumented is a Requester whose requests go through a site.
+type instrumented struct {
+	r    Requester
+	site site
+}
+
+func (in *instrumented) Request(ctx context.Context, method string, params any, opts ...RequestOption) (json.RawMessage, error) {
+	var co *connection.CallOptions
+	if len(opts) > 0 {
+		co = &connection.CallOptions{OnProgress: SettingsOf(opts...).OnProgress}
+	}
+	ctx, o, params, co := in.site.begin(ctx, method, params, co)
+	if o == nil {
+		return in.r.Request(ctx, method, params, opts...)
+	}
+	if co != nil && co.OnProgress != nil {
+		// The op's progress events, then the caller's function: the last
+		// OnProgress wins.
+		opts = append(opts[:len(opts):len(opts)], OnProgress(co.OnProgress))
+	}
+	raw, err := in.r.Request(ctx, method, params, opts...)
+	o.end(ctx, raw, err)
+	return raw, err
+}
+
+func (in *instrumented) Era() Era                     { return in.r.Era() }
+func (in *instrumented) InputHandling() InputHandling { return in.r.InputHandling() }
