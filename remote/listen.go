@@ -9,9 +9,11 @@ import (
 	"sync"
 	"time"
 
+	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
 
 	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/subscription"
 )
@@ -40,6 +42,8 @@ type Subscription struct {
 	events chan snodo.Event
 	quit   chan error // Close and Client.Close: why
 	done   chan struct{}
+	actor  *protoactor.PID // ListenTo, or nil
+	sys    *protoactor.ActorSystem
 
 	mu      sync.Mutex
 	acked   snodo.Filter
@@ -53,15 +57,21 @@ type Subscription struct {
 // of the name and returns once the host's MCP server acknowledged it. ctx
 // is the subscription's owner: when it is done, the host is told to
 // cancel it, as on Close. snodo.MaxQueuedEvents bounds the events waiting
-// for the reader (default 1024); snodo.ListenTo is not supported: read
-// Events and forward them to the actor.
+// for the reader (default 1024).
+//
+// With snodo.ListenTo(pid) the events go to the actor instead, as for a
+// supervised or pooled subscription: *snodo.SubscriptionEvent messages
+// in order (the host's resubscribed markers included), then one
+// *snodo.SubscriptionEnded with Err, sent once Done is closed; Events
+// only closes. Their Subscription field is nil: the server's
+// subscription lives on the host (give each subscription an actor of
+// its own to tell them apart). pid lives in the client's actor system
+// (WithActorSystem); the subscription watches it and is cancelled on
+// the host when it terminates (Err wraps snodo.ErrOwnerExited).
 func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
 	o, err := snodo.ListenSettingsOf(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("remote: %w", err)
-	}
-	if o.Actor != nil {
-		return nil, errors.New("remote: ListenTo is not supported on a remote subscription; read Events and forward them to the actor")
 	}
 	if o.MaxQueue == 0 {
 		o.MaxQueue = subscription.DefaultMaxQueue
@@ -72,6 +82,14 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 		events: make(chan snodo.Event, o.MaxQueue),
 		quit:   make(chan error, 1),
 		done:   make(chan struct{}),
+		actor:  o.Actor,
+	}
+	if s.actor != nil {
+		s.events = make(chan snodo.Event) // nothing is sent on it: it only closes
+		s.sys = c.cfg.system
+		if s.sys == nil {
+			s.sys = snodoactor.Shared()
+		}
 	}
 	token, err := c.register(nil, s)
 	if err != nil {
@@ -100,7 +118,13 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 		close(s.done) // for a Client.Close racing with this Listen
 		return nil, err
 	}
-	go s.run()
+	var unwatch func()
+	if s.actor != nil {
+		unwatch = snodoactor.WatchOwner(s.sys, s.actor, func() {
+			s.stop(fmt.Errorf("%w: the ListenTo actor terminated", snodo.ErrOwnerExited))
+		})
+	}
+	go s.run(unwatch)
 	return s, nil
 }
 
@@ -168,7 +192,7 @@ func (s *Subscription) deliver(m *nats.Msg) {
 
 // run forwards events, sends keep-alives and watches the host's
 // heartbeats until the subscription ends.
-func (s *Subscription) run() {
+func (s *Subscription) run(unwatch func()) {
 	beat := s.c.cfg.beat
 	silence := time.Duration(missedBeats)*beat + beat/2
 	watchdog := time.NewTimer(silence)
@@ -184,8 +208,13 @@ loop:
 			watchdog.Reset(silence)
 			switch m.Header.Get(hdrKind) {
 			case kindEvent:
+				ev := snodo.Event{Method: m.Header.Get(hdrMethod), Params: m.Data}
+				if s.actor != nil {
+					s.sys.Root.Send(s.actor, &snodo.SubscriptionEvent{Event: ev})
+					continue
+				}
 				select {
-				case s.events <- snodo.Event{Method: m.Header.Get(hdrMethod), Params: m.Data}:
+				case s.events <- ev:
 				default:
 					why = snodo.ErrQueueFull
 					break loop
@@ -208,6 +237,9 @@ loop:
 			break loop
 		}
 	}
+	if unwatch != nil {
+		unwatch()
+	}
 	if tellHost {
 		s.control1(opClose)
 	}
@@ -217,6 +249,9 @@ loop:
 	s.mu.Unlock()
 	close(s.events)
 	close(s.done)
+	if s.actor != nil {
+		s.sys.Root.Send(s.actor, &snodo.SubscriptionEnded{Err: why})
+	}
 }
 
 // control1 sends one control operation to the subscription's host.
@@ -241,6 +276,7 @@ func (s *Subscription) stop(why error) {
 // Events delivers the events in order and is closed once the
 // subscription has ended. A reader that falls behind by more than the
 // queue bound (snodo.MaxQueuedEvents) ends it with snodo.ErrQueueFull.
+// With ListenTo it only closes: the events go to the actor.
 func (s *Subscription) Events() <-chan snodo.Event { return s.events }
 
 // Done is closed once the subscription has ended.
@@ -248,7 +284,8 @@ func (s *Subscription) Done() <-chan struct{} { return s.done }
 
 // Err is why the subscription ended: nil while it runs and after a
 // graceful end; snodo.ErrSubscriptionClosed after Close; snodo.ErrOwnerExited
-// when Listen's ctx is done; snodo.ErrQueueFull; a -32000 wrapping
+// when Listen's ctx is done or the ListenTo actor terminated;
+// snodo.ErrQueueFull; a -32000 wrapping
 // ErrHostGone when the host stopped sending heartbeats, or ErrClientClosed;
 // an error wrapping ErrHostEnded, with the host's reason, when the host
 // ended it.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -37,6 +38,7 @@ type config struct {
 	handler   snodo.ServerRequestHandler
 	maxRounds int
 	meta      map[string]json.RawMessage // WithClientCapabilities: merged into every request's _meta
+	system    *protoactor.ActorSystem    // ListenTo actors; nil: snodo's shared system
 	tracers   trace.TracerProvider       // nil: the global provider
 	meters    metric.MeterProvider       // nil: the global provider
 }
@@ -186,6 +188,19 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 			return errors.New("remote: WithMeterProvider: nil provider")
 		}
 		c.meters = mp
+		return nil
+	}
+}
+
+// WithActorSystem is the actor system of the actors given to
+// snodo.ListenTo on this client's subscriptions (default: the shared
+// system snodo uses when none is given). Callers.
+func WithActorSystem(sys *protoactor.ActorSystem) Option {
+	return func(c *config) error {
+		if sys == nil {
+			return errors.New("remote: WithActorSystem: nil system")
+		}
+		c.system = sys
 		return nil
 	}
 }
