@@ -377,6 +377,13 @@ var ErrSubscribeUnsupported = errors.New("snodo: resources/subscribe does not ex
 // updates arrive through the WithNotificationHandler handler
 // (Notification.ResourceUpdated). In the modern era it fails with
 // ErrSubscribeUnsupported.
+//
+// It is not one of the typed calls of Calls: the subscription belongs to
+// the server process that took it, which sends the updates on its own
+// connection. supervisor.Client (subscribing again after restarts) and
+// supervisor.Pool (keeping each URI on one member) have it as methods of
+// their own; a remote client has none, since the updates would reach the
+// host, never the caller.
 func (c *Client) SubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error {
 	return c.resourceSubscription(ctx, "resources/subscribe", uri, opts)
 }

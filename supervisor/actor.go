@@ -87,6 +87,7 @@ func (a *supervisorActor) connect(ctx protoactor.Context) {
 		c, err := snodo.Connect(s.life, s.command, s.args, opts...)
 		if err == nil {
 			s.applyLevel(c)
+			s.applyResources(c)
 		}
 		if err == nil && !s.adopt(c) {
 			_ = c.Close() // supervision ended meanwhile

@@ -36,18 +36,19 @@ type Pool struct {
 	pid     *protoactor.PID
 	owned   snodoactor.Life // the pool actor's stop reason and owner link
 
-	mu       sync.Mutex
-	members  []*Client
-	serial   int                // names members command#N
-	next     int                // where the least-loaded scan starts (spreads ties)
-	closing  bool               // Close or the owner's end: no new members
-	stopping []*Client          // the members being stopped with the pool
-	starting bool               // the first members are starting: calls wait for them
-	level    snodo.LoggingLevel // SetLoggingLevel's, for members Grow adds
-	changed  chan struct{}      // closed and replaced when members, starting or closing change
-	bg       sync.WaitGroup     // member closers
-	stopped  chan struct{}
-	done     chan struct{}
+	mu        sync.Mutex
+	members   []*Client
+	serial    int                // names members command#N
+	next      int                // where the least-loaded scan starts (spreads ties)
+	closing   bool               // Close or the owner's end: no new members
+	stopping  []*Client          // the members being stopped with the pool
+	starting  bool               // the first members are starting: calls wait for them
+	level     snodo.LoggingLevel // SetLoggingLevel's, for members Grow adds
+	resources map[string]*Client // SubscribeResource's URIs and the member holding each
+	changed   chan struct{}      // closed and replaced when members, starting or closing change
+	bg        sync.WaitGroup     // member closers
+	stopped   chan struct{}
+	done      chan struct{}
 }
 
 // NewPool starts size supervised connections to command (in parallel)
@@ -138,10 +139,11 @@ func newPool(ctx context.Context, command string, args []string, size int, opts 
 	}
 	p := &Pool{
 		ctx: ctx, command: command, args: append([]string(nil), args...), cfg: cfg, sys: sys,
-		starting: true,
-		changed:  make(chan struct{}),
-		stopped:  make(chan struct{}),
-		done:     make(chan struct{}),
+		starting:  true,
+		resources: map[string]*Client{},
+		changed:   make(chan struct{}),
+		stopped:   make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	p.Calls = snodo.NewCalls(p)
 	p.calls = &snodo.CallHandler{R: p}
@@ -214,7 +216,9 @@ func (p *Pool) add(m *Client) error {
 
 // Shrink takes n members out of rotation (the least loaded first), waits
 // for the calls they are running to finish (each bounded by its own
-// timeout), then closes them. At least one member stays.
+// timeout), then closes them. At least one member stays. The resources
+// the closed members held (SubscribeResource) are subscribed on the
+// members that stay; an error says which could not be.
 func (p *Pool) Shrink(n int) error {
 	p.mu.Lock()
 	if n < 1 || n >= len(p.members) {
@@ -235,7 +239,7 @@ func (p *Pool) Shrink(n int) error {
 		})
 	}
 	wg.Wait()
-	return nil
+	return p.moveResources(gone)
 }
 
 // Size is the number of members in rotation.

@@ -1,0 +1,159 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/snodo/snodo"
+)
+
+// Legacy resource subscriptions (resources/subscribe) belong to one
+// server process: its updates arrive on that connection, through the
+// snodo.WithNotificationHandler handler given with WithConnectOptions,
+// and a restarted server knows nothing of them. So they are not typed
+// calls over a Requester (snodo.Calls): a supervised client remembers
+// the URIs it subscribed and subscribes them again on each restarted
+// server, and a pool keeps each URI on one member. A remote client has
+// no such calls: the updates would reach the host's handler, never the
+// caller (use Listen with snodo.Filter.ResourceSubscriptions on modern
+// servers).
+
+// SubscribeResource asks the server to send
+// notifications/resources/updated for uri, as snodo.Client.SubscribeResource
+// does (legacy era; snodo.ErrSubscribeUnsupported in the modern era),
+// waiting through a restart like a call. The subscription survives
+// restarts: the client subscribes uri again on each restarted server
+// (the updates sent in the gap are lost; re-read the resource). The
+// updates arrive through the snodo.WithNotificationHandler handler given
+// with WithConnectOptions. The client remembers one entry per URI
+// subscribed and not yet unsubscribed.
+func (c *Client) SubscribeResource(ctx context.Context, uri string, opts ...snodo.RequestOption) error {
+	return c.subscribeResource(ctx, uri, opts, false)
+}
+
+func (c *Client) subscribeResource(ctx context.Context, uri string, opts []snodo.RequestOption, reserved bool) error {
+	c.s.mu.Lock()
+	_, had := c.s.resources[uri]
+	c.s.resources[uri] = struct{}{} // before the call: a restart during it subscribes it again
+	c.s.mu.Unlock()
+	err := c.resourceCall(ctx, "resources/subscribe", uri, opts, reserved)
+	if err != nil && !had {
+		c.s.mu.Lock()
+		delete(c.s.resources, uri)
+		c.s.mu.Unlock()
+	}
+	return err
+}
+
+// UnsubscribeResource ends a SubscribeResource subscription, on the
+// current server and for later restarts.
+func (c *Client) UnsubscribeResource(ctx context.Context, uri string, opts ...snodo.RequestOption) error {
+	return c.unsubscribeResource(ctx, uri, opts, false)
+}
+
+func (c *Client) unsubscribeResource(ctx context.Context, uri string, opts []snodo.RequestOption, reserved bool) error {
+	c.s.mu.Lock()
+	delete(c.s.resources, uri)
+	c.s.mu.Unlock()
+	return c.resourceCall(ctx, "resources/unsubscribe", uri, opts, reserved)
+}
+
+func (c *Client) resourceCall(ctx context.Context, method, uri string, opts []snodo.RequestOption, reserved bool) error {
+	_, err := call(ctx, c, method, opts, reserved, func(cl *snodo.Client, ro []snodo.RequestOption) (struct{}, error) {
+		if method == "resources/subscribe" {
+			return struct{}{}, cl.SubscribeResource(ctx, uri, ro...)
+		}
+		return struct{}{}, cl.UnsubscribeResource(ctx, uri, ro...)
+	})
+	return err
+}
+
+// applyResources subscribes a new connection to the resources
+// SubscribeResource subscribed, before it takes calls.
+func (s *state) applyResources(c *snodo.Client) {
+	s.mu.Lock()
+	uris := slices.Sorted(maps.Keys(s.resources))
+	s.mu.Unlock()
+	for _, uri := range uris {
+		if err := c.SubscribeResource(s.life, uri); err != nil {
+			s.cfg.logger.Warn("supervisor: could not subscribe the restarted server to a resource again", "uri", uri, "error", err)
+		}
+	}
+}
+
+// SubscribeResource subscribes one member to uri (see
+// Client.SubscribeResource: it survives that member's restarts) and
+// keeps uri on that member: the updates arrive on its connection, through
+// the snodo.WithNotificationHandler handler given with
+// WithConnectOptions, and UnsubscribeResource goes to the same member.
+// Subscribing a URI again goes to the member that has it. When Shrink
+// closes the member, its URIs are subscribed on another member.
+func (p *Pool) SubscribeResource(ctx context.Context, uri string, opts ...snodo.RequestOption) error {
+	m, err := p.resourceMember(ctx, "resources/subscribe", uri, opts)
+	if err != nil {
+		return err
+	}
+	if err := m.subscribeResource(ctx, uri, opts, true); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if slices.Contains(p.members, m) {
+		p.resources[uri] = m
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// UnsubscribeResource ends uri's subscription on the member that holds
+// it (on the least-loaded member when none does: the server answers).
+func (p *Pool) UnsubscribeResource(ctx context.Context, uri string, opts ...snodo.RequestOption) error {
+	m, err := p.resourceMember(ctx, "resources/unsubscribe", uri, opts)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if p.resources[uri] == m {
+		delete(p.resources, uri)
+	}
+	p.mu.Unlock()
+	return m.unsubscribeResource(ctx, uri, opts, true)
+}
+
+// resourceMember reserves the member holding uri, or the least-loaded
+// one.
+func (p *Pool) resourceMember(ctx context.Context, method, uri string, opts []snodo.RequestOption) (*Client, error) {
+	p.mu.Lock()
+	m := p.resources[uri]
+	if m != nil && slices.Contains(p.members, m) {
+		m.s.inflight.Add(1)
+		p.mu.Unlock()
+		return m, nil
+	}
+	p.mu.Unlock()
+	return p.pick(ctx, method, nil, snodo.SettingsOf(opts...).Timeout)
+}
+
+// moveResources subscribes the URIs held by members Shrink closed on the
+// members that stay.
+func (p *Pool) moveResources(gone []*Client) error {
+	p.mu.Lock()
+	var uris []string
+	for uri, m := range p.resources {
+		if slices.Contains(gone, m) {
+			uris = append(uris, uri)
+			delete(p.resources, uri)
+		}
+	}
+	p.mu.Unlock()
+	slices.Sort(uris)
+	var errs []error
+	for _, uri := range uris {
+		if err := p.SubscribeResource(p.ctx, uri); err != nil {
+			errs = append(errs, fmt.Errorf("resource %s moved off a closed member: %w", uri, err))
+		}
+	}
+	return errors.Join(errs...)
+}
