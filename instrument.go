@@ -39,6 +39,9 @@ type instrumented struct {
 }
 
 func (in *instrumented) Request(ctx context.Context, method string, params any, opts ...RequestOption) (json.RawMessage, error) {
+	if !in.site.tel.Tracing() && !in.site.meters.Live() {
+		return in.r.Request(ctx, method, params, opts...) // nothing to record: no option is read
+	}
 	var co *connection.CallOptions
 	if len(opts) > 0 {
 		co = &connection.CallOptions{OnProgress: SettingsOf(opts...).OnProgress}

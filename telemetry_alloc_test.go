@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -56,3 +57,41 @@ func TestTelemetryDroppingSamplerRecordsNothing(t *testing.T) {
 	_, err = c.Request(t.Context(), "test/echo", json.RawMessage(`{}`))
 	require.NoError(t, err)
 }
+
+// Instrument, with no provider set, adds no allocation to the requests
+// of the Requester it wraps.
+func TestInstrumentOffAddsNoAllocation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures allocations")
+	}
+	cmd, args := testutil.Server(t, "-fast")
+	c, err := Connect(t.Context(), cmd, args)
+	require.NoError(t, err)
+	defer func() { _ = c.Close(); <-c.Done() }()
+	direct := opaque(c) // both through the interface, as Calls calls them
+	wrapped := Instrument(c, nil, nil, "tcp", "test")
+	params := json.RawMessage(`{"a":1}`)
+	ctx := context.Background()
+	opt := Timeout(time.Minute)
+	plain := func() {
+		_, err := direct.Request(ctx, "test/echo", params, opt)
+		require.NoError(t, err)
+	}
+	instrumented := func() {
+		_, err := wrapped.Request(ctx, "test/echo", params, opt)
+		require.NoError(t, err)
+	}
+	for range 100 {
+		plain()
+		instrumented()
+	}
+	base := testing.AllocsPerRun(1000, plain)
+	got := testing.AllocsPerRun(1000, instrumented)
+	require.LessOrEqual(t, got, base, "Instrument(…).Request allocates %.2f per call, the Client %.2f", got, base)
+}
+
+// opaque hides r's type from the compiler, so that calls through it are
+// interface calls, as Calls makes them.
+//
+//go:noinline
+func opaque(r Requester) Requester { return r }
