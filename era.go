@@ -149,18 +149,14 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 }
 
 // checkOwner refuses, before anything starts, a WithOwner actor that the
-// connection's actor system does not know: it could never be watched, and
-// the connection would close at once as if the owner had exited.
+// connection's actor system does not know (snodoactor.CheckOwner).
 func checkOwner(cfg *connection.Config) error {
-	if cfg.Owner == nil {
-		return nil
-	}
 	sys := cfg.System
 	if sys == nil {
 		sys = snodoactor.Shared()
 	}
-	if _, ok := sys.ProcessRegistry.Get(cfg.Owner); !ok {
-		return fmt.Errorf("snodo: WithOwner: actor %s is not alive in the connection's actor system; if it belongs to another system, pass that system with WithActorSystem (if it has stopped, nobody is left to own the connection)", cfg.Owner.Id)
+	if err := snodoactor.CheckOwner(sys, cfg.Owner, "connection"); err != nil {
+		return fmt.Errorf("snodo: %w", err)
 	}
 	return nil
 }

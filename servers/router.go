@@ -73,6 +73,12 @@ func (*RouterReady) IgnoreDeadLetterLogging() {}
 // *RouterReady; ctx owns it too. opts apply to every pool after the
 // file's own. Calls sent before a pool is ready wait for its first
 // member, as described at supervisor.StartPool.
+//
+// The router and its pools run on one actor system: system, or when it
+// is nil the one a supervisor.WithActorSystem among opts names, or else
+// snodo's shared one. opts naming a system other than a non-nil system
+// are an error. The router owns its pools: a supervisor.WithOwner among
+// opts is overridden.
 func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *protoactor.PID, f *File, opts ...supervisor.Option) (*Router, error) {
 	if len(f.Servers) == 0 {
 		return nil, &FileError{File: f.Path, Err: errors.New("no server to start")}
@@ -80,8 +86,20 @@ func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *pro
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
 	}
-	if system == nil {
+	named, err := supervisor.ActorSystemOf(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("servers: %w", err)
+	}
+	switch {
+	case system == nil && named != nil:
+		system = named
+	case system == nil:
 		system = snodoactor.Shared()
+	case named != nil && named != system:
+		return nil, errors.New("servers: StartRouter: supervisor.WithActorSystem names another system than the router's; the router and its pools run on one system (pass it as StartRouter's system, or drop the option)")
+	}
+	if err := snodoactor.CheckOwner(system, owner, "router"); err != nil {
+		return nil, fmt.Errorf("servers: %w", err)
 	}
 	r := &Router{
 		file: f, sys: system, owner: owner, ctx: ctx, opts: opts,
@@ -100,7 +118,9 @@ func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *pro
 
 // NewRouter is StartRouter for code that is not an actor: it returns
 // once every pool has started, or fails with the first errors (and the
-// router closed).
+// router closed). The router runs on the system a
+// supervisor.WithActorSystem among opts names (else snodo's shared one),
+// with its pools.
 func NewRouter(ctx context.Context, f *File, opts ...supervisor.Option) (*Router, error) {
 	r, err := StartRouter(ctx, nil, nil, f, opts...)
 	if err != nil {
@@ -200,7 +220,9 @@ func (r *Router) receive(ctx protoactor.Context) {
 
 func (r *Router) startPools(ctx protoactor.Context) {
 	for _, s := range r.file.Servers {
-		opts := append(s.SupervisorOptions(), r.opts...)
+		// The router's system and ownership come last: the pools run
+		// with the router, whatever opts say.
+		opts := append(append(s.SupervisorOptions(), r.opts...), supervisor.WithActorSystem(r.sys), supervisor.WithOwner(ctx.Self()))
 		p, err := supervisor.StartPool(r.ctx, r.sys, ctx.Self(), s.Command, s.Args, s.Pool, opts...)
 		r.mu.Lock()
 		if err != nil {

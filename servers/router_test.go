@@ -14,6 +14,7 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/servers"
+	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -148,4 +149,30 @@ func TestStoppedRouterStillAnswers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no reply from a stopped router")
 	}
+}
+
+// NewRouter with supervisor.WithActorSystem runs the router and its pools
+// on that one system; StartRouter refuses an option naming a system other
+// than its own, before anything starts.
+func TestNewRouterOnTheCallersSystem(t *testing.T) {
+	sys := snodoactor.NewQuietSystem(nil)
+	t.Cleanup(sys.Shutdown)
+	r, err := servers.NewRouter(t.Context(), twoServers(t), supervisor.WithActorSystem(sys))
+	require.NoError(t, err)
+	_, ok := sys.ProcessRegistry.Get(r.PID())
+	assert.True(t, ok, "the router runs on the system WithActorSystem names")
+	p, err := r.Pool("modern")
+	require.NoError(t, err)
+	_, ok = sys.ProcessRegistry.Get(p.PID())
+	assert.True(t, ok, "its pools run there too")
+	tools, err := p.ListTools(t.Context())
+	require.NoError(t, err)
+	assert.NotEmpty(t, tools)
+	require.NoError(t, r.Close())
+	<-r.Done()
+
+	before := testutil.ChildPIDs()
+	_, err = servers.StartRouter(t.Context(), snodoactor.Shared(), nil, twoServers(t), supervisor.WithActorSystem(sys))
+	require.ErrorContains(t, err, "one system")
+	assert.Subset(t, before, testutil.ChildPIDs(), "nothing may be started")
 }

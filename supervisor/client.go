@@ -53,6 +53,9 @@ func start(ctx context.Context, command string, args []string, cfg *config) (*Cl
 	if sys == nil {
 		sys = snodoactor.Shared()
 	}
+	if err := snodoactor.CheckOwner(sys, cfg.owner, "supervisor"); err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
+	}
 	s := newState(cfg, command, args, sys)
 	c := &Client{s: s}
 	c.Calls = snodo.NewCalls(c)

@@ -196,6 +196,18 @@ func WithActorSystem(sys *protoactor.ActorSystem) Option {
 	}
 }
 
+// ActorSystemOf is the system WithActorSystem names among opts (the last
+// one wins, as when they are applied), or nil when none does. It lets code
+// that builds on supervisors, such as servers.Router, run its own actors
+// on the system its supervisors will run on. Invalid options are an error.
+func ActorSystemOf(opts ...Option) (*protoactor.ActorSystem, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.system, nil
+}
+
 // WithName labels the supervisor in logs and events (LifecycleEvent.Name).
 // Default: the command; pools use "command#N".
 func WithName(name string) Option {

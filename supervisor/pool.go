@@ -137,6 +137,9 @@ func newPool(ctx context.Context, command string, args []string, size int, opts 
 	if sys == nil {
 		sys = snodoactor.Shared()
 	}
+	if err := snodoactor.CheckOwner(sys, cfg.owner, "pool"); err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
+	}
 	p := &Pool{
 		ctx: ctx, command: command, args: append([]string(nil), args...), cfg: cfg, sys: sys,
 		starting:  true,
