@@ -85,8 +85,13 @@ func TestInstrumentOffAddsNoAllocation(t *testing.T) {
 		plain()
 		instrumented()
 	}
-	base := testing.AllocsPerRun(1000, plain)
-	got := testing.AllocsPerRun(1000, instrumented)
+	// The least of three runs each: a goroutine left by an earlier test
+	// may allocate during one.
+	base, got := testing.AllocsPerRun(1000, plain), testing.AllocsPerRun(1000, instrumented)
+	for range 2 {
+		base = min(base, testing.AllocsPerRun(1000, plain))
+		got = min(got, testing.AllocsPerRun(1000, instrumented))
+	}
 	require.LessOrEqual(t, got, base, "Instrument(…).Request allocates %.2f per call, the Client %.2f", got, base)
 }
 
