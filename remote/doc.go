@@ -8,11 +8,16 @@
 // them may take any call (modern MCP calls are stateless). A Client
 // (NewClient, Dial) is a snodo.Requester: raw Request, every typed call
 // through the embedded snodo.Calls (input_required rounds answered by the
-// caller's own handler), and Listen for subscriptions.
+// caller's own handler), and Listen for subscriptions (to the Events
+// channel, or with snodo.ListenTo to an actor). Each request is traced
+// and measured as a local one is (snodo.Instrument: a CLIENT span whose
+// context the host's spans join; WithTracerProvider, WithMeterProvider).
+// Legacy resource subscriptions (SubscribeResource) stay on the host:
+// their updates go to the host's handler, never back to the caller.
 //
 // The payload of a call is its JSON-RPC request, and of its reply the
-// JSON-RPC response; the deadline, the heartbeat interval and the W3C
-// trace context travel in NATS headers. A caller's timeout or cancelled
+// JSON-RPC response; the deadline, the heartbeat interval and the trace
+// context travel in NATS headers. A caller's timeout or cancelled
 // context cancels the call on the host's MCP server; a call on a host
 // that dies fails with -32000 (ErrHostGone) within about 3.5 heartbeat
 // intervals (1.75 s by default); a name nobody serves fails at once with
