@@ -111,15 +111,25 @@ func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error 
 }
 
 // Notify writes a notification and returns once the line is written to
-// the server's stdin.
+// the server's stdin. In the modern era params must be a JSON object (or
+// nil), as for Request: any other value fails locally with -32602
+// (ErrInvalidParams) and nothing is sent.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	if !c.tel.Tracing() {
-		return c.conn.Notify(ctx, method, params)
+		return c.notify(ctx, method, params)
 	}
 	ctx, span := c.notificationSpan(ctx, method)
-	err := c.conn.Notify(ctx, method, params)
+	err := c.notify(ctx, method, params)
 	endNotificationSpan(span, method, err)
 	return err
+}
+
+// notify sends a notification with the era's rule for params.
+func (c *Client) notify(ctx context.Context, method string, params any) error {
+	if c.mcp.era == EraModern {
+		return c.conn.NotifyObject(ctx, method, params, "in the modern era")
+	}
+	return c.conn.Notify(ctx, method, params)
 }
 
 // Close flushes what is already queued for the server, closes its stdin

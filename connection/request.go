@@ -237,12 +237,32 @@ func (c *Conn) cancelOnServer(id int64, reason string) {
 // still queued when Notify gives up is dropped, never sent; one the
 // writer had begun to write may still reach the server.
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	return c.notify(ctx, method, params, "")
+}
+
+// NotifyObject is Notify for an era where params must be a JSON object
+// (or nil): any other value fails with the local -32602 a request's
+// params get when they cannot carry _meta (jsonrpc.RequireObject), and
+// nothing is sent. why ends that error's first clause ("in the modern
+// era").
+func (c *Conn) NotifyObject(ctx context.Context, method string, params any, why string) error {
+	return c.notify(ctx, method, params, why)
+}
+
+// notify writes a notification; a non-empty object says params must be
+// a JSON object, and why.
+func (c *Conn) notify(ctx context.Context, method string, params any, object string) error {
 	if ctx == nil {
 		return nilContextError(method)
 	}
 	p, err := jsonrpc.Marshal(params)
 	if err != nil {
 		return paramsError(method, err)
+	}
+	if object != "" {
+		if err := jsonrpc.RequireObject(p, object); err != nil {
+			return paramsError(method, err)
+		}
 	}
 	// The trace context of ctx goes into params._meta, as for requests.
 	traceCtx := traceMembers(ctx, p)

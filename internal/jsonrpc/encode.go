@@ -225,6 +225,19 @@ func OneLine(raw []byte) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// RequireObject is the one check that params (encoded, one JSON value)
+// are a JSON object, or absent or null, as the modern era's requests
+// (to carry _meta) and notifications need: anything else is a local
+// -32602 saying why (the reason is added to the message) and that
+// nothing was sent.
+func RequireObject(params []byte, why string) error {
+	t := bytes.TrimSpace(params)
+	if len(t) == 0 || t[0] == '{' || bytes.Equal(t, nullLit) {
+		return nil
+	}
+	return NewLocalError(CodeInvalidParams, "params must be a JSON object "+why+", got "+sample(t)+"; nothing was sent: pass an object (a struct, a map, or json.RawMessage(`{…}`))", ErrInvalidParams)
+}
+
 // MergeMeta returns params (a JSON object, or nil) with the given members
 // added to its "_meta" object. Members the caller already put in "_meta"
 // win over the ones given here, so nothing the caller set is lost.
@@ -241,10 +254,10 @@ func MergeMeta(params []byte, members map[string]json.RawMessage) ([]byte, error
 		out, _ := SpliceMeta(params, meta)
 		return out, nil
 	}
-	trimmed := bytes.TrimSpace(params)
-	if trimmed[0] != '{' {
-		return nil, NewLocalError(CodeInvalidParams, "params must be a JSON object to carry _meta, got "+sample(trimmed)+"; nothing was sent: pass an object (a struct, a map, or json.RawMessage(`{…}`))", ErrInvalidParams)
+	if err := RequireObject(params, "to carry _meta"); err != nil {
+		return nil, err
 	}
+	trimmed := bytes.TrimSpace(params)
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &obj); err != nil {
 		return nil, NewLocalError(CodeInvalidParams, "params are not a valid JSON object ("+err.Error()+"); nothing was sent", ErrInvalidParams, err)
