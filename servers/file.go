@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -116,8 +117,9 @@ func Parse(name string, data []byte) (*File, error) {
 	return p.f, nil
 }
 
-// Lookup returns the server called name, or an error listing the names
-// the file has.
+// Lookup returns the server called name. A name the file skipped fails
+// with why it was skipped; a name it does not have fails with an error
+// that lists the names it has (errors.Is ErrUnknownServer).
 func (f *File) Lookup(name string) (*Server, error) {
 	for _, s := range f.Servers {
 		if s.Name == name {
@@ -127,12 +129,26 @@ func (f *File) Lookup(name string) (*Server, error) {
 	if why, ok := f.Skipped[name]; ok {
 		return nil, &FileError{File: f.Path, Server: name, Err: fmt.Errorf("skipped: %s", why)}
 	}
-	names := make([]string, len(f.Servers))
-	for i, s := range f.Servers {
-		names[i] = s.Name
-	}
-	return nil, &FileError{File: f.Path, Server: name, Err: fmt.Errorf("no such server (the file has %q)", names)}
+	return nil, &FileError{File: f.Path, Server: name, Err: &noSuchServer{f: f}}
 }
+
+// noSuchServer is Lookup's error for a name the file does not have.
+type noSuchServer struct{ f *File }
+
+func (e *noSuchServer) Error() string {
+	msg := fmt.Sprintf("no such server (the file has %q", e.f.Names())
+	if len(e.f.Skipped) > 0 {
+		skipped := make([]string, 0, len(e.f.Skipped))
+		for name := range e.f.Skipped {
+			skipped = append(skipped, name)
+		}
+		slices.Sort(skipped)
+		msg += fmt.Sprintf(", and skipped %q", skipped)
+	}
+	return msg + ")"
+}
+
+func (e *noSuchServer) Is(target error) bool { return target == ErrUnknownServer }
 
 // Names are the servers' names in file order.
 func (f *File) Names() []string {

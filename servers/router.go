@@ -59,7 +59,8 @@ type RouterReady struct {
 // it is still answered, with a -32000 (snodo.AnswerDeadCalls).
 func (t *To) WrappedCall() any { return t.Call }
 
-// ErrUnknownServer: a To named a server the router does not have.
+// ErrUnknownServer: a To named a server the router does not have, or
+// File.Lookup a name its file does not have.
 var ErrUnknownServer = errors.New("servers: no such server")
 
 // IgnoreDeadLetterLogging keeps messages for an actor that is gone out of

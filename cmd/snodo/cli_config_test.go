@@ -47,8 +47,13 @@ func TestConfigServerRunsTheNamedServer(t *testing.T) {
 		t.Errorf("the unknown key is not warned about on stderr once:\n%s", r.stderr)
 	}
 
-	r = snodo(t, "--config", cfg, "--server", "nope", "tools").want(t, 1)
-	r.oneErrorLine(t, `server "nope": no such server`, `"modern"`)
+	// An unknown name is a usage error that lists the names the file has.
+	r = snodo(t, "--config", cfg, "--server", "nope", "tools").want(t, 2)
+	for _, want := range []string{`server "nope": no such server`, `"modern" "legacy"`, "snodo -h"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
 	r = snodo(t, "--server", "modern", "tools").want(t, 2)
 	if !strings.Contains(r.stderr, "--server NAME goes with --config FILE") {
 		t.Errorf("usage error: %s", r.stderr)
@@ -96,5 +101,31 @@ func TestTraceServers(t *testing.T) {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
+	}
+}
+
+// A file whose only server is skipped has no server to use: servers says
+// so and fails, and --server naming it says why it was skipped.
+func TestConfigOnlySkippedServers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(path, []byte(`{"mcpServers": {"web": {"type": "http", "url": "http://localhost:1/mcp"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := snodo(t, "--config", path, "servers").want(t, 1)
+	for _, want := range []string{"no server snodo can use", `"web": transport "http"`} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("servers: stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if r.stdout != "" {
+		t.Errorf("servers printed a list: %q", r.stdout)
+	}
+	r = snodo(t, "--config", path, "--server", "web", "tools").want(t, 1)
+	if !strings.Contains(r.stderr, `snodo: `+path+`: server "web": skipped: transport "http"`) {
+		t.Errorf("--server naming a skipped server does not say why:\n%s", r.stderr)
+	}
+	r = snodo(t, "--config", path, "--server", "nope", "tools").want(t, 2)
+	if !strings.Contains(r.stderr, `and skipped ["web"]`) {
+		t.Errorf("the skipped names are not listed:\n%s", r.stderr)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,7 +60,11 @@ func (s *session) named() (*servers.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return file.Lookup(s.cfg.serverName)
+	spec, err := file.Lookup(s.cfg.serverName)
+	if errors.Is(err, servers.ErrUnknownServer) {
+		return nil, &usageError{"--server: " + err.Error()} // its message lists the names the file has
+	}
+	return spec, err // a skipped server: the error says why
 }
 
 // withFile adds the file's options for spec after the flags' (so the

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -25,7 +28,8 @@ type serverLine struct {
 
 // runServers connects to every server of the --config file at once and
 // lists each with its era, version and tool count. A server that fails
-// is listed with its error, and the exit status is 1.
+// is listed with its error, and the exit status is 1; so is a file whose
+// servers are all skipped (it says why).
 func runServers(cfg *config, sio stdio) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -36,6 +40,9 @@ func runServers(cfg *config, sio stdio) int {
 	file, err := loadFile(cfg.configFile, sio.err)
 	if err != nil {
 		return s.exitCode(ctx, err)
+	}
+	if len(file.Servers) == 0 {
+		return s.exitCode(ctx, noUsableServer(file))
 	}
 	opts, err := s.options()
 	if err != nil {
@@ -107,4 +114,22 @@ func loadFile(path string, errOut io.Writer) (*servers.File, error) {
 		fmt.Fprintf(errOut, "snodo: warning: %s\n", w)
 	}
 	return file, nil
+}
+
+// noUsableServer says that a file has no server snodo can start, and why
+// each was skipped (the warnings above say it too, one line each).
+func noUsableServer(file *servers.File) error {
+	if len(file.Skipped) == 0 {
+		return &servers.FileError{File: file.Path, Err: errors.New("no server to start")}
+	}
+	names := make([]string, 0, len(file.Skipped))
+	for name := range file.Skipped {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	whys := make([]string, len(names))
+	for i, name := range names {
+		whys[i] = fmt.Sprintf("%q: %s", name, file.Skipped[name])
+	}
+	return &servers.FileError{File: file.Path, Err: fmt.Errorf("no server snodo can use: every one is skipped (%s)", strings.Join(whys, "; "))}
 }
