@@ -284,6 +284,16 @@ func TestProgressLinesWhenNotATerminal(t *testing.T) {
 	if !strings.Contains(r.stderr, "snodo: progress 10/60\n") || strings.Contains(r.stderr, "\r") {
 		t.Fatalf("stderr, want plain progress lines:\n%q", r.stderr)
 	}
+	// 150 updates 10 ms apart give at most one line per 500 ms (the
+	// first at once), and the last update always.
+	start := time.Now()
+	r = snodo(t, against(t, []string{"request", "test/progress", `{"count":150,"intervalMs":10}`})...).want(t, 0)
+	took := time.Since(start)
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if most := int(took/(500*time.Millisecond)) + 2; len(lines) < 2 || len(lines) > most ||
+		lines[0] != "snodo: progress 1/150" || lines[len(lines)-1] != "snodo: progress 150/150" {
+		t.Fatalf("want 2 to %d progress lines (%s), the first and the last update among them, got %d:\n%s", most, took, len(lines), r.stderr)
+	}
 	r = snodo(t, against(t, []string{"--quiet", "call", "slow", `{"ms":60}`})...).want(t, 0)
 	if r.stderr != "" {
 		t.Fatalf("--quiet still printed:\n%s", r.stderr)

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/snodo/snodo"
@@ -13,10 +15,16 @@ import (
 // barCells is the width of the bar itself, in characters.
 const barCells = 24
 
+// lineEvery is how often, at most, progress is written as plain lines
+// (not a terminal): a server may report a hundred updates a second.
+const lineEvery = 500 * time.Millisecond
+
 // progressBar shows a request's progress: a bar redrawn in place on a
-// terminal, a plain line per update anywhere else (a log, a pipe). Its
-// methods run on the goroutine making the request (OnProgress runs there),
-// so it needs no lock.
+// terminal, plain lines anywhere else (a log, a pipe) — at most one per
+// lineEvery, always the latest update, and the last one when the request
+// ends. update and finish run on the goroutine making the request
+// (OnProgress runs there); mu guards the plain lines against the timer
+// that writes a held-back update.
 type progressBar struct {
 	w      io.Writer
 	tty    bool
@@ -25,6 +33,12 @@ type progressBar struct {
 	off    bool   // --quiet
 	keep   bool   // leave the last bar on screen (the demo)
 	drawn  int    // runes of the bar now on screen; 0 when none
+
+	mu      sync.Mutex
+	written time.Time   // when the last plain line was written
+	held    string      // the latest plain line not yet written
+	timer   *time.Timer // writes held once lineEvery has passed
+	ended   bool        // finish ran: the timer writes nothing more
 }
 
 // progress is the progress display for one request of the session.
@@ -53,7 +67,7 @@ func (b *progressBar) update(p snodo.Progress) {
 		if p.Message != "" {
 			line += ": " + p.Message
 		}
-		fmt.Fprintln(b.w, line)
+		b.line(line)
 		return
 	}
 	line := b.prefix + bar(p.Progress, p.Total) + " " + count
@@ -68,9 +82,54 @@ func (b *progressBar) update(p snodo.Progress) {
 	b.drawn = n
 }
 
-// finish ends the display once the request returned: the bar is erased
+// line writes a plain progress line now if lineEvery has passed since
+// the last one, else holds it (replacing any held before) for the timer.
+func (b *progressBar) line(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	wait := lineEvery - time.Since(b.written)
+	if b.written.IsZero() || wait <= 0 {
+		b.held = ""
+		b.writeLocked(line)
+		return
+	}
+	b.held = line
+	if b.timer == nil {
+		b.timer = time.AfterFunc(wait, b.flush)
+	}
+}
+
+// flush writes the held line, if any (the timer).
+func (b *progressBar) flush() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.timer = nil
+	if b.held != "" && !b.ended {
+		b.writeLocked(b.held)
+		b.held = ""
+	}
+}
+
+func (b *progressBar) writeLocked(line string) {
+	fmt.Fprintln(b.w, line)
+	b.written = time.Now()
+}
+
+// finish ends the display once the request returned: a held plain line
+// is written (the last update is always shown), and the bar is erased
 // (or, with keep, left in place and the line ended).
 func (b *progressBar) finish() {
+	b.mu.Lock()
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	if b.held != "" {
+		b.writeLocked(b.held)
+		b.held = ""
+	}
+	b.ended = true
+	b.mu.Unlock()
 	if b.drawn == 0 {
 		return
 	}
