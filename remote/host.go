@@ -406,12 +406,20 @@ func (h *Host) publish(m *nats.Msg) {
 	}
 }
 
-// onCall takes one call from the service endpoint. It runs on the
-// endpoint's delivery goroutine, so it only reserves and hands off.
+// onCall takes one call from the service endpoint.
 func (h *Host) onCall(s *served, r micro.Request) {
+	h.admit(r, &h.held, func(reply string, hdr nats.Header, data []byte) {
+		h.runCall(s, reply, hdr, data)
+	})
+}
+
+// admit is the one way in for calls and subscriptions. It runs on the
+// endpoint's delivery goroutine, so it only reserves a slot (refusing at
+// the bound) and hands r off to run on a goroutine counted in wg.
+func (h *Host) admit(r micro.Request, wg *sync.WaitGroup, run func(reply string, hdr nats.Header, data []byte)) {
 	reply := r.Reply()
 	if reply == "" {
-		return // nobody to answer: a call must be a request
+		return // nobody to answer: it must be a request
 	}
 	hdr := nats.Header(r.Headers())
 	data := r.Data()
@@ -419,11 +427,11 @@ func (h *Host) onCall(s *served, r micro.Request) {
 		h.refuse(reply, data, fmt.Sprintf("host %s holds %d calls (its bound)", h.label, h.cfg.maxHeld))
 		return
 	}
-	h.held.Add(1)
+	wg.Add(1)
 	go func() {
-		defer h.held.Done()
+		defer wg.Done()
 		defer h.release()
-		h.runCall(s, reply, hdr, data)
+		run(reply, hdr, data)
 	}()
 }
 

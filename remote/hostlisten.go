@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -25,22 +24,9 @@ type hostSub struct {
 
 // onListen takes one subscription request from the service endpoint.
 func (h *Host) onListen(s *served, r micro.Request) {
-	reply := r.Reply()
-	if reply == "" {
-		return
-	}
-	hdr := nats.Header(r.Headers())
-	data := r.Data()
-	if !h.take() {
-		h.refuse(reply, data, fmt.Sprintf("host %s holds %d calls (its bound)", h.label, h.cfg.maxHeld))
-		return
-	}
-	h.subsHeld.Add(1)
-	go func() {
-		defer h.subsHeld.Done()
-		defer h.release()
-		h.runListen(s, reply, hdr, data)
-	}()
+	h.admit(r, &h.subsHeld, func(events string, hdr nats.Header, data []byte) {
+		h.runListen(s, events, hdr, data)
+	})
 }
 
 // runListen opens the subscription on the pool and forwards its events
