@@ -32,6 +32,10 @@ func meters(mp metric.MeterProvider) *Meters {
 	m := mp.Meter(ScopeName)
 	b := metric.WithExplicitBucketBoundaries(DurationBuckets...)
 	ms := &Meters{}
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, _ := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		return c
+	}
 	ms.opDuration, _ = m.Float64Histogram(MetricOperationDuration, metric.WithUnit("s"), b,
 		metric.WithDescription("The duration of the MCP request as observed on the client, from the time it was sent until the response was received."))
 	ms.sessionDuration, _ = m.Float64Histogram(MetricSessionDuration, metric.WithUnit("s"), b,
@@ -40,22 +44,15 @@ func meters(mp metric.MeterProvider) *Meters {
 		metric.WithDescription("Requests sent to MCP servers and waiting for their answer."))
 	ms.handlersActive, _ = m.Int64UpDownCounter(MetricServerRequestsActive, metric.WithUnit("{request}"),
 		metric.WithDescription("Server-to-client requests whose handler is running."))
-	ms.handlersRefused, _ = m.Int64Counter(MetricServerRequestsRefuse, metric.WithUnit("{request}"),
-		metric.WithDescription("Server-to-client requests refused (-32603) because the bound of handlers running at once was reached."))
+	ms.handlersRefused = counter(MetricServerRequestsRefuse, "{request}", "Server-to-client requests refused (-32603) because the bound of handlers running at once was reached.")
 	ms.queueDepth, _ = m.Int64Histogram(MetricQueueDepth, metric.WithUnit("{event}"),
 		metric.WithDescription("Events waiting for the subscription's reader, sampled as each event is queued."))
-	ms.overflows, _ = m.Int64Counter(MetricQueueOverflows, metric.WithUnit("{subscription}"),
-		metric.WithDescription("Subscriptions ended because their reader fell behind by more than the queue bound."))
-	ms.dropped, _ = m.Int64Counter(MetricNotificationsDropped, metric.WithUnit("{notification}"),
-		metric.WithDescription("Server notifications dropped: claimed by no request, subscription or handler, or over a queue bound."))
-	ms.restarts, _ = m.Int64Counter(MetricRestarts, metric.WithUnit("{restart}"),
-		metric.WithDescription("Server processes restarted by a supervisor."))
-	ms.giveUps, _ = m.Int64Counter(MetricGiveUps, metric.WithUnit("{supervisor}"),
-		metric.WithDescription("Supervisors that stopped restarting a server (restart intensity exceeded)."))
-	ms.exits, _ = m.Int64Counter(MetricServerExits, metric.WithUnit("{connection}"),
-		metric.WithDescription("Connections that stopped, by cause."))
-	ms.io, _ = m.Int64Counter(MetricIO, metric.WithUnit("By"),
-		metric.WithDescription("Bytes written to servers' stdin (transmit) and read from their stdout (receive)."))
+	ms.overflows = counter(MetricQueueOverflows, "{subscription}", "Subscriptions ended because their reader fell behind by more than the queue bound.")
+	ms.dropped = counter(MetricNotificationsDropped, "{notification}", "Server notifications dropped: claimed by no request, subscription or handler, or over a queue bound.")
+	ms.restarts = counter(MetricRestarts, "{restart}", "Server processes restarted by a supervisor.")
+	ms.giveUps = counter(MetricGiveUps, "{supervisor}", "Supervisors that stopped restarting a server (restart intensity exceeded).")
+	ms.exits = counter(MetricServerExits, "{connection}", "Connections that stopped, by cause.")
+	ms.io = counter(MetricIO, "By", "Bytes written to servers' stdin (transmit) and read from their stdout (receive).")
 	return ms
 }
 
