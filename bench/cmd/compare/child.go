@@ -220,9 +220,11 @@ func measureCalls(j job) (map[string]float64, error) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	rates := make([]float64, 0, 4*phaseSlices) // allocated before the phase
 	cpu0 := cpuTime()
 	start := time.Now()
 	deadline := start.Add(j.Dur)
+	sliceStart, sliceCalls := start, 0
 	calls := 0
 	for {
 		t0 := time.Now()
@@ -232,15 +234,18 @@ func measureCalls(j job) (map[string]float64, error) {
 		t1 := time.Now()
 		lat.add(t1.Sub(t0))
 		calls++
+		if sliceCalls++; t1.Sub(sliceStart) >= j.Dur/phaseSlices && len(rates) < cap(rates) {
+			rates = append(rates, float64(sliceCalls)/t1.Sub(sliceStart).Seconds())
+			sliceStart, sliceCalls = t1, 0
+		}
 		if calls%64 == 0 && t1.After(deadline) {
 			break
 		}
 	}
-	elapsed := time.Since(start)
 	cpu1 := cpuTime() - cpu0
 	runtime.ReadMemStats(&after)
 	res := map[string]float64{
-		"calls1":  float64(calls) / elapsed.Seconds(),
+		"calls1":  medianOf(rates),
 		"cpu1_us": float64(cpu1) / float64(time.Microsecond) / float64(calls),
 		"p50_us":  lat.quantile(0.50),
 		"p99_us":  lat.quantile(0.99),
@@ -259,25 +264,51 @@ func measureCalls(j job) (map[string]float64, error) {
 	deadline = start.Add(j.Dur)
 	for range inFlight {
 		wg.Go(func() {
-			n := int64(0)
 			for time.Now().Before(deadline) {
 				if err := call(); err != nil {
 					once.Do(func() { firstErr = err })
 					break
 				}
-				n++
+				total.Add(1)
 			}
-			total.Add(n)
 		})
+	}
+	rates = rates[:0]
+	for last, lastN := start, int64(0); ; {
+		time.Sleep(j.Dur / phaseSlices)
+		now, n := time.Now(), total.Load()
+		if now.After(deadline) {
+			break
+		}
+		rates = append(rates, float64(n-lastN)/now.Sub(last).Seconds())
+		last, lastN = now, n
 	}
 	wg.Wait()
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	res["calls64"] = float64(total.Load()) / time.Since(start).Seconds()
+	res["calls64"] = medianOf(rates)
 	res["cpu64_us"] = float64(cpuTime()-cpu0) / float64(time.Microsecond) / float64(total.Load())
 	res["peak_rss_kib"] = procStatusKiB("VmHWM")
 	return res, nil
+}
+
+// phaseSlices is how many parts a throughput phase is cut into: calls/s is the
+// median of their rates, so a burst of load from other processes on a
+// shared machine moves it less than it moves the mean.
+const phaseSlices = 10
+
+// medianOf is the median of vs (0 for none).
+func medianOf(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	vs = slices.Clone(vs)
+	slices.Sort(vs)
+	if len(vs)%2 == 0 {
+		return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+	}
+	return vs[len(vs)/2]
 }
 
 func measureBig(j job) (map[string]float64, error) {
