@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,7 +76,7 @@ func TestConnectNeverHangsOnAServerThatClosesStdoutOnTheProbe(t *testing.T) {
 func TestFailedConnectStopsTheServer(t *testing.T) {
 	before := testutil.ChildPIDs()
 	command, args := testutil.Server(t, "-era", "modern", "-silent-discover", "-ignore-eof", "-ignore-sigterm", "-grandchild")
-	var stderr lockedBuffer
+	var stderr testutil.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
 	defer cancel()
 	began := time.Now()
@@ -102,23 +101,6 @@ func running(pid int) bool {
 	}
 	i := strings.LastIndexByte(string(b), ')')
 	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Endless pagination stops: at a repeated cursor, and at the page limit

@@ -1,7 +1,6 @@
 package snodo
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -410,28 +409,9 @@ func TestTelemetryOptionsRejectNil(t *testing.T) {
 	assert.False(t, errors.Is(err, ErrConnectionClosed))
 }
 
-// safeBuffer is a bytes.Buffer for a log handler written from several
-// goroutines.
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestLogRecordsCarryTheConnectionsIdentity(t *testing.T) {
 	check := func(era string) {
-		var buf safeBuffer
+		var buf testutil.Buffer
 		log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		c := dialTest(t, []string{"-era", era}, WithLogger(log))
 		_, err := c.Request(t.Context(), "test/duplicate", nil) // the second answer is logged and dropped

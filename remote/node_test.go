@@ -76,26 +76,9 @@ func removeSnodoBuild() {
 type node struct {
 	t       *testing.T
 	cmd     *exec.Cmd
-	stderr  *syncBuffer
+	stderr  *testutil.Buffer
 	waited  chan struct{}
 	exitErr error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // writeConfig writes an mcpServers file serving the test server (with
@@ -129,7 +112,7 @@ func startNodeEnv(t *testing.T, env []string, url, config string, args ...string
 	}
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	n := &node{t: t, cmd: cmd, stderr: &syncBuffer{}, waited: make(chan struct{})}
+	n := &node{t: t, cmd: cmd, stderr: &testutil.Buffer{}, waited: make(chan struct{})}
 	cmd.Stderr = n.stderr
 	require.NoError(t, cmd.Start())
 	ready := make(chan error, 1)

@@ -6,10 +6,8 @@
 package chaos_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +29,7 @@ type rig struct {
 	c      *connection.Conn
 	pid    int
 	fds    int
-	stderr *syncBuffer
+	stderr *testutil.Buffer
 	logs   *testutil.LogRecorder
 }
 
@@ -41,7 +39,7 @@ type rig struct {
 func dial(t *testing.T, cfg connection.Config, flags ...string) *rig {
 	t.Helper()
 	testutil.ServerPath(t) // build first: the build is not part of the count
-	r := &rig{t: t, stderr: &syncBuffer{}, logs: &testutil.LogRecorder{}}
+	r := &rig{t: t, stderr: &testutil.Buffer{}, logs: &testutil.LogRecorder{}}
 	r.fds = testutil.OpenFDs()
 	cfg.Command, cfg.Args = testutil.Server(t, flags...)
 	if cfg.Stderr == nil {
@@ -154,24 +152,6 @@ func (cr *crowd) collect(t *testing.T, within time.Duration) []answer {
 func waitInFlight(t *testing.T, c *connection.Conn, n int) {
 	t.Helper()
 	testutil.Eventually(t, func() bool { return c.InFlight() >= n }, 10*time.Second, "requests in flight")
-}
-
-// syncBuffer is a goroutine-safe bytes.Buffer (the server's stderr).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // blockingWriter blocks every Write until released.

@@ -90,7 +90,7 @@ func startTree(t *testing.T, opts ...snodo.Option) *tree {
 	}
 	server := testutil.ServerPath(t)
 	tr := &tree{fds: testutil.OpenFDs()}
-	stderr := &syncBuffer{}
+	stderr := &testutil.Buffer{}
 	opts = append(opts, snodo.WithStderr(stderr))
 	tr.c, err = snodo.Connect(context.Background(), wrapper,
 		[]string{server, "-grandchild", "-grandchild-stdio", "-ignore-eof", "-ignore-sigterm"}, opts...)
