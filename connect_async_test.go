@@ -16,7 +16,7 @@ import (
 func ExampleConnectTo() {
 	system := snodoactor.Shared()
 	cmd, args := exampleServer()
-	done := make(chan string)
+	connected := make(chan *snodo.Client, 1)
 	agent := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		switch msg := ctx.Message().(type) {
 		case *actor.Started:
@@ -25,13 +25,13 @@ func ExampleConnectTo() {
 			if msg.Err != nil {
 				log.Fatal(msg.Err)
 			}
-			done <- fmt.Sprint("connected: ", msg.Client.Era())
+			connected <- msg.Client
 		}
 	}))
-	fmt.Println(<-done)
-	if err := system.Root.StopFuture(agent).Wait(); err != nil { // the connection closes with its owner
-		log.Fatal(err)
-	}
+	c := <-connected
+	fmt.Println("connected:", c.Era())
+	system.Root.Stop(agent) // the connection closes with its owner
+	<-c.Done()
 	// Output:
 	// connected: modern
 }

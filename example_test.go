@@ -121,10 +121,8 @@ func ExampleWithOwner() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := system.Root.StopFuture(owner).Wait(); err != nil {
-		log.Fatal(err)
-	}
-	<-c.Done() // the server got EOF, exited and was reaped
+	system.Root.Stop(owner)
+	<-c.Done() // the owner terminated: the server got EOF, exited and was reaped
 	fmt.Println(errors.Is(c.Err(), snodo.ErrOwnerExited))
 	_, err = c.Request(context.Background(), "test/echo", nil)
 	fmt.Println(errors.Is(err, snodo.ErrConnectionClosed))

@@ -88,9 +88,7 @@ func TestLifeOwnerActorAndOwnerContext(t *testing.T) {
 	owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
 	l := snodoactor.Life{Owner: owner}
 	_, stopped := owned(t, &l)
-	if err := sys.Root.StopFuture(owner).Wait(); err != nil {
-		t.Fatal(err)
-	}
+	testutil.StopActor(t, sys, owner, 10*time.Second)
 	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ErrOwnerExited) {
 		t.Fatalf("reason %v, want ErrOwnerExited", err)
 	}

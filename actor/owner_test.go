@@ -18,9 +18,7 @@ func TestWatchOwnerSeesTheOwnerStop(t *testing.T) {
 	exited := make(chan struct{})
 	stop := snodoactor.WatchOwner(sys, owner, func() { close(exited) })
 	defer stop()
-	if err := sys.Root.StopFuture(owner).Wait(); err != nil {
-		t.Fatal(err)
-	}
+	testutil.StopActor(t, sys, owner, 10*time.Second)
 	select {
 	case <-exited:
 	case <-time.After(10 * time.Second):
@@ -31,9 +29,7 @@ func TestWatchOwnerSeesTheOwnerStop(t *testing.T) {
 func TestWatchOwnerAlreadyGone(t *testing.T) {
 	sys := snodoactor.Shared()
 	owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
-	if err := sys.Root.StopFuture(owner).Wait(); err != nil {
-		t.Fatal(err)
-	}
+	testutil.StopActor(t, sys, owner, 10*time.Second)
 	exited := make(chan struct{})
 	stop := snodoactor.WatchOwner(sys, owner, func() { close(exited) })
 	defer stop()
@@ -50,9 +46,7 @@ func TestWatchOwnerStopEndsTheWatch(t *testing.T) {
 	called := make(chan struct{}, 1)
 	stop := snodoactor.WatchOwner(sys, owner, func() { called <- struct{}{} })
 	stop() // its Stop is queued before the owner's Terminated can be
-	if err := sys.Root.StopFuture(owner).Wait(); err != nil {
-		t.Fatal(err)
-	}
+	testutil.StopActor(t, sys, owner, 10*time.Second)
 	select {
 	case <-called:
 		t.Fatal("onExit ran after stop")

@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/test/testutil"
 )
 
 // chunkReader hands out its data in chunks whose sizes come from sizes
@@ -130,7 +132,7 @@ func newRouteHarness(f testing.TB) *routeHarness {
 			pc.mu.Unlock()
 		}
 	}))
-	f.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
+	f.Cleanup(func() { testutil.StopActor(f, sys, pid, 10*time.Second) })
 	c := &Conn{
 		cfg:    Config{Logger: slog.New(slog.DiscardHandler), MaxLineBytes: DefaultMaxLineBytes},
 		system: sys,

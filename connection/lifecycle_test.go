@@ -136,7 +136,7 @@ func TestOwnerActorTerminatedClosesTheConnection(t *testing.T) {
 	owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
 	c := start(t, Config{Owner: owner}, quickEOF)
 	errs := inFlight(t, c, 2)
-	require.NoError(t, sys.Root.StopFuture(owner).Wait())
+	testutil.StopActor(t, sys, owner, 10*time.Second)
 	for _, err := range collect(t, errs, 2) {
 		requireClosed(t, err, snodoactor.ErrOwnerExited)
 	}
@@ -146,7 +146,7 @@ func TestOwnerActorTerminatedClosesTheConnection(t *testing.T) {
 func TestOwnerActorAlreadyDead(t *testing.T) {
 	sys := snodoactor.Shared()
 	owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
-	require.NoError(t, sys.Root.StopFuture(owner).Wait())
+	testutil.StopActor(t, sys, owner, 10*time.Second)
 	c := start(t, Config{Owner: owner})
 	waitDone(t, c)
 	requireClosed(t, c.closedErr(), snodoactor.ErrOwnerExited)

@@ -97,7 +97,7 @@ func TestRouterRoutesCallsByName(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, snodo.EraLegacy, lp.Era())
 
-	require.NoError(t, sys.Root.StopFuture(owner).Wait())
+	testutil.StopActor(t, sys, owner, 10*time.Second)
 	select {
 	case <-router.Done():
 	case <-time.After(10 * time.Second):

@@ -93,7 +93,7 @@ func TestActorOnlyServiceThroughAPoolWhileAMemberIsKilled(t *testing.T) {
 		t.Fatalf("the service did not get all its replies (start error: %v)", startErr)
 	}
 	require.NoError(t, startErr)
-	require.NoError(t, sys.Root.StopFuture(pid).Wait())
+	testutil.StopActor(t, sys, pid, 10*time.Second)
 	for tag := range calls {
 		assert.Equal(t, 1, got.replies[tag], "call %d got %d replies", tag, got.replies[tag])
 	}

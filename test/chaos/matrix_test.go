@@ -159,9 +159,7 @@ func TestFatalFaults(t *testing.T) {
 				owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
 				cfg.Owner = owner
 				return func(t *testing.T, _ *rig) {
-					if err := sys.Root.StopFuture(owner).Wait(); err != nil {
-						t.Fatal(err)
-					}
+					testutil.StopActor(t, sys, owner, 10*time.Second)
 				}
 			},
 			reason: snodoactor.ErrOwnerExited,
