@@ -48,13 +48,7 @@ func (in *inbox) send(to *protoactor.PID, msg any) {
 
 func (in *inbox) next(t *testing.T) any {
 	t.Helper()
-	select {
-	case m := <-in.got:
-		return m
-	case <-time.After(10 * time.Second):
-		t.Fatal("no message within 10s")
-		return nil
-	}
+	return testutil.Receive(t, in.got, 10*time.Second, "a message")
 }
 
 func TestCallMessagesGetOneReplyEach(t *testing.T) {

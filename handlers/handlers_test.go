@@ -112,7 +112,7 @@ func TestBoundRejectsAtOnceAndRunsUpToIt(t *testing.T) {
 	testutil.Eventually(t, func() bool { return logs.Count("over the bound") == 8 }, 10*time.Second, "8 rejections")
 	assert.Equal(t, int32(2), running.Load(), "two handlers run at the same time")
 	close(release)
-	rs := recv(t, answers, "answers")
+	rs := testutil.Receive(t, answers, 10*time.Second, "answers")
 	var ok, rejected int
 	for _, r := range rs {
 		switch codeOf(r) {

@@ -91,14 +91,3 @@ func codeOf(r response) int {
 	}
 	return r.Error.Code
 }
-
-func recv[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
-}

@@ -93,16 +93,16 @@ func TestStopCancelsHandlersAndNeverWaitsForThem(t *testing.T) {
 				c = start(t, cfg)
 			}
 			answers := askAsync(t, c, map[string]any{"count": 2, "concurrent": true, "timeoutMs": 2000})
-			recv(t, started, "first handler")
-			recv(t, started, "second handler")
+			testutil.Receive(t, started, 10*time.Second, "first handler")
+			testutil.Receive(t, started, 10*time.Second, "second handler")
 
 			tc.stop(c, cancelOwner)
 			waitDone(t, c) // while one handler still blocks: the stop did not wait for it
 			assert.ErrorIs(t, c.Err(), tc.reason)
-			assert.Nil(t, recv(t, answers, "test/serverRequest to fail"), "the waiting request fails")
+			assert.Nil(t, testutil.Receive(t, answers, 10*time.Second, "test/serverRequest to fail"), "the waiting request fails")
 
 			close(release)
-			assert.ErrorIs(t, recv(t, ignorerSaw, "ignoring handler"), context.Canceled, "its ctx was cancelled")
+			assert.ErrorIs(t, testutil.Receive(t, ignorerSaw, 10*time.Second, "ignoring handler"), context.Canceled, "its ctx was cancelled")
 			finished.Wait()
 			if tc.capture {
 				sent, err := os.ReadFile(capture)

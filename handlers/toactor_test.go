@@ -70,18 +70,18 @@ func TestActorOwnerAnswersServerRequests(t *testing.T) {
 	rs = ask(t, c, map[string]any{"method": "sampling/createMessage", "cancelAfterMs": 50})
 	assert.True(t, rs[0].Cancelled)
 	assert.JSONEq(t, `null`, string(rs[0].Late))
-	recv(t, svc.asked, "the request to reach the actor")
-	recv(t, svc.ctxDone, "the actor to see the request's ctx done")
+	testutil.Receive(t, svc.asked, 10*time.Second, "the request to reach the actor")
+	testutil.Receive(t, svc.ctxDone, 10*time.Second, "the actor to see the request's ctx done")
 
 	// The owner's stop closes the connection; a request it left unanswered
 	// is cancelled with it.
 	waiting := askAsync(t, c, map[string]any{"method": "sampling/createMessage", "timeoutMs": 2000})
-	recv(t, svc.asked, "the request to reach the actor")
+	testutil.Receive(t, svc.asked, 10*time.Second, "the request to reach the actor")
 	sys.Root.Stop(pid)
 	waitDone(t, c)
 	assert.ErrorIs(t, c.Err(), snodoactor.ErrOwnerExited)
-	assert.Nil(t, recv(t, waiting, "the waiting request to fail"))
-	recv(t, svc.ctxDone, "the unanswered request's ctx to be done")
+	assert.Nil(t, testutil.Receive(t, waiting, 10*time.Second, "the waiting request to fail"))
+	testutil.Receive(t, svc.ctxDone, 10*time.Second, "the unanswered request's ctx to be done")
 	testutil.AssertReaped(t, serverPID, 10*time.Second)
 }
 

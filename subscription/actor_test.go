@@ -10,6 +10,7 @@ import (
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/test/testutil"
 )
 
 // The messages the tests' actors receive (Options.Message).
@@ -46,17 +47,6 @@ func collector(t *testing.T, c *connection.Conn) (*protoactor.PID, chan any) {
 	return pid, got
 }
 
-func receive(t *testing.T, got chan any) any {
-	t.Helper()
-	select {
-	case m := <-got:
-		return m
-	case <-time.After(5 * time.Second):
-		t.Fatal("the actor received nothing within 5 s")
-		return nil
-	}
-}
-
 func TestActorReceivesEventsAndTheEnd(t *testing.T) {
 	c := startConn(t, connection.Config{})
 	pid, got := collector(t, c)
@@ -67,7 +57,7 @@ func TestActorReceivesEventsAndTheEnd(t *testing.T) {
 		emit(t, c, s.ID(), k, 1)
 	}
 	for k := range 5 {
-		m, ok := receive(t, got).(*eventMsg)
+		m, ok := testutil.Receive(t, got, 5*time.Second, "a message").(*eventMsg)
 		require.True(t, ok)
 		assert.Same(t, s, m.sub)
 		gotK, id := eventInfo(t, m.Event)
@@ -75,7 +65,7 @@ func TestActorReceivesEventsAndTheEnd(t *testing.T) {
 		assert.Equal(t, s.ID(), id)
 	}
 	call(t, c, "test/endSubscription", map[string]any{"subscription": s.ID(), "mode": "graceful"})
-	end, ok := receive(t, got).(*endMsg)
+	end, ok := testutil.Receive(t, got, 5*time.Second, "a message").(*endMsg)
 	require.True(t, ok)
 	assert.Same(t, s, end.sub)
 	assert.NoError(t, end.err)

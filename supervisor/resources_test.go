@@ -24,17 +24,6 @@ func touched(t *testing.T, r snodo.Requester, uri string) bool {
 	return res.Notified
 }
 
-func recv(t *testing.T, ch <-chan string) string {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(5 * time.Second):
-		t.Fatal("no update within 5s")
-		return ""
-	}
-}
-
 // A supervised client's resource subscription survives a restart: the
 // restarted server is subscribed again before it takes calls, and the
 // updates keep reaching the handler.
@@ -51,11 +40,11 @@ func TestSubscribeResourceSurvivesARestart(t *testing.T) {
 	defer c.Close()
 	require.NoError(t, c.SubscribeResource(t.Context(), "test://a"))
 	assert.True(t, touched(t, c, "test://a"))
-	assert.Equal(t, "test://a", recv(t, updates))
+	assert.Equal(t, "test://a", testutil.Receive(t, updates, 5*time.Second, "an update"))
 
 	kill(t, c.ServerPID())
 	assert.True(t, touched(t, c, "test://a"), "the restarted server was subscribed again")
-	assert.Equal(t, "test://a", recv(t, updates))
+	assert.Equal(t, "test://a", testutil.Receive(t, updates, 5*time.Second, "an update"))
 	assert.Positive(t, c.Restarts())
 
 	require.NoError(t, c.UnsubscribeResource(t.Context(), "test://a"))

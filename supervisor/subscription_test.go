@@ -111,13 +111,7 @@ func TestSubscriptionListenToAcrossARestart(t *testing.T) {
 	require.NoError(t, err)
 	next := func() any {
 		t.Helper()
-		select {
-		case m := <-got:
-			return m
-		case <-time.After(5 * time.Second):
-			t.Fatal("no message within 5s")
-			return nil
-		}
+		return testutil.Receive(t, got, 5*time.Second, "a message")
 	}
 	emit := func() {
 		_, err := c.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed"})
