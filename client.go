@@ -63,6 +63,16 @@ type Client struct {
 // stdio. ctx is the connection's owner: when it is done, the connection
 // closes. Connect returns once the MCP era is settled; a command that
 // cannot be started is an error at once.
+//
+// A Connect that fails after the server started (its ctx ends, or the
+// server does not answer the probe in time) leaves nothing running: it
+// closes the server's stdin, waits a 500 ms grace for it to exit, then
+// sends SIGTERM to its process group (the server and the helpers it
+// started) and, after another 500 ms, SIGKILL, and returns once the
+// server is reaped. So a failed Connect returns up to about 1 s after its
+// ctx ends: at once for a server that exits at EOF, about 0.5 s for one
+// that ignores EOF but exits on SIGTERM, about 1 s for one that ignores
+// both.
 func Connect(ctx context.Context, command string, args []string, opts ...Option) (*Client, error) {
 	if ctx == nil {
 		return nil, errors.New("snodo: Connect: nil context.Context; pass context.Background() or a ctx that bounds the connect (it also owns the connection)")
