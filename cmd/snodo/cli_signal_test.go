@@ -49,49 +49,72 @@ func TestInterruptCancelsAndExits(t *testing.T) {
 		"call":    {"call", "slow", `{"ms":20000}`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			args := against(t, append([]string{"--verbose", "--quiet"}, call...))
-			cmd := exec.Command(snodoBin, args...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(done) }()
-			serverPath := testutil.ServerPath(t)
-			var procs []int
-			testutil.Eventually(t, func() bool { // until the child has exec'd the server
-				procs = descendants(cmd.Process.Pid)
-				return len(procs) == 1 && sameFile("/proc/"+strconv.Itoa(procs[0])+"/exe", serverPath)
-			}, 10*time.Second, "the server did not start")
-			server := procs[0]
-			if pp := testutil.Parents()[server]; pp != cmd.Process.Pid {
-				t.Errorf("the server %d is a child of %d, want the CLI %d", server, pp, cmd.Process.Pid)
+			p := startCLI(t, against(t, append([]string{"--verbose", "--quiet"}, call...)))
+			server := p.server(t)
+			if pp := testutil.Parents()[server]; pp != p.cmd.Process.Pid {
+				t.Errorf("the server %d is a child of %d, want the CLI %d", server, pp, p.cmd.Process.Pid)
 			}
 			time.Sleep(500 * time.Millisecond) // let the request reach the server
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-				t.Fatalf("snodo did not exit within 10 s of SIGINT; stderr:\n%s", stderr.String())
-			}
-			if code := cmd.ProcessState.ExitCode(); code != 130 {
-				t.Errorf("exit status %d, want 130; stderr:\n%s", code, stderr.String())
+			p.signal(t, syscall.SIGINT, "SIGINT")
+			if code := p.cmd.ProcessState.ExitCode(); code != 130 {
+				t.Errorf("exit status %d, want 130; stderr:\n%s", code, p.stderr.String())
 			}
 			for _, want := range []string{"snodo: interrupted", `"method":"notifications/cancelled"`} {
-				if !strings.Contains(stderr.String(), want) {
-					t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+				if !strings.Contains(p.stderr.String(), want) {
+					t.Errorf("stderr lacks %q:\n%s", want, p.stderr.String())
 				}
 			}
-			if !regexp.MustCompile(`(?m)^snodo → .*"method":"notifications/cancelled"`).MatchString(stderr.String()) {
-				t.Errorf("stderr does not show notifications/cancelled sent:\n%s", stderr.String())
+			if !regexp.MustCompile(`(?m)^snodo → .*"method":"notifications/cancelled"`).MatchString(p.stderr.String()) {
+				t.Errorf("stderr does not show notifications/cancelled sent:\n%s", p.stderr.String())
 			}
 			testutil.AssertReaped(t, server, 5*time.Second)
 		})
+	}
+}
+
+// snodoProc is a snodo process a test signals.
+type snodoProc struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer // read once done is closed
+	done   chan struct{}
+}
+
+// startCLI starts snodo with args.
+func startCLI(t *testing.T, args []string) *snodoProc {
+	t.Helper()
+	c := &snodoProc{cmd: exec.Command(snodoBin, args...), done: make(chan struct{})}
+	c.cmd.Stderr = &c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.cmd.Wait(); close(c.done) }()
+	return c
+}
+
+// server waits until the CLI's only descendant is the test server (the
+// child has exec'd it) and returns its PID.
+func (c *snodoProc) server(t *testing.T) int {
+	t.Helper()
+	var procs []int
+	testutil.Eventually(t, func() bool {
+		procs = descendants(c.cmd.Process.Pid)
+		return len(procs) == 1 && sameFile("/proc/"+strconv.Itoa(procs[0])+"/exe", testutil.ServerPath(t))
+	}, 10*time.Second, "the server did not start")
+	return procs[0]
+}
+
+// signal sends sig (called name) and waits up to 10 s for snodo to exit.
+func (c *snodoProc) signal(t *testing.T, sig syscall.Signal, name string) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		t.Fatalf("snodo did not exit within 10 s of %s; stderr:\n%s", name, c.stderr.String())
 	}
 }
 
@@ -109,37 +132,13 @@ func sameFile(a, b string) bool {
 func TestSignalWhileConnectingLeavesNothing(t *testing.T) {
 	for name, sig := range map[string]syscall.Signal{"SIGINT": syscall.SIGINT, "SIGTERM": syscall.SIGTERM} {
 		t.Run(name, func(t *testing.T) {
-			args := against(t, []string{"info"}, "-era", "modern", "-silent-discover", "-ignore-eof", "-ignore-sigterm")
-			cmd := exec.Command(snodoBin, args...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(done) }()
-			var server int
-			testutil.Eventually(t, func() bool {
-				procs := descendants(cmd.Process.Pid)
-				if len(procs) == 1 && sameFile("/proc/"+strconv.Itoa(procs[0])+"/exe", testutil.ServerPath(t)) {
-					server = procs[0]
-				}
-				return server != 0
-			}, 10*time.Second, "the server did not start")
+			p := startCLI(t, against(t, []string{"info"}, "-era", "modern", "-silent-discover", "-ignore-eof", "-ignore-sigterm"))
+			server := p.server(t)
 			began := time.Now()
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-				t.Fatalf("snodo did not exit within 10 s of %s; stderr:\n%s", name, stderr.String())
-			}
+			p.signal(t, sig, name)
 			t.Logf("%s while connecting: snodo exited %v later, server stopped", name, time.Since(began).Round(time.Millisecond))
-			if code := cmd.ProcessState.ExitCode(); code != 130 {
-				t.Errorf("exit status %d, want 130; stderr:\n%s", code, stderr.String())
+			if code := p.cmd.ProcessState.ExitCode(); code != 130 {
+				t.Errorf("exit status %d, want 130; stderr:\n%s", code, p.stderr.String())
 			}
 			testutil.Eventually(t, func() bool { return !running(server) }, 5*time.Second, "the server outlived snodo")
 		})
