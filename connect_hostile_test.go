@@ -90,17 +90,7 @@ func TestFailedConnectStopsTheServer(t *testing.T) {
 	require.True(t, ok, "stderr: %q", stderr.String())
 	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
 	require.NoError(t, err)
-	testutil.Eventually(t, func() bool { return !running(pid) }, 5*time.Second, "the grandchild outlived the failed Connect")
-}
-
-// running: pid exists and is not a zombie.
-func running(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
+	testutil.Eventually(t, func() bool { return !testutil.Running(pid) }, 5*time.Second, "the grandchild outlived the failed Connect")
 }
 
 // Endless pagination stops: at a repeated cursor, and at the page limit

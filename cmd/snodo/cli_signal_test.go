@@ -140,7 +140,7 @@ func TestSignalWhileConnectingLeavesNothing(t *testing.T) {
 			if code := p.cmd.ProcessState.ExitCode(); code != 130 {
 				t.Errorf("exit status %d, want 130; stderr:\n%s", code, p.stderr.String())
 			}
-			testutil.Eventually(t, func() bool { return !running(server) }, 5*time.Second, "the server outlived snodo")
+			testutil.Eventually(t, func() bool { return !testutil.Running(server) }, 5*time.Second, "the server outlived snodo")
 		})
 	}
 }
@@ -185,16 +185,6 @@ func TestStdoutClosedByItsReaderClosesTheConnection(t *testing.T) {
 		t.Errorf("stderr is not quiet:\n%s", stderr.String())
 	}
 	for _, pid := range servers {
-		testutil.Eventually(t, func() bool { return !running(pid) }, 5*time.Second, "the server outlived snodo")
+		testutil.Eventually(t, func() bool { return !testutil.Running(pid) }, 5*time.Second, "the server outlived snodo")
 	}
-}
-
-// running: pid exists and is not a zombie.
-func running(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
 }

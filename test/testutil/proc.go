@@ -54,6 +54,12 @@ func procState(pid int) string {
 	return "?"
 }
 
+// Running reports whether pid exists and is not a zombie.
+func Running(pid int) bool {
+	st := procState(pid)
+	return st != "" && st != "Z"
+}
+
 // AssertReaped polls until /proc/<pid> is gone and reports through
 // tb.Errorf whether the process is still alive or is an unreaped zombie
 // when the time is up. It returns whether the process was reaped.
