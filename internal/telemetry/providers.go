@@ -69,31 +69,29 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider) *Telemetry {
 // given (not a no-op one), or a global one has been set. When false,
 // callers start no span at all, so the default costs nothing.
 func (t *Telemetry) Tracing() bool {
-	if t == nil {
-		return false
-	}
-	switch t.tracing {
-	case on:
-		return true
-	case off:
-		return false
-	}
-	return reflect.TypeOf(otel.GetTracerProvider()) != defaultTracerProviderType
+	return t != nil && t.tracing.records(func() bool {
+		return reflect.TypeOf(otel.GetTracerProvider()) != defaultTracerProviderType
+	})
 }
 
 // Metering reports whether measurements may be recorded, as Tracing does
 // for spans.
 func (t *Telemetry) Metering() bool {
-	if t == nil {
-		return false
-	}
-	switch t.metering {
+	return t != nil && t.metering.records(func() bool {
+		return reflect.TypeOf(otel.GetMeterProvider()) != defaultMeterProviderType
+	})
+}
+
+// records resolves s now; globalSet (asked only when s follows the
+// global provider) reports whether a global provider has been set.
+func (s state) records(globalSet func() bool) bool {
+	switch s {
 	case on:
 		return true
 	case off:
 		return false
 	}
-	return reflect.TypeOf(otel.GetMeterProvider()) != defaultMeterProviderType
+	return globalSet()
 }
 
 // Tracer is the client's tracer; use it only when Tracing is true.
