@@ -123,37 +123,35 @@ type CallHandler struct {
 // whether it was. Call it from the actor's Receive.
 func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 	sys, self := ctx.ActorSystem(), ctx.Self() // the goroutines must not touch ctx
+	var (
+		to     *protoactor.PID
+		refuse func(error) any
+		run    func()
+	)
 	switch msg := ctx.Message().(type) {
 	case *Call:
-		to := replyTarget(ctx, msg.ReplyTo, "Call", msg.Method)
-		if to == nil {
-			return true
-		}
-		if err := h.admit(); err != nil {
-			sendFrom(sys, ctx.Self(), to, &Reply{Tag: msg.Tag, Err: err})
-			return true
-		}
-		go func() {
-			defer h.running.Add(-1)
-			runCall(sys, self, to, msg, h.R)
-		}()
-		return true
+		to = replyTarget(ctx, msg.ReplyTo, "Call", msg.Method)
+		refuse = func(err error) any { return &Reply{Tag: msg.Tag, Err: err} }
+		run = func() { runCall(sys, self, to, msg, h.R) }
 	case *ToolCall:
-		to := replyTarget(ctx, msg.ReplyTo, "ToolCall", msg.Name)
-		if to == nil {
-			return true
-		}
-		if err := h.admit(); err != nil {
-			sendFrom(sys, ctx.Self(), to, &ToolReply{Tag: msg.Tag, Err: err})
-			return true
-		}
-		go func() {
-			defer h.running.Add(-1)
-			runToolCall(sys, self, to, msg, h.R)
-		}()
+		to = replyTarget(ctx, msg.ReplyTo, "ToolCall", msg.Name)
+		refuse = func(err error) any { return &ToolReply{Tag: msg.Tag, Err: err} }
+		run = func() { runToolCall(sys, self, to, msg, h.R) }
+	default:
+		return false
+	}
+	if to == nil {
 		return true
 	}
-	return false
+	if err := h.admit(); err != nil {
+		sendFrom(sys, self, to, refuse(err))
+		return true
+	}
+	go func() {
+		defer h.running.Add(-1)
+		run()
+	}()
+	return true
 }
 
 // admit takes a slot for one call, or says why there is none.
