@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/serverproc"
 )
 
 // Option configures Connect. Options validate their input: Connect
@@ -31,7 +32,7 @@ type config struct {
 // inherited environment.
 func WithEnv(name, value string) Option {
 	return func(c *config) error {
-		if err := connection.CheckEnvName(name); err != nil {
+		if err := serverproc.CheckEnvName(name); err != nil {
 			return fmt.Errorf("WithEnv: %w", err)
 		}
 		if strings.ContainsRune(value, 0) {
@@ -46,7 +47,7 @@ func WithEnv(name, value string) Option {
 // environment.
 func WithoutEnv(name string) Option {
 	return func(c *config) error {
-		if err := connection.CheckEnvName(name); err != nil {
+		if err := serverproc.CheckEnvName(name); err != nil {
 			return fmt.Errorf("WithoutEnv: %w", err)
 		}
 		c.conn.Env = append(c.conn.Env, connection.EnvVar{Name: name, Unset: true})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/serverproc"
 	"github.com/snodo/snodo/internal/telemetry"
 	"github.com/snodo/snodo/subscription"
 )
@@ -286,10 +287,18 @@ func classify(method string, raw json.RawMessage, err error) (errType, statusCod
 // negotiation).
 func (c *Client) send(ctx context.Context, method string, params any, meta []byte, opts *connection.CallOptions) (json.RawMessage, error) {
 	ctx, o, params, opts := c.site.begin(ctx, method, params, opts)
-	if o == nil {
-		return c.conn.RequestMeta(ctx, method, params, meta, opts)
+	var withMeta connection.CallOptions // stays on the stack: Request keeps no pointer to it
+	if meta != nil {
+		if opts != nil {
+			withMeta = *opts
+		}
+		withMeta.Meta = meta
+		opts = &withMeta
 	}
-	raw, err := c.conn.RequestMeta(ctx, method, params, meta, opts)
+	if o == nil {
+		return c.conn.Request(ctx, method, params, opts)
+	}
+	raw, err := c.conn.Request(ctx, method, params, opts)
 	o.end(ctx, raw, err)
 	return raw, err
 }
@@ -390,7 +399,7 @@ func (c *Client) sessionEnded(started time.Time) func(error) {
 		if !c.meters.Live() {
 			return
 		}
-		cause := connection.ExitCause(reason)
+		cause := serverproc.ExitCause(reason)
 		errType := cause
 		if cause == "closed" || cause == "owner_exited" {
 			errType = ""

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -25,7 +26,7 @@ func TestTelemetryOffAddsNoAllocation(t *testing.T) {
 		params := json.RawMessage(`{"a":1}`)
 		ctx := context.Background()
 		conn := func() {
-			_, err := c.conn.RequestMeta(ctx, "test/echo", params, c.encodedMeta(), nil)
+			_, err := c.conn.Request(ctx, "test/echo", params, &connection.CallOptions{Meta: c.encodedMeta()})
 			require.NoError(t, err)
 		}
 		client := func() {

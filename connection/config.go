@@ -3,16 +3,15 @@ package connection
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/serverproc"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -148,27 +147,11 @@ func (c *Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("snodo: max server requests must be positive, got %d", cfg.MaxServerRequests)
 	}
 	for _, e := range cfg.Env {
-		if err := CheckEnvName(e.Name); err != nil {
+		if err := serverproc.CheckEnvName(e.Name); err != nil {
 			return cfg, fmt.Errorf("snodo: %w", err)
 		}
 	}
 	cfg.Args = append([]string(nil), cfg.Args...)
 	cfg.Env = append([]EnvVar(nil), cfg.Env...)
 	return cfg, nil
-}
-
-// CheckEnvName reports whether name can name an environment variable:
-// not empty, and without '=' or a NUL byte (the environment is a list of
-// NAME=VALUE strings, so such a name would set a different variable, or
-// none, without a word).
-func CheckEnvName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("empty environment variable name")
-	case strings.ContainsRune(name, '='):
-		return fmt.Errorf("environment variable name %q contains '=': give the name alone (and the value apart)", name)
-	case strings.ContainsRune(name, 0):
-		return fmt.Errorf("environment variable name %q contains a NUL byte", name)
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/serverproc"
 )
 
 // Conn is one stdio connection: a server child process owned by a
@@ -200,7 +201,7 @@ func (c *Conn) shutdown(ctx protoactor.Context) {
 	reason := c.life.Reason() // settled by Life before Stopping
 	c.table.close(jsonrpc.ClosedError(reason))
 	c.stopNotify()
-	c.cfg.Metrics.Exited(ExitCause(reason))
+	c.cfg.Metrics.Exited(serverproc.ExitCause(reason))
 	if c.cfg.OnStop != nil {
 		c.cfg.OnStop(reason)
 	}

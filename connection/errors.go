@@ -4,50 +4,26 @@ import (
 	"errors"
 	"fmt"
 
-	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/serverproc"
 )
-
-// ExitCause names why a connection stopped in one low-cardinality word,
-// for metrics and logs: "closed", "server_exited", "stdin_closed",
-// "stdout_closed", "owner_exited", "panicked", or "stopped" (any other
-// reason: Stop, Poison, or actor.Exit with a reason of the caller's).
-func ExitCause(reason error) string {
-	switch {
-	case errors.Is(reason, ErrClosed):
-		return "closed"
-	case errors.Is(reason, ErrServerExited):
-		return "server_exited"
-	case errors.Is(reason, ErrStdinClosed):
-		return "stdin_closed"
-	case errors.Is(reason, ErrStdoutClosed):
-		return "stdout_closed"
-	case errors.Is(reason, ErrNotReading):
-		return "not_reading"
-	case errors.Is(reason, snodoactor.ErrOwnerExited):
-		return "owner_exited"
-	case errors.Is(reason, snodoactor.ErrPanicked):
-		return "panicked"
-	}
-	return "stopped"
-}
 
 // Why a connection stopped. Callers see a -32000 *jsonrpc.Error that wraps
 // jsonrpc.ErrConnectionClosed and one of these (or an exit reason given to
 // actor.Exit), so errors.Is tells them apart.
 var (
 	// ErrClosed: Close was called.
-	ErrClosed = errors.New("connection closed by the client")
+	ErrClosed = serverproc.ErrClosed
 	// ErrServerExited: the server process exited.
-	ErrServerExited = errors.New("server exited")
+	ErrServerExited = serverproc.ErrServerExited
 	// ErrStdinClosed: a write to the server failed because it closed its stdin.
-	ErrStdinClosed = errors.New("server closed its stdin")
+	ErrStdinClosed = serverproc.ErrStdinClosed
 	// ErrStdoutClosed: the server closed its stdout but kept running.
-	ErrStdoutClosed = errors.New("server closed its stdout")
+	ErrStdoutClosed = serverproc.ErrStdoutClosed
 	// ErrNotReading: the server stopped reading its stdin while the
 	// connection's own lines (answers to its requests, refusals,
 	// cancellations) piled up past twice Config.MaxWriteQueue.
-	ErrNotReading = errors.New("server is not reading its stdin")
+	ErrNotReading = serverproc.ErrNotReading
 	// ErrWriteQueueFull: a request or notification was refused, unsent,
 	// because Config.MaxWriteQueue bytes already wait to be written to a
 	// server that reads slowly or not at all. The connection lives on.

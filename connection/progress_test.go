@@ -100,15 +100,15 @@ func TestOtherNotificationsAreDropped(t *testing.T) {
 	mustCall(t, c, "test/echo", nil)
 }
 
-func TestRequestMetaMergesWithProgressAndCallerMeta(t *testing.T) {
+func TestMetaMergesWithProgressAndCallerMeta(t *testing.T) {
 	c := start(t, Config{})
 	meta := []byte(`{"era":"modern","mine":"theirs"}`)
 	// Spliced: no _meta of the caller's, no progress.
-	_, err := c.RequestMeta(context.Background(), "test/echo", map[string]int{"a": 1}, meta, nil)
+	_, err := c.Request(context.Background(), "test/echo", map[string]int{"a": 1}, &CallOptions{Meta: meta})
 	require.NoError(t, err)
 	// Merged: the caller's _meta and a progress token, the caller's keys win.
-	_, err = c.RequestMeta(context.Background(), "test/progress", json.RawMessage(`{"count":1,"_meta":{"mine":"kept"}}`), meta,
-		&CallOptions{OnProgress: func(Progress) {}})
+	_, err = c.Request(context.Background(), "test/progress", json.RawMessage(`{"count":1,"_meta":{"mine":"kept"}}`),
+		&CallOptions{Meta: meta, OnProgress: func(Progress) {}})
 	require.NoError(t, err)
 	var seen struct {
 		Requests []struct{ Params json.RawMessage } `json:"requests"`

@@ -40,6 +40,11 @@ type CallOptions struct {
 	// (subscriptions/listen). It runs on the reader goroutine, in order,
 	// and must not block.
 	Stream func(method string, params json.RawMessage)
+	// Meta, an encoded JSON object, adds its members to params._meta (the
+	// MCP request metadata: protocol version, client info, extension
+	// keys); members params already has in its own _meta win. nil adds
+	// none. Request does not change or keep it.
+	Meta json.RawMessage
 	// Sent, when set, is called with the request's ID just before the
 	// request is queued for writing (so before any answer can arrive).
 	Sent func(id int64)
@@ -52,26 +57,23 @@ var noOptions CallOptions
 // raw result, a *jsonrpc.Error (from the server, or local: -32001 on
 // timeout, -32000 when the connection is gone), or ctx's error.
 //
+// The trace context of ctx (traceparent, tracestate), when ctx carries a
+// span, and opts.Meta go into params._meta. The common case — params
+// without a _meta of their own and no progress token — splices these in
+// as the line is written, at no allocation when ctx carries no span;
+// otherwise the members are merged, the caller's keys in params winning.
+//
 // Any number of goroutines may call Request at once. On timeout or ctx
 // cancellation the server is sent notifications/cancelled for the request;
 // the caller does not wait for that write.
 func (c *Conn) Request(ctx context.Context, method string, params any, opts *CallOptions) (json.RawMessage, error) {
-	return c.RequestMeta(ctx, method, params, nil, opts)
-}
-
-// RequestMeta is Request with meta, an encoded JSON object (or nil), added
-// to params._meta, together with the trace context of ctx (traceparent,
-// tracestate) when ctx carries a span. The common case — params without a
-// _meta of their own and no progress token — splices these in as the line
-// is written, at no allocation when ctx carries no span; otherwise the
-// members are merged, the caller's keys winning.
-func (c *Conn) RequestMeta(ctx context.Context, method string, params any, meta []byte, opts *CallOptions) (json.RawMessage, error) {
 	if ctx == nil {
 		return nil, nilContextError(method)
 	}
 	if opts == nil {
 		opts = &noOptions
 	}
+	meta := opts.Meta
 	p, err := jsonrpc.Marshal(params)
 	if err != nil {
 		return nil, paramsError(method, err)

@@ -134,7 +134,7 @@ func TestNonObjectParamsWithMetaFailLocally(t *testing.T) {
 	var sent sentLines
 	c := start(t, Config{Trace: sent.trace})
 	for _, p := range []string{`[1,2]`, `42`, `"text"`, `{"_meta":5}`} {
-		_, err := c.RequestMeta(context.Background(), "test/echo", json.RawMessage(p), []byte(`{"k":1}`), nil)
+		_, err := c.Request(context.Background(), "test/echo", json.RawMessage(p), &CallOptions{Meta: []byte(`{"k":1}`)})
 		requireInvalidParams(t, err)
 	}
 	sent.mu.Lock()

@@ -72,8 +72,9 @@ func (s *Subscription) run(ctx context.Context, conn *connection.Conn, params js
 		s.finish(endReason(ctx))
 		return
 	}
-	_, err := conn.RequestMeta(ctx, Method, params, meta, &connection.CallOptions{
+	_, err := conn.Request(ctx, Method, params, &connection.CallOptions{
 		Timeout: -1,
+		Meta:    meta,
 		Stream:  s.sink,
 		Sent:    func(id int64) { s.id.Store(id) },
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/serverproc"
 	"github.com/snodo/snodo/remote"
 )
 
@@ -257,12 +258,12 @@ func (cfg *config) validate() error {
 		return usagef("--era %q: give modern or legacy (or leave it out to detect the era)", cfg.era)
 	}
 	for _, kv := range cfg.env {
-		if k, _, ok := strings.Cut(kv, "="); !ok || connection.CheckEnvName(k) != nil {
+		if k, _, ok := strings.Cut(kv, "="); !ok || serverproc.CheckEnvName(k) != nil {
 			return usagef("--env %q: write it as NAME=VALUE", kv)
 		}
 	}
 	for _, k := range cfg.unset {
-		if err := connection.CheckEnvName(k); err != nil {
+		if err := serverproc.CheckEnvName(k); err != nil {
 			return usagef("--unset %q: give the variable's name alone (%v)", k, err)
 		}
 	}
