@@ -103,7 +103,6 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	})
 	c.life = snodoactor.Life{Name: "connection", Logger: cfg.Logger, Owner: cfg.Owner}
 	c.pid = c.life.Spawn(c.system, "snodo-conn", c.receive)
-	go c.out.run()
 	c.unread.Store(-2)
 	go c.readLoop()
 	go c.waitProcess()

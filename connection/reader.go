@@ -62,6 +62,7 @@ func (c *Conn) readLoop() {
 // reaped at once: every caller gets -32000 with the exit status. Then
 // stdout and stderr are drained until EOF, for at most drainGrace.
 func (c *Conn) waitProcess() {
+	awaitExit(c.proc.cmd.Process.Pid) // no thread held while the server runs
 	err := c.proc.cmd.Wait()
 	c.noteUnread()
 	c.terminate(c.exitReason(err, ErrServerExited)) // before exited: the exit status says most

@@ -51,7 +51,11 @@ const (
 // no goroutine hand-off; see company for the other case); whatever that
 // attempt could not write, and every line that arrives while a write is
 // under way, goes to a queue that one goroutine writes out in batches of
-// about a pipe's worth. A stalled write (a server that stopped reading)
+// about a pipe's worth. That goroutine runs only while there is something
+// to write: started by the first line queued, it exits once the queue is
+// empty (or a direct write is under way, whose caller starts it again if
+// lines are left), so an idle connection has no writer goroutine. A
+// stalled write (a server that stopped reading)
 // therefore never holds up a caller's timer, the reader, or the
 // connection actor.
 //
@@ -88,7 +92,10 @@ type writer struct {
 	ticket  uint64 // the last ticket handed out
 	closing bool   // flush what is queued, then close stdin
 	err     error  // set when no more lines are taken
-	wake    chan struct{}
+	running bool   // the goroutine (run) is started and has not decided to exit
+	// runFn is w.run, bound once so that starting the goroutine does not
+	// allocate.
+	runFn func()
 	// closedCh is closed once stdin is closed.
 	closedCh chan struct{}
 
@@ -110,7 +117,8 @@ type segment struct {
 }
 
 func newWriter(f *os.File, max int, failed func(error)) *writer {
-	w := &writer{f: f, max: max, failed: failed, wake: make(chan struct{}, 1), closedCh: make(chan struct{})}
+	w := &writer{f: f, max: max, failed: failed, closedCh: make(chan struct{})}
+	w.runFn = w.run
 	if raw, err := f.SyscallConn(); err == nil {
 		w.raw = raw
 		w.attempt = w.attemptOnce
@@ -345,15 +353,21 @@ func (w *writer) attemptOnce(fd uintptr) bool {
 	return true // never wait: a full pipe is the goroutine's business
 }
 
+// signal starts the goroutine unless it runs already; one that runs
+// takes every line queued before it decides to exit (under mu).
 func (w *writer) signal() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
+	w.mu.Lock()
+	start := !w.running
+	w.running = true
+	w.mu.Unlock()
+	if start {
+		go w.runFn()
 	}
 }
 
-// close stops taking lines; the goroutine flushes what is queued (for at
-// most closeFlushTimeout) and closes stdin. It does not wait.
+// close stops taking lines; the goroutine (started if it is not running)
+// flushes what is queued (for at most closeFlushTimeout) and closes stdin.
+// It does not wait.
 func (w *writer) close() {
 	w.mu.Lock()
 	w.closing = true
@@ -367,48 +381,53 @@ func (w *writer) close() {
 	w.signal()
 }
 
+// run writes batches until the queue is empty, then exits (closing stdin
+// first if the writer is closing). Started by signal; at most one runs.
 func (w *writer) run() {
-	defer close(w.closedCh)
-	defer w.f.Close()
-	for range w.wake {
-		if w.company != nil && w.company() {
-			// Woken by the first of a burst of lines (callers the reader
-			// just woke): let the others run and queue theirs first, so
-			// that the batch below takes them all in one write(2).
-			runtime.Gosched()
+	if w.company != nil && w.company() {
+		// Started by the first of a burst of lines (callers the reader
+		// just woke): let the others run and queue theirs first, so that
+		// the batch below takes them all in one write(2).
+		runtime.Gosched()
+	}
+	for {
+		w.mu.Lock()
+		if w.busy { // a caller is writing directly; it starts us again after
+			w.running = false
+			w.mu.Unlock()
+			return
 		}
-		for {
-			w.mu.Lock()
-			if w.busy { // a caller is writing directly; it wakes us after
-				w.mu.Unlock()
-				break
+		waiters := w.take()
+		batch, closing := w.batch, w.closing
+		w.busy = len(batch) > 0
+		if len(batch) == 0 && !closing {
+			w.running = false
+		}
+		w.mu.Unlock()
+		if len(batch) == 0 {
+			if closing {
+				w.f.Close()
+				close(w.closedCh)
 			}
-			waiters := w.take()
-			batch, closing := w.batch, w.closing
-			w.busy = len(batch) > 0
-			w.mu.Unlock()
-			if len(batch) == 0 {
-				if closing {
-					return
-				}
-				break
-			}
-			n, err := w.f.Write(batch)
-			w.bytes.Written(n)
-			w.written.Add(int64(n))
-			if cap(w.batch) > keepBytes {
-				w.batch = nil
-			}
-			w.mu.Lock()
-			w.busy = false
-			w.mu.Unlock()
-			for _, ch := range waiters {
-				ch <- err
-			}
-			if err != nil {
-				w.fail(err)
-				return
-			}
+			return
+		}
+		n, err := w.f.Write(batch)
+		w.bytes.Written(n)
+		w.written.Add(int64(n))
+		if cap(w.batch) > keepBytes {
+			w.batch = nil
+		}
+		w.mu.Lock()
+		w.busy = false
+		w.mu.Unlock()
+		for _, ch := range waiters {
+			ch <- err
+		}
+		if err != nil {
+			w.fail(err)
+			w.f.Close()
+			close(w.closedCh)
+			return
 		}
 	}
 }

@@ -21,7 +21,6 @@ func TestWriterKeepsLinesWholeInOrderAndDropsOnlyQueuedOnes(t *testing.T) {
 	r, wf, err := os.Pipe()
 	require.NoError(t, err)
 	w := newWriter(wf, 2<<20, func(err error) { t.Errorf("writer failed: %v", err) })
-	go w.run()
 
 	got := make(chan map[string][]int, 1)
 	go func() {
