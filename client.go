@@ -12,6 +12,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -136,8 +137,12 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 
 // notify sends a notification with the era's rule for params.
 func (c *Client) notify(ctx context.Context, method string, params any) error {
-	if c.mcp.era == EraModern {
-		return c.conn.NotifyObject(ctx, method, params, "in the modern era")
+	if c.mcp.era == EraModern && params != nil {
+		p, err := jsonrpc.MarshalParams(method, params, "in the modern era")
+		if err != nil {
+			return err
+		}
+		params = json.RawMessage(p) // the connection passes it through
 	}
 	return c.conn.Notify(ctx, method, params)
 }

@@ -240,8 +240,11 @@ func (c *Conn) noteUnread() {
 // (exited, or closed its stdout) without reading everything written to
 // its stdin — bytes were still waiting in the pipe, or a write to it
 // failed — so it did not die of the last line it was sent. False while it
-// runs, and where the system cannot tell (it can on Linux). Connect
-// restarts a server that died of its probe only when this is false.
+// runs, and where the system cannot tell (it can on Linux). A caller
+// that retries with a fresh server uses it to tell a server that died of
+// the line it was sent (do not send that line again) from one that went
+// away on its own: snodo.Connect restarts a server that died of its
+// probe only when this is false.
 func (c *Conn) LeftInputUnread() bool {
 	return c.unread.Load() > 0 || errors.Is(c.life.Reason(), ErrStdinClosed)
 }

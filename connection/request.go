@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -38,7 +37,8 @@ type CallOptions struct {
 	// Stream receives the notifications the server correlates to this
 	// request through _meta["io.modelcontextprotocol/subscriptionId"]
 	// (subscriptions/listen). It runs on the reader goroutine, in order,
-	// and must not block.
+	// and must not block. It is how any request that streams its results
+	// as notifications is built on a Conn (package subscription is one).
 	Stream func(method string, params json.RawMessage)
 	// Meta, an encoded JSON object, adds its members to params._meta (the
 	// MCP request metadata: protocol version, client info, extension
@@ -46,7 +46,9 @@ type CallOptions struct {
 	// none. Request does not change or keep it.
 	Meta json.RawMessage
 	// Sent, when set, is called with the request's ID just before the
-	// request is queued for writing (so before any answer can arrive).
+	// request is queued for writing (so before any answer can arrive):
+	// the ID to find the request by in the server's log or a trace, or to
+	// correlate a stream's notifications with it.
 	Sent func(id int64)
 }
 
@@ -74,9 +76,9 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 		opts = &noOptions
 	}
 	meta := opts.Meta
-	p, err := jsonrpc.Marshal(params)
+	p, err := jsonrpc.MarshalParams(method, params, "")
 	if err != nil {
-		return nil, paramsError(method, err)
+		return nil, err
 	}
 	cl := newCall(opts)
 	timeout := c.timeoutOf(opts)
@@ -91,7 +93,7 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 		if p, err = mergeMeta(p, meta, traceCtx, id, cl.wantProgress); err != nil {
 			c.table.abandon(id, cl)
 			cl.release()
-			return nil, paramsError(method, err)
+			return nil, jsonrpc.ParamsError(method, err)
 		}
 		meta, traceCtx = nil, nil
 	}
@@ -239,38 +241,23 @@ func (c *Conn) cancelOnServer(id int64, reason string) {
 // still queued when Notify gives up is dropped, never sent; one the
 // writer had begun to write may still reach the server.
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
-	return c.notify(ctx, method, params, "")
+	return c.notify(ctx, method, params)
 }
 
-// NotifyObject is Notify for an era where params must be a JSON object
-// (or nil): any other value fails with the local -32602 a request's
-// params get when they cannot carry _meta (jsonrpc.RequireObject), and
-// nothing is sent. why ends that error's first clause ("in the modern
-// era").
-func (c *Conn) NotifyObject(ctx context.Context, method string, params any, why string) error {
-	return c.notify(ctx, method, params, why)
-}
-
-// notify writes a notification; a non-empty object says params must be
-// a JSON object, and why.
-func (c *Conn) notify(ctx context.Context, method string, params any, object string) error {
+// notify writes a notification.
+func (c *Conn) notify(ctx context.Context, method string, params any) error {
 	if ctx == nil {
 		return nilContextError(method)
 	}
-	p, err := jsonrpc.Marshal(params)
+	p, err := jsonrpc.MarshalParams(method, params, "")
 	if err != nil {
-		return paramsError(method, err)
-	}
-	if object != "" {
-		if err := jsonrpc.RequireObject(p, object); err != nil {
-			return paramsError(method, err)
-		}
+		return err
 	}
 	// The trace context of ctx goes into params._meta, as for requests.
 	traceCtx := traceMembers(ctx, p)
 	if traceCtx != nil && !jsonrpc.CanSpliceMeta(p) {
 		if p, err = mergeMeta(p, nil, traceCtx, 0, false); err != nil {
-			return paramsError(method, err)
+			return jsonrpc.ParamsError(method, err)
 		}
 		traceCtx = nil
 	}
@@ -302,17 +289,6 @@ func (c *Conn) notify(ctx context.Context, method string, params any, object str
 		c.out.drop(ticket)
 		return fmt.Errorf("snodo: %s: %w", method, ctx.Err())
 	}
-}
-
-// paramsError is the local -32602 for params that cannot go on the wire.
-func paramsError(method string, err error) error {
-	var e *jsonrpc.Error
-	if errors.As(err, &e) && e.Local() { // already says what to do
-		return jsonrpc.NewLocalError(e.Code, method+": "+e.Message, e.Unwrap()...)
-	}
-	return jsonrpc.NewLocalError(jsonrpc.CodeInvalidParams,
-		fmt.Sprintf("%s: params %v; nothing was sent: pass one JSON value (json.RawMessage, []byte) or a Go value json.Marshal accepts", method, err),
-		jsonrpc.ErrInvalidParams, err)
 }
 
 // nilContextError refuses a call made with a nil ctx before anything is sent.

@@ -20,6 +20,10 @@ const Method = "subscriptions/listen"
 // owner: when it is done the subscription is cancelled on the server and
 // ends with actor.ErrOwnerExited.
 //
+// Open is this package's way in for a user of the connection layer alone
+// (snodo.Client.Listen is built on it): the acknowledgement, the bounded
+// queue and the owner link are the protocol's rules, not the caller's.
+//
 // Open fails, and leaves nothing running, when the server answers the
 // request (error or result) before acknowledging it, when the connection
 // stops, or when ctx is done first.

@@ -294,3 +294,30 @@ func SpliceMeta(params, meta []byte) (out []byte, ok bool) {
 	}
 	return appendWithMeta(make([]byte, 0, len(params)+len(meta)+len(`{"_meta":,}`)), params, meta, nil), true
 }
+
+// ParamsError is the local -32602 for params of method that cannot go on
+// the wire: err's own message when it is already a local error that says
+// what to do, prefixed with method.
+func ParamsError(method string, err error) error {
+	var e *Error
+	if errors.As(err, &e) && e.Local() { // already says what to do
+		return NewLocalError(e.Code, method+": "+e.Message, e.Unwrap()...)
+	}
+	return NewLocalError(CodeInvalidParams,
+		fmt.Sprintf("%s: params %v; nothing was sent: pass one JSON value (json.RawMessage, []byte) or a Go value json.Marshal accepts", method, err),
+		ErrInvalidParams, err)
+}
+
+// MarshalParams is Marshal for the params of method, failing with
+// ParamsError; a non-empty object also requires them to be a JSON object
+// (RequireObject), object saying why.
+func MarshalParams(method string, params any, object string) ([]byte, error) {
+	p, err := Marshal(params)
+	if err == nil && object != "" {
+		err = RequireObject(p, object)
+	}
+	if err != nil {
+		return nil, ParamsError(method, err)
+	}
+	return p, nil
+}
