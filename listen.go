@@ -171,7 +171,7 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	if err != nil {
 		return nil, fmt.Errorf("snodo: %w", err)
 	}
-	o := subscription.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, Logger: c.conn.Logger(), Message: subscriptionMessage}
+	o := subscription.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, Logger: c.notes.logger, Message: subscriptionMessage}
 	params, err := json.Marshal(struct {
 		Notifications Filter `json:"notifications"`
 	}{f})

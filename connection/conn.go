@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -151,9 +150,6 @@ func (c *Conn) ExitError() error {
 		return nil
 	}
 }
-
-// Logger is the logger the connection reports anomalies to.
-func (c *Conn) Logger() *slog.Logger { return c.cfg.Logger }
 
 // InFlight counts the requests waiting for an answer.
 func (c *Conn) InFlight() int { return c.table.inFlight() }
