@@ -91,12 +91,13 @@ type Config struct {
 	// (default): no tracing, at no cost.
 	Trace func(dir Direction, line []byte)
 
-	// Metrics, when set, counts the connection's bytes, dropped
-	// notifications, refused server requests and its stop (by cause).
-	// Nil: nothing is counted. OnStop, when set, runs once on the
-	// connection actor as the connection stops, with the reason.
-	Metrics *telemetry.Conn
-	OnStop  func(reason error)
+	// OnStop, when set, runs once on the connection actor as the
+	// connection stops, with the reason.
+	OnStop func(reason error)
+
+	// moduleConfig holds what only snodo's own packages set (the
+	// connection's instruments), out of this package's documentation.
+	moduleConfig
 
 	// MaxWriteQueue bounds, in bytes, the lines waiting to be written to
 	// a server that reads more slowly than it is written to (default
@@ -155,3 +156,8 @@ func (c *Config) withDefaults() (Config, error) {
 	cfg.Env = append([]EnvVar(nil), cfg.Env...)
 	return cfg, nil
 }
+
+// moduleConfig is embedded in Config: its fields are set by the root
+// package (cfg.Metrics = …) and, their types being internal, by no one
+// else. See docs/architecture.md, "Packages and their direction".
+type moduleConfig = telemetry.ConnConfig

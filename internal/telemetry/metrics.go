@@ -240,3 +240,14 @@ func (c *Conn) Live() bool { return c != nil && c.t.Metering() }
 func (c *Conn) with(kv attribute.KeyValue) metric.MeasurementOption {
 	return metric.WithAttributes(append(append(make([]attribute.KeyValue, 0, len(c.attrs)+1), c.attrs...), kv)...)
 }
+
+// ConnConfig is the part of connection.Config only the module sets: the
+// connection embeds it unexported, so its fields are reachable as
+// cfg.Metrics from the root package yet absent from the connection
+// package's documentation, and no user can name their types.
+type ConnConfig struct {
+	// Metrics, when set, counts the connection's bytes, dropped
+	// notifications, refused server requests and its stop (by cause).
+	// Nil: nothing is counted.
+	Metrics *Conn
+}
