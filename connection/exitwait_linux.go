@@ -5,6 +5,7 @@ package connection
 import (
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // sysPidfdOpen is pidfd_open(2)'s number on every Linux architecture but
@@ -33,13 +34,20 @@ func awaitExit(pid int) {
 	if err != nil {
 		return
 	}
-	asked := false
-	// The first call asks to wait for readability; the second comes once
-	// the poller has seen it. A poller that cannot take the fd makes Read
-	// fail, and a wake-up too early only means Wait blocks a little.
-	_ = raw.Read(func(uintptr) bool {
-		done := asked
-		asked = true
-		return done
-	})
+	// Read first resets the poller's readiness, so each call checks the
+	// pidfd itself (ppoll, no wait): an exit that came before that reset
+	// is not missed. Read waits for the next readiness between calls.
+	_ = raw.Read(exited)
+}
+
+// exited reports whether the pidfd fd is readable (its process exited).
+func exited(fd uintptr) bool {
+	pfd := struct {
+		fd      int32
+		events  int16
+		revents int16
+	}{fd: int32(fd), events: 0x1} // POLLIN
+	var ts syscall.Timespec // zero: do not wait
+	n, _, errno := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	return errno != 0 || n > 0 // an error: let Wait block instead
 }
