@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -64,33 +63,7 @@ func BenchmarkRemote(b *testing.B) {
 					_, err := r.Request(context.Background(), "tools/call", params)
 					return err
 				}
-				for range 1000 { // warm up
-					if err := call(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportAllocs()
-				cpu0 := cpuTime()
-				b.ResetTimer()
-				if inFlight == 1 {
-					for i := 0; i < b.N; i++ {
-						if err := call(); err != nil {
-							b.Fatal(err)
-						}
-					}
-				} else {
-					b.SetParallelism((inFlight + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-					b.RunParallel(func(pb *testing.PB) {
-						for pb.Next() {
-							if err := call(); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-				b.StopTimer()
-				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+				timeCalls(b, inFlight, call)
 			})
 		}
 	}
