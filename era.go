@@ -93,6 +93,7 @@ type mcpState struct {
 	baseMeta     map[string]json.RawMessage // modern era: the required _meta
 	serve        ServerRequestHandler       // the wrapped handler (serverrequests.go)
 	maxRounds    int
+	timeout      time.Duration // WithTimeout's; 0 the default, negative none
 
 	// meta is the encoded _meta every modern request carries: baseMeta,
 	// plus the log level once SetLoggingLevel was called. It is encoded
@@ -108,6 +109,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	}
 	c.mcp.serve = c.observed(cfg.mcp.handler)
 	c.mcp.maxRounds = cmp.Or(cfg.mcp.maxInputRounds, DefaultMaxInputRounds)
+	c.mcp.timeout = cfg.conn.Timeout
 	cfg.conn.Handler = c.mcp.serve
 	c.tel = telemetry.New(cfg.tracerProvider, cfg.meterProvider)
 	c.meters = c.tel.ForConn(cfg.conn.Command)

@@ -161,7 +161,10 @@ func MaxQueuedEvents(n int) ListenOption {
 // subscription's owner: when it is done, as on Close, the server is sent
 // notifications/cancelled and Events closes. Events may be read on the
 // same goroutine that makes other requests: delivery never blocks the
-// connection. On a legacy-era server Listen fails with
+// connection. The wait for the acknowledgement is bounded by the
+// connection's timeout (WithTimeout): past it the server is sent
+// notifications/cancelled and Listen fails with a -32001 wrapping
+// ErrTimeout. On a legacy-era server Listen fails with
 // ErrListenUnsupported.
 func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*Subscription, error) {
 	if c.legacy() {
@@ -171,7 +174,8 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	if err != nil {
 		return nil, fmt.Errorf("snodo: %w", err)
 	}
-	o := subscription.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, Logger: c.notes.logger, Message: subscriptionMessage}
+	o := subscription.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, AckTimeout: c.mcp.timeout,
+		Logger: c.notes.logger, Message: subscriptionMessage}
 	params, err := json.Marshal(struct {
 		Notifications Filter `json:"notifications"`
 	}{f})

@@ -1,8 +1,10 @@
 package snodo
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
@@ -76,4 +78,30 @@ func TestListenOptionsValidate(t *testing.T) {
 	assert.ErrorContains(t, err, "MaxQueuedEvents")
 	_, err = c.Listen(t.Context(), Filter{}, ListenTo(nil))
 	assert.ErrorContains(t, err, "ListenTo")
+}
+
+// A server that takes subscriptions/listen and never acknowledges it must
+// not hang Listen: its ctx is the subscription's owner, so a caller cannot
+// bound the wait with it. The connection's timeout bounds it.
+func TestListenUnacknowledgedTimesOut(t *testing.T) {
+	c := dialTest(t, []string{"-silent-listen"}, WithTimeout(200*time.Millisecond))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Listen(context.Background(), Filter{ToolsListChanged: true})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrTimeout)
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, CodeTimeout, e.Code)
+		assert.ErrorContains(t, err, "acknowledg")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Listen still waits for an acknowledgement that never comes")
+	}
+	// The server was told to drop the listen request.
+	raw, err := c.Request(t.Context(), "test/waitNotification", map[string]any{"method": "notifications/cancelled", "count": 1, "timeoutMs": 5000})
+	require.NoError(t, err, "no notifications/cancelled for the abandoned listen request")
+	assert.Contains(t, string(raw), "notifications/cancelled")
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // Method is the request that opens a subscription.
@@ -26,7 +28,9 @@ const Method = "subscriptions/listen"
 //
 // Open fails, and leaves nothing running, when the server answers the
 // request (error or result) before acknowledging it, when the connection
-// stops, or when ctx is done first.
+// stops, when ctx is done first, or when no acknowledgement came within
+// Options.AckTimeout (a local -32001: the request is cancelled on the
+// server).
 func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, meta []byte, opts Options) (*Subscription, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -54,9 +58,22 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, me
 		go s.pump()
 	}
 	go s.run(subCtx, conn, params, meta)
+	var expired <-chan time.Time
+	if opts.AckTimeout > 0 {
+		t := time.NewTimer(opts.AckTimeout)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case <-s.acked:
 		return s, nil
+	case <-expired:
+		err := jsonrpc.NewLocalError(jsonrpc.CodeTimeout,
+			fmt.Sprintf("%s: the server did not acknowledge the subscription within %s (it does not follow the MCP subscriptions protocol, or needs longer: raise the timeout)", Method, opts.AckTimeout),
+			jsonrpc.ErrTimeout)
+		s.end(err) // cancels the request: notifications/cancelled, then Done
+		<-s.done
+		return nil, fmt.Errorf("snodo: %w", err)
 	case <-s.done:
 		select {
 		case <-s.acked: // acknowledged, then ended at once: the caller sees the end

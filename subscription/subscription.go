@@ -7,12 +7,19 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo/connection"
 )
 
 // DefaultMaxQueue is the queue bound used when Options.MaxQueue is zero.
 const DefaultMaxQueue = 1024
+
+// DefaultAckTimeout bounds Open's wait for the acknowledgement when
+// Options.AckTimeout is zero: the connection's default request timeout.
+const DefaultAckTimeout = connection.DefaultTimeout
 
 // Filter selects the notifications a subscription asks for; it is the
 // "notifications" member of subscriptions/listen and of its
@@ -47,6 +54,12 @@ type Options struct {
 	// System is the actor system Actor lives in; default: the
 	// connection's.
 	System *protoactor.ActorSystem
+	// AckTimeout bounds Open's wait for the server's acknowledgement (the
+	// owner ctx cannot bound it: it lives as long as the subscription).
+	// Past it the listen request is cancelled on the server and Open
+	// fails with a local -32001 *jsonrpc.Error wrapping jsonrpc.ErrTimeout.
+	// Default DefaultAckTimeout; negative: only ctx bounds the wait.
+	AckTimeout time.Duration
 	// Logger receives the notifications dropped for arriving before the
 	// acknowledgement; default: discard.
 	Logger *slog.Logger
@@ -80,6 +93,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxQueue == 0 {
 		o.MaxQueue = DefaultMaxQueue
+	}
+	if o.AckTimeout == 0 {
+		o.AckTimeout = DefaultAckTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

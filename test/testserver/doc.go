@@ -23,6 +23,8 @@
 //	-state-file PATH          with -exit-on-discover: the first run creates PATH
 //	                          before exiting; if PATH exists, act as -era legacy
 //	-silent-discover          never answer server/discover
+//	-silent-listen            take subscriptions/listen and never acknowledge
+//	                          or answer it
 //	-close-stdout-on-discover close stdout when server/discover arrives, and live on
 //	-endless-pages fresh|repeat  every list method answers no items and a nextCursor:
 //	                          a new one on each page, or always the same

@@ -27,6 +27,7 @@ type config struct {
 	exitOnDiscover  bool
 	stateFile       string
 	silentDiscover  bool
+	silentListen    bool
 	closeOnDiscover bool
 	endlessPages    string
 	discoverError   int
@@ -51,6 +52,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.exitOnDiscover, "exit-on-discover", false, "exit 1 when server/discover arrives")
 	fs.StringVar(&c.stateFile, "state-file", "", "with -exit-on-discover: act as legacy if this file exists, else create it")
 	fs.BoolVar(&c.silentDiscover, "silent-discover", false, "never answer server/discover")
+	fs.BoolVar(&c.silentListen, "silent-listen", false, "take subscriptions/listen and never acknowledge or answer it")
 	fs.StringVar(&c.endlessPages, "endless-pages", "", "list methods always give a nextCursor: fresh (a new one each page) or repeat (the same)")
 	fs.BoolVar(&c.closeOnDiscover, "close-stdout-on-discover", false, "close stdout when server/discover arrives, and live on")
 	fs.IntVar(&c.discoverError, "discover-error", 0, "answer server/discover with this error `code` (0: no)")

@@ -80,6 +80,9 @@ func (s *server) listen(req *request) (any, *rpcError) {
 	if e := unmarshalParams(req, &p); e != nil {
 		return nil, e
 	}
+	if s.cfg.silentListen {
+		return noAnswer, nil
+	}
 	honoured := subscriptionFilter{
 		ToolsListChanged:      p.Notifications.ToolsListChanged,
 		ResourcesListChanged:  p.Notifications.ResourcesListChanged,
