@@ -73,10 +73,12 @@ func (c *Client) observed(user ServerRequestHandler) ServerRequestHandler {
 //	}
 //
 // An accepted form answer is checked against the requested schema before
-// it is sent (ElicitParams.Check): a missing required field, a field the
-// schema does not name, or a value of the wrong type, out of range or
-// not among the enum's values is answered with -32603 instead, and in the
-// modern era fails the call with ErrInputRequest.
+// it is sent (ElicitParams.Check): a missing required field, a value of
+// the wrong type (null included), out of range or not among the enum's
+// values, or a field the schema does not name that holds anything but a
+// string, a number, a boolean or an array of strings is answered with
+// -32603 instead, and in the modern era fails the call with
+// ErrInputRequest.
 type (
 	ElicitParams        = handlers.ElicitParams        // elicitation/create params (form or URL mode)
 	ElicitSchema        = handlers.ElicitSchema        // a form's restricted JSON Schema

@@ -20,8 +20,8 @@ import (
 // names of that field's type — a string (within minLength/maxLength, of
 // its format, one of its enum values), a number or an integer (within
 // minimum/maximum), a boolean, or an array of enum values (within
-// minItems/maxItems) — and any other field a string, a number, a boolean
-// or an array of strings. content is what an ElicitResult carries. The
+// minItems/maxItems), never null — and any other field a string, a
+// number, a boolean or an array of strings. content is what an ElicitResult carries. The
 // error names the first field that fails, fields in name order.
 func (p *ElicitParams) Check(content map[string]any) error {
 	raw, err := json.Marshal(content)
@@ -70,17 +70,25 @@ func (p *ElicitParams) checkRaw(content json.RawMessage) error {
 }
 
 func (p *PropertySchema) check(v json.RawMessage) error {
+	if bytes.Equal(v, []byte("null")) {
+		// encoding/json takes null as any type's zero value; the schema
+		// does not.
+		switch p.Type {
+		case "string", "number", "integer", "boolean", "array":
+			return fmt.Errorf("want %s, got null", p.want())
+		}
+	}
 	switch p.Type {
 	case "string":
 		var s string
 		if json.Unmarshal(v, &s) != nil {
-			return fmt.Errorf("want a string, got %s", v)
+			return fmt.Errorf("want %s, got %s", p.want(), v)
 		}
 		return p.checkString(s)
 	case "number", "integer":
 		var f float64
 		if v[0] == '"' || json.Unmarshal(v, &f) != nil {
-			return fmt.Errorf("want %s %s, got %s", article(p.Type), p.Type, v)
+			return fmt.Errorf("want %s, got %s", p.want(), v)
 		}
 		if p.Type == "integer" && f != math.Trunc(f) {
 			return fmt.Errorf("want an integer, got %s", v)
@@ -93,12 +101,12 @@ func (p *PropertySchema) check(v json.RawMessage) error {
 		}
 	case "boolean":
 		if !bytes.Equal(v, []byte("true")) && !bytes.Equal(v, []byte("false")) {
-			return fmt.Errorf("want a boolean, got %s", v)
+			return fmt.Errorf("want %s, got %s", p.want(), v)
 		}
 	case "array":
 		var items []string
 		if json.Unmarshal(v, &items) != nil {
-			return fmt.Errorf("want an array of strings, got %s", v)
+			return fmt.Errorf("want %s, got %s", p.want(), v)
 		}
 		if p.MinItems != nil && len(items) < *p.MinItems {
 			return fmt.Errorf("%d choices, at least %d needed", len(items), *p.MinItems)
@@ -149,11 +157,15 @@ func (p *PropertySchema) checkString(s string) error {
 	return nil
 }
 
-func article(word string) string {
-	if strings.ContainsRune("aeiou", rune(word[0])) {
-		return "an"
+// want names the values a field of p's type takes, for errors.
+func (p *PropertySchema) want() string {
+	switch p.Type {
+	case "integer":
+		return "an integer"
+	case "array":
+		return "an array of strings"
 	}
-	return "a"
+	return "a " + p.Type
 }
 
 // primitive: the values an elicitation answer may hold.

@@ -54,6 +54,9 @@ func TestElicitCheck(t *testing.T) {
 		`{` + ok + `,"tags":["z"]}`:           `"z" is not one of a, b, c`,
 		`{` + ok + `,"pets":["cow"]}`:         `"cow" is not one of cat, dog`,
 		`{` + ok + `,"tags":"a"}`:             `want an array of strings`,
+		`{` + ok + `,"score":null}`:           `the field "score": want a number, got null`,
+		`{` + ok + `,"pets":null}`:            `the field "pets": want an array of strings, got null`,
+		`{` + ok + `,"color":null}`:           `the field "color": want a string, got null`,
 	} {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(content), &m))
