@@ -133,7 +133,8 @@ func BenchmarkSnodoRequest(b *testing.B) {
 // request, params encoded beforehand, at 1 and 64 in flight. Besides
 // ns/op it reports cpu-ns/op, the test process's user+system CPU time per
 // call, which holds on a busy machine, and the read and write system calls
-// per call (batching); compare interleaved runs with benchstat:
+// per call (batching) and the context switches per call of all its
+// threads (vcsw/op: sleeps and wake-ups); compare interleaved runs with benchstat:
 //
 //	go test -run '^$' -bench RequestFast -count 10 -benchmem | benchstat -
 func BenchmarkRequestFast(b *testing.B) {
@@ -152,8 +153,11 @@ func BenchmarkRequestFast(b *testing.B) {
 						_, err := r.Request(context.Background(), "tools/call", params)
 						return err
 					}
-					var r0, w0 int64
-					timeCalls(b, inFlight, call, func() { r0, w0 = syscalls() })
+					var r0, w0, v0, i0 int64
+					timeCalls(b, inFlight, call, func() { r0, w0 = syscalls(); v0, i0 = ctxSwitches() })
+					v1, i1 := ctxSwitches()
+					b.ReportMetric(float64(v1-v0)/float64(b.N), "vcsw/op")
+					b.ReportMetric(float64(i1-i0)/float64(b.N), "icsw/op")
 					if r1, w1 := syscalls(); r1 > 0 {
 						b.ReportMetric(float64(r1-r0)/float64(b.N), "reads/op")
 						b.ReportMetric(float64(w1-w0)/float64(b.N), "writes/op")
@@ -182,6 +186,30 @@ func syscalls() (reads, writes int64) {
 		}
 	}
 	return reads, writes
+}
+
+// ctxSwitches sums the voluntary and involuntary context switches of
+// every thread of the process (Linux; 0, 0 elsewhere): a thread that
+// sleeps and is woken again for each call shows here.
+func ctxSwitches() (vol, invol int64) {
+	dirs, _ := filepath.Glob("/proc/self/task/*/status")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			switch k {
+			case "voluntary_ctxt_switches":
+				vol += n
+			case "nonvoluntary_ctxt_switches":
+				invol += n
+			}
+		}
+	}
+	return
 }
 
 // cpuTime is the user plus system CPU time the process has used.

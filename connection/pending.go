@@ -18,6 +18,7 @@ const maxQueuedProgress = 64
 // atomic: a caller without progress reads its answer without the lock.
 type call struct {
 	wake   chan struct{} // capacity 1
+	id     int64         // the request's ID while it is in the table
 	ticket uint64        // the request line's ticket in the writer (for drop)
 
 	done   atomic.Bool // result and err are set, and the call is out of the table
@@ -110,11 +111,19 @@ func after(now int64, d time.Duration) int64 {
 // request's deadline is never the earliest, so a request costs no timer
 // operation at all; the timer fires about once per timeout, and each
 // firing looks at every call in flight.
+//
+// The calls are kept in a ring of slots indexed by ID: IDs are handed out
+// in order, so the calls in flight at once almost always land in free
+// slots, and finding one is an index, not a hash. A call whose slot is
+// still taken (by a request, such as a subscription, outliving the next
+// tableSlots IDs) goes to a map instead.
 type table struct {
-	mu     sync.Mutex
-	nextID int64
-	calls  map[int64]*call
-	closed error // set once: every later add fails with it
+	mu       sync.Mutex
+	nextID   int64
+	slots    [tableSlots]*call
+	overflow map[int64]*call // calls whose slot was taken; nil until one was
+	n        int             // calls in the table
+	closed   error           // set once: every later add fails with it
 
 	timer *time.Timer // runs expire; nil until a call has a deadline
 	armed int64       // when the timer fires (monoNow); 0: not armed
@@ -124,7 +133,62 @@ type table struct {
 	answers atomic.Int64
 }
 
-func newTable() *table { return &table{calls: make(map[int64]*call)} }
+// tableSlots is the size of the table's ring: a power of two, and more
+// than the calls most connections have in flight at once.
+const tableSlots = 256
+
+func newTable() *table { return &table{} }
+
+// put files c under id. The caller holds mu.
+func (t *table) put(id int64, c *call) {
+	c.id = id
+	t.n++
+	if s := &t.slots[id&(tableSlots-1)]; *s == nil {
+		*s = c
+		return
+	}
+	if t.overflow == nil {
+		t.overflow = make(map[int64]*call)
+	}
+	t.overflow[id] = c
+}
+
+// lookup finds the call filed under id, nil when none is. The caller
+// holds mu.
+func (t *table) lookup(id int64) *call {
+	if c := t.slots[id&(tableSlots-1)]; c != nil && c.id == id {
+		return c
+	}
+	if len(t.overflow) > 0 {
+		return t.overflow[id]
+	}
+	return nil
+}
+
+// remove takes c, filed under c.id, out of the table (if it is still
+// there). The caller holds mu.
+func (t *table) remove(c *call) {
+	if s := &t.slots[c.id&(tableSlots-1)]; *s == c {
+		*s = nil
+		t.n--
+	} else if t.overflow[c.id] == c {
+		delete(t.overflow, c.id)
+		t.n--
+	}
+}
+
+// each calls fn for every call in the table; fn may remove the call it
+// is given. The caller holds mu.
+func (t *table) each(fn func(*call)) {
+	for _, c := range t.slots[:] {
+		if c != nil {
+			fn(c)
+		}
+	}
+	for _, c := range t.overflow {
+		fn(c)
+	}
+}
 
 // add registers c under a fresh id with its deadlines (0: none). IDs
 // increase and are never reused.
@@ -135,7 +199,7 @@ func (t *table) add(c *call, deadline, total int64) (int64, error) {
 		return 0, t.closed
 	}
 	t.nextID++
-	t.calls[t.nextID] = c
+	t.put(t.nextID, c)
 	if c.stream == nil {
 		t.answers.Add(1)
 	}
@@ -168,7 +232,7 @@ func (t *table) expire() {
 	}
 	now := monoNow()
 	var next int64
-	for _, c := range t.calls {
+	t.each(func(c *call) {
 		due := c.due()
 		switch {
 		case due == 0 || c.expired != notExpired:
@@ -181,7 +245,7 @@ func (t *table) expire() {
 		case next == 0 || due < next:
 			next = due
 		}
-	}
+	})
 	t.armed = 0
 	if next != 0 {
 		t.arm(next)
@@ -205,12 +269,12 @@ func (t *table) extend(c *call, deadline int64) {
 // complete delivers the answer to id; false when no such request waits.
 func (t *table) complete(id int64, result json.RawMessage, err error) bool {
 	t.mu.Lock()
-	c := t.calls[id]
+	c := t.lookup(id)
 	if c == nil {
 		t.mu.Unlock()
 		return false
 	}
-	delete(t.calls, id)
+	t.remove(c)
 	if c.stream == nil {
 		t.answers.Add(-1)
 	}
@@ -225,7 +289,7 @@ func (t *table) complete(id int64, result json.RawMessage, err error) bool {
 func (t *table) progress(id int64, p Progress) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c := t.calls[id]
+	c := t.lookup(id)
 	if c == nil || !c.wantProgress {
 		return false
 	}
@@ -242,7 +306,7 @@ func (t *table) progress(id int64, p Progress) bool {
 func (t *table) streamOf(id int64) func(string, json.RawMessage) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if c := t.calls[id]; c != nil {
+	if c := t.lookup(id); c != nil {
 		return c.stream
 	}
 	return nil
@@ -265,7 +329,7 @@ func (t *table) abandon(id int64, c *call) bool {
 	if c.done.Load() {
 		return false
 	}
-	delete(t.calls, id)
+	t.remove(c)
 	if c.stream == nil {
 		t.answers.Add(-1)
 	}
@@ -284,12 +348,12 @@ func (t *table) close(err error) {
 		t.timer.Stop()
 		t.armed = 0
 	}
-	for id, c := range t.calls {
+	t.each(func(c *call) {
 		c.err = err
 		c.done.Store(true)
 		signal(c.wake)
-		delete(t.calls, id)
-	}
+		t.remove(c)
+	})
 	t.answers.Store(0)
 }
 
@@ -297,7 +361,7 @@ func (t *table) close(err error) {
 func (t *table) inFlight() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.calls)
+	return t.n
 }
 
 // company reports whether more than one call waits for its answer.

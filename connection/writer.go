@@ -175,8 +175,11 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, done chan error) 
 		if w.trace != nil {
 			w.traceSent(w.queue[before:])
 		}
+		start := w.startLocked()
 		w.mu.Unlock()
-		w.signal()
+		if start {
+			go w.runFn()
+		}
 		return t, nil
 	}
 	w.busy = true
@@ -198,10 +201,10 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, done chan error) 
 	if cap(line) <= batchBytes {
 		w.direct = line[:0]
 	}
-	wake := w.live > 0 || w.closing
+	start := (w.live > 0 || w.closing) && w.startLocked()
 	w.mu.Unlock()
-	if wake {
-		w.signal()
+	if start {
+		go w.runFn()
 	}
 	return t, nil
 }
@@ -357,12 +360,19 @@ func (w *writer) attemptOnce(fd uintptr) bool {
 // takes every line queued before it decides to exit (under mu).
 func (w *writer) signal() {
 	w.mu.Lock()
-	start := !w.running
-	w.running = true
+	start := w.startLocked()
 	w.mu.Unlock()
 	if start {
 		go w.runFn()
 	}
+}
+
+// startLocked marks the goroutine running and reports whether the caller
+// must start it (it was not running). The caller holds mu.
+func (w *writer) startLocked() bool {
+	start := !w.running
+	w.running = true
+	return start
 }
 
 // close stops taking lines; the goroutine (started if it is not running)

@@ -50,3 +50,26 @@ func BenchmarkJSONValid(b *testing.B) {
 		})
 	}
 }
+
+// What classifying an answer costs the reader (Scan checks the whole line):
+//
+//	go test -run '^$' -bench Scan -benchmem ./internal/jsonrpc
+func BenchmarkScan(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		v    []byte
+	}{
+		{"answer", []byte(`{"jsonrpc":"2.0","id":123456,"result":{"content":[{"type":"text","text":"hello"}],"isError":false}}`)},
+		{"request", []byte(`{"jsonrpc":"2.0","id":"s-1","method":"elicitation/create","params":{"message":"Your name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}}`)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(c.v)))
+			for i := 0; i < b.N; i++ {
+				if _, err := Scan(c.v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

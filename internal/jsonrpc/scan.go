@@ -147,14 +147,24 @@ func valid(b []byte) (ok, multiline bool) {
 }
 
 type scanner struct {
-	b     []byte
-	i     int
-	lines bool // white space with a line break was seen ('\n' or '\r')
+	b       []byte
+	i       int
+	lines   bool // white space with a line break was seen ('\n' or '\r')
+	escaped bool // the last string consumed has an escape sequence
 }
 
 const maxDepth = 10000
 
+// ws consumes white space. Minified JSON has none between tokens: the
+// check for that case is inlined at every call.
 func (s *scanner) ws() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return
+	}
+	s.wsRun()
+}
+
+func (s *scanner) wsRun() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t':
@@ -176,11 +186,13 @@ func (s *scanner) eat(c byte) bool {
 	return false
 }
 
-// str consumes a JSON string starting at s.i.
+// str consumes a JSON string starting at s.i, and notes whether it has
+// an escape sequence.
 func (s *scanner) str() bool {
 	if !s.eat('"') {
 		return false
 	}
+	s.escaped = false
 	for {
 		// Skip the plain bytes in one tight loop.
 		i, b := s.i, s.b
@@ -196,6 +208,7 @@ func (s *scanner) str() bool {
 			s.i++
 			return true
 		case c == '\\':
+			s.escaped = true
 			if !s.escape() {
 				return false
 			}
@@ -280,9 +293,10 @@ func (s *scanner) value(depth int) bool {
 	switch c := s.b[s.i]; {
 	case c == '"':
 		return s.str()
-	case (c == '{' || c == '[') && depth >= maxDepth:
-		return false
 	case c == '{':
+		if depth >= maxDepth {
+			return false
+		}
 		s.i++
 		s.ws()
 		if s.eat('}') {
@@ -308,6 +322,9 @@ func (s *scanner) value(depth int) bool {
 			return s.eat('}')
 		}
 	case c == '[':
+		if depth >= maxDepth {
+			return false
+		}
 		s.i++
 		s.ws()
 		if s.eat(']') {
@@ -393,7 +410,7 @@ func eachMember(b []byte, fn func(key, val []byte) error) error {
 				return errSyntax
 			}
 			key := b[kStart+1 : s.i-1]
-			if bytes.IndexByte(key, '\\') >= 0 {
+			if s.escaped {
 				key = []byte(unquote(b[kStart:s.i]))
 			}
 			s.ws()
