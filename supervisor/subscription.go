@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
@@ -54,8 +55,8 @@ type Subscription struct {
 }
 
 // Listen opens a subscription on the current server (waiting for a
-// restart, or failing fast, like Request) and returns once the server
-// acknowledged it. ctx is its owner, as for snodo.Client.Listen. Events
+// restart for at most WithMaxWait, or failing fast, like Request) and
+// returns once the server acknowledged it. ctx is its owner, as for snodo.Client.Listen. Events
 // go to the Events channel, or with snodo.ListenTo(pid) to the actor as
 // *snodo.SubscriptionEvent messages (markers included) and one final
 // *snodo.SubscriptionEnded, across restarts; the subscription then
@@ -71,7 +72,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 		each = append(each, snodo.MaxQueuedEvents(set.MaxQueue))
 	}
 	c.s.inflight.Add(1)
-	inner, cl, err := c.s.listen(ctx, f, each, nil, !c.s.cfg.failFast)
+	inner, cl, err := c.s.listen(ctx, f, each, nil, !c.s.cfg.failFast, c.s.cfg.maxWait)
 	c.s.release()
 	if err != nil {
 		return nil, err
@@ -100,10 +101,11 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 // the member it was opened on.
 func (s *Subscription) Member() *Client { return s.c }
 
-// listen opens a subscription on a connection other than prev.
-func (st *state) listen(ctx context.Context, f snodo.Filter, opts []snodo.ListenOption, prev *snodo.Client, wait bool) (*snodo.Subscription, *snodo.Client, error) {
+// listen opens a subscription on a connection other than prev, waiting
+// for one (unless !wait) for at most limit (0: while supervision lasts).
+func (st *state) listen(ctx context.Context, f snodo.Filter, opts []snodo.ListenOption, prev *snodo.Client, wait bool, limit time.Duration) (*snodo.Subscription, *snodo.Client, error) {
 	for {
-		cl, err := st.acquire(ctx, listenMethod, prev, wait, 0)
+		cl, err := st.acquire(ctx, listenMethod, prev, wait, limit)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -197,7 +199,9 @@ func (s *Subscription) run(inner *snodo.Subscription, cl *snodo.Client) {
 			s.end(inner, ended)
 			return
 		}
-		next, ncl, err := s.c.s.listen(s.ctx, s.filter, s.opts, cl, true)
+		// Re-subscribing waits for the restart as long as supervision
+		// lasts: the intensity limit ends it.
+		next, ncl, err := s.c.s.listen(s.ctx, s.filter, s.opts, cl, true, 0)
 		if err != nil {
 			s.end(inner, err)
 			return

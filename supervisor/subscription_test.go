@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -175,4 +176,23 @@ func TestPoolSubscriptionEndsWithClosed(t *testing.T) {
 		require.NotErrorIs(t, sub.Err(), snodo.ErrOwnerExited, "run %d", i)
 		<-p.Done()
 	}
+}
+
+// Listen during a restart waits like a call: for at most WithMaxWait when
+// its ctx sets no bound, then a -32001 wrapping ErrRestarting.
+func TestListenDuringARestartHonoursMaxWait(t *testing.T) {
+	ev := newEvents()
+	cmd, args := testutil.Server(t)
+	slow := WithBackoff(Backoff{Initial: 5 * time.Second, Max: 5 * time.Second, Multiplier: 1})
+	c, err := Connect(t.Context(), cmd, args, slow, WithMaxWait(100*time.Millisecond), ev.option())
+	require.NoError(t, err)
+	defer c.Close()
+	kill(t, c.ServerPID())
+	ev.waitFor(t, ServerExited, 5*time.Second)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second) // longer than WithMaxWait, shorter than the back-off
+	defer cancel()
+	_, err = c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
+	require.ErrorIs(t, err, ErrRestarting, "Listen waited past WithMaxWait: %v", err)
+	require.ErrorIs(t, err, snodo.ErrTimeout)
 }
