@@ -41,6 +41,7 @@ type Pool struct {
 	serial    int                // names members command#N
 	next      int                // where the least-loaded scan starts (spreads ties)
 	closing   bool               // Close or the owner's end: no new members
+	leaving   []*Client          // taken out of rotation by Shrink, not yet closed
 	stopping  []*Client          // the members being stopped with the pool
 	starting  bool               // the first members are starting: calls wait for them
 	level     snodo.LoggingLevel // SetLoggingLevel's, for members Grow adds
@@ -222,8 +223,16 @@ func (p *Pool) add(m *Client) error {
 // timeout), then closes them. At least one member stays. The resources
 // the closed members held (SubscribeResource) are subscribed on the
 // members that stay; an error says which could not be.
+//
+// Until they are closed they still belong to the pool: a Close meanwhile
+// closes them too (their calls get -32000) and Done waits for them.
 func (p *Pool) Shrink(n int) error {
 	p.mu.Lock()
+	if p.closing {
+		reason := p.owned.Reason()
+		p.mu.Unlock()
+		return snodo.ClosedError(reason)
+	}
 	if n < 1 || n >= len(p.members) {
 		size := len(p.members)
 		p.mu.Unlock()
@@ -233,15 +242,23 @@ func (p *Pool) Shrink(n int) error {
 	slices.SortStableFunc(byLoad, func(a, b *Client) int { return a.InFlight() - b.InFlight() })
 	gone := byLoad[:n]
 	p.members = slices.DeleteFunc(p.members, func(m *Client) bool { return slices.Contains(gone, m) })
+	p.leaving = append(p.leaving, gone...)
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, m := range gone {
 		wg.Go(func() {
-			m.s.drained()
+			m.s.drained() // returns early if the pool's Close stops m
 			_ = m.Close()
 		})
 	}
 	wg.Wait()
+	p.mu.Lock()
+	p.leaving = slices.DeleteFunc(p.leaving, func(m *Client) bool { return slices.Contains(gone, m) })
+	closing := p.closing
+	p.mu.Unlock()
+	if closing {
+		return snodo.ClosedError(p.owned.Reason())
+	}
 	return p.moveResources(gone)
 }
 

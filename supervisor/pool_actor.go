@@ -27,8 +27,8 @@ func (p *Pool) shutdown(ctx protoactor.Context) {
 	reason := p.owned.Reason() // settled by the Life before Stopping
 	p.mu.Lock()
 	p.closing = true
-	members := p.members
-	p.members, p.stopping = nil, members
+	members := slices.Concat(p.members, p.leaving) // Shrink's too: still the pool's
+	p.members, p.leaving, p.stopping = nil, nil, members
 	p.notifyLocked()
 	p.mu.Unlock()
 	for _, m := range members {

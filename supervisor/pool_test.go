@@ -231,3 +231,52 @@ func TestPoolEndsWhenEveryMemberGivesUp(t *testing.T) {
 	assert.Contains(t, err.Error(), "gave up after 1 restarts in 10s: server exited with status 3")
 	assert.Empty(t, testutil.ChildPIDs())
 }
+
+// Close during a Shrink that waits for a busy member: the member being
+// taken out is the pool's until it is closed, so Close closes it too (its
+// call fails with -32000 wrapping ErrClosed) and Done waits for its server.
+func TestPoolCloseDuringShrink(t *testing.T) {
+	cmd, args := testutil.Server(t, "-eof-grace", "10ms") // exit at EOF without finishing the sleeps
+	p, err := NewPool(t.Context(), cmd, args, 2, fast)
+	require.NoError(t, err)
+	members := p.Members()
+	calls := make(chan error, len(members))
+	for _, m := range members {
+		go func() {
+			_, err := m.Request(context.Background(), "test/sleep", map[string]int{"ms": 10000})
+			calls <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return members[0].InFlight() == 1 && members[1].InFlight() == 1 },
+		5*time.Second, 5*time.Millisecond)
+	shrunk := make(chan error, 1)
+	go func() { shrunk <- p.Shrink(1) }()
+	require.Eventually(t, func() bool { return p.Size() == 1 }, 5*time.Second, 5*time.Millisecond)
+
+	require.NoError(t, p.Close())
+	for range members {
+		select {
+		case err := <-calls:
+			require.ErrorIs(t, err, snodo.ErrClosed)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a call on the member being shrunk still runs after the pool's Close")
+		}
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pool's Done did not close")
+	}
+	for _, m := range members {
+		select {
+		case <-m.Done():
+		default:
+			t.Fatalf("the pool is done but member %s still runs", m.s.cfg.name)
+		}
+	}
+	select {
+	case <-shrunk:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Shrink did not return after Close")
+	}
+}
