@@ -211,7 +211,10 @@ var answered sync.Map
 
 // AnswerDeadCalls makes sure a call message sent to an actor of sys that
 // has stopped still gets its one reply: a -32000 *Error wrapping
-// ErrConnectionClosed. (protoactor-go also sends the sender an
+// ErrConnectionClosed. It answers the dead letters of sys; an actor of
+// yours that takes call messages must make the ones still in its mailbox
+// when it stops dead letters too (protoactor-go drops them): spawn it
+// with actor.Life, as snodo's actors are. (protoactor-go also sends the sender an
 // *actor.DeadLetterResponse; ignore it.) Connect and the supervisor
 // package call it for the systems they use; call it for the system of an
 // actor of yours that has a CallHandler. Idempotent.

@@ -3,6 +3,7 @@ package snodo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -155,6 +156,80 @@ func TestCallHandlerBound(t *testing.T) {
 	require.NoError(t, second.Err)
 	in.send(front, &Call{Method: "test/echo", Tag: "after"})
 	require.NoError(t, in.next(t).(*Reply).Err, "the slot is free again")
+}
+
+// floodCalls has an actor send n call messages to to, calling during(i)
+// before the i-th, and returns how the replies went, failing t unless
+// every call got exactly one reply.
+func floodCalls(t *testing.T, to *protoactor.PID, n, sleepMs int, during func(i int)) map[string]int {
+	t.Helper()
+	sys := snodoactor.Shared()
+	got := make(chan *Reply, 2*n)
+	sender := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		switch msg := ctx.Message().(type) {
+		case int:
+			for i := range msg {
+				during(i)
+				ctx.Request(to, &Call{Method: "test/sleep", Params: map[string]int{"ms": sleepMs}, Tag: i})
+			}
+		case *Reply:
+			got <- msg
+		}
+	}))
+	defer sys.Root.Stop(sender)
+	sys.Root.Send(sender, n)
+	seen := make(map[int]int, n)
+	counts := map[string]int{}
+	deadline := time.After(30 * time.Second)
+	for len(seen) < n {
+		select {
+		case r := <-got:
+			seen[r.Tag.(int)]++
+			switch {
+			case r.Err == nil:
+				counts["ok"]++
+			case errors.Is(r.Err, ErrTooManyCalls):
+				counts["too many"]++
+			case errors.Is(r.Err, ErrConnectionClosed):
+				counts["closed"]++
+			default:
+				counts[r.Err.Error()]++
+			}
+		case <-deadline:
+			t.Fatalf("%d of %d calls answered: %v", len(seen), n, counts)
+		}
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("a second reply to call %v", r.Tag)
+	case <-time.After(200 * time.Millisecond):
+	}
+	for tag, k := range seen {
+		require.Equal(t, 1, k, "replies to call %d", tag)
+	}
+	return counts
+}
+
+// A flood of call messages past the bound, then one with Close in the
+// middle of it: every call gets exactly one reply, also those still in
+// the connection actor's mailbox when it stops (protoactor-go drops
+// those; actor.Life makes them dead letters, which AnswerDeadCalls
+// answers).
+func TestCallFloodPastTheBoundAndClose(t *testing.T) {
+	c := dialTest(t, nil)
+	counts := floodCalls(t, c.PID(), 2*DefaultMaxCallMessages, 500, func(int) {})
+	assert.Equal(t, 2*DefaultMaxCallMessages, counts["ok"]+counts["too many"], "%v", counts)
+	assert.Positive(t, counts["too many"], "%v", counts)
+	assert.Positive(t, counts["ok"], "%v", counts)
+	t.Logf("past the bound: %v", counts)
+
+	counts = floodCalls(t, c.PID(), 3000, 50, func(i int) {
+		if i == 1500 {
+			go c.Close()
+		}
+	})
+	assert.Equal(t, 3000, counts["ok"]+counts["too many"]+counts["closed"], "%v", counts)
+	t.Logf("with Close: %v", counts)
 }
 
 // BenchmarkCallMessage is one *Call round trip through the connection

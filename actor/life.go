@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 )
@@ -37,13 +38,19 @@ type Life struct {
 	unwatch   func() bool // releases the owner context's AfterFunc
 	ending    bool        // Stopping has run
 	ownerGone bool        // the owner's Terminated came
+
+	stopped atomic.Bool // Stopped has run: later mail is dead letters (lateMail)
 }
 
 // Spawn starts the actor, whose messages go to receive, under the
-// StopOnFailure guardian.
+// StopOnFailure guardian. Messages still in its mailbox when it stops
+// become dead letters, as messages sent after it stopped do (see
+// lateMail), so a call message queued behind the stop is still answered
+// (snodo.AnswerDeadCalls).
 func (l *Life) Spawn(system *protoactor.ActorSystem, prefix string, receive protoactor.ReceiveFunc) *protoactor.PID {
 	props := protoactor.PropsFromFunc(func(ctx protoactor.Context) { l.receive(ctx, receive) },
-		protoactor.WithGuardian(StopOnFailure))
+		protoactor.WithGuardian(StopOnFailure),
+		protoactor.WithMailbox(protoactor.Unbounded(lateMail{l})))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.system = system
@@ -152,6 +159,33 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 			// actor, gone by then: a dead letter in the system's log.
 			ctx.Unwatch(l.Owner)
 		}
+	case *protoactor.Stopped:
+		l.stopped.Store(true)
 	}
 	next(ctx)
+}
+
+// lateMail passes on to the system's dead letters the user messages the
+// actor's mailbox takes after the actor stopped. protoactor-go drops
+// those without a trace (only messages sent after the stop become dead
+// letters), so a call message that was queued behind the stop would never
+// be answered. It runs on the mailbox's goroutine, after each message.
+type lateMail struct{ l *Life }
+
+func (lateMail) MailboxStarted()   {}
+func (lateMail) MessagePosted(any) {}
+func (lateMail) MailboxEmpty()     {}
+
+func (m lateMail) MessageReceived(msg any) {
+	if !m.l.stopped.Load() {
+		return
+	}
+	switch msg.(type) {
+	case protoactor.SystemMessage, *protoactor.SuspendMailbox, *protoactor.ResumeMailbox:
+		return // handled by protoactor-go itself, stopped or not
+	}
+	m.l.mu.Lock()
+	system, pid := m.l.system, m.l.pid
+	m.l.mu.Unlock()
+	system.DeadLetter.SendUserMessage(pid, msg)
 }

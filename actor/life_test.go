@@ -117,3 +117,46 @@ func TestLifeLinkContextAfterTheStop(t *testing.T) {
 		t.Fatalf("reason %v, want the first one", err)
 	}
 }
+
+// lateMessage is a message queued behind the stop.
+type lateMessage struct{ n int }
+
+// Messages still in the mailbox when the actor stops become dead letters
+// (protoactor-go alone drops them without a trace).
+func TestLifeMailBehindTheStopIsDeadLetters(t *testing.T) {
+	sys := snodoactor.NewQuietSystem(nil)
+	dead := make(chan int, 16)
+	sub := sys.EventStream.Subscribe(func(ev any) {
+		if dl, ok := ev.(*protoactor.DeadLetterEvent); ok {
+			if m, ok := dl.Message.(*lateMessage); ok {
+				dead <- m.n
+			}
+		}
+	})
+	defer sys.EventStream.Unsubscribe(sub)
+	busy, release := make(chan struct{}), make(chan struct{})
+	var l snodoactor.Life
+	pid := l.Spawn(sys, "life-test", func(ctx protoactor.Context) {
+		if m, ok := ctx.Message().(*lateMessage); ok && m.n == 0 {
+			close(busy)
+			<-release // the others queue up behind this one
+		}
+	})
+	sys.Root.Send(pid, &lateMessage{0})
+	<-busy
+	for n := 1; n < 5; n++ {
+		sys.Root.Send(pid, &lateMessage{n})
+	}
+	l.Stop(errors.New("test"))
+	close(release)
+	for want := 1; want < 5; want++ {
+		select {
+		case n := <-dead:
+			if n != want {
+				t.Fatalf("dead letter %d, want %d", n, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("message %d, queued behind the stop, was dropped without a dead letter", want)
+		}
+	}
+}
