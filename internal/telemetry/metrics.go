@@ -118,14 +118,14 @@ func (t *Telemetry) forAttrs(attrs []attribute.KeyValue) *Conn {
 
 // Written counts n bytes written to the server.
 func (c *Conn) Written(n int) {
-	if c != nil && n > 0 {
+	if n > 0 && c.Live() { // no provider: not even the no-op instrument's call
 		c.m.io.Add(context.Background(), int64(n), c.transmit...)
 	}
 }
 
 // Read counts n bytes read from the server.
 func (c *Conn) Read(n int) {
-	if c != nil && n > 0 {
+	if n > 0 && c.Live() {
 		c.m.io.Add(context.Background(), int64(n), c.receive...)
 	}
 }
