@@ -79,7 +79,10 @@ func Connect(ctx context.Context, command string, args []string, opts ...Option)
 		return nil, errors.New("snodo: Connect: nil context.Context; pass context.Background() or a ctx that bounds the connect (it also owns the connection)")
 	}
 	var cfg config
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("snodo: Connect: option %d is nil; leave it out of the list instead", i+1)
+		}
 		if err := opt(&cfg); err != nil {
 			return nil, fmt.Errorf("snodo: %w", err)
 		}

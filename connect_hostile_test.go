@@ -201,4 +201,12 @@ func TestOwnerFromAnotherSystemAndNilArguments(t *testing.T) {
 	//lint:ignore SA1012 the point of the test
 	_, err = Connect(nil, command, args) //nolint:staticcheck
 	require.ErrorContains(t, err, "nil context")
+
+	// A nil Option (one built conditionally and left unset) is named, not
+	// a panic.
+	var unset Option
+	before = testutil.ChildPIDs()
+	_, err = Connect(t.Context(), command, args, WithTimeout(time.Second), unset)
+	require.ErrorContains(t, err, "option 2 is nil")
+	require.Empty(t, newChildren(before))
 }

@@ -32,6 +32,9 @@ type Client struct {
 // restarted like any other crash, and Connect fails with the
 // *GaveUpError if the intensity limit is passed first.
 func Connect(ctx context.Context, command string, args []string, opts ...Option) (*Client, error) {
+	if ctx == nil {
+		return nil, errNilContext("Connect")
+	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
@@ -77,6 +80,11 @@ func start(ctx context.Context, command string, args []string, cfg *config) (*Cl
 		return nil, fmt.Errorf("supervisor: first start of %s: %w", command, err)
 	}
 	return c, nil
+}
+
+// errNilContext refuses a nil ctx, which owns what would be started.
+func errNilContext(fn string) error {
+	return fmt.Errorf("supervisor: %s: nil context.Context; pass context.Background() or a ctx that owns what is started", fn)
 }
 
 // PID is the supervisor actor. Stopping it (Stop, Poison, snodo.Exit)

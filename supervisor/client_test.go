@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -249,6 +250,20 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	_, err := NewPool(t.Context(), "true", nil, 0)
 	assert.Error(t, err)
+
+	// Nil arguments are errors that say what to pass, never panics.
+	var unset Option
+	_, err = Connect(t.Context(), "true", nil, fast, unset)
+	assert.ErrorContains(t, err, "option 2 is nil")
+	//lint:ignore SA1012 the point of the test
+	_, err = Connect(nil, "true", nil) //nolint:staticcheck
+	assert.ErrorContains(t, err, "nil context")
+	//lint:ignore SA1012 the point of the test
+	_, err = NewPool(nil, "true", nil, 1) //nolint:staticcheck
+	assert.ErrorContains(t, err, "nil context")
+	//lint:ignore SA1012 the point of the test
+	_, err = StartPool(nil, snodoactor.Shared(), nil, "true", nil, 1) //nolint:staticcheck
+	assert.ErrorContains(t, err, "nil context")
 }
 
 func TestBackoffGrowsAndIsCapped(t *testing.T) {

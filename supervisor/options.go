@@ -52,7 +52,10 @@ func newConfig(opts []Option) (*config, error) {
 		backoff:     DefaultBackoff,
 		maxWait:     DefaultMaxWait,
 	}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("supervisor: option %d is nil; leave it out of the list instead", i+1)
+		}
 		if err := opt(cfg); err != nil {
 			return nil, fmt.Errorf("supervisor: %w", err)
 		}

@@ -58,6 +58,9 @@ type Pool struct {
 // to the pool). If a member cannot start, the others are closed and the
 // error is returned.
 func NewPool(ctx context.Context, command string, args []string, size int, opts ...Option) (*Pool, error) {
+	if ctx == nil {
+		return nil, errNilContext("NewPool")
+	}
 	p, err := newPool(ctx, command, args, size, opts)
 	if err != nil {
 		return nil, err
@@ -92,6 +95,9 @@ func (*PoolReady) IgnoreDeadLetterLogging() {}
 // FailFast they fail at once with a -32000 wrapping ErrStarting. If the
 // pool cannot start, they fail with its error.
 func StartPool(ctx context.Context, system *protoactor.ActorSystem, pid *protoactor.PID, command string, args []string, size int, opts ...Option) (*Pool, error) {
+	if ctx == nil {
+		return nil, errNilContext("StartPool")
+	}
 	opts = append([]Option{WithActorSystem(system), WithOwner(pid)}, opts...)
 	p, err := newPool(ctx, command, args, size, opts)
 	if err != nil {
