@@ -104,7 +104,7 @@ func (s *site) begin(ctx context.Context, method string, params any, opts *conne
 	}
 	if tracing {
 		name := method
-		if o.target != "" && method != "resources/read" { // a URI would make span names high-cardinality
+		if o.target != "" && !namesResource(method) { // a URI would make span names high-cardinality
 			name += " " + o.target
 		}
 		ctx, o.span = s.tel.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
@@ -131,10 +131,11 @@ func target(method string, params any) (string, any) {
 	switch method {
 	case "tools/call", "prompts/get":
 		key = "name"
-	case "resources/read":
-		key = "uri"
 	default:
-		return "", params
+		if !namesResource(method) {
+			return "", params
+		}
+		key = "uri"
 	}
 	raw, err := jsonrpc.Marshal(params)
 	if err != nil || len(raw) == 0 {
@@ -146,6 +147,16 @@ func target(method string, params any) (string, any) {
 		_ = json.Unmarshal(member, &name)
 	}
 	return name, json.RawMessage(raw)
+}
+
+// namesResource: the requests whose params name a resource by its uri
+// (mcp.resource.uri).
+func namesResource(method string) bool {
+	switch method {
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		return true
+	}
+	return false
 }
 
 func (s *site) protocolVersion() string {
@@ -172,7 +183,7 @@ func (o *op) attributes() []attribute.KeyValue {
 				attribute.String(telemetry.AttrOperationName, telemetry.OperationExecute))
 		case "prompts/get":
 			attrs = append(attrs, attribute.String(telemetry.AttrPromptName, o.target))
-		case "resources/read":
+		default: // namesResource
 			attrs = append(attrs, attribute.String(telemetry.AttrResourceURI, o.target))
 		}
 	}

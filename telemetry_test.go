@@ -487,6 +487,20 @@ func TestResourceURIOnSpansNotInMetrics(t *testing.T) {
 	}
 }
 
+// resources/subscribe and resources/unsubscribe name a resource too: the
+// conventions want its URI on the span, never in the span name.
+func TestResourceURIOnSubscribeSpans(t *testing.T) {
+	tp, rec := traced(t)
+	c := dialTest(t, []string{"-era", "legacy"}, WithTracerProvider(tp))
+	require.NoError(t, c.SubscribeResource(t.Context(), "test://a"))
+	require.NoError(t, c.UnsubscribeResource(t.Context(), "test://a"))
+	for _, method := range []string{"resources/subscribe", "resources/unsubscribe"} {
+		spans := spansNamed(rec, method)
+		require.Len(t, spans, 1, "%s: a URI never goes into a span name", method)
+		assert.Equal(t, "test://a", spanAttrs(spans[0])["mcp.resource.uri"], method)
+	}
+}
+
 func TestTraceNotificationsCarryTheirSpan(t *testing.T) {
 	tp, rec := traced(t)
 	for _, era := range []string{"modern", "legacy"} {
