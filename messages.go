@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -108,7 +109,9 @@ var ErrTooManyCalls = errors.New("snodo: too many call messages in flight")
 // supervisor and pool actors each have one; so can an actor of yours
 // that fronts a Requester (a router choosing among pools, say). The zero
 // Max means DefaultMaxCallMessages; a call over it is answered at once
-// with a -32603 wrapping ErrTooManyCalls. Replies and progress go to the
+// with a -32603 wrapping ErrTooManyCalls; a call that panics (its own
+// OnProgress option, say) is answered with a -32603 saying so, and the
+// panic is logged. Replies and progress go to the
 // message's ReplyTo, else its sender, with the actor the call was sent to
 // as their sender; a call with neither is not run, and a warning goes to
 // the actor system's logger.
@@ -143,12 +146,28 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 	if to == nil {
 		return true
 	}
+	if h.R == nil {
+		sendFrom(sys, self, to, refuse(NewLocalError(CodeInternalError,
+			"the CallHandler of this actor has no Requester; set CallHandler.R")))
+		return true
+	}
 	if err := h.admit(); err != nil {
 		sendFrom(sys, self, to, refuse(err))
 		return true
 	}
+	logger := ctx.Logger()
 	go func() {
 		defer h.running.Add(-1)
+		defer func() {
+			// A panic (the call's own OnProgress, a Requester of the
+			// user's) must neither take the program down nor leave the
+			// call unanswered.
+			if r := recover(); r != nil {
+				logger.Error("snodo: a call message panicked; answering it with -32603", "to", self, "panic", r,
+					"stack", string(debug.Stack()))
+				sendFrom(sys, self, to, refuse(NewLocalError(CodeInternalError, fmt.Sprintf("the call panicked: %v", r))))
+			}
+		}()
 		run()
 	}()
 	return true

@@ -158,6 +158,33 @@ func TestCallHandlerBound(t *testing.T) {
 	require.NoError(t, in.next(t).(*Reply).Err, "the slot is free again")
 }
 
+// A call whose own OnProgress panics (or whose Requester does) is answered
+// with a -32603 saying so; the panic never takes the program down.
+func TestCallMessagePanicIsAnswered(t *testing.T) {
+	c := dialTest(t, nil)
+	in := newInbox(t)
+	boom := []RequestOption{OnProgress(func(Progress) { panic("boom") })}
+	in.send(c.PID(), &Call{Method: "test/progress", Params: map[string]int{"count": 2}, Tag: "raw", Options: boom})
+	r := in.next(t).(*Reply)
+	assert.Equal(t, "raw", r.Tag)
+	var e *Error
+	require.ErrorAs(t, r.Err, &e)
+	assert.Equal(t, CodeInternalError, e.Code)
+	assert.ErrorContains(t, r.Err, "boom")
+
+	h := &CallHandler{} // no Requester
+	sys := snodoactor.Shared()
+	front := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) { h.Handle(ctx) }))
+	defer sys.Root.Stop(front)
+	in.send(front, &ToolCall{Name: "echo", Tag: "nil R"})
+	tr := in.next(t).(*ToolReply)
+	assert.Equal(t, "nil R", tr.Tag)
+	require.ErrorAs(t, tr.Err, &e)
+	assert.Equal(t, CodeInternalError, e.Code)
+
+	require.NoError(t, c.Ping(t.Context()), "the connection carries on")
+}
+
 // floodCalls has an actor send n call messages to to, calling during(i)
 // before the i-th, and returns how the replies went, failing t unless
 // every call got exactly one reply.
