@@ -29,6 +29,8 @@ type Pool struct {
 	calls       *snodo.CallHandler // runs call messages sent to its PID
 
 	ctx     context.Context
+	starts  context.Context // members start under it: ctx, cancelled as the pool stops
+	cancel  context.CancelCauseFunc
 	command string
 	args    []string
 	cfg     *config
@@ -48,6 +50,7 @@ type Pool struct {
 	resources map[string]*Client // SubscribeResource's URIs and the member holding each
 	changed   chan struct{}      // closed and replaced when members, starting or closing change
 	bg        sync.WaitGroup     // member closers
+	growing   sync.WaitGroup     // Grow's member starts, and the reaping of those the closing pool refused
 	stopped   chan struct{}
 	done      chan struct{}
 }
@@ -155,6 +158,7 @@ func newPool(ctx context.Context, command string, args []string, size int, opts 
 		stopped:   make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	p.starts, p.cancel = context.WithCancelCause(ctx)
 	p.Calls = snodo.NewCalls(p)
 	p.calls = &snodo.CallHandler{R: p}
 	snodo.AnswerDeadCalls(sys)
@@ -186,21 +190,28 @@ func (p *Pool) Grow(n int) error {
 		names[i] = fmt.Sprintf("%s#%d", p.cfg.name, p.serial)
 	}
 	level := p.level
+	p.growing.Add(n) // under mu while not closing: before shutdown, so before Done waits
 	p.mu.Unlock()
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
+			defer p.growing.Done()
 			cfg := *p.cfg
-			// Owned by the pool's ctx and stopped by the pool actor's
+			// Owned by the pool's ctx (cancelled as the pool stops, which
+			// aborts a start in progress) and stopped by the pool actor's
 			// Stopping, not by a watch of the pool actor: see shutdown.
 			cfg.name, cfg.owner, cfg.system, cfg.level = name, nil, p.sys, level
-			m, err := start(p.ctx, p.command, p.args, &cfg)
+			m, err := start(p.starts, p.command, p.args, &cfg)
 			if err != nil {
 				errs[i] = fmt.Errorf("pool member %s: %w", name, err)
 				return
 			}
-			errs[i] = p.add(m)
+			if errs[i] = p.add(m); errs[i] != nil {
+				// The pool closed meanwhile and closed m: Done waits for
+				// its server too. (The counter is above zero here.)
+				p.growing.Go(func() { <-m.Done() })
+			}
 		})
 	}
 	wg.Wait()

@@ -38,12 +38,14 @@ func (p *Pool) shutdown(ctx protoactor.Context) {
 		m.s.stop(reason)
 		p.bg.Go(func() { <-m.Done() })
 	}
+	p.cancel(reason) // after the stops, so that members keep the pool's reason; aborts Grow's starts
 }
 
 func (p *Pool) actorStopped() {
 	close(p.stopped)
 	go func() {
 		p.bg.Wait()
+		p.growing.Wait()
 		close(p.done)
 	}()
 }

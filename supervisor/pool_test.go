@@ -280,3 +280,31 @@ func TestPoolCloseDuringShrink(t *testing.T) {
 		t.Fatal("Shrink did not return after Close")
 	}
 }
+
+// Close while StartPool's members are still starting: Done waits for
+// every server started for the pool, and none outlives it.
+func TestPoolCloseWhileStarting(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	sys := snodoactor.Shared()
+	owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
+	defer sys.Root.Stop(owner)
+	for i := range 8 {
+		before := testutil.ChildPIDs()
+		p, err := StartPool(t.Context(), sys, owner, cmd, args, 3, fast)
+		require.NoError(t, err)
+		time.Sleep(time.Duration(i*4) * time.Millisecond) // the members' servers are starting
+		require.NoError(t, p.Close())
+		select {
+		case <-p.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the pool's Done did not close")
+		}
+		var left []int
+		for _, pid := range testutil.ChildPIDs() {
+			if !slices.Contains(before, pid) {
+				left = append(left, pid)
+			}
+		}
+		require.Empty(t, left, "servers started for the pool outlive its Done")
+	}
+}
