@@ -20,6 +20,10 @@ type call struct {
 	wake   chan struct{} // capacity 1
 	id     int64         // the request's ID while it is in the table
 	ticket uint64        // the request line's ticket in the writer (for drop)
+	line   []byte        // the request line, built before it is handed to the writer; reused
+	// lineBuf is line's first buffer, allocated with the call: a common
+	// request line fits, so a new call costs no allocation for it.
+	lineBuf [512]byte
 
 	done   atomic.Bool // result and err are set, and the call is out of the table
 	result json.RawMessage
@@ -57,9 +61,16 @@ func (cl *call) due() int64 {
 	return cl.deadline
 }
 
+// maxKeptLine is the largest line buffer a pooled call keeps.
+const maxKeptLine = 4 << 10
+
 // calls are pooled: a call and its wake channel are reused by later
 // requests, so a request allocates neither.
-var callPool = sync.Pool{New: func() any { return &call{wake: make(chan struct{}, 1)} }}
+var callPool = sync.Pool{New: func() any {
+	c := &call{wake: make(chan struct{}, 1)}
+	c.line = c.lineBuf[:0]
+	return c
+}}
 
 func newCall(opts *CallOptions) *call {
 	cl := callPool.Get().(*call)
@@ -83,6 +94,9 @@ func (cl *call) release() {
 	}
 	cl.done.Store(false)
 	cl.result, cl.err, cl.progress, cl.wantProgress, cl.ticket = nil, nil, nil, false, 0
+	if cap(cl.line) > maxKeptLine {
+		cl.line = cl.lineBuf[:0]
+	}
 	cl.deadline, cl.total, cl.expired = 0, 0, notExpired
 	callPool.Put(cl)
 }
@@ -104,6 +118,15 @@ func after(now int64, d time.Duration) int64 {
 // by the Conn: callers add and abandon their own entries, the reader
 // completes them, and the actor fails them all when the connection stops.
 //
+// The calls are kept in a ring of slots indexed by ID: IDs are handed out
+// in order, so the calls in flight at once almost always land in free
+// slots, and finding one is an index, not a hash. A call whose slot is
+// still taken (by a request, such as a subscription, outliving the next
+// tableSlots IDs) goes to its shard's map instead. The ring is cut into
+// shards by the low bits of the ID, each with its own lock: consecutive
+// requests, and a caller adding its request while the reader completes
+// another, take different locks.
+//
 // Timeouts: one timer per table, not one per request. It is armed for the
 // earliest deadline of the calls in flight (or, when that call has
 // finished since, for a moment when nothing is due: it then re-arms for
@@ -111,106 +134,133 @@ func after(now int64, d time.Duration) int64 {
 // request's deadline is never the earliest, so a request costs no timer
 // operation at all; the timer fires about once per timeout, and each
 // firing looks at every call in flight.
-//
-// The calls are kept in a ring of slots indexed by ID: IDs are handed out
-// in order, so the calls in flight at once almost always land in free
-// slots, and finding one is an index, not a hash. A call whose slot is
-// still taken (by a request, such as a subscription, outliving the next
-// tableSlots IDs) goes to a map instead.
 type table struct {
-	mu       sync.Mutex
-	nextID   int64
-	slots    [tableSlots]*call
-	overflow map[int64]*call // calls whose slot was taken; nil until one was
-	n        int             // calls in the table
-	closed   error           // set once: every later add fails with it
+	nextID atomic.Int64
+	shards [tableShards]shard
 
-	timer *time.Timer // runs expire; nil until a call has a deadline
-	armed int64       // when the timer fires (monoNow); 0: not armed
-
+	n atomic.Int64 // calls in the table
 	// answers counts the calls waiting for one answer (streams, which
-	// stay for as long as a subscription, do not count), without the lock.
+	// stay for as long as a subscription, do not count).
 	answers atomic.Int64
+	closed  atomic.Bool // set once close has begun
+
+	timerMu sync.Mutex   // guards timer; held while arming and expiring
+	timer   *time.Timer  // runs expire; nil until a call has a deadline
+	armed   atomic.Int64 // when the timer fires (monoNow); 0: not armed
 }
 
-// tableSlots is the size of the table's ring: a power of two, and more
-// than the calls most connections have in flight at once.
-const tableSlots = 256
+// shard is one part of the table: the calls whose IDs share its low bits.
+type shard struct {
+	mu       sync.Mutex
+	slots    [shardSlots]*call
+	overflow map[int64]*call // calls whose slot was taken; nil until one was
+	closed   error           // set once: every later add fails with it
+}
+
+const (
+	// tableSlots is the size of the table's ring: a power of two, and
+	// more than the calls most connections have in flight at once.
+	tableSlots  = 256
+	tableShards = 16 // a power of two
+	shardSlots  = tableSlots / tableShards
+	shardBits   = 4 // log2(tableShards)
+)
 
 func newTable() *table { return &table{} }
 
-// put files c under id. The caller holds mu.
-func (t *table) put(id int64, c *call) {
+func (t *table) shardOf(id int64) *shard { return &t.shards[id&(tableShards-1)] }
+
+// put files c under id. The caller holds s.mu.
+func (s *shard) put(id int64, c *call) {
 	c.id = id
-	t.n++
-	if s := &t.slots[id&(tableSlots-1)]; *s == nil {
-		*s = c
+	if p := &s.slots[(id>>shardBits)&(shardSlots-1)]; *p == nil {
+		*p = c
 		return
 	}
-	if t.overflow == nil {
-		t.overflow = make(map[int64]*call)
+	if s.overflow == nil {
+		s.overflow = make(map[int64]*call)
 	}
-	t.overflow[id] = c
+	s.overflow[id] = c
 }
 
 // lookup finds the call filed under id, nil when none is. The caller
-// holds mu.
-func (t *table) lookup(id int64) *call {
-	if c := t.slots[id&(tableSlots-1)]; c != nil && c.id == id {
+// holds s.mu.
+func (s *shard) lookup(id int64) *call {
+	if c := s.slots[(id>>shardBits)&(shardSlots-1)]; c != nil && c.id == id {
 		return c
 	}
-	if len(t.overflow) > 0 {
-		return t.overflow[id]
+	if len(s.overflow) > 0 {
+		return s.overflow[id]
 	}
 	return nil
 }
 
-// remove takes c, filed under c.id, out of the table (if it is still
-// there). The caller holds mu.
-func (t *table) remove(c *call) {
-	if s := &t.slots[c.id&(tableSlots-1)]; *s == c {
-		*s = nil
-		t.n--
-	} else if t.overflow[c.id] == c {
-		delete(t.overflow, c.id)
-		t.n--
+// remove takes c, filed under c.id, out of the shard and reports whether
+// it was there. The caller holds s.mu.
+func (s *shard) remove(c *call) bool {
+	if p := &s.slots[(c.id>>shardBits)&(shardSlots-1)]; *p == c {
+		*p = nil
+		return true
 	}
+	if s.overflow[c.id] == c {
+		delete(s.overflow, c.id)
+		return true
+	}
+	return false
 }
 
-// each calls fn for every call in the table; fn may remove the call it
-// is given. The caller holds mu.
-func (t *table) each(fn func(*call)) {
-	for _, c := range t.slots[:] {
+// each calls fn for every call in the shard; fn may remove the call it
+// is given. The caller holds s.mu.
+func (s *shard) each(fn func(*call)) {
+	for _, c := range s.slots[:] {
 		if c != nil {
 			fn(c)
 		}
 	}
-	for _, c := range t.overflow {
+	for _, c := range s.overflow {
 		fn(c)
+	}
+}
+
+// removed accounts for c leaving the table.
+func (t *table) removed(c *call) {
+	t.n.Add(-1)
+	if c.stream == nil {
+		t.answers.Add(-1)
 	}
 }
 
 // add registers c under a fresh id with its deadlines (0: none). IDs
 // increase and are never reused.
 func (t *table) add(c *call, deadline, total int64) (int64, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed != nil {
-		return 0, t.closed
+	id := t.nextID.Add(1)
+	c.deadline, c.total = deadline, total
+	s := t.shardOf(id)
+	s.mu.Lock()
+	if s.closed != nil {
+		s.mu.Unlock()
+		return 0, s.closed
 	}
-	t.nextID++
-	t.put(t.nextID, c)
+	s.put(id, c)
+	t.n.Add(1)
 	if c.stream == nil {
 		t.answers.Add(1)
 	}
-	c.deadline, c.total = deadline, total
-	if due := c.due(); due != 0 && (t.armed == 0 || due < t.armed) {
-		t.arm(due)
+	due := c.due()
+	s.mu.Unlock()
+	if due != 0 {
+		if armed := t.armed.Load(); armed == 0 || due < armed {
+			t.timerMu.Lock()
+			if armed := t.armed.Load(); (armed == 0 || due < armed) && !t.closed.Load() {
+				t.arm(due)
+			}
+			t.timerMu.Unlock()
+		}
 	}
-	return t.nextID, nil
+	return id, nil
 }
 
-// arm sets the timer to fire at the deadline at. The table's lock is held.
+// arm sets the timer to fire at the deadline at. The caller holds timerMu.
 func (t *table) arm(at int64) {
 	d := time.Duration(at - monoNow())
 	if t.timer == nil {
@@ -218,78 +268,94 @@ func (t *table) arm(at int64) {
 	} else {
 		t.timer.Reset(d)
 	}
-	t.armed = at
+	t.armed.Store(at)
 }
 
 // expire runs on the timer: it marks every call whose deadline passed
 // and wakes its caller (who gives up, unless the answer wins the race),
-// and re-arms for the earliest deadline still ahead.
+// and re-arms for the earliest deadline still ahead. A call added
+// meanwhile with an earlier deadline re-arms the timer itself once
+// expire is done (add checks armed under timerMu).
 func (t *table) expire() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed != nil {
+	t.timerMu.Lock()
+	defer t.timerMu.Unlock()
+	if t.closed.Load() {
 		return
 	}
+	t.armed.Store(0)
 	now := monoNow()
 	var next int64
-	t.each(func(c *call) {
-		due := c.due()
-		switch {
-		case due == 0 || c.expired != notExpired:
-		case due <= now:
-			c.expired = timeoutExpired
-			if due == c.total {
-				c.expired = totalExpired
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		s.each(func(c *call) {
+			due := c.due()
+			switch {
+			case due == 0 || c.expired != notExpired:
+			case due <= now:
+				c.expired = timeoutExpired
+				if due == c.total {
+					c.expired = totalExpired
+				}
+				signal(c.wake)
+			case next == 0 || due < next:
+				next = due
 			}
-			signal(c.wake)
-		case next == 0 || due < next:
-			next = due
-		}
-	})
-	t.armed = 0
+		})
+		s.mu.Unlock()
+	}
 	if next != 0 {
-		t.arm(next)
+		if armed := t.armed.Load(); armed == 0 || next < armed {
+			t.arm(next)
+		}
 	}
 }
 
 // extend moves c's timeout to deadline (progress arrived), unless the
 // cap on the whole wait has passed.
 func (t *table) extend(c *call, deadline int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	s := t.shardOf(c.id)
+	s.mu.Lock()
 	c.deadline = deadline
 	if c.expired == timeoutExpired {
 		c.expired = notExpired
 	}
-	if due := c.due(); due != 0 && t.closed == nil && (t.armed == 0 || due < t.armed) {
+	due := c.due()
+	s.mu.Unlock()
+	if due == 0 {
+		return
+	}
+	t.timerMu.Lock()
+	if armed := t.armed.Load(); (armed == 0 || due < armed) && !t.closed.Load() {
 		t.arm(due)
 	}
+	t.timerMu.Unlock()
 }
 
 // complete delivers the answer to id; false when no such request waits.
 func (t *table) complete(id int64, result json.RawMessage, err error) bool {
-	t.mu.Lock()
-	c := t.lookup(id)
+	s := t.shardOf(id)
+	s.mu.Lock()
+	c := s.lookup(id)
 	if c == nil {
-		t.mu.Unlock()
+		s.mu.Unlock()
 		return false
 	}
-	t.remove(c)
-	if c.stream == nil {
-		t.answers.Add(-1)
-	}
+	s.remove(c)
+	t.removed(c)
 	c.result, c.err = result, err
 	c.done.Store(true)
-	t.mu.Unlock()
+	s.mu.Unlock()
 	signal(c.wake) // outside the lock: the caller it wakes may take it at once
 	return true
 }
 
 // progress queues a progress update for id; false when nobody wants it.
 func (t *table) progress(id int64, p Progress) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.lookup(id)
+	s := t.shardOf(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.lookup(id)
 	if c == nil || !c.wantProgress {
 		return false
 	}
@@ -304,9 +370,10 @@ func (t *table) progress(id int64, p Progress) bool {
 
 // streamOf returns the stream sink of request id, or nil.
 func (t *table) streamOf(id int64) func(string, json.RawMessage) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if c := t.lookup(id); c != nil {
+	s := t.shardOf(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.lookup(id); c != nil {
 		return c.stream
 	}
 	return nil
@@ -315,8 +382,9 @@ func (t *table) streamOf(id int64) func(string, json.RawMessage) {
 // take hands the caller its queued progress, whether the answer is in,
 // and which deadline passed, if any.
 func (t *table) take(c *call) (progress []Progress, done bool, expired expiry) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	s := t.shardOf(c.id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	progress, c.progress = c.progress, nil
 	return progress, c.done.Load(), c.expired
 }
@@ -324,45 +392,46 @@ func (t *table) take(c *call) (progress []Progress, done bool, expired expiry) {
 // abandon removes id unless its answer already arrived; it reports whether
 // the caller gave up first (and so must tell the server).
 func (t *table) abandon(id int64, c *call) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	s := t.shardOf(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if c.done.Load() {
 		return false
 	}
-	t.remove(c)
-	if c.stream == nil {
-		t.answers.Add(-1)
+	if s.remove(c) {
+		t.removed(c)
 	}
 	return true
 }
 
 // close fails every waiting request with err and refuses new ones.
 func (t *table) close(err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed != nil {
+	if t.closed.Swap(true) {
 		return
 	}
-	t.closed = err
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		s.closed = err
+		s.each(func(c *call) {
+			s.remove(c) // first: once done, its caller may reuse c
+			t.removed(c)
+			c.err = err
+			c.done.Store(true)
+			signal(c.wake)
+		})
+		s.mu.Unlock()
+	}
+	t.timerMu.Lock()
 	if t.timer != nil {
 		t.timer.Stop()
-		t.armed = 0
 	}
-	t.each(func(c *call) {
-		c.err = err
-		c.done.Store(true)
-		signal(c.wake)
-		t.remove(c)
-	})
-	t.answers.Store(0)
+	t.armed.Store(0)
+	t.timerMu.Unlock()
 }
 
 // inFlight counts the requests waiting for an answer.
-func (t *table) inFlight() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.n
-}
+func (t *table) inFlight() int { return int(t.n.Load()) }
 
 // company reports whether more than one call waits for its answer.
 func (t *table) company() bool { return t.answers.Load() > 1 }

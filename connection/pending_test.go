@@ -32,13 +32,13 @@ func TestTableRingOverflow(t *testing.T) {
 			t.Fatalf("call %d not found", id)
 		}
 	}
-	if sameSlot == nil || tb.overflow[sameSlotID] != sameSlot {
+	if sameSlot == nil || tb.shardOf(sameSlotID).overflow[sameSlotID] != sameSlot {
 		t.Fatalf("the call sharing the long call's slot is not in the overflow map")
 	}
 	if got := tb.inFlight(); got != 2 {
 		t.Fatalf("in flight: %d, want 2", got)
 	}
-	if tb.lookup(longID) != long || tb.lookup(sameSlotID) != sameSlot {
+	if tb.shardOf(longID).lookup(longID) != long || tb.shardOf(sameSlotID).lookup(sameSlotID) != sameSlot {
 		t.Fatal("lookup does not find the calls by their IDs")
 	}
 	if tb.complete(longID+tableSlots*4, nil, nil) {

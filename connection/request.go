@@ -100,7 +100,14 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	if opts.Sent != nil {
 		opts.Sent(id)
 	}
-	cl.ticket, err = c.out.append(lineCaller, func(b []byte) []byte { return jsonrpc.AppendRequestMeta(b, id, method, p, meta, traceCtx) })
+	if len(method)+len(p)+len(meta)+len(traceCtx) < maxKeptLine-256 {
+		// The common, small line: built here, outside the writer's lock
+		// (in the call's own reused buffer), then handed over whole.
+		cl.line = jsonrpc.AppendRequestMeta(cl.line[:0], id, method, p, meta, traceCtx)
+		cl.ticket, err = c.out.appendBuilt(lineCaller, cl.line)
+	} else { // a large line goes straight into the queue: one copy, not two
+		cl.ticket, err = c.out.append(lineCaller, func(b []byte) []byte { return jsonrpc.AppendRequestMeta(b, id, method, p, meta, traceCtx) })
+	}
 	if err == errQueueFull && c.table.abandon(id, cl) {
 		cl.release()
 		return nil, queueFullError(method, c.cfg.MaxWriteQueue)

@@ -127,23 +127,34 @@ func newWriter(f *os.File, max int, failed func(error)) *writer {
 }
 
 // append writes or queues the line built by add, of the given kind, and
-// returns its ticket (for drop). It never blocks on the pipe.
+// returns its ticket (for drop). It never blocks on the pipe. add runs
+// under the writer's lock, appending straight into the queue: no copy,
+// whatever the line's size.
 func (w *writer) append(kind int, add func([]byte) []byte) (uint64, error) {
-	return w.appendLine(kind, add, nil)
+	return w.appendLine(kind, add, nil, nil)
+}
+
+// appendBuilt is append for a line the caller has built already, in a
+// buffer of its own that it may reuse once appendBuilt returns. Building
+// outside the lock keeps the lock short when many callers append at once;
+// the line is copied into the queue (or written straight from line).
+func (w *writer) appendBuilt(kind int, line []byte) (uint64, error) {
+	return w.appendLine(kind, nil, line, nil)
 }
 
 // appendAndWait queues the line built by add and returns its ticket and a
 // channel that receives the result of writing it.
 func (w *writer) appendAndWait(add func([]byte) []byte) (uint64, <-chan error, error) {
 	done := make(chan error, 1)
-	t, err := w.appendLine(lineCaller, add, done)
+	t, err := w.appendLine(lineCaller, add, nil, done)
 	if err != nil {
 		return 0, nil, err
 	}
 	return t, done, nil
 }
 
-func (w *writer) appendLine(kind int, add func([]byte) []byte, done chan error) (uint64, error) {
+// appendLine appends the line add builds or, when add is nil, built.
+func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, done chan error) (uint64, error) {
 	w.mu.Lock()
 	if w.err != nil {
 		w.mu.Unlock()
@@ -160,7 +171,11 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, done chan error) 
 			return 0, err
 		}
 		before := len(w.queue)
-		w.queue = add(w.queue)
+		if add != nil {
+			w.queue = add(w.queue)
+		} else {
+			w.queue = append(w.queue, built...)
+		}
 		n := len(w.queue) - before
 		if err := w.admit(kind, n); err != nil {
 			w.queue = w.queue[:before]
@@ -183,7 +198,10 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, done chan error) 
 		return t, nil
 	}
 	w.busy = true
-	line := add(w.direct[:0])
+	line := built
+	if add != nil {
+		line = add(w.direct[:0])
+	}
 	if w.trace != nil {
 		w.traceSent(line)
 	}
@@ -198,7 +216,7 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, done chan error) 
 	if n < len(line) { // the rest goes first, before lines queued meanwhile
 		w.pushFront(line[n:], t)
 	}
-	if cap(line) <= batchBytes {
+	if add != nil && cap(line) <= batchBytes {
 		w.direct = line[:0]
 	}
 	start := (w.live > 0 || w.closing) && w.startLocked()
