@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 )
@@ -225,8 +227,9 @@ func runToolCall(sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *Too
 }
 
 // answered holds the actor systems whose dead letters AnswerDeadCalls
-// watches, so each is watched once.
-var answered sync.Map
+// watches, so each is watched once. Its keys are weak: a system that is
+// shut down and dropped is collected, and its entry removed.
+var answered sync.Map // weak.Pointer[protoactor.ActorSystem] → struct{}
 
 // AnswerDeadCalls makes sure a call message sent to an actor of sys that
 // has stopped still gets its one reply: a -32000 *Error wrapping
@@ -238,9 +241,11 @@ var answered sync.Map
 // package call it for the systems they use; call it for the system of an
 // actor of yours that has a CallHandler. Idempotent.
 func AnswerDeadCalls(sys *protoactor.ActorSystem) {
-	if _, loaded := answered.LoadOrStore(sys, struct{}{}); loaded {
+	key := weak.Make(sys)
+	if _, loaded := answered.LoadOrStore(key, struct{}{}); loaded {
 		return
 	}
+	runtime.AddCleanup(sys, func(key weak.Pointer[protoactor.ActorSystem]) { answered.Delete(key) }, key)
 	sys.EventStream.Subscribe(func(ev any) {
 		dl, ok := ev.(*protoactor.DeadLetterEvent)
 		if !ok {

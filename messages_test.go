@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
@@ -304,4 +306,19 @@ func benchClient(b *testing.B) *Client {
 	}
 	b.Cleanup(func() { _ = c.Close(); <-c.Done() })
 	return c
+}
+
+// AnswerDeadCalls keeps no actor system alive: a program that makes
+// systems and shuts them down (one per tenant, per test) gets them back.
+func TestAnswerDeadCallsDoesNotPinTheSystem(t *testing.T) {
+	sys := snodoactor.NewQuietSystem(nil)
+	AnswerDeadCalls(sys)
+	AnswerDeadCalls(sys) // idempotent
+	gone := weak.Make(sys)
+	sys.Shutdown()
+	sys = nil //nolint:ineffassign,wastedassign // drop the last reference
+	testutil.Eventually(t, func() bool {
+		runtime.GC()
+		return gone.Value() == nil
+	}, 5*time.Second, "the actor system is never collected after AnswerDeadCalls")
 }
