@@ -67,6 +67,14 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
+	if set.Actor != nil {
+		// As snodo.Client.Listen checks it (the actor is watched from
+		// this system): otherwise the subscription would end at once.
+		if _, ok := c.s.sys.ProcessRegistry.Get(set.Actor); !ok {
+			return nil, fmt.Errorf("supervisor: %s: %w: actor %s does not exist (has it stopped? is it in another actor system than the supervisor's?)",
+				listenMethod, snodo.ErrOwnerExited, set.Actor.Id)
+		}
+	}
 	var each []snodo.ListenOption
 	if set.MaxQueue > 0 {
 		each = append(each, snodo.MaxQueuedEvents(set.MaxQueue))

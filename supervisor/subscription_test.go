@@ -196,3 +196,19 @@ func TestListenDuringARestartHonoursMaxWait(t *testing.T) {
 	require.ErrorIs(t, err, ErrRestarting, "Listen waited past WithMaxWait: %v", err)
 	require.ErrorIs(t, err, snodo.ErrTimeout)
 }
+
+// ListenTo an actor that is not running is refused at once, as
+// snodo.Client.Listen refuses it, instead of a subscription that ends as
+// soon as it starts.
+func TestListenToAnActorThatIsGone(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	c, err := Connect(t.Context(), cmd, args, fast)
+	require.NoError(t, err)
+	defer c.Close()
+	sys := snodoactor.Shared()
+	gone := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
+	testutil.StopActor(t, sys, gone, 5*time.Second)
+	_, err = c.Listen(t.Context(), snodo.Filter{ToolsListChanged: true}, snodo.ListenTo(gone))
+	require.ErrorIs(t, err, snodo.ErrOwnerExited)
+	assert.ErrorContains(t, err, "does not exist")
+}
