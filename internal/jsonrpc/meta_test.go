@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -77,4 +78,24 @@ func TestMember(t *testing.T) {
 func TestScanDoesNotAllocate(t *testing.T) {
 	line := []byte(`{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"hi"}]}}`)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = Scan(line) }))
+}
+
+// TestValidStringsAgreeWithEncodingJSON: strings with every kind of byte
+// (quotes, backslashes, control characters, high bytes) at every offset of
+// the eight-byte skip agree with json.Valid.
+func TestValidStringsAgreeWithEncodingJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte{'a', 'z', ' ', '"', '\\', 'n', 'u', '0', 'f', 0x00, 0x01, 0x1f, 0x20, 0x7f, 0x80, 0xc3, 0xa9, 0xff}
+	for range 200000 {
+		n := r.IntN(24)
+		b := make([]byte, 0, n+2)
+		b = append(b, '"')
+		for range n {
+			b = append(b, alphabet[r.IntN(len(alphabet))])
+		}
+		b = append(b, '"')
+		if got, want := Valid(b), json.Valid(b); got != want {
+			t.Fatalf("Valid(%q) = %v, json.Valid says %v", b, got, want)
+		}
+	}
 }
