@@ -72,6 +72,9 @@ type pending struct {
 // NewClient calls the server served as name through nc, which stays the
 // caller's: Close leaves it open.
 func NewClient(nc *nats.Conn, name string, opts ...Option) (*Client, error) {
+	if nc == nil {
+		return nil, errors.New("remote: NewClient: nil *nats.Conn; pass a connection from nats.Connect (or use Dial)")
+	}
 	if err := checkName("server name", name); err != nil {
 		return nil, err
 	}
@@ -206,6 +209,12 @@ func (c *Client) unregister(token string) {
 	c.mu.Unlock()
 }
 
+// nilContextError refuses a call made with a nil ctx before anything is
+// sent.
+func nilContextError(what string) error {
+	return fmt.Errorf("remote: %s: nil context.Context; nothing was sent: pass context.Background() or a ctx that bounds the call", what)
+}
+
 // closedErr is a local -32000 wrapping why.
 func closedErr(msg string, why ...error) error {
 	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed, "connection closed: "+msg, append([]error{jsonrpc.ErrConnectionClosed}, why...)...)
@@ -224,6 +233,9 @@ func closedErr(msg string, why ...error) error {
 // Each request is one CLIENT span and one operation measured (see
 // WithTracerProvider), made where a local snodo.Client makes its own.
 func (c *Client) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
+	if ctx == nil {
+		return nil, nilContextError(method)
+	}
 	return c.traced.Request(ctx, method, params, opts...)
 }
 

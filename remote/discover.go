@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -31,6 +32,12 @@ const discoverQuiet = 300 * time.Millisecond
 // prefix ("" for DefaultPrefix), sorted, each with its hosts. It returns
 // once no answer came for 300 ms, or when ctx is done, with what it has.
 func Discover(ctx context.Context, nc *nats.Conn, prefix string) ([]Served, error) {
+	switch {
+	case ctx == nil:
+		return nil, errors.New("remote: Discover: nil context.Context; pass one that bounds the wait")
+	case nc == nil:
+		return nil, errors.New("remote: Discover: nil *nats.Conn; pass a connection from nats.Connect")
+	}
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}

@@ -38,6 +38,11 @@ const (
 	// maxCancelled bounds the cancels a host remembers for calls it has
 	// not seen (yet); past it the oldest half is forgotten.
 	maxCancelled = 4096
+	// maxCancelBytes bounds one cancel (a reply subject: nats.go's are
+	// about 60 bytes). A longer one is no reply subject a caller of this
+	// package makes: it is dropped, so the remembered cancels hold at most
+	// maxCancelled*maxCancelBytes (1 MiB).
+	maxCancelBytes = 256
 )
 
 // Why a host ended a call or a subscription (errors.Is on the caller's
@@ -154,6 +159,9 @@ func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
 		for _, p := range cfg.given {
 			_ = p.Close()
 		}
+	}
+	if ctx == nil && optErr == nil {
+		optErr = errors.New("remote: NewHost: nil context.Context; pass context.Background() or the ctx that owns the host")
 	}
 	if optErr != nil {
 		closePools()
@@ -323,17 +331,22 @@ func (h *Host) Done() <-chan struct{} { return h.done }
 // and fail with -32000. Shutdown returns once everything has stopped;
 // calling it again waits for the first.
 func (h *Host) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		return errors.New("remote: Host.Shutdown: nil context.Context; pass one that bounds the drain (Close stops at once)")
+	}
 	h.stopOnce.Do(func() { h.stopErr = h.shutdown(ctx) })
 	<-h.done
 	return h.stopErr
 }
 
 // Close stops the host at once: running calls are cancelled and fail
-// with -32000. It returns once everything has stopped.
+// with -32000. It returns once everything has stopped, as Shutdown does.
+// Idempotent; it returns nil.
 func (h *Host) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	return h.Shutdown(ctx)
+	_ = h.Shutdown(ctx) // its only error is the drain it cuts short on purpose
+	return nil
 }
 
 func (h *Host) shutdown(ctx context.Context) error {
@@ -364,8 +377,12 @@ func (h *Host) shutdown(ctx context.Context) error {
 	select {
 	case <-waited:
 	case <-ctx.Done():
-		err = fmt.Errorf("remote: drain cut short: %w", ctx.Err())
-		h.stopCalls(errHostClosed)
+		// A call releases its slot as it ends: with none taken there is
+		// no drain to cut short, whatever ctx says.
+		if len(h.slots) > 0 {
+			err = fmt.Errorf("remote: drain cut short: %w", ctx.Err())
+			h.stopCalls(errHostClosed)
+		}
 		<-waited
 	}
 	h.stopCalls(errHostClosed)
@@ -604,6 +621,10 @@ func (h *Host) unhold(reply string) {
 // cancelCall cancels the call answering on reply, or remembers the cancel
 // for a call not yet seen (bounded).
 func (h *Host) cancelCall(reply string, s *served) {
+	if len(reply) > maxCancelBytes {
+		h.cfg.logger.Debug("remote: a cancel longer than any reply subject was dropped", "server", s.name, "bytes", len(reply))
+		return
+	}
 	h.mu.Lock()
 	cancel := h.calls[reply]
 	if cancel == nil && !h.draining {

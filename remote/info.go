@@ -54,6 +54,9 @@ func infoOf(c *snodo.Client, h *Host) ServerInfo {
 
 // Info asks a host of the name about its MCP server.
 func (c *Client) Info(ctx context.Context) (*ServerInfo, error) {
+	if ctx == nil {
+		return nil, nilContextError("info of " + c.name)
+	}
 	msg, err := c.nc.RequestWithContext(ctx, c.subj.info, nil)
 	if err != nil {
 		if err == nats.ErrNoResponders {

@@ -69,6 +69,9 @@ type Subscription struct {
 // (WithActorSystem); the subscription watches it and is cancelled on
 // the host when it terminates (Err wraps snodo.ErrOwnerExited).
 func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
+	if ctx == nil {
+		return nil, nilContextError(subscription.Method)
+	}
 	o, err := snodo.ListenSettingsOf(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("remote: %w", err)

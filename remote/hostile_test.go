@@ -1,0 +1,82 @@
+package remote
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// A cancel is a reply subject; the host remembers those that come before
+// their call. A hostile peer's oversized cancels must not be remembered:
+// 4096 of them at the NATS server's max_payload would hold gigabytes.
+func TestOversizedCancelsAreNotRemembered(t *testing.T) {
+	e := natsServer(t)
+	h := host(t, e, "x", 1)
+	nc := conn(t, e)
+	big := strings.Repeat("c", 1<<20)
+	for range 8 {
+		require.NoError(t, nc.Publish("snodo.x.cancel", []byte(big)))
+	}
+	small := "_INBOX.abc.1" // a real reply subject's size: remembered
+	require.NoError(t, nc.Publish("snodo.x.cancel", []byte(small)))
+	require.NoError(t, nc.Flush())
+	remembered := func(key string) bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		_, ok := h.cancelled[key]
+		return ok
+	}
+	// One subscription delivers in order: once the small one is in, the
+	// big ones have been handled.
+	testutil.Eventually(t, func() bool { return remembered(small) }, 5*time.Second, "the small cancel is remembered")
+	h.mu.Lock()
+	held := 0
+	for k := range h.cancelled {
+		held += len(k)
+	}
+	h.mu.Unlock()
+	assert.Equal(t, len(small), held, "bytes of cancels remembered")
+}
+
+// Every exported function refuses a nil argument with an error that says
+// what to pass, and leaves nothing behind (a nil ctx on Listen used to
+// leave a registration that made Close wait forever).
+func TestNilArguments(t *testing.T) {
+	e := natsServer(t)
+	h := host(t, e, "x", 1)
+	c := client(t, e, "x")
+	var nilCtx context.Context
+	_, err := NewClient(nil, "x")
+	assert.ErrorContains(t, err, "nil *nats.Conn")
+	_, err = Discover(context.Background(), nil, "")
+	assert.ErrorContains(t, err, "nil *nats.Conn")
+	_, err = Discover(nilCtx, conn(t, e), "")
+	assert.ErrorContains(t, err, "nil context.Context")
+	_, err = NewHost(nilCtx, e.URL())
+	assert.ErrorContains(t, err, "nil context.Context")
+	_, err = c.Request(nilCtx, "test/echo", nil)
+	assert.ErrorContains(t, err, "nil context.Context")
+	_, err = c.ListTools(nilCtx)
+	assert.ErrorContains(t, err, "nil context.Context")
+	_, err = c.Listen(nilCtx, snodo.Filter{ToolsListChanged: true})
+	assert.ErrorContains(t, err, "nil context.Context")
+	_, err = c.Info(nilCtx)
+	assert.ErrorContains(t, err, "nil context.Context")
+	assert.ErrorContains(t, h.Shutdown(nilCtx), "nil context.Context")
+
+	// The client and the host still work, and close.
+	raw, err := c.Request(ctxFor(t, 10*time.Second), "test/echo", map[string]int{"a": 1})
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"a":1`)
+	closed := make(chan struct{})
+	go func() { _ = c.Close(); close(closed) }()
+	testutil.Receive(t, closed, 5*time.Second, "Client.Close")
+	require.NoError(t, h.Close())
+}
