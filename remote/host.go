@@ -126,7 +126,8 @@ type Host struct {
 	held       sync.WaitGroup
 	subsHeld   sync.WaitGroup
 	stopOnce   sync.Once
-	done       chan struct{}
+	stopped    chan struct{} // closed when Shutdown's work is done
+	done       chan struct{} // closed when the pools' servers have been reaped too
 	stopErr    error
 	mu         sync.Mutex
 	calls      map[string]context.CancelCauseFunc // by reply subject
@@ -178,6 +179,7 @@ func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
 		serveDone: make(chan struct{}),
 		replyDone: make(chan struct{}),
 		slots:     make(chan struct{}, cfg.maxHeld),
+		stopped:   make(chan struct{}),
 		done:      make(chan struct{}),
 		calls:     map[string]context.CancelCauseFunc{},
 		cancelled: map[string]struct{}{},
@@ -320,7 +322,9 @@ func (s *served) stats() any {
 // service metadata.
 func (h *Host) ID() string { return h.id }
 
-// Done is closed once the host has stopped and its pools have closed.
+// Done is closed once the host has stopped and every server of its
+// pools has been reaped (each pool's Done): wait for it before the
+// program exits, so that no server outlives it.
 func (h *Host) Done() <-chan struct{} { return h.done }
 
 // Shutdown drains the host: it takes no new calls or subscriptions
@@ -328,20 +332,22 @@ func (h *Host) Done() <-chan struct{} { return h.done }
 // subscriptions (their callers see why), waits for the calls it holds to
 // finish, then closes its pools and its NATS connections. When ctx is
 // done first, the calls still running are cancelled on their servers
-// and fail with -32000. Shutdown returns once everything has stopped;
-// calling it again waits for the first.
+// and fail with -32000. Shutdown returns once all of that is done;
+// calling it again waits for the first. As with supervisor.Pool.Close,
+// the servers are reaped in the background: Done tells when.
 func (h *Host) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		return errors.New("remote: Host.Shutdown: nil context.Context; pass one that bounds the drain (Close stops at once)")
 	}
 	h.stopOnce.Do(func() { h.stopErr = h.shutdown(ctx) })
-	<-h.done
+	<-h.stopped
 	return h.stopErr
 }
 
 // Close stops the host at once: running calls are cancelled and fail
-// with -32000. It returns once everything has stopped, as Shutdown does.
-// Idempotent; it returns nil.
+// with -32000. It returns once the host has stopped, as Shutdown does
+// (Done tells when the servers have been reaped). Idempotent; it
+// returns nil.
 func (h *Host) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -350,7 +356,7 @@ func (h *Host) Close() error {
 }
 
 func (h *Host) shutdown(ctx context.Context) error {
-	defer close(h.done)
+	defer close(h.stopped)
 	h.unwatch()
 	h.mu.Lock()
 	h.draining = true
@@ -389,6 +395,12 @@ func (h *Host) shutdown(ctx context.Context) error {
 	for _, s := range h.served {
 		_ = s.pool.Close()
 	}
+	go func() {
+		for _, s := range h.served {
+			<-s.pool.Done()
+		}
+		close(h.done)
+	}()
 	// The last replies and ends are flushed before the connection closes.
 	if h.reply.Drain() != nil {
 		h.reply.Close()

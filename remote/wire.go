@@ -71,6 +71,13 @@ const (
 // NATS subject token and a micro service name.
 var validName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
+// CheckName reports whether name can be served (Serve) and called
+// (NewClient, Dial): it becomes one NATS subject token and a micro
+// service's name, so it takes letters, digits, '-' and '_' only (no dot,
+// space or wildcard). A prefix (WithPrefix) follows the same rule. Check
+// names with it before starting the pools to serve.
+func CheckName(name string) error { return checkName("server name", name) }
+
 func checkName(what, name string) error {
 	if !validName.MatchString(name) {
 		return fmt.Errorf("remote: %s %q: use letters, digits, '-' and '_' only (it becomes a NATS subject token)", what, name)

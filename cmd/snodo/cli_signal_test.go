@@ -84,6 +84,7 @@ func startCLI(t *testing.T, args []string) *snodoProc {
 	t.Helper()
 	c := &snodoProc{cmd: exec.Command(snodoBin, args...), done: make(chan struct{})}
 	c.cmd.Stderr = &c.stderr
+	c.cmd.WaitDelay = 5 * time.Second // a server left behind keeps stderr open
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -22,7 +23,8 @@ import (
 // runNode is `snodo node`: it serves every server of --config over NATS
 // until SIGINT or SIGTERM, then drains (a second signal stops it at
 // once). Without --nats it starts an embedded NATS server and prints its
-// URL first, on stdout.
+// URL first, on stdout. It exits only once every server it started has
+// been reaped, so none outlives it.
 func runNode(cfg *config, sio stdio) int {
 	fail := func(err error) int {
 		fmt.Fprintf(sio.err, "snodo node: %v\n", err)
@@ -36,6 +38,12 @@ func runNode(cfg *config, sio stdio) int {
 		return fail(fmt.Errorf("%s: no server to serve", cfg.configFile))
 	}
 	names := file.Names()
+	for _, name := range names { // before anything starts
+		if err := remote.CheckName(name); err != nil {
+			return fail(&servers.FileError{File: file.Path, Server: name,
+				Err: errors.New("cannot be served over NATS: use letters, digits, '-' and '_' only in the names of a served file")})
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -57,22 +65,47 @@ func runNode(cfg *config, sio stdio) int {
 	if cfg.prefix != "" {
 		opts = append(opts, remote.WithPrefix(cfg.prefix))
 	}
+	// The pools' owner: a signal while they start abandons the start
+	// (their servers are stopped); once they serve, signals drain instead.
+	poolCtx, closePools := context.WithCancel(context.Background())
+	defer closePools()
+	abandon := context.AfterFunc(ctx, closePools)
 	var pools []*supervisor.Pool
+	var wait time.Duration // how long reaping them may take
+	reaped := func() {
+		waitReaped(pools, wait, sio)
+	}
 	for _, srv := range file.Servers {
-		p, err := startPool(srv, cfg, sio)
+		p, err := startPool(poolCtx, srv, cfg, sio)
 		if err != nil {
 			for _, p := range pools {
 				_ = p.Close()
 			}
+			reaped()
+			if ctx.Err() != nil {
+				fmt.Fprintln(sio.err, "snodo node: interrupted while starting the servers")
+				return exitInterrupted
+			}
 			return fail(fmt.Errorf("starting %s: %w", srv.Name, err))
 		}
 		pools = append(pools, p)
+		wait = max(wait, reapWait(srv))
 		opts = append(opts, remote.Serve(srv.Name, p))
+	}
+	if !abandon() { // the signal came as the last pool started
+		for _, p := range pools {
+			_ = p.Close()
+		}
+		reaped()
+		fmt.Fprintln(sio.err, "snodo node: interrupted while starting the servers")
+		return exitInterrupted
 	}
 	h, err := remote.NewHost(context.Background(), url, opts...) // closes the pools if it fails
 	if err != nil {
+		reaped()
 		return fail(err)
 	}
+	defer reaped() // after Shutdown, which closes the pools
 	fmt.Fprintf(sio.out, "serving %s\n", strings.Join(names, " "))
 	fmt.Fprintf(sio.err, "snodo node: serving %s on %s (host %s)\n", strings.Join(names, ", "), url, h.ID())
 
@@ -100,18 +133,44 @@ func runNode(cfg *config, sio stdio) int {
 	return exitOK
 }
 
+// reapWait bounds how long a closed server of srv takes to be reaped:
+// its shutdown grace (the file's, or the node's own) to SIGTERM, as long
+// again to SIGKILL, and a second.
+func reapWait(srv *servers.Server) time.Duration {
+	grace := srv.ShutdownGrace
+	if grace <= 0 {
+		grace = shutdownGrace
+	}
+	return 2*grace + time.Second
+}
+
+// waitReaped waits (at most wait) until every closed pool's servers have
+// been reaped, and says so when some have not.
+func waitReaped(pools []*supervisor.Pool, wait time.Duration, sio stdio) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for _, p := range pools {
+		select {
+		case <-p.Done():
+		case <-timer.C:
+			fmt.Fprintf(sio.err, "snodo node: some servers have not exited %v after their stdin closed; they may linger\n", wait)
+			return
+		}
+	}
+}
+
 // startPool starts the pool of one configured server (its "pool" size,
 // default 1). Requests a legacy server sends during a call are answered
 // here, on the host, as the CLI answers them (--root, --sampling-reply;
 // elicitation is declined: a node has no terminal to ask on).
-func startPool(srv *servers.Server, cfg *config, sio stdio) (*supervisor.Pool, error) {
+func startPool(ctx context.Context, srv *servers.Server, cfg *config, sio stdio) (*supervisor.Pool, error) {
 	sio.inTTY = false
 	h := &answers{roots: cfg.roots, samplingReply: cfg.samplingReply, io: sio}
 	conn := []snodo.Option{snodo.WithServerRequestHandler(h.serve), snodo.WithClientCapabilities(h.capabilities())}
 	if srv.ShutdownGrace == 0 {
 		conn = append(conn, snodo.WithShutdownGrace(shutdownGrace)) // a node leaves no server behind
 	}
-	return srv.NewPool(context.Background(), supervisor.WithConnectOptions(conn...))
+	return srv.NewPool(ctx, supervisor.WithConnectOptions(conn...))
 }
 
 // natsOptions are the NATS connection options of the command line:

@@ -1,0 +1,130 @@
+//go:build linux
+
+package main_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// nodeConfig writes an mcpServers file from name → test server flags.
+func nodeConfig(t *testing.T, servers map[string][]string) string {
+	t.Helper()
+	doc := map[string]any{}
+	for name, flags := range servers {
+		doc[name] = map[string]any{"command": testutil.ServerPath(t), "args": flags}
+	}
+	b, err := json.Marshal(map[string]any{"mcpServers": doc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startServingNode runs `snodo node --config config` (an embedded NATS
+// server) and returns once it serves, with its servers' PIDs.
+func startServingNode(t *testing.T, config string, servers int) (*snodoProc, []int) {
+	t.Helper()
+	p := &snodoProc{cmd: exec.Command(snodoBin, "node", "--config", config), done: make(chan struct{})}
+	p.cmd.Stderr = &p.stderr
+	p.cmd.WaitDelay = 5 * time.Second // a server left behind keeps stderr open
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	serving := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		ok := false
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "serving ") {
+				ok = true
+				break
+			}
+		}
+		serving <- ok
+		for sc.Scan() {
+		}
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	if !testutil.Receive(t, serving, 30*time.Second, "the node's serving line") {
+		<-p.done
+		t.Fatalf("the node exited before serving; stderr:\n%s", p.stderr.String())
+	}
+	var procs []int
+	testutil.Eventually(t, func() bool { procs = descendants(p.cmd.Process.Pid); return len(procs) == servers }, 10*time.Second, "the node's servers")
+	return p, procs
+}
+
+// A node drained by SIGINT or SIGTERM exits only once its servers have:
+// even one that ignores EOF is stopped (the shutdown grace), not left
+// running after snodo is gone.
+func TestNodeLeavesNoServerBehind(t *testing.T) {
+	config := nodeConfig(t, map[string][]string{"stubborn": {"-ignore-eof"}})
+	p, servers := startServingNode(t, config, 1)
+	p.signal(t, syscall.SIGINT, "SIGINT")
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit status %d, want 0; stderr:\n%s", code, p.stderr.String())
+	}
+	for _, pid := range servers {
+		if testutil.Running(pid) {
+			t.Errorf("server %d still runs after the node exited; stderr:\n%s", pid, p.stderr.String())
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// A name NATS cannot carry (a dot, a space, a wildcard) fails the node
+// before it starts anything: no NATS server, no MCP server.
+func TestNodeRefusesNamesNATSCannotCarry(t *testing.T) {
+	journal := filepath.Join(t.TempDir(), "journal")
+	for _, bad := range []string{"a.b", "my server", "files*", ">"} {
+		config := nodeConfig(t, map[string][]string{"ok": {"-journal", journal}, bad: nil})
+		r := snodo(t, "node", "--config", config).want(t, 1)
+		r.oneErrorLine(t, config, `server "`+bad+`"`, "letters, digits")
+		if r.stdout != "" {
+			t.Errorf("the node printed %q: it started something", r.stdout)
+		}
+	}
+	if _, err := os.Stat(journal); err == nil {
+		t.Error("a server was started")
+	}
+}
+
+// SIGINT while the node starts its servers (one that answers nothing
+// takes the 10 s era probe): the start is abandoned, the node exits 130
+// at once and leaves nothing running.
+func TestNodeInterruptedWhileStarting(t *testing.T) {
+	config := nodeConfig(t, map[string][]string{"silent": {"-era", "modern", "-silent-discover", "-ignore-eof"}})
+	p := startCLI(t, []string{"node", "--config", config})
+	server := p.server(t)
+	began := time.Now()
+	p.signal(t, syscall.SIGINT, "SIGINT")
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("the node took %v to exit", took)
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit status %d, want 130; stderr:\n%s", code, p.stderr.String())
+	}
+	if testutil.Running(server) {
+		t.Errorf("server %d outlived the node", server)
+		_ = syscall.Kill(server, syscall.SIGKILL)
+	}
+}
