@@ -15,6 +15,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/natsurl"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -107,7 +108,7 @@ func Dial(url, name string, opts ...Option) (*Client, error) {
 	}
 	nc, err := nats.Connect(url, append(cfg.natsOpt, nats.Name("snodo caller"))...)
 	if err != nil {
-		return nil, fmt.Errorf("remote: connecting to NATS at %s: %w", url, err)
+		return nil, fmt.Errorf("remote: connecting to NATS at %s: %w", natsurl.Redact(url), err)
 	}
 	c, err := NewClient(nc, name, opts...)
 	if err != nil {

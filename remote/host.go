@@ -18,6 +18,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/natsurl"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -214,7 +215,7 @@ func (h *Host) connect(url string) (err error) {
 		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
 	h.serve, err = nats.Connect(url, serveOpts...)
 	if err != nil {
-		return fmt.Errorf("remote: connecting to NATS at %s: %w", url, err)
+		return fmt.Errorf("remote: connecting to NATS at %s: %w", natsurl.Redact(url), err)
 	}
 	go func() { <-closed; close(h.serveDone) }()
 	replyClosed := make(chan struct{})
@@ -223,7 +224,7 @@ func (h *Host) connect(url string) (err error) {
 		nats.ClosedHandler(func(*nats.Conn) { close(replyClosed) }))...)
 	if err != nil {
 		h.serve.Close()
-		return fmt.Errorf("remote: connecting to NATS at %s: %w", url, err)
+		return fmt.Errorf("remote: connecting to NATS at %s: %w", natsurl.Redact(url), err)
 	}
 	go func() { <-replyClosed; close(h.replyDone) }()
 	defer func() {

@@ -31,3 +31,41 @@ func TestRemoteNoNATS(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 and a NATS connection error", r.code, r.stderr)
 	}
 }
+
+// NATS flags that cannot work, or would be silently ignored, are usage
+// errors (exit status 2) that say what goes with what.
+func TestRemoteFlagMisuse(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nats", "nats://127.0.0.1:1", "--server", "a.b", "tools"}, `--server "a.b"`},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--server", "a b", "tools"}, `--server "a b"`},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--server", "x", "--prefix", "x y", "tools"}, `--prefix "x y"`},
+		{[]string{"--nats", "nats://127.0.0.1:1", "tools", "--", "cmd"}, "--nats URL goes with --server NAME, servers or node"},
+		{[]string{"--prefix", "p", "tools", "--", "cmd"}, "--prefix goes with --nats URL or node"},
+		{[]string{"--nats-user", "u", "tools", "--", "cmd"}, "--nats-user goes with --nats URL or node"},
+		{[]string{"--drain", "5s", "tools", "--", "cmd"}, "--drain goes with node"},
+		{[]string{"node", "--config", "f.json", "--server", "x"}, "node serves every server of the file"},
+	} {
+		r := snodo(t, tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("snodo %q: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+}
+
+// Credentials written into a NATS URL (nats://user:password@host,
+// nats://token@host) never reach stderr.
+func TestRemoteURLCredentialsStayOut(t *testing.T) {
+	for _, args := range [][]string{
+		{"--nats", "nats://alice:s3cr3t-pw@127.0.0.1:1", "--server", "x", "tools"},
+		{"--nats", "nats://s3cr3t-pw@127.0.0.1:1,nats://bob:s3cr3t-pw@127.0.0.1:2", "servers"},
+		{"--nats", "nats://s3cr3t-pw@127.0.0.1:1", "node", "--config", writeConfig(t, "")},
+	} {
+		r := snodo(t, args...)
+		if r.code != 1 || strings.Contains(r.stderr, "s3cr3t") || !strings.Contains(r.stderr, "127.0.0.1:1") {
+			t.Errorf("snodo %q: exit %d, stderr %q; want 1, the host and no secret", args, r.code, r.stderr)
+		}
+	}
+}

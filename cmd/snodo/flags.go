@@ -46,6 +46,8 @@ type config struct {
 	natsCA, natsCert, natsKey               string
 	drain                                   time.Duration
 
+	given []string // the flags given, by name
+
 	command string   // info, tools, call, request, listen, demo, help, node, servers
 	args    []string // the command's positional arguments
 	server  []string // SERVER_CMD [ARGS...], after --
@@ -189,6 +191,7 @@ func parseArgs(args []string, out io.Writer) (*config, error) {
 		if f.Name == "timeout" {
 			cfg.timeoutSet = true
 		}
+		cfg.given = append(cfg.given, f.Name)
 	})
 	return cfg, cfg.validate()
 }
@@ -293,8 +296,35 @@ var commandSyntax = map[string]string{
 	"node": "snodo node --config FILE [--nats URL]", "servers": "snodo --config FILE servers",
 }
 
-// validateRemote checks the flags of the NATS commands.
+// natsFlags are the flags of NATS connections: with --nats URL or node.
+var natsFlags = []string{"prefix", "nats-creds", "nats-nkey", "nats-user", "nats-ca", "nats-cert", "nats-key"}
+
+// validateRemote checks the flags of the NATS commands. Flags that would
+// be silently ignored are usage errors.
 func (cfg *config) validateRemote() error {
+	overNATS := cfg.command == "node" || (cfg.natsURL != "" && (cfg.serverName != "" || cfg.command == "servers"))
+	for _, name := range cfg.given {
+		switch {
+		case name == "nats" && !overNATS:
+			return usagef("--nats URL goes with --server NAME, servers or node")
+		case slices.Contains(natsFlags, name) && !overNATS:
+			return usagef("--%s goes with --nats URL or node", name)
+		case name == "drain" && cfg.command != "node":
+			return usagef("--drain goes with node")
+		case name == "server" && cfg.command == "node":
+			return usagef("node serves every server of the file; --server does not go with it")
+		}
+	}
+	if cfg.prefix != "" {
+		if err := remote.CheckName(cfg.prefix); err != nil {
+			return usagef("--prefix %q: use letters, digits, '-' and '_' only (it is a NATS subject token)", cfg.prefix)
+		}
+	}
+	if overNATS && cfg.serverName != "" {
+		if err := remote.CheckName(cfg.serverName); err != nil {
+			return usagef("--server %q: no host can serve this name over NATS; use letters, digits, '-' and '_' only", cfg.serverName)
+		}
+	}
 	switch {
 	case cfg.command == "node" && cfg.configFile == "":
 		return usagef("node: give --config FILE (the mcpServers file naming the servers to serve)")

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/natsurl"
 	"github.com/snodo/snodo/remote"
 	"github.com/snodo/snodo/remote/embedded"
 	"github.com/snodo/snodo/servers"
@@ -107,7 +108,7 @@ func runNode(cfg *config, sio stdio) int {
 	}
 	defer reaped() // after Shutdown, which closes the pools
 	fmt.Fprintf(sio.out, "serving %s\n", strings.Join(names, " "))
-	fmt.Fprintf(sio.err, "snodo node: serving %s on %s (host %s)\n", strings.Join(names, ", "), url, h.ID())
+	fmt.Fprintf(sio.err, "snodo node: serving %s on %s (host %s)\n", strings.Join(names, ", "), natsurl.Redact(url), h.ID())
 
 	<-ctx.Done()
 	stop()

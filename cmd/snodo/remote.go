@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/natsurl"
 	"github.com/snodo/snodo/remote"
 )
 
@@ -82,7 +83,7 @@ func (s *session) remoteInfo(ctx context.Context, c *remote.Client) error {
 func (s *session) servers(ctx context.Context) error {
 	nc, err := nats.Connect(s.cfg.natsURL, append(natsOptions(s.cfg), nats.Name("snodo servers"))...)
 	if err != nil {
-		return fmt.Errorf("connecting to NATS at %s: %w", s.cfg.natsURL, err)
+		return fmt.Errorf("connecting to NATS at %s: %w", natsurl.Redact(s.cfg.natsURL), err)
 	}
 	defer nc.Close()
 	dctx, cancel := context.WithTimeout(ctx, discoverWait)
@@ -95,7 +96,7 @@ func (s *session) servers(ctx context.Context) error {
 		return printJSON(s.io.out, map[string]any{"servers": served})
 	}
 	if len(served) == 0 {
-		fmt.Fprintln(s.io.err, "snodo: no served names found on", s.cfg.natsURL)
+		fmt.Fprintln(s.io.err, "snodo: no served names found on", natsurl.Redact(s.cfg.natsURL))
 		return nil
 	}
 	for _, sv := range served {
