@@ -43,14 +43,12 @@ const (
 const (
 	AttrServerCommand = "snodo.server.command" // base name of the server program
 	AttrServerName    = "snodo.server.name"    // the name a server is reached by elsewhere (a remote client's served name)
-	AttrEra           = "snodo.era"            // "modern" or "legacy"
 	AttrExitCause     = "snodo.exit.cause"     // why a connection stopped
 	AttrDropReason    = "snodo.drop.reason"    // why a notification was dropped
 
 	AttrProgress        = "snodo.progress"         // progress event: how far along
 	AttrProgressTotal   = "snodo.progress.total"   // progress event: the total, when known
 	AttrProgressMessage = "snodo.progress.message" // progress event: the status line
-	AttrRound           = "snodo.input.round"      // input_required event: the round, from 1
 	AttrInputRequests   = "snodo.input.requests"   // input_required event: how many inputs the server asked for
 
 	MetricRequestsActive       = "snodo.client.requests.active"
