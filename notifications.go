@@ -165,7 +165,7 @@ const (
 func WithNotificationHandler(h func(ctx context.Context, n *Notification)) Option {
 	return func(c *config) error {
 		if h == nil {
-			return fmt.Errorf("WithNotificationHandler: nil handler")
+			return fmt.Errorf("WithNotificationHandler: nil handler (NotificationsTo makes none without an actor system and a PID)")
 		}
 		c.mcp.notify = h
 		return nil
@@ -196,8 +196,12 @@ func WithNotificationQueue(items, bytes int) Option {
 // pid that is not running go to the system's dead letters.
 //
 // To tell several clients apart, give each its own actor, or wrap the
-// returned handler.
+// returned handler. With a nil system or pid it returns nil, which
+// WithNotificationHandler refuses.
 func NotificationsTo(system *protoactor.ActorSystem, pid *protoactor.PID) NotificationHandler {
+	if system == nil || pid == nil {
+		return nil
+	}
 	return func(ctx context.Context, n *Notification) {
 		system.Root.Send(pid, &NotificationMessage{Ctx: ctx, Notification: n})
 	}

@@ -227,3 +227,16 @@ func TestNotificationsToAnActor(t *testing.T) {
 		})
 	}
 }
+
+// NotificationsTo with a nil system or PID is refused by Connect, before
+// anything starts, instead of a handler that panics on every notification.
+func TestNotificationsToNilIsRefused(t *testing.T) {
+	command, args := testutil.Server(t)
+	system := snodoactor.Shared()
+	pid := system.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
+	defer system.Root.Stop(pid)
+	for _, h := range []NotificationHandler{NotificationsTo(nil, pid), NotificationsTo(system, nil)} {
+		_, err := Connect(t.Context(), command, args, WithNotificationHandler(h))
+		require.ErrorContains(t, err, "NotificationsTo")
+	}
+}
