@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/snodo/snodo/connection"
@@ -74,26 +73,47 @@ func (e *InputError) Unwrap() error { return e.Err }
 // ServeInputsWith is an InputHandling.Serve that runs h for every request
 // of a round at once, on goroutines of its own, for a Requester that has
 // no connection to run them on (a remote client, say). A panic in h is an
-// error. A nil h answers every request with -32601. timeout (when
-// positive) bounds the round.
+// error. A nil h answers every request with -32601. The first failure
+// ends the round at once; so do ctx and timeout (when positive: past it,
+// a local -32001 wrapping ErrTimeout), even for a handler that ignores
+// its ctx, which is cancelled as the round ends.
 func ServeInputsWith(h ServerRequestHandler) func(context.Context, []*ServerRequest, time.Duration) ([]json.RawMessage, error) {
 	h = serverRequests(h)
 	return func(ctx context.Context, reqs []*ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
+		var expired <-chan time.Time
 		if timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, timeout)
-			defer cancel()
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			expired = t.C
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel() // the handlers still running when the round ends
+		type reply struct {
+			i      int
+			result json.RawMessage
+			err    error
+		}
+		replies := make(chan reply, len(reqs)) // never blocks a handler's goroutine
+		for i, req := range reqs {
+			go func() {
+				result, err := answer(ctx, h, req)
+				replies <- reply{i, result, err}
+			}()
 		}
 		results := make([]json.RawMessage, len(reqs))
-		errs := make([]error, len(reqs))
-		var wg sync.WaitGroup
-		for i, req := range reqs {
-			wg.Go(func() { results[i], errs[i] = answer(ctx, h, req) })
-		}
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				return nil, &InputError{Index: i, Err: err}
+		for range reqs {
+			select {
+			case r := <-replies:
+				if r.err != nil {
+					return nil, &InputError{Index: r.i, Err: r.err}
+				}
+				results[r.i] = r.result
+			case <-ctx.Done():
+				return nil, fmt.Errorf("snodo: waiting for the handler of %d input request(s): %w", len(reqs), ctx.Err())
+			case <-expired:
+				return nil, NewLocalError(CodeTimeout,
+					fmt.Sprintf("the handlers of %d input request(s) did not answer within %s; raise it with the Timeout request option", len(reqs), timeout),
+					ErrTimeout)
 			}
 		}
 		return results, nil

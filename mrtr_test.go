@@ -3,9 +3,11 @@ package snodo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -178,4 +180,46 @@ func TestServerPingIsAnsweredBeforeTheUserHandler(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), `"result":{}`)
 	assert.Zero(t, calls.Load())
+}
+
+// ServeInputsWith (the input handling of a Requester without a
+// connection, a remote client's) is bounded by its timeout and ctx even
+// when a handler ignores ctx, and a failure ends the round at once.
+func TestServeInputsWithIsBounded(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	serve := ServeInputsWith(func(_ context.Context, req *ServerRequest) (any, error) {
+		if req.Method == "fail" {
+			return nil, errors.New("no")
+		}
+		<-release // ignores ctx
+		return "late", nil
+	})
+	slow := []*ServerRequest{{Method: MethodListRoots}}
+	bounded := func(ctx context.Context, reqs []*ServerRequest, timeout time.Duration) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { _, err := serve(ctx, reqs, timeout); done <- err }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(5 * time.Second):
+			t.Fatal("ServeInputsWith waits for a handler that ignores its ctx")
+			return nil
+		}
+	}
+	err := bounded(context.Background(), slow, 100*time.Millisecond)
+	require.ErrorIs(t, err, ErrTimeout)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, CodeTimeout, e.Code)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, bounded(ctx, slow, 0), context.DeadlineExceeded)
+
+	err = bounded(context.Background(), []*ServerRequest{{Method: MethodListRoots}, {Method: "fail"}}, 0)
+	var ie *InputError
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, 1, ie.Index)
 }
