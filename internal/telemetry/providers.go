@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"reflect"
+	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -59,11 +60,22 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider) *Telemetry {
 	default:
 		t.metering = on
 	}
-	if t.metering != off {
+	switch {
+	case t.metering == followGlobal && reflect.TypeOf(mp) == defaultMeterProviderType:
+		t.meters = globalMeters()
+	case t.metering != off:
 		t.meters = meters(mp)
 	}
 	return t
 }
+
+// globalMeters is the one set of instruments taken from the global meter
+// provider while it is still the delegating default, shared by every
+// client that follows it. That default keeps each instrument made from
+// it, to forward it to the provider a program sets later: instruments
+// made per client would pile up there, one set per Connect, for the
+// life of the program. Shared, they forward all the same.
+var globalMeters = sync.OnceValue(func() *Meters { return meters(otel.GetMeterProvider()) })
 
 // Tracing reports whether spans may be recorded: a tracer provider was
 // given (not a no-op one), or a global one has been set. When false,
