@@ -59,6 +59,9 @@ func start(ctx context.Context, command string, args []string, cfg *config) (*Cl
 	if err := snodoactor.CheckOwner(sys, cfg.owner, "supervisor"); err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
+	if err := checkEventsTo(sys, cfg.eventsTo); err != nil {
+		return nil, err
+	}
 	s := newState(cfg, command, args, sys)
 	c := &Client{s: s}
 	c.Calls = snodo.NewCalls(c)
@@ -80,6 +83,19 @@ func start(ctx context.Context, command string, args []string, cfg *config) (*Cl
 		return nil, fmt.Errorf("supervisor: first start of %s: %w", command, err)
 	}
 	return c, nil
+}
+
+// checkEventsTo says, before anything starts, whether the WithEventsTo
+// actor can receive the events: it must be alive in the system they are
+// sent from.
+func checkEventsTo(sys *protoactor.ActorSystem, pid *protoactor.PID) error {
+	if pid == nil {
+		return nil
+	}
+	if _, ok := sys.ProcessRegistry.Get(pid); !ok {
+		return fmt.Errorf("supervisor: WithEventsTo: actor %s is not alive in the supervisor's actor system (has it stopped? if it belongs to another system, pass that system with WithActorSystem)", pid.Id)
+	}
+	return nil
 }
 
 // errNilContext refuses a nil ctx, which owns what would be started.

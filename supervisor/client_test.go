@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -255,6 +256,11 @@ func TestOptionsValidate(t *testing.T) {
 	var unset Option
 	_, err = Connect(t.Context(), "true", nil, fast, unset)
 	assert.ErrorContains(t, err, "option 2 is nil")
+	sys := snodoactor.Shared()
+	gone := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
+	testutil.StopActor(t, sys, gone, 5*time.Second)
+	_, err = Connect(t.Context(), "true", nil, WithEventsTo(gone))
+	assert.ErrorContains(t, err, "WithEventsTo")
 	//lint:ignore SA1012 the point of the test
 	_, err = Connect(nil, "true", nil) //nolint:staticcheck
 	assert.ErrorContains(t, err, "nil context")
@@ -293,4 +299,24 @@ func waitReceived(t *testing.T, c *Client, n int) {
 		raw, err := c.Request(t.Context(), "test/requests", map[string]string{"method": "test/sleep"})
 		return err == nil && len(sleepCalls(t, raw)) == n
 	}, 2*time.Second, "call in flight on the server")
+}
+
+// A WithEventHandler that panics stops supervision, as its doc says, and
+// the server with it.
+func TestEventHandlerPanicStopsSupervision(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	c, err := Connect(t.Context(), cmd, args, WithEventHandler(func(ev LifecycleEvent) {
+		if ev.Kind == ServerConnected {
+			panic("boom")
+		}
+	}))
+	if err == nil {
+		select {
+		case <-c.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("supervision goes on after its event handler panicked")
+		}
+		err = c.Err()
+	}
+	require.ErrorIs(t, err, snodo.ErrPanicked)
 }

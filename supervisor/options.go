@@ -151,7 +151,9 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithEventHandler calls fn with every LifecycleEvent, in order, on the
 // supervisor actor: fn must return quickly (send to a buffered channel or
-// an actor) and must not call the supervised client.
+// an actor) and must not call the supervised client. A panic in fn stops
+// supervision, as any panic of the supervisor actor does (Err wraps
+// snodo.ErrPanicked).
 func WithEventHandler(fn func(LifecycleEvent)) Option {
 	return func(c *config) error {
 		if fn == nil {
@@ -163,7 +165,8 @@ func WithEventHandler(fn func(LifecycleEvent)) Option {
 }
 
 // WithEventsTo sends every LifecycleEvent to the actor pid, as an *LifecycleEvent message,
-// in order. pid lives in the supervisor's actor system.
+// in order. pid lives in the supervisor's actor system: Connect and
+// NewPool refuse one that is not alive there.
 func WithEventsTo(pid *protoactor.PID) Option {
 	return func(c *config) error {
 		if pid == nil {

@@ -150,6 +150,9 @@ func newPool(ctx context.Context, command string, args []string, size int, opts 
 	if err := snodoactor.CheckOwner(sys, cfg.owner, "pool"); err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
+	if err := checkEventsTo(sys, cfg.eventsTo); err != nil {
+		return nil, err
+	}
 	p := &Pool{
 		ctx: ctx, command: command, args: append([]string(nil), args...), cfg: cfg, sys: sys,
 		starting:  true,
