@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	snodoactor "github.com/snodo/snodo/actor"
 )
 
 // RequestMessage is what an actor receives from a handler made by
@@ -43,20 +45,30 @@ func (m *RequestMessage) Reply(result any, err error) {
 // (often the connection's owner). The handler waits for the reply or for
 // its ctx, never for a protoactor Future.
 //
-// The actor must reply to every RequestMessage; if it stops without
-// replying, the request waits until the server cancels it or the
-// connection stops (an owner actor's stop does both). A pid that is not
-// running when a request arrives is answered with -32603.
+// The actor must reply to every RequestMessage. The handler watches it
+// while it waits: if it stops without replying (or with the message still
+// in its mailbox), the request is answered with -32603 at once. A pid
+// that is not running when a request arrives is answered with -32603 too.
 func ToActor(system *protoactor.ActorSystem, pid *protoactor.PID) Func {
 	return func(ctx context.Context, req *Request) (any, error) {
 		if _, ok := system.ProcessRegistry.Get(pid); !ok {
 			return nil, fmt.Errorf("the actor %s that answers server requests is not running", pid.Id)
 		}
 		m := &RequestMessage{Ctx: ctx, Request: req, reply: make(chan answer, 1)}
+		gone := make(chan struct{})
+		stop := snodoactor.WatchOwner(system, pid, func() { close(gone) })
+		defer stop()
 		system.Root.Send(pid, m)
 		select {
 		case a := <-m.reply:
 			return a.result, a.err
+		case <-gone:
+			select {
+			case a := <-m.reply: // replied, then stopped
+				return a.result, a.err
+			default:
+			}
+			return nil, fmt.Errorf("the actor %s that answers server requests stopped without replying", pid.Id)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

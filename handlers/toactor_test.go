@@ -95,3 +95,20 @@ func TestToActorWithAStoppedActor(t *testing.T) {
 	assert.Equal(t, jsonrpc.CodeInternalError, codeOf(rs[0]))
 	assert.Contains(t, rs[0].Error.Message, "not running")
 }
+
+// An actor that stops without replying (here: as it takes the request)
+// does not leave the request waiting for the server's cancel or the
+// connection's end: it is answered with -32603 as the actor stops.
+func TestToActorActorStopsWithoutReplying(t *testing.T) {
+	sys := snodoactor.Shared()
+	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		if _, ok := ctx.Message().(*handlers.RequestMessage); ok {
+			ctx.Stop(ctx.Self())
+		}
+	}))
+	c := start(t, connection.Config{Handler: handlers.ToActor(sys, pid)})
+	rs := ask(t, c, map[string]any{"method": "roots/list", "timeoutMs": 5000})
+	require.NotNil(t, rs[0].Error, "the request was never answered: %s", rs[0].Result)
+	assert.Equal(t, jsonrpc.CodeInternalError, codeOf(rs[0]))
+	assert.Contains(t, rs[0].Error.Message, "stopped without replying")
+}
