@@ -36,5 +36,5 @@ func ExampleParse_broken() {
 	_, err := servers.Parse("mcp.json", []byte(`{"mcpServers": {"git": {"command": "uvx", "args": "mcp-server-git"}}}`))
 	fmt.Println(err)
 	// Output:
-	// mcp.json: server "git": "args": want an array of strings, got a string "mcp-server-git"
+	// mcp.json: server "git": "args": want an array of strings, got a string
 }

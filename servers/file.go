@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/snodo/snodo/internal/serverproc"
 )
 
 // File is a parsed server file: its named servers in file order.
@@ -53,6 +56,10 @@ type Server struct {
 // DefaultPool is the pool size of a server whose snodo block gives none.
 const DefaultPool = 1
 
+// MaxFileBytes bounds a server file (1 MiB: files MCP hosts write are a
+// few KiB). Load reads no more, and Parse refuses larger data.
+const MaxFileBytes = 1 << 20
+
 // TopKeys are the top-level keys that hold the servers: "mcpServers"
 // (Claude Desktop, Cursor and most hosts) and "servers" (VS Code).
 var TopKeys = []string{"mcpServers", "servers"}
@@ -88,9 +95,15 @@ func (e *FileError) Unwrap() error { return e.Err }
 // are resolved against the file's directory. Show File.Warnings to your
 // user: Load logs nothing.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
+	}
+	defer fh.Close()
+	// One byte more than the bound, for Parse to see that it is over.
+	data, err := io.ReadAll(io.LimitReader(fh, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("servers: reading %s: %w", path, err)
 	}
 	f, err := Parse(path, data)
 	if err != nil {
@@ -108,9 +121,14 @@ func Load(path string) (*File, error) {
 // Parse parses a server file's contents; name is used in errors and
 // warnings. It accepts the top key "mcpServers" or "servers" (not both).
 // Keys it does not use are never silently ignored: each is a line of
-// File.Warnings, for the caller to show (nothing is logged).
+// File.Warnings, for the caller to show (nothing is logged). Errors name
+// the file, the server and the field, and a value's type, never a
+// string's contents (a misplaced one may be a secret).
 func Parse(name string, data []byte) (*File, error) {
 	p := parser{f: &File{Path: name, Skipped: map[string]string{}}}
+	if len(data) > MaxFileBytes {
+		return nil, p.fail("", "", "larger than %d bytes (MaxFileBytes): is it the right file?", MaxFileBytes)
+	}
 	if err := p.file(data); err != nil {
 		return nil, err
 	}
@@ -267,12 +285,15 @@ func (p *parser) env(s *Server, m member) error {
 	}
 	s.Env = make(map[string]string, len(vars))
 	for _, v := range vars {
+		if v.key == "" {
+			return p.fail(s.Name, "env", "empty variable name")
+		}
+		if err := serverproc.CheckEnvName(v.key); err != nil {
+			return p.fail(s.Name, "env."+v.key, "%w", err)
+		}
 		var val string
 		if err := json.Unmarshal(v.value, &val); err != nil {
 			return p.fail(s.Name, "env."+v.key, "want a string, got %s", kind(v.value))
-		}
-		if v.key == "" {
-			return p.fail(s.Name, "env", "empty variable name")
 		}
 		s.Env[v.key] = val
 	}
@@ -347,7 +368,8 @@ func (p *parser) decode(server string, m member, v any, want string) error {
 	return nil
 }
 
-// kind names a JSON value's type for error messages.
+// kind names a JSON value's type for error messages: a number with its
+// value, a string without (it may be a secret in the wrong place).
 func kind(v json.RawMessage) string {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 {
@@ -359,7 +381,7 @@ func kind(v json.RawMessage) string {
 	case '[':
 		return "an array"
 	case '"':
-		return "a string " + string(v)
+		return "a string"
 	case 't', 'f':
 		return "a boolean"
 	case 'n':

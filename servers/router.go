@@ -81,6 +81,12 @@ func (*RouterReady) IgnoreDeadLetterLogging() {}
 // are an error. The router owns its pools: a supervisor.WithOwner among
 // opts is overridden.
 func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *protoactor.PID, f *File, opts ...supervisor.Option) (*Router, error) {
+	switch {
+	case ctx == nil:
+		return nil, errors.New("servers: StartRouter: nil context.Context; pass context.Background() or the ctx that owns the router")
+	case f == nil:
+		return nil, errors.New("servers: StartRouter: nil *servers.File; pass one from Load or Parse")
+	}
 	if len(f.Servers) == 0 {
 		return nil, &FileError{File: f.Path, Err: errors.New("no server to start")}
 	}
