@@ -35,6 +35,10 @@ var (
 // or draining host) is sent again.
 const maxNotRun = 5
 
+// closeFlush bounds Close's wait for the NATS server to take the
+// cancels it sends.
+const closeFlush = time.Second
+
 // progressQueue bounds the heartbeats and progress updates waiting for
 // one call's caller; past it they are dropped (heartbeats are redundant;
 // a dropped progress update is the next one's to show).
@@ -154,7 +158,11 @@ func (c *Client) Close() error {
 		default:
 		}
 	}
-	_ = c.nc.Flush()
+	// The cancels reach the NATS server before Close returns, when it is
+	// there: while nats.go reconnects they wait in its buffer instead.
+	if c.nc.IsConnected() {
+		_ = c.nc.FlushTimeout(closeFlush)
+	}
 	if c.owned {
 		c.nc.Close()
 	}

@@ -80,3 +80,21 @@ func TestNilArguments(t *testing.T) {
 	testutil.Receive(t, closed, 5*time.Second, "Client.Close")
 	require.NoError(t, h.Close())
 }
+
+// The NATS server goes away under a client with a call in flight: the
+// call fails within the heartbeat watch and Close returns at once, not
+// after nats.go's 10 s flush timeout while it tries to reconnect.
+func TestClientCloseWhileNATSIsDown(t *testing.T) {
+	e := natsServer(t)
+	c := client(t, e, "x")
+	failed := make(chan error, 1)
+	go func() {
+		_, err := c.Request(ctxFor(t, 30*time.Second), "test/echo", nil)
+		failed <- err
+	}()
+	e.Shutdown()
+	assert.ErrorIs(t, testutil.Receive(t, failed, 10*time.Second, "the call's error"), snodo.ErrConnectionClosed)
+	began := time.Now()
+	require.NoError(t, c.Close())
+	assert.Less(t, time.Since(began), 2*time.Second, "Close took too long")
+}
