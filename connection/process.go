@@ -72,6 +72,9 @@ func startProcess(cfg *Config) (*process, error) {
 		}
 		return nil, fmt.Errorf("snodo: cannot start server %q: %w", cfg.Command, err)
 	}
+	// The child has its copy of the environment; the connection keeps
+	// the process for as long as it lives and needs none of it.
+	cmd.Env = nil
 	if p.stderr != nil {
 		go p.stderr.run()
 	}
