@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,8 +36,9 @@ func nodeConfig(t *testing.T, servers map[string][]string) string {
 }
 
 // startServingNode runs `snodo node --config config` (an embedded NATS
-// server) and returns once it serves, with its servers' PIDs.
-func startServingNode(t *testing.T, config string, servers int) (*snodoProc, []int) {
+// server) and returns once it serves, with its servers' PIDs and its
+// NATS URL.
+func startServingNode(t *testing.T, config string, servers int) (*snodoProc, []int, string) {
 	t.Helper()
 	p := &snodoProc{cmd: exec.Command(snodoBin, "node", "--config", config), done: make(chan struct{})}
 	p.cmd.Stderr = &p.stderr
@@ -49,10 +51,14 @@ func startServingNode(t *testing.T, config string, servers int) (*snodoProc, []i
 		t.Fatal(err)
 	}
 	serving := make(chan bool, 1)
+	var url string
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		ok := false
 		for sc.Scan() {
+			if url == "" {
+				url = sc.Text() // the embedded server's, first
+			}
 			if strings.HasPrefix(sc.Text(), "serving ") {
 				ok = true
 				break
@@ -70,7 +76,7 @@ func startServingNode(t *testing.T, config string, servers int) (*snodoProc, []i
 	}
 	var procs []int
 	testutil.Eventually(t, func() bool { procs = descendants(p.cmd.Process.Pid); return len(procs) == servers }, 10*time.Second, "the node's servers")
-	return p, procs
+	return p, procs, url
 }
 
 // A node drained by SIGINT or SIGTERM exits only once its servers have:
@@ -78,7 +84,7 @@ func startServingNode(t *testing.T, config string, servers int) (*snodoProc, []i
 // running after snodo is gone.
 func TestNodeLeavesNoServerBehind(t *testing.T) {
 	config := nodeConfig(t, map[string][]string{"stubborn": {"-ignore-eof"}})
-	p, servers := startServingNode(t, config, 1)
+	p, servers, _ := startServingNode(t, config, 1)
 	p.signal(t, syscall.SIGINT, "SIGINT")
 	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("exit status %d, want 0; stderr:\n%s", code, p.stderr.String())
@@ -126,5 +132,34 @@ func TestNodeInterruptedWhileStarting(t *testing.T) {
 	if testutil.Running(server) {
 		t.Errorf("server %d outlived the node", server)
 		_ = syscall.Kill(server, syscall.SIGKILL)
+	}
+}
+
+// `info` of a served name says which host answered, in the table and in
+// the --json document.
+func TestRemoteInfoNamesTheHost(t *testing.T) {
+	p, _, url := startServingNode(t, nodeConfig(t, map[string][]string{"calc": nil}), 1)
+	defer p.signal(t, syscall.SIGTERM, "SIGTERM")
+	r := snodo(t, "--nats", url, "--server", "calc", "info").want(t, 0)
+	if !regexp.MustCompile(`(?m)^server +snodo-testserver`).MatchString(r.stdout) ||
+		!regexp.MustCompile(`(?m)^host +\S+:\d+ \(\w+\)$`).MatchString(r.stdout) {
+		t.Errorf("info table:\n%s", r.stdout)
+	}
+	col := func(prefix string) int {
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(line, prefix) {
+				return len(line) - len(strings.TrimLeft(line[len(prefix):], " "))
+			}
+		}
+		return -1
+	}
+	if col("server") != col("host") {
+		t.Errorf("the host row is not aligned with the others:\n%s", r.stdout)
+	}
+	r = snodo(t, "--nats", url, "--server", "calc", "--json", "info").want(t, 0)
+	var doc struct{ Era, Host, Label string }
+	r.decode(t, &doc)
+	if doc.Era != "modern" || doc.Host == "" || doc.Label == "" {
+		t.Errorf("info --json: %s", r.stdout)
 	}
 }

@@ -21,6 +21,8 @@ type infoDoc struct {
 	ServerInfo      snodo.Implementation     `json:"serverInfo"`
 	Capabilities    snodo.ServerCapabilities `json:"capabilities"`
 	Instructions    string                   `json:"instructions,omitempty"`
+	Host            string                   `json:"host,omitempty"`  // over NATS: the id of the host that answered
+	Label           string                   `json:"label,omitempty"` // and its label
 }
 
 // printJSON writes v as one compact JSON document and a newline.
@@ -64,6 +66,9 @@ func printInfo(w io.Writer, v infoDoc, indent string) {
 	fmt.Fprintf(tw, "%scapabilities\t%s\n", indent, describeCapabilities(v.Capabilities))
 	if v.Instructions != "" {
 		fmt.Fprintf(tw, "%sinstructions\t%s\n", indent, oneLine(v.Instructions))
+	}
+	if v.Host != "" {
+		fmt.Fprintf(tw, "%shost\t%s (%s)\n", indent, v.Label, v.Host)
 	}
 	_ = tw.Flush()
 }

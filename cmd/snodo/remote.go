@@ -69,13 +69,12 @@ func (s *session) remoteInfo(ctx context.Context, c *remote.Client) error {
 	}
 	v := infoDoc{
 		Era: si.Era, ProtocolVersion: si.ProtocolVersion, ServerInfo: si.ServerInfo,
-		Capabilities: si.Capabilities, Instructions: si.Instructions,
+		Capabilities: si.Capabilities, Instructions: si.Instructions, Host: si.Host, Label: si.Label,
 	}
 	if s.cfg.json {
 		return printJSON(s.io.out, v)
 	}
 	printInfo(s.io.out, v, "")
-	fmt.Fprintf(s.io.out, "host:     %s (%s)\n", si.Label, si.Host)
 	return nil
 }
 
