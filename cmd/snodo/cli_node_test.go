@@ -163,3 +163,20 @@ func TestRemoteInfoNamesTheHost(t *testing.T) {
 		t.Errorf("info --json: %s", r.stdout)
 	}
 }
+
+// The flags of a remote call that apply on the caller's side work over
+// NATS as they do locally: --max-input-rounds bounds the input_required
+// rounds, --trace prints the spans.
+func TestRemoteCallerFlags(t *testing.T) {
+	p, _, url := startServingNode(t, nodeConfig(t, map[string][]string{"calc": {"-era", "modern"}}), 1)
+	defer p.signal(t, syscall.SIGTERM, "SIGTERM")
+	root := t.TempDir()
+	args := []string{"--nats", url, "--server", "calc", "--root", root, "call", "input", `{"rounds":3}`}
+	snodo(t, append([]string{"--max-input-rounds", "3"}, args...)...).want(t, 0)
+	r := snodo(t, append([]string{"--max-input-rounds", "2"}, args...)...).want(t, 1)
+	r.oneErrorLine(t, "still needed input after 2 rounds")
+	r = snodo(t, "--nats", url, "--server", "calc", "--trace", "tools").want(t, 0)
+	if !strings.Contains(r.stderr, "tools/list") {
+		t.Errorf("--trace printed no tools/list span:\n%s", r.stderr)
+	}
+}

@@ -47,6 +47,13 @@ func TestRemoteFlagMisuse(t *testing.T) {
 		{[]string{"--nats-user", "u", "tools", "--", "cmd"}, "--nats-user goes with --nats URL or node"},
 		{[]string{"--drain", "5s", "tools", "--", "cmd"}, "--drain goes with node"},
 		{[]string{"node", "--config", "f.json", "--server", "x"}, "node serves every server of the file"},
+		{[]string{"node", "--config", "f.json", "--env", "A=1"}, "--env does not go with node"},
+		{[]string{"node", "--config", "f.json", "--timeout", "5s"}, "--timeout does not go with node"},
+		{[]string{"node", "--config", "f.json", "--count", "5"}, "--count does not go with node"},
+		{[]string{"node", "--config", "f.json", "--json"}, "--json does not go with node"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--server", "x", "--env", "A=1", "tools"}, "--env does not go with --nats"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--server", "x", "--dir", "/", "tools"}, "--dir does not go with --nats"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--server", "x", "--era", "legacy", "tools"}, "--era does not go with --nats"},
 	} {
 		r := snodo(t, tc.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {

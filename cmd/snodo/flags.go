@@ -299,6 +299,15 @@ var commandSyntax = map[string]string{
 // natsFlags are the flags of NATS connections: with --nats URL or node.
 var natsFlags = []string{"prefix", "nats-creds", "nats-nkey", "nats-user", "nats-ca", "nats-cert", "nats-key"}
 
+// serverFlags set up a server process: over NATS the host does, from its
+// own --config file.
+var serverFlags = []string{"env", "unset", "dir", "max-line-bytes", "era"}
+
+// notNodeFlags are the flags a node has no use for: it takes each
+// server's settings from the --config file and prints no results.
+var notNodeFlags = append([]string{"timeout", "max-input-rounds", "json", "trace",
+	"tools", "prompts", "resources", "resource", "count", "for"}, serverFlags...)
+
 // validateRemote checks the flags of the NATS commands. Flags that would
 // be silently ignored are usage errors.
 func (cfg *config) validateRemote() error {
@@ -313,6 +322,10 @@ func (cfg *config) validateRemote() error {
 			return usagef("--drain goes with node")
 		case name == "server" && cfg.command == "node":
 			return usagef("node serves every server of the file; --server does not go with it")
+		case cfg.command == "node" && slices.Contains(notNodeFlags, name):
+			return usagef("--%s does not go with node: it takes each server's settings from the --config file (its \"snodo\" block)", name)
+		case overNATS && cfg.command != "node" && slices.Contains(serverFlags, name):
+			return usagef("--%s does not go with --nats: the server runs on its host, which sets it up from its own --config file", name)
 		}
 	}
 	if cfg.prefix != "" {

@@ -26,6 +26,8 @@ func runRemote(cfg *config, sio stdio) int {
 	defer stop()
 	context.AfterFunc(ctx, stop)
 	s := &session{cfg: cfg, io: sio}
+	ctx, printTrace := s.trace(ctx)
+	defer printTrace()
 	if cfg.command == "servers" {
 		return s.exitCode(ctx, s.servers(ctx))
 	}
@@ -35,6 +37,10 @@ func runRemote(cfg *config, sio stdio) int {
 		remote.WithTimeout(cfg.timeout),
 		remote.WithServerRequestHandler(h.serve),
 		remote.WithClientCapabilities(h.capabilities()),
+		remote.WithMaxInputRounds(cfg.maxInputRounds),
+	}
+	if s.spans != nil {
+		opts = append(opts, remote.WithTracerProvider(s.spans.tp))
 	}
 	if cfg.prefix != "" {
 		opts = append(opts, remote.WithPrefix(cfg.prefix))
