@@ -145,8 +145,30 @@ func answer(ctx context.Context, h ServerRequestHandler, req *ServerRequest) (re
 // it; build one for your own Requester with NewCalls.
 type Calls struct{ r Requester }
 
-// NewCalls returns the typed calls over r.
+// NewCalls returns the typed calls over r. Over a nil r (or in a zero
+// Calls) every call fails with ErrNoRequester.
 func NewCalls(r Requester) Calls { return Calls{r: r} }
+
+// ErrNoRequester: a Calls was built without a Requester (NewCalls(nil),
+// or a zero Calls, such as one in a zero Client); build it with NewCalls
+// and the client, pool or requester it should call.
+var ErrNoRequester = errors.New("snodo: the typed calls have no Requester; build them with NewCalls(r), or use the Client, supervisor.Client or Pool they belong to")
+
+func (c Calls) requester() Requester {
+	if c.r == nil {
+		return noRequester{}
+	}
+	return c.r
+}
+
+// noRequester is the Requester of a Calls built without one.
+type noRequester struct{}
+
+func (noRequester) Request(context.Context, string, any, ...RequestOption) (json.RawMessage, error) {
+	return nil, ErrNoRequester
+}
+func (noRequester) Era() Era                     { return 0 }
+func (noRequester) InputHandling() InputHandling { return InputHandling{} }
 
 // InputHandling answers input requests on the connection's one handler
 // path (the WithServerRequestHandler handler in child actors of the

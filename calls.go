@@ -215,7 +215,7 @@ func (c Calls) Complete(ctx context.Context, req CompleteRequest, opts ...Reques
 // era; in the modern era, where ping no longer exists, server/discover.
 func (c Calls) Ping(ctx context.Context, opts ...RequestOption) error {
 	method := "ping"
-	if c.r.Era() == EraModern {
+	if c.requester().Era() == EraModern {
 		method = "server/discover"
 	}
 	_, err := c.completeRequest(ctx, method, nil, opts)
@@ -225,7 +225,7 @@ func (c Calls) Ping(ctx context.Context, opts ...RequestOption) error {
 // completeRequest sends a request whose answer must be complete: an
 // input_required or unknown resultType is an error.
 func (c Calls) completeRequest(ctx context.Context, method string, params any, opts []RequestOption) (json.RawMessage, error) {
-	raw, err := c.r.Request(ctx, method, params, opts...)
+	raw, err := c.requester().Request(ctx, method, params, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -150,7 +150,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 	}
 	if h.R == nil {
 		sendFrom(sys, self, to, refuse(NewLocalError(CodeInternalError,
-			"the CallHandler of this actor has no Requester; set CallHandler.R")))
+			"the CallHandler of this actor has no Requester; set CallHandler.R", ErrNoRequester)))
 		return true
 	}
 	if err := h.admit(); err != nil {

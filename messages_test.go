@@ -181,6 +181,7 @@ func TestCallMessagePanicIsAnswered(t *testing.T) {
 	in.send(front, &ToolCall{Name: "echo", Tag: "nil R"})
 	tr := in.next(t).(*ToolReply)
 	assert.Equal(t, "nil R", tr.Tag)
+	require.ErrorIs(t, tr.Err, ErrNoRequester)
 	require.ErrorAs(t, tr.Err, &e)
 	assert.Equal(t, CodeInternalError, e.Code)
 

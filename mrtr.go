@@ -83,7 +83,7 @@ func (c Calls) requestWithInput(ctx context.Context, method string, params any, 
 	var in InputHandling // asked for at the first input_required: most calls never need it
 	var retry map[string]any
 	for round := 0; ; round++ {
-		raw, err := c.r.Request(ctx, method, params, opts...)
+		raw, err := c.requester().Request(ctx, method, params, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +92,7 @@ func (c Calls) requestWithInput(ctx context.Context, method string, params any, 
 			return raw, err
 		}
 		if round == 0 {
-			in = c.r.InputHandling()
+			in = c.requester().InputHandling()
 		}
 		if round >= cmp.Or(in.MaxRounds, DefaultMaxInputRounds) {
 			return nil, fmt.Errorf("%w: %s still needed input after %d rounds (raise the bound with WithMaxInputRounds)",

@@ -175,3 +175,14 @@ func TestToActorAnswersBothEras(t *testing.T) {
 		})
 	}
 }
+
+// Typed calls without a Requester fail with ErrNoRequester, never a panic.
+func TestCallsWithoutARequester(t *testing.T) {
+	for _, c := range []Calls{NewCalls(nil), {}} {
+		_, err := c.ListTools(t.Context())
+		require.ErrorIs(t, err, ErrNoRequester)
+		_, err = c.CallTool(t.Context(), "echo", nil)
+		require.ErrorIs(t, err, ErrNoRequester)
+		require.ErrorIs(t, c.Ping(t.Context()), ErrNoRequester)
+	}
+}
