@@ -200,7 +200,7 @@ func (c *Client) ServerPID() int { return c.conn.ProcessID() }
 
 // Exit stops the connection actor pid with reason, like an exit signal:
 // waiting callers get a -32000 *Error that wraps reason (errors.Is(err,
-// reason)). It returns at once.
+// reason)). It returns at once; a nil system or pid does nothing.
 func Exit(system *protoactor.ActorSystem, pid *protoactor.PID, reason error) {
 	snodoactor.Exit(system, pid, reason)
 }

@@ -241,6 +241,9 @@ var answered sync.Map // weak.Pointer[protoactor.ActorSystem] → struct{}
 // package call it for the systems they use; call it for the system of an
 // actor of yours that has a CallHandler. Idempotent.
 func AnswerDeadCalls(sys *protoactor.ActorSystem) {
+	if sys == nil {
+		return // no system, no dead letters
+	}
 	key := weak.Make(sys)
 	if _, loaded := answered.LoadOrStore(key, struct{}{}); loaded {
 		return

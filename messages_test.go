@@ -315,6 +315,7 @@ func TestAnswerDeadCallsDoesNotPinTheSystem(t *testing.T) {
 	sys := snodoactor.NewQuietSystem(nil)
 	AnswerDeadCalls(sys)
 	AnswerDeadCalls(sys) // idempotent
+	AnswerDeadCalls(nil) // nothing to watch
 	gone := weak.Make(sys)
 	sys.Shutdown()
 	sys = nil //nolint:ineffassign,wastedassign // drop the last reference

@@ -29,8 +29,12 @@ type ExitSignal struct {
 func (*ExitSignal) IgnoreDeadLetterLogging() {}
 
 // Exit sends pid an exit signal with reason. It returns at once; an actor
-// that has already stopped ignores it. A nil reason means ErrStopped.
+// that has already stopped ignores it, and a nil system or pid means no
+// actor: nothing is sent. A nil reason means ErrStopped.
 func Exit(system *protoactor.ActorSystem, pid *protoactor.PID, reason error) {
+	if system == nil || pid == nil {
+		return
+	}
 	if reason == nil {
 		reason = ErrStopped
 	}

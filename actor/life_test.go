@@ -160,3 +160,9 @@ func TestLifeMailBehindTheStopIsDeadLetters(t *testing.T) {
 		}
 	}
 }
+
+// Exit with no system or no actor sends nothing and does not panic.
+func TestExitNil(t *testing.T) {
+	snodoactor.Exit(nil, nil, nil)
+	snodoactor.Exit(snodoactor.Shared(), nil, errors.New("x"))
+}
