@@ -76,7 +76,7 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 		opts = &noOptions
 	}
 	meta := opts.Meta
-	p, err := jsonrpc.MarshalParams(method, params, "")
+	p, splice, err := jsonrpc.MarshalParamsSplice(method, params, "")
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 		return nil, err
 	}
 	traceCtx := traceMembers(ctx, p)
-	if cl.wantProgress || ((meta != nil || traceCtx != nil) && !jsonrpc.CanSpliceMeta(p)) {
+	if cl.wantProgress || ((meta != nil || traceCtx != nil) && !splice) {
 		if p, err = mergeMeta(p, meta, traceCtx, id, cl.wantProgress); err != nil {
 			c.table.abandon(id, cl)
 			cl.release()
@@ -256,13 +256,13 @@ func (c *Conn) notify(ctx context.Context, method string, params any) error {
 	if ctx == nil {
 		return nilContextError(method)
 	}
-	p, err := jsonrpc.MarshalParams(method, params, "")
+	p, splice, err := jsonrpc.MarshalParamsSplice(method, params, "")
 	if err != nil {
 		return err
 	}
 	// The trace context of ctx goes into params._meta, as for requests.
 	traceCtx := traceMembers(ctx, p)
-	if traceCtx != nil && !jsonrpc.CanSpliceMeta(p) {
+	if traceCtx != nil && !splice {
 		if p, err = mergeMeta(p, nil, traceCtx, 0, false); err != nil {
 			return jsonrpc.ParamsError(method, err)
 		}

@@ -182,21 +182,30 @@ func AppendString(buf []byte, s string) []byte {
 // compacted (OneLine); anything else goes through json.Marshal, whose
 // output is always compact.
 func Marshal(v any) ([]byte, error) {
+	p, _, err := marshal(v, false)
+	return p, err
+}
+
+// marshal is Marshal, also reporting, when asked, whether _meta can be
+// spliced into the result (CanSpliceMeta): for raw values from the scan
+// that checks them, at no extra cost.
+func marshal(v any, splice bool) ([]byte, bool, error) {
+	var raw []byte
 	switch p := v.(type) {
 	case nil:
-		return nil, nil
+		return nil, true, nil
 	case json.RawMessage:
-		if len(p) == 0 {
-			return nil, nil
-		}
-		return OneLine(p)
+		raw = p
 	case []byte:
-		if len(p) == 0 {
-			return nil, nil
-		}
-		return OneLine(p)
+		raw = p
+	default:
+		b, err := json.Marshal(v)
+		return b, err == nil && splice && CanSpliceMeta(b), err
 	}
-	return json.Marshal(v)
+	if len(raw) == 0 {
+		return nil, true, nil
+	}
+	return oneLine(raw)
 }
 
 // OneLine returns raw as one JSON value on one line: raw itself when it
@@ -206,23 +215,31 @@ func Marshal(v any) ([]byte, error) {
 // it before it reaches the wire, so nothing a caller passes can split a
 // message or smuggle in another.
 func OneLine(raw []byte) ([]byte, error) {
-	ok, multiline := valid(raw)
-	if !ok {
+	out, _, err := oneLine(raw)
+	return out, err
+}
+
+// oneLine is OneLine, also reporting whether _meta can be spliced into the
+// value (CanSpliceMeta), found by the same scan.
+func oneLine(raw []byte) ([]byte, bool, error) {
+	v := valid(raw)
+	if !v.ok {
 		var out bytes.Buffer
 		err := json.Compact(&out, raw) // says where; Valid already said whether
 		if err == nil {
 			err = errors.New("not one JSON value")
 		}
-		return nil, fmt.Errorf("not valid JSON (%w)", err)
+		return nil, false, fmt.Errorf("not valid JSON (%w)", err)
 	}
-	if !multiline {
-		return raw, nil
+	splice := v.null || (v.object && !v.topMeta)
+	if !v.multiline {
+		return raw, splice, nil
 	}
 	out := bytes.NewBuffer(make([]byte, 0, len(raw)))
 	if err := json.Compact(out, raw); err != nil {
-		return nil, fmt.Errorf("not valid JSON (%w)", err)
+		return nil, false, fmt.Errorf("not valid JSON (%w)", err)
 	}
-	return out.Bytes(), nil
+	return out.Bytes(), splice, nil
 }
 
 // RequireObject is the one check that params (encoded, one JSON value)
@@ -312,12 +329,20 @@ func ParamsError(method string, err error) error {
 // ParamsError; a non-empty object also requires them to be a JSON object
 // (RequireObject), object saying why.
 func MarshalParams(method string, params any, object string) ([]byte, error) {
-	p, err := Marshal(params)
+	p, _, err := MarshalParamsSplice(method, params, object)
+	return p, err
+}
+
+// MarshalParamsSplice is MarshalParams, also reporting whether a _meta
+// member can be spliced into the params (CanSpliceMeta); for raw params
+// the check that they are one JSON value finds that out on the way.
+func MarshalParamsSplice(method string, params any, object string) ([]byte, bool, error) {
+	p, splice, err := marshal(params, true)
 	if err == nil && object != "" {
 		err = RequireObject(p, object)
 	}
 	if err != nil {
-		return nil, ParamsError(method, err)
+		return nil, false, ParamsError(method, err)
 	}
-	return p, nil
+	return p, splice, nil
 }

@@ -221,7 +221,7 @@ func FuzzValue(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `{"a":1}`, "{\n \"a\": 1\n}", "[1,\r\n2]", `{"a":`, `{} {}`, `not json`, `"x"`, `42`, `-0.5e+7`, `01`, `1.`,
 		"{}}\n{\"jsonrpc\":\"2.0\",\"id\":424242,\"method\":\"exit\"}", `"\u00e9\n"`, `"a\qb"`, "\"\x01\"", ` true `, "\t null\n",
-		`[[[[[[[[[[]]]]]]]]]]`, `{"\u005fmeta":{}}`, "\"\xff\"",
+		`[[[[[[[[[[]]]]]]]]]]`, `{"\u005fmeta":{}}`, "\"\xff\"", `{"a":{"_meta":1}}`, `{"_meta":null}`, `{"b":"\u0041"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -250,6 +250,25 @@ func FuzzValue(f *testing.F) {
 		if CanSpliceMeta(out) {
 			checkLine(t, AppendRequestMeta(nil, 8, "m", out, []byte(`{"k":1}`), []byte(`"traceparent":"00-x"`)))
 			checkLine(t, AppendNotificationMeta(nil, "m", out, []byte(`"traceparent":"00-x"`)))
+		}
+		// The scan's own verdict on splicing (what requests use) is safe:
+		// spliced params keep every member and gain exactly one _meta.
+		if p, splice, err := MarshalParamsSplice("m", json.RawMessage(raw), ""); err != nil {
+			t.Fatalf("MarshalParamsSplice(%q): %v, yet OneLine took it", raw, err)
+		} else if splice {
+			line := AppendRequestMeta(nil, 9, "m", p, []byte(`{"k":1}`), nil)
+			checkLine(t, line)
+			var msg struct {
+				Params map[string]json.RawMessage `json:"params"`
+			}
+			if err := json.Unmarshal(line, &msg); err != nil {
+				t.Fatalf("spliced %q: %v", raw, err)
+			}
+			var orig map[string]json.RawMessage
+			_ = json.Unmarshal(raw, &orig)
+			if len(msg.Params) != len(orig)+1 || string(msg.Params["_meta"]) != `{"k":1}` {
+				t.Fatalf("splicing into %q lost or doubled a member: %s", raw, line)
+			}
 		}
 		if merged, err := MergeMeta(out, map[string]json.RawMessage{"progressToken": json.RawMessage(`3`)}); err == nil {
 			checkWireValue(t, merged)

@@ -132,20 +132,30 @@ var nullLit = []byte("null")
 // space at most), with the same verdict as json.Valid but faster on long
 // strings and without its per-byte state machine.
 func Valid(b []byte) bool {
-	ok, _ := valid(b)
-	return ok
+	return valid(b).ok
 }
 
-// valid is Valid, also reporting whether b spans lines. A line break can
-// only be white space between tokens: strings cannot hold one unescaped.
-func valid(b []byte) (ok, multiline bool) {
+// valid is Valid, also reporting whether b spans lines (a line break can
+// only be white space between tokens: strings cannot hold one unescaped)
+// and what kind of value it is.
+func valid(b []byte) verdict {
 	s := scanner{b: b}
 	s.ws()
+	start := s.i
 	if !s.value(0) {
-		return false, false
+		return verdict{}
 	}
 	s.ws()
-	return s.i == len(b), s.lines
+	return verdict{ok: s.i == len(b), multiline: s.lines, object: b[start] == '{', null: b[start] == 'n', topMeta: s.topMeta}
+}
+
+// verdict is what valid found out about a value.
+type verdict struct {
+	ok        bool // exactly one JSON value
+	multiline bool // with a line break between tokens
+	object    bool // an object
+	null      bool // null
+	topMeta   bool // an object with a member that is, or may be, "_meta"
 }
 
 type scanner struct {
@@ -153,6 +163,9 @@ type scanner struct {
 	i       int
 	lines   bool // white space with a line break was seen ('\n' or '\r')
 	escaped bool // the last string consumed has an escape sequence
+	// topMeta: a member of the outermost object is named "_meta", or its
+	// name has an escape sequence (and so may spell "_meta").
+	topMeta bool
 }
 
 const maxDepth = 10000
@@ -330,8 +343,12 @@ func (s *scanner) value(depth int) bool {
 		}
 		for {
 			s.ws()
+			kStart := s.i
 			if !s.str() {
 				return false
+			}
+			if depth == 0 && (s.escaped || string(s.b[kStart+1:s.i-1]) == "_meta") {
+				s.topMeta = true // (escaped: it may spell _meta)
 			}
 			s.ws()
 			if !s.eat(':') {
