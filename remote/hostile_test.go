@@ -98,3 +98,25 @@ func TestClientCloseWhileNATSIsDown(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.Less(t, time.Since(began), 2*time.Second, "Close took too long")
 }
+
+// Listen with a ctx already done sends nothing: a host would open a
+// subscription on its MCP server for a caller that is not there.
+func TestListenWithDoneCtxSendsNothing(t *testing.T) {
+	e := natsServer(t)
+	nc := conn(t, e)
+	c, err := NewClient(nc, "x")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	spyConn := conn(t, e)
+	spy, err := spyConn.SubscribeSync("snodo.x.listen")
+	require.NoError(t, err)
+	require.NoError(t, spyConn.Flush())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, nc.Publish("snodo.x.listen", []byte("marker"))) // no reply subject: hosts ignore it
+	m, err := spy.NextMsg(5 * time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "marker", string(m.Data), "a listen request was sent")
+}

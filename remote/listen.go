@@ -72,6 +72,9 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	if ctx == nil {
 		return nil, nilContextError(subscription.Method)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // sent, it would open a subscription for nobody
+	}
 	o, err := snodo.ListenSettingsOf(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("remote: %w", err)

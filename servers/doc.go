@@ -22,7 +22,7 @@
 // not expand ${VAR} or ${input:…} placeholders. The optional "snodo"
 // object, which other hosts ignore, sets the pool size and supervision:
 //
-//	pool           how many servers a pool runs (default 1)
+//	pool           how many servers a pool runs (default 1, at most 256)
 //	timeout        per-request timeout, e.g. "30s" ("-1s": none)
 //	shutdownGrace  signal a server that ignores EOF this long after Close
 //	era            "modern" or "legacy": skip era detection

@@ -56,6 +56,10 @@ type Server struct {
 // DefaultPool is the pool size of a server whose snodo block gives none.
 const DefaultPool = 1
 
+// MaxPool bounds the pool size a file may ask for: a pool starts all its
+// servers at once, so a typo must not start thousands of processes.
+const MaxPool = 256
+
 // MaxFileBytes bounds a server file (1 MiB: files MCP hosts write are a
 // few KiB). Load reads no more, and Parse refuses larger data.
 const MaxFileBytes = 1 << 20
@@ -312,6 +316,8 @@ func (p *parser) snodo(s *Server, data json.RawMessage) error {
 		case "snodo.pool":
 			if err = p.decode(s.Name, m, &s.Pool, "a whole number"); err == nil && s.Pool < 1 {
 				err = p.fail(s.Name, m.key, "%d must be at least 1", s.Pool)
+			} else if err == nil && s.Pool > MaxPool {
+				err = p.fail(s.Name, m.key, "%d is more than %d (MaxPool): is it a typo?", s.Pool, MaxPool)
 			}
 		case "snodo.timeout":
 			err = p.duration(s.Name, m, &s.Timeout, true)

@@ -85,3 +85,13 @@ func TestRouterNilArguments(t *testing.T) {
 	_, err = servers.NewRouter(nilCtx, f)
 	assert.ErrorContains(t, err, "nil context.Context")
 }
+
+// A pool size is bounded: a typo (10000 for 10) must not start ten
+// thousand processes at once.
+func TestPoolSizeBounded(t *testing.T) {
+	_, err := servers.Parse("mcp.json", []byte(`{"mcpServers": {"a": {"command": "x", "snodo": {"pool": 10000}}}}`))
+	require.ErrorContains(t, err, `mcp.json: server "a": "snodo.pool": 10000 is more than 256`)
+	f, err := servers.Parse("mcp.json", []byte(`{"mcpServers": {"a": {"command": "x", "snodo": {"pool": 256}}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, servers.MaxPool, f.Servers[0].Pool)
+}
