@@ -314,6 +314,8 @@ func (cfg *config) validateRemote() error {
 	overNATS := cfg.command == "node" || (cfg.natsURL != "" && (cfg.serverName != "" || cfg.command == "servers"))
 	for _, name := range cfg.given {
 		switch {
+		case cfg.command == "demo":
+			return usagef("demo takes no flags (--%s): it runs its own server with its own settings", name)
 		case name == "nats" && !overNATS:
 			return usagef("--nats URL goes with --server NAME, servers or node")
 		case slices.Contains(natsFlags, name) && !overNATS:
