@@ -131,17 +131,17 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 	var (
 		to     *protoactor.PID
 		refuse func(error) any
-		run    func()
+		run    func() any // runs the call and returns its reply
 	)
 	switch msg := ctx.Message().(type) {
 	case *Call:
 		to = replyTarget(ctx, msg.ReplyTo, "Call", msg.Method)
 		refuse = func(err error) any { return &Reply{Tag: msg.Tag, Err: err} }
-		run = func() { runCall(sys, self, to, msg, h.R) }
+		run = func() any { return runCall(sys, self, to, msg, h.R) }
 	case *ToolCall:
 		to = replyTarget(ctx, msg.ReplyTo, "ToolCall", msg.Name)
 		refuse = func(err error) any { return &ToolReply{Tag: msg.Tag, Err: err} }
-		run = func() { runToolCall(sys, self, to, msg, h.R) }
+		run = func() any { return runToolCall(sys, self, to, msg, h.R) }
 	default:
 		return false
 	}
@@ -159,7 +159,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 	}
 	logger := ctx.Logger()
 	go func() {
-		defer h.running.Add(-1)
+		var reply any
 		defer func() {
 			// A panic (the call's own OnProgress, a Requester of the
 			// user's) must neither take the program down nor leave the
@@ -167,10 +167,14 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 			if r := recover(); r != nil {
 				logger.Error("snodo: a call message panicked; answering it with -32603", "to", self, "panic", r,
 					"stack", string(debug.Stack()))
-				sendFrom(sys, self, to, refuse(NewLocalError(CodeInternalError, fmt.Sprintf("the call panicked: %v", r))))
+				reply = refuse(NewLocalError(CodeInternalError, fmt.Sprintf("the call panicked: %v", r)))
 			}
+			// The slot is free before the reply goes: a sender that
+			// calls again as soon as it is answered is never refused.
+			h.running.Add(-1)
+			sendFrom(sys, self, to, reply)
 		}()
-		run()
+		reply = run()
 	}()
 	return true
 }
@@ -214,16 +218,16 @@ func callOptions(sys *protoactor.ActorSystem, from, to *protoactor.PID, tag any,
 	}))
 }
 
-func runCall(sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *Call, r Requester) {
+func runCall(sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *Call, r Requester) *Reply {
 	res, err := r.Request(context.Background(), msg.Method, msg.Params,
 		callOptions(sys, from, to, msg.Tag, msg.Options, msg.Progress)...)
-	sendFrom(sys, from, to, &Reply{Tag: msg.Tag, Result: res, Err: err})
+	return &Reply{Tag: msg.Tag, Result: res, Err: err}
 }
 
-func runToolCall(sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *ToolCall, r Requester) {
+func runToolCall(sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *ToolCall, r Requester) *ToolReply {
 	res, err := NewCalls(r).CallTool(context.Background(), msg.Name, msg.Args,
 		callOptions(sys, from, to, msg.Tag, msg.Options, msg.Progress)...)
-	sendFrom(sys, from, to, &ToolReply{Tag: msg.Tag, Result: res, Err: err})
+	return &ToolReply{Tag: msg.Tag, Result: res, Err: err}
 }
 
 // answered holds the actor systems whose dead letters AnswerDeadCalls
