@@ -149,6 +149,9 @@ func TestTypedParamsRejectTheWrongRequest(t *testing.T) {
 	b, err := json.Marshal(&ListRootsResult{})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"roots":[]}`, string(b), "no roots is [], never null")
+	b, err = json.Marshal(&CreateMessageResult{Role: "assistant", Model: "m"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"role":"assistant","content":[],"model":"m"}`, string(b), "no content is [], never null")
 }
 
 // An actor answers input requests (modern) and server requests (legacy)

@@ -219,9 +219,13 @@ func (c *SamplingContents) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes one block as an object, several as an array.
+// MarshalJSON writes one block as an object, several as an array, none
+// as [] (content is required: never null).
 func (c SamplingContents) MarshalJSON() ([]byte, error) {
-	if len(c) == 1 {
+	switch len(c) {
+	case 0:
+		return []byte("[]"), nil
+	case 1:
 		return json.Marshal(c[0])
 	}
 	return json.Marshal([]SamplingContent(c))
