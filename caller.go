@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/dispatch"
 )
 
 // Requester is the raw-request side of an MCP client: the one part that
@@ -73,7 +74,9 @@ func (e *InputError) Unwrap() error { return e.Err }
 // ServeInputsWith is an InputHandling.Serve that runs h for every request
 // of a round at once, on goroutines of its own, for a Requester that has
 // no connection to run them on (a remote client, say). A panic in h is an
-// error. A nil h answers every request with -32601. The first failure
+// error, and so is an accepted elicitation form that does not fit its
+// schema (ElicitParams.Check), as on a connection. A nil h answers every
+// request with -32601. The first failure
 // ends the round at once; so do ctx and timeout (when positive: past it,
 // a local -32001 wrapping ErrTimeout), even for a handler that ignores
 // its ctx, which is cancelled as the round ends.
@@ -134,6 +137,9 @@ func answer(ctx context.Context, h ServerRequestHandler, req *ServerRequest) (re
 	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, fmt.Errorf("the handler's result cannot be marshalled: %w", err)
+	}
+	if _, refused := dispatch.CheckElicitAnswer(req, b); refused != nil {
+		return nil, refused
 	}
 	return b, nil
 }

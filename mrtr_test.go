@@ -223,3 +223,17 @@ func TestServeInputsWithIsBounded(t *testing.T) {
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, 1, ie.Index)
 }
+
+// ServeInputsWith checks an accepted elicitation form against its schema,
+// as the connection's handler path does, before the answer goes anywhere.
+func TestServeInputsWithChecksElicitationAnswers(t *testing.T) {
+	serve := ServeInputsWith(func(context.Context, *ServerRequest) (any, error) {
+		return &ElicitResult{Action: ElicitAccept, Content: map[string]any{"name": 42}}, nil
+	})
+	req := &ServerRequest{Method: MethodElicitation, Params: json.RawMessage(
+		`{"message":"name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}`)}
+	_, err := serve(t.Context(), []*ServerRequest{req}, 0)
+	var ie *InputError
+	require.ErrorAs(t, err, &ie)
+	assert.ErrorContains(t, err, `does not match the requested schema: the field "name": want a string, got 42`)
+}

@@ -94,7 +94,7 @@ func call(cfg *Config, ctx context.Context, req *handlers.Request) (out *outcome
 	res, err := cfg.Handler(ctx, req)
 	out = encode(res, err)
 	if out.err == nil {
-		if wire, cause := checkElicitAnswer(req, out.result); wire != nil {
+		if wire, cause := CheckElicitAnswer(req, out.result); wire != nil {
 			cfg.Logger.Warn("snodo: refused the handler's answer to elicitation/create; answered -32603 instead",
 				"id", string(req.ID), "error", cause)
 			out = &outcome{err: wire, cause: cause}
