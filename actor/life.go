@@ -20,7 +20,11 @@ import (
 //   - ExitSignal stops it with the signal's reason;
 //   - a panic in its Receive is recovered, logged, and stops it with
 //     ErrPanicked: it never restarts with empty state while what it
-//     owns lives on.
+//     owns lives on;
+//   - the messages still in its mailbox when it stops become dead
+//     letters, as those sent after the stop do (protoactor-go drops
+//     them), so a call message is always answered
+//     (snodo.AnswerDeadCalls).
 //
 // The actor's own Receive sees every message but ExitSignal and the
 // owner's Terminated; its Stopping comes after the reason is settled
@@ -107,7 +111,7 @@ func (l *Life) Stop(reason error) {
 	l.mu.Lock()
 	system, pid, ending := l.system, l.pid, l.ending
 	l.mu.Unlock()
-	if !ending {
+	if !ending && pid != nil { // before Spawn there is nothing to stop
 		system.Root.Stop(pid)
 	}
 }

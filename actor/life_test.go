@@ -161,8 +161,15 @@ func TestLifeMailBehindTheStopIsDeadLetters(t *testing.T) {
 	}
 }
 
-// Exit with no system or no actor sends nothing and does not panic.
+// Exit with no system or no actor sends nothing and does not panic; nor
+// does a Life stopped before its Spawn (it only records the reason).
 func TestExitNil(t *testing.T) {
 	snodoactor.Exit(nil, nil, nil)
 	snodoactor.Exit(snodoactor.Shared(), nil, errors.New("x"))
+	var l snodoactor.Life
+	reason := errors.New("early")
+	l.Stop(reason)
+	if !errors.Is(l.Reason(), reason) {
+		t.Fatalf("reason %v, want %v", l.Reason(), reason)
+	}
 }
