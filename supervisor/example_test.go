@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"testing"
 	"time"
 
 	"github.com/snodo/snodo"
@@ -15,12 +14,11 @@ import (
 
 // exampleServer returns the command of snodo's test server, built once.
 func exampleServer(flags ...string) (string, []string) {
-	var t testing.T // ServerPath only fails t when the build fails
-	cmd, args := testutil.Server(&t, flags...)
-	if t.Failed() {
-		log.Fatal("building the test server failed")
+	path, err := testutil.BuildServer()
+	if err != nil {
+		log.Fatalf("building the test server: %v", err)
 	}
-	return cmd, args
+	return path, flags
 }
 
 // A supervised connection restarts a server that crashed; the call that
