@@ -68,6 +68,13 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, me
 	case <-s.acked:
 		return s, nil
 	case <-expired:
+		s.mu.Lock()
+		acked := s.isAcked
+		s.abandoned = !acked // so Open fails as a whole: no end message, no events
+		s.mu.Unlock()
+		if acked { // it came as the time was up
+			return s, nil
+		}
 		err := jsonrpc.NewLocalError(jsonrpc.CodeTimeout,
 			fmt.Sprintf("%s: the server did not acknowledge the subscription within %s (it does not follow the MCP subscriptions protocol, or needs longer: raise the timeout)", Method, opts.AckTimeout),
 			jsonrpc.ErrTimeout)

@@ -34,6 +34,11 @@ func (s *Subscription) acknowledge(params json.RawMessage) {
 			"subscription", s.ID(), "error", err)
 	}
 	s.mu.Lock()
+	if s.abandoned {
+		s.mu.Unlock()
+		s.opts.Logger.Warn("snodo: ignored an acknowledgement that came after Open stopped waiting for it", "subscription", s.ID())
+		return
+	}
 	if s.isAcked || s.ended {
 		s.mu.Unlock()
 		s.opts.Logger.Warn("snodo: ignored a second acknowledgement of a subscription", "subscription", s.ID())

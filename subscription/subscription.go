@@ -116,6 +116,7 @@ type Subscription struct {
 	mu        sync.Mutex
 	ackFilter Filter
 	isAcked   bool
+	abandoned bool       // Open gave up waiting for the acknowledgement: a late one is ignored
 	ended     bool       // events is closed; the sink does nothing more
 	full      bool       // the queue passed its bound
 	events    chan Event // the bounded queue
