@@ -8,7 +8,7 @@ import (
 )
 
 // WatchOwner calls onExit (once, on an actor goroutine) when owner
-// terminates — at once if it is already gone. It is the owner link for
+// terminates — at once if it is already gone, or nil. It is the owner link for
 // code that is not itself an actor: protoactor-go's root context cannot
 // Watch, and its futures race, so a tiny watcher actor does the watching.
 // stop ends the watch: the watcher's Stop is a system message queued
@@ -19,6 +19,11 @@ func WatchOwner(system *protoactor.ActorSystem, owner *protoactor.PID, onExit fu
 	props := protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 		switch msg := ctx.Message().(type) {
 		case *protoactor.Started:
+			if owner == nil { // no owner: as one already gone
+				gone = true
+				onExit()
+				return
+			}
 			ctx.Watch(owner)
 		case *protoactor.Terminated:
 			if msg.Who.Equal(owner) {

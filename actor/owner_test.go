@@ -53,3 +53,11 @@ func TestWatchOwnerStopEndsTheWatch(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// A nil owner is one already gone: onExit runs at once.
+func TestWatchOwnerNil(t *testing.T) {
+	exited := make(chan struct{})
+	stop := snodoactor.WatchOwner(snodoactor.Shared(), nil, func() { close(exited) })
+	defer stop()
+	testutil.Receive(t, exited, 5*time.Second, "onExit for a nil owner")
+}
