@@ -142,7 +142,10 @@ type table struct {
 	// answers counts the calls waiting for one answer (streams, which
 	// stay for as long as a subscription, do not count).
 	answers atomic.Int64
-	closed  atomic.Bool // set once close has begun
+	// closed is the error close fails everything with, set once as close
+	// begins (before it fails any call): a request added after a caller
+	// has seen that error is refused whichever shard it falls in.
+	closed atomic.Pointer[error]
 
 	timerMu sync.Mutex   // guards timer; held while arming and expiring
 	timer   *time.Timer  // runs expire; nil until a call has a deadline
@@ -233,6 +236,9 @@ func (t *table) removed(c *call) {
 // add registers c under a fresh id with its deadlines (0: none). IDs
 // increase and are never reused.
 func (t *table) add(c *call, deadline, total int64) (int64, error) {
+	if err := t.closed.Load(); err != nil {
+		return 0, *err
+	}
 	id := t.nextID.Add(1)
 	c.deadline, c.total = deadline, total
 	s := t.shardOf(id)
@@ -251,7 +257,7 @@ func (t *table) add(c *call, deadline, total int64) (int64, error) {
 	if due != 0 {
 		if armed := t.armed.Load(); armed == 0 || due < armed {
 			t.timerMu.Lock()
-			if armed := t.armed.Load(); (armed == 0 || due < armed) && !t.closed.Load() {
+			if armed := t.armed.Load(); (armed == 0 || due < armed) && t.closed.Load() == nil {
 				t.arm(due)
 			}
 			t.timerMu.Unlock()
@@ -279,7 +285,7 @@ func (t *table) arm(at int64) {
 func (t *table) expire() {
 	t.timerMu.Lock()
 	defer t.timerMu.Unlock()
-	if t.closed.Load() {
+	if t.closed.Load() != nil {
 		return
 	}
 	t.armed.Store(0)
@@ -326,7 +332,7 @@ func (t *table) extend(c *call, deadline int64) {
 		return
 	}
 	t.timerMu.Lock()
-	if armed := t.armed.Load(); (armed == 0 || due < armed) && !t.closed.Load() {
+	if armed := t.armed.Load(); (armed == 0 || due < armed) && t.closed.Load() == nil {
 		t.arm(due)
 	}
 	t.timerMu.Unlock()
@@ -406,7 +412,7 @@ func (t *table) abandon(id int64, c *call) bool {
 
 // close fails every waiting request with err and refuses new ones.
 func (t *table) close(err error) {
-	if t.closed.Swap(true) {
+	if !t.closed.CompareAndSwap(nil, &err) {
 		return
 	}
 	for i := range t.shards {
