@@ -126,6 +126,15 @@ type CallHandler struct {
 
 // Handle answers ctx's message if it is a call message, and reports
 // whether it was. Call it from the actor's Receive.
+// nilCall answers a nil call message's sender, if any, with reply.
+func nilCall(ctx protoactor.Context, reply any) {
+	if ctx.Sender() == nil {
+		ctx.Logger().Warn("snodo: a nil call message with no sender was dropped", "type", fmt.Sprintf("%T", ctx.Message()))
+		return
+	}
+	ctx.Respond(reply)
+}
+
 func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 	sys, self := ctx.ActorSystem(), ctx.Self() // the goroutines must not touch ctx
 	var (
@@ -135,10 +144,18 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 	)
 	switch msg := ctx.Message().(type) {
 	case *Call:
+		if msg == nil { // a typed nil: nothing to run, nobody but the sender to tell
+			nilCall(ctx, &Reply{Err: NewLocalError(CodeInvalidParams, "a nil *snodo.Call was sent: send &snodo.Call{Method: …}")})
+			return true
+		}
 		to = replyTarget(ctx, msg.ReplyTo, "Call", msg.Method)
 		refuse = func(err error) any { return &Reply{Tag: msg.Tag, Err: err} }
 		run = func() any { return runCall(sys, self, to, msg, h.R) }
 	case *ToolCall:
+		if msg == nil {
+			nilCall(ctx, &ToolReply{Err: NewLocalError(CodeInvalidParams, "a nil *snodo.ToolCall was sent: send &snodo.ToolCall{Name: …}")})
+			return true
+		}
 		to = replyTarget(ctx, msg.ReplyTo, "ToolCall", msg.Name)
 		refuse = func(err error) any { return &ToolReply{Tag: msg.Tag, Err: err} }
 		run = func() any { return runToolCall(sys, self, to, msg, h.R) }

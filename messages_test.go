@@ -328,3 +328,21 @@ func TestAnswerDeadCallsDoesNotPinTheSystem(t *testing.T) {
 		return gone.Value() == nil
 	}, 5*time.Second, "the actor system is never collected after AnswerDeadCalls")
 }
+
+// A nil *Call or *ToolCall (a typed nil in an interface: a router's
+// To.Call, say) is answered with an error; it used to panic the actor
+// that owns the connection or pool, stopping it for every caller.
+func TestNilCallMessagesAreAnswered(t *testing.T) {
+	c := dialTest(t, []string{"-era", "modern"})
+	in := newInbox(t)
+	in.send(c.PID(), (*Call)(nil))
+	r := in.next(t).(*Reply)
+	require.ErrorContains(t, r.Err, "nil *snodo.Call")
+	in.send(c.PID(), (*ToolCall)(nil))
+	tr := in.next(t).(*ToolReply)
+	require.ErrorContains(t, tr.Err, "nil *snodo.ToolCall")
+	in.send(c.PID(), &Call{Method: "test/echo", Tag: "after"})
+	r = in.next(t).(*Reply)
+	require.NoError(t, r.Err)
+	assert.Equal(t, "after", r.Tag)
+}

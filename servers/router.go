@@ -280,32 +280,43 @@ func (r *Router) maybeReady(ctx protoactor.Context) {
 // route forwards the call to its server's pool, keeping the sender, so
 // the pool answers the caller directly.
 func (r *Router) route(ctx protoactor.Context, msg *To) {
+	if msg == nil {
+		if ctx.Sender() != nil {
+			ctx.Respond(&snodo.Reply{Err: snodo.NewLocalError(snodo.CodeInvalidParams, "servers: a nil *servers.To was sent: send &servers.To{Server: …, Call: …}")})
+		}
+		return
+	}
 	r.mu.Lock()
 	p, ok := r.pools[msg.Server]
 	r.mu.Unlock()
 	if ok {
-		ctx.RequestWithCustomSender(p.PID(), msg.Call, ctx.Sender())
+		ctx.RequestWithCustomSender(p.PID(), msg.Call, ctx.Sender()) // the pool answers a nil call too
 		return
 	}
 	err := r.unknown(msg.Server)
+	send := func(to *protoactor.PID, reply any) { // to the call's ReplyTo, else the sender
+		if to == nil {
+			to = ctx.Sender()
+		}
+		if to != nil {
+			ctx.Send(to, reply)
+		}
+	}
 	switch c := msg.Call.(type) {
 	case *snodo.Call:
-		if to := replyTo(ctx, c.ReplyTo); to != nil {
-			ctx.Send(to, &snodo.Reply{Tag: c.Tag, Err: err})
+		if c == nil {
+			send(nil, &snodo.Reply{Err: err})
+		} else {
+			send(c.ReplyTo, &snodo.Reply{Tag: c.Tag, Err: err})
 		}
 	case *snodo.ToolCall:
-		if to := replyTo(ctx, c.ReplyTo); to != nil {
-			ctx.Send(to, &snodo.ToolReply{Tag: c.Tag, Err: err})
+		if c == nil {
+			send(nil, &snodo.ToolReply{Err: err})
+		} else {
+			send(c.ReplyTo, &snodo.ToolReply{Tag: c.Tag, Err: err})
 		}
 	default:
 		ctx.Logger().Warn("servers: a *To whose Call is not a *snodo.Call or *snodo.ToolCall was dropped",
 			"server", msg.Server, "type", fmt.Sprintf("%T", msg.Call))
 	}
-}
-
-func replyTo(ctx protoactor.Context, to *protoactor.PID) *protoactor.PID {
-	if to != nil {
-		return to
-	}
-	return ctx.Sender()
 }

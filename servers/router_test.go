@@ -176,3 +176,36 @@ func TestNewRouterOnTheCallersSystem(t *testing.T) {
 	require.ErrorContains(t, err, "one system")
 	assert.Subset(t, before, testutil.ChildPIDs(), "nothing may be started")
 }
+
+// Nil messages — a nil *To, a To whose Call is a typed nil, to a name
+// the router has or not — are answered or dropped, and the router and
+// its pools keep serving: they used to panic the actor that got them.
+func TestRouterSurvivesNilMessages(t *testing.T) {
+	r, err := servers.NewRouter(t.Context(), twoServers(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	sys := snodoactor.Shared()
+	got := make(chan *snodo.Reply, 8)
+	asker := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		switch msg := ctx.Message().(type) {
+		case string:
+			ctx.Request(r.PID(), (*servers.To)(nil))
+			ctx.Request(r.PID(), &servers.To{Server: "nope", Call: (*snodo.Call)(nil)})
+			ctx.Request(r.PID(), &servers.To{Server: "nope", Call: (*snodo.ToolCall)(nil)})
+			ctx.Request(r.PID(), &servers.To{Server: "modern", Call: (*snodo.Call)(nil)})
+			ctx.Request(r.PID(), &servers.To{Server: "modern", Call: &snodo.Call{Method: "test/echo", Tag: "after"}})
+		case *snodo.Reply:
+			got <- msg
+		}
+	}))
+	defer sys.Root.Stop(asker)
+	sys.Root.Send(asker, "go")
+	for {
+		rep := testutil.Receive(t, got, 10*time.Second, "the replies")
+		if rep.Tag == "after" {
+			require.NoError(t, rep.Err)
+			return
+		}
+		require.Error(t, rep.Err)
+	}
+}
