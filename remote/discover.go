@@ -41,6 +41,9 @@ func Discover(ctx context.Context, nc *nats.Conn, prefix string) ([]Served, erro
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
+	if err := checkName("prefix", prefix); err != nil {
+		return nil, err
+	}
 	inbox := nc.NewRespInbox()
 	answers := make(chan *nats.Msg, 1024)
 	sub, err := nc.ChanSubscribe(inbox, answers)

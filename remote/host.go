@@ -153,8 +153,9 @@ type served struct {
 
 // NewHost connects to the NATS server at url and serves the pools given
 // with Serve. ctx is the host's owner: when it is done, the host drains
-// (as Shutdown, bounded by DefaultDrainTimeout). The host owns the pools:
-// they close when it stops, and if NewHost fails.
+// (as Shutdown, bounded by DefaultDrainTimeout); one already done is an
+// error. The host owns the pools: they close when it stops, and if
+// NewHost fails.
 func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
 	cfg, optErr := newConfig(opts)
 	closePools := func() {
@@ -162,8 +163,12 @@ func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
 			_ = p.Close()
 		}
 	}
-	if ctx == nil && optErr == nil {
+	switch {
+	case optErr != nil:
+	case ctx == nil:
 		optErr = errors.New("remote: NewHost: nil context.Context; pass context.Background() or the ctx that owns the host")
+	case ctx.Err() != nil:
+		optErr = fmt.Errorf("remote: NewHost: its owner ctx is already done: %w", context.Cause(ctx))
 	}
 	if optErr != nil {
 		closePools()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -119,4 +120,22 @@ func TestListenWithDoneCtxSendsNothing(t *testing.T) {
 	m, err := spy.NextMsg(5 * time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, "marker", string(m.Data), "a listen request was sent")
+}
+
+// A ctx already done fails NewHost before it serves anything, and the
+// pools it was given are closed, as on every NewHost error; Discover
+// refuses a prefix no host can have.
+func TestNewHostWithDoneCtx(t *testing.T) {
+	e := natsServer(t)
+	cmd, args := testutil.Server(t)
+	p, err := supervisor.NewPool(context.Background(), cmd, args, 1)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = NewHost(ctx, e.URL(), Serve("x", p))
+	require.ErrorIs(t, err, context.Canceled)
+	testutil.Receive(t, p.Done(), 10*time.Second, "the pool's end")
+
+	_, err = Discover(context.Background(), conn(t, e), "a.b")
+	require.ErrorContains(t, err, `prefix "a.b"`)
 }
