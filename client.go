@@ -156,6 +156,19 @@ func (c *Client) notify(ctx context.Context, method string, params any) error {
 // is reaped when it exits. Idempotent; safe from any goroutine.
 func (c *Client) Close() error { return c.conn.Close() }
 
+// Kill closes c as Close does, then stops its server for good as a
+// failed Connect stops the server it gave up on: if the server has not
+// exited 500 ms after its stdin was closed, its process group (it and
+// the helpers it started) gets SIGTERM, and SIGKILL 500 ms later. It
+// returns once the server is reaped: at once for a server that exits at
+// EOF, after about 0.5 s for one that exits on SIGTERM, about 1 s for one
+// that ignores both (and at most about 2 s more if something else keeps
+// its output open). It is for a server the caller gives up on rather
+// than closes, as the supervisor package does with the members of a pool
+// that could not start; Close alone never signals. Safe from any
+// goroutine, after Close too.
+func (c *Client) Kill() { c.conn.Kill(failedConnectGrace) }
+
 // Done is closed once the server process has exited and the connection
 // actor has stopped.
 func (c *Client) Done() <-chan struct{} { return c.conn.Done() }

@@ -210,3 +210,28 @@ func TestOwnerFromAnotherSystemAndNilArguments(t *testing.T) {
 	require.ErrorContains(t, err, "option 2 is nil")
 	require.Empty(t, newChildren(before))
 }
+
+// Kill stops a connected server that ignores EOF and SIGTERM as a failed
+// Connect does: stdin closed, then SIGTERM and SIGKILL to its process
+// group (grandchild included), and returns once it is reaped.
+func TestKillStopsAServerThatIgnoresEOF(t *testing.T) {
+	before := testutil.ChildPIDs()
+	command, args := testutil.Server(t, "-ignore-eof", "-ignore-sigterm", "-grandchild")
+	var stderr testutil.Buffer
+	c, err := Connect(t.Context(), command, args, WithStderr(&stderr))
+	require.NoError(t, err)
+	pid := c.ServerPID()
+	began := time.Now()
+	c.Kill()
+	t.Logf("Kill returned after %v", time.Since(began).Round(time.Millisecond))
+	testutil.AssertReaped(t, pid, 0)
+	testutil.Receive(t, c.Done(), time.Second, "Done after Kill")
+	require.ErrorIs(t, c.Err(), ErrClosed)
+	requireNoNewChildren(t, before)
+	_, rest, ok := strings.Cut(stderr.String(), "grandchild-pid=")
+	require.True(t, ok, "stderr: %q", stderr.String())
+	gpid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
+	require.NoError(t, err)
+	testutil.Eventually(t, func() bool { return !testutil.Running(gpid) }, 5*time.Second, "the grandchild outlived Kill")
+	c.Kill() // again: nothing left to do
+}

@@ -142,7 +142,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 		// Nobody can stop a server Connect did not return: close its
 		// stdin, give it a moment to exit at EOF, then stop its process
 		// group (it and its helpers).
-		c.conn.Kill(failedConnectGrace)
+		c.Kill()
 		return err
 	}
 	c.notes.era.Store(int32(c.mcp.era))
@@ -176,8 +176,8 @@ func (c *Client) startConn(ctx context.Context, cfg *config) (*connection.Conn, 
 	return connection.Start(ctx, cfg.conn)
 }
 
-// failedConnectGrace is how long a failed Connect (or a restart) lets the
-// server it gave up on exit at EOF before SIGTERM to its process group,
+// failedConnectGrace is how long a failed Connect (a restart, Kill) lets
+// the server it gave up on exit at EOF before SIGTERM to its process group,
 // and then before SIGKILL.
 const failedConnectGrace = 500 * time.Millisecond
 
@@ -311,7 +311,7 @@ func diedOfProbe(err error) bool {
 // server is stopped for good first (it may have closed its stdout and
 // live on, ignoring EOF): the wait is bounded by failedConnectGrace.
 func (c *Client) restart(ctx context.Context, cfg *config) error {
-	c.conn.Kill(failedConnectGrace)
+	c.Kill()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("snodo: connecting to %s: %w", cfg.conn.Command, err)
 	}

@@ -91,7 +91,7 @@ func (a *supervisorActor) connect(ctx protoactor.Context) {
 		}
 		if err == nil && !s.adopt(c) {
 			_ = c.Close() // supervision ended meanwhile
-			<-c.Done()
+			s.reap(c)
 			return
 		}
 		s.sys.Root.Send(self, &connected{attempt: attempt, client: c, err: err})

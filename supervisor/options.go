@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
@@ -43,6 +44,10 @@ type config struct {
 	name        string               // for logs and events; pools number their members
 	level       snodo.LoggingLevel   // a pool's SetLoggingLevel, for a member it adds
 	meter       metric.MeterProvider // nil: the global one
+	// kill, once set, has the servers stopped for good (snodo.Client.Kill)
+	// rather than closed as supervision ends: a pool whose start failed
+	// sets it, and its members share it (they copy the pool's config).
+	kill *atomic.Bool
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -51,6 +56,7 @@ func newConfig(opts []Option) (*config, error) {
 		window:      DefaultWindow,
 		backoff:     DefaultBackoff,
 		maxWait:     DefaultMaxWait,
+		kill:        new(atomic.Bool),
 	}
 	for i, opt := range opts {
 		if opt == nil {

@@ -58,8 +58,12 @@ type Pool struct {
 // NewPool starts size supervised connections to command (in parallel)
 // and returns once all are connected. ctx is the owner of the pool and
 // every member; opts apply to each member (WithOwner and WithActorSystem
-// to the pool). If a member cannot start, the others are closed and the
-// error is returned.
+// to the pool). If a member cannot start, NewPool leaves nothing running,
+// as a failed snodo.Connect does: every server the pool started is
+// stopped for good (snodo.Client.Kill: stdin closed, then SIGTERM and
+// SIGKILL to its process group for one that ignores EOF), and the error is
+// returned once each is reaped, about 1 s later at most for servers that
+// ignore EOF and SIGTERM.
 func NewPool(ctx context.Context, command string, args []string, size int, opts ...Option) (*Pool, error) {
 	if ctx == nil {
 		return nil, errNilContext("NewPool")
@@ -75,8 +79,9 @@ func NewPool(ctx context.Context, command string, args []string, size int, opts 
 }
 
 // PoolReady is the message StartPool sends once the pool's first members
-// have all started (Err nil) or one of them could not (Err says why, and
-// the pool is closed).
+// have all started (Err nil) or one of them could not (Err says why; the
+// pool is closed and, as for a failed NewPool, every server it started is
+// stopped and reaped: Done is closed).
 type PoolReady struct {
 	Pool *Pool
 	Err  error
@@ -113,8 +118,10 @@ func StartPool(ctx context.Context, system *protoactor.ActorSystem, pid *protoac
 	return p, nil
 }
 
-// start grows the pool to size; if a member cannot start, the pool is
-// closed and the error returned.
+// start grows the pool to size. If a member cannot start, the pool is
+// closed, every server it started is stopped for good (cfg.kill, set
+// before the stop so that members still starting see it too) and reaped,
+// and the error is returned.
 func (p *Pool) start(size int) error {
 	err := p.Grow(size)
 	p.mu.Lock()
@@ -122,8 +129,10 @@ func (p *Pool) start(size int) error {
 	p.notifyLocked()
 	p.mu.Unlock()
 	if err != nil {
+		p.cfg.kill.Store(true)
 		p.stop(err)
 		_ = p.Close()
+		<-p.done // bounded: each server is killed (snodo.Client.Kill)
 		return err
 	}
 	return nil

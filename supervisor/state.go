@@ -210,10 +210,20 @@ func (s *state) shutdown() {
 	var closing sync.WaitGroup
 	for _, c := range clients {
 		closing.Go(func() { _ = c.Close() })
-		s.bg.Go(func() { <-c.Done() })
+		s.bg.Go(func() { s.reap(c) })
 	}
 	closing.Wait()
 	s.stopLife(reason) // aborts a Connect in progress
+}
+
+// reap returns once c's server is reaped, c being closed. If the servers
+// are to be stopped for good (cfg.kill: the pool's start failed), one
+// that ignores EOF is first signalled as a failed snodo.Connect does.
+func (s *state) reap(c *snodo.Client) {
+	if s.cfg.kill.Load() {
+		c.Kill()
+	}
+	<-c.Done()
 }
 
 // actorStopped runs in *Stopped: Done closes once every server is reaped.

@@ -136,6 +136,9 @@ func (s *server) dispatch(req *request) (any, *rpcError) {
 		}
 		return obj{field: []obj{}, "nextCursor": cursor}, nil
 	}
+	if s.cfg.refuse && (req.method == "server/discover" || req.method == "initialize") {
+		return nil, &rpcError{Code: -32603, Message: "refused: this start is numbered above -refuse-after"}
+	}
 	if req.method == "server/discover" {
 		if s.cfg.exitOnDiscover {
 			if s.cfg.stateFile != "" {

@@ -41,6 +41,10 @@
 //	-stderr-lines N           print "stderr line 1".."stderr line N" on stderr at start
 //	-fast                     answer test/echo inline with a zero-allocation scan
 //	-eof-grace D              wait at most D for in-flight requests at stdin EOF (default 5s)
+//	-start-file PATH          number each start: claim the first free PATH.K
+//	                          (K = 1, 2, …, O_EXCL) and write the pid in it
+//	-refuse-after N           with -start-file: starts numbered above N answer
+//	                          server/discover and initialize with error -32603
 //
 // # Eras
 //

@@ -1,9 +1,11 @@
 package testserver
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -41,6 +43,9 @@ type config struct {
 	fast            bool
 	eofGrace        time.Duration
 	journalFile     string
+	startFile       string
+	refuseAfter     int
+	refuse          bool // -refuse-after: this start is one of those refused
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -65,6 +70,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.stderrLines, "stderr-lines", 0, "stderr lines to write at start")
 	fs.BoolVar(&c.fast, "fast", false, "benchmark mode: inline test/echo")
 	fs.StringVar(&c.journalFile, "journal", "", "append every notification and request received to this `file`, one JSON line each (for tests across processes)")
+	fs.StringVar(&c.startFile, "start-file", "", "number this start: claim the first free `path`.K (K = 1, 2, …) and write the server's pid in it")
+	fs.IntVar(&c.refuseAfter, "refuse-after", 0, "with -start-file: starts numbered above `N` refuse server/discover and initialize with -32603 (0: none)")
 	fs.DurationVar(&c.eofGrace, "eof-grace", defaultEOFGrace, "how long to wait for in-flight requests at stdin EOF")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -91,6 +98,10 @@ func (s *server) startup() {
 	if s.cfg.ignoreSigterm {
 		signal.Ignore(syscall.SIGTERM)
 	}
+	if s.cfg.startFile != "" {
+		k := claimStart(s.cfg.startFile)
+		s.cfg.refuse = s.cfg.refuseAfter > 0 && k > s.cfg.refuseAfter
+	}
 	for i := 1; i <= s.cfg.stderrLines; i++ {
 		s.stderrf("stderr line %d\n", i)
 	}
@@ -112,5 +123,24 @@ func (s *server) startup() {
 		}
 		s.stderrf("grandchild-pid=%d\n", cmd.Process.Pid)
 		go func() { _ = cmd.Wait() }()
+	}
+}
+
+// claimStart numbers this start among those sharing path: it creates the
+// first of path.1, path.2, … that does not exist yet (O_EXCL, so servers
+// started in parallel get distinct numbers), writes the process id in it
+// and returns its number.
+func claimStart(path string) int {
+	for k := 1; ; k++ {
+		f, err := os.OpenFile(fmt.Sprintf("%s.%d", path, k), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return k
+		}
+		_, _ = fmt.Fprintf(f, "%d\n", os.Getpid())
+		_ = f.Close()
+		return k
 	}
 }
