@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -138,4 +140,37 @@ func TestNewHostWithDoneCtx(t *testing.T) {
 
 	_, err = Discover(context.Background(), conn(t, e), "a.b")
 	require.ErrorContains(t, err, `prefix "a.b"`)
+}
+
+// An event larger than the NATS server's max_payload cannot reach the
+// caller: the subscription ends saying so, instead of the event being
+// dropped without a word.
+func TestOversizedEventEndsTheSubscription(t *testing.T) {
+	srv, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoLog: true, NoSigs: true, MaxPayload: 64 << 10})
+	require.NoError(t, err)
+	srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	require.True(t, srv.ReadyForConnections(10*time.Second))
+	cmd, args := testutil.Server(t)
+	p, err := supervisor.NewPool(context.Background(), cmd, args, 1)
+	require.NoError(t, err)
+	h, err := NewHost(context.Background(), srv.ClientURL(), Serve("x", p))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	nc, err := nats.Connect(srv.ClientURL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	c, err := NewClient(nc, "x", WithHeartbeat(100*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	ctx := ctxFor(t, 20*time.Second)
+	sub, err := c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	big := map[string]any{"pad": strings.Repeat("x", 100<<10)}
+	_, err = p.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "params": big})
+	require.NoError(t, err)
+	testutil.Receive(t, sub.Done(), 10*time.Second, "the subscription's end")
+	require.ErrorIs(t, sub.Err(), ErrHostEnded)
+	assert.ErrorContains(t, sub.Err(), "max_payload")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -84,6 +85,7 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 	defer watch.Stop()
 	silence := time.Duration(missedBeats)*beat + beat/2
 	var why error
+	oversized := false
 	ended := ctx.Done()
 loop:
 	for {
@@ -91,6 +93,20 @@ loop:
 		case ev, ok := <-sub.Events():
 			if !ok {
 				break loop
+			}
+			if oversized {
+				continue // none after the lost one: Events closes next
+			}
+			if max := h.reply.MaxPayload(); int64(len(ev.Params)) > max-1024 {
+				// It cannot reach the caller: end the subscription
+				// rather than lose the event without a word.
+				oversized = true
+				if why == nil {
+					why = fmt.Errorf("a %s event of %d bytes is more than the NATS server's max_payload (%d); raise max_payload",
+						ev.Method, len(ev.Params), max)
+					cancel(why)
+				}
+				continue
 			}
 			m := nats.NewMsg(events)
 			m.Header.Set(hdrKind, kindEvent)
