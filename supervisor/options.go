@@ -17,7 +17,7 @@ import (
 const (
 	DefaultMaxRestarts = 5                // restarts allowed within DefaultWindow
 	DefaultWindow      = 30 * time.Second // the intensity window
-	DefaultMaxWait     = 60 * time.Second // how long a call waits for a restart without its own Timeout
+	DefaultMaxWait     = 60 * time.Second // how long a call waits for a restart without its own Timeout, and Shrink for calls
 )
 
 // DefaultBackoff is the restart delay used without WithBackoff: 100 ms,
@@ -132,7 +132,8 @@ func FailFast() Option {
 }
 
 // WithMaxWait bounds the wait for a restart of calls that give no Timeout
-// request option. Default 60 s (DefaultMaxWait).
+// request option, and a pool's Shrink's wait for the calls of the members
+// it takes out. Default 60 s (DefaultMaxWait).
 func WithMaxWait(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

@@ -248,8 +248,10 @@ func (p *Pool) add(m *Client) error {
 }
 
 // Shrink takes n members out of rotation (the least loaded first), waits
-// for the calls they are running to finish (each bounded by its own
-// timeout), then closes them. At least one member stays. The resources
+// for the calls they are running to finish, for at most WithMaxWait (the
+// bound of a wait that has none of its own: a call may have Timeout(-1)),
+// then closes them: calls still running get a -32000 wrapping
+// snodo.ErrClosed. At least one member stays. The resources
 // the closed members held (SubscribeResource) are subscribed on the
 // members that stay; an error says which could not be.
 //
@@ -276,7 +278,11 @@ func (p *Pool) Shrink(n int) error {
 	var wg sync.WaitGroup
 	for _, m := range gone {
 		wg.Go(func() {
-			m.s.drained() // returns early if the pool's Close stops m
+			// Returns early if the pool's Close stops m.
+			if !m.s.drained(m.s.cfg.maxWait) && m.Err() == nil {
+				p.cfg.logger.Warn("supervisor: Shrink closes a pool member whose calls still run after WithMaxWait",
+					"member", m.s.cfg.name, "calls", m.InFlight(), "max_wait", m.s.cfg.maxWait)
+			}
 			_ = m.Close()
 		})
 	}

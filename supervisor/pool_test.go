@@ -308,3 +308,47 @@ func TestPoolCloseWhileStarting(t *testing.T) {
 		require.Empty(t, left, "servers started for the pool outlive its Done")
 	}
 }
+
+// Shrink's wait for the calls of the members it takes out is bounded by
+// WithMaxWait, even for a call that waits for ever (Timeout(-1)): past
+// it the member is closed and the call fails with -32000 wrapping
+// ErrClosed.
+func TestShrinkWaitIsBoundedForCallsWithoutTimeout(t *testing.T) {
+	cmd, args := testutil.Server(t, "-eof-grace", "10ms") // exit at EOF without finishing the sleeps
+	const bound = 300 * time.Millisecond
+	p, err := NewPool(t.Context(), cmd, args, 2, fast, WithMaxWait(bound))
+	require.NoError(t, err)
+	defer func() {
+		require.NoError(t, p.Close())
+		testutil.Receive(t, p.Done(), 5*time.Second, "the pool's Done")
+	}()
+	members := p.Members()
+	calls := make([]chan error, len(members))
+	for i, m := range members {
+		calls[i] = make(chan error, 1)
+		go func() {
+			_, err := m.Request(context.Background(), "test/sleep", map[string]int{"ms": 10000}, snodo.Timeout(-1))
+			calls[i] <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return members[0].InFlight() == 1 && members[1].InFlight() == 1 },
+		5*time.Second, 5*time.Millisecond)
+	t0 := time.Now()
+	shrunk := make(chan error, 1)
+	go func() { shrunk <- p.Shrink(1) }()
+	require.NoError(t, testutil.Receive(t, shrunk, 3*time.Second, "Shrink past WithMaxWait"))
+	took := time.Since(t0)
+	t.Logf("Shrink returned after %s (WithMaxWait %s)", took.Round(time.Millisecond), bound)
+	assert.GreaterOrEqual(t, took, bound, "Shrink did not wait for the call")
+	gone := 0 // Shrink takes the first member on a tie
+	if p.Members()[0] == members[0] {
+		gone = 1
+	}
+	err = testutil.Receive(t, calls[gone], time.Second, "the cut call's error")
+	require.ErrorIs(t, err, snodo.ErrClosed)
+	select {
+	case err := <-calls[1-gone]:
+		t.Fatalf("the call on the member that stays ended: %v", err)
+	default:
+	}
+}

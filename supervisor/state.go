@@ -132,21 +132,26 @@ func (s *state) release() {
 	}
 }
 
-// drained returns once no call uses the supervisor, or it has stopped.
-// Calls are no longer given to it (a pool took it out of rotation).
-func (s *state) drained() {
+// drained reports whether no call uses the supervisor any more; it
+// returns false if it has stopped first, or limit has passed. Calls are
+// no longer given to it (a pool took it out of rotation).
+func (s *state) drained(limit time.Duration) bool {
 	s.draining.Store(true)
+	expired := time.NewTimer(limit)
+	defer expired.Stop()
 	for {
 		s.mu.Lock()
 		changed := s.changed
 		s.mu.Unlock()
 		if s.inflight.Load() == 0 {
-			return
+			return true
 		}
 		select {
 		case <-changed:
 		case <-s.stopped:
-			return
+			return false
+		case <-expired.C:
+			return false
 		}
 	}
 }
