@@ -174,3 +174,18 @@ func TestOversizedEventEndsTheSubscription(t *testing.T) {
 	require.ErrorIs(t, sub.Err(), ErrHostEnded)
 	assert.ErrorContains(t, sub.Err(), "max_payload")
 }
+
+// A call sent with no timeout (none, and no ctx deadline) meets the
+// host's own: its pool's per-request timeout ends it with a -32001
+// raised by the host. (The test server's sleep bounds it if not.)
+func TestNoCallerTimeoutMeetsTheHosts(t *testing.T) {
+	e := natsServer(t)
+	hostWith(t, e, "x", 1, []snodo.Option{snodo.WithTimeout(300 * time.Millisecond)})
+	c := client(t, e, "x", WithTimeout(-1))
+	_, err := c.Request(context.Background(), "test/sleep", map[string]any{"ms": 5000, "honorCancel": true})
+	var re *snodo.Error
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, snodo.CodeTimeout, re.Code)
+	assert.True(t, re.Local(), "raised by the host")
+	assert.Contains(t, err.Error(), "host ")
+}

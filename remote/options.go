@@ -111,8 +111,11 @@ func WithHeartbeat(d time.Duration) Option {
 }
 
 // WithTimeout sets the default per-call timeout (default DefaultTimeout;
-// negative: none). The snodo.Timeout request option overrides it.
-// Callers.
+// negative: none). The snodo.Timeout request option overrides it. The
+// host is told the sooner of the timeout and the ctx's deadline; a call
+// with neither still meets the host's own: its pool's per-request
+// timeout (snodo.WithTimeout there, 60 s by default), which ends it with
+// a -32001 from the host. Callers.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d == 0 {
