@@ -52,6 +52,7 @@ func TestRemoteFlagMisuse(t *testing.T) {
 		{[]string{"node", "--config", "f.json", "--count", "5"}, "--count does not go with node"},
 		{[]string{"node", "--config", "f.json", "--json"}, "--json does not go with node"},
 		{[]string{"demo", "--json"}, "demo takes no flags"},
+		{[]string{"--config", "f.json", "tools", "--", "cmd"}, "--config FILE goes with --server NAME, servers or node"},
 		{[]string{"--timeout", "1ms", "demo"}, "demo takes no flags"},
 		{[]string{"--nats", "nats://127.0.0.1:1", "--server", "x", "--env", "A=1", "tools"}, "--env does not go with --nats"},
 		{[]string{"--nats", "nats://127.0.0.1:1", "--server", "x", "--dir", "/", "tools"}, "--dir does not go with --nats"},

@@ -318,6 +318,8 @@ func (cfg *config) validateRemote() error {
 			return usagef("demo takes no flags (--%s): it runs its own server with its own settings", name)
 		case name == "nats" && !overNATS:
 			return usagef("--nats URL goes with --server NAME, servers or node")
+		case name == "config" && cfg.serverName == "" && cfg.command != "servers" && cfg.command != "node":
+			return usagef("--config FILE goes with --server NAME, servers or node")
 		case slices.Contains(natsFlags, name) && !overNATS:
 			return usagef("--%s goes with --nats URL or node", name)
 		case name == "drain" && cfg.command != "node":
