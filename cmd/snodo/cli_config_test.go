@@ -129,3 +129,19 @@ func TestConfigOnlySkippedServers(t *testing.T) {
 		t.Errorf("the skipped names are not listed:\n%s", r.stderr)
 	}
 }
+
+// A named server that cannot start points at its entry in the file, not
+// at a SERVER_CMD the user never wrote.
+func TestConfigServerCannotStartPointsAtTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(path, []byte(`{"mcpServers": {"gone": {"command": "/nonexistent/cmd"}, "nopath": {"command": "snodo-no-such-command"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"gone", "nopath"} {
+		r := snodo(t, "--config", path, "--server", name, "tools").want(t, 1)
+		r.oneErrorLine(t, `"command" of server "`+name+`" in `+path)
+		if strings.Contains(r.stderr, "SERVER_CMD") {
+			t.Errorf("stderr points at SERVER_CMD: %s", r.stderr)
+		}
+	}
+}

@@ -42,6 +42,9 @@ var flagWords = strings.NewReplacer(
 	"answer it in WithServerRequestHandler and declare it in WithClientCapabilities", "snodo does not answer it",
 )
 
+// fromFile reports whether the server is one of the --config file's.
+func (s *session) fromFile() bool { return s.cfg.configFile != "" && s.cfg.serverName != "" }
+
 // describe says what went wrong and what to do about it.
 func (s *session) describe(err error) string {
 	var (
@@ -49,8 +52,12 @@ func (s *session) describe(err error) string {
 		pe *fs.PathError
 	)
 	switch {
+	case errors.As(err, &pe) && s.fromFile():
+		return fmt.Sprintf("cannot start the server: %v; check the \"command\" of server %q in %s (and its \"cwd\", or --dir)", pe, s.cfg.serverName, s.cfg.configFile)
 	case errors.As(err, &pe):
 		return fmt.Sprintf("cannot start the server: %v; check SERVER_CMD (after --) and --dir", pe)
+	case errors.Is(err, exec.ErrNotFound) && s.fromFile():
+		return fmt.Sprintf("cannot start the server: %s; check the \"command\" of server %q in %s", trim(err), s.cfg.serverName, s.cfg.configFile)
 	case errors.Is(err, exec.ErrNotFound):
 		return fmt.Sprintf("cannot start the server: %s; check SERVER_CMD (after --)", trim(err))
 	case errors.Is(err, snodo.ErrTimeout):
