@@ -66,18 +66,19 @@ func (c Calls) Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[Pro
 
 // CallTool calls the tool name with args (nil, a json.RawMessage, or
 // anything that marshals to a JSON object; nil, a nil map or pointer, and
-// an empty or null json.RawMessage send {}). A tool that failed is a
-// result with IsError set, not an error. In the modern era, input the
+// an empty or null json.RawMessage send {}). Arguments that are no JSON
+// object fail locally with a -32602 wrapping ErrInvalidParams, and
+// nothing is sent; a *ToolCall message goes through the same check. A
+// tool that failed is a result with IsError set, not an error. In the modern era, input the
 // server asks for (input_required) is fulfilled by the server-request
 // handler and the call is retried until it completes; the caller sees
 // only the final result.
 func (c Calls) CallTool(ctx context.Context, name string, args any, opts ...RequestOption) (*CallToolResult, error) {
-	if noValue(args) {
-		// Never "arguments": null: TypeScript SDK servers (most published
-		// servers) reject it, even for tools without parameters.
-		args = json.RawMessage("{}")
+	params, err := callToolParams(name, args)
+	if err != nil {
+		return nil, err
 	}
-	raw, err := c.requestWithInput(ctx, "tools/call", callToolParams(name, args), opts)
+	raw, err := c.requestWithInput(ctx, "tools/call", params, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -88,27 +89,38 @@ func (c Calls) CallTool(ctx context.Context, name string, args any, opts ...Requ
 	return res, nil
 }
 
-// callToolParams are the params of tools/call. Arguments already encoded
-// (json.RawMessage) are put in place as they are, in one allocation; the
-// connection then checks the params as it checks every raw value (one
-// valid JSON value, compacted onto one line if need be). Anything else is
-// marshalled with the name.
-func callToolParams(name string, args any) any {
-	encoded, _ := args.(json.RawMessage)
-	if args == nil || len(encoded) > 0 {
-		p := make(json.RawMessage, 0, len(name)+len(encoded)+len(`{"name":"","arguments":}`))
-		p = append(p, `{"name":`...)
-		p = jsonrpc.AppendString(p, name)
-		if encoded != nil {
-			p = append(p, `,"arguments":`...)
-			p = append(p, encoded...)
+// callToolParams are the params of tools/call: the one check that the
+// arguments are a JSON object (a local -32602 otherwise: nothing is sent)
+// and never "arguments": null (TypeScript SDK servers, most published
+// servers, reject it even for tools without parameters: no value sends
+// {}). Arguments already encoded (json.RawMessage) are put in place as
+// they are, in one allocation; the connection then checks the params as
+// it checks every raw value (one valid JSON value, compacted onto one
+// line if need be). Anything else is marshalled first.
+func callToolParams(name string, args any) (json.RawMessage, error) {
+	encoded, raw := args.(json.RawMessage)
+	if !raw && !noValue(args) {
+		b, err := json.Marshal(args)
+		if err != nil {
+			return nil, NewLocalError(CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments cannot be marshalled (%v); nothing was sent: pass a struct, a map, or json.RawMessage(`{…}`)", name, err), ErrInvalidParams, err)
 		}
-		return append(p, '}')
+		encoded = b
 	}
-	return &struct {
-		Name      string `json:"name"`
-		Arguments any    `json:"arguments,omitempty"`
-	}{name, args}
+	switch t := bytes.TrimSpace(encoded); {
+	case len(t) == 0 || bytes.Equal(t, []byte("null")):
+		encoded = json.RawMessage("{}")
+	case t[0] != '{':
+		if len(t) > 40 {
+			t = append(t[:40:40], "…"...)
+		}
+		return nil, NewLocalError(CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments must be a JSON object, got %s; nothing was sent: pass a struct, a map, or json.RawMessage(`{…}`)", name, t), ErrInvalidParams)
+	}
+	p := make(json.RawMessage, 0, len(name)+len(encoded)+len(`{"name":"","arguments":}`))
+	p = append(p, `{"name":`...)
+	p = jsonrpc.AppendString(p, name)
+	p = append(p, `,"arguments":`...)
+	p = append(p, encoded...)
+	return append(p, '}'), nil
 }
 
 // ReadResource reads the resource at uri, completing input_required

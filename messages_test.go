@@ -346,3 +346,49 @@ func TestNilCallMessagesAreAnswered(t *testing.T) {
 	require.NoError(t, r.Err)
 	assert.Equal(t, "after", r.Tag)
 }
+
+// Tool arguments that are not a JSON object are refused locally, with a
+// -32602 wrapping ErrInvalidParams, and nothing is sent: by CallTool and,
+// through it, by a *ToolCall message, in both eras.
+func TestToolArgsThatAreNoObjectAreRefusedLocally(t *testing.T) {
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) {
+			c := dialTest(t, []string{"-era", era})
+			in := newInbox(t)
+			for _, args := range []any{42, "text", []int{1}, json.RawMessage(`[1]`), json.RawMessage(" 7 ")} {
+				_, err := c.CallTool(t.Context(), "echo", args)
+				requireLocalInvalidArgs(t, err)
+				in.send(c.PID(), &ToolCall{Name: "echo", Args: args, Tag: "no object"})
+				tr := in.next(t).(*ToolReply)
+				assert.Equal(t, "no object", tr.Tag)
+				requireLocalInvalidArgs(t, tr.Err)
+			}
+			raw, err := c.Request(t.Context(), "test/requests", map[string]string{"method": "tools/call"})
+			require.NoError(t, err)
+			assert.JSONEq(t, `{"requests":[]}`, string(raw), "nothing may be sent")
+			// Objects and no arguments still go through.
+			for _, args := range []any{nil, json.RawMessage(`null`), json.RawMessage(` {"message":"hi"}`), map[string]string{"message": "hi"}} {
+				_, err := c.CallTool(t.Context(), "echo", args)
+				require.NoError(t, err, "%v", args)
+			}
+		})
+	}
+}
+
+func requireLocalInvalidArgs(t *testing.T, err error) {
+	t.Helper()
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.True(t, e.Local(), "%v", err)
+	assert.Equal(t, CodeInvalidParams, e.Code)
+	assert.ErrorIs(t, err, ErrInvalidParams)
+	assert.Contains(t, err.Error(), "arguments")
+}
+
+// Arguments json.Marshal refuses fail the same way, before anything is sent.
+func TestToolArgsThatCannotBeMarshalledAreRefusedLocally(t *testing.T) {
+	c := dialTest(t, nil)
+	_, err := c.CallTool(t.Context(), "echo", map[string]any{"f": func() {}})
+	requireLocalInvalidArgs(t, err)
+	assert.Contains(t, err.Error(), "cannot be marshalled")
+}
