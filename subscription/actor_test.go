@@ -97,3 +97,14 @@ func TestListenToADeadActorFails(t *testing.T) {
 	_, err := Open(t.Context(), c, listenParams(toolsFilter), nil, Options{Actor: pid, Message: testMessage})
 	require.ErrorIs(t, err, snodoactor.ErrOwnerExited)
 }
+
+// Open with no connection, or no ctx, fails with an error saying what to
+// pass, and starts nothing.
+func TestOpenWithoutAConnectionOrAContext(t *testing.T) {
+	_, err := Open(t.Context(), nil, listenParams(toolsFilter), nil, Options{})
+	require.ErrorContains(t, err, "nil *connection.Conn")
+	c := startConn(t, connection.Config{})
+	_, err = Open(nil, c, listenParams(toolsFilter), nil, Options{}) //nolint:staticcheck // the point of the test
+	require.ErrorContains(t, err, "nil context.Context")
+	assert.Empty(t, openOnServer(t, c))
+}

@@ -30,8 +30,14 @@ const Method = "subscriptions/listen"
 // request (error or result) before acknowledging it, when the connection
 // stops, when ctx is done first, or when no acknowledgement came within
 // Options.AckTimeout (a local -32001: the request is cancelled on the
-// server).
+// server). A nil ctx or conn is an error, and nothing is started.
 func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, meta []byte, opts Options) (*Subscription, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("snodo: %s: nil context.Context; pass context.Background() or a ctx that owns the subscription", Method)
+	}
+	if conn == nil {
+		return nil, fmt.Errorf("snodo: %s: nil *connection.Conn; pass the connection to listen on (connection.Start)", Method)
+	}
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
