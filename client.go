@@ -165,7 +165,8 @@ func (c *Client) Close() error { return c.conn.Close() }
 // that ignores both (and at most about 2 s more if something else keeps
 // its output open). It is for a server the caller gives up on rather
 // than closes, as the supervisor package does with the members of a pool
-// that could not start; Close alone never signals. Safe from any
+// that could not start and with a server it replaces; Close alone never
+// signals. Safe from any
 // goroutine, after Close too.
 func (c *Client) Kill() { c.conn.Kill(failedConnectGrace) }
 

@@ -50,6 +50,37 @@ func TestRestartAfterKill(t *testing.T) {
 	assert.Equal(t, Stopped, ev.waitFor(t, Stopped, time.Second).Kind)
 }
 
+// A server that closes its stdout and lives on, ignoring EOF and SIGTERM,
+// is replaced; the supervisor signals the abandoned process (SIGKILL at
+// about 1 s) rather than leave it running beside its replacement with a
+// Done that never closes.
+func TestAbandonedServerIgnoringEOFIsKilled(t *testing.T) {
+	ev := newEvents()
+	cmd, args := testutil.Server(t, "-ignore-eof", "-ignore-sigterm")
+	c, err := Connect(t.Context(), cmd, args, fast, ev.option())
+	require.NoError(t, err)
+	old := ev.waitFor(t, ServerConnected, 5*time.Second).ServerPID
+
+	_, err = c.Request(t.Context(), "test/closeStdout", nil)
+	assert.ErrorIs(t, err, snodo.ErrStdoutClosed, "the call fails as its server goes away")
+	exited := ev.waitFor(t, ServerExited, 5*time.Second)
+	assert.ErrorIs(t, exited.Err, snodo.ErrStdoutClosed)
+	back := ev.waitFor(t, ServerConnected, 5*time.Second)
+	assert.NotEqual(t, old, back.ServerPID)
+	testutil.AssertReaped(t, old, 5*time.Second)
+
+	// Closed by hand, a server is not signalled (Close never does): the
+	// replacement, ignoring EOF too, is ended with Kill.
+	c.Current().Kill()
+	require.NoError(t, c.Close())
+	testutil.AssertReaped(t, back.ServerPID, 5*time.Second)
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done did not close")
+	}
+}
+
 func TestGiveUpWhenTheServerCrashesAtStart(t *testing.T) {
 	ev := newEvents()
 	t0 := time.Now()

@@ -110,6 +110,10 @@ func (s *state) install(c *snodo.Client) {
 }
 
 // lost takes the dead connection out of use; calls now wait or fail fast.
+// Done waits until its server is reaped. A server lost unexpectedly is
+// abandoned for a new one, so one still running (it closed its stdout, or
+// stopped reading) and ignoring EOF is signalled as Client.Kill does:
+// otherwise it would run on beside its replacement, and Done never close.
 func (s *state) lost(c *snodo.Client, reason error, next time.Time) {
 	s.mu.Lock()
 	if s.client == c {
@@ -119,7 +123,13 @@ func (s *state) lost(c *snodo.Client, reason error, next time.Time) {
 	s.lastExit, s.nextTry = reason, next
 	s.notifyLocked()
 	s.mu.Unlock()
-	s.bg.Go(func() { <-c.Done() }) // Done waits until it is reaped
+	abandoned := unexpected(reason)
+	s.bg.Go(func() {
+		if abandoned {
+			c.Kill()
+		}
+		<-c.Done()
+	})
 }
 
 // release ends one call's use of the supervisor; the last one wakes a
