@@ -27,10 +27,16 @@ type HostInfo struct {
 // discoverQuiet is how long Discover waits after the last answer.
 const discoverQuiet = 300 * time.Millisecond
 
+// maxDiscoverAnswers bounds the answers one Discover reads: a peer that
+// keeps answering (hostile, or a very large system) cannot keep it
+// waiting past that, nor grow its result.
+const maxDiscoverAnswers = 16384
+
 // Discover asks every NATS micro service on nc's system for its info
 // (the $SRV.INFO subject) and returns the names snodo hosts serve under
 // prefix ("" for DefaultPrefix), sorted, each with its hosts. It returns
-// once no answer came for 300 ms, or when ctx is done, with what it has.
+// once no answer came for 300 ms, when ctx is done, or after 16384
+// answers, with what it has. A host that answers twice is listed once.
 func Discover(ctx context.Context, nc *nats.Conn, prefix string) ([]Served, error) {
 	switch {
 	case ctx == nil:
@@ -56,9 +62,14 @@ func Discover(ctx context.Context, nc *nats.Conn, prefix string) ([]Served, erro
 		return nil, fmt.Errorf("remote: discover: %w", err)
 	}
 	byName := map[string]*Served{}
+	type hostKey struct{ name, id, label string }
+	seen := map[hostKey]bool{}
 	quiet := time.NewTimer(discoverQuiet)
 	defer quiet.Stop()
-	for {
+	for n := 0; ; n++ {
+		if n == maxDiscoverAnswers {
+			return sorted(byName), nil
+		}
 		select {
 		case m := <-answers:
 			quiet.Reset(discoverQuiet)
@@ -67,6 +78,11 @@ func Discover(ctx context.Context, nc *nats.Conn, prefix string) ([]Served, erro
 				continue // not a snodo host of this prefix
 			}
 			name := info.Metadata[MetaServer]
+			k := hostKey{name, info.Metadata[MetaHost], info.Metadata[MetaLabel]}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
 			s := byName[name]
 			if s == nil {
 				s = &Served{Name: name}

@@ -2,12 +2,15 @@ package remote
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -188,4 +191,53 @@ func TestNoCallerTimeoutMeetsTheHosts(t *testing.T) {
 	assert.Equal(t, snodo.CodeTimeout, re.Code)
 	assert.True(t, re.Local(), "raised by the host")
 	assert.Contains(t, err.Error(), "host ")
+}
+
+// A peer that answers Discover's info request over and over (the same
+// host, again and again) neither keeps Discover waiting until its ctx
+// ends nor fills its result: a host is listed once, and Discover returns
+// after at most maxDiscoverAnswers answers.
+func TestDiscoverAgainstAPeerThatKeepsAnswering(t *testing.T) {
+	e := natsServer(t)
+	host(t, e, "x", 1)
+	peer := conn(t, e)
+	info, err := json.Marshal(micro.Info{ServiceIdentity: micro.ServiceIdentity{Name: "fake", ID: "fake", Version: "1.0.0",
+		Metadata: map[string]string{MetaServer: "x", MetaPrefix: DefaultPrefix, MetaHost: "fake", MetaLabel: "fake:1"}}})
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	var spam sync.WaitGroup
+	subject, _ := micro.ControlSubject(micro.InfoVerb, "", "")
+	sub, err := peer.Subscribe(subject, func(m *nats.Msg) {
+		spam.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if peer.Publish(m.Reply, info) != nil {
+					return
+				}
+			}
+		})
+	})
+	require.NoError(t, err)
+	require.NoError(t, peer.Flush())
+	t.Cleanup(func() { close(stop); _ = sub.Unsubscribe(); spam.Wait() })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	served, err := Discover(ctx, conn(t, e), "")
+	took := time.Since(t0)
+	require.NoError(t, err)
+	require.NoError(t, ctx.Err(), "Discover returned before its ctx ended (after %s)", took)
+	t.Logf("Discover against an endless answerer: %s", took)
+	require.Len(t, served, 1)
+	assert.Equal(t, "x", served[0].Name)
+	labels := []string{}
+	for _, h := range served[0].Hosts {
+		labels = append(labels, h.Label)
+	}
+	assert.Len(t, served[0].Hosts, 2, "the real host and the fake one, each once: %v", labels)
 }
