@@ -2,11 +2,14 @@ package snodo
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/test/testutil"
 )
 
 func TestListToolsFollowsEveryPage(t *testing.T) {
@@ -182,4 +185,22 @@ func TestClientStateFollowsTheStop(t *testing.T) {
 	assert.Equal(t, StateReaped, c.State())
 	assert.Equal(t, "reaped", c.State().String())
 	assert.ErrorIs(t, c.Err(), ErrClosed)
+}
+
+// The longest timeouts a time.Duration holds (a remote host adds its
+// grace to a caller's) mean "no sooner than that", never a deadline that
+// wrapped around into the past and failed the call at once.
+func TestLongestTimeoutsDoNotWrapAround(t *testing.T) {
+	c := dialTest(t, nil)
+	for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - time.Second, 200 * 365 * 24 * time.Hour} {
+		long := make(chan error, 1)
+		go func() {
+			_, err := c.Request(t.Context(), "test/sleep", map[string]int{"ms": 300}, Timeout(d), MaxTotalTimeout(d))
+			long <- err
+		}()
+		// Another call timing out makes the table look at every deadline.
+		_, err := c.Request(t.Context(), "test/sleep", map[string]int{"ms": 200}, Timeout(20*time.Millisecond))
+		require.ErrorIs(t, err, ErrTimeout)
+		require.NoError(t, testutil.Receive(t, long, 5*time.Second, "the long call's answer"), "Timeout(%d)", d)
+	}
 }

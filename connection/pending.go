@@ -2,6 +2,7 @@ package connection
 
 import (
 	"encoding/json"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,9 +108,17 @@ var clockBase = time.Now()
 func monoNow() int64 { return int64(time.Since(clockBase)) }
 
 // after is the deadline d from now on the table's clock; 0 for d <= 0.
+// A d too long to add to now (time.Duration's longest, as a remote host
+// may pass on) is the latest deadline there is, never one that wrapped
+// around into the past: that would have failed its call at once, and,
+// looking earlier than every other deadline, kept the timer from firing
+// for the rest.
 func after(now int64, d time.Duration) int64 {
 	if d <= 0 {
 		return 0
+	}
+	if int64(d) > math.MaxInt64-now {
+		return math.MaxInt64
 	}
 	return now + int64(d)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"sync"
@@ -504,13 +505,13 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	// a grace later, are a backstop for a cancel that never arrives.
 	var ro []snodo.RequestOption
 	if t := headerMillis(hdr, hdrTimeout); t > 0 {
-		ro = append(ro, snodo.Timeout(t+timeoutGrace))
+		ro = append(ro, snodo.Timeout(plusGrace(t)))
 	}
 	if hdr.Get(hdrReset) == "1" {
 		ro = append(ro, snodo.ResetTimeoutOnProgress())
 	}
 	if t := headerMillis(hdr, hdrTotal); t > 0 {
-		ro = append(ro, snodo.MaxTotalTimeout(t+timeoutGrace))
+		ro = append(ro, snodo.MaxTotalTimeout(plusGrace(t)))
 	}
 	if hdr.Get(hdrProgress) == "1" {
 		ro = append(ro, snodo.OnProgress(func(p snodo.Progress) {
@@ -577,6 +578,16 @@ func rpcError(err error) (*jsonrpc.Error, bool) {
 		return &jsonrpc.Error{Code: e.Code, Message: e.Message, Data: e.Data}, e.Local()
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: err.Error()}, true
+}
+
+// plusGrace is a caller's timeout t with the host's grace added, the
+// longest time.Duration when the sum would not fit (it would wrap around
+// to a negative, which means no timeout at all).
+func plusGrace(t time.Duration) time.Duration {
+	if t > math.MaxInt64-timeoutGrace {
+		return math.MaxInt64
+	}
+	return t + timeoutGrace
 }
 
 // beatOf is the heartbeat interval the caller asked for, within bounds.

@@ -2,7 +2,9 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"time"
@@ -130,15 +132,19 @@ func extractTrace(ctx context.Context, h nats.Header) context.Context {
 func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 // headerMillis reads a duration header in milliseconds; 0 when absent or
-// not a positive number.
+// not a positive number. A value past what a time.Duration holds (about
+// 292 years) reads as the longest one, never as a wrapped-around number.
 func headerMillis(h nats.Header, key string) time.Duration {
 	v := h.Get(key)
 	if v == "" {
 		return 0
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
+	if err != nil && !errors.Is(err, strconv.ErrRange) || n <= 0 {
 		return 0
+	}
+	if n > int64(math.MaxInt64/time.Millisecond) {
+		return math.MaxInt64
 	}
 	return time.Duration(n) * time.Millisecond
 }
