@@ -120,3 +120,40 @@ func TestMetaMergesWithProgressAndCallerMeta(t *testing.T) {
 	require.Len(t, seen.Requests, 1)
 	assert.JSONEq(t, `{"count":1,"_meta":{"era":"modern","mine":"kept","progressToken":2}}`, string(seen.Requests[0].Params))
 }
+
+// A notification is routed by the members that concern the client
+// (progressToken on progress, _meta's subscriptionId, requestId on
+// cancelled), read by their exact names; any other member, of any type,
+// is the notification's own business. Such notifications were dropped
+// ("malformed params") because every notification's params were decoded
+// into the progress fields, case-insensitively: a "message" object, a
+// "Total" string, an "_META" number or params that are an array.
+func TestNotificationsReachTheHookWhateverTheirOtherMembers(t *testing.T) {
+	type note struct {
+		method string
+		params string
+	}
+	got := make(chan note, 16)
+	c := start(t, Config{OnNotification: func(_ context.Context, method string, params json.RawMessage) {
+		got <- note{method, string(params)}
+	}})
+	sent := []note{
+		{"x/object-message", `{"message":{"text":"hi"}}`},
+		{"x/string-total", `{"Total":"all of it","progress":"half"}`},
+		{"x/upper-meta", `{"_META":42,"RequestID":{"a":1}}`},
+		{"x/array", `[1,2,3]`},
+		{"notifications/message", `{"level":"info","data":"still plain","Message":7}`},
+	}
+	for _, n := range sent {
+		mustCall(t, c, "test/notify", map[string]any{"method": n.method, "params": json.RawMessage(n.params)})
+	}
+	for _, want := range sent {
+		select {
+		case n := <-got:
+			assert.Equal(t, want.method, n.method)
+			assert.JSONEq(t, want.params, n.params)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("notification %s never reached OnNotification", want.method)
+		}
+	}
+}

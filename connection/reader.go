@@ -176,48 +176,46 @@ func (c *Conn) routeServerRequest(env *jsonrpc.Envelope) {
 	c.system.Root.Send(c.pid, &serverRequestMsg{req: req})
 }
 
-// Notification params carry these members when they concern a request.
-type notificationParams struct {
-	Meta struct {
-		SubscriptionID json.RawMessage `json:"io.modelcontextprotocol/subscriptionId"`
-	} `json:"_meta"`
-	ProgressToken json.RawMessage `json:"progressToken"`
-	Progress      float64         `json:"progress"`
-	Total         float64         `json:"total"`
-	Message       string          `json:"message"`
-	RequestID     json.RawMessage `json:"requestId"`
-}
-
+// routeNotification hands a notification to whoever it concerns: the
+// request named by a progress token, a stream named by _meta's
+// subscriptionId, a stream or a server request named by a cancellation,
+// or else OnNotification. Only those members are read, by their exact
+// names and only where they matter: every other member, whatever its
+// type, belongs to the notification, and params that are no object (an
+// array, by position) go to OnNotification as they are.
 func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
-	var p notificationParams
-	if len(env.Params) > 0 {
-		if err := json.Unmarshal(env.Params, &p); err != nil {
-			c.cfg.Logger.Warn("snodo: ignored a notification with malformed params", "method", env.MethodName(), "error", err)
-			return
-		}
-	}
 	method := env.MethodName()
 	if method == "notifications/progress" {
-		if id, ok := jsonrpc.ParseIntID(p.ProgressToken); ok && c.table.progress(id, Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}) {
+		c.routeProgress(env.Params)
+		return
+	}
+	var meta, requestID []byte
+	if len(env.Params) > 0 && env.Params[0] == '{' {
+		_ = jsonrpc.EachMember(env.Params, func(key, val []byte) error { // valid: Scan checked it
+			switch string(key) {
+			case "_meta":
+				meta = val
+			case "requestId":
+				requestID = val
+			}
+			return nil
+		})
+	}
+	if len(meta) > 0 && meta[0] == '{' {
+		if sub, _ := jsonrpc.Member(meta, subscriptionIDKey); sub != nil {
+			if id, ok := jsonrpc.ParseIntID(sub); ok {
+				if sink := c.table.streamOf(id); sink != nil {
+					sink(method, bytes.Clone(env.Params))
+					return
+				}
+			}
+			c.cfg.Metrics.Dropped("unknown_subscription")
+			c.cfg.Logger.Debug("snodo: dropped a notification for an unknown subscription", "method", method, "subscription", string(sub))
 			return
 		}
-		c.cfg.Metrics.Dropped("unmatched_progress")
-		c.cfg.Logger.Debug("snodo: dropped progress for no request that asked for it", "token", string(p.ProgressToken))
-		return
 	}
-	if p.Meta.SubscriptionID != nil {
-		if id, ok := jsonrpc.ParseIntID(p.Meta.SubscriptionID); ok {
-			if sink := c.table.streamOf(id); sink != nil {
-				sink(method, bytes.Clone(env.Params))
-				return
-			}
-		}
-		c.cfg.Metrics.Dropped("unknown_subscription")
-		c.cfg.Logger.Debug("snodo: dropped a notification for an unknown subscription", "method", method, "subscription", string(p.Meta.SubscriptionID))
-		return
-	}
-	if method == "notifications/cancelled" && p.RequestID != nil {
-		if id, ok := jsonrpc.ParseIntID(p.RequestID); ok {
+	if method == "notifications/cancelled" && requestID != nil {
+		if id, ok := jsonrpc.ParseIntID(requestID); ok {
 			if sink := c.table.streamOf(id); sink != nil { // the server tears a stream down
 				sink(method, bytes.Clone(env.Params))
 				// The server has ended the request: complete it so that
@@ -226,7 +224,7 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 				return
 			}
 		}
-		c.system.Root.Send(c.pid, &serverCancelMsg{id: bytes.Clone(p.RequestID)})
+		c.system.Root.Send(c.pid, &serverCancelMsg{id: bytes.Clone(requestID)})
 		return
 	}
 	if c.cfg.OnNotification != nil {
@@ -235,6 +233,37 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 	}
 	c.cfg.Metrics.Dropped("unclaimed")
 	c.cfg.Logger.Debug("snodo: dropped a server notification", "method", method)
+}
+
+// subscriptionIDKey is the _meta member naming the subscription a
+// notification belongs to.
+const subscriptionIDKey = "io.modelcontextprotocol/subscriptionId"
+
+// progressParams are the members of notifications/progress.
+type progressParams struct {
+	ProgressToken json.RawMessage `json:"progressToken"`
+	Progress      float64         `json:"progress"`
+	Total         float64         `json:"total"`
+	Message       string          `json:"message"`
+}
+
+// routeProgress queues a progress update for the request whose ID is its
+// token; progress for no request that asked for it, or malformed, is
+// dropped.
+func (c *Conn) routeProgress(params []byte) {
+	var p progressParams
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, &p); err != nil {
+			c.cfg.Metrics.Dropped("unmatched_progress")
+			c.cfg.Logger.Warn("snodo: ignored a progress notification with malformed params", "error", err)
+			return
+		}
+	}
+	if id, ok := jsonrpc.ParseIntID(p.ProgressToken); ok && c.table.progress(id, Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}) {
+		return
+	}
+	c.cfg.Metrics.Dropped("unmatched_progress")
+	c.cfg.Logger.Debug("snodo: dropped progress for no request that asked for it", "token", string(p.ProgressToken))
 }
 
 // countingReader counts the bytes read from the server's stdout.

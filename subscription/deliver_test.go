@@ -170,3 +170,24 @@ func TestQueueBoundEndsTheSubscription(t *testing.T) {
 	assert.Equal(t, []int64{s.ID()}, cancelledOnServer(t, c, 1))
 	assert.Empty(t, openOnServer(t, c))
 }
+
+// An event whose params have members the connection also reads elsewhere
+// (a "message" object, a "total" string: names progress uses) is
+// delivered like any other; it was dropped on the reader, with nothing
+// but a log record, and the stream went on without it.
+func TestEventsWithAnyMembersAreDelivered(t *testing.T) {
+	c := startConn(t, connection.Config{})
+	s := open(t, c, toolsFilter, Options{})
+	for k, params := range []map[string]any{
+		{"k": 0, "message": map[string]string{"text": "hi"}},
+		{"k": 1, "total": "all", "progress": []int{1}},
+		{"k": 2},
+	} {
+		call(t, c, "test/emit", map[string]any{
+			"method": "notifications/tools/list_changed", "subscription": s.ID(), "params": params,
+		})
+		got, subID := eventInfo(t, next(t, s))
+		assert.Equal(t, k, got)
+		assert.Equal(t, s.ID(), subID)
+	}
+}
