@@ -112,6 +112,11 @@ const zeroCopyBytes = 256 << 10
 // whether the line's buffer was handed over (the reader must detach it).
 func (c *Conn) route(line []byte) (handedOver bool) {
 	env, err := jsonrpc.Scan(line)
+	if err == jsonrpc.ErrNoOutcome {
+		// An answer without an answer: fail its request now rather than
+		// leave it to its timeout (or, with none, for ever).
+		return c.routeResponse(&env, line)
+	}
 	if err != nil {
 		if len(bytes.TrimSpace(line)) > 0 {
 			c.cfg.Logger.Warn("snodo: ignored a line from the server that is not JSON-RPC", "error", err, "line", sample(line))
@@ -134,7 +139,10 @@ func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) (handedOver boo
 	var delivered bool
 	if ok {
 		// "error":null beside a result (JSON-RPC 1.0 style) is a success.
-		if env.Error != nil && (env.Result == nil || !bytes.Equal(env.Error, []byte("null"))) {
+		if env.Result == nil && env.Error == nil {
+			delivered = c.table.complete(id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "server sent a response with neither a result nor an error: " + sample(line)})
+		} else if env.Error != nil && (env.Result == nil || !bytes.Equal(env.Error, []byte("null"))) {
 			e := new(jsonrpc.Error)
 			if env.Error[0] != '{' || json.Unmarshal(env.Error, e) != nil || (e.Code == 0 && e.Message == "") {
 				e = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server sent a malformed error object: " + sample(env.Error)}

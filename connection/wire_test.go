@@ -159,3 +159,30 @@ func TestNilContextIsRefusedBeforeSending(t *testing.T) {
 	require.False(t, errors.Is(err, jsonrpc.ErrConnectionClosed))
 	require.False(t, strings.Contains(err.Error(), "server"))
 }
+
+// An answer to a request in flight that carries neither a result nor an
+// error ({"jsonrpc":"2.0","id":N}: what JSON.stringify makes of a result
+// left undefined) fails that request at once with a -32603 saying so. It
+// was ignored as "not JSON-RPC", and its caller waited for its timeout —
+// for ever with Timeout(-1), as a subscription's listen request has.
+func TestAnswerWithNeitherResultNorErrorFailsTheRequest(t *testing.T) {
+	c := start(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	began := time.Now()
+	_, err := c.Request(ctx, "test/rawAnswer", map[string]string{"line": `{"jsonrpc":"2.0","id":$ID}`}, &CallOptions{Timeout: -1})
+	var e *jsonrpc.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, jsonrpc.CodeInternalError, e.Code, err.Error())
+	require.Contains(t, e.Message, "neither a result nor an error")
+	require.Less(t, time.Since(began), 5*time.Second)
+	// Ids of another type, or written another way, answer nothing.
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":"$ID"}`, `{"jsonrpc":"2.0","id":$ID.0}`, `{"jsonrpc":"2.0","id":null}`,
+		`{"jsonrpc":"2.0","id":"$ID","result":{}}`, `{"jsonrpc":"2.0","id":$ID.0,"result":{}}`, `{"jsonrpc":"2.0","id":$IDe0,"result":{}}`,
+	} {
+		_, err := c.Request(context.Background(), "test/rawAnswer", map[string]string{"line": line}, &CallOptions{Timeout: 300 * time.Millisecond})
+		require.ErrorIs(t, err, jsonrpc.ErrTimeout, line)
+	}
+	mustCall(t, c, "test/echo", nil)
+}

@@ -32,7 +32,7 @@ func FuzzScan(f *testing.F) {
 		` { "id" : 12 , "result" : "x" } `,
 		`{"id":1,"result":"` + strings.Repeat(`\\`, 5) + `"}`,
 		`{"id":1,"result":[[[[[[[[[[]]]]]]]]]]}`,
-		`{"id":1,"method":5}`,
+		`{"id":1,"method":5}`, `{"jsonrpc":"2.0","id":1}`, `{"id":"x","params":{}}`, `{"id":null}`,
 		`{}`, `[]`, `"s"`, `null`, ``, `{`, `{"id"`, `{"id":}`, `{"id":1,}`, `{"a":1}x`,
 		"{\"method\":\"m\",\"params\":\"\x01\"}",
 		"{\"method\":\"m\xff\xfe\"}",
@@ -60,8 +60,15 @@ func FuzzScan(f *testing.F) {
 		if !ok {
 			return // not a JSON object, or one the reference cannot judge
 		}
-		if err != nil && err != errShape {
+		if err != nil && err != errShape && err != ErrNoOutcome {
 			t.Fatalf("encoding/json accepts %q but Scan says %v", line, err)
+		}
+		// An id without a method, a result or an error: an answer that
+		// carries none, which the reader fails its request with.
+		if noOutcome := ref.Kind == KindInvalid && ref.ID != nil; (err == ErrNoOutcome) != noOutcome {
+			t.Fatalf("%q: Scan says %v; reference: an id and no outcome %v", line, err, noOutcome)
+		} else if noOutcome && !bytes.Equal(env.ID, ref.ID) {
+			t.Fatalf("%q: id %q with no outcome, reference %q", line, env.ID, ref.ID)
 		}
 		if err == nil && !json.Valid(line) {
 			t.Fatalf("Scan accepts %q, which json.Valid rejects", line)
@@ -204,7 +211,7 @@ func reference(line []byte) (env Envelope, ok bool) {
 	case env.ID != nil && (env.Result != nil || env.Error != nil):
 		env.Kind = KindResponse
 	default:
-		return Envelope{}, true
+		return Envelope{ID: env.ID}, true // invalid; an id says it answers one
 	}
 	return env, true
 }

@@ -73,6 +73,11 @@ var (
 	errShape     = errors.New("not a JSON-RPC message (needs a method, or an id with a result or an error)")
 )
 
+// ErrNoOutcome is Scan's error for a message with an id (not null) but
+// neither a method, a result nor an error: an answer to that id that
+// carries no answer. The Envelope's ID is set; Kind is KindInvalid.
+var ErrNoOutcome = errors.New("a response with neither a result nor an error")
+
 // Scan classifies a line without allocating. It checks that the whole
 // line is one JSON object (strings and their escapes, numbers, literals,
 // nesting) as json.Valid does, and like it does not check UTF-8, which the
@@ -120,6 +125,8 @@ func Scan(line []byte) (Envelope, error) {
 		env.Kind = KindNotification
 	case env.ID != nil && (env.Result != nil || env.Error != nil):
 		env.Kind = KindResponse
+	case env.ID != nil:
+		return env, ErrNoOutcome
 	default:
 		return env, errShape
 	}
