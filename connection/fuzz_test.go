@@ -228,6 +228,13 @@ func FuzzRoute(f *testing.F) {
 			if n := len(calls[1].progress); n > maxQueuedProgress {
 				t.Fatalf("%d queued progress updates", n)
 			}
+			var queued int
+			for _, p := range calls[1].progress {
+				queued += len(p.Message)
+			}
+			if queued != calls[1].progressBytes || len(calls[1].progress) > 1 && queued > maxQueuedProgressBytes {
+				t.Fatalf("%d updates hold %d bytes of messages (counted %d)", len(calls[1].progress), queued, calls[1].progressBytes)
+			}
 		}
 		snap := make([][]byte, len(calls))
 		for i, cl := range calls {

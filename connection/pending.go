@@ -13,6 +13,11 @@ import (
 // flood cannot grow memory (progress is cumulative: the latest subsumes).
 const maxQueuedProgress = 64
 
+// maxQueuedProgressBytes bounds the messages of the progress updates
+// waiting for a slow caller, with the same policy past it: long messages
+// cannot make a request keep maxQueuedProgress lines' worth of them.
+const maxQueuedProgressBytes = 1 << 20
+
 // call is one request waiting for its answer. Its fields are guarded by
 // the table's mutex; wake is signalled whenever there is news for the
 // caller (progress, the answer, or a deadline passed). done is also
@@ -36,8 +41,9 @@ type call struct {
 	deadline, total int64
 	expired         expiry
 
-	wantProgress bool
-	progress     []Progress
+	wantProgress  bool
+	progress      []Progress
+	progressBytes int // the bytes of the queued updates' messages
 
 	// stream receives notifications correlated to this request by
 	// _meta["io.modelcontextprotocol/subscriptionId"]; it runs on the
@@ -94,7 +100,7 @@ func (cl *call) release() {
 	default:
 	}
 	cl.done.Store(false)
-	cl.result, cl.err, cl.progress, cl.wantProgress, cl.ticket = nil, nil, nil, false, 0
+	cl.result, cl.err, cl.progress, cl.progressBytes, cl.wantProgress, cl.ticket = nil, nil, nil, 0, false, 0
 	if cap(cl.line) > maxKeptLine {
 		cl.line = cl.lineBuf[:0]
 	}
@@ -374,10 +380,12 @@ func (t *table) progress(id int64, p Progress) bool {
 	if c == nil || !c.wantProgress {
 		return false
 	}
-	if len(c.progress) < maxQueuedProgress {
+	if n := len(c.progress); n == 0 || n < maxQueuedProgress && c.progressBytes+len(p.Message) <= maxQueuedProgressBytes {
 		c.progress = append(c.progress, p)
-	} else {
-		c.progress[len(c.progress)-1] = p
+		c.progressBytes += len(p.Message)
+	} else { // progress is cumulative: the newest subsumes the last
+		c.progressBytes += len(p.Message) - len(c.progress[n-1].Message)
+		c.progress[n-1] = p
 	}
 	signal(c.wake)
 	return true
@@ -400,7 +408,7 @@ func (t *table) take(c *call) (progress []Progress, done bool, expired expiry) {
 	s := t.shardOf(c.id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	progress, c.progress = c.progress, nil
+	progress, c.progress, c.progressBytes = c.progress, nil, 0
 	return progress, c.done.Load(), c.expired
 }
 

@@ -1,8 +1,10 @@
 package connection
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -156,4 +158,48 @@ func TestNotificationsReachTheHookWhateverTheirOtherMembers(t *testing.T) {
 			t.Fatalf("notification %s never reached OnNotification", want.method)
 		}
 	}
+}
+
+// Progress queued for a caller whose OnProgress is slow is bounded in
+// bytes as well as in updates: past 1 MiB of messages the newest update
+// replaces the last queued one, as past 64 updates. A server sending
+// progress with long messages made each request keep up to 64 lines'
+// worth of them (64 × MaxLineBytes, 1 GiB with the default cap).
+func TestProgressQueueIsBoundedInBytes(t *testing.T) {
+	const count, size = 64, 256 << 10
+	answered := make(chan struct{})
+	var once sync.Once
+	c := start(t, Config{Trace: func(dir Direction, line []byte) {
+		if dir == Received && bytes.Contains(line, []byte(`"done":64`)) {
+			once.Do(func() { close(answered) })
+		}
+	}})
+	blocked, release := make(chan struct{}), make(chan struct{})
+	var delivered, last int
+	returned := make(chan error, 1)
+	go func() {
+		_, err := c.Request(context.Background(), "test/progress", map[string]any{"count": count, "message": strings.Repeat("m", size)},
+			&CallOptions{OnProgress: func(p Progress) {
+				if delivered == 0 {
+					close(blocked)
+					<-release
+				}
+				delivered += len(p.Message)
+				last = int(p.Progress)
+			}})
+		returned <- err
+	}()
+	<-blocked
+	select {
+	case <-answered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server's answer never came")
+	}
+	mustCall(t, c, "test/echo", nil) // read after the answer: everything before it is routed
+	close(release)
+	require.NoError(t, <-returned)
+	assert.Equal(t, count, last, "the newest update is kept")
+	// What was queued while the caller was busy: at most two queues'
+	// worth (the batch the first callback came from, and the rest).
+	assert.LessOrEqual(t, delivered, 2*(maxQueuedProgressBytes+size), "%d bytes of messages were queued", delivered)
 }
