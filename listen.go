@@ -145,7 +145,8 @@ func ListenTo(pid *protoactor.PID) ListenOption {
 
 // MaxQueuedEvents bounds the events waiting for a slow reader; past it
 // the subscription ends with ErrQueueFull and is cancelled on the server.
-// Default 1024 (subscription.DefaultMaxQueue).
+// Default 1024 (subscription.DefaultMaxQueue). The same policy holds past
+// 16 MiB of their params (subscription.DefaultMaxQueueBytes).
 func MaxQueuedEvents(n int) ListenOption {
 	return ListenOption{func(o *ListenSettings) error {
 		if n < 1 {

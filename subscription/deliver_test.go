@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -169,6 +170,46 @@ func TestQueueBoundEndsTheSubscription(t *testing.T) {
 	assert.Len(t, drain(t, s), 10)
 	assert.Equal(t, []int64{s.ID()}, cancelledOnServer(t, c, 1))
 	assert.Empty(t, openOnServer(t, c))
+}
+
+// The queue is bounded in bytes as well as in events: large events to a
+// reader that does not keep up end the subscription with ErrQueueFull
+// once DefaultMaxQueueBytes wait, long before 1024 of them do (1024 events
+// of up to MaxLineBytes each: 16 GiB with the default line cap). A reader
+// that keeps up is never near it.
+func TestQueueBytesBoundEndsTheSubscription(t *testing.T) {
+	const size, count = 512 << 10, 48 // 24 MiB of events
+	c := startConn(t, connection.Config{})
+	s := open(t, c, toolsFilter, Options{})
+	call(t, c, "test/emit", map[string]any{
+		"method": "notifications/tools/list_changed", "subscription": s.ID(),
+		"params": map[string]any{"k": 0, "pad": strings.Repeat("p", size)}, "count": count,
+	})
+	err := waitEnded(t, s)
+	require.ErrorIs(t, err, ErrQueueFull)
+	assert.Contains(t, err.Error(), "bytes")
+	var queued int
+	evs := drain(t, s)
+	for _, ev := range evs {
+		queued += len(ev.Params)
+	}
+	assert.LessOrEqual(t, queued, DefaultMaxQueueBytes)
+	assert.Greater(t, len(evs), 16)
+	t.Logf("%d events, %d bytes queued when the bound ended it", len(evs), queued)
+	assert.Equal(t, []int64{s.ID()}, cancelledOnServer(t, c, 1))
+
+	// Small bound, a reader that keeps up: every event arrives.
+	s = open(t, c, toolsFilter, Options{MaxQueueBytes: 2 * size})
+	for k := range 4 {
+		call(t, c, "test/emit", map[string]any{
+			"method": "notifications/tools/list_changed", "subscription": s.ID(),
+			"params": map[string]any{"k": k, "pad": strings.Repeat("p", size)},
+		})
+		got, _ := eventInfo(t, next(t, s))
+		assert.Equal(t, k, got)
+	}
+	_, err = Open(context.Background(), c, listenParams(toolsFilter), nil, Options{MaxQueueBytes: -1})
+	assert.ErrorContains(t, err, "MaxQueueBytes")
 }
 
 // An event whose params have members the connection also reads elsewhere

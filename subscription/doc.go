@@ -15,7 +15,8 @@
 // actor receives its events, one pump goroutine that posts them to the
 // actor's mailbox. The connection's reader hands notifications to the
 // subscription's sink, which appends them to a queue of bounded size (a
-// buffered channel) without ever blocking; a queue that passes its bound
+// buffered channel; Options.MaxQueue events and Options.MaxQueueBytes of
+// their params) without ever blocking; a queue that passes either bound
 // ends the subscription with ErrQueueFull and cancels it on the server.
 //
 // How a subscription ends decides Err:

@@ -17,6 +17,10 @@ import (
 // DefaultMaxQueue is the queue bound used when Options.MaxQueue is zero.
 const DefaultMaxQueue = 1024
 
+// DefaultMaxQueueBytes is the bound on the params bytes of the events
+// waiting for the reader, used when Options.MaxQueueBytes is zero.
+const DefaultMaxQueueBytes = 16 << 20
+
 // DefaultAckTimeout bounds Open's wait for the acknowledgement when
 // Options.AckTimeout is zero: the connection's default request timeout.
 const DefaultAckTimeout = connection.DefaultTimeout
@@ -46,6 +50,12 @@ type Options struct {
 	// Passing it ends the subscription with ErrQueueFull. Default
 	// DefaultMaxQueue; negative is an error.
 	MaxQueue int
+	// MaxQueueBytes bounds the events waiting for the reader by the
+	// size of their params, with the same policy as MaxQueue: passing it
+	// ends the subscription with ErrQueueFull. An event arriving at an
+	// empty queue is always taken, however large. Default
+	// DefaultMaxQueueBytes; negative is an error.
+	MaxQueueBytes int
 	// Actor, when set, receives each event and then the end as the
 	// messages Message builds, instead of the Events channel. The
 	// subscription watches it: when it terminates, the subscription is
@@ -88,11 +98,17 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxQueue < 0 {
 		return o, fmt.Errorf("snodo: subscription queue bound %d must be positive", o.MaxQueue)
 	}
+	if o.MaxQueueBytes < 0 {
+		return o, fmt.Errorf("snodo: subscription queue bound Options.MaxQueueBytes %d must be positive", o.MaxQueueBytes)
+	}
 	if o.Actor != nil && o.Message == nil {
 		return o, fmt.Errorf("snodo: a subscription with Options.Actor needs Options.Message to build its messages")
 	}
 	if o.MaxQueue == 0 {
 		o.MaxQueue = DefaultMaxQueue
+	}
+	if o.MaxQueueBytes == 0 {
+		o.MaxQueueBytes = DefaultMaxQueueBytes
 	}
 	if o.AckTimeout == 0 {
 		o.AckTimeout = DefaultAckTimeout
@@ -121,6 +137,15 @@ type Subscription struct {
 	full      bool       // the queue passed its bound
 	events    chan Event // the bounded queue
 	err       error
+
+	// sizes[sizeHead:] are the params sizes of the events sent into
+	// events, oldest first, and queued their sum; the reader takes events
+	// from the front without telling, so the sizes of those it took are
+	// found (len(events) says how many are left) and dropped at the next
+	// enqueue. Guarded by mu.
+	sizes    []int
+	sizeHead int
+	queued   int
 
 	stopWatch func() // ends the watch of opts.Actor; nil without one
 }
