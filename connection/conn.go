@@ -46,7 +46,11 @@ type Conn struct {
 	gone chan struct{}
 	// unread is what the server left unread on its stdin when it went
 	// away (exit, or stdout closed): -2 while it runs, -1 unknown.
-	unread   atomic.Int64
+	unread atomic.Int64
+	// metaOK is a copy of the last CallOptions.Meta found to be one JSON
+	// object on one line (checkMeta).
+	metaOK atomic.Pointer[[]byte]
+
 	done     chan struct{} // all three
 	doneOnce sync.Once
 	exitErr  error // what Wait said, once exited is closed

@@ -43,7 +43,9 @@ type CallOptions struct {
 	// Meta, an encoded JSON object, adds its members to params._meta (the
 	// MCP request metadata: protocol version, client info, extension
 	// keys); members params already has in its own _meta win. nil adds
-	// none. Request does not change or keep it.
+	// none. Request does not change or keep it. It is checked like raw
+	// params: one that spans lines is compacted, and one that is not one
+	// JSON object fails with a local -32602 before anything is sent.
 	Meta json.RawMessage
 	// Sent, when set, is called with the request's ID just before the
 	// request is queued for writing (so before any answer can arrive):
@@ -75,8 +77,11 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	if opts == nil {
 		opts = &noOptions
 	}
-	meta := opts.Meta
 	p, splice, err := jsonrpc.MarshalParamsSplice(method, params, "")
+	if err != nil {
+		return nil, err
+	}
+	meta, err := c.checkMeta(method, opts.Meta)
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +122,35 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	res, err := c.await(ctx, id, cl, method, timeout, opts)
 	cl.release()
 	return res, err
+}
+
+// checkMeta checks CallOptions.Meta as params are checked, since it goes
+// into the line as it is: one JSON object, compacted when it spans lines;
+// anything else is a local -32602 and nothing is sent. Empty is none.
+// The bytes of the last one-line Meta that passed are kept: the same
+// bytes again (the root's _meta, the same for every request until the
+// log level changes) pass with one comparison instead of a scan.
+func (c *Conn) checkMeta(method string, meta []byte) ([]byte, error) {
+	if len(meta) == 0 {
+		return nil, nil
+	}
+	if ok := c.metaOK.Load(); ok != nil && bytes.Equal(*ok, meta) {
+		return meta, nil
+	}
+	m, err := jsonrpc.OneLine(meta)
+	if err == nil {
+		if t := bytes.TrimSpace(m); t[0] != '{' {
+			err = fmt.Errorf("is %s, not an object", sample(t))
+		}
+	}
+	if err != nil {
+		return nil, jsonrpc.ParamsError(method, fmt.Errorf("_meta (CallOptions.Meta) %w", err))
+	}
+	if len(m) == len(meta) { // on one line as given (compacting shortens)
+		kept := bytes.Clone(meta)
+		c.metaOK.Store(&kept)
+	}
+	return m, nil
 }
 
 // timeoutOf is a request's timeout: its own, or the connection's.

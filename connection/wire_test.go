@@ -186,3 +186,44 @@ func TestAnswerWithNeitherResultNorErrorFailsTheRequest(t *testing.T) {
 	}
 	mustCall(t, c, "test/echo", nil)
 }
+
+// CallOptions.Meta (and so subscription.Open's meta) is raw JSON from the
+// caller too: it is checked like params. A multi-line object is
+// compacted; anything that is not one JSON object fails at once with a
+// local -32602 and nothing is sent. It was spliced into the line
+// unchecked, so a second message could be smuggled in after a newline.
+func TestCallerMetaNeverBreaksFraming(t *testing.T) {
+	var sent sentLines
+	c := start(t, Config{Trace: sent.trace, Timeout: 30 * time.Second})
+	ctx := context.Background()
+
+	_, err := c.Request(ctx, "test/echo", map[string]int{"a": 1}, &CallOptions{Meta: json.RawMessage("{\n \"m\": 1\r\n}")})
+	require.NoError(t, err)
+	var seen struct {
+		Requests []struct{ Params json.RawMessage } `json:"requests"`
+	}
+	require.NoError(t, json.Unmarshal(mustCall(t, c, "test/requests", map[string]string{"method": "test/echo"}), &seen))
+	require.Len(t, seen.Requests, 1)
+	require.JSONEq(t, `{"_meta":{"m":1},"a":1}`, string(seen.Requests[0].Params))
+	// A one-line Meta that passed is remembered; others are still checked.
+	_, err = c.Request(ctx, "test/echo", map[string]int{"a": 2}, &CallOptions{Meta: json.RawMessage(`{"m":2}`)})
+	require.NoError(t, err)
+
+	for _, bad := range []string{
+		"{\"m\":2}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/smuggled\"}",
+		"{}}\n{\"jsonrpc\":\"2.0\",\"id\":424242,\"method\":\"test/exit\"}",
+		"{\"a\":1}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/smuggled\"}",
+		`{"a":`, `{} {}`, `[1]`, `"s"`, `null`, `1`,
+	} {
+		for _, params := range []any{map[string]int{"a": 1}, json.RawMessage(`{"_meta":{"mine":1}}`)} {
+			_, err := c.Request(ctx, "test/echo", params, &CallOptions{Meta: json.RawMessage(bad)})
+			requireInvalidParams(t, err)
+			require.Contains(t, err.Error(), "_meta", bad)
+		}
+	}
+	require.NoError(t, json.Unmarshal(mustCall(t, c, "test/requests", map[string]string{"method": "test/echo"}), &seen))
+	require.Len(t, seen.Requests, 2, "a request with a bad _meta reached the server")
+	res := mustCall(t, c, "test/received", map[string]string{"method": "notifications/smuggled"})
+	require.NotContains(t, string(res), "smuggled")
+	sent.requireOneValuePerLine(t)
+}
