@@ -50,7 +50,8 @@ type CallOptions struct {
 	// Sent, when set, is called with the request's ID just before the
 	// request is queued for writing (so before any answer can arrive):
 	// the ID to find the request by in the server's log or a trace, or to
-	// correlate a stream's notifications with it.
+	// correlate a stream's notifications with it. If it panics, the
+	// request is not sent and the panic continues in Request's caller.
 	Sent func(id int64)
 }
 
@@ -103,7 +104,7 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 		meta, traceCtx = nil, nil
 	}
 	if opts.Sent != nil {
-		opts.Sent(id)
+		c.sent(opts.Sent, id, cl)
 	}
 	if len(method)+len(p)+len(meta)+len(traceCtx) < maxKeptLine-256 {
 		// The common, small line: built here, outside the writer's lock
@@ -151,6 +152,19 @@ func (c *Conn) checkMeta(method string, meta []byte) ([]byte, error) {
 		c.metaOK.Store(&kept)
 	}
 	return m, nil
+}
+
+// sent runs the Sent callback. If it panics, the request, not yet
+// queued, leaves the table and the panic continues in the caller.
+func (c *Conn) sent(fn func(int64), id int64, cl *call) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.table.abandon(id, cl)
+			cl.release()
+			panic(r)
+		}
+	}()
+	fn(id)
 }
 
 // timeoutOf is a request's timeout: its own, or the connection's.

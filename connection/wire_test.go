@@ -227,3 +227,20 @@ func TestCallerMetaNeverBreaksFraming(t *testing.T) {
 	require.NotContains(t, string(res), "smuggled")
 	sent.requireOneValuePerLine(t)
 }
+
+// A Sent callback that panics leaves nothing behind: the request, not
+// yet queued, leaves the table and the panic continues in the caller. It
+// stayed in the table for the connection's life (InFlight counted it,
+// and every later lone request took the queued path, as with company).
+func TestSentPanicLeavesNoRequestInFlight(t *testing.T) {
+	c := start(t, Config{})
+	func() {
+		defer func() { require.Equal(t, "sent", recover()) }()
+		_, _ = c.Request(context.Background(), "test/echo", nil, &CallOptions{Sent: func(int64) { panic("sent") }})
+	}()
+	require.Equal(t, 0, c.InFlight())
+	require.False(t, c.table.company())
+	mustCall(t, c, "test/echo", nil)
+	res := mustCall(t, c, "test/requests", map[string]string{"method": "test/echo"})
+	require.Equal(t, 1, strings.Count(string(res), `"method":"test/echo"`), "the panicked request was sent: %s", res)
+}
