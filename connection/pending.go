@@ -45,6 +45,11 @@ type call struct {
 	progress      []Progress
 	progressBytes int // the bytes of the queued updates' messages
 
+	// serverEnded: the server has ended this stream (its
+	// notifications/cancelled is being delivered, and the request will be
+	// completed next): a caller giving up meanwhile sends no cancel.
+	serverEnded bool
+
 	// stream receives notifications correlated to this request by
 	// _meta["io.modelcontextprotocol/subscriptionId"]; it runs on the
 	// reader goroutine and must not block.
@@ -104,7 +109,7 @@ func (cl *call) release() {
 	if cap(cl.line) > maxKeptLine {
 		cl.line = cl.lineBuf[:0]
 	}
-	cl.deadline, cl.total, cl.expired = 0, 0, notExpired
+	cl.deadline, cl.total, cl.expired, cl.serverEnded = 0, 0, notExpired, false
 	callPool.Put(cl)
 }
 
@@ -402,6 +407,22 @@ func (t *table) streamOf(id int64) func(string, json.RawMessage) {
 	return nil
 }
 
+// endStream marks stream request id as ended by the server and returns
+// its sink, or nil when id is no stream in the table. The caller delivers
+// the server's cancellation to the sink, then completes the request; a
+// caller giving up in between (the sink may cancel its ctx) finds it
+// ended and waits for that completion instead of cancelling it.
+func (t *table) endStream(id int64) func(string, json.RawMessage) {
+	s := t.shardOf(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.lookup(id); c != nil && c.stream != nil {
+		c.serverEnded = true
+		return c.stream
+	}
+	return nil
+}
+
 // take hands the caller its queued progress, whether the answer is in,
 // and which deadline passed, if any.
 func (t *table) take(c *call) (progress []Progress, done bool, expired expiry) {
@@ -412,13 +433,14 @@ func (t *table) take(c *call) (progress []Progress, done bool, expired expiry) {
 	return progress, c.done.Load(), c.expired
 }
 
-// abandon removes id unless its answer already arrived; it reports whether
-// the caller gave up first (and so must tell the server).
+// abandon removes id unless its answer already arrived (or, for a
+// stream the server ended, is arriving); it reports whether the caller
+// gave up first (and so must tell the server).
 func (t *table) abandon(id int64, c *call) bool {
 	s := t.shardOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c.done.Load() {
+	if c.done.Load() || c.serverEnded {
 		return false
 	}
 	if s.remove(c) {

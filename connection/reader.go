@@ -224,7 +224,7 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 	}
 	if method == "notifications/cancelled" && requestID != nil {
 		if id, ok := jsonrpc.ParseIntID(requestID); ok {
-			if sink := c.table.streamOf(id); sink != nil { // the server tears a stream down
+			if sink := c.table.endStream(id); sink != nil { // the server tears a stream down
 				sink(method, bytes.Clone(env.Params))
 				// The server has ended the request: complete it so that
 				// no notifications/cancelled goes back for it.

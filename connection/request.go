@@ -217,7 +217,10 @@ func (c *Conn) await(ctx context.Context, id int64, cl *call, method string, tim
 				if c.giveUp(id, cl, "cancelled by the client") {
 					return nil, fmt.Errorf("snodo: %s: %w", method, ctx.Err())
 				}
-				// The answer won the race: it is in, read it below.
+				// The answer won the race: it is in (read it below), or,
+				// for a stream the server ended, on its way: wait for
+				// it on the wake channel alone.
+				cancelled = nil
 			}
 		}
 		if !cl.wantProgress && cl.done.Load() { // the common case: no lock

@@ -120,3 +120,21 @@ func requireClosed(t *testing.T, err error, reason error) {
 	require.True(t, e.Local())
 	require.ErrorIs(t, err, reason)
 }
+
+// A server teardown (notifications/cancelled for the listen request)
+// ends the request without a cancellation going back: the sink's end of
+// the subscription used to race the reader's completion of the request,
+// and the listen goroutine, woken by the first, sent
+// notifications/cancelled for a request the server had ended (15 times
+// in 100 teardowns under -race).
+func TestServerTeardownIsNeverCancelledBack(t *testing.T) {
+	c := startConn(t, connection.Config{})
+	for range 100 {
+		s := open(t, c, toolsFilter, Options{})
+		call(t, c, "test/endSubscription", map[string]any{"subscription": s.ID(), "mode": "teardown"})
+		require.ErrorIs(t, waitEnded(t, s), ErrServerTeardown)
+	}
+	call(t, c, "test/echo", nil) // read after every cancellation the client wrote
+	received := call(t, c, "test/received", map[string]string{"method": "notifications/cancelled"})
+	assert.JSONEq(t, `{"messages":[]}`, string(received))
+}
