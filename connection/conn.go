@@ -47,6 +47,9 @@ type Conn struct {
 	// unread is what the server left unread on its stdin when it went
 	// away (exit, or stdout closed): -2 while it runs, -1 unknown.
 	unread atomic.Int64
+	// readLog limits the reader's records about the server's output.
+	readLog logLimit
+
 	// metaOK is a copy of the last CallOptions.Meta found to be one JSON
 	// object on one line (checkMeta).
 	metaOK atomic.Pointer[[]byte]

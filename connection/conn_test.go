@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -225,4 +226,34 @@ func TestTimeoutsShareOneTimer(t *testing.T) {
 		assert.NoError(t, err)
 	}
 	assert.Zero(t, c.InFlight())
+}
+
+// A server writing junk as fast as it can does not get one log record a
+// line: the reader logs at most readerLogsPerSecond records a second
+// about what the server sends, counts the rest, and says how many it
+// left out with the next record it logs and when it ends. Before, 20,000
+// two-byte lines made 20,000 records of ~100 bytes each.
+func TestJunkFloodDoesNotFloodTheLog(t *testing.T) {
+	const count = 20000
+	logs := &testutil.LogRecorder{}
+	c := start(t, Config{Logger: logs.Logger()})
+	for _, line := range []string{"x", `{"jsonrpc":"2.0","id":999999,"result":{}}`} {
+		_, err := c.Request(context.Background(), "test/junk", map[string]any{"count": count, "line": line}, nil)
+		require.NoError(t, err)
+	}
+	logged := logs.Count("not JSON-RPC") + logs.Count("no request in flight")
+	assert.LessOrEqual(t, logged, 4*readerLogsPerSecond, "records logged for %d junk lines", 2*count)
+	mustCall(t, c, "test/echo", nil)
+	require.NoError(t, c.Close())
+	waitDone(t, c)
+	// Every line is accounted for: logged, or counted in a later record.
+	suppressed := 0
+	for _, m := range logs.Messages() {
+		if _, n, ok := strings.Cut(m, "suppressed="); ok {
+			k, err := strconv.Atoi(strings.Fields(n)[0])
+			require.NoError(t, err, m)
+			suppressed += k
+		}
+	}
+	assert.Equal(t, 2*count, logged+suppressed)
 }

@@ -2,14 +2,55 @@ package connection
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/telemetry"
 )
+
+// readerLogsPerSecond bounds the records the reader logs a second about
+// what the server sends (lines that are not JSON-RPC, answers to no
+// request, notifications nobody takes): a server writing junk as fast as
+// it can must not turn every short line into a log record. Past it the
+// records are counted, and the count goes with the next record logged
+// ("suppressed") and into one record when the reader ends.
+const readerLogsPerSecond = 100
+
+// logLimit is the reader's count of its records in the current second.
+// Only the reader goroutine uses it.
+type logLimit struct {
+	window     time.Time // when the current second began
+	n          int       // records logged in it
+	suppressed int       // records left out since the last one logged
+}
+
+// serverLog logs a record about the server's output at level, within
+// readerLogsPerSecond. Only the reader goroutine calls it.
+func (c *Conn) serverLog(level slog.Level, msg string, args ...any) {
+	ctx := context.Background()
+	if !c.cfg.Logger.Enabled(ctx, level) {
+		return // a record nobody sees costs nothing and counts for nothing
+	}
+	l := &c.readLog
+	if now := time.Now(); now.Sub(l.window) >= time.Second {
+		l.window, l.n = now, 0
+	}
+	if l.n >= readerLogsPerSecond {
+		l.suppressed++
+		return
+	}
+	l.n++
+	if l.suppressed > 0 {
+		args = append(args, "suppressed", l.suppressed)
+		l.suppressed = 0
+	}
+	c.cfg.Logger.Log(ctx, level, msg, args...)
+}
 
 // exitGrace is how long the reader waits, after stdout's EOF, for the
 // process to exit before it reports "stdout closed" instead of the exit.
@@ -49,6 +90,10 @@ func (c *Conn) readLoop() {
 		}
 	}
 	c.proc.stdout.Close()
+	if n := c.readLog.suppressed; n > 0 {
+		c.cfg.Logger.Warn("snodo: left out records about the server's output, past the records logged a second",
+			"suppressed", n, "per_second", readerLogsPerSecond)
+	}
 	select {
 	case <-c.exited: // waitProcess has recorded the exit (the first reason wins)
 	case <-time.After(exitGrace):
@@ -119,7 +164,7 @@ func (c *Conn) route(line []byte) (handedOver bool) {
 	}
 	if err != nil {
 		if len(bytes.TrimSpace(line)) > 0 {
-			c.cfg.Logger.Warn("snodo: ignored a line from the server that is not JSON-RPC", "error", err, "line", sample(line))
+			c.serverLog(slog.LevelWarn, "snodo: ignored a line from the server that is not JSON-RPC", "error", err, "line", sample(line))
 		}
 		return false
 	}
@@ -161,10 +206,10 @@ func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) (handedOver boo
 	}
 	if !delivered {
 		if state := c.State(); state == StateRunning {
-			c.cfg.Logger.Warn("snodo: ignored a response to no request in flight (unknown, duplicate, timed out or cancelled)",
+			c.serverLog(slog.LevelWarn, "snodo: ignored a response to no request in flight (unknown, duplicate, timed out or cancelled)",
 				"id", string(env.ID), "line", sample(line))
 		} else {
-			c.cfg.Logger.Debug("snodo: discarded a response that came after the connection stopped",
+			c.serverLog(slog.LevelDebug, "snodo: discarded a response that came after the connection stopped",
 				"id", string(env.ID), "state", state)
 		}
 	}
@@ -218,7 +263,7 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 				}
 			}
 			c.cfg.Metrics.Dropped("unknown_subscription")
-			c.cfg.Logger.Debug("snodo: dropped a notification for an unknown subscription", "method", method, "subscription", string(sub))
+			c.serverLog(slog.LevelDebug, "snodo: dropped a notification for an unknown subscription", "method", method, "subscription", string(sub))
 			return
 		}
 	}
@@ -240,7 +285,7 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 		return
 	}
 	c.cfg.Metrics.Dropped("unclaimed")
-	c.cfg.Logger.Debug("snodo: dropped a server notification", "method", method)
+	c.serverLog(slog.LevelDebug, "snodo: dropped a server notification", "method", method)
 }
 
 // subscriptionIDKey is the _meta member naming the subscription a
@@ -263,7 +308,7 @@ func (c *Conn) routeProgress(params []byte) {
 	if len(params) > 0 {
 		if err := json.Unmarshal(params, &p); err != nil {
 			c.cfg.Metrics.Dropped("unmatched_progress")
-			c.cfg.Logger.Warn("snodo: ignored a progress notification with malformed params", "error", err)
+			c.serverLog(slog.LevelWarn, "snodo: ignored a progress notification with malformed params", "error", err)
 			return
 		}
 	}
@@ -271,7 +316,7 @@ func (c *Conn) routeProgress(params []byte) {
 		return
 	}
 	c.cfg.Metrics.Dropped("unmatched_progress")
-	c.cfg.Logger.Debug("snodo: dropped progress for no request that asked for it", "token", string(p.ProgressToken))
+	c.serverLog(slog.LevelDebug, "snodo: dropped progress for no request that asked for it", "token", string(p.ProgressToken))
 }
 
 // countingReader counts the bytes read from the server's stdout.

@@ -98,6 +98,7 @@ func init() {
 		"test/closeStdout":         (*server).closeStdoutMethod,
 		"test/overlong":            (*server).overlong,
 		"test/garbage":             (*server).garbage,
+		"test/junk":                (*server).junk,
 		"test/split":               (*server).split,
 		"test/rawAnswer":           (*server).rawAnswer,
 		"test/orphanExit":          (*server).orphanExit,

@@ -94,6 +94,7 @@
 //	test/closeStdout                      close stdout without answering
 //	test/overlong {bytes}                 one response line of that many bytes
 //	test/garbage                          junk lines, then {"ok":true}
+//	test/junk {count,line}                line (default "junk") count times, at once, then {"sent":count}
 //	test/split {parts,delayMs}            {"ok":true} written in parts
 //	test/rawAnswer {line}                 writes line as the answer, "$ID" replaced by the request id
 //	test/duplicate                        {"n":1} twice, then {"n":2}, same id

@@ -98,6 +98,25 @@ func (s *server) garbage(*request) (any, *rpcError) {
 	return obj{"ok": true}, nil
 }
 
+// junk writes params.line count times, as fast as it can, then answers:
+// a flood of lines the client must ignore without logging each one.
+func (s *server) junk(req *request) (any, *rpcError) {
+	p := struct {
+		Count int    `json:"count"`
+		Line  string `json:"line"`
+	}{Count: 1, Line: "junk"}
+	if e := unmarshalParams(req, &p); e != nil {
+		return nil, e
+	}
+	s.wmu.Lock()
+	for range p.Count {
+		s.writeLocked([]byte(p.Line + "\n"))
+	}
+	s.flushLocked()
+	s.wmu.Unlock()
+	return obj{"sent": p.Count}, nil
+}
+
 func (s *server) split(req *request) (any, *rpcError) {
 	p := struct {
 		Parts   int `json:"parts"`

@@ -76,3 +76,10 @@ func CancelledIDs(tb testing.TB, raw json.RawMessage) []int64 {
 	}
 	return ids
 }
+
+// Messages returns a copy of every record kept, in order.
+func (r *LogRecorder) Messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.msgs...)
+}
