@@ -75,6 +75,9 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	if ctx == nil {
 		return nil, nilContextError(method)
 	}
+	if err := doneError(ctx, method); err != nil {
+		return nil, err
+	}
 	if opts == nil {
 		opts = &noOptions
 	}
@@ -307,6 +310,9 @@ func (c *Conn) notify(ctx context.Context, method string, params any) error {
 	if ctx == nil {
 		return nilContextError(method)
 	}
+	if err := doneError(ctx, method); err != nil {
+		return err
+	}
 	p, splice, err := jsonrpc.MarshalParamsSplice(method, params, "")
 	if err != nil {
 		return err
@@ -347,6 +353,20 @@ func (c *Conn) notify(ctx context.Context, method string, params any) error {
 		c.out.drop(ticket)
 		return fmt.Errorf("snodo: %s: %w", method, ctx.Err())
 	}
+}
+
+// doneError refuses a call whose ctx is already done, before anything is
+// sent (a request would otherwise be written, then cancelled); nil when
+// ctx is live. Done is what the wait uses anyway: no extra cost.
+func doneError(ctx context.Context, method string) error {
+	if done := ctx.Done(); done != nil {
+		select {
+		case <-done:
+			return fmt.Errorf("snodo: %s: %w; nothing was sent", method, ctx.Err())
+		default:
+		}
+	}
+	return nil
 }
 
 // nilContextError refuses a call made with a nil ctx before anything is sent.

@@ -244,3 +244,26 @@ func TestSentPanicLeavesNoRequestInFlight(t *testing.T) {
 	res := mustCall(t, c, "test/requests", map[string]string{"method": "test/echo"})
 	require.Equal(t, 1, strings.Count(string(res), `"method":"test/echo"`), "the panicked request was sent: %s", res)
 }
+
+// A ctx already done when Request or Notify is called sends nothing: the
+// caller gets the ctx's error at once. The request used to be written
+// (the server ran it) and then cancelled with notifications/cancelled.
+func TestDoneContextSendsNothing(t *testing.T) {
+	c := start(t, Config{})
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	for _, ctx := range []context.Context{cancelled, expired} {
+		_, err := c.Request(ctx, "test/echo", map[string]int{"x": 1}, nil)
+		require.ErrorIs(t, err, ctx.Err())
+		require.Contains(t, err.Error(), "nothing was sent")
+		err = c.Notify(ctx, "notifications/x", nil)
+		require.ErrorIs(t, err, ctx.Err())
+	}
+	require.Equal(t, 0, c.InFlight())
+	require.JSONEq(t, `{"requests":[]}`, string(mustCall(t, c, "test/requests", map[string]string{"method": "test/echo"})))
+	for _, m := range []string{"notifications/x", "notifications/cancelled"} {
+		require.JSONEq(t, `{"messages":[]}`, string(mustCall(t, c, "test/received", map[string]string{"method": m})), m)
+	}
+}
