@@ -5,8 +5,9 @@ import "errors"
 var errNotArray = errors.New("not a JSON array")
 
 // EachMember checks that obj is one JSON object and calls fn with each
-// member's raw key (as written, without quotes) and raw value, in order,
-// stopping at fn's first error, which it returns. It allocates nothing.
+// member's key (without quotes, escapes decoded: "\u005fmeta" is _meta)
+// and raw value, in order, stopping at fn's first error, which it
+// returns. It allocates nothing unless a key is written with escapes.
 func EachMember(obj []byte, fn func(key, val []byte) error) error {
 	return eachMember(obj, fn)
 }
