@@ -66,6 +66,7 @@ type InputError struct {
 	Err   error // the handler's error, or its panic
 }
 
+// Error is Err's message.
 func (e *InputError) Error() string { return e.Err.Error() }
 
 // Unwrap returns Err.

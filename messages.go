@@ -86,15 +86,29 @@ type Closed struct {
 	Err    error
 }
 
-// IgnoreDeadLetterLogging keeps messages for an actor that is gone out of
-// the dead-letter log (calls sent to a stopped actor are answered; see
-// AnswerDeadCalls).
-func (*Call) IgnoreDeadLetterLogging()         {}
-func (*Reply) IgnoreDeadLetterLogging()        {}
-func (*ToolCall) IgnoreDeadLetterLogging()     {}
-func (*ToolReply) IgnoreDeadLetterLogging()    {}
+// IgnoreDeadLetterLogging keeps calls sent to an actor that is gone out
+// of the dead-letter log (they are answered; see AnswerDeadCalls).
+func (*Call) IgnoreDeadLetterLogging() {}
+
+// IgnoreDeadLetterLogging keeps replies to an actor that is gone out of
+// the dead-letter log.
+func (*Reply) IgnoreDeadLetterLogging() {}
+
+// IgnoreDeadLetterLogging keeps tool calls sent to an actor that is gone
+// out of the dead-letter log (they are answered; see AnswerDeadCalls).
+func (*ToolCall) IgnoreDeadLetterLogging() {}
+
+// IgnoreDeadLetterLogging keeps tool replies to an actor that is gone out
+// of the dead-letter log.
+func (*ToolReply) IgnoreDeadLetterLogging() {}
+
+// IgnoreDeadLetterLogging keeps progress for an actor that is gone out of
+// the dead-letter log.
 func (*CallProgress) IgnoreDeadLetterLogging() {}
-func (*Closed) IgnoreDeadLetterLogging()       {}
+
+// IgnoreDeadLetterLogging keeps the end of a connection whose owner is
+// gone out of the dead-letter log.
+func (*Closed) IgnoreDeadLetterLogging() {}
 
 // DefaultMaxCallMessages is how many call messages one actor runs at once
 // unless its CallHandler says otherwise.
@@ -124,8 +138,6 @@ type CallHandler struct {
 	running atomic.Int64
 }
 
-// Handle answers ctx's message if it is a call message, and reports
-// whether it was. Call it from the actor's Receive.
 // nilCall answers a nil call message's sender, if any, with reply.
 func nilCall(ctx protoactor.Context, reply any) {
 	if ctx.Sender() == nil {
@@ -135,6 +147,8 @@ func nilCall(ctx protoactor.Context, reply any) {
 	ctx.Respond(reply)
 }
 
+// Handle answers ctx's message if it is a call message, and reports
+// whether it was. Call it from the actor's Receive.
 func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 	sys, self := ctx.ActorSystem(), ctx.Self() // the goroutines must not touch ctx
 	var (
