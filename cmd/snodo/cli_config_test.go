@@ -145,3 +145,29 @@ func TestConfigServerCannotStartPointsAtTheFile(t *testing.T) {
 		}
 	}
 }
+
+// servers checks its flags as every other command does: a value no
+// command could use, or a listen-only flag, is a usage error (2), not
+// silently ignored nor a failure of every server (1).
+func TestConfigServersChecksItsFlags(t *testing.T) {
+	cfg := writeConfig(t, "")
+	for name, flags := range map[string][]string{
+		"unknown era":     {"--era", "bogus"},
+		"zero timeout":    {"--timeout", "0s"},
+		"line cap":        {"--max-line-bytes", "10"},
+		"env no value":    {"--env", "NOVALUE"},
+		"root not a dir":  {"--root", "/nonexistent/dir"},
+		"input rounds":    {"--max-input-rounds", "0"},
+		"listen flag":     {"--tools"},
+		"listen count":    {"--count", "3"},
+		"negative listen": {"--for", "-1s"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string{"--config", cfg}, flags...)
+			r := snodo(t, append(args, "servers")...).want(t, 2)
+			if !strings.Contains(r.stderr, "snodo -h") || r.stdout != "" {
+				t.Errorf("a usage error, before any server starts:\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
+			}
+		})
+	}
+}

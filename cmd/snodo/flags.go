@@ -226,13 +226,21 @@ func (cfg *config) validate() error {
 		if len(cfg.server) > 0 {
 			return usagef("%s takes no server command", cfg.command)
 		}
-		return nil
 	}
-	if cfg.serverName != "" && len(cfg.server) > 0 {
-		return usagef("%s: give either --server NAME or -- SERVER_CMD, not both", cfg.command)
-	}
-	if cfg.serverName == "" && len(cfg.server) == 0 {
-		return usagef("%s: no server command; end the arguments with -- SERVER_CMD [ARGS...] (or give --config FILE --server NAME)", cfg.command)
+	switch cfg.command {
+	case "demo", "help", "node":
+		return nil // validateRemote checked node's flags; demo takes none
+	case "servers":
+		// No server command, but it starts every server of the file
+		// with the flags' settings: they are checked below as for any
+		// command, not ignored or failed server by server.
+	default:
+		if cfg.serverName != "" && len(cfg.server) > 0 {
+			return usagef("%s: give either --server NAME or -- SERVER_CMD, not both", cfg.command)
+		}
+		if cfg.serverName == "" && len(cfg.server) == 0 {
+			return usagef("%s: no server command; end the arguments with -- SERVER_CMD [ARGS...] (or give --config FILE --server NAME)", cfg.command)
+		}
 	}
 	if len(cfg.args) == 2 {
 		var v map[string]any
