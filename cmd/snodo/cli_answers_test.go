@@ -97,3 +97,15 @@ func TestListenLegacyServer(t *testing.T) {
 	r := snodo(t, against(t, []string{"listen", "--for", "1s"}, "-era", "legacy")...).want(t, 1)
 	r.oneErrorLine(t, "subscriptions/listen", "legacy")
 }
+
+// A subscription the server acknowledged with none of the requested
+// notifications can never deliver an event: snodo says so and fails
+// instead of listening for ever. (The test server honours every filter
+// member but promptsListChanged.)
+func TestListenNothingAcknowledged(t *testing.T) {
+	r := snodo(t, against(t, []string{"listen", "--prompts", "--for", "10s"})...).want(t, 1)
+	r.oneErrorLine(t, "prompts/list_changed", "none", "snodo info")
+	if r.stdout != "" {
+		t.Errorf("stdout:\n%s", r.stdout)
+	}
+}

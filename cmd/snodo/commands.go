@@ -120,6 +120,10 @@ func (s *session) listen(ctx context.Context, open func(context.Context, snodo.F
 		return err
 	}
 	defer sub.Close()
+	if ack := sub.Acknowledged(); !ack.ToolsListChanged && !ack.PromptsListChanged && !ack.ResourcesListChanged && len(ack.ResourceSubscriptions) == 0 {
+		// Types it left out are never delivered: there is nothing to wait for.
+		return fmt.Errorf("the server acknowledged none of the notifications asked for (%s), so no event can arrive; ask for what it offers ('snodo info' lists its capabilities)", describeFilter(f))
+	}
 	if !s.cfg.json {
 		fmt.Fprintf(s.io.err, "snodo: listening for %s (Ctrl-C to stop)\n", describeFilter(sub.Acknowledged()))
 	}
