@@ -6,12 +6,15 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/snodo/snodo"
 )
 
 // prompter asks the user for what elicitation/create requests, on the
@@ -50,14 +53,6 @@ type elicitParams struct {
 	RequestedSchema json.RawMessage `json:"requestedSchema"`
 }
 
-// property is one field of a requested schema.
-type property struct {
-	Type        string   `json:"type"`
-	Title       string   `json:"title"`
-	Description string   `json:"description"`
-	Enum        []string `json:"enum"`
-}
-
 // elicit asks the user and returns the ElicitResult: accept with the
 // answers, or decline when stdin is not a terminal or it ends.
 func (p *prompter) elicit(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -80,10 +75,7 @@ func (p *prompter) elicit(ctx context.Context, raw json.RawMessage) (any, error)
 		}
 		return map[string]string{"action": "accept"}, nil
 	}
-	var schema struct {
-		Properties map[string]property `json:"properties"`
-		Required   []string            `json:"required"`
-	}
+	var schema snodo.ElicitSchema
 	_ = json.Unmarshal(params.RequestedSchema, &schema)
 	content := map[string]any{}
 	for _, name := range propertyOrder(params.RequestedSchema) {
@@ -99,13 +91,18 @@ func (p *prompter) elicit(ctx context.Context, raw json.RawMessage) (any, error)
 	return map[string]any{"action": "accept", "content": content}, nil
 }
 
-// field asks for one property until the answer fits its type; an empty
-// answer skips an optional one. ok is false when stdin ended.
-func (p *prompter) field(ctx context.Context, name string, prop property, required bool) (v any, ok bool) {
+// field asks for one property until the answer fits its schema (the
+// check snodo makes before sending the answer: type, choices, lengths,
+// format, range); an empty answer skips an optional one. ok is false when
+// stdin ended.
+func (p *prompter) field(ctx context.Context, name string, prop snodo.PropertySchema, required bool) (v any, ok bool) {
 	label := cmp.Or(prop.Title, name)
 	hint := cmp.Or(prop.Type, "string")
-	if len(prop.Enum) > 0 {
-		hint = "one of " + strings.Join(prop.Enum, ", ")
+	if choices := choiceList(prop); choices != "" {
+		hint = "one of " + choices
+		if prop.Type == "array" {
+			hint = "one or more of " + choices + ", separated by commas"
+		}
 	}
 	if !required {
 		hint += ", optional"
@@ -124,10 +121,57 @@ func (p *prompter) field(ctx context.Context, name string, prop property, requir
 		}
 		v, err := convert(line, prop)
 		if err == nil {
+			err = fits(name, prop, v)
+		}
+		if err == nil {
 			return v, true
 		}
 		fmt.Fprintf(p.out, "  %v; try again (Ctrl-D declines)\n", err)
 	}
+}
+
+// fits checks one answer against its field's schema, as snodo checks the
+// whole form before sending it, so that a wrong answer is asked again
+// instead of failing the server's request.
+func fits(name string, prop snodo.PropertySchema, v any) error {
+	form := snodo.ElicitParams{RequestedSchema: &snodo.ElicitSchema{Type: "object",
+		Properties: map[string]snodo.PropertySchema{name: prop}}}
+	err := form.Check(map[string]any{name: v})
+	if err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("the field %q: ", name)))
+	}
+	return nil
+}
+
+// choiceList lists an enum field's values (a multi-select's items), each
+// with its title when the schema gives one; "" for a field that is no
+// enum.
+func choiceList(prop snodo.PropertySchema) string {
+	opts := prop.Options()
+	if len(opts) == 0 {
+		return ""
+	}
+	titles := map[string]string{}
+	for i, name := range prop.EnumNames {
+		if i < len(prop.Enum) {
+			titles[prop.Enum[i]] = name
+		}
+	}
+	choices := prop.OneOf
+	if prop.Items != nil {
+		choices = prop.Items.AnyOf
+	}
+	for _, c := range choices {
+		titles[c.Const] = c.Title
+	}
+	out := make([]string, len(opts))
+	for i, o := range opts {
+		out[i] = o
+		if t := titles[o]; t != "" && t != o {
+			out[i] += " (" + t + ")"
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // ask prints the question and waits for a line.
@@ -141,15 +185,21 @@ func (p *prompter) ask(ctx context.Context, question string) (string, bool) {
 	}
 }
 
-// convert turns an answer into the JSON type the schema asks for.
-func convert(s string, prop property) (any, error) {
-	switch {
-	case len(prop.Enum) > 0 && !slices.Contains(prop.Enum, s):
-		return nil, fmt.Errorf("%q is not one of the choices", s)
-	case s == "":
+// convert turns an answer into the JSON type the schema asks for: a
+// multi-select (type array) takes its values separated by commas.
+func convert(s string, prop snodo.PropertySchema) (any, error) {
+	if s == "" {
 		return nil, fmt.Errorf("an answer is required")
 	}
 	switch prop.Type {
+	case "array":
+		var items []string
+		for item := range strings.SplitSeq(s, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				items = append(items, item)
+			}
+		}
+		return items, nil
 	case "integer":
 		return strconv.ParseInt(s, 10, 64)
 	case "number":
