@@ -222,6 +222,8 @@ func TestUsageErrors(t *testing.T) {
 		"unknown command":    {"frobnicate", "--", server},
 		"no server":          {"tools"},
 		"call without name":  {"call", "--", server},
+		"empty tool name":    {"call", "", "--", server},
+		"empty method":       {"request", " ", "--", server},
 		"args not an object": {"call", "echo", "[1]", "--", server},
 		"args not JSON":      {"call", "echo", "{", "--", server},
 		"listen flag":        {"--tools", "info", "--", server},

@@ -218,6 +218,10 @@ func (cfg *config) validate() error {
 	if n := len(cfg.args); n < counts[0] || n > counts[1] {
 		return usagef("%s: wrong number of arguments (%s)", cfg.command, commandSyntax[cfg.command])
 	}
+	if (cfg.command == "call" || cfg.command == "request") && strings.TrimSpace(cfg.args[0]) == "" {
+		what := map[string]string{"call": "the tool's NAME", "request": "the METHOD"}[cfg.command]
+		return usagef("%s: %s is empty (%s)", cfg.command, what, commandSyntax[cfg.command])
+	}
 	if err := cfg.validateRemote(); err != nil {
 		return err
 	}
