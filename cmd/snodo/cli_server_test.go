@@ -90,3 +90,25 @@ func TestCallTextEndingInNewline(t *testing.T) {
 		t.Fatalf("stdout %q", r.stdout)
 	}
 }
+
+// What a server says reaches the terminal without its control characters:
+// an escape sequence in a log message, its logger or a progress message
+// (which could recolour, retitle or rewrite the user's terminal) is shown
+// as \x1b and the like, never written raw.
+func TestServerTextCannotDriveTheTerminal(t *testing.T) {
+	for name, args := range map[string][]string{
+		"log message": {"request", "test/notify",
+			`{"method":"notifications/message","params":{"level":"warning","logger":"db\u001b[2K","data":"\u001b[31mred\u001b[0m \u009b2J"}}`},
+		"progress message": {"request", "test/progress", `{"count":1,"message":"\u001b]0;title\u0007done"}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := snodo(t, against(t, args)...).want(t, 0)
+			if strings.ContainsAny(r.stderr, "\x1b\x07\u009b") {
+				t.Fatalf("control characters reached stderr: %q", r.stderr)
+			}
+			if !strings.Contains(r.stderr, `\x1b`) {
+				t.Fatalf("the escape is not shown: %q", r.stderr)
+			}
+		})
+	}
+}

@@ -66,9 +66,9 @@ func (p *prompter) elicit(ctx context.Context, raw json.RawMessage) (any, error)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.out, "The server asks: %s\n", params.Message)
+	fmt.Fprintf(p.out, "The server asks: %s\n", visible(params.Message))
 	if params.Mode == "url" {
-		fmt.Fprintf(p.out, "  Open %s\n", params.URL)
+		fmt.Fprintf(p.out, "  Open %s\n", oneLine(params.URL))
 		line, ok := p.ask(ctx, "  Press Enter when done, or type n to decline: ")
 		if !ok || strings.HasPrefix(strings.ToLower(line), "n") {
 			return declined, ctx.Err()
@@ -96,7 +96,7 @@ func (p *prompter) elicit(ctx context.Context, raw json.RawMessage) (any, error)
 // format, range); an empty answer skips an optional one. ok is false when
 // stdin ended.
 func (p *prompter) field(ctx context.Context, name string, prop snodo.PropertySchema, required bool) (v any, ok bool) {
-	label := cmp.Or(prop.Title, name)
+	label := oneLine(cmp.Or(prop.Title, name))
 	hint := cmp.Or(prop.Type, "string")
 	if choices := choiceList(prop); choices != "" {
 		hint = "one of " + choices
@@ -108,7 +108,7 @@ func (p *prompter) field(ctx context.Context, name string, prop snodo.PropertySc
 		hint += ", optional"
 	}
 	if prop.Description != "" {
-		fmt.Fprintf(p.out, "  %s\n", prop.Description)
+		fmt.Fprintf(p.out, "  %s\n", oneLine(prop.Description))
 	}
 	for {
 		line, ok := p.ask(ctx, fmt.Sprintf("  %s (%s): ", label, hint))
@@ -126,7 +126,7 @@ func (p *prompter) field(ctx context.Context, name string, prop snodo.PropertySc
 		if err == nil {
 			return v, true
 		}
-		fmt.Fprintf(p.out, "  %v; try again (Ctrl-D declines)\n", err)
+		fmt.Fprintf(p.out, "  %s; try again (Ctrl-D declines)\n", oneLine(err.Error()))
 	}
 }
 
@@ -171,7 +171,7 @@ func choiceList(prop snodo.PropertySchema) string {
 			out[i] += " (" + t + ")"
 		}
 	}
-	return strings.Join(out, ", ")
+	return oneLine(strings.Join(out, ", "))
 }
 
 // ask prints the question and waits for a line.

@@ -30,7 +30,7 @@ func (n *notes) handle(_ context.Context, note *snodo.Notification) {
 	if m, err := note.LogMessage(); err == nil {
 		logger := ""
 		if m.Logger != "" {
-			logger = " [" + m.Logger + "]"
+			logger = " [" + oneLine(m.Logger) + "]"
 		}
 		line = fmt.Sprintf("snodo: server log %s%s: %s\n", m.Level, logger, oneLine(m.Text()))
 	} else if n.verbose {

@@ -57,9 +57,9 @@ func printRaw(w io.Writer, raw json.RawMessage, indent bool) error {
 // printInfo writes the server's description as aligned fields.
 func printInfo(w io.Writer, v infoDoc, indent string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	server := v.ServerInfo.Name + " " + v.ServerInfo.Version
+	server := oneLine(v.ServerInfo.Name + " " + v.ServerInfo.Version)
 	if v.ServerInfo.Title != "" {
-		server += " (" + v.ServerInfo.Title + ")"
+		server += " (" + oneLine(v.ServerInfo.Title) + ")"
 	}
 	fmt.Fprintf(tw, "%sserver\t%s\n", indent, server)
 	fmt.Fprintf(tw, "%sera\t%s, protocol %s\n", indent, v.Era, v.ProtocolVersion)
@@ -68,7 +68,7 @@ func printInfo(w io.Writer, v infoDoc, indent string) {
 		fmt.Fprintf(tw, "%sinstructions\t%s\n", indent, oneLine(v.Instructions))
 	}
 	if v.Host != "" {
-		fmt.Fprintf(tw, "%shost\t%s (%s)\n", indent, v.Label, v.Host)
+		fmt.Fprintf(tw, "%shost\t%s (%s)\n", indent, oneLine(v.Label), oneLine(v.Host))
 	}
 	_ = tw.Flush()
 }
@@ -110,7 +110,7 @@ func describeCapabilities(c snodo.ServerCapabilities) string {
 	if len(out) == 0 {
 		return "none"
 	}
-	return strings.Join(out, ", ")
+	return oneLine(strings.Join(out, ", "))
 }
 
 func parenthesised(words []string) string {
@@ -129,11 +129,11 @@ func printTools(w io.Writer, tools []snodo.Tool, indent string, maxWidth int) {
 	}
 	nameWidth := 0
 	for _, t := range tools {
-		nameWidth = max(nameWidth, utf8.RuneCountInString(t.Name))
+		nameWidth = max(nameWidth, utf8.RuneCountInString(oneLine(t.Name)))
 	}
 	for _, t := range tools {
 		desc, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
-		line := fmt.Sprintf("%s%-*s  %s", indent, nameWidth, t.Name, desc)
+		line := fmt.Sprintf("%s%-*s  %s", indent, nameWidth, oneLine(t.Name), oneLine(desc))
 		if maxWidth > 0 {
 			line = cut(line, maxWidth-1)
 		}
@@ -196,7 +196,7 @@ func printEvent(w io.Writer, ev snodo.Event, asJSON bool) error {
 	if asJSON {
 		return printJSON(w, map[string]any{"method": ev.Method, "params": ev.Params})
 	}
-	line := time.Now().Format("15:04:05") + "  " + ev.Method
+	line := time.Now().Format("15:04:05") + "  " + oneLine(ev.Method)
 	var params map[string]json.RawMessage
 	if json.Unmarshal(ev.Params, &params) == nil {
 		delete(params, "_meta")

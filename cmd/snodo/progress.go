@@ -58,6 +58,7 @@ func (b *progressBar) options() []snodo.RequestOption {
 
 // update shows one progress notification.
 func (b *progressBar) update(p snodo.Progress) {
+	p.Message = oneLine(p.Message) // the server's words: no control characters
 	count := number(p.Progress)
 	if p.Total > 0 {
 		count += "/" + number(p.Total)
