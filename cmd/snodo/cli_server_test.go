@@ -112,3 +112,16 @@ func TestServerTextCannotDriveTheTerminal(t *testing.T) {
 		})
 	}
 }
+
+// --verbose copies the wire to stderr without the control characters a
+// line may carry (JSON allows C1 codes such as U+009B raw in its strings).
+func TestVerboseWireCannotDriveTheTerminal(t *testing.T) {
+	args := []string{"--verbose", "request", "test/rawAnswer", `{"line":"{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{\"x\":\"\u009b2J\u007f\"}}"}`}
+	r := snodo(t, against(t, args)...).want(t, 0)
+	if strings.ContainsAny(r.stderr, "\u009b\u007f") {
+		t.Fatalf("control characters reached stderr: %q", r.stderr)
+	}
+	if !strings.Contains(r.stderr, `\x9b2J\x7f`) {
+		t.Fatalf("the received line is not shown: %q", r.stderr)
+	}
+}

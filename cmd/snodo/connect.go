@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -159,6 +160,18 @@ type wireLog struct {
 
 func newWireLog(w io.Writer) *wireLog { return &wireLog{w: w} }
 
+// hasControl reports whether line holds a byte visible would rewrite:
+// a C0 control or DEL, or a UTF-8 lead byte of a C1 code (0xC2), or a
+// byte of invalid UTF-8. Most lines hold none and are copied as they are.
+func hasControl(line []byte) bool {
+	for _, c := range line {
+		if c < 0x20 || c == 0x7f || c == 0xc2 {
+			return true
+		}
+	}
+	return !utf8.Valid(line)
+}
+
 func (l *wireLog) trace(dir snodo.Direction, line []byte) {
 	arrow := "snodo ← "
 	if dir == snodo.Sent {
@@ -166,7 +179,12 @@ func (l *wireLog) trace(dir snodo.Direction, line []byte) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.buf = append(append(l.buf[:0], arrow...), line[:min(len(line), maxLogged)]...)
+	l.buf = append(l.buf[:0], arrow...)
+	if line = line[:min(len(line), maxLogged)]; hasControl(line) {
+		l.buf = append(l.buf, visible(string(line))...) // JSON strings may hold C1 codes raw
+	} else {
+		l.buf = append(l.buf, line...)
+	}
 	l.buf = append(l.buf, '\n')
 	_, _ = l.w.Write(l.buf) // one write per line: lines never interleave
 }
