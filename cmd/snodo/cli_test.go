@@ -279,6 +279,16 @@ func TestEnvUnsetDir(t *testing.T) {
 	if cwd.Dir != dir {
 		t.Errorf("--dir: server ran in %q, want %q", cwd.Dir, dir)
 	}
+	// A --dir that is missing says so; one that is a file says that.
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range map[string]string{filepath.Join(dir, "missing"): "no such file or directory", file: "not a directory"} {
+		if r := snodo(t, against(t, []string{"--dir", d, "info"})...).want(t, 2); !strings.Contains(r.stderr, want) {
+			t.Errorf("--dir %s: want %q in\n%s", d, want, r.stderr)
+		}
+	}
 }
 
 func TestProgressLinesWhenNotATerminal(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -130,8 +131,14 @@ func (s *session) options() ([]snodo.Option, error) {
 		opts = append(opts, snodo.WithoutEnv(k))
 	}
 	if cfg.dir != "" {
-		if fi, err := os.Stat(cfg.dir); err != nil || !fi.IsDir() {
-			return nil, &usageError{fmt.Sprintf("--dir %s: not a directory", cfg.dir)}
+		why := "not a directory"
+		fi, err := os.Stat(cfg.dir)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			why = pe.Err.Error() // the path is named already
+		}
+		if err != nil || !fi.IsDir() {
+			return nil, &usageError{fmt.Sprintf("--dir %s: %s", cfg.dir, why)}
 		}
 		opts = append(opts, snodo.WithDir(cfg.dir))
 	}
