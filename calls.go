@@ -64,9 +64,9 @@ func (c Calls) Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[Pro
 	return pages[Prompt](ctx, c, "prompts/list", "prompts", opts)
 }
 
-// CallTool calls the tool name with args (nil, a json.RawMessage, or
-// anything that marshals to a JSON object; nil, a nil map or pointer, and
-// an empty or null json.RawMessage send {}). Arguments that are no JSON
+// CallTool calls the tool name with args (nil, a json.RawMessage or
+// []byte of JSON, or anything that marshals to a JSON object; nil, a nil
+// map or pointer, and an empty or null json.RawMessage or []byte send {}). Arguments that are no JSON
 // object fail locally with a -32602 wrapping ErrInvalidParams, and
 // nothing is sent; a *ToolCall message goes through the same check. A
 // tool that failed is a result with IsError set, not an error. In the modern era, input the
@@ -93,12 +93,15 @@ func (c Calls) CallTool(ctx context.Context, name string, args any, opts ...Requ
 // arguments are a JSON object (a local -32602 otherwise: nothing is sent)
 // and never "arguments": null (TypeScript SDK servers, most published
 // servers, reject it even for tools without parameters: no value sends
-// {}). Arguments already encoded (json.RawMessage) are put in place as
+// {}). Arguments already encoded (json.RawMessage, []byte) are put in place as
 // they are, in one allocation; the connection then checks the params as
 // it checks every raw value (one valid JSON value, compacted onto one
 // line if need be). Anything else is marshalled first.
 func callToolParams(name string, args any) (json.RawMessage, error) {
 	encoded, raw := args.(json.RawMessage)
+	if b, ok := args.([]byte); ok { // raw JSON, as Request takes it, not base64
+		encoded, raw = b, true
+	}
 	if !raw && !noValue(args) {
 		b, err := json.Marshal(args)
 		if err != nil {

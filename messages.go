@@ -54,7 +54,7 @@ type Reply struct {
 // completed with the server-request handler.
 type ToolCall struct {
 	Name     string
-	Args     any // nil, a json.RawMessage, or anything that marshals to a JSON object
+	Args     any // nil, a json.RawMessage or []byte of JSON, or anything that marshals to a JSON object
 	Tag      any
 	Options  []RequestOption
 	Progress bool            // as for Call

@@ -392,3 +392,27 @@ func TestToolArgsThatCannotBeMarshalledAreRefusedLocally(t *testing.T) {
 	requireLocalInvalidArgs(t, err)
 	assert.Contains(t, err.Error(), "cannot be marshalled")
 }
+
+// Arguments as []byte are raw JSON, as Request takes them (not a byte
+// string json.Marshal would send as base64), for CallTool and *ToolCall.
+func TestToolArgsAsBytesAreRawJSON(t *testing.T) {
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) {
+			c := dialTest(t, []string{"-era", era})
+			res, err := c.CallTool(t.Context(), "echo", []byte(` {"message":"hi"}`))
+			require.NoError(t, err)
+			assert.Equal(t, "hi", res.Text())
+			in := newInbox(t)
+			in.send(c.PID(), &ToolCall{Name: "echo", Args: []byte(`{"message":"as a message"}`), Tag: "bytes"})
+			tr := in.next(t).(*ToolReply)
+			require.NoError(t, tr.Err)
+			assert.Equal(t, "as a message", tr.Result.Text())
+			for _, args := range [][]byte{nil, {}, []byte("null")} {
+				_, err := c.CallTool(t.Context(), "echo", args)
+				require.NoError(t, err, "%q: no arguments", args)
+			}
+			_, err = c.CallTool(t.Context(), "echo", []byte(`[1]`))
+			requireLocalInvalidArgs(t, err)
+		})
+	}
+}
