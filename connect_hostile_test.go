@@ -164,11 +164,12 @@ func TestEndlessPaginationStops(t *testing.T) {
 // Option values that would silently do something else are refused.
 func TestEnvOptionsRefuseNamesWithEquals(t *testing.T) {
 	command, args := testutil.Server(t)
-	for _, opt := range []Option{WithEnv("A=B", "x"), WithoutEnv("PATH=/usr"), WithEnv("", "x"), WithoutEnv("A\x00B"), WithEnv("A", "x\x00y")} {
+	for _, opt := range []Option{WithEnv("A=B", "x"), WithoutEnv("PATH=/usr"), WithEnv("", "x"), WithoutEnv("A\x00B"), WithEnv("A", "x\x00y"),
+		WithCleanEnv("PATH", "HOME=/root"), WithCleanEnv("")} {
 		before := testutil.ChildPIDs()
 		_, err := Connect(t.Context(), command, args, opt)
 		require.Error(t, err)
-		require.Regexp(t, `With(out)?Env`, err.Error())
+		require.Regexp(t, `With(out|Clean)?Env`, err.Error())
 		require.Empty(t, newChildren(before), "nothing may be started")
 	}
 	c := dialTest(t, nil, WithEnv("SNODO_OK", "a=b")) // '=' in a value is fine

@@ -59,11 +59,17 @@ func WithoutEnv(name string) Option {
 // process's environment (plus those given with WithEnv) instead of all of
 // it, so secrets in the environment do not reach third-party servers.
 // With no names, a small default allow-list is used: PATH, HOME, USER,
-// LOGNAME, SHELL, LANG, LC_ALL, TERM, TMPDIR, TZ.
+// LOGNAME, SHELL, LANG, LC_ALL, TERM, TMPDIR, TZ. A name that no
+// variable can have (empty, or with '=' or a NUL byte) is an error.
 func WithCleanEnv(allow ...string) Option {
 	return func(c *config) error {
 		if len(allow) == 0 {
 			allow = DefaultCleanEnv
+		}
+		for _, name := range allow {
+			if err := serverproc.CheckEnvName(name); err != nil {
+				return fmt.Errorf("WithCleanEnv: %w", err)
+			}
 		}
 		c.conn.CleanEnv = true
 		c.conn.AllowEnv = append([]string(nil), allow...)
