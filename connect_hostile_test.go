@@ -236,3 +236,23 @@ func TestKillStopsAServerThatIgnoresEOF(t *testing.T) {
 	testutil.Eventually(t, func() bool { return !testutil.Running(gpid) }, 5*time.Second, "the grandchild outlived Kill")
 	c.Kill() // again: nothing left to do
 }
+
+// A WithDir that is missing or no directory is named as the mistake,
+// before anything starts: the server's start failed with "fork/exec
+// COMMAND: no such file or directory", blaming a command that exists.
+func TestWithDirThatIsNoDirectory(t *testing.T) {
+	command, args := testutil.Server(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	for path, want := range map[string]string{filepath.Join(dir, "missing"): "no such file or directory", file: "not a directory"} {
+		before := testutil.ChildPIDs()
+		_, err := Connect(t.Context(), command, args, WithDir(path))
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "WithDir")
+		require.Contains(t, err.Error(), path)
+		require.Contains(t, err.Error(), want)
+		require.NotContains(t, err.Error(), "fork/exec")
+		require.Empty(t, newChildren(before), "nothing may be started")
+	}
+}

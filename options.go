@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -81,8 +82,22 @@ func WithCleanEnv(allow ...string) Option {
 var DefaultCleanEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}
 
 // WithDir sets the server's working directory. Default: the caller's.
+// A dir that does not exist or is no directory fails Connect, naming it,
+// before anything starts.
 func WithDir(dir string) Option {
-	return func(c *config) error { c.conn.Dir = dir; return nil }
+	return func(c *config) error {
+		if dir != "" {
+			fi, err := os.Stat(dir)
+			if err != nil {
+				return fmt.Errorf("WithDir: %w", err)
+			}
+			if !fi.IsDir() {
+				return fmt.Errorf("WithDir: %s is not a directory", dir)
+			}
+		}
+		c.conn.Dir = dir
+		return nil
+	}
 }
 
 // WithMaxLineBytes sets the largest line accepted from the server. The
