@@ -185,7 +185,7 @@ const failedConnectGrace = 500 * time.Millisecond
 // any answer that is not modern, as the stdio binding prescribes.
 func (c *Client) negotiate(ctx context.Context, cfg *config) error {
 	if cfg.mcp.era == EraLegacy {
-		return c.initialize(ctx, cfg)
+		return c.initialize(ctx, cfg, nil)
 	}
 	modernErr, err := c.probe(ctx, cfg, modernVersions[0])
 	switch {
@@ -210,7 +210,7 @@ func (c *Client) negotiate(ctx context.Context, cfg *config) error {
 			return err
 		}
 	}
-	return c.initialize(ctx, cfg)
+	return c.initialize(ctx, cfg, err)
 }
 
 // probe sends server/discover with version. It returns err == nil when
@@ -325,7 +325,10 @@ func (c *Client) restart(ctx context.Context, cfg *config) error {
 
 // initialize runs the legacy handshake with the newest legacy version
 // and accepts any legacy version the server picks that snodo knows.
-func (c *Client) initialize(ctx context.Context, cfg *config) error {
+// probeErr is why the server/discover probe did not settle the era (nil
+// when none was sent): a probe that timed out is named if initialize
+// fails too, since the server may be modern and only slow to start.
+func (c *Client) initialize(ctx context.Context, cfg *config, probeErr error) error {
 	params := map[string]any{
 		"protocolVersion": legacyVersions[0],
 		"capabilities":    cfg.mcp.capabilities,
@@ -333,7 +336,12 @@ func (c *Client) initialize(ctx context.Context, cfg *config) error {
 	}
 	raw, err := c.send(ctx, "initialize", params, nil, nil)
 	if err != nil {
-		return fmt.Errorf("snodo: %s answered neither server/discover nor initialize: %w", cfg.conn.Command, err)
+		why := ""
+		if errors.Is(probeErr, ErrTimeout) {
+			why = fmt.Sprintf(" (server/discover got no answer within %s: a server that starts slowly may need a longer WithProbeTimeout)",
+				cmp.Or(cfg.mcp.probeTimeout, DefaultProbeTimeout))
+		}
+		return fmt.Errorf("snodo: %s answered neither server/discover nor initialize%s: %w", cfg.conn.Command, why, err)
 	}
 	var res initializeResult
 	if err := json.Unmarshal(raw, &res); err != nil {

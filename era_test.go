@@ -208,3 +208,17 @@ func TestWithEraSkipsDetection(t *testing.T) {
 	_, err = Connect(t.Context(), cmd, args, WithEra(Era(9)))
 	assert.ErrorContains(t, err, "unknown era")
 }
+
+// A modern-only server too slow for the probe (an npx download, say)
+// then refuses initialize: the error says the probe got no answer in
+// time and names WithProbeTimeout, not only that initialize failed.
+func TestConnectSlowModernServerNamesTheProbeTimeout(t *testing.T) {
+	command, args := testutil.Server(t, "-era", "modern", "-silent-discover")
+	_, err := Connect(t.Context(), command, args, WithProbeTimeout(200*time.Millisecond))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "server/discover got no answer within 200ms")
+	assert.Contains(t, err.Error(), "WithProbeTimeout")
+	var e *Error
+	require.ErrorAs(t, err, &e, "the initialize error is still wrapped")
+	assert.Equal(t, CodeMethodNotFound, e.Code)
+}
