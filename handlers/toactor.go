@@ -48,8 +48,16 @@ func (m *RequestMessage) Reply(result any, err error) {
 // The actor must reply to every RequestMessage. The handler watches it
 // while it waits: if it stops without replying (or with the message still
 // in its mailbox), the request is answered with -32603 at once. A pid
-// that is not running when a request arrives is answered with -32603 too.
+// that is not running when a request arrives is answered with -32603 too,
+// and so is every request when system or pid is nil (the error says
+// which).
 func ToActor(system *protoactor.ActorSystem, pid *protoactor.PID) Func {
+	if system == nil || pid == nil {
+		missing := map[bool]string{true: "nil system", false: "nil pid"}[system == nil]
+		return func(context.Context, *Request) (any, error) {
+			return nil, fmt.Errorf("handlers.ToActor was given a %s: pass the actor system and the PID of the actor that answers server requests", missing)
+		}
+	}
 	return func(ctx context.Context, req *Request) (any, error) {
 		if _, ok := system.ProcessRegistry.Get(pid); !ok {
 			return nil, fmt.Errorf("the actor %s that answers server requests is not running", pid.Id)

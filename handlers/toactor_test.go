@@ -112,3 +112,22 @@ func TestToActorActorStopsWithoutReplying(t *testing.T) {
 	assert.Equal(t, jsonrpc.CodeInternalError, codeOf(rs[0]))
 	assert.Contains(t, rs[0].Error.Message, "stopped without replying")
 }
+
+// ToActor with a nil system or PID makes a handler that answers every
+// request with an error saying so, instead of panicking inside it (a
+// -32603 "panicked: nil pointer dereference" the server would have seen).
+func TestToActorWithNilArguments(t *testing.T) {
+	sys := snodoactor.Shared()
+	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
+	t.Cleanup(func() { sys.Root.Stop(pid) })
+	for name, h := range map[string]handlers.Func{"nil system": handlers.ToActor(nil, pid), "nil pid": handlers.ToActor(sys, nil)} {
+		t.Run(name, func(t *testing.T) {
+			var res any
+			var err error
+			require.NotPanics(t, func() { res, err = h(t.Context(), &handlers.Request{Method: "roots/list"}) })
+			assert.Nil(t, res)
+			require.ErrorContains(t, err, "ToActor")
+			assert.ErrorContains(t, err, name)
+		})
+	}
+}
