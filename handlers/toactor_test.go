@@ -80,7 +80,15 @@ func TestActorOwnerAnswersServerRequests(t *testing.T) {
 	sys.Root.Stop(pid)
 	waitDone(t, c)
 	assert.ErrorIs(t, c.Err(), snodoactor.ErrOwnerExited)
-	assert.Nil(t, testutil.Receive(t, waiting, 10*time.Second, "the waiting request to fail"))
+	// Two watchers of the actor race: the connection stops (the waiting
+	// request fails with it), or the handler sees its actor stop first
+	// and answers -32603, as ToActor documents, before the connection
+	// closes (seen under load in the full suite).
+	if rs := testutil.Receive(t, waiting, 10*time.Second, "the waiting request to end"); rs != nil {
+		require.Len(t, rs, 1)
+		assert.Equal(t, jsonrpc.CodeInternalError, codeOf(rs[0]), "%+v", rs[0])
+		assert.Contains(t, rs[0].Error.Message, "stopped without replying")
+	}
 	testutil.Receive(t, svc.ctxDone, 10*time.Second, "the unanswered request's ctx to be done")
 	testutil.AssertReaped(t, serverPID, 10*time.Second)
 }
