@@ -26,8 +26,12 @@ import (
 // network.transport attribute ("tcp" for a server across a network) and
 // server names the server in metrics (snodo.server.name). tp and mp nil
 // mean the global providers, followed as they change; with the default
-// no-op ones a request costs nothing more.
+// no-op ones a request costs nothing more. Over a nil r every request
+// fails with ErrNoRequester, as the calls of NewCalls(nil) do.
 func Instrument(r Requester, tp trace.TracerProvider, mp metric.MeterProvider, transport, server string) Requester {
+	if r == nil {
+		r = noRequester{}
+	}
 	tel := telemetry.New(tp, mp)
 	return &instrumented{r: r, site: site{tel: tel, meters: tel.ForEndpoint(transport, server), transport: transport}}
 }

@@ -529,3 +529,21 @@ func TestTraceNotificationsCarryTheirSpan(t *testing.T) {
 		assert.EqualValues(t, 1, got.Messages[0].Params.Meta["k"], "the caller's _meta is kept")
 	}
 }
+
+// Instrument over a nil Requester fails each request with ErrNoRequester,
+// as NewCalls(nil) does, traced or not, instead of panicking.
+func TestInstrumentNilRequester(t *testing.T) {
+	tp, _ := traced(t)
+	for name, r := range map[string]Requester{"untraced": Instrument(nil, nil, nil, "tcp", "x"), "traced": Instrument(nil, tp, nil, "tcp", "x")} {
+		t.Run(name, func(t *testing.T) {
+			require.NotPanics(t, func() {
+				_, err := r.Request(t.Context(), "tools/list", nil)
+				require.ErrorIs(t, err, ErrNoRequester)
+				_, err = NewCalls(r).CallTool(t.Context(), "echo", nil)
+				require.ErrorIs(t, err, ErrNoRequester)
+				_ = r.Era()
+				_ = r.InputHandling()
+			})
+		})
+	}
+}
