@@ -125,3 +125,15 @@ func TestVerboseWireCannotDriveTheTerminal(t *testing.T) {
 		t.Fatalf("the received line is not shown: %q", r.stderr)
 	}
 }
+
+// --timeout bounds the server/discover probe too when it is the shorter:
+// a server silent on the probe cost the probe's own 10 s first, and the
+// error then said "no answer within" the --timeout the run had long
+// overrun. The error names the flag to raise.
+func TestTimeoutBoundsTheProbe(t *testing.T) {
+	r := snodo(t, against(t, []string{"--timeout", "500ms", "info"}, "-era", "modern", "-silent-discover")...).want(t, 1)
+	r.oneErrorLine(t, "server/discover got no answer within 500ms", "--timeout")
+	if strings.Contains(r.stderr, "WithProbeTimeout") {
+		t.Errorf("a library option named to a command-line user:\n%s", r.stderr)
+	}
+}

@@ -117,6 +117,10 @@ func (s *session) options() ([]snodo.Option, error) {
 		snodo.WithMaxInputRounds(cfg.maxInputRounds),
 		snodo.WithNotificationHandler(newNotes(s.io.err, cfg.quiet, cfg.verbose).handle),
 	}
+	if cfg.timeout > 0 && cfg.timeout < snodo.DefaultProbeTimeout {
+		// No wait of the run is longer than --timeout, the probe's neither.
+		opts = append(opts, snodo.WithProbeTimeout(cfg.timeout))
+	}
 	switch cfg.era {
 	case "modern":
 		opts = append(opts, snodo.WithEra(snodo.EraModern))
