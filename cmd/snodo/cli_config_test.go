@@ -171,3 +171,20 @@ func TestConfigServersChecksItsFlags(t *testing.T) {
 		})
 	}
 }
+
+// servers reports each server's failure as the other commands do: in the
+// command line's words (its flags, not the library's options; the
+// file's "command" to check), not as the library's raw error.
+func TestConfigServersDescribesFailures(t *testing.T) {
+	bin, _ := json.Marshal(testutil.ServerPath(t))
+	cfg := writeConfig(t, `, "gone": {"command": "/nonexistent/mcp-server"}, "slow": {"command": `+string(bin)+`, "args": ["-era", "modern", "-silent-discover"]}`)
+	r := snodo(t, "--config", cfg, "--timeout", "300ms", "servers").want(t, 1)
+	for _, want := range []string{`check the "command" of server "gone" in ` + cfg, "need a longer --timeout"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "snodo: ") || strings.Contains(r.stdout, "WithProbeTimeout") {
+		t.Errorf("the library's raw error:\n%s", r.stdout)
+	}
+}

@@ -85,7 +85,7 @@ func (s *session) probeServer(ctx context.Context, spec *servers.Server, opts []
 	line := serverLine{Name: spec.Name}
 	c, err := snodo.Connect(ctx, spec.Command, spec.Args, s.withFile(opts, spec)...)
 	if err != nil {
-		line.Error = err.Error()
+		line.Error = s.describeFor(spec, err)
 		return line
 	}
 	defer s.close(c)
@@ -95,11 +95,20 @@ func (s *session) probeServer(ctx context.Context, spec *servers.Server, opts []
 	}
 	tools, err := c.ListTools(ctx)
 	if err != nil {
-		line.Error = err.Error()
+		line.Error = s.describeFor(spec, err)
 		return line
 	}
 	line.Tools = len(tools)
 	return line
+}
+
+// describeFor says what went wrong with one server of the file, and what
+// to do, as exitCode says it for the server of a --server run.
+func (s *session) describeFor(spec *servers.Server, err error) string {
+	cfg := *s.cfg
+	cfg.serverName = spec.Name
+	one := session{cfg: &cfg, io: s.io}
+	return oneLine(flagWords.Replace(one.describe(err)))
 }
 
 // loadFile loads the --config file and prints its warnings (keys snodo
