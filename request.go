@@ -45,7 +45,8 @@ const DefaultMaxPages = 1000
 // MaxPages bounds the pages a list call or iterator follows through
 // nextCursor (default DefaultMaxPages): past it the call fails with an
 // error naming this option, instead of following a server that hands out
-// a fresh cursor for ever. Other calls ignore it.
+// a fresh cursor for ever. n <= 0 means DefaultMaxPages. Other calls
+// ignore it.
 func MaxPages(n int) RequestOption {
 	return RequestOption{func(s *RequestSettings) { s.MaxPages = n }}
 }
@@ -73,7 +74,10 @@ func ResetTimeoutOnProgress() RequestOption {
 	return RequestOption{func(s *RequestSettings) { s.ResetTimeoutOnProgress = true }}
 }
 
-// MaxTotalTimeout caps the whole wait, whatever the progress.
+// MaxTotalTimeout caps the whole wait, whatever the progress (with
+// ResetTimeoutOnProgress too); past it the caller gets a -32001 *Error
+// and the server notifications/cancelled. Zero or a negative d sets no
+// cap.
 func MaxTotalTimeout(d time.Duration) RequestOption {
 	return RequestOption{func(s *RequestSettings) { s.MaxTotalTimeout = d }}
 }
