@@ -428,3 +428,15 @@ func TestTracePrintsEverySpan(t *testing.T) {
 		}
 	}
 }
+
+// A server with no tools is listed as an empty array, never null: a
+// script iterating over .tools must not fail.
+func TestToolsJSONOfNoTools(t *testing.T) {
+	r := snodo(t, against(t, []string{"--json", "tools"}, "-empty-lists")...).want(t, 0)
+	if strings.TrimSpace(r.stdout) != `{"tools":[]}` {
+		t.Fatalf("stdout: %s", r.stdout)
+	}
+	if r := snodo(t, against(t, []string{"tools"}, "-empty-lists")...).want(t, 0); strings.TrimSpace(r.stdout) != "(no tools)" {
+		t.Fatalf("stdout: %s", r.stdout)
+	}
+}

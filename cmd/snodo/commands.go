@@ -48,6 +48,9 @@ func (s *session) tools(ctx context.Context, c caller) error {
 		return err
 	}
 	if s.cfg.json {
+		if tools == nil {
+			tools = []snodo.Tool{} // [], not null: a script iterates over it
+		}
 		return printJSON(s.io.out, map[string]any{"tools": tools})
 	}
 	w := 0

@@ -137,6 +137,9 @@ func (s *server) dispatch(req *request) (any, *rpcError) {
 		}
 		return obj{field: []obj{}, "nextCursor": cursor}, nil
 	}
+	if field, ok := listFields[req.method]; ok && s.cfg.emptyLists {
+		return obj{field: []obj{}}, nil
+	}
 	if s.cfg.refuse && (req.method == "server/discover" || req.method == "initialize") {
 		return nil, &rpcError{Code: -32603, Message: "refused: this start is numbered above -refuse-after"}
 	}

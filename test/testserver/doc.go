@@ -28,6 +28,7 @@
 //	-close-stdout-on-discover close stdout when server/discover arrives, and live on
 //	-endless-pages fresh|repeat  every list method answers no items and a nextCursor:
 //	                          a new one on each page, or always the same
+//	-empty-lists              every list method answers one page with no items
 //	-discover-error CODE      answer server/discover with error CODE (any era)
 //	-discover-junk            answer server/discover with {"hello":"world"}, a
 //	                          result that is no DiscoverResult (any era)

@@ -32,6 +32,7 @@ type config struct {
 	silentListen    bool
 	closeOnDiscover bool
 	endlessPages    string
+	emptyLists      bool
 	discoverError   int
 	discoverJunk    bool
 	initVersion     string
@@ -59,6 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.silentDiscover, "silent-discover", false, "never answer server/discover")
 	fs.BoolVar(&c.silentListen, "silent-listen", false, "take subscriptions/listen and never acknowledge or answer it")
 	fs.StringVar(&c.endlessPages, "endless-pages", "", "list methods always give a nextCursor: fresh (a new one each page) or repeat (the same)")
+	fs.BoolVar(&c.emptyLists, "empty-lists", false, "every list method answers one page with no items")
 	fs.BoolVar(&c.closeOnDiscover, "close-stdout-on-discover", false, "close stdout when server/discover arrives, and live on")
 	fs.IntVar(&c.discoverError, "discover-error", 0, "answer server/discover with this error `code` (0: no)")
 	fs.BoolVar(&c.discoverJunk, "discover-junk", false, "answer server/discover with a result that is no DiscoverResult")
