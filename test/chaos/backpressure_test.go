@@ -75,10 +75,13 @@ func TestRequestFloodFromANonReadingServerIsBounded(t *testing.T) {
 	grew := int64(<-peak) - int64(base)
 	t.Logf("300,000 server requests, no answer read: stopped with ErrNotReading after %v; heap peak %+d MiB",
 		took.Round(time.Millisecond), grew>>20)
-	// 32 MiB of refusals in a buffer grown by doubling, plus the one it
-	// outgrew, plus the requests on their way through the actor.
-	if grew > 128<<20 {
-		t.Errorf("heap grew by %d MiB, want < 128 MiB", grew>>20)
+	// 32 MiB of refusals in a buffer grown by doubling (up to 64 MiB),
+	// plus the one it outgrew, plus the requests on their way through the
+	// actor and garbage the collector has not reached: +101 to +125 MiB
+	// measured under -race, whatever the load. Without the bound it grew
+	// with the flood.
+	if grew > 160<<20 {
+		t.Errorf("heap grew by %d MiB, want < 160 MiB", grew>>20)
 	}
 	r.finish(connection.ErrNotReading)
 }
