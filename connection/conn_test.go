@@ -221,6 +221,7 @@ func TestTimeoutsShareOneTimer(t *testing.T) {
 	_, err = c.Request(context.Background(), "test/sleep", map[string]int{"ms": 5000}, &CallOptions{MaxTotalTimeout: 100 * time.Millisecond})
 	assert.ErrorIs(t, err, jsonrpc.ErrTimeout)
 	assert.ErrorContains(t, err, "maximum total time")
+	assert.ErrorContains(t, err, "raise it with the MaxTotalTimeout request option", "the hint names the limit that passed")
 	wg.Wait()
 	for _, err := range long {
 		assert.NoError(t, err)

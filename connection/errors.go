@@ -33,12 +33,19 @@ var (
 	errStreamCancelled = errors.New("server cancelled the stream")
 )
 
-// timeoutError is the local -32001.
-func timeoutError(method string, what string) *jsonrpc.Error {
+// timeoutError is the local -32001; raise names the option that sets
+// the limit that passed.
+func timeoutError(method, what, raise string) *jsonrpc.Error {
 	return jsonrpc.NewLocalError(jsonrpc.CodeTimeout,
-		fmt.Sprintf("%s: no answer within %s; raise it with the Timeout request option or WithTimeout", method, what),
+		fmt.Sprintf("%s: no answer within %s; raise it with %s", method, what, raise),
 		jsonrpc.ErrTimeout)
 }
+
+// How to raise each limit, for timeoutError.
+const (
+	raiseTimeout = "the Timeout request option or WithTimeout"
+	raiseTotal   = "the MaxTotalTimeout request option"
+)
 
 // exitReason describes a server exit: status or signal, and the last
 // lines of stderr when it is captured.

@@ -247,11 +247,11 @@ func (c *Conn) await(ctx context.Context, id int64, cl *call, method string, tim
 		switch expired {
 		case timeoutExpired:
 			if c.giveUp(id, cl, "timeout") {
-				return nil, timeoutError(method, timeout.String())
+				return nil, timeoutError(method, timeout.String(), raiseTimeout)
 			}
 		case totalExpired:
 			if c.giveUp(id, cl, "timeout") {
-				return nil, timeoutError(method, "the maximum total time of "+opts.MaxTotalTimeout.String())
+				return nil, timeoutError(method, "the maximum total time of "+opts.MaxTotalTimeout.String(), raiseTotal)
 			}
 		}
 	}
