@@ -28,7 +28,10 @@ type InputError struct {
 	Err   error
 }
 
+// Error is the message of what the handler returned.
 func (e *InputError) Error() string { return e.Err.Error() }
+
+// Unwrap returns what the handler returned, for errors.Is and errors.As.
 func (e *InputError) Unwrap() error { return e.Err }
 
 // ServeInputs runs the server-request handler for the input requests of

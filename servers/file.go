@@ -79,6 +79,7 @@ type FileError struct {
 	Err    error
 }
 
+// Error names the file, the server and the field, then the problem.
 func (e *FileError) Error() string {
 	var b bytes.Buffer
 	b.WriteString(e.File)
@@ -93,6 +94,7 @@ func (e *FileError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the problem itself, for errors.Is and errors.As.
 func (e *FileError) Unwrap() error { return e.Err }
 
 // Load reads and parses the server file at path. Relative "cwd" values

@@ -63,9 +63,12 @@ func (t *To) WrappedCall() any { return t.Call }
 // File.Lookup a name its file does not have.
 var ErrUnknownServer = errors.New("servers: no such server")
 
-// IgnoreDeadLetterLogging keeps messages for an actor that is gone out of
-// the dead-letter log.
-func (*To) IgnoreDeadLetterLogging()          {}
+// IgnoreDeadLetterLogging keeps a To for an actor that is gone out of the
+// dead-letter log (AnswerDeadCalls answers the call it carries).
+func (*To) IgnoreDeadLetterLogging() {}
+
+// IgnoreDeadLetterLogging keeps a RouterReady for an owner that is gone
+// out of the dead-letter log.
 func (*RouterReady) IgnoreDeadLetterLogging() {}
 
 // StartRouter starts a pool for every server of f, all at once, and
