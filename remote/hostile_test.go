@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -177,6 +178,41 @@ func TestOversizedEventEndsTheSubscription(t *testing.T) {
 	testutil.Receive(t, sub.Done(), 10*time.Second, "the subscription's end")
 	require.ErrorIs(t, sub.Err(), ErrHostEnded)
 	assert.ErrorContains(t, sub.Err(), "max_payload")
+}
+
+// A remote subscription's queue is bounded in bytes as well as in
+// events, as a local one is: a host sending large events to a caller
+// that does not read ends the subscription with snodo.ErrQueueFull once
+// 16 MiB of params wait, long before 1024 events do (1024 events of up
+// to max_payload each: 8 GiB with the embedded server's 8 MiB), and the
+// host cancels it on its MCP server.
+func TestRemoteQueueBytesBoundEndsTheSubscription(t *testing.T) {
+	const size, count = 512 << 10, 48 // 24 MiB of events
+	e := natsServer(t)
+	host(t, e, "x", 1)
+	c := client(t, e, "x", WithHeartbeat(100*time.Millisecond))
+	ctx := ctxFor(t, 30*time.Second)
+	sub, err := c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	_, err = c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed",
+		"params": map[string]any{"pad": strings.Repeat("p", size)}, "count": count})
+	require.NoError(t, err)
+	testutil.Receive(t, sub.Done(), 20*time.Second, "the subscription's end (the byte bound)")
+	require.ErrorIs(t, sub.Err(), snodo.ErrQueueFull)
+	assert.Contains(t, sub.Err().Error(), "bytes")
+	var n, queued int
+	for ev := range sub.Events() {
+		n++
+		queued += len(ev.Params)
+	}
+	assert.LessOrEqual(t, queued, subscription.DefaultMaxQueueBytes)
+	assert.Greater(t, n, 16)
+	t.Logf("%d events, %d bytes queued when the bound ended it", n, queued)
+	require.Eventually(t, func() bool { // the host cancelled it on its MCP server
+		raw, err := c.Request(ctx, "test/subscriptions", nil)
+		var open struct{ Open []json.RawMessage }
+		return err == nil && json.Unmarshal(raw, &open) == nil && len(open.Open) == 0
+	}, 10*time.Second, 20*time.Millisecond)
 }
 
 // A call sent with no timeout (none, and no ctx deadline) meets the

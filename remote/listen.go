@@ -14,6 +14,7 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/bytebound"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/subscription"
 )
@@ -45,6 +46,11 @@ type Subscription struct {
 	actor  *protoactor.PID // ListenTo, or nil
 	sys    *protoactor.ActorSystem
 
+	// maxBytes bounds the params bytes of the events waiting in events,
+	// which bytes counts (run's alone).
+	maxBytes int
+	bytes    bytebound.Counter
+
 	mu      sync.Mutex
 	acked   snodo.Filter
 	host    string
@@ -57,7 +63,9 @@ type Subscription struct {
 // of the name and returns once the host's MCP server acknowledged it. ctx
 // is the subscription's owner: when it is done, the host is told to
 // cancel it, as on Close. snodo.MaxQueuedEvents bounds the events waiting
-// for the reader (default 1024).
+// for the reader (default 1024), and their params are bounded at
+// subscription.DefaultMaxQueueBytes (16 MiB): past either the
+// subscription ends with snodo.ErrQueueFull and is cancelled on the host.
 //
 // With snodo.ListenTo(pid) the events go to the actor instead, as for a
 // supervised or pooled subscription: *snodo.SubscriptionEvent messages
@@ -84,11 +92,12 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	}
 	s := &Subscription{
 		c: c, owner: ctx,
-		in:     make(chan *nats.Msg, inboxQueue),
-		events: make(chan snodo.Event, o.MaxQueue),
-		quit:   make(chan error, 1),
-		done:   make(chan struct{}),
-		actor:  o.Actor,
+		in:       make(chan *nats.Msg, inboxQueue),
+		events:   make(chan snodo.Event, o.MaxQueue),
+		maxBytes: subscription.DefaultMaxQueueBytes,
+		quit:     make(chan error, 1),
+		done:     make(chan struct{}),
+		actor:    o.Actor,
 	}
 	if s.actor != nil {
 		s.events = make(chan snodo.Event) // nothing is sent on it: it only closes
@@ -219,10 +228,17 @@ loop:
 					s.sys.Root.Send(s.actor, &snodo.SubscriptionEvent{Event: ev})
 					continue
 				}
+				if waiting, ok := s.bytes.Admit(len(s.events), len(ev.Params), s.maxBytes); !ok {
+					why = fmt.Errorf("%w: the subscription on %s has %d bytes of events waiting for a slow reader, and the next has %d (bound %d bytes); read Events faster or raise the queue bound",
+						snodo.ErrQueueFull, s.c.name, waiting, len(ev.Params), s.maxBytes)
+					break loop
+				}
 				select {
 				case s.events <- ev:
+					s.bytes.Sent(len(ev.Params))
 				default:
-					why = snodo.ErrQueueFull
+					why = fmt.Errorf("%w: the subscription on %s has %d events waiting for a slow reader; read Events faster or raise the queue bound",
+						snodo.ErrQueueFull, s.c.name, cap(s.events))
 					break loop
 				}
 			case kindEnd:
@@ -281,7 +297,8 @@ func (s *Subscription) stop(why error) {
 
 // Events delivers the events in order and is closed once the
 // subscription has ended. A reader that falls behind by more than the
-// queue bound (snodo.MaxQueuedEvents) ends it with snodo.ErrQueueFull.
+// queue bound (snodo.MaxQueuedEvents, or 16 MiB of params) ends it with
+// snodo.ErrQueueFull.
 // With ListenTo it only closes: the events go to the actor.
 func (s *Subscription) Events() <-chan snodo.Event { return s.events }
 

@@ -74,15 +74,14 @@ func (s *Subscription) enqueue(ev Event) {
 			"subscription", s.ID(), "method", ev.Method)
 		return
 	}
-	if waiting := s.waitingBytes(); waiting > 0 && waiting+len(ev.Params) > s.opts.MaxQueueBytes {
+	if waiting, ok := s.bytes.Admit(len(s.events), len(ev.Params), s.opts.MaxQueueBytes); !ok {
 		s.overflow(fmt.Errorf("%w: subscription %d has %d bytes of events waiting for a slow reader, and the next has %d (bound %d bytes); read Events faster or raise the queue bound",
 			ErrQueueFull, s.ID(), waiting, len(ev.Params), s.opts.MaxQueueBytes))
 		return
 	}
 	select {
 	case s.events <- ev:
-		s.sizes = append(s.sizes, len(ev.Params))
-		s.queued += len(ev.Params)
+		s.bytes.Sent(len(ev.Params))
 		if s.opts.Hooks.Queued != nil {
 			s.opts.Hooks.Queued(s.ID(), ev, len(s.events))
 		}
@@ -100,20 +99,4 @@ func (s *Subscription) overflow(err error) {
 		s.opts.Hooks.Overflowed()
 	}
 	s.end(err)
-}
-
-// waitingBytes is the params bytes of the events still in the queue, or
-// more (the reader may take some meanwhile): the sizes of the events
-// taken since the last call, the oldest, are dropped first. The caller
-// holds s.mu.
-func (s *Subscription) waitingBytes() int {
-	for len(s.sizes)-s.sizeHead > len(s.events) {
-		s.queued -= s.sizes[s.sizeHead]
-		s.sizeHead++
-	}
-	if s.sizeHead > 0 && s.sizeHead*2 >= len(s.sizes) { // compact: at most twice the events queued
-		n := copy(s.sizes, s.sizes[s.sizeHead:])
-		s.sizes, s.sizeHead = s.sizes[:n], 0
-	}
-	return s.queued
 }

@@ -12,6 +12,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/bytebound"
 )
 
 // DefaultMaxQueue is the queue bound used when Options.MaxQueue is zero.
@@ -138,14 +139,9 @@ type Subscription struct {
 	events    chan Event // the bounded queue
 	err       error
 
-	// sizes[sizeHead:] are the params sizes of the events sent into
-	// events, oldest first, and queued their sum; the reader takes events
-	// from the front without telling, so the sizes of those it took are
-	// found (len(events) says how many are left) and dropped at the next
-	// enqueue. Guarded by mu.
-	sizes    []int
-	sizeHead int
-	queued   int
+	// bytes counts the params bytes of the events waiting in events.
+	// Guarded by mu.
+	bytes bytebound.Counter
 
 	stopWatch func() // ends the watch of opts.Actor; nil without one
 }
