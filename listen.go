@@ -104,14 +104,17 @@ var (
 // WithNotificationHandler, and watch resources with SubscribeResource.
 var ErrListenUnsupported = errors.New("snodo: the server does not support subscriptions/listen (it speaks a legacy MCP version)")
 
-// ListenOption tunes one subscription. Build it with ListenTo or
-// MaxQueuedEvents; ListenSettingsOf reads the values back.
+// ListenOption tunes one subscription. Build it with ListenTo,
+// MaxQueuedEvents or MaxQueuedEventBytes; ListenSettingsOf reads the
+// values back.
 type ListenOption struct{ set func(*ListenSettings) error }
 
 // ListenSettings are the values a subscription's options set.
 type ListenSettings struct {
 	Actor    *protoactor.PID // ListenTo: nil delivers on the Events channel
 	MaxQueue int             // MaxQueuedEvents: 0 the default
+	// MaxQueueBytes is MaxQueuedEventBytes: 0 the default.
+	MaxQueueBytes int
 }
 
 // ListenSettingsOf applies opts in order; the first invalid one is an
@@ -146,13 +149,29 @@ func ListenTo(pid *protoactor.PID) ListenOption {
 // MaxQueuedEvents bounds the events waiting for a slow reader; past it
 // the subscription ends with ErrQueueFull and is cancelled on the server.
 // Default 1024 (subscription.DefaultMaxQueue). The same policy holds past
-// 16 MiB of their params (subscription.DefaultMaxQueueBytes).
+// 16 MiB of their params (subscription.DefaultMaxQueueBytes; see
+// MaxQueuedEventBytes).
 func MaxQueuedEvents(n int) ListenOption {
 	return ListenOption{func(o *ListenSettings) error {
 		if n < 1 {
 			return fmt.Errorf("MaxQueuedEvents: %d must be at least 1", n)
 		}
 		o.MaxQueue = n
+		return nil
+	}}
+}
+
+// MaxQueuedEventBytes bounds the events waiting for a slow reader by the
+// size of their params, with the policy of MaxQueuedEvents: past it the
+// subscription ends with ErrQueueFull and is cancelled on the server. An
+// event arriving at an empty queue is always taken, however large.
+// Default 16 MiB (subscription.DefaultMaxQueueBytes).
+func MaxQueuedEventBytes(n int) ListenOption {
+	return ListenOption{func(o *ListenSettings) error {
+		if n < 1 {
+			return fmt.Errorf("MaxQueuedEventBytes: %d must be at least 1", n)
+		}
+		o.MaxQueueBytes = n
 		return nil
 	}}
 }
@@ -175,7 +194,7 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	if err != nil {
 		return nil, fmt.Errorf("snodo: %w", err)
 	}
-	o := subscription.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, AckTimeout: c.mcp.timeout,
+	o := subscription.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, MaxQueueBytes: set.MaxQueueBytes, AckTimeout: c.mcp.timeout,
 		Logger: c.notes.logger, Message: subscriptionMessage}
 	params, err := json.Marshal(struct {
 		Notifications Filter `json:"notifications"`

@@ -3,6 +3,8 @@ package snodo
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +68,33 @@ func TestListenToAnActor(t *testing.T) {
 	assert.ErrorIs(t, sub.Err(), ErrOwnerExited)
 }
 
+// MaxQueuedEventBytes sets the byte bound of the queue as MaxQueuedEvents
+// sets its count: past it, a reader that reads nothing sees ErrQueueFull
+// naming the bound, and the subscription is cancelled on the server.
+func TestListenMaxQueuedEventBytes(t *testing.T) {
+	const size, bound = 32 << 10, 100 << 10
+	c := dialTest(t, nil)
+	sub, err := c.Listen(t.Context(), Filter{ToolsListChanged: true}, MaxQueuedEventBytes(bound))
+	require.NoError(t, err)
+	_, err = c.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed",
+		"params": map[string]any{"pad": strings.Repeat("p", size)}, "count": 8})
+	require.NoError(t, err)
+	select {
+	case <-sub.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the byte bound did not end the subscription")
+	}
+	require.ErrorIs(t, sub.Err(), ErrQueueFull)
+	assert.Contains(t, sub.Err().Error(), fmt.Sprintf("bound %d bytes", bound))
+	var n, queued int
+	for ev := range sub.Events() {
+		n++
+		queued += len(ev.Params)
+	}
+	assert.Equal(t, 3, n, "3 events of 32 KiB fit in 100 KiB")
+	assert.LessOrEqual(t, queued, bound)
+}
+
 func TestListenOnALegacyServer(t *testing.T) {
 	c := dialTest(t, []string{"-era", "legacy"})
 	_, err := c.Listen(t.Context(), Filter{ToolsListChanged: true})
@@ -76,6 +105,8 @@ func TestListenOptionsValidate(t *testing.T) {
 	c := dialTest(t, nil)
 	_, err := c.Listen(t.Context(), Filter{}, MaxQueuedEvents(0))
 	assert.ErrorContains(t, err, "MaxQueuedEvents")
+	_, err = c.Listen(t.Context(), Filter{}, MaxQueuedEventBytes(-1))
+	assert.ErrorContains(t, err, "MaxQueuedEventBytes")
 	_, err = c.Listen(t.Context(), Filter{}, ListenTo(nil))
 	assert.ErrorContains(t, err, "ListenTo")
 }

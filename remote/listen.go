@@ -63,9 +63,9 @@ type Subscription struct {
 // of the name and returns once the host's MCP server acknowledged it. ctx
 // is the subscription's owner: when it is done, the host is told to
 // cancel it, as on Close. snodo.MaxQueuedEvents bounds the events waiting
-// for the reader (default 1024), and their params are bounded at
-// subscription.DefaultMaxQueueBytes (16 MiB): past either the
-// subscription ends with snodo.ErrQueueFull and is cancelled on the host.
+// for the reader (default 1024), and snodo.MaxQueuedEventBytes their
+// params (default 16 MiB): past either the subscription ends with
+// snodo.ErrQueueFull and is cancelled on the host.
 //
 // With snodo.ListenTo(pid) the events go to the actor instead, as for a
 // supervised or pooled subscription: *snodo.SubscriptionEvent messages
@@ -90,11 +90,14 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	if o.MaxQueue == 0 {
 		o.MaxQueue = subscription.DefaultMaxQueue
 	}
+	if o.MaxQueueBytes == 0 {
+		o.MaxQueueBytes = subscription.DefaultMaxQueueBytes
+	}
 	s := &Subscription{
 		c: c, owner: ctx,
 		in:       make(chan *nats.Msg, inboxQueue),
 		events:   make(chan snodo.Event, o.MaxQueue),
-		maxBytes: subscription.DefaultMaxQueueBytes,
+		maxBytes: o.MaxQueueBytes,
 		quit:     make(chan error, 1),
 		done:     make(chan struct{}),
 		actor:    o.Actor,
@@ -297,8 +300,8 @@ func (s *Subscription) stop(why error) {
 
 // Events delivers the events in order and is closed once the
 // subscription has ended. A reader that falls behind by more than the
-// queue bound (snodo.MaxQueuedEvents, or 16 MiB of params) ends it with
-// snodo.ErrQueueFull.
+// queue bound (snodo.MaxQueuedEvents, snodo.MaxQueuedEventBytes) ends it
+// with snodo.ErrQueueFull.
 // With ListenTo it only closes: the events go to the actor.
 func (s *Subscription) Events() <-chan snodo.Event { return s.events }
 

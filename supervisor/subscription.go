@@ -79,6 +79,9 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	if set.MaxQueue > 0 {
 		each = append(each, snodo.MaxQueuedEvents(set.MaxQueue))
 	}
+	if set.MaxQueueBytes > 0 {
+		each = append(each, snodo.MaxQueuedEventBytes(set.MaxQueueBytes))
+	}
 	c.s.inflight.Add(1)
 	inner, cl, err := c.s.listen(ctx, f, each, nil, !c.s.cfg.failFast, c.s.cfg.maxWait)
 	c.s.release()
@@ -144,8 +147,8 @@ func (s *Subscription) Resubscriptions() int {
 // each restart, and is closed once the subscription has ended. With
 // ListenTo it only closes: the events go to the actor. Delivery
 // is unbuffered past the inner subscription's queue: a reader that falls
-// behind by more than that queue (snodo.MaxQueuedEvents) ends it with
-// snodo.ErrQueueFull.
+// behind by more than that queue (snodo.MaxQueuedEvents,
+// snodo.MaxQueuedEventBytes) ends it with snodo.ErrQueueFull.
 func (s *Subscription) Events() <-chan snodo.Event { return s.events }
 
 // Done is closed once the subscription has ended.

@@ -3,6 +3,8 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +72,33 @@ func TestSubscriptionComesBackAfterARestart(t *testing.T) {
 	assert.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionClosed)
 	_, open := <-sub.Events()
 	assert.False(t, open)
+}
+
+// The queue options reach the supervised subscription's server
+// subscriptions: MaxQueuedEventBytes bounds it as it bounds a direct one.
+func TestSubscriptionMaxQueuedEventBytes(t *testing.T) {
+	const size, bound = 32 << 10, 100 << 10
+	cmd, args := testutil.Server(t)
+	c, err := Connect(t.Context(), cmd, args, fast)
+	require.NoError(t, err)
+	defer c.Close()
+	sub, err := c.Listen(t.Context(), snodo.Filter{ToolsListChanged: true}, snodo.MaxQueuedEventBytes(bound))
+	require.NoError(t, err)
+	_, err = c.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed",
+		"params": map[string]any{"pad": strings.Repeat("p", size)}, "count": 16})
+	require.NoError(t, err)
+	// The server's subscription ends; the supervised one once its reader
+	// has taken the events queued before the end.
+	testutil.Receive(t, sub.current().Done(), 10*time.Second, "the server subscription's end (the byte bound)")
+	n := 0
+	for range sub.Events() {
+		n++
+	}
+	assert.LessOrEqual(t, n, 4, "3 events of 32 KiB fit in 100 KiB, and one waits in the forwarder")
+	require.ErrorIs(t, sub.Err(), snodo.ErrQueueFull)
+	assert.Contains(t, sub.Err().Error(), fmt.Sprintf("bound %d bytes", bound))
+	_, err = c.Listen(t.Context(), snodo.Filter{}, snodo.MaxQueuedEventBytes(0))
+	assert.ErrorContains(t, err, "MaxQueuedEventBytes")
 }
 
 func TestSubscriptionEndsWithSupervision(t *testing.T) {
