@@ -312,7 +312,8 @@ func (d Direction) String() string { return connection.Direction(d).String() }
 // several goroutines at once (a sent and a received line), so it must be
 // safe for concurrent use; it must not block, nor call the Client, which
 // would deadlock. line is only valid during the call: copy it to keep it.
-// Without this option, tracing costs nothing.
+// A panic in fn is recovered and logged (WithLogger), and the line goes
+// on as if untraced. Without this option, tracing costs nothing.
 //
 // For example, to log the wire to stderr:
 //

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/test/testutil"
 )
 
 func TestWithWireTrace(t *testing.T) {
@@ -49,4 +51,19 @@ func TestWithWireTrace(t *testing.T) {
 func TestWithWireTraceRejectsNil(t *testing.T) {
 	_, err := Connect(t.Context(), "true", nil, WithWireTrace(nil))
 	require.ErrorContains(t, err, "WithWireTrace: nil function")
+}
+
+// A trace hook that panics neither wedges the connection (sent lines are
+// traced under the writer's lock) nor ends the program (received lines
+// are traced on the reader goroutine): the panic is logged, the lines go
+// on, and every call is answered.
+func TestWithWireTraceThatPanics(t *testing.T) {
+	logs := &testutil.LogRecorder{}
+	c := dialTest(t, nil, WithLogger(logs.Logger()), WithWireTrace(func(dir Direction, line []byte) {
+		panic("trace hook: " + dir.String())
+	}))
+	for range 3 {
+		require.NoError(t, c.Ping(t.Context()))
+	}
+	assert.True(t, logs.Has("the wire trace hook panicked"))
 }

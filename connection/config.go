@@ -87,8 +87,9 @@ type Config struct {
 	// and the reader goroutine (received), possibly at the same time, so
 	// it must be safe for concurrent use. It must not block, and must not
 	// call the connection: sent lines are traced under the writer's lock.
-	// The slice is only valid during the call; copy it to keep it. Nil
-	// (default): no tracing, at no cost.
+	// The slice is only valid during the call; copy it to keep it. A
+	// panic in it is recovered and logged (at Error), and the line goes
+	// on as if untraced. Nil (default): no tracing, at no cost.
 	Trace func(dir Direction, line []byte)
 
 	// OnStop, when set, runs once on the connection actor as the

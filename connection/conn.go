@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -83,6 +84,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	}
 	// Every record says which connection it is about.
 	cfg.Logger = cfg.Logger.With("server", filepath.Base(cfg.Command), "server_pid", proc.cmd.Process.Pid)
+	cfg.Trace = safeTrace(cfg.Trace, cfg.Logger)
 	c := &Conn{
 		cfg:        cfg,
 		system:     cfg.System,
@@ -289,4 +291,22 @@ func (c *Conn) maybeDone() {
 		return
 	}
 	c.doneOnce.Do(func() { close(c.done) })
+}
+
+// safeTrace runs trace so that a panic in it is logged and the line goes
+// on as if untraced: a sent line is traced under the writer's lock and a
+// received one on the reader goroutine, so a panic there would wedge every
+// later request or end the program. Nil stays nil (no cost).
+func safeTrace(trace func(Direction, []byte), logger *slog.Logger) func(Direction, []byte) {
+	if trace == nil {
+		return nil
+	}
+	return func(dir Direction, line []byte) {
+		defer func() {
+			if r := recover(); r != nil {
+				logger.Error("snodo: the wire trace hook panicked; the line goes on untraced", "direction", dir.String(), "panic", r)
+			}
+		}()
+		trace(dir, line)
+	}
 }
