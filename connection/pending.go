@@ -163,8 +163,9 @@ type table struct {
 	// stay for as long as a subscription, do not count).
 	answers atomic.Int64
 	// closed is the error close fails everything with, set once as close
-	// begins (before it fails any call): a request added after a caller
-	// has seen that error is refused whichever shard it falls in.
+	// begins (before it takes any shard's lock): add checks it under its
+	// shard's lock, so a request added after a caller has seen that
+	// error, or to a shard close has been through, is refused.
 	closed atomic.Pointer[error]
 
 	timerMu sync.Mutex   // guards timer; held while arming and expiring
@@ -177,7 +178,6 @@ type shard struct {
 	mu       sync.Mutex
 	slots    [shardSlots]*call
 	overflow map[int64]*call // calls whose slot was taken; nil until one was
-	closed   error           // set once: every later add fails with it
 }
 
 const (
@@ -256,16 +256,13 @@ func (t *table) removed(c *call) {
 // add registers c under a fresh id with its deadlines (0: none). IDs
 // increase and are never reused.
 func (t *table) add(c *call, deadline, total int64) (int64, error) {
-	if err := t.closed.Load(); err != nil {
-		return 0, *err
-	}
 	id := t.nextID.Add(1)
 	c.deadline, c.total = deadline, total
 	s := t.shardOf(id)
 	s.mu.Lock()
-	if s.closed != nil {
+	if err := t.closed.Load(); err != nil {
 		s.mu.Unlock()
-		return 0, s.closed
+		return 0, *err
 	}
 	s.put(id, c)
 	t.n.Add(1)
@@ -457,7 +454,6 @@ func (t *table) close(err error) {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		s.closed = err
 		s.each(func(c *call) {
 			s.remove(c) // first: once done, its caller may reuse c
 			t.removed(c)
