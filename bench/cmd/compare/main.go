@@ -27,6 +27,7 @@ import (
 
 type settings struct {
 	runs      int
+	fastRuns  int // runs of the fast server's Request rows, whose 1-in-flight ratio is the noisiest figure
 	dur       time.Duration
 	bigCalls  int
 	connects  int
@@ -46,6 +47,7 @@ func main() {
 	child := flag.String("child", "", "internal: run one measurement (JSON job) and print its result")
 	out := flag.String("out", "", "write the markdown report here (default: stdout)")
 	runs := flag.Int("runs", 3, "runs of every measurement (medians and min–max over them)")
+	fastRuns := flag.Int("fast-runs", 15, "runs of the Request rows against the fast server (at least -runs): one call at a time is a ping-pong between two processes, and its ratio needs more runs to settle")
 	quick := flag.Bool("quick", false, "one short run: a smoke test, not numbers to publish")
 	idle := flag.Int("idle", 1000, "idle connections held at once")
 	notesDir := flag.String("notes", "notes", "directory whose *.md files end the report, verbatim and sorted")
@@ -70,7 +72,7 @@ func main() {
 		}
 		return
 	}
-	s := settings{runs: *runs, dur: time.Second, bigCalls: 8, connects: 15, events: 50000, idle: *idle, idleRuns: 1,
+	s := settings{runs: *runs, fastRuns: max(*fastRuns, *runs), dur: time.Second, bigCalls: 8, connects: 15, events: 50000, idle: *idle, idleRuns: 1,
 		clients: clients.Names(), eras: []string{clients.Modern, clients.Legacy}, quick: *quick, notesDir: *notesDir}
 	if *only != "" {
 		s.only = strings.Split(*only, ",")
@@ -84,7 +86,7 @@ func main() {
 		}
 	}
 	if s.quick {
-		s.runs, s.dur, s.bigCalls, s.connects, s.events, s.idle = 1, 250*time.Millisecond, 2, 3, 2000, min(*idle, 50)
+		s.runs, s.fastRuns, s.dur, s.bigCalls, s.connects, s.events, s.idle = 1, 1, 250*time.Millisecond, 2, 3, 2000, min(*idle, 50)
 	}
 	if s.runs < 1 {
 		fatal(fmt.Errorf("-runs must be at least 1"))
@@ -131,9 +133,12 @@ func collect(s settings) *results {
 		fatal(err)
 	}
 	measures := []string{mCalls, mCallsFast, mBig, mConnect, mAsk, mSubs, mIdle}
-	for run := range s.runs {
+	for run := range max(s.runs, s.fastRuns) {
 		for _, m := range measures {
 			if (m == mIdle && run >= s.idleRuns) || (s.only != nil && !slices.Contains(s.only, m)) {
+				continue
+			}
+			if (m == mCallsFast && run >= s.fastRuns) || (m != mCallsFast && run >= s.runs) {
 				continue
 			}
 			for _, era := range s.eras {
@@ -146,6 +151,9 @@ func collect(s settings) *results {
 				k := run % len(order)
 				order = append(order[k:], order[:k]...)
 				for _, c := range order {
+					if run >= s.runs && !strings.HasSuffix(c, rawSuffix) {
+						continue // the extra fast runs are for the Request rows' ratios
+					}
 					j := job{Measure: m, Client: c, Era: era, Server: s.serverBin, Dur: s.dur}
 					if m == mCallsFast {
 						j.Measure, j.Fast = mCalls, true
@@ -163,7 +171,7 @@ func collect(s settings) *results {
 					case mIdle:
 						j.Count = s.idle
 					}
-					fmt.Fprintf(os.Stderr, "run %d/%d: %-7s %-6s %s\n", run+1, s.runs, m, era, c)
+					fmt.Fprintf(os.Stderr, "run %d/%d: %-7s %-6s %s\n", run+1, max(s.runs, s.fastRuns), m, era, c)
 					t0 := time.Now()
 					metrics, err := runJob(self, j)
 					fmt.Fprintf(os.Stderr, "  %s\n", time.Since(t0).Round(time.Millisecond))

@@ -129,8 +129,8 @@ func render(s settings, r *results, took time.Duration) []byte {
 	if s.quick {
 		p("**Quick smoke run (`-quick`): one short run; not figures to publish.**\n\n")
 	}
-	p("- Date: %s; %d run(s) of every measurement (idle connections: %d run(s)); the whole comparison took %s.\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), s.runs, min(s.idleRuns, s.runs), took.Round(time.Second))
+	p("- Date: %s; %d run(s) of every measurement (the fast server's `Request` rows: %d run(s); idle connections: %d run(s)); the whole comparison took %s.\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), s.runs, s.fastRuns, min(s.idleRuns, s.runs), took.Round(time.Second))
 	p("- Machine: %s, %d CPUs (nproc), %s, %s/%s, Linux %s.\n", cpuModel(), runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH, osRelease())
 	p("- Go: %s. Load average (1/5/15 min) when the comparison started: %s; when it ended: %s.\n", runtime.Version(), s.loadStart, loadAvg())
 	p("- Clients: snodo %s; %s.\n", snodoVersion(), depVersions())
