@@ -336,7 +336,7 @@ func TestDemo(t *testing.T) {
 	for _, s := range []string{
 		"1. Connect", "modern, protocol 2026-07-28",
 		"2. List the tools", "countdown",
-		"3. Call countdown", "progress 5/5", "Liftoff!",
+		"3. Call countdown", "progress 1/5", "progress 2/5", "progress 3/5", "progress 4/5", "progress 5/5", "Liftoff!",
 		"4. Call greet", "What should I call you?", "Hello, Ada!",
 		"5. Listen for tool changes", "notifications/tools/list_changed", "time ",
 		"6. Close", "exited",

@@ -80,7 +80,7 @@ func (t *tour) run(ctx context.Context, sio stdio) error {
 	}
 
 	t.caption("Call countdown. The server reports progress while it works.")
-	bar := &progressBar{w: t.w, tty: sio.outTTY, fd: sio.outFd, prefix: indent, keep: true}
+	bar := &progressBar{w: t.w, tty: sio.outTTY, fd: sio.outFd, prefix: indent, keep: true, every: true}
 	res, err := c.CallTool(ctx, "countdown", map[string]int{"from": 5}, bar.options()...)
 	bar.finish()
 	if err != nil {

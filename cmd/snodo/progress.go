@@ -33,6 +33,9 @@ type progressBar struct {
 	off    bool   // --quiet
 	keep   bool   // leave the last bar on screen (the demo)
 	drawn  int    // runes of the bar now on screen; 0 when none
+	// every writes every update as a plain line, unthrottled: the demo,
+	// whose few updates show that each notification arrives.
+	every bool
 
 	mu      sync.Mutex
 	written time.Time   // when the last plain line was written
@@ -89,7 +92,7 @@ func (b *progressBar) line(line string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	wait := lineEvery - time.Since(b.written)
-	if b.written.IsZero() || wait <= 0 {
+	if b.every || b.written.IsZero() || wait <= 0 {
 		b.held = ""
 		b.writeLocked(line)
 		return
