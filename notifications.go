@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
+	"github.com/snodo/snodo/internal/recovered"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -328,8 +328,7 @@ func (q *notifier) drain() {
 func (q *notifier) deliver(ctx context.Context, n *Notification) {
 	defer func() {
 		if r := recover(); r != nil {
-			q.logger.Error("snodo: the notification handler panicked; delivering the next one",
-				"method", n.Method, "panic", r, "stack", string(debug.Stack()))
+			recovered.Log(q.logger, "snodo: the notification handler panicked; delivering the next one", r, "method", n.Method)
 		}
 	}()
 	q.handler(ctx, n)

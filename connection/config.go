@@ -75,7 +75,9 @@ type Config struct {
 	// (cancelled), in the order they arrive. ctx is done once the
 	// connection stops; params is the caller's to keep. It runs on the
 	// reader goroutine and must not block: queue the notification and
-	// return.
+	// return. A panic in it is recovered and logged (at Error, with the
+	// method, the panic and the stack); that notification is lost and
+	// the reader goes on with the next line.
 	OnNotification func(ctx context.Context, method string, params json.RawMessage)
 
 	// Trace, if set, sees every complete line on the wire, without its

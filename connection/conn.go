@@ -15,6 +15,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/recovered"
 	"github.com/snodo/snodo/internal/serverproc"
 )
 
@@ -304,7 +305,7 @@ func safeTrace(trace func(Direction, []byte), logger *slog.Logger) func(Directio
 	return func(dir Direction, line []byte) {
 		defer func() {
 			if r := recover(); r != nil {
-				logger.Error("snodo: the wire trace hook panicked; the line goes on untraced", "direction", dir.String(), "panic", r)
+				recovered.Log(logger, "snodo: the wire trace hook panicked; the line goes on untraced", r, "direction", dir.String())
 			}
 		}()
 		trace(dir, line)

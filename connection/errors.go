@@ -28,6 +28,10 @@ var (
 	// because Config.MaxWriteQueue bytes already wait to be written to a
 	// server that reads slowly or not at all. The connection lives on.
 	ErrWriteQueueFull = errors.New("snodo: write queue full")
+	// ErrStreamPanicked: a request's CallOptions.Stream callback
+	// panicked. The request ended with a local -32603 wrapping it (the
+	// server was sent notifications/cancelled); the connection lives on.
+	ErrStreamPanicked = errors.New("snodo: the Stream callback panicked")
 	// errStreamCancelled ends a stream request (subscriptions/listen) that
 	// the server cancelled with notifications/cancelled.
 	errStreamCancelled = errors.New("server cancelled the stream")

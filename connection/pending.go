@@ -40,6 +40,9 @@ type call struct {
 	// whole wait. expired says which one the table's timer found passed.
 	deadline, total int64
 	expired         expiry
+	// failed is why the call ended on the reader's side, with expired
+	// set to streamFailed: its Stream callback panicked.
+	failed error
 
 	wantProgress  bool
 	progress      []Progress
@@ -63,6 +66,9 @@ const (
 	notExpired expiry = iota
 	timeoutExpired
 	totalExpired
+	// streamFailed: not a deadline, but the caller gives up the same way
+	// (giveUp) and returns call.failed: the Stream callback panicked.
+	streamFailed
 )
 
 // due is the call's earliest deadline, 0 for none.
@@ -109,7 +115,7 @@ func (cl *call) release() {
 	if cap(cl.line) > maxKeptLine {
 		cl.line = cl.lineBuf[:0]
 	}
-	cl.deadline, cl.total, cl.expired, cl.serverEnded = 0, 0, notExpired, false
+	cl.deadline, cl.total, cl.expired, cl.serverEnded, cl.failed = 0, 0, notExpired, false, nil
 	callPool.Put(cl)
 }
 
@@ -393,15 +399,32 @@ func (t *table) progress(id int64, p Progress) bool {
 	return true
 }
 
-// streamOf returns the stream sink of request id, or nil.
+// streamOf returns the stream sink of request id, or nil (also once
+// the sink has panicked: it is not called again).
 func (t *table) streamOf(id int64) func(string, json.RawMessage) {
 	s := t.shardOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c := s.lookup(id); c != nil {
+	if c := s.lookup(id); c != nil && c.expired != streamFailed {
 		return c.stream
 	}
 	return nil
+}
+
+// fail marks request id as failed with err and wakes its caller, who
+// gives it up as at a timeout (the server is told) and returns err. It
+// does nothing when the request is no longer in the table.
+func (t *table) fail(id int64, err error) {
+	s := t.shardOf(id)
+	s.mu.Lock()
+	c := s.lookup(id)
+	if c != nil {
+		c.expired, c.failed = streamFailed, err
+	}
+	s.mu.Unlock()
+	if c != nil {
+		signal(c.wake)
+	}
 }
 
 // endStream marks stream request id as ended by the server and returns

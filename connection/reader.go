@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/recovered"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -258,7 +260,9 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 		if sub, _ := jsonrpc.Member(meta, subscriptionIDKey); sub != nil {
 			if id, ok := jsonrpc.ParseIntID(sub); ok {
 				if sink := c.table.streamOf(id); sink != nil {
-					sink(method, bytes.Clone(env.Params))
+					if err := c.toStream(sink, id, method, bytes.Clone(env.Params)); err != nil {
+						c.table.fail(id, err) // its caller gives it up and tells the server
+					}
 					return
 				}
 			}
@@ -270,10 +274,13 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 	if method == "notifications/cancelled" && requestID != nil {
 		if id, ok := jsonrpc.ParseIntID(requestID); ok {
 			if sink := c.table.endStream(id); sink != nil { // the server tears a stream down
-				sink(method, bytes.Clone(env.Params))
+				err := c.toStream(sink, id, method, bytes.Clone(env.Params))
+				if err == nil {
+					err = errStreamCancelled
+				}
 				// The server has ended the request: complete it so that
 				// no notifications/cancelled goes back for it.
-				c.table.complete(id, nil, errStreamCancelled)
+				c.table.complete(id, nil, err)
 				return
 			}
 		}
@@ -281,11 +288,42 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 		return
 	}
 	if c.cfg.OnNotification != nil {
-		c.cfg.OnNotification(c.notifyCtx, method, bytes.Clone(env.Params))
+		c.toHook(method, bytes.Clone(env.Params))
 		return
 	}
 	c.cfg.Metrics.Dropped("unclaimed")
 	c.serverLog(slog.LevelDebug, "snodo: dropped a server notification", "method", method)
+}
+
+// toHook hands a notification to OnNotification. A panic in the hook is
+// recovered and logged (within the reader's records a second: the server
+// chooses how often it runs), the notification is lost, and the reader
+// goes on with the next line.
+func (c *Conn) toHook(method string, params json.RawMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.serverLog(slog.LevelError, "snodo: the OnNotification hook panicked; the notification is lost and the connection goes on",
+				recovered.Args(r, "method", method)...)
+		}
+	}()
+	c.cfg.OnNotification(c.notifyCtx, method, params)
+}
+
+// toStream hands a notification to the stream sink of request id. A
+// panic in the sink is recovered and logged as toHook's, and returned as
+// the local error the request ends with; nil when the sink returned.
+func (c *Conn) toStream(sink func(string, json.RawMessage), id int64, method string, params json.RawMessage) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.serverLog(slog.LevelError, "snodo: a request's Stream callback panicked; the request ends and the server is told",
+				recovered.Args(r, "id", id, "method", method)...)
+			err = jsonrpc.NewLocalError(jsonrpc.CodeInternalError,
+				fmt.Sprintf("the Stream callback (CallOptions.Stream) panicked on a %s notification: %v; the request has ended", method, r),
+				ErrStreamPanicked)
+		}
+	}()
+	sink(method, params)
+	return nil
 }
 
 // subscriptionIDKey is the _meta member naming the subscription a

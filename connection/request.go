@@ -39,6 +39,10 @@ type CallOptions struct {
 	// (subscriptions/listen). It runs on the reader goroutine, in order,
 	// and must not block. It is how any request that streams its results
 	// as notifications is built on a Conn (package subscription is one).
+	// If it panics, the panic is recovered and logged, it is not called
+	// again, and the request ends: Request returns a local -32603
+	// wrapping ErrStreamPanicked and the server is sent
+	// notifications/cancelled, as for a request the caller gave up.
 	Stream func(method string, params json.RawMessage)
 	// Meta, an encoded JSON object, adds its members to params._meta (the
 	// MCP request metadata: protocol version, client info, extension
@@ -252,6 +256,10 @@ func (c *Conn) await(ctx context.Context, id int64, cl *call, method string, tim
 		case totalExpired:
 			if c.giveUp(id, cl, "timeout") {
 				return nil, timeoutError(method, "the maximum total time of "+opts.MaxTotalTimeout.String(), raiseTotal)
+			}
+		case streamFailed:
+			if c.giveUp(id, cl, "the client's stream callback failed") {
+				return nil, cl.failed
 			}
 		}
 	}
