@@ -100,7 +100,8 @@ func WithDir(dir string) Option {
 	}
 }
 
-// WithMaxLineBytes sets the largest line accepted from the server. The
+// WithMaxLineBytes sets the largest line accepted from the server, in
+// bytes of its content: its ending, "\n" or "\r\n", does not count. The
 // rest of a longer line is discarded as it arrives, so the request it
 // answered times out; later lines are unaffected. Default 16 MiB. It also
 // bounds the read buffer: a line that outgrows 1 MiB is read into a

@@ -45,7 +45,11 @@ type Config struct {
 	AllowEnv []string
 	Dir      string // working directory; default: the caller's
 
-	MaxLineBytes int           // default DefaultMaxLineBytes
+	// MaxLineBytes is the largest line accepted from the server, in bytes
+	// of its content: its ending ("\n" or "\r\n") does not count. The
+	// rest of a longer line is discarded as it arrives (logged at Warn);
+	// the request it answered times out. Default DefaultMaxLineBytes.
+	MaxLineBytes int
 	Timeout      time.Duration // default DefaultTimeout; negative: no timeout
 	Stderr       io.Writer     // default: inherited (os.Stderr), not captured
 	Logger       *slog.Logger  // anomalies from the server; default: discard

@@ -167,6 +167,26 @@ func TestOverlongLineIsDiscardedAndTimesOut(t *testing.T) {
 	mustCall(t, c, "test/echo", map[string]int{"after": 1})
 }
 
+// The line limit is on a line's content: an answer of exactly
+// MaxLineBytes is taken whether the server ends it with "\n" or "\r\n"
+// (the '\r' counted before); one byte more is discarded and logged, and
+// its request times out.
+func TestLineLimitCountsNoLineEnding(t *testing.T) {
+	const limit = 4096
+	for _, crlf := range []bool{false, true} {
+		logs := &testutil.LogRecorder{}
+		c := start(t, Config{MaxLineBytes: limit, Logger: logs.Logger()})
+		res, err := c.Request(context.Background(), "test/overlong", map[string]any{"bytes": limit, "crlf": crlf}, &CallOptions{Timeout: 10 * time.Second})
+		require.NoError(t, err, "a line of exactly the limit, crlf %v", crlf)
+		assert.Greater(t, len(res), limit-64)
+		_, err = c.Request(context.Background(), "test/overlong", map[string]any{"bytes": limit + 1, "crlf": crlf}, &CallOptions{Timeout: 300 * time.Millisecond})
+		require.ErrorIs(t, err, jsonrpc.ErrTimeout, "a line one byte over, crlf %v", crlf)
+		assert.True(t, logs.Has("discarded an overlong line from the server"), "crlf %v", crlf)
+		assert.True(t, logs.Has("bytes=4097 max_line_bytes=4096"), "crlf %v: %v", crlf, logs.Messages())
+		mustCall(t, c, "test/echo", map[string]int{"after": 1})
+	}
+}
+
 func TestServerWithoutHandlerGetsMethodNotFound(t *testing.T) {
 	c := start(t, Config{})
 	res := mustCall(t, c, "test/serverRequest", map[string]any{"method": "roots/list", "count": 3, "concurrent": true})

@@ -18,9 +18,11 @@ const (
 	framerLarge = 16 << 20
 )
 
-// framer splits a byte stream into newline-terminated lines. It never
-// holds more than max bytes of one line: the rest of a longer line is
-// discarded as it arrives, and the next line is read normally.
+// framer splits a byte stream into lines ended by "\n" or "\r\n". The
+// limit max is on a line's content, without its ending, so a line of max
+// bytes is kept whichever ending it has. It never holds more than one
+// line and its ending: the rest of a longer line is discarded as it
+// arrives, and the next line is read normally.
 type framer struct {
 	r   io.Reader
 	max int
@@ -30,39 +32,53 @@ type framer struct {
 	scanned    int  // buf[start:scanned] holds no newline
 	discarding bool // inside an overlong line
 
-	overlong func(seen int) // called once per discarded line
+	overlong func(seen int) // called once per discarded line, with its content's length
 	seen     int            // bytes of the overlong line so far
+	seenCR   bool           // the bytes discarded last ended with '\r'
 }
 
 func newFramer(r io.Reader, max int, overlong func(int)) *framer {
 	return &framer{r: r, max: max, overlong: overlong}
 }
 
-// next returns the next complete line without its newline (and without a
-// trailing '\r'). The slice is valid until the following call.
+// next returns the next complete line without its ending ("\n" or
+// "\r\n"). The slice is valid until the following call.
 func (f *framer) next() ([]byte, error) {
 	for {
 		if i := bytes.IndexByte(f.buf[f.scanned:f.end], '\n'); i >= 0 {
 			nl := f.scanned + i
 			line := f.buf[f.start:nl]
 			f.start, f.scanned = nl+1, nl+1
+			cr := len(line) > 0 && line[len(line)-1] == '\r'
+			if cr {
+				line = line[:len(line)-1]
+			}
 			if f.discarding {
 				f.discarding = false
-				f.overlong(f.seen + len(line))
+				n := f.seen + len(line)
+				if len(line) == 0 && !cr && f.seenCR {
+					n-- // the '\r' of "\r\n" was discarded with the line
+				}
+				f.overlong(n)
 				continue
 			}
 			if len(line) > f.max {
 				f.overlong(len(line))
 				continue
 			}
-			return bytes.TrimSuffix(line, []byte{'\r'}), nil
+			return line, nil
 		}
 		f.scanned = f.end
-		if pending := f.end - f.start; f.discarding || pending > f.max {
+		// Pending bytes with no newline yet: a line of more than max
+		// bytes, unless the last is the '\r' of a "\r\n" still to come.
+		if pending := f.end - f.start; f.discarding || pending > f.max+1 || pending == f.max+1 && f.buf[f.end-1] != '\r' {
 			if !f.discarding {
 				f.discarding, f.seen = true, 0
 			}
-			f.seen += pending
+			if pending > 0 {
+				f.seen += pending
+				f.seenCR = f.buf[f.end-1] == '\r'
+			}
 			f.start, f.end, f.scanned = 0, 0, 0
 		}
 		if err := f.fill(); err != nil {
@@ -111,7 +127,7 @@ func (f *framer) fill() error {
 		if len(f.buf) >= framerLong && len(f.buf) < framerLarge {
 			size = framerLarge
 		}
-		if limit := f.max + 1; size > limit && !f.discarding {
+		if limit := f.max + 2; size > limit && !f.discarding { // a line, "\r\n"
 			size = max(limit, len(f.buf)+1)
 		}
 		if f.discarding {

@@ -3,6 +3,7 @@ package connection
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"testing"
@@ -13,15 +14,15 @@ import (
 
 // TestFramerGrowsLongLinesInOneStep: past framerLong a line's buffer goes
 // to framerLarge at once, so a 3 MiB line leaves no 2 MiB buffer behind;
-// beyond framerLarge it doubles again, up to the line limit.
+// beyond framerLarge it doubles again, up to the line limit and "\r\n".
 func TestFramerGrowsLongLinesInOneStep(t *testing.T) {
 	for _, tc := range []struct {
 		line, max, want int
 	}{
 		{3 << 20, 32 << 20, framerLarge},
 		{framerLong - 100, 32 << 20, framerLong},
-		{20 << 20, 24 << 20, 24<<20 + 1},
-		{3 << 20, 4 << 20, 4<<20 + 1},
+		{20 << 20, 24 << 20, 24<<20 + 2},
+		{3 << 20, 4 << 20, 4<<20 + 2},
 	} {
 		data := append(bytes.Repeat([]byte("x"), tc.line), '\n')
 		fr := newFramer(&readAll{data: data}, tc.max, func(int) { t.Fatal("overlong") })
@@ -30,6 +31,59 @@ func TestFramerGrowsLongLinesInOneStep(t *testing.T) {
 		assert.Len(t, line, tc.line)
 		assert.Equal(t, tc.want, len(fr.buf), "a %d-byte line, limit %d", tc.line, tc.max)
 	}
+}
+
+// TestLineLimitIsOnTheContent: the limit is on a line's content, without
+// its ending, so a line of exactly the limit is kept whether it ends with
+// "\n" or "\r\n", and one byte more is discarded (reported with its
+// content's length) either way, however the bytes arrive: the '\r' last
+// in a read, or the line filling the buffer.
+func TestLineLimitIsOnTheContent(t *testing.T) {
+	for _, limit := range []int{64, framerInitial - 2, framerInitial - 1, framerInitial, framerInitial + 1, 3 << 20} {
+		for _, ending := range []string{"\n", "\r\n"} {
+			at := bytes.Repeat([]byte("a"), limit)
+			over := bytes.Repeat([]byte("b"), limit+1)
+			var data []byte
+			for _, part := range [][]byte{at, over, []byte("after")} {
+				data = append(append(data, part...), ending...)
+			}
+			for _, size := range []int{len(data), limit, limit + 1, limit + 2, 7} {
+				if size == 7 && limit > 1<<20 {
+					continue // small reads say nothing more there, slowly
+				}
+				var discarded []int
+				fr := newFramer(&readsOf{data: data, size: size}, limit, func(n int) { discarded = append(discarded, n) })
+				var lines []string
+				for {
+					line, err := fr.next()
+					if err == io.EOF {
+						break
+					}
+					require.NoError(t, err)
+					lines = append(lines, string(line))
+				}
+				name := fmt.Sprintf("limit %d, ending %q, reads of %d bytes", limit, ending, size)
+				assert.Equal(t, []string{string(at), "after"}, lines, name)
+				assert.Equal(t, []int{limit + 1}, discarded, name)
+				assert.LessOrEqual(t, len(fr.buf), max(framerInitial, limit+2), name)
+			}
+		}
+	}
+}
+
+// readsOf hands out its data at most size bytes a read.
+type readsOf struct {
+	data []byte
+	size int
+}
+
+func (r *readsOf) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), r.size)], r.data)
+	r.data = r.data[n:]
+	return n, nil
 }
 
 // readAll hands out as much as the buffer takes.

@@ -93,7 +93,8 @@
 //	test/crash {code|signal,stderr}       exit/raise signal without answering
 //	test/closeStdin                       {} then close stdin; exit 0 after 30 s
 //	test/closeStdout                      close stdout without answering
-//	test/overlong {bytes}                 one response line of that many bytes
+//	test/overlong {bytes,crlf}            one response line of that many bytes, then "\n"
+//	                                      (with crlf: "\r\n", not counted in bytes)
 //	test/garbage                          junk lines, then {"ok":true}
 //	test/junk {count,line}                line (default "junk") count times, at once, then {"sent":count}
 //	test/split {parts,delayMs}            {"ok":true} written in parts

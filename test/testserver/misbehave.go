@@ -57,6 +57,7 @@ var overlongChunk = bytes.Repeat([]byte("x"), 64<<10)
 func (s *server) overlong(req *request) (any, *rpcError) {
 	var p struct {
 		Bytes int64 `json:"bytes"`
+		CRLF  bool  `json:"crlf"`
 	}
 	if e := unmarshalParams(req, &p); e != nil {
 		return nil, e
@@ -73,7 +74,11 @@ func (s *server) overlong(req *request) (any, *rpcError) {
 		pad -= n
 	}
 	s.writeLocked(suffix)
-	s.writeLocked([]byte("\n"))
+	if p.CRLF {
+		s.writeLocked([]byte("\r\n"))
+	} else {
+		s.writeLocked([]byte("\n"))
+	}
 	s.flushLocked()
 	return noAnswer, nil
 }
