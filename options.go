@@ -177,7 +177,9 @@ func WithTimeout(d time.Duration) Option {
 // WithStderr sends the server's stderr to w. Default: inherited (the
 // server writes to this process's stderr), not captured. When w is not an
 // *os.File, snodo reads stderr itself: the last lines appear in the error
-// callers see when the server exits, and a w that blocks never stalls the
+// callers see when the server exits (with control characters shown as
+// \x1b and the like, and invalid UTF-8 as U+FFFD; w gets the bytes as
+// they were written), and a w that blocks never stalls the
 // server or the connection (output it cannot take is dropped; one
 // goroutine stays parked in a Write that never returns until it does).
 func WithStderr(w io.Writer) Option {

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
@@ -67,6 +68,29 @@ func TestServerExitFailsEveryCallerWithStatusAndStderr(t *testing.T) {
 	requireClosed(t, err, ErrServerExited)
 	require.Error(t, c.Notify(context.Background(), "notifications/x", nil))
 	waitDone(t, c)
+}
+
+// The server's last stderr lines, quoted in the error every caller gets,
+// are the server's choice: escape sequences in them are shown as text
+// (\x1b…) and invalid UTF-8 as U+FFFD, so that an error a caller logs or
+// prints cannot recolour, retitle or rewrite a terminal. What reaches the
+// caller's WithStderr writer is the server's bytes as sent.
+func TestStderrInErrorsCannotDriveATerminal(t *testing.T) {
+	var stderr testutil.Buffer
+	c := start(t, Config{Stderr: &stderr})
+	raw := []byte("\x1b]0;pwned\x07\x1b[2J\x1b[31mfatal\x1b[0m \u009b1A\r over \xff\xfe tab\tok")
+	_, err := c.Request(context.Background(), "test/crash", map[string]any{"code": 3, "stderrBytes": raw}, nil)
+	e := requireClosed(t, err, ErrServerExited)
+	want := `last stderr: \x1b]0;pwned\x07\x1b[2J\x1b[31mfatal\x1b[0m \x9b1A\x0d over ` + "\ufffd\ufffd tab\tok)"
+	assert.Contains(t, e.Message, want)
+	for _, msg := range []string{err.Error(), c.Err().Error()} {
+		assert.NotContains(t, msg, "\x1b", "a raw ESC")
+		assert.NotContains(t, msg, "\u009b", "a raw CSI")
+		assert.NotContains(t, msg, "\r")
+		assert.True(t, utf8.ValidString(msg), "%q", msg)
+	}
+	waitDone(t, c)
+	assert.Contains(t, stderr.String(), string(raw), "the writer gets the bytes as sent")
 }
 
 type writerFunc func([]byte) (int, error)

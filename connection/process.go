@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // process is the server child: os/exec plus the parent's ends of its pipes.
@@ -190,7 +192,11 @@ func (t *stderrTap) pump() {
 	}
 }
 
-// lastLines returns up to n last non-empty lines of stderr, joined by " | ".
+// lastLines returns up to n last non-empty lines of stderr, joined by
+// " | ", each made safe to print (safetext.Visible): the server chose
+// these bytes, and they go into errors that callers log and print, so
+// an escape sequence is shown as text (\x1b…) and invalid UTF-8 as
+// U+FFFD rather than passed on raw.
 func (t *stderrTap) lastLines(n int) string {
 	if t == nil {
 		return ""
@@ -201,7 +207,7 @@ func (t *stderrTap) lastLines(n int) string {
 	var lines []string
 	for _, l := range strings.Split(text, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
+			lines = append(lines, safetext.Visible(l))
 		}
 	}
 	if len(lines) > n {

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/servers"
 )
 
@@ -192,7 +193,7 @@ func (l *wireLog) trace(dir snodo.Direction, line []byte) {
 	defer l.mu.Unlock()
 	l.buf = append(l.buf[:0], arrow...)
 	if line = line[:min(len(line), maxLogged)]; hasControl(line) {
-		l.buf = append(l.buf, visible(string(line))...) // JSON strings may hold C1 codes raw
+		l.buf = append(l.buf, safetext.Visible(string(line))...) // JSON strings may hold C1 codes raw
 	} else {
 		l.buf = append(l.buf, line...)
 	}

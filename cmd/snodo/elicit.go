@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // prompter asks the user for what elicitation/create requests, on the
@@ -66,7 +67,7 @@ func (p *prompter) elicit(ctx context.Context, raw json.RawMessage) (any, error)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.out, "The server asks: %s\n", visible(params.Message))
+	fmt.Fprintf(p.out, "The server asks: %s\n", safetext.Visible(params.Message))
 	if params.Mode == "url" {
 		fmt.Fprintf(p.out, "  Open %s\n", oneLine(params.URL))
 		line, ok := p.ask(ctx, "  Press Enter when done, or type n to decline: ")

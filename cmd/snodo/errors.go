@@ -7,9 +7,9 @@ import (
 	"io/fs"
 	"os/exec"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // toolError is a tool result with isError set: the tool ran and failed.
@@ -125,37 +125,5 @@ func trim(err error) string { return strings.TrimPrefix(err.Error(), "snodo: ") 
 // oneLine folds a multi-line message (such as the server's last stderr
 // lines) into one line, with its control characters made visible.
 func oneLine(s string) string {
-	return visible(strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " | ")), " "))
-}
-
-// visible is text from the server made safe to print on a terminal: a
-// control character other than tab and newline (ESC starts the sequences
-// that recolour, retitle, move the cursor or set the clipboard; C1 codes
-// such as U+009B do the same on some terminals) is written as \x1b and
-// the like, and invalid UTF-8 as U+FFFD.
-func visible(s string) string {
-	clean := true
-	for _, r := range s {
-		if unsafeRune(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if unsafeRune(r) && r != utf8.RuneError {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// unsafeRune: what visible rewrites.
-func unsafeRune(r rune) bool {
-	return (r < 0x20 && r != '\t' && r != '\n') || (r >= 0x7f && r <= 0x9f) || r == utf8.RuneError
+	return safetext.Visible(strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " | ")), " "))
 }

@@ -90,7 +90,9 @@
 //	                                      with stepMethod, progress k+1 waits for the client's k-th
 //	                                      notification stepMethod instead of intervalMs; one with
 //	                                      params {"done":true} ends it ({"done":k})
-//	test/crash {code|signal,stderr}       exit/raise signal without answering
+//	test/crash {code|signal,stderr,stderrBytes}  write stderr (text) and stderrBytes
+//	                                      (base64, written raw) on stderr, each with a
+//	                                      newline, then exit/raise signal without answering
 //	test/closeStdin                       {} then close stdin; exit 0 after 30 s
 //	test/closeStdout                      close stdout without answering
 //	test/overlong {bytes,crlf}            one response line of that many bytes, then "\n"

@@ -21,15 +21,19 @@ var signalsByName = map[string]syscall.Signal{
 
 func (s *server) crash(req *request) (any, *rpcError) {
 	p := struct {
-		Code   *int   `json:"code"`
-		Signal string `json:"signal"`
-		Stderr string `json:"stderr"`
+		Code        *int   `json:"code"`
+		Signal      string `json:"signal"`
+		Stderr      string `json:"stderr"`
+		StderrBytes []byte `json:"stderrBytes"` // base64: any bytes, invalid UTF-8 too
 	}{}
 	if e := unmarshalParams(req, &p); e != nil {
 		return nil, e
 	}
 	if p.Stderr != "" {
 		s.stderrf("%s\n", p.Stderr)
+	}
+	if len(p.StderrBytes) > 0 {
+		s.stderrf("%s\n", p.StderrBytes)
 	}
 	if p.Signal != "" {
 		sig, ok := signalsByName[p.Signal]

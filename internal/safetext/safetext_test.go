@@ -1,0 +1,26 @@
+package safetext
+
+import (
+	"testing"
+)
+
+func TestVisible(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text, tab\tand\nnewline":        "plain text, tab\tand\nnewline",
+		"\x1b]0;pwned\x07\x1b[31mred\x1b[0m":   `\x1b]0;pwned\x07\x1b[31mred\x1b[0m`,
+		"csi \u009b2J del \x7f cr \r nul \x00": `csi \x9b2J del \x7f cr \x0d nul \x00`,
+		"bad \xff\xfe utf-8, é kept":           "bad \ufffd\ufffd utf-8, é kept",
+		"":                                     "",
+	} {
+		if got := Visible(in); got != want {
+			t.Errorf("Visible(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestVisibleKeepsCleanTextWithoutAllocating(t *testing.T) {
+	s := "server exited with status 1 (last stderr: fatal: disk on fire)"
+	if n := testing.AllocsPerRun(100, func() { _ = Visible(s) }); n != 0 {
+		t.Errorf("%v allocations for clean text", n)
+	}
+}
