@@ -43,11 +43,14 @@ func TestNonReadingServerKeepsTheHeapBounded(t *testing.T) {
 	grew := int64(<-peak) - int64(base)
 	t.Logf("600 × 256 KiB to a non-reading server: %d refused at once, %d timed out, all in %v; heap peak %+d MiB, %+d MiB after the timeouts",
 		refused, timedOut, time.Since(began).Round(time.Millisecond), grew>>20, after>>20)
-	// The 16 MiB queue, the buffer it outgrew, and garbage the collector
-	// has not reached yet (typically +51 MiB; 150 MiB and more without
-	// the bound, kept until Close).
-	if grew > 100<<20 {
-		t.Errorf("heap grew by %d MiB, want < 100 MiB", grew>>20)
+	// The 16 MiB queue in a buffer grown by doubling (up to 32 MiB), the
+	// buffer it outgrew, and garbage the collector has not reached yet:
+	// the collector lets the heap reach twice what is live before it
+	// runs, and lags further on a loaded machine (typically +51 MiB, +101
+	// seen under -race beside other builds). Without the bound: 150 MiB
+	// and more, all of it live and kept until Close.
+	if grew > 128<<20 {
+		t.Errorf("heap grew by %d MiB, want < 128 MiB", grew>>20)
 	}
 	if after > 8<<20 {
 		t.Errorf("heap still %d MiB above the start after every caller gave up, want < 8 MiB", after>>20)
