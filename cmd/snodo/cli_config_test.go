@@ -179,7 +179,7 @@ func TestConfigServersDescribesFailures(t *testing.T) {
 	bin, _ := json.Marshal(testutil.ServerPath(t))
 	cfg := writeConfig(t, `, "gone": {"command": "/nonexistent/mcp-server"}, "slow": {"command": `+string(bin)+`, "args": ["-era", "modern", "-silent-discover"]}`)
 	r := snodo(t, "--config", cfg, "--timeout", "300ms", "servers").want(t, 1)
-	for _, want := range []string{`check the "command" of server "gone" in ` + cfg, "need a longer --timeout"} {
+	for _, want := range []string{`check the "command" of server "gone" in ` + cfg, "need a longer --probe-timeout"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}

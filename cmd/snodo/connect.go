@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
@@ -35,10 +36,14 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		if err != nil {
 			return nil, err
 		}
+		if spec.Era != "" && s.cfg.probeTimeout > 0 {
+			return nil, usagef("--probe-timeout: server %q of %s sets its era (%s), so snodo sends it no server/discover probe; leave the flag out", spec.Name, s.cfg.configFile, spec.Era)
+		}
 		command, args = spec.Command, spec.Args
 		opts = s.withFile(opts, spec)
 	} else {
 		command, args = s.cfg.server[0], s.cfg.server[1:]
+		opts = append(opts, s.probeTimeout(0)...)
 	}
 	// The connection's own work (the handshake) belongs to the run's
 	// trace, without taking Ctrl-C from ctx.
@@ -75,6 +80,7 @@ func (s *session) named() (*servers.Server, error) {
 // user gave explicitly, which win over the file.
 func (s *session) withFile(opts []snodo.Option, spec *servers.Server) []snodo.Option {
 	opts = append(opts, spec.ConnectOptions()...)
+	opts = append(opts, s.probeTimeout(spec.Timeout)...)
 	if s.cfg.timeoutSet {
 		opts = append(opts, snodo.WithTimeout(s.cfg.timeout))
 	}
@@ -86,6 +92,26 @@ func (s *session) withFile(opts []snodo.Option, spec *servers.Server) []snodo.Op
 		opts = append(opts, snodo.WithDir(s.cfg.dir))
 	}
 	return opts
+}
+
+// probeTimeout is the bound of the server/discover probe: --probe-timeout
+// when given; otherwise the run's request timeout (--timeout, or the
+// file's "timeout" for a server of the --config file, fileTimeout) when
+// it is shorter than the library's 10 s, so that no wait of the run is
+// longer than the timeout the user set, the probe's neither. A user who
+// wants a server slow to start and quick requests gives both flags.
+func (s *session) probeTimeout(fileTimeout time.Duration) []snodo.Option {
+	if s.cfg.probeTimeout > 0 {
+		return []snodo.Option{snodo.WithProbeTimeout(s.cfg.probeTimeout)}
+	}
+	timeout := s.cfg.timeout
+	if !s.cfg.timeoutSet && fileTimeout != 0 {
+		timeout = fileTimeout
+	}
+	if timeout > 0 && timeout < snodo.DefaultProbeTimeout {
+		return []snodo.Option{snodo.WithProbeTimeout(timeout)}
+	}
+	return nil
 }
 
 // askForLogs asks a server that offers logging for its log messages (info
@@ -117,10 +143,6 @@ func (s *session) options() ([]snodo.Option, error) {
 		snodo.WithShutdownGrace(shutdownGrace),
 		snodo.WithMaxInputRounds(cfg.maxInputRounds),
 		snodo.WithNotificationHandler(newNotes(s.io.err, cfg.quiet, cfg.verbose).handle),
-	}
-	if cfg.timeout > 0 && cfg.timeout < snodo.DefaultProbeTimeout {
-		// No wait of the run is longer than --timeout, the probe's neither.
-		opts = append(opts, snodo.WithProbeTimeout(cfg.timeout))
 	}
 	switch cfg.era {
 	case "modern":

@@ -39,7 +39,7 @@ func (s *session) exitCode(ctx context.Context, err error) int {
 var flagWords = strings.NewReplacer(
 	"(raise the bound with WithMaxInputRounds)", "(raise it with --max-input-rounds)",
 	"WithEra(EraModern)", "--era modern",
-	"a server that starts slowly may need a longer WithProbeTimeout", "a server that starts slowly may need a longer --timeout (the probe waits the shorter of it and 10s)",
+	"a server that starts slowly may need a longer WithProbeTimeout", "a server that starts slowly may need a longer --probe-timeout (without it the probe waits the shorter of --timeout and 10s)",
 	"raise it with the Timeout request option or WithTimeout", "raise it with --timeout",
 	"answer it in WithServerRequestHandler and declare it in WithClientCapabilities", "snodo does not answer it",
 )

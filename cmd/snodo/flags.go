@@ -26,7 +26,8 @@ type config struct {
 	json, verbose, quiet, showVersion bool
 	trace                             bool
 	timeout                           time.Duration
-	timeoutSet                        bool // --timeout given: it wins over the config file's
+	timeoutSet                        bool          // --timeout given: it wins over the config file's
+	probeTimeout                      time.Duration // 0: the shorter of the run's timeout and 10 s
 	env, unset, roots                 []string
 	dir                               string
 	maxLineBytes                      int
@@ -110,6 +111,7 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	}
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON document on stdout (listen: one event per line)")
 	fs.DurationVar(&cfg.timeout, "timeout", connection.DefaultTimeout, "per-request `timeout`; progress restarts it")
+	fs.DurationVar(&cfg.probeTimeout, "probe-timeout", 0, "wait at most `duration` for the server/discover probe that settles the era (default: the shorter of --timeout and 10s)")
 	fs.Var(listFlag{&cfg.env}, "env", "set `K=V` in the server's environment (repeatable)")
 	fs.Var(listFlag{&cfg.unset}, "unset", "remove variable `K` from the server's environment (repeatable)")
 	fs.StringVar(&cfg.dir, "dir", "", "run the server in `directory`")
@@ -264,6 +266,14 @@ func (cfg *config) validate() error {
 	if cfg.timeout == 0 {
 		return usagef("--timeout 0s: give a positive duration (or a negative one for no timeout)")
 	}
+	if slices.Contains(cfg.given, "probe-timeout") {
+		if cfg.probeTimeout <= 0 {
+			return usagef("--probe-timeout %s: give a positive duration (or leave it out: the probe then waits the shorter of --timeout and 10s)", cfg.probeTimeout)
+		}
+		if cfg.era != "" {
+			return usagef("--probe-timeout goes without --era: with --era %s snodo sends no server/discover probe", cfg.era)
+		}
+	}
 	if cfg.maxInputRounds < 1 {
 		return usagef("--max-input-rounds %d: must be at least 1", cfg.maxInputRounds)
 	}
@@ -313,7 +323,7 @@ var natsFlags = []string{"prefix", "nats-creds", "nats-nkey", "nats-user", "nats
 
 // serverFlags set up a server process: over NATS the host does, from its
 // own --config file.
-var serverFlags = []string{"env", "unset", "dir", "max-line-bytes", "era"}
+var serverFlags = []string{"env", "unset", "dir", "max-line-bytes", "era", "probe-timeout"}
 
 // notNodeFlags are the flags a node has no use for: it takes each
 // server's settings from the --config file and prints no results.

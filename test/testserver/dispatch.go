@@ -159,6 +159,9 @@ func (s *server) dispatch(req *request) (any, *rpcError) {
 		if s.cfg.silentDiscover {
 			return noAnswer, nil
 		}
+		if s.cfg.discoverDelay > 0 && !pause(req, s.cfg.discoverDelay, true) {
+			return noAnswer, nil // cancelled: the client gave up on it
+		}
 		if s.cfg.discoverError != 0 {
 			return nil, &rpcError{Code: s.cfg.discoverError, Message: "no"}
 		}

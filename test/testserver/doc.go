@@ -23,6 +23,8 @@
 //	-state-file PATH          with -exit-on-discover: the first run creates PATH
 //	                          before exiting; if PATH exists, act as -era legacy
 //	-silent-discover          never answer server/discover
+//	-discover-delay D         answer server/discover only after D (a server
+//	                          slow to start); no answer if it is cancelled first
 //	-silent-listen            take subscriptions/listen and never acknowledge
 //	                          or answer it
 //	-close-stdout-on-discover close stdout when server/discover arrives, and live on

@@ -29,6 +29,7 @@ type config struct {
 	exitOnDiscover  bool
 	stateFile       string
 	silentDiscover  bool
+	discoverDelay   time.Duration
 	silentListen    bool
 	closeOnDiscover bool
 	endlessPages    string
@@ -58,6 +59,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.exitOnDiscover, "exit-on-discover", false, "exit 1 when server/discover arrives")
 	fs.StringVar(&c.stateFile, "state-file", "", "with -exit-on-discover: act as legacy if this file exists, else create it")
 	fs.BoolVar(&c.silentDiscover, "silent-discover", false, "never answer server/discover")
+	fs.DurationVar(&c.discoverDelay, "discover-delay", 0, "answer server/discover only after `D` (none if it is cancelled meanwhile)")
 	fs.BoolVar(&c.silentListen, "silent-listen", false, "take subscriptions/listen and never acknowledge or answer it")
 	fs.StringVar(&c.endlessPages, "endless-pages", "", "list methods always give a nextCursor: fresh (a new one each page) or repeat (the same)")
 	fs.BoolVar(&c.emptyLists, "empty-lists", false, "every list method answers one page with no items")
