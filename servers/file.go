@@ -97,13 +97,34 @@ func (e *FileError) Error() string {
 // Unwrap returns the problem itself, for errors.Is and errors.As.
 func (e *FileError) Unwrap() error { return e.Err }
 
+// ErrNotRegularFile is Load's error (wrapped in a *FileError) for a path
+// that is not a regular file once symbolic links are followed: a named
+// pipe, a device, a socket or a directory. Reading a pipe with no writer
+// would wait for ever, and a device may never end; to load JSON from one,
+// read it yourself (boundedly) and pass the bytes to Parse.
+var ErrNotRegularFile = errors.New("not a regular file")
+
 // Load reads and parses the server file at path. Relative "cwd" values
 // are resolved against the file's directory. Show File.Warnings to your
 // user: Load logs nothing.
+//
+// The path must name a regular file (a symbolic link to one will do):
+// anything else fails with ErrNotRegularFile before a byte is read, and
+// Load never waits on a named pipe that has no writer. It reads at most
+// MaxFileBytes.
 func Load(path string) (*File, error) {
-	fh, err := os.Open(path)
+	// Stat first, so that a pipe or a device is refused without being
+	// opened (opening some devices does something of its own).
+	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
+	}
+	if err := checkRegular(path, fi); err != nil {
+		return nil, err
+	}
+	fh, err := openRegular(path)
+	if err != nil {
+		return nil, err
 	}
 	defer fh.Close()
 	// One byte more than the bound, for Parse to see that it is over.
@@ -122,6 +143,49 @@ func Load(path string) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// openRegular opens path for reading and checks that what it opened is a
+// regular file. The open cannot block: it is non-blocking, so a path
+// replaced by a named pipe after Load's Stat opens at once even with no
+// writer, and the mode of the opened file is checked before any read.
+func openRegular(path string) (*os.File, error) {
+	fh, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		return nil, fmt.Errorf("servers: %w", err)
+	}
+	fi, err := fh.Stat()
+	if err == nil {
+		err = checkRegular(path, fi)
+	}
+	if err != nil {
+		_ = fh.Close()
+		return nil, err
+	}
+	return fh, nil
+}
+
+// checkRegular refuses what is not a regular file, saying what it is and
+// what to pass instead.
+func checkRegular(path string, fi os.FileInfo) error {
+	mode := fi.Mode()
+	if mode.IsRegular() {
+		return nil
+	}
+	what := "not a regular file (mode " + mode.Type().String() + ")"
+	switch {
+	case mode.IsDir():
+		what = "a directory"
+	case mode&os.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case mode&os.ModeCharDevice != 0:
+		what = "a character device"
+	case mode&os.ModeDevice != 0:
+		what = "a device"
+	case mode&os.ModeSocket != 0:
+		what = "a socket"
+	}
+	return &FileError{File: path, Err: fmt.Errorf("%s, %w: give the path of the JSON file itself (write JSON from a pipe or a command to a file first)", what, ErrNotRegularFile)}
 }
 
 // Parse parses a server file's contents; name is used in errors and
