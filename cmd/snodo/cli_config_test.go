@@ -188,3 +188,30 @@ func TestConfigServersDescribesFailures(t *testing.T) {
 		t.Errorf("the library's raw error:\n%s", r.stdout)
 	}
 }
+
+// A --config file that is missing or unreadable is named as the
+// --config file, not reported as a server that could not start ("check
+// SERVER_CMD (after --)", when there is none).
+func TestConfigFileMissingOrUnreadable(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.json")
+	for _, args := range [][]string{
+		{"--config", missing, "servers"},
+		{"--config", missing, "--server", "x", "info"},
+	} {
+		r := snodo(t, args...).want(t, 1)
+		r.oneErrorLine(t, "--config "+missing+": no such file or directory", "give the path of an mcpServers JSON file")
+		if strings.Contains(r.stderr, "SERVER_CMD") || strings.Contains(r.stderr, "cannot start the server") {
+			t.Errorf("a missing file reported as a server that cannot start:\n%s", r.stderr)
+		}
+	}
+	snodo(t, "node", "--config", missing).want(t, 1).oneErrorLine(t, "snodo node: --config "+missing+": no such file or directory")
+	if os.Geteuid() == 0 {
+		return // root reads any file
+	}
+	locked := writeConfig(t, "")
+	if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	r := snodo(t, "--config", locked, "servers").want(t, 1)
+	r.oneErrorLine(t, "--config "+locked+": permission denied")
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"slices"
@@ -116,6 +117,12 @@ func (s *session) describeFor(spec *servers.Server, err error) string {
 // package only returns them.
 func loadFile(path string, errOut io.Writer) (*servers.File, error) {
 	file, err := servers.Load(path)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		// Missing or unreadable: say which flag names it (a PathError
+		// would read as the server's command failing to start).
+		return nil, fmt.Errorf("--config %s: %v; give the path of an mcpServers JSON file", path, pe.Err)
+	}
 	if err != nil {
 		return nil, err
 	}
