@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -439,4 +440,34 @@ func TestToolsJSONOfNoTools(t *testing.T) {
 	if r := snodo(t, against(t, []string{"tools"}, "-empty-lists")...).want(t, 0); strings.TrimSpace(r.stdout) != "(no tools)" {
 		t.Fatalf("stdout: %s", r.stdout)
 	}
+}
+
+// A flag given an empty value (what "--root $DIR" becomes when DIR is
+// unset) is a usage error naming the flag: --root ” shared the current
+// directory with the server, --dir ” and --era ” were as if left out,
+// --resource ” waited for updates of no URI, and --config ” and
+// --server ” were reported as missing flags.
+func TestEmptyFlagValues(t *testing.T) {
+	server := testutil.ServerPath(t)
+	for _, flagName := range []string{"root", "dir", "era", "sampling-reply", "env", "unset", "resource", "config", "server", "nats"} {
+		t.Run(flagName, func(t *testing.T) {
+			args := []string{"--" + flagName, "", "info", "--", server}
+			switch flagName {
+			case "resource":
+				args = []string{"--resource", "", "listen", "--count", "1", "--", server}
+			case "config", "server", "nats":
+				args = []string{"--config", "x.json", "--server", "x", "info"}
+				args[slices.Index(args, "--"+flagName)+1] = ""
+				if flagName == "nats" {
+					args = []string{"--nats", "", "--server", "x", "info"}
+				}
+			}
+			r := snodo(t, args...).want(t, 2)
+			if !strings.HasPrefix(r.stderr, "snodo: --"+flagName+" is empty: give its ") || !strings.Contains(r.stderr, "snodo -h") {
+				t.Errorf("stderr:\n%s", r.stderr)
+			}
+		})
+	}
+	// One empty element among others counts as well.
+	snodo(t, "--root", t.TempDir(), "--root", "", "info", "--", server).want(t, 2)
 }

@@ -189,13 +189,42 @@ func parseArgs(args []string, out io.Writer) (*config, error) {
 		return nil, usagef("no command given (info, tools, call, request, listen or demo)")
 	}
 	cfg.command, cfg.args = positional[0], positional[1:]
+	var empty error
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "timeout" {
 			cfg.timeoutSet = true
 		}
 		cfg.given = append(cfg.given, f.Name)
+		if empty == nil {
+			empty = emptyValue(f)
+		}
 	})
+	if empty != nil {
+		return nil, empty
+	}
 	return cfg, cfg.validate()
+}
+
+// emptyValue refuses a flag given with an empty value ("--root ”", as an
+// unset shell variable writes it): taken as given, --root ” shared the
+// current directory with the server, --dir ” and --era ” were as if
+// left out, --resource ” subscribed to no URI, and --config ” or
+// --server ” were reported as missing.
+func emptyValue(f *flag.Flag) error {
+	switch v := f.Value.(type) {
+	case flag.Getter:
+		if s, ok := v.Get().(string); !ok || s != "" {
+			return nil // a bool, a number or a duration is parsed already
+		}
+	case listFlag:
+		if !slices.Contains(*v.list, "") {
+			return nil
+		}
+	default:
+		return nil
+	}
+	what, _ := flag.UnquoteUsage(f)
+	return usagef("--%s is empty: give its %s, or leave the flag out", f.Name, what)
 }
 
 // cutDashDash splits args at the first "--".
