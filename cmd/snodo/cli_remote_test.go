@@ -57,6 +57,11 @@ func TestRemoteFlagMisuse(t *testing.T) {
 		{[]string{"--nats", "nats://127.0.0.1:1", "--server", "x", "--env", "A=1", "tools"}, "--env does not go with --nats"},
 		{[]string{"--nats", "nats://127.0.0.1:1", "--server", "x", "--dir", "/", "tools"}, "--dir does not go with --nats"},
 		{[]string{"--nats", "nats://127.0.0.1:1", "--server", "x", "--era", "legacy", "tools"}, "--era does not go with --nats"},
+		// Flags that were silently ignored.
+		{[]string{"--nats", "nats://127.0.0.1:1", "--config", "f.json", "--server", "x", "tools"}, "--config does not go with --nats"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--config", "f.json", "servers"}, "--config does not go with --nats"},
+		{[]string{"--config", "f.json", "--server", "x", "servers"}, "--server does not go with it"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--server", "x", "servers"}, "--server does not go with it"},
 	} {
 		r := snodo(t, tc.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {

@@ -369,6 +369,10 @@ func (cfg *config) validateRemote() error {
 			return usagef("demo takes no flags (--%s): it runs its own server with its own settings", name)
 		case name == "nats" && !overNATS:
 			return usagef("--nats URL goes with --server NAME, servers or node")
+		case name == "config" && cfg.natsURL != "" && cfg.command != "node":
+			return usagef("--config does not go with --nats: the named servers run on their hosts, which set them up from their own --config files")
+		case name == "server" && cfg.command == "servers":
+			return usagef("servers lists every server; --server does not go with it (run info or tools with --server NAME for one server)")
 		case name == "config" && cfg.serverName == "" && cfg.command != "servers" && cfg.command != "node":
 			return usagef("--config FILE goes with --server NAME, servers or node")
 		case slices.Contains(natsFlags, name) && !overNATS:
