@@ -215,3 +215,30 @@ func TestConfigFileMissingOrUnreadable(t *testing.T) {
 	r := snodo(t, "--config", locked, "servers").want(t, 1)
 	r.oneErrorLine(t, "--config "+locked+": permission denied")
 }
+
+// Flags given on the command line win over the --config file's settings,
+// --era and --unset as well: the file's "era" and "env" overrode them.
+func TestConfigFlagsWinOverTheFile(t *testing.T) {
+	bin, _ := json.Marshal(testutil.ServerPath(t))
+	cfg := writeConfig(t, `, "fixed": {"command": `+string(bin)+`, "snodo": {"era": "legacy"}}`)
+	r := snodo(t, "--config", cfg, "--server", "fixed", "--json", "info").want(t, 0)
+	var info struct{ Era string }
+	r.decode(t, &info)
+	if info.Era != "legacy" {
+		t.Fatalf("the file's era: %q", info.Era)
+	}
+	r = snodo(t, "--config", cfg, "--server", "fixed", "--era", "modern", "--json", "info").want(t, 0)
+	r.decode(t, &info)
+	if info.Era != "modern" {
+		t.Errorf("--era modern lost to the file's era: %q", info.Era)
+	}
+	var env struct {
+		Value string
+		Set   bool
+	}
+	r = snodo(t, "--config", cfg, "--server", "modern", "--unset", "SNODO_CONFIG_TEST", "--json", "request", "test/env", `{"name":"SNODO_CONFIG_TEST"}`).want(t, 0)
+	r.decode(t, &env)
+	if env.Set {
+		t.Errorf("--unset lost to the file's env: %+v", env)
+	}
+}

@@ -36,7 +36,7 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		if spec.Era != "" && s.cfg.probeTimeout > 0 {
+		if spec.Era != "" && s.cfg.era == "" && s.cfg.probeTimeout > 0 {
 			return nil, usagef("--probe-timeout: server %q of %s sets its era (%s), so snodo sends it no server/discover probe; leave the flag out", spec.Name, s.cfg.configFile, spec.Era)
 		}
 		command, args = spec.Command, spec.Args
@@ -76,8 +76,9 @@ func (s *session) named() (*servers.Server, error) {
 }
 
 // withFile adds the file's options for spec after the flags' (so the
-// file's env, dir and timeout win over the defaults), then the flags a
-// user gave explicitly, which win over the file.
+// file's env, dir, timeout and era win over the defaults), then the flags
+// a user gave explicitly (--timeout, --env, --unset, --dir, --era), which
+// win over the file.
 func (s *session) withFile(opts []snodo.Option, spec *servers.Server) []snodo.Option {
 	opts = append(opts, spec.ConnectOptions()...)
 	opts = append(opts, s.probeTimeout(spec.Timeout)...)
@@ -88,10 +89,24 @@ func (s *session) withFile(opts []snodo.Option, spec *servers.Server) []snodo.Op
 		k, v, _ := strings.Cut(kv, "=")
 		opts = append(opts, snodo.WithEnv(k, v))
 	}
+	for _, k := range s.cfg.unset {
+		opts = append(opts, snodo.WithoutEnv(k)) // the file's env may set it
+	}
 	if s.cfg.dir != "" {
 		opts = append(opts, snodo.WithDir(s.cfg.dir))
 	}
-	return opts
+	return append(opts, s.eraOption()...)
+}
+
+// eraOption is --era's option, if it was given.
+func (s *session) eraOption() []snodo.Option {
+	switch s.cfg.era {
+	case "modern":
+		return []snodo.Option{snodo.WithEra(snodo.EraModern)}
+	case "legacy":
+		return []snodo.Option{snodo.WithEra(snodo.EraLegacy)}
+	}
+	return nil
 }
 
 // probeTimeout is the bound of the server/discover probe: --probe-timeout
@@ -144,12 +159,7 @@ func (s *session) options() ([]snodo.Option, error) {
 		snodo.WithMaxInputRounds(cfg.maxInputRounds),
 		snodo.WithNotificationHandler(newNotes(s.io.err, cfg.quiet, cfg.verbose).handle),
 	}
-	switch cfg.era {
-	case "modern":
-		opts = append(opts, snodo.WithEra(snodo.EraModern))
-	case "legacy":
-		opts = append(opts, snodo.WithEra(snodo.EraLegacy))
-	}
+	opts = append(opts, s.eraOption()...)
 	for _, kv := range cfg.env {
 		k, v, _ := strings.Cut(kv, "=")
 		opts = append(opts, snodo.WithEnv(k, v))
