@@ -242,3 +242,15 @@ func TestConfigFlagsWinOverTheFile(t *testing.T) {
 		t.Errorf("--unset lost to the file's env: %+v", env)
 	}
 }
+
+// A request that times out on the --config file's "timeout" says so:
+// the error gave --timeout's default (1m0s), which had not applied.
+func TestConfigTimeoutIsTheOneReported(t *testing.T) {
+	bin, _ := json.Marshal(testutil.ServerPath(t))
+	cfg := writeConfig(t, `, "short": {"command": `+string(bin)+`, "snodo": {"timeout": "300ms"}}`)
+	sleep := []string{"request", "test/sleep", `{"ms":20000,"honorCancel":true}`}
+	r := snodo(t, append([]string{"--config", cfg, "--server", "short"}, sleep...)...).want(t, 1)
+	r.oneErrorLine(t, `no answer within 300ms (the "timeout" of server "short" in `+cfg+`); raise it, or give --timeout`)
+	r = snodo(t, append([]string{"--config", cfg, "--server", "short", "--timeout", "200ms"}, sleep...)...).want(t, 1)
+	r.oneErrorLine(t, "no answer within 200ms; raise --timeout")
+}

@@ -40,6 +40,7 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 			return nil, usagef("--probe-timeout: server %q of %s sets its era (%s), so snodo sends it no server/discover probe; leave the flag out", spec.Name, s.cfg.configFile, spec.Era)
 		}
 		command, args = spec.Command, spec.Args
+		s.fileTimeout = spec.Timeout
 		opts = s.withFile(opts, spec)
 	} else {
 		command, args = s.cfg.server[0], s.cfg.server[1:]

@@ -62,6 +62,9 @@ func (s *session) describe(err error) string {
 		return fmt.Sprintf("cannot start the server: %s; check the \"command\" of server %q in %s", trim(err), s.cfg.serverName, s.cfg.configFile)
 	case errors.Is(err, exec.ErrNotFound):
 		return fmt.Sprintf("cannot start the server: %s; check SERVER_CMD (after --)", trim(err))
+	case errors.Is(err, snodo.ErrTimeout) && s.fromFile() && !s.cfg.timeoutSet && s.fileTimeout != 0:
+		return fmt.Sprintf("timed out (%d): no answer within %v (the \"timeout\" of server %q in %s); raise it, or give --timeout",
+			snodo.CodeTimeout, s.fileTimeout, s.cfg.serverName, s.cfg.configFile)
 	case errors.Is(err, snodo.ErrTimeout):
 		return fmt.Sprintf("timed out (%d): no answer within %v; raise --timeout", snodo.CodeTimeout, s.cfg.timeout)
 	case errors.Is(err, snodo.ErrConnectionClosed) && s.cfg.natsURL != "":

@@ -150,6 +150,10 @@ type session struct {
 	cfg   *config
 	io    stdio
 	spans *spanLog // --trace; nil otherwise
+
+	// fileTimeout is the "timeout" the --config file gives the server
+	// (0: none), which applies when --timeout is not given.
+	fileTimeout time.Duration
 }
 
 // runCommand runs cfg.command on c.

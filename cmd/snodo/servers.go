@@ -108,7 +108,7 @@ func (s *session) probeServer(ctx context.Context, spec *servers.Server, opts []
 func (s *session) describeFor(spec *servers.Server, err error) string {
 	cfg := *s.cfg
 	cfg.serverName = spec.Name
-	one := session{cfg: &cfg, io: s.io}
+	one := session{cfg: &cfg, io: s.io, fileTimeout: spec.Timeout}
 	return oneLine(flagWords.Replace(one.describe(err)))
 }
 
