@@ -254,3 +254,39 @@ func TestConfigTimeoutIsTheOneReported(t *testing.T) {
 	r = snodo(t, append([]string{"--config", cfg, "--server", "short", "--timeout", "200ms"}, sleep...)...).want(t, 1)
 	r.oneErrorLine(t, "no answer within 200ms; raise --timeout")
 }
+
+// spoofServer is a modern server in sh whose serverInfo carries escape
+// sequences (a window-title OSC, a C1 CSI that clears the screen); it
+// answers every later request with an empty tool list.
+const spoofServer = `answer() {
+	case "$1" in *'"id":'*) ;; *) return ;; esac
+	id=${1#*\"id\":}; id=${id%%,*}
+	printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$id" "$2"
+}
+IFS= read -r line || exit 0
+answer "$line" '{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"evil\u001b]0;pwned\u0007","version":"1\u009b2J"},"resultType":"complete"}'
+while IFS= read -r line; do
+	answer "$line" '{"tools":[],"resultType":"complete"}'
+done
+`
+
+// The servers table shows the control characters of the file's server
+// names and of the servers' own serverInfo instead of writing them to
+// the terminal (they went out raw: a title change, a cleared screen).
+func TestConfigServersTableIsSafeToPrint(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "spoof.sh")
+	if err := os.WriteFile(script, []byte(spoofServer), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sh, _ := json.Marshal(script)
+	cfg := writeConfig(t, `, "spoof": {"command": "sh", "args": [`+string(sh)+`]}, "e\u001b[31mvil": {"command": "/nonexistent/x"}`)
+	r := snodo(t, "--config", cfg, "servers").want(t, 1) // the last one cannot start
+	if strings.ContainsAny(r.stdout, "\x1b\x07\u009b") {
+		t.Fatalf("control characters reached stdout: %q", r.stdout)
+	}
+	for _, want := range []string{`evil\x1b]0;pwned\x07 1\x9b2J`, `e\x1b[31mvil`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}

@@ -107,9 +107,9 @@ func (s *session) servers(ctx context.Context) error {
 	for _, sv := range served {
 		labels := make([]string, len(sv.Hosts))
 		for i, h := range sv.Hosts {
-			labels[i] = h.Label
+			labels[i] = oneLine(h.Label) // any NATS peer sets its label
 		}
-		fmt.Fprintf(s.io.out, "%-20s %d host(s): %s\n", sv.Name, len(sv.Hosts), strings.Join(labels, ", "))
+		fmt.Fprintf(s.io.out, "%-20s %d host(s): %s\n", oneLine(sv.Name), len(sv.Hosts), strings.Join(labels, ", "))
 	}
 	return nil
 }

@@ -64,12 +64,14 @@ func runServers(cfg *config, sio stdio) int {
 			return s.exitCode(ctx, err)
 		}
 	} else {
+		// The names are the file's and the server info the server's:
+		// their control characters are shown, not sent to the terminal.
 		for _, l := range lines {
 			if l.Error != "" {
-				fmt.Fprintf(sio.out, "%-20s error: %s\n", l.Name, l.Error)
+				fmt.Fprintf(sio.out, "%-20s error: %s\n", oneLine(l.Name), l.Error)
 				continue
 			}
-			fmt.Fprintf(sio.out, "%-20s %-7s %-11s %3d tools  %s\n", l.Name, l.Era, l.ProtocolVersion, l.Tools, l.Server)
+			fmt.Fprintf(sio.out, "%-20s %-7s %-11s %3d tools  %s\n", oneLine(l.Name), l.Era, l.ProtocolVersion, l.Tools, oneLine(l.Server))
 		}
 	}
 	if ctx.Err() != nil {
