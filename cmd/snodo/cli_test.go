@@ -227,6 +227,8 @@ func TestUsageErrors(t *testing.T) {
 		"empty method":       {"request", " ", "--", server},
 		"args not an object": {"call", "echo", "[1]", "--", server},
 		"args not JSON":      {"call", "echo", "{", "--", server},
+		"args null":          {"call", "echo", "null", "--", server},
+		"params null":        {"request", "test/echo", " null ", "--", server},
 		"listen flag":        {"--tools", "info", "--", server},
 		"unknown flag":       {"--frob", "info", "--", server},
 		"bad env":            {"--env", "NOVALUE", "info", "--", server},

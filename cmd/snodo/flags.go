@@ -282,6 +282,9 @@ func (cfg *config) validate() error {
 		if err := json.Unmarshal([]byte(cfg.args[1]), &v); err != nil {
 			return usagef("%s: %s is not a JSON object: %v", cfg.command, cfg.args[1], err)
 		}
+		if v == nil { // null decodes into a map without an error
+			return usagef("%s: %s is not a JSON object; write {} for none", cfg.command, cfg.args[1])
+		}
 	}
 	if cfg.command != "listen" && (cfg.tools || cfg.prompts || cfg.resources || len(cfg.resourceURIs) > 0 || cfg.count != 0 || cfg.forDur != 0) {
 		return usagef("--tools, --prompts, --resources, --resource, --count and --for go with listen only")
