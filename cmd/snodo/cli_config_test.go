@@ -290,3 +290,18 @@ func TestConfigServersTableIsSafeToPrint(t *testing.T) {
 		}
 	}
 }
+
+// --dir replaces the file's "cwd", even one that does not exist: the
+// file's was still checked, and failed the run.
+func TestConfigDirFlagReplacesTheFilesCwd(t *testing.T) {
+	bin, _ := json.Marshal(testutil.ServerPath(t))
+	cfg := writeConfig(t, `, "moved": {"command": `+string(bin)+`, "cwd": "/nonexistent/snodo-dir"}`)
+	dir := t.TempDir()
+	var cwd struct{ Dir string }
+	snodo(t, "--config", cfg, "--server", "moved", "--dir", dir, "--json", "request", "test/cwd").want(t, 0).decode(t, &cwd)
+	if cwd.Dir != dir {
+		t.Errorf("the server ran in %q, not --dir %q", cwd.Dir, dir)
+	}
+	r := snodo(t, "--config", cfg, "--server", "moved", "info").want(t, 1)
+	r.oneErrorLine(t, "/nonexistent/snodo-dir", `"cwd"`)
+}

@@ -81,6 +81,13 @@ func (s *session) named() (*servers.Server, error) {
 // a user gave explicitly (--timeout, --env, --unset, --dir, --era), which
 // win over the file.
 func (s *session) withFile(opts []snodo.Option, spec *servers.Server) []snodo.Option {
+	if s.cfg.dir != "" {
+		// WithDir checks its directory when applied: the file's "cwd",
+		// which --dir replaces, must not fail the run (gone, say).
+		file := *spec
+		file.Cwd = ""
+		spec = &file
+	}
 	opts = append(opts, spec.ConnectOptions()...)
 	opts = append(opts, s.probeTimeout(spec.Timeout)...)
 	if s.cfg.timeoutSet {
