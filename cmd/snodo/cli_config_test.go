@@ -2,8 +2,10 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -304,4 +306,48 @@ func TestConfigDirFlagReplacesTheFilesCwd(t *testing.T) {
 	}
 	r := snodo(t, "--config", cfg, "--server", "moved", "info").want(t, 1)
 	r.oneErrorLine(t, "/nonexistent/snodo-dir", `"cwd"`)
+}
+
+// servers runs at most 8 of the file's servers at a time: it started
+// them all at once, one process per server however many the file named.
+// Each server here is a shell that marks itself alive in a directory for
+// as long as its test server runs, and notes how many were alive when it
+// started; snodo waits for a server's exit before starting the next.
+func TestConfigServersBoundsHowManyRunAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	alive := filepath.Join(dir, "alive")
+	if err := os.Mkdir(alive, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	counts := filepath.Join(dir, "counts")
+	script := filepath.Join(dir, "server.sh")
+	body := `touch "$1/$$"; ls "$1" | wc -l >> "$2"; "$3" -era modern -discover-delay 100ms; rm "$1/$$"` + "\n"
+	if err := os.WriteFile(script, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal([]string{script, alive, counts, testutil.ServerPath(t)})
+	var entries []string
+	for i := range 20 {
+		entries = append(entries, fmt.Sprintf(`"s%d": {"command": "sh", "args": %s}`, i, args))
+	}
+	cfg := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {`+strings.Join(entries, ",")+`}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := snodo(t, "--config", cfg, "servers").want(t, 0)
+	if n := strings.Count(r.stdout, "5 tools"); n != 20 {
+		t.Fatalf("%d of 20 servers listed:\n%s", n, r.stdout)
+	}
+	data, err := os.ReadFile(counts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for _, f := range strings.Fields(string(data)) {
+		n, _ := strconv.Atoi(f)
+		most = max(most, n)
+	}
+	if most > 8 {
+		t.Errorf("%d servers ran at once, want at most 8 (counts %s)", most, strings.Fields(string(data)))
+	}
 }

@@ -27,8 +27,14 @@ type serverLine struct {
 	Error           string `json:"error,omitempty"`
 }
 
-// runServers connects to every server of the --config file at once and
-// lists each with its era, version and tool count. A server that fails
+// maxServersAtOnce bounds how many servers `snodo --config FILE servers`
+// runs at the same time: a file may name thousands (1 MiB holds some
+// 20,000), and starting them all at once would fork as many processes.
+const maxServersAtOnce = 8
+
+// runServers connects to every server of the --config file, at most
+// maxServersAtOnce at a time, and lists each in file order with its era,
+// version and tool count. A server that fails
 // is listed with its error, and the exit status is 1; so is a file whose
 // servers are all skipped (it says why).
 func runServers(cfg *config, sio stdio) int {
@@ -50,9 +56,18 @@ func runServers(cfg *config, sio stdio) int {
 		return s.exitCode(ctx, err)
 	}
 	lines := make([]serverLine, len(file.Servers))
+	slots := make(chan struct{}, maxServersAtOnce)
 	var wg sync.WaitGroup
 	for i, spec := range file.Servers {
-		wg.Go(func() { lines[i] = s.probeServer(ctx, spec, opts) })
+		wg.Go(func() {
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+				lines[i] = s.probeServer(ctx, spec, opts)
+			case <-ctx.Done():
+				lines[i] = serverLine{Name: spec.Name, Error: "interrupted before it was started"}
+			}
+		})
 	}
 	wg.Wait()
 	failed := false
