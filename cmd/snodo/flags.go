@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -340,6 +341,42 @@ func (cfg *config) validate() error {
 	return nil
 }
 
+// maxKeyFileBytes bounds the credential, key and certificate files of the
+// NATS flags: they are a few KiB.
+const maxKeyFileBytes = 1 << 20
+
+// checkKeyFile refuses a NATS credential, key or certificate file that is
+// missing, not a regular file, or larger than maxKeyFileBytes, before the
+// NATS client reads it whole: a named pipe with no writer blocked snodo
+// for ever (deaf to SIGTERM: the read is not a wait it can end), and
+// /dev/zero would be read until memory ran out.
+func checkKeyFile(path string) error {
+	fi, err := os.Stat(path)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		what := "not a regular file"
+		switch mode := fi.Mode(); {
+		case mode.IsDir():
+			what = "a directory, " + what
+		case mode&os.ModeNamedPipe != 0:
+			what = "a named pipe (FIFO), " + what
+		case mode&os.ModeCharDevice != 0:
+			what = "a character device, " + what
+		}
+		return fmt.Errorf("%s: give the path of the file itself", what)
+	}
+	if fi.Size() > maxKeyFileBytes {
+		return fmt.Errorf("%d bytes, more than %d: is it the right file?", fi.Size(), maxKeyFileBytes)
+	}
+	return nil
+}
+
 // commandSyntax is each command's argument syntax, for usage errors.
 var commandSyntax = map[string]string{
 	"info": "snodo info -- SERVER_CMD", "tools": "snodo tools -- SERVER_CMD",
@@ -411,6 +448,17 @@ func (cfg *config) validateRemote() error {
 		return usagef("--drain %s: must be positive", cfg.drain)
 	case (cfg.natsCert == "") != (cfg.natsKey == ""):
 		return usagef("--nats-cert and --nats-key go together")
+	}
+	for _, f := range []struct{ name, path string }{
+		{"nats-creds", cfg.natsCreds}, {"nats-nkey", cfg.natsNkey},
+		{"nats-ca", cfg.natsCA}, {"nats-cert", cfg.natsCert}, {"nats-key", cfg.natsKey},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if err := checkKeyFile(f.path); err != nil {
+			return usagef("--%s %s: %v", f.name, f.path, err)
+		}
 	}
 	return nil
 }
