@@ -119,7 +119,7 @@ type segment struct {
 func newWriter(f *os.File, max int, failed func(error)) *writer {
 	w := &writer{f: f, max: max, failed: failed, closedCh: make(chan struct{})}
 	w.runFn = w.run
-	if raw, err := f.SyscallConn(); err == nil {
+	if raw, err := f.SyscallConn(); err == nil && directWrites {
 		w.raw = raw
 		w.attempt = w.attemptOnce
 	}
@@ -370,7 +370,7 @@ func (w *writer) tryWrite(b []byte) int {
 
 // attemptOnce is the raw write behind tryWrite, allocated once.
 func (w *writer) attemptOnce(fd uintptr) bool {
-	w.attemptN, _ = syscall.Write(int(fd), w.attemptBuf)
+	w.attemptN, _ = rawWrite(fd, w.attemptBuf)
 	return true // never wait: a full pipe is the goroutine's business
 }
 
