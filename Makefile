@@ -14,10 +14,14 @@ peers:
 	bash test/peers/install.sh
 
 # go vet over the library and over the bench/ module, which builds against
-# this tree (a replace directive) so an API change cannot leave it broken.
+# this tree (a replace directive) so an API change cannot leave it broken;
+# then the library and the command built for Windows and macOS, which the
+# tests (Linux) do not reach.
 vet:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	GOOS=windows $(GO) build ./...
+	GOOS=darwin $(GO) build ./...
 
 # Fails, listing the files, when any tracked Go file is not gofmt-formatted.
 fmt-check:
