@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"weak"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	snodoactor "github.com/snodo/snodo/actor"
 )
 
 // Calls as actor messages. An actor sends a *Call (or a *ToolCall) with
@@ -21,7 +24,9 @@ import (
 // carrying the call's Tag: also when the connection is gone, as a -32000.
 // The actor behind the PID never blocks on the call: the request runs on
 // a goroutine of its own, bounded by the call's Timeout option (default:
-// the connection's timeout), and nothing uses protoactor futures.
+// the connection's timeout), and nothing uses protoactor futures. A call
+// lives no longer than its reply target: when that actor terminates, the
+// call is cancelled (see CallHandler).
 
 // Call is a raw request as a message: the answer to Request(ctx, Method,
 // Params, Options...) comes back as a *Reply with the same Tag. Params
@@ -38,6 +43,10 @@ type Call struct {
 	Progress bool
 	// ReplyTo receives the Reply (and progress) instead of the sender;
 	// set it when sending with Send, or from code that is not an actor.
+	// The call is cancelled when its reply target (ReplyTo, else the
+	// sender) terminates, or at once if it does not exist: nobody could
+	// receive its reply. Keep the target alive for as long as the call
+	// should run.
 	ReplyTo *protoactor.PID
 }
 
@@ -131,11 +140,41 @@ var ErrTooManyCalls = errors.New("snodo: too many call messages in flight")
 // message's ReplyTo, else its sender, with the actor the call was sent to
 // as their sender; a call with neither is not run, and a warning goes to
 // the actor system's logger.
+//
+// A call lives no longer than its reply target. The running calls of one
+// target share one watch of it (a tiny watcher actor, actor.WatchOwner,
+// started with the target's first running call and stopped with its
+// last); when the target terminates, every call still running for it is
+// cancelled: its ctx is done, so a connection tells the server
+// (notifications/cancelled) and the slot is freed at once. Its reply then
+// goes nowhere: a dead letter, kept out of the log. A target that does
+// not exist when the call comes (a ReplyTo that never lived, or already
+// stopped) cancels the call at once, for the same reason. A protoactor
+// future (RequestFuture) is not watched, since a watch would complete
+// it: such a call runs to its end as before. The zero CallHandler (R
+// aside) is ready to use; Handle is safe from several actors at once.
 type CallHandler struct {
 	R   Requester
 	Max int
 
 	running atomic.Int64
+
+	mu      sync.Mutex
+	targets map[targetKey]*replyWatch // the watched reply targets; made on first use
+}
+
+// targetKey names a reply target: its PID's Address and Id (a PID has
+// other fields, and PIDs are compared by these two).
+type targetKey struct{ address, id string }
+
+// replyWatch is one watched reply target: the calls running for it share ctx,
+// cancelled when it terminates.
+type replyWatch struct {
+	key    targetKey
+	ctx    context.Context
+	cancel context.CancelFunc
+	calls  int    // running calls registered here; guarded by CallHandler.mu
+	stop   func() // ends the watch
 }
 
 // nilCall answers a nil call message's sender, if any, with reply.
@@ -154,7 +193,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 	var (
 		to     *protoactor.PID
 		refuse func(error) any
-		run    func() any // runs the call and returns its reply
+		run    func(context.Context) any // runs the call and returns its reply
 	)
 	switch msg := ctx.Message().(type) {
 	case *Call:
@@ -164,7 +203,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 		}
 		to = replyTarget(ctx, msg.ReplyTo, "Call", msg.Method)
 		refuse = func(err error) any { return &Reply{Tag: msg.Tag, Err: err} }
-		run = func() any { return runCall(sys, self, to, msg, h.R) }
+		run = func(c context.Context) any { return runCall(c, sys, self, to, msg, h.R) }
 	case *ToolCall:
 		if msg == nil {
 			nilCall(ctx, &ToolReply{Err: NewLocalError(CodeInvalidParams, "a nil *snodo.ToolCall was sent: send &snodo.ToolCall{Name: …}")})
@@ -172,7 +211,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 		}
 		to = replyTarget(ctx, msg.ReplyTo, "ToolCall", msg.Name)
 		refuse = func(err error) any { return &ToolReply{Tag: msg.Tag, Err: err} }
-		run = func() any { return runToolCall(sys, self, to, msg, h.R) }
+		run = func(c context.Context) any { return runToolCall(c, sys, self, to, msg, h.R) }
 	default:
 		return false
 	}
@@ -188,6 +227,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 		sendFrom(sys, self, to, refuse(err))
 		return true
 	}
+	callCtx, t := h.watch(sys, to)
 	logger := ctx.Logger()
 	go func() {
 		var reply any
@@ -203,11 +243,94 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 			// The slot is free before the reply goes: a sender that
 			// calls again as soon as it is answered is never refused.
 			h.running.Add(-1)
+			h.release(t)
 			sendFrom(sys, self, to, reply)
 		}()
-		reply = run()
+		reply = run(callCtx)
 	}()
 	return true
+}
+
+// watch registers one running call for its reply target to and returns
+// the context it runs under: the target's, cancelled when to terminates.
+// The first call of a target starts its watch; release ends it with the
+// last. A protoactor future is not watched (t is nil): a Watch would be
+// taken for its result.
+func (h *CallHandler) watch(sys *protoactor.ActorSystem, to *protoactor.PID) (context.Context, *replyWatch) {
+	if isFuture(sys, to) {
+		return context.Background(), nil
+	}
+	key := targetKey{to.Address, to.Id}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.targets[key]; t != nil {
+		t.calls++
+		return t.ctx, t
+	}
+	if h.targets == nil {
+		h.targets = make(map[targetKey]*replyWatch)
+	}
+	t := &replyWatch{key: key, calls: 1}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	h.targets[key] = t
+	// Under h.mu: the watcher's onExit takes it too, so it sees t set up.
+	// WatchOwner only spawns; onExit runs later, on the watcher.
+	t.stop = snodoactor.WatchOwner(sys, to, func() { h.gone(t) })
+	return t.ctx, t
+}
+
+// gone cancels the calls of a target that terminated. The target leaves
+// the table, so a call that comes later starts a watch of its own (which
+// finds the target gone, and cancels it at once); the watcher itself is
+// stopped by release, with the last call.
+func (h *CallHandler) gone(t *replyWatch) {
+	h.mu.Lock()
+	if h.targets[t.key] == t {
+		delete(h.targets, t.key)
+	}
+	h.mu.Unlock()
+	t.cancel()
+}
+
+// release ends one call of t; the last one ends the watch.
+func (h *CallHandler) release(t *replyWatch) {
+	if t == nil {
+		return
+	}
+	h.mu.Lock()
+	t.calls--
+	last := t.calls == 0
+	if last && h.targets[t.key] == t {
+		delete(h.targets, t.key)
+	}
+	h.mu.Unlock()
+	if last {
+		t.stop()
+		t.cancel()
+	}
+}
+
+// watchedTargets is how many reply targets have a watch (for tests).
+func (h *CallHandler) watchedTargets() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.targets)
+}
+
+// isFuture says whether pid is a protoactor future (RequestFuture's
+// sender), which takes any system message, a Watch included, as its
+// result. Futures are registered as "future$…"; an actor spawned under
+// that prefix is still watched.
+func isFuture(sys *protoactor.ActorSystem, pid *protoactor.PID) bool {
+	if !strings.HasPrefix(pid.Id, "future$") {
+		return false
+	}
+	p, ok := sys.ProcessRegistry.Get(pid)
+	if !ok {
+		return false // gone: watching it cancels the call at once
+	}
+	_, isActor := p.(*protoactor.ActorProcess)
+	return !isActor
 }
 
 // admit takes a slot for one call, or says why there is none.
@@ -249,14 +372,14 @@ func callOptions(sys *protoactor.ActorSystem, from, to *protoactor.PID, tag any,
 	}))
 }
 
-func runCall(sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *Call, r Requester) *Reply {
-	res, err := r.Request(context.Background(), msg.Method, msg.Params,
+func runCall(ctx context.Context, sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *Call, r Requester) *Reply {
+	res, err := r.Request(ctx, msg.Method, msg.Params,
 		callOptions(sys, from, to, msg.Tag, msg.Options, msg.Progress)...)
 	return &Reply{Tag: msg.Tag, Result: res, Err: err}
 }
 
-func runToolCall(sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *ToolCall, r Requester) *ToolReply {
-	res, err := NewCalls(r).CallTool(context.Background(), msg.Name, msg.Args,
+func runToolCall(ctx context.Context, sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *ToolCall, r Requester) *ToolReply {
+	res, err := NewCalls(r).CallTool(ctx, msg.Name, msg.Args,
 		callOptions(sys, from, to, msg.Tag, msg.Options, msg.Progress)...)
 	return &ToolReply{Tag: msg.Tag, Result: res, Err: err}
 }

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -24,4 +25,19 @@ func StopActor(tb testing.TB, sys *protoactor.ActorSystem, pid *protoactor.PID, 
 	case <-time.After(within):
 		tb.Fatalf("actor %s did not terminate within %s", pid.Id, within)
 	}
+}
+
+// Actors counts the processes registered in sys whose id starts with
+// prefix ("" for all: actors, futures…), to check that actors started
+// for a while (watchers, say) are gone again.
+func Actors(sys *protoactor.ActorSystem, prefix string) int {
+	n := 0
+	for _, bucket := range sys.ProcessRegistry.LocalPIDs.LocalPIDs {
+		for _, id := range bucket.Keys() {
+			if strings.HasPrefix(id, prefix) {
+				n++
+			}
+		}
+	}
+	return n
 }
