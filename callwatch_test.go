@@ -93,7 +93,7 @@ func TestCallCancelledWhenTheSenderStops(t *testing.T) {
 			var method string
 			var msg any
 			if kind == "Call" {
-				method, msg = "test/sleep", &Call{Method: "test/sleep", Params: map[string]int{"ms": 60000}, Options: []RequestOption{Timeout(2 * time.Minute)}}
+				method, msg = "test/sleep", &Call{Method: "test/sleep", Params: map[string]any{"ms": 60000, "honorCancel": true}, Options: []RequestOption{Timeout(2 * time.Minute)}}
 			} else {
 				method, msg = "tools/call", &ToolCall{Name: "slow", Args: map[string]int{"ms": 60000}, Options: []RequestOption{Timeout(2 * time.Minute)}, Progress: true}
 			}
@@ -119,7 +119,7 @@ func TestCallsOfOneSenderShareOneWatch(t *testing.T) {
 	r := newWatchRig(t)
 	sender, _ := r.sender()
 	for range 2 {
-		r.sys.Root.Send(sender, &sendTo{to: r.c.PID(), msg: &Call{Method: "test/sleep", Params: map[string]int{"ms": 60000}}})
+		r.sys.Root.Send(sender, &sendTo{to: r.c.PID(), msg: &Call{Method: "test/sleep", Params: map[string]any{"ms": 60000, "honorCancel": true}}})
 	}
 	ids := r.requestIDs(t, "test/sleep", 2)
 	assert.Equal(t, 1, r.c.calls.watchedTargets())
@@ -152,7 +152,7 @@ func TestCallCancelledWhenItsReplyToStops(t *testing.T) {
 	r := newWatchRig(t)
 	sender, got := r.sender()
 	replyTo, _ := r.sender()
-	r.sys.Root.Send(sender, &sendTo{to: r.c.PID(), msg: &Call{Method: "test/sleep", Params: map[string]int{"ms": 60000}, ReplyTo: replyTo}})
+	r.sys.Root.Send(sender, &sendTo{to: r.c.PID(), msg: &Call{Method: "test/sleep", Params: map[string]any{"ms": 60000, "honorCancel": true}, ReplyTo: replyTo}})
 	ids := r.requestIDs(t, "test/sleep", 1)
 	testutil.StopActor(t, r.sys, replyTo, 5*time.Second)
 	assert.Equal(t, ids, r.cancelled(t, 1))
@@ -166,7 +166,7 @@ func TestCallCancelledWhenItsReplyToStops(t *testing.T) {
 func TestCallWithAReplyToThatNeverExistedIsCancelled(t *testing.T) {
 	r := newWatchRig(t)
 	nobody := protoactor.NewPID(r.sys.Address(), "never-existed")
-	r.sys.Root.Send(r.c.PID(), &Call{Method: "test/sleep", Params: map[string]int{"ms": 60000}, ReplyTo: nobody})
+	r.sys.Root.Send(r.c.PID(), &Call{Method: "test/sleep", Params: map[string]any{"ms": 60000, "honorCancel": true}, ReplyTo: nobody})
 	r.settled(t, 0)
 	if ids := r.requestIDs(t, "test/sleep", 0); len(ids) > 0 {
 		assert.Equal(t, ids, r.cancelled(t, 1))
