@@ -224,3 +224,44 @@ func TestCallWatchesUnderRandomStops(t *testing.T) {
 	wg.Wait()
 	r.settled(t, 0)
 }
+
+// Calls keep coming for a reply target while it stops: those that joined
+// its watch are cancelled by it, those that come after start a fresh
+// watch that finds it gone; every call ends and every watcher goes.
+func TestCallsRegisteringWhileTheTargetStops(t *testing.T) {
+	r := newWatchRig(t)
+	sender, got := r.sender()
+	for round := range 5 {
+		victim, _ := r.sender()
+		for i := range 40 {
+			if i == 20 {
+				r.sys.Root.Stop(victim)
+			}
+			r.sys.Root.Send(sender, &sendTo{to: r.c.PID(), msg: &Call{Method: "test/sleep", Params: map[string]any{"ms": 60000, "honorCancel": true}, ReplyTo: victim, Tag: i}})
+		}
+		r.sys.Root.Send(sender, &sendTo{to: r.c.PID(), msg: &Call{Method: "test/echo", Tag: round}})
+		require.NoError(t, testutil.Receive(t, got, 10*time.Second, "the sender's own reply").(*Reply).Err)
+	}
+	r.settled(t, 1) // the sender
+	testutil.StopActor(t, r.sys, sender, 5*time.Second)
+}
+
+// A call whose target is already watched only counts itself in: no
+// allocation (the first call of a target spawns its watcher).
+func TestJoiningAWatchAllocatesNothing(t *testing.T) {
+	sys := snodoactor.NewQuietSystem(nil)
+	defer sys.Shutdown()
+	target := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
+	var h CallHandler // the zero value works
+	_, first := h.watch(sys, target)
+	allocs := testing.AllocsPerRun(1000, func() {
+		_, w := h.watch(sys, target)
+		h.release(w)
+	})
+	assert.Zero(t, allocs)
+	assert.Equal(t, 1, testutil.Actors(sys, "snodo-owner-watch"))
+	h.release(first)
+	testutil.Eventually(t, func() bool { return testutil.Actors(sys, "snodo-owner-watch") == 0 && h.watchedTargets() == 0 },
+		5*time.Second, "the watcher outlives the last call")
+	testutil.StopActor(t, sys, target, 5*time.Second)
+}
