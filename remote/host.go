@@ -489,6 +489,11 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 			Message: "remote: the payload is not a JSON-RPC request"}, true)
 		return
 	}
+	if why := refusedMethod(env.MethodName()); why != "" {
+		h.answer(s, reply, env.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("remote: host %s refuses %s: %s", h.label, env.MethodName(), why)}, true)
+		return
+	}
 	ctx, cancel := context.WithCancelCause(extractTrace(h.callCtx, hdr))
 	defer cancel(nil)
 	if !h.hold(reply, cancel) {
