@@ -528,7 +528,7 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	}
 	var params any
 	if env.Params != nil {
-		params = json.RawMessage(env.Params)
+		params = json.RawMessage(withoutProgressToken(env.Params))
 	}
 	raw, err := s.pool.Request(ctx, env.MethodName(), params, ro...)
 	if err != nil {

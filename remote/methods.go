@@ -1,6 +1,10 @@
 package remote
 
-import "strings"
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
 
 // refusedMethod is the one place that decides which methods a host
 // refuses to forward from a remote caller: those its own connection to
@@ -28,4 +32,39 @@ func refusedMethod(method string) string {
 			"(to stop a call of your own, cancel its ctx or let its timeout pass: the host cancels it on the server)"
 	}
 	return ""
+}
+
+// withoutProgressToken is params without a _meta.progressToken the
+// caller set. The progress token on the host's connection is the host's
+// own (the request's id there, set when the caller asks for progress): a
+// caller's would let it send its progress to another caller's call, whose
+// id it can guess, and would take the place of the host's, so that the
+// caller's own progress was lost. params that are not an object, or
+// carry no such token, are returned as they are.
+func withoutProgressToken(params []byte) []byte {
+	if !bytes.Contains(params, []byte(`progressToken`)) {
+		return params
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(params, &members) != nil || members == nil {
+		return params
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(members["_meta"], &meta) != nil || meta == nil {
+		return params
+	}
+	if _, ok := meta["progressToken"]; !ok {
+		return params
+	}
+	delete(meta, "progressToken")
+	m, err := json.Marshal(meta)
+	if err != nil {
+		return params
+	}
+	members["_meta"] = m
+	out, err := json.Marshal(members)
+	if err != nil {
+		return params
+	}
+	return out
 }

@@ -111,3 +111,16 @@ func TestRefusedMethod(t *testing.T) {
 		assert.Empty(t, refusedMethod(m), m)
 	}
 }
+
+func TestWithoutProgressToken(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":1}`:                                     `{"a":1}`,
+		`[1,{"_meta":{"progressToken":1}}]`:           `[1,{"_meta":{"progressToken":1}}]`,
+		`{"_meta":"progressToken"}`:                   `{"_meta":"progressToken"}`,
+		`{"progressToken":1}`:                         `{"progressToken":1}`,
+		`{"_meta":{"progressToken":7,"k":"v"},"a":1}`: `{"_meta":{"k":"v"},"a":1}`,
+		`{"_meta":{"progressToken":null}}`:            `{"_meta":{}}`,
+	} {
+		assert.JSONEq(t, want, string(withoutProgressToken([]byte(in))), in)
+	}
+}

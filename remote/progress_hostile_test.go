@@ -1,0 +1,72 @@
+package remote
+
+import (
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo"
+)
+
+// TestCallerCannotForgeAnotherCallersProgress: the progress token on the
+// host's connection is the host's (the request id there); a remote
+// caller's own _meta.progressToken is dropped, so a caller that names
+// another caller's request id gets no progress sent to that call (nor
+// keeps its ResetTimeoutOnProgress timer alive).
+func TestCallerCannotForgeAnotherCallersProgress(t *testing.T) {
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) {
+			e := natsServer(t)
+			var opts []snodo.Option
+			var flags []string
+			if era == "legacy" {
+				opts, flags = []snodo.Option{snodo.WithEra(snodo.EraLegacy)}, []string{"-era", "legacy"}
+			}
+			hostWith(t, e, "prog", 1, opts, flags...)
+			victim := client(t, e, "prog")
+			hostile := client(t, e, "prog")
+			ctx := ctxFor(t, 20*time.Second)
+
+			var seen atomic.Int64
+			done := make(chan error, 1)
+			go func() {
+				_, err := victim.Request(ctx, "test/sleep", map[string]any{"ms": 1500, "honorCancel": true},
+					snodo.OnProgress(func(snodo.Progress) { seen.Add(1) }))
+				done <- err
+			}()
+			// Find the victim's request id on the host's connection.
+			var id json.RawMessage
+			require.Eventually(t, func() bool {
+				raw, err := hostile.Request(ctx, "test/requests", map[string]any{"method": "test/sleep"})
+				require.NoError(t, err)
+				var got struct {
+					Requests []struct{ ID json.RawMessage }
+				}
+				require.NoError(t, json.Unmarshal(raw, &got))
+				if len(got.Requests) == 0 {
+					return false
+				}
+				id = got.Requests[0].ID
+				return true
+			}, 10*time.Second, 20*time.Millisecond)
+
+			raw, err := hostile.Request(ctx, "test/progress", json.RawMessage(
+				`{"count":3,"intervalMs":5,"_meta":{"progressToken":`+string(id)+`}}`))
+			require.NoError(t, err)
+			assert.JSONEq(t, `{"done":3}`, string(raw))
+			require.NoError(t, <-done)
+			assert.Zero(t, seen.Load(), "the victim got progress another caller's request made")
+
+			// A caller that asks for progress still gets its own.
+			var own atomic.Int64
+			_, err = hostile.Request(ctx, "test/progress", json.RawMessage(`{"count":2,"intervalMs":5,"_meta":{"progressToken":"mine"}}`),
+				snodo.OnProgress(func(snodo.Progress) { own.Add(1) }))
+			require.NoError(t, err)
+			assert.EqualValues(t, 2, own.Load())
+		})
+	}
+}
