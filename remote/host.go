@@ -496,9 +496,18 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	}
 	ctx, cancel := context.WithCancelCause(extractTrace(h.callCtx, hdr))
 	defer cancel(nil)
-	if !h.hold(reply, cancel) {
+	switch h.hold(reply, cancel) {
+	case heldCancelled:
 		s.cancels.Add(1)
 		return // cancelled before it arrived: the caller has gone
+	case heldTwice:
+		// Another call answers on this reply subject: a caller of this
+		// package never sends two, so it came from a peer replying to
+		// someone else's inbox. Answering it would hand that caller a
+		// result it did not ask for, and holding it would lose the first
+		// call's cancel.
+		h.cfg.logger.Warn("remote: dropped a call whose reply subject another call holds", "server", s.name, "reply", reply)
+		return
 	}
 	defer h.unhold(reply)
 	s.inFlight.Add(1)
@@ -633,17 +642,26 @@ func (h *Host) startBeats(subject string, d time.Duration) (stop func()) {
 	}
 }
 
-// hold registers a running call under its reply subject; false when its
-// cancel came first.
-func (h *Host) hold(reply string, cancel context.CancelCauseFunc) bool {
+// What hold did with a call.
+const (
+	heldOK        = iota
+	heldCancelled // its cancel came first
+	heldTwice     // another running call holds its reply subject
+)
+
+// hold registers a running call under its reply subject.
+func (h *Host) hold(reply string, cancel context.CancelCauseFunc) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, gone := h.cancelled[reply]; gone {
 		delete(h.cancelled, reply)
-		return false
+		return heldCancelled
+	}
+	if _, dup := h.calls[reply]; dup {
+		return heldTwice
 	}
 	h.calls[reply] = cancel
-	return true
+	return heldOK
 }
 
 func (h *Host) unhold(reply string) {
