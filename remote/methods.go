@@ -19,6 +19,11 @@ import (
 //     own, and a caller can only send requests; one named
 //     notifications/cancelled could cancel another caller's request on a
 //     server that reads a message's method before its id.
+//   - subscriptions/listen: a subscription's events come to the host's
+//     connection, which only forwards those of subscriptions opened on
+//     the listen endpoint; sent as a call, it held a member of the pool
+//     until the caller's timeout and none of its events reached the
+//     caller.
 //
 // server/discover is forwarded: it is stateless and changes nothing on
 // the server (a modern server answers it, a legacy one says -32601).
@@ -26,7 +31,10 @@ func refusedMethod(method string) string {
 	switch {
 	case method == "initialize":
 		return "the host's connection is initialized already; the host does the handshake " +
-			"(remote.Client.Info tells what the server answered it)"
+			"(remote.Client.Info, or `snodo --nats URL --server NAME info`, tells what the server answered it)"
+	case method == "subscriptions/listen":
+		return "a subscription's events reach a remote caller only through the host's listen endpoint: " +
+			"use remote.Client.Listen (`snodo --nats URL --server NAME listen`)"
 	case strings.HasPrefix(method, "notifications/"):
 		return "notifications are the host's connection's own; a remote caller sends requests only " +
 			"(to stop a call of your own, cancel its ctx or let its timeout pass: the host cancels it on the server)"
