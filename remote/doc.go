@@ -13,7 +13,11 @@
 // and measured as a local one is (snodo.Instrument: a CLIENT span whose
 // context the host's spans join; WithTracerProvider, WithMeterProvider).
 // Legacy resource subscriptions (SubscribeResource) stay on the host:
-// their updates go to the host's handler, never back to the caller.
+// their updates go to the host's handler, never back to the caller. A
+// host refuses, with -32600, the methods its own connection manages
+// (initialize, notifications/…, subscriptions/listen sent as a call,
+// resources/subscribe and unsubscribe, logging/setLevel), and drops a
+// caller's _meta.progressToken: the progress token is its own.
 //
 // The payload of a call is its JSON-RPC request, and of its reply the
 // JSON-RPC response; the deadline, the heartbeat interval and the trace

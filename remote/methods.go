@@ -24,6 +24,14 @@ import (
 //     the listen endpoint; sent as a call, it held a member of the pool
 //     until the caller's timeout and none of its events reached the
 //     caller.
+//   - resources/subscribe, resources/unsubscribe (legacy): the host's
+//     pool holds its connections' resource subscriptions and subscribes
+//     them again after a restart; a caller's unsubscribe could end one
+//     the host's program made, and the updates reach the host, never a
+//     remote caller.
+//   - logging/setLevel (legacy): the log level is the host's, for all
+//     its callers (supervisor.Pool.SetLoggingLevel); log messages reach
+//     the host, never a remote caller.
 //
 // server/discover is forwarded: it is stateless and changes nothing on
 // the server (a modern server answers it, a legacy one says -32601).
@@ -35,6 +43,12 @@ func refusedMethod(method string) string {
 	case method == "subscriptions/listen":
 		return "a subscription's events reach a remote caller only through the host's listen endpoint: " +
 			"use remote.Client.Listen (`snodo --nats URL --server NAME listen`)"
+	case method == "resources/subscribe" || method == "resources/unsubscribe":
+		return "the host's pool holds its connections' resource subscriptions, and their updates reach the host, never a remote caller: " +
+			"watch resources with remote.Client.Listen and Filter.ResourceSubscriptions (modern servers)"
+	case method == "logging/setLevel":
+		return "the host sets its servers' log level for all its callers (supervisor.Pool.SetLoggingLevel), " +
+			"and their log messages reach the host, never a remote caller"
 	case strings.HasPrefix(method, "notifications/"):
 		return "notifications are the host's connection's own; a remote caller sends requests only " +
 			"(to stop a call of your own, cancel its ctx or let its timeout pass: the host cancels it on the server)"

@@ -49,6 +49,9 @@ func TestHostRefusesLifecycleMethods(t *testing.T) {
 				{"notifications/cancelled", map[string]any{"requestId": 2}, "notifications are the host's"},
 				{"notifications/roots/list_changed", nil, "notifications are the host's"},
 				{"subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, "use remote.Client.Listen"},
+				{"resources/subscribe", map[string]any{"uri": "test://a"}, "resource subscriptions"},
+				{"resources/unsubscribe", map[string]any{"uri": "test://a"}, "resource subscriptions"},
+				{"logging/setLevel", map[string]any{"level": "debug"}, "log level"},
 			}
 			for _, r := range refused {
 				_, err := c.Request(ctx, r.method, r.params)
@@ -78,7 +81,9 @@ func TestHostRefusesLifecycleMethods(t *testing.T) {
 			inits, discovers := 0, 0
 			for _, r := range reqs.Requests {
 				assert.NotContains(t, r.Method, "notifications/", "a notification sent as a request reached the server")
-				assert.NotEqual(t, "subscriptions/listen", r.Method, "a listen sent as a call reached the server")
+				if r.Method != "initialize" { // the host's own: counted below
+					assert.Empty(t, refusedMethod(r.Method), "a refused method reached the server")
+				}
 				switch r.Method {
 				case "initialize":
 					inits++
@@ -106,7 +111,7 @@ func TestHostRefusesLifecycleMethods(t *testing.T) {
 }
 
 func TestRefusedMethod(t *testing.T) {
-	for _, m := range []string{"initialize", "notifications/initialized", "notifications/cancelled", "notifications/progress", "subscriptions/listen"} {
+	for _, m := range []string{"initialize", "notifications/initialized", "notifications/cancelled", "notifications/progress", "subscriptions/listen", "resources/subscribe", "resources/unsubscribe", "logging/setLevel"} {
 		assert.NotEmpty(t, refusedMethod(m), m)
 	}
 	for _, m := range []string{"server/discover", "tools/call", "ping", "initialized", "test/echo"} {
