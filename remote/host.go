@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -487,6 +488,13 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	if err != nil || env.Kind != jsonrpc.KindRequest || len(env.ID) == 0 {
 		h.answer(s, reply, env.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: "remote: the payload is not a JSON-RPC request"}, true)
+		return
+	}
+	if !utf8.Valid(data) {
+		// JSON text is UTF-8: a strict server's reader fails on the line,
+		// and may fail the connection of every other caller with it.
+		h.answer(s, reply, env.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: "remote: the payload is not valid UTF-8 (JSON text must be); nothing was sent to the server"}, true)
 		return
 	}
 	if why := refusedMethod(env.MethodName()); why != "" {

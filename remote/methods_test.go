@@ -131,3 +131,21 @@ func TestWithoutProgressToken(t *testing.T) {
 		assert.JSONEq(t, want, string(withoutProgressToken([]byte(in))), in)
 	}
 }
+
+// TestInvalidUTF8PayloadNeverReachesTheServer: JSON text is UTF-8; a
+// strict server's reader would fail on such a line, and with it the
+// connection every other caller of the host shares.
+func TestInvalidUTF8PayloadNeverReachesTheServer(t *testing.T) {
+	e := natsServer(t)
+	host(t, e, "utf", 1)
+	c := client(t, e, "utf")
+	ctx := ctxFor(t, 20*time.Second)
+	_, err := c.Request(ctx, "test/echo", json.RawMessage("{\"a\":\"\xff\xfe\"}"))
+	var re *snodo.Error
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, jsonrpc.CodeInvalidRequest, re.Code)
+	assert.Contains(t, re.Message, "not valid UTF-8")
+	raw, err := c.Request(ctx, "test/requests", map[string]any{"method": "test/echo"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"requests":[]}`, string(raw))
+}
