@@ -64,7 +64,9 @@ func refusedMethod(method string) string {
 // caller's own progress was lost. params that are not an object, or
 // carry no such token, are returned as they are.
 func withoutProgressToken(params []byte) []byte {
-	if !bytes.Contains(params, []byte(`progressToken`)) {
+	// The fast path: no member can be named progressToken, not even one
+	// written with escapes ("progress\u0054oken" decodes to it too).
+	if !bytes.Contains(params, []byte(`progressToken`)) && bytes.IndexByte(params, '\\') < 0 {
 		return params
 	}
 	var members map[string]json.RawMessage

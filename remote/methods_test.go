@@ -127,6 +127,7 @@ func TestWithoutProgressToken(t *testing.T) {
 		`{"progressToken":1}`:                         `{"progressToken":1}`,
 		`{"_meta":{"progressToken":7,"k":"v"},"a":1}`: `{"_meta":{"k":"v"},"a":1}`,
 		`{"_meta":{"progressToken":null}}`:            `{"_meta":{}}`,
+		`{"_meta":{"progress\u0054oken":7}}`:          `{"_meta":{}}`,
 	} {
 		assert.JSONEq(t, want, string(withoutProgressToken([]byte(in))), in)
 	}
