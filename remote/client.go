@@ -15,7 +15,6 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
-	"github.com/snodo/snodo/internal/natsurl"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -104,15 +103,25 @@ func NewClient(nc *nats.Conn, name string, opts ...Option) (*Client, error) {
 }
 
 // Dial connects to the NATS server at url (with WithNATSOptions) and
-// returns a Client for name that owns the connection.
-func Dial(url, name string, opts ...Option) (*Client, error) {
+// returns a Client for name that owns the connection. ctx bounds the
+// connecting only: when it is done first, Dial returns its error
+// (errors.Is context.Canceled or context.DeadlineExceeded) and a
+// connection made afterwards is closed. Reconnects later (nats.go's,
+// as WithNATSOptions sets them) and the calls do not use it.
+func Dial(ctx context.Context, url, name string, opts ...Option) (*Client, error) {
+	if ctx == nil {
+		return nil, errors.New("remote: Dial: nil context.Context; pass context.Background() or a ctx that bounds the connecting")
+	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	nc, err := nats.Connect(url, append(cfg.natsOpt, nats.Name("snodo caller"))...)
+	if err := checkName("server name", name); err != nil {
+		return nil, err
+	}
+	nc, err := connectNATS(ctx, url, append(cfg.natsOpt[:len(cfg.natsOpt):len(cfg.natsOpt)], nats.Name("snodo caller")))
 	if err != nil {
-		return nil, fmt.Errorf("remote: connecting to NATS at %s: %w", natsurl.Redact(url), err)
+		return nil, err
 	}
 	c, err := NewClient(nc, name, opts...)
 	if err != nil {

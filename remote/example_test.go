@@ -36,7 +36,7 @@ func Example() {
 	}
 	defer host.Close()
 
-	c, err := remote.Dial(nats.URL(), "search")
+	c, err := remote.Dial(ctx, nats.URL(), "search")
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
-	"github.com/snodo/snodo/internal/natsurl"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -46,6 +45,9 @@ const (
 	// package makes: it is dropped, so the remembered cancels hold at most
 	// maxCancelled*maxCancelBytes (1 MiB).
 	maxCancelBytes = 256
+	// flushWait bounds NewHost's wait for the NATS server to take its
+	// subscriptions (nats.go's Flush bound).
+	flushWait = 10 * time.Second
 )
 
 // Why a host ended a call or a subscription (errors.Is on the caller's
@@ -156,8 +158,10 @@ type served struct {
 // NewHost connects to the NATS server at url and serves the pools given
 // with Serve. ctx is the host's owner: when it is done, the host drains
 // (as Shutdown, bounded by DefaultDrainTimeout); one already done is an
-// error. The host owns the pools: they close when it stops, and if
-// NewHost fails.
+// error, and one done while NewHost connects ends the connecting: NewHost
+// returns its error (errors.Is context.Canceled or DeadlineExceeded).
+// The host owns the pools: they close when it stops, and if NewHost
+// fails.
 func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
 	cfg, optErr := newConfig(opts)
 	closePools := func() {
@@ -199,7 +203,7 @@ func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
 	}
 	h.callCtx, h.stopCalls = context.WithCancelCause(context.Background())
 	h.subCtx, h.stopSubs = context.WithCancelCause(context.Background())
-	if err := h.connect(url); err != nil {
+	if err := h.connect(ctx, url); err != nil {
 		h.stopCalls(err)
 		h.stopSubs(err)
 		closePools()
@@ -214,24 +218,25 @@ func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
 }
 
 // connect opens both connections, the control subscription and one
-// service per name. On error everything opened is closed.
-func (h *Host) connect(url string) (err error) {
+// service per name, bounded by ctx (NewHost's). On error everything
+// opened is closed.
+func (h *Host) connect(ctx context.Context, url string) (err error) {
 	closed := make(chan struct{})
 	serveOpts := append(append([]nats.Option(nil), h.cfg.natsOpt...),
 		nats.Name("snodo host "+h.label+" (serve)"),
 		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
-	h.serve, err = nats.Connect(url, serveOpts...)
+	h.serve, err = connectNATS(ctx, url, serveOpts)
 	if err != nil {
-		return fmt.Errorf("remote: connecting to NATS at %s: %w", natsurl.Redact(url), err)
+		return err
 	}
 	go func() { <-closed; close(h.serveDone) }()
 	replyClosed := make(chan struct{})
-	h.reply, err = nats.Connect(url, append(append([]nats.Option(nil), h.cfg.natsOpt...),
+	h.reply, err = connectNATS(ctx, url, append(append([]nats.Option(nil), h.cfg.natsOpt...),
 		nats.Name("snodo host "+h.label),
-		nats.ClosedHandler(func(*nats.Conn) { close(replyClosed) }))...)
+		nats.ClosedHandler(func(*nats.Conn) { close(replyClosed) })))
 	if err != nil {
 		h.serve.Close()
-		return fmt.Errorf("remote: connecting to NATS at %s: %w", natsurl.Redact(url), err)
+		return err
 	}
 	go func() { <-replyClosed; close(h.replyDone) }()
 	defer func() {
@@ -260,11 +265,20 @@ func (h *Host) connect(url string) (err error) {
 		}
 	}
 	// Make sure the server has every subscription before callers are told
-	// the host is up.
-	if err = h.serve.Flush(); err == nil {
-		err = h.reply.Flush()
+	// the host is up; ctx bounds that wait too, as does nats.go's own
+	// Flush bound when ctx has none.
+	fctx, cancel := context.WithTimeout(ctx, flushWait)
+	defer cancel()
+	if err = h.serve.FlushWithContext(fctx); err == nil {
+		err = h.reply.FlushWithContext(fctx)
 	}
-	return err
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctxErr(ctx)
+		}
+		return fmt.Errorf("remote: NewHost: flushing its subscriptions to NATS: %w", err)
+	}
+	return nil
 }
 
 func (h *Host) addService(s *served) error {

@@ -45,7 +45,7 @@ func runRemote(cfg *config, sio stdio) int {
 	if cfg.prefix != "" {
 		opts = append(opts, remote.WithPrefix(cfg.prefix))
 	}
-	c, err := remote.Dial(cfg.natsURL, cfg.serverName, opts...)
+	c, err := remote.Dial(ctx, cfg.natsURL, cfg.serverName, opts...)
 	if err != nil {
 		return s.exitCode(ctx, err)
 	}
