@@ -2,6 +2,7 @@ package snodo
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -176,6 +178,21 @@ func TestEnvOptionsRefuseNamesWithEquals(t *testing.T) {
 	res, err := c.Request(t.Context(), "test/env", map[string]string{"name": "SNODO_OK"})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"value":"a=b","set":true}`, string(res))
+}
+
+// WithMaxLineBytes takes 64 to 1 GiB; past either end it is refused
+// with what to pass, before anything starts.
+func TestWithMaxLineBytesBounds(t *testing.T) {
+	command, args := testutil.Server(t)
+	for n, want := range map[int]string{10: "pass at least 64", connection.MaxLineBytesLimit + 1: "pass at most 1073741824", math.MaxInt: "pass at most 1073741824"} {
+		before := testutil.ChildPIDs()
+		_, err := Connect(t.Context(), command, args, WithMaxLineBytes(n))
+		require.ErrorContains(t, err, "WithMaxLineBytes")
+		require.ErrorContains(t, err, want)
+		require.Empty(t, newChildren(before), "nothing may be started")
+	}
+	c := dialTest(t, nil, WithMaxLineBytes(connection.MaxLineBytesLimit))
+	require.NoError(t, c.Ping(t.Context()))
 }
 
 // An owner from another actor system is named as the mistake, before

@@ -17,7 +17,13 @@ import (
 
 // Defaults for Config fields left zero.
 const (
-	DefaultMaxLineBytes      = 16 << 20         // the largest line accepted from the server
+	DefaultMaxLineBytes = 16 << 20 // the largest line accepted from the server
+	// MaxLineBytesLimit is the largest MaxLineBytes accepted: 1 GiB. A
+	// line is held whole while it arrives and then decoded, so a larger
+	// cap would bound no memory worth bounding (one message could take
+	// several GiB); values near the int range would also overflow the
+	// reader's arithmetic. No MCP message needs more.
+	MaxLineBytesLimit        = 1 << 30
 	DefaultTimeout           = 60 * time.Second // per-request timeout
 	DefaultMaxServerRequests = 16               // server-request handlers running at once
 	DefaultMaxWriteQueue     = 16 << 20         // bytes of callers' lines waiting to be written
@@ -48,7 +54,8 @@ type Config struct {
 	// MaxLineBytes is the largest line accepted from the server, in bytes
 	// of its content: its ending ("\n" or "\r\n") does not count. The
 	// rest of a longer line is discarded as it arrives (logged at Warn);
-	// the request it answered times out. Default DefaultMaxLineBytes.
+	// the request it answered times out. Default DefaultMaxLineBytes; from
+	// 64 to MaxLineBytesLimit.
 	MaxLineBytes int
 	Timeout      time.Duration // default DefaultTimeout; negative: no timeout
 	Stderr       io.Writer     // default: inherited (os.Stderr), not captured
@@ -125,6 +132,18 @@ type Config struct {
 	ShutdownGrace time.Duration
 }
 
+// CheckMaxLineBytes tells whether n is a line cap a connection accepts:
+// from 64 to MaxLineBytesLimit (1 GiB). Its error says what to pass.
+func CheckMaxLineBytes(n int) error {
+	switch {
+	case n < 64:
+		return fmt.Errorf("%d bytes is too small: pass at least 64 (the default is %d, 16 MiB)", n, DefaultMaxLineBytes)
+	case n > MaxLineBytesLimit:
+		return fmt.Errorf("%d bytes is too large: pass at most %d (1 GiB; a line is held whole in memory, so a larger cap bounds nothing)", n, MaxLineBytesLimit)
+	}
+	return nil
+}
+
 func (c *Config) withDefaults() (Config, error) {
 	cfg := *c
 	if cfg.Command == "" {
@@ -133,8 +152,8 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.MaxLineBytes == 0 {
 		cfg.MaxLineBytes = DefaultMaxLineBytes
 	}
-	if cfg.MaxLineBytes < 64 {
-		return cfg, fmt.Errorf("snodo: max line bytes %d is too small (at least 64)", cfg.MaxLineBytes)
+	if err := CheckMaxLineBytes(cfg.MaxLineBytes); err != nil {
+		return cfg, fmt.Errorf("snodo: Config.MaxLineBytes: %w", err)
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -185,6 +186,33 @@ func TestLineLimitCountsNoLineEnding(t *testing.T) {
 		assert.True(t, logs.Has("bytes=4097 max_line_bytes=4096"), "crlf %v: %v", crlf, logs.Messages())
 		mustCall(t, c, "test/echo", map[string]int{"after": 1})
 	}
+}
+
+// The line cap goes from 64 to MaxLineBytesLimit (1 GiB): past it Start
+// refuses, saying what to pass, before anything starts. math.MaxInt was
+// taken before, and overflowed the reader's arithmetic: every line
+// counted as overlong and was discarded. The limit itself works.
+func TestLineCapBounds(t *testing.T) {
+	command, args := testutil.Server(t)
+	for _, n := range []int{-1, 63, MaxLineBytesLimit + 1, math.MaxInt} {
+		before := testutil.ChildPIDs()
+		_, err := Start(context.Background(), Config{Command: command, Args: args, MaxLineBytes: n})
+		require.Error(t, err, "MaxLineBytes %d", n)
+		require.ErrorContains(t, err, "MaxLineBytes")
+		if n < 64 {
+			require.ErrorContains(t, err, "pass at least 64")
+		} else {
+			require.ErrorContains(t, err, "pass at most 1073741824")
+		}
+		for _, pid := range testutil.ChildPIDs() {
+			require.Contains(t, before, pid, "nothing may be started")
+		}
+	}
+	require.NoError(t, CheckMaxLineBytes(64))
+	c := start(t, Config{MaxLineBytes: MaxLineBytesLimit})
+	res, err := c.Request(context.Background(), "test/overlong", map[string]int{"bytes": 1 << 20}, nil)
+	require.NoError(t, err)
+	assert.Greater(t, len(res), 1<<20-64)
 }
 
 func TestServerWithoutHandlerGetsMethodNotFound(t *testing.T) {

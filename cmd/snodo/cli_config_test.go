@@ -157,6 +157,7 @@ func TestConfigServersChecksItsFlags(t *testing.T) {
 		"unknown era":     {"--era", "bogus"},
 		"zero timeout":    {"--timeout", "0s"},
 		"line cap":        {"--max-line-bytes", "10"},
+		"line cap past":   {"--max-line-bytes", "1073741825"},
 		"env no value":    {"--env", "NOVALUE"},
 		"root not a dir":  {"--root", "/nonexistent/dir"},
 		"input rounds":    {"--max-input-rounds", "0"},

@@ -234,6 +234,7 @@ func TestUsageErrors(t *testing.T) {
 		"bad env":            {"--env", "NOVALUE", "info", "--", server},
 		"unset with a value": {"--unset", "PATH=/usr/bin", "info", "--", server},
 		"line cap too small": {"--max-line-bytes", "10", "info", "--", server},
+		"line cap too large": {"--max-line-bytes", "1073741825", "info", "--", server},
 		"zero timeout":       {"--timeout", "0s", "info", "--", server},
 		"root not a dir":     {"--root", "/nonexistent/dir", "info", "--", server},
 		"demo with server":   {"demo", "--", server},

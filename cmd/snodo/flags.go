@@ -116,7 +116,7 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.Var(listFlag{&cfg.env}, "env", "set `K=V` in the server's environment (repeatable)")
 	fs.Var(listFlag{&cfg.unset}, "unset", "remove variable `K` from the server's environment (repeatable)")
 	fs.StringVar(&cfg.dir, "dir", "", "run the server in `directory`")
-	fs.IntVar(&cfg.maxLineBytes, "max-line-bytes", connection.DefaultMaxLineBytes, "largest line accepted from the server, in `bytes`")
+	fs.IntVar(&cfg.maxLineBytes, "max-line-bytes", connection.DefaultMaxLineBytes, "largest line accepted from the server, in `bytes`: 64 to 1073741824 (1 GiB; a line is held whole in memory, so a larger cap bounds nothing)")
 	fs.BoolVar(&cfg.verbose, "verbose", false, "copy every message on the wire to stderr")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "show no progress and no server log messages")
 	fs.StringVar(&cfg.era, "era", "", "speak this MCP `era` (modern or legacy) instead of detecting it")
@@ -293,8 +293,8 @@ func (cfg *config) validate() error {
 	if cfg.count < 0 || cfg.forDur < 0 {
 		return usagef("--count and --for cannot be negative")
 	}
-	if cfg.maxLineBytes < 64 {
-		return usagef("--max-line-bytes %d: must be at least 64", cfg.maxLineBytes)
+	if err := connection.CheckMaxLineBytes(cfg.maxLineBytes); err != nil {
+		return usagef("--max-line-bytes: %v", err)
 	}
 	if cfg.timeout == 0 {
 		return usagef("--timeout 0s: give a positive duration (or a negative one for no timeout)")
