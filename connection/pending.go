@@ -177,7 +177,20 @@ type table struct {
 	timerMu sync.Mutex   // guards timer; held while arming and expiring
 	timer   *time.Timer  // runs expire; nil until a call has a deadline
 	armed   atomic.Int64 // when the timer fires (monoNow); 0: not armed
+
+	// gaveUp holds the IDs of the last maxGaveUp requests the client
+	// gave up on (abandon: a cancelled ctx, a timeout, a Stream callback
+	// that panicked), so that what the server still sends for them is
+	// told apart from what it sends for requests never made.
+	gaveUpMu   sync.Mutex
+	gaveUp     [maxGaveUp]int64
+	gaveUpNext int
 }
+
+// maxGaveUp bounds the IDs of requests given up that a table remembers
+// (2 KiB): past it the oldest is forgotten, and the server's notifications
+// for it count as for an unknown request.
+const maxGaveUp = 256
 
 // shard is one part of the table: the calls whose IDs share its low bits.
 type shard struct {
@@ -399,16 +412,34 @@ func (t *table) progress(id int64, p Progress) bool {
 	return true
 }
 
-// streamOf returns the stream sink of request id, or nil (also once
-// the sink has panicked: it is not called again).
-func (t *table) streamOf(id int64) func(string, json.RawMessage) {
+// streamOf returns the stream sink of request id, or nil. With nil, ended
+// tells whether id is a request the client has ended itself: one given up
+// (remembered by abandon) or whose sink has panicked (it is not called
+// again, and its caller is giving the request up).
+func (t *table) streamOf(id int64) (sink func(string, json.RawMessage), ended bool) {
 	s := t.shardOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c := s.lookup(id); c != nil && c.expired != streamFailed {
-		return c.stream
+	if c := s.lookup(id); c != nil {
+		if c.expired == streamFailed {
+			return nil, true
+		}
+		return c.stream, false
 	}
-	return nil
+	return nil, t.gaveUpOn(id)
+}
+
+// gaveUpOn reports whether id is among the last maxGaveUp requests the
+// client gave up on.
+func (t *table) gaveUpOn(id int64) bool {
+	t.gaveUpMu.Lock()
+	defer t.gaveUpMu.Unlock()
+	for _, g := range t.gaveUp {
+		if g == id {
+			return id != 0
+		}
+	}
+	return false
 }
 
 // fail marks request id as failed with err and wakes its caller, who
@@ -455,7 +486,9 @@ func (t *table) take(c *call) (progress []Progress, done bool, expired expiry) {
 
 // abandon removes id unless its answer already arrived (or, for a
 // stream the server ended, is arriving); it reports whether the caller
-// gave up first (and so must tell the server).
+// gave up first (and so must tell the server). The table remembers id
+// (gaveUpOn): the server may still send notifications for it, and those
+// are dropped as late rather than as for an unknown request.
 func (t *table) abandon(id int64, c *call) bool {
 	s := t.shardOf(id)
 	s.mu.Lock()
@@ -465,6 +498,10 @@ func (t *table) abandon(id int64, c *call) bool {
 	}
 	if s.remove(c) {
 		t.removed(c)
+		t.gaveUpMu.Lock()
+		t.gaveUp[t.gaveUpNext] = id
+		t.gaveUpNext = (t.gaveUpNext + 1) % maxGaveUp
+		t.gaveUpMu.Unlock()
 	}
 	return true
 }

@@ -259,10 +259,15 @@ func (c *Conn) routeNotification(env *jsonrpc.Envelope) {
 	if len(meta) > 0 && meta[0] == '{' {
 		if sub, _ := jsonrpc.Member(meta, subscriptionIDKey); sub != nil {
 			if id, ok := jsonrpc.ParseIntID(sub); ok {
-				if sink := c.table.streamOf(id); sink != nil {
+				sink, ended := c.table.streamOf(id)
+				if sink != nil {
 					if err := c.toStream(sink, id, method, bytes.Clone(env.Params)); err != nil {
 						c.table.fail(id, err) // its caller gives it up and tells the server
 					}
+					return
+				}
+				if ended { // the server had not yet seen the cancel the client sent
+					c.cfg.Metrics.Dropped(dropEndedByClient)
 					return
 				}
 			}
@@ -326,6 +331,12 @@ func (c *Conn) toStream(sink func(string, json.RawMessage), id int64, method str
 	return nil
 }
 
+// dropEndedByClient is the drop reason of a notification for a request
+// the client itself ended (gave up on, or whose Stream callback
+// panicked): the server sent it before it saw the client's cancel, so it
+// is counted but not logged.
+const dropEndedByClient = "ended_by_client"
+
 // subscriptionIDKey is the _meta member naming the subscription a
 // notification belongs to.
 const subscriptionIDKey = "io.modelcontextprotocol/subscriptionId"
@@ -350,7 +361,12 @@ func (c *Conn) routeProgress(params []byte) {
 			return
 		}
 	}
-	if id, ok := jsonrpc.ParseIntID(p.ProgressToken); ok && c.table.progress(id, Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}) {
+	id, ok := jsonrpc.ParseIntID(p.ProgressToken)
+	if ok && c.table.progress(id, Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}) {
+		return
+	}
+	if ok && c.table.gaveUpOn(id) { // sent before the server saw the cancel
+		c.cfg.Metrics.Dropped(dropEndedByClient)
 		return
 	}
 	c.cfg.Metrics.Dropped("unmatched_progress")

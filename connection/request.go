@@ -42,7 +42,9 @@ type CallOptions struct {
 	// If it panics, the panic is recovered and logged, it is not called
 	// again, and the request ends: Request returns a local -32603
 	// wrapping ErrStreamPanicked and the server is sent
-	// notifications/cancelled, as for a request the caller gave up.
+	// notifications/cancelled, as for a request the caller gave up; what
+	// the server still sends for it is dropped as for such a request
+	// (counted, not logged).
 	Stream func(method string, params json.RawMessage)
 	// Meta, an encoded JSON object, adds its members to params._meta (the
 	// MCP request metadata: protocol version, client info, extension
