@@ -12,6 +12,18 @@ import (
 	"github.com/snodo/snodo/internal/natsurl"
 )
 
+// ConnectNATS is nats.Connect bounded by ctx, for a connection to give
+// NewClient or Discover: when ctx is done before the connection is made,
+// it returns ctx's error (errors.Is context.Canceled or
+// DeadlineExceeded) at once, and a connection that completes later is
+// closed. ctx bounds the connecting only, as Dial's does.
+func ConnectNATS(ctx context.Context, url string, opts ...nats.Option) (*nats.Conn, error) {
+	if ctx == nil {
+		return nil, errors.New("remote: ConnectNATS: nil context.Context; pass context.Background() or a ctx that bounds the connecting")
+	}
+	return connectNATS(ctx, url, opts)
+}
+
 // connectNATS is nats.Connect bounded by ctx, which nats.go's Connect
 // does not take. The dials of the first connect are made with ctx, and
 // a connection still in its handshake when ctx is done is closed, so
@@ -24,6 +36,9 @@ import (
 // takes no ctx: connectNATS returns without waiting for it.
 func connectNATS(ctx context.Context, url string, opts []nats.Option) (*nats.Conn, error) {
 	fail := func(err error) error {
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) { // it failed as ctx ended
+			err = fmt.Errorf("%w: %w", ctxErr(ctx), err)
+		}
 		return fmt.Errorf("remote: connecting to NATS at %s: %w", natsurl.Redact(url), err)
 	}
 	if ctx.Err() != nil {
@@ -52,16 +67,13 @@ func connectNATS(ctx context.Context, url string, opts []nats.Option) (*nats.Con
 			if abandoned {
 				return
 			}
-			nc, err = nil, ctx.Err()
+			nc, err = nil, ctxErr(ctx)
 		}
 		done <- result{nc, err}
 	}()
 	select {
 	case r := <-done:
 		if r.err != nil {
-			if ctx.Err() != nil && !errors.Is(r.err, ctx.Err()) {
-				return nil, fail(fmt.Errorf("%w: %w", ctx.Err(), r.err))
-			}
 			return nil, fail(r.err)
 		}
 		return r.nc, nil

@@ -174,3 +174,34 @@ func TestNewHostCancelledWhileConnecting(t *testing.T) {
 	closedByPeer(t, conn)
 	testutil.Receive(t, p.Done(), 10*time.Second, "the pool's end")
 }
+
+// ConnectNATS, for NewClient and Discover, is bounded by its ctx as Dial
+// is, and refuses a nil one.
+func TestConnectNATS(t *testing.T) {
+	url, accepted := silentNATS(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := make(chan error, 1)
+	go func() {
+		nc, err := ConnectNATS(ctx, url, nats.Timeout(time.Minute))
+		if nc != nil {
+			nc.Close()
+		}
+		res <- err
+	}()
+	conn := testutil.Receive(t, accepted, 10*time.Second, "the connection")
+	cancel()
+	require.ErrorIs(t, testutil.Receive(t, res, 10*time.Second, "ConnectNATS's return"), context.Canceled)
+	closedByPeer(t, conn)
+
+	var nilCtx context.Context
+	_, err := ConnectNATS(nilCtx, url)
+	require.ErrorContains(t, err, "nil context.Context")
+	e := natsServer(t)
+	nc, err := ConnectNATS(context.Background(), e.URL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	c, err := NewClient(nc, "x")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+}

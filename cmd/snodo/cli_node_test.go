@@ -5,6 +5,7 @@ package main_test
 import (
 	"bufio"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,5 +179,79 @@ func TestRemoteCallerFlags(t *testing.T) {
 	r = snodo(t, "--nats", url, "--server", "calc", "--trace", "tools").want(t, 0)
 	if !strings.Contains(r.stderr, "tools/list") {
 		t.Errorf("--trace printed no tools/list span:\n%s", r.stderr)
+	}
+}
+
+// silentNATS listens on a local port, accepts connections and never
+// answers: a NATS client waits there for the server's INFO (the CLI for
+// 10 s, its nats.Timeout). The channel gets a value at each connection.
+func silentNATS(t *testing.T) (url string, accepted <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan struct{}, 16)
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return "nats://" + ln.Addr().String(), ch
+}
+
+// SIGINT while a NATS command connects to a NATS server that does not
+// answer: the command ends at once (not at the 10 s nats.Timeout), exits
+// 130, and a node leaves none of the servers it had started running.
+func TestInterruptedWhileConnectingToNATS(t *testing.T) {
+	config := nodeConfig(t, map[string][]string{"one": nil})
+	for name, args := range map[string][]string{
+		"call":    {"--server", "x", "tools"},
+		"servers": {"servers"},
+		"node":    {"node", "--config", config},
+	} {
+		t.Run(name, func(t *testing.T) {
+			url, accepted := silentNATS(t)
+			p := startCLI(t, append([]string{"--nats", url}, args...))
+			testutil.Receive(t, accepted, 30*time.Second, "the CLI's NATS connection")
+			servers := descendants(p.cmd.Process.Pid)
+			began := time.Now()
+			p.signal(t, syscall.SIGINT, "SIGINT")
+			took := time.Since(began)
+			t.Logf("%s: exited %v after SIGINT", name, took.Round(time.Millisecond))
+			if took > 5*time.Second {
+				t.Errorf("took %v to exit", took)
+			}
+			if code := p.cmd.ProcessState.ExitCode(); code != 130 {
+				t.Errorf("exit status %d, want 130; stderr:\n%s", code, p.stderr.String())
+			}
+			if !strings.Contains(p.stderr.String(), "interrupted") {
+				t.Errorf("stderr does not say it was interrupted:\n%s", p.stderr.String())
+			}
+			for _, pid := range servers {
+				if testutil.Running(pid) {
+					t.Errorf("server %d outlived snodo", pid)
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		})
 	}
 }

@@ -101,7 +101,22 @@ func runNode(cfg *config, sio stdio) int {
 		fmt.Fprintln(sio.err, "snodo node: interrupted while starting the servers")
 		return exitInterrupted
 	}
-	h, err := remote.NewHost(context.Background(), url, opts...) // closes the pools if it fails
+	// The host's owner: a signal while it connects to NATS ends the
+	// connecting (NewHost closes the pools); once it serves, signals
+	// drain it instead (below), and the owner ends with runNode.
+	hostCtx, endHost := context.WithCancel(context.Background())
+	defer endHost()
+	interrupt := context.AfterFunc(ctx, endHost)
+	// NewHost closes the pools if it fails.
+	h, err := remote.NewHost(hostCtx, url, opts...)
+	if !interrupt() { // the signal came while it connected
+		if err == nil {
+			_ = h.Close() // it connected just then, and is stopping: its owner is done
+		}
+		reaped()
+		fmt.Fprintln(sio.err, "snodo node: interrupted while connecting to NATS")
+		return exitInterrupted
+	}
 	if err != nil {
 		reaped()
 		return fail(err)

@@ -47,6 +47,10 @@ func runRemote(cfg *config, sio stdio) int {
 	}
 	c, err := remote.Dial(ctx, cfg.natsURL, cfg.serverName, opts...)
 	if err != nil {
+		if ctx.Err() != nil { // nothing was sent yet
+			fmt.Fprintln(sio.err, "snodo: interrupted while connecting to NATS")
+			return exitInterrupted
+		}
 		return s.exitCode(ctx, err)
 	}
 	defer c.Close()
@@ -86,9 +90,9 @@ func (s *session) remoteInfo(ctx context.Context, c *remote.Client) error {
 
 // servers lists every served name with its hosts.
 func (s *session) servers(ctx context.Context) error {
-	nc, err := nats.Connect(s.cfg.natsURL, append(natsOptions(s.cfg), nats.Name("snodo servers"))...)
+	nc, err := remote.ConnectNATS(ctx, s.cfg.natsURL, append(natsOptions(s.cfg), nats.Name("snodo servers"))...)
 	if err != nil {
-		return fmt.Errorf("connecting to NATS at %s: %w", natsurl.Redact(s.cfg.natsURL), err)
+		return err // it names the URL, redacted
 	}
 	defer nc.Close()
 	dctx, cancel := context.WithTimeout(ctx, discoverWait)
