@@ -207,8 +207,13 @@ func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) (handedOver boo
 		}
 	}
 	if !delivered {
-		if state := c.State(); state == StateRunning {
-			c.serverLog(slog.LevelWarn, "snodo: ignored a response to no request in flight (unknown, duplicate, timed out or cancelled)",
+		if state := c.State(); ok && c.table.gaveUpOn(id) {
+			// The answer crossed the client's cancel: expected, and
+			// ignored as the protocol asks.
+			c.serverLog(slog.LevelDebug, "snodo: dropped the late answer to a request the client gave up on",
+				"id", id, "state", state)
+		} else if state == StateRunning {
+			c.serverLog(slog.LevelWarn, "snodo: ignored a response to no request in flight (unknown, or a duplicate)",
 				"id", string(env.ID), "line", sample(line))
 		} else {
 			c.serverLog(slog.LevelDebug, "snodo: discarded a response that came after the connection stopped",

@@ -6,7 +6,9 @@
 // service: its calls arrive on PREFIX.NAME.call in a queue group shared
 // by every host of that name, so several hosts share the load and any of
 // them may take any call (modern MCP calls are stateless). A Client
-// (NewClient, Dial) is a snodo.Requester: raw Request, every typed call
+// (NewClient on a connection of ConnectNATS or nats.Connect, or Dial;
+// the ctx of Dial, ConnectNATS and NewHost bounds their connecting) is a
+// snodo.Requester: raw Request, every typed call
 // through the embedded snodo.Calls (input_required rounds answered by the
 // caller's own handler), and Listen for subscriptions (to the Events
 // channel, or with snodo.ListenTo to an actor). Each request is traced
