@@ -367,26 +367,43 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 		return nil, false, closedErr(fmt.Sprintf("cannot send %s to %s over NATS: %v", method, c.name, err), err)
 	}
 	cancel := func() { _ = c.nc.Publish(c.subj.cancel, []byte(reply)) }
+	// onProgress runs the caller's progress function for a progress update
+	// (a heartbeat only feeds the watchdog).
+	onProgress := func(m *nats.Msg) {
+		if m.Header.Get(hdrKind) != kindProgress {
+			return
+		}
+		if o.ResetTimeoutOnProgress && timer != nil {
+			timer.Reset(timeout)
+		}
+		var wp wireProgress
+		if o.OnProgress == nil || json.Unmarshal(m.Data, &wp) != nil {
+			return
+		}
+		c.progress(o.OnProgress, snodo.Progress{Progress: wp.Progress, Total: wp.Total, Message: wp.Message}, cancel)
+	}
 	for {
 		select {
 		case m := <-p.final:
 			if m == nil {
 				return nil, false, closedErr("the client was closed", ErrClientClosed)
 			}
+			// Progress runs before the result, as on a local call: the
+			// updates the host sent before its reply are already queued
+			// (one subscription delivers in order), but select may have
+			// picked the reply first.
+			for drained := false; !drained; {
+				select {
+				case u := <-p.msgs:
+					onProgress(u)
+				default:
+					drained = true
+				}
+			}
 			return c.result(method, m)
 		case m := <-p.msgs:
 			watchdog.Reset(silence)
-			if m.Header.Get(hdrKind) != kindProgress {
-				continue
-			}
-			if o.ResetTimeoutOnProgress && timer != nil {
-				timer.Reset(timeout)
-			}
-			var wp wireProgress
-			if o.OnProgress == nil || json.Unmarshal(m.Data, &wp) != nil {
-				continue
-			}
-			c.progress(o.OnProgress, snodo.Progress{Progress: wp.Progress, Total: wp.Total, Message: wp.Message}, cancel)
+			onProgress(m)
 		case <-watchdog.C:
 			cancel()
 			return nil, false, closedErr(fmt.Sprintf("%s on %s: the host running it sent nothing for %s (it died or is cut off)",

@@ -70,3 +70,21 @@ func TestCallerCannotForgeAnotherCallersProgress(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoteProgressRunsBeforeTheResult: as on a local call, every progress
+// update the host sent before its reply runs before the call returns. The
+// reply and the last updates often wait together; the reply must not
+// overtake them.
+func TestRemoteProgressRunsBeforeTheResult(t *testing.T) {
+	e := natsServer(t)
+	hostWith(t, e, "order", 1, nil)
+	c := client(t, e, "order")
+	ctx := ctxFor(t, 20*time.Second)
+	for i := range 30 {
+		var got atomic.Int64
+		_, err := c.Request(ctx, "test/progress", json.RawMessage(`{"count":8,"intervalMs":0}`),
+			snodo.OnProgress(func(snodo.Progress) { got.Add(1) }))
+		require.NoError(t, err)
+		require.EqualValues(t, 8, got.Load(), "call %d: updates lost or run after the result", i)
+	}
+}
