@@ -95,7 +95,14 @@ func TestListenFor(t *testing.T) {
 
 func TestListenLegacyServer(t *testing.T) {
 	r := snodo(t, against(t, []string{"listen", "--for", "1s"}, "-era", "legacy")...).want(t, 1)
-	r.oneErrorLine(t, "subscriptions/listen", "legacy")
+	r.oneErrorLine(t, "subscriptions/listen", "legacy", "modern-era server", "snodo info")
+	if strings.Contains(r.stderr, "--era") {
+		t.Errorf("hint about --era without --era given:\n%s", r.stderr)
+	}
+	// A server that speaks both eras, told to speak legacy: the way out
+	// is to leave --era out.
+	r = snodo(t, against(t, []string{"--era", "legacy", "listen", "--for", "1s"})...).want(t, 1)
+	r.oneErrorLine(t, "subscriptions/listen", "leave out --era legacy")
 }
 
 // A subscription the server acknowledged with none of the requested

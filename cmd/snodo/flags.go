@@ -187,7 +187,7 @@ func parseArgs(args []string, out io.Writer) (*config, error) {
 		return cfg, nil
 	}
 	if len(positional) == 0 {
-		return nil, usagef("no command given (info, tools, call, request, listen or demo)")
+		return nil, usagef("no command given (%s)", commandNames)
 	}
 	cfg.command, cfg.args = positional[0], positional[1:]
 	var empty error
@@ -236,6 +236,9 @@ func cutDashDash(args []string) (before, after []string, found bool) {
 	return args, nil, false
 }
 
+// commandNames lists the commands for usage errors.
+const commandNames = "info, tools, call, request, listen, servers, node or demo"
+
 // argCounts is how many positional arguments each command takes.
 var argCounts = map[string][2]int{
 	"info": {0, 0}, "tools": {0, 0}, "call": {1, 2}, "request": {1, 2},
@@ -245,7 +248,7 @@ var argCounts = map[string][2]int{
 func (cfg *config) validate() error {
 	counts, ok := argCounts[cfg.command]
 	if !ok {
-		return usagef("unknown command %q (info, tools, call, request, listen or demo)", cfg.command)
+		return usagef("unknown command %q (%s)", cfg.command, commandNames)
 	}
 	if n := len(cfg.args); n < counts[0] || n > counts[1] {
 		return usagef("%s: wrong number of arguments (%s)", cfg.command, commandSyntax[cfg.command])
