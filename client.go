@@ -37,6 +37,32 @@ type ServerRequest = handlers.Request
 // when the server cancels the request (legacy era), when the call that
 // received the input request stops waiting (modern era: its ctx or its
 // timeout), or when the connection stops; the answer is then never sent.
+//
+// A handler decodes params with req.Elicitation() or req.Sampling()
+// (roots/list has none) and returns the matching result; the same handler
+// serves both eras. For example:
+//
+//	func(ctx context.Context, req *snodo.ServerRequest) (any, error) {
+//		switch req.Method {
+//		case snodo.MethodElicitation:
+//			p, err := req.Elicitation()
+//			if err != nil {
+//				return nil, err // -32602, as the server should hear it
+//			}
+//			return &snodo.ElicitResult{Action: snodo.ElicitAccept, Content: askUser(p)}, nil
+//		case snodo.MethodListRoots:
+//			return &snodo.ListRootsResult{Roots: []snodo.Root{{URI: "file:///work", Name: "work"}}}, nil
+//		}
+//		return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: req.Method}
+//	}
+//
+// An accepted form answer is checked against the requested schema before
+// it is sent (ElicitParams.Check): a missing required field, a value of
+// the wrong type (null included), out of range or not among the enum's
+// values, or a field the schema does not name that holds anything but a
+// string, a number, a boolean or an array of strings is answered with
+// -32603 instead, and in the modern era fails the call with
+// ErrInputRequest.
 type ServerRequestHandler = handlers.Func
 
 // Client is a connection to one MCP server running as a child process.

@@ -3,6 +3,7 @@ package snodo
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -83,4 +84,76 @@ func contains(lines, sub []string) bool {
 		}
 	}
 	return false
+}
+
+// TestDocsCiteRealTests checks that every test, fuzz target and example
+// the documentation names (docs/*.md, README.md) is a function of some
+// _test.go file in the repository, so no doc points to a test that was
+// renamed or removed.
+func TestDocsCiteRealTests(t *testing.T) {
+	cited := regexp.MustCompile(`\b(?:Test|Fuzz|Example)[A-Z][A-Za-z0-9_]*`)
+	defined := map[string]bool{}
+	def := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Example)[A-Za-z0-9_]*)\(`)
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != "." {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, "_test.go") {
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range def.FindAllStringSubmatch(string(src), -1) {
+				defined[m[1]] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range docFiles(t) {
+		md, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range cited.FindAllString(string(md), -1) {
+			if !defined[name] {
+				t.Errorf("%s names %s, which no _test.go file defines", doc, name)
+			}
+		}
+	}
+}
+
+// TestDocsCitePathsThatExist checks that every repository path the
+// documentation writes in backquotes (`connection/pending.go`,
+// `test/peers/install.sh`) exists.
+func TestDocsCitePathsThatExist(t *testing.T) {
+	cited := regexp.MustCompile("`((?:[a-z0-9_.-]+/)+[a-z0-9_.-]+\\.(?:go|md|sh|json|mjs))`")
+	for _, doc := range docFiles(t) {
+		md, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range cited.FindAllStringSubmatch(string(md), -1) {
+			if first, _, _ := strings.Cut(m[1], "/"); strings.Contains(first, ".") {
+				continue // a module path (github.com/…), not a file of ours
+			}
+			if _, err := os.Stat(filepath.FromSlash(m[1])); err != nil {
+				t.Errorf("%s names %s, which does not exist", doc, m[1])
+			}
+		}
+	}
+}
+
+// docFiles are README.md and every file of docs/.
+func docFiles(t *testing.T) []string {
+	docs, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs found: %v", err)
+	}
+	return append(docs, "README.md")
 }

@@ -54,31 +54,10 @@ func (c *Client) observed(user ServerRequestHandler) ServerRequestHandler {
 	}
 }
 
-// Typed server requests. A ServerRequestHandler decodes params with
-// req.Elicitation() or req.Sampling() (roots/list has none) and returns
-// the matching result; the same handler serves both eras. For example:
-//
-//	func(ctx context.Context, req *snodo.ServerRequest) (any, error) {
-//		switch req.Method {
-//		case snodo.MethodElicitation:
-//			p, err := req.Elicitation()
-//			if err != nil {
-//				return nil, err // -32602, as the server should hear it
-//			}
-//			return &snodo.ElicitResult{Action: snodo.ElicitAccept, Content: askUser(p)}, nil
-//		case snodo.MethodListRoots:
-//			return &snodo.ListRootsResult{Roots: []snodo.Root{{URI: "file:///work", Name: "work"}}}, nil
-//		}
-//		return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: req.Method}
-//	}
-//
-// An accepted form answer is checked against the requested schema before
-// it is sent (ElicitParams.Check): a missing required field, a value of
-// the wrong type (null included), out of range or not among the enum's
-// values, or a field the schema does not name that holds anything but a
-// string, a number, a boolean or an array of strings is answered with
-// -32603 instead, and in the modern era fails the call with
-// ErrInputRequest.
+// Typed server requests: the params a ServerRequestHandler decodes
+// (req.Elicitation, req.Sampling) and the results it returns, in both
+// eras. They are the handlers package's types; ServerRequestHandler shows
+// a handler using them.
 type (
 	ElicitParams        = handlers.ElicitParams        // elicitation/create params (form or URL mode)
 	ElicitSchema        = handlers.ElicitSchema        // a form's restricted JSON Schema

@@ -48,9 +48,9 @@ type Life struct {
 
 // Spawn starts the actor, whose messages go to receive, under the
 // StopOnFailure guardian. Messages still in its mailbox when it stops
-// become dead letters, as messages sent after it stopped do (see
-// lateMail), so a call message queued behind the stop is still answered
-// (snodo.AnswerDeadCalls).
+// become dead letters, as messages sent after it stopped do (its mailbox
+// passes them on), so a call message queued behind the stop is still
+// answered (snodo.AnswerDeadCalls).
 func (l *Life) Spawn(system *protoactor.ActorSystem, prefix string, receive protoactor.ReceiveFunc) *protoactor.PID {
 	props := protoactor.PropsFromFunc(func(ctx protoactor.Context) { l.receive(ctx, receive) },
 		protoactor.WithGuardian(StopOnFailure),

@@ -70,9 +70,10 @@ type Config struct {
 	// Handler answers server-to-client requests, each in its own child
 	// actor; nil answers every server request with -32601.
 	Handler handlers.Func
-	// MaxServerRequests bounds the handlers running at once; a request
-	// over the bound is answered with -32603. Default
-	// DefaultMaxServerRequests.
+	// MaxServerRequests bounds the handlers running at once: a server
+	// request over the bound is answered with -32603 without running the
+	// handler; an input request (ServeInputs) over it waits for a slot.
+	// Default DefaultMaxServerRequests.
 	MaxServerRequests int
 
 	// OnMessage, if set, sees each message the connection actor does not

@@ -142,13 +142,14 @@ func (c *Conn) Close() error {
 }
 
 // Done is closed once the server has exited (and been reaped), its output
-// has been drained (see readLoop) and the
-// connection actor has stopped.
+// has been drained (for at most one second after the exit: a grandchild
+// may hold it open) and the connection actor has stopped.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Err is why the connection stopped (nil while it runs). It wraps one of
 // ErrClosed, ErrServerExited, ErrStdinClosed, ErrStdoutClosed,
-// actor.ErrOwnerExited, or the reason given to actor.Exit.
+// ErrNotReading, actor.ErrOwnerExited, actor.ErrStopped (Stop or Poison
+// of PID), actor.ErrPanicked, or the reason given to actor.Exit.
 func (c *Conn) Err() error { return c.life.Reason() }
 
 // ExitError is what the server's Wait returned, once Done is closed.

@@ -25,11 +25,12 @@ type Request struct {
 // sent as that error, code, message and data; any other error, or a panic,
 // is answered with -32603.
 //
-// Each call runs on its own goroutine, up to the connection's
-// MaxServerRequests at once. ctx is
-// cancelled when the server cancels the request (notifications/cancelled)
-// or the connection stops; the answer is then never sent, so a handler
-// should return as soon as ctx is done. One that does not still never
-// delays the connection's stop, but it keeps its slot of the bound until
-// it returns.
+// Each call runs on a goroutine started by its own child actor of the
+// connection, up to the connection's MaxServerRequests at once. ctx is
+// cancelled when the server cancels the request (notifications/cancelled),
+// when the call waiting for an input request stops waiting (modern era:
+// its ctx or its timeout), or when the connection stops; the answer is
+// then never sent, so a handler should return as soon as ctx is done. One
+// that does not still never delays the connection's stop, but it keeps
+// its slot of the bound until it returns.
 type Func func(ctx context.Context, req *Request) (any, error)
