@@ -115,6 +115,21 @@ func TestNodeRefusesNamesNATSCannotCarry(t *testing.T) {
 	}
 }
 
+// A server of the file that cannot start fails the node, saying which
+// and what to do; the node serves nothing and leaves nothing running.
+func TestNodeServerThatCannotStart(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "servers.json")
+	doc := `{"mcpServers": {"ok": {"command": "` + testutil.ServerPath(t) + `"}, "broken": {"command": "/nonexistent/server"}}}`
+	if err := os.WriteFile(config, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := snodo(t, "node", "--config", config).want(t, 1)
+	r.oneErrorLine(t, "starting broken", "/nonexistent/server", config, `"disabled": true`)
+	if strings.Contains(r.stdout, "serving") {
+		t.Errorf("the node served: %q", r.stdout)
+	}
+}
+
 // SIGINT while the node starts its servers (one that answers nothing
 // takes the 10 s era probe): the start is abandoned, the node exits 130
 // at once and leaves nothing running.

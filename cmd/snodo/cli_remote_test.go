@@ -24,11 +24,12 @@ func TestRemoteUsageErrors(t *testing.T) {
 	}
 }
 
-// No NATS server at the URL: exit 1 and a connection error.
+// No NATS server at the URL: exit 1 and a connection error that says
+// what to check, for a call and for servers.
 func TestRemoteNoNATS(t *testing.T) {
-	r := snodo(t, "--nats", "nats://127.0.0.1:1", "--server", "nobody", "tools")
-	if r.code != 1 || !strings.Contains(r.stderr, "NATS") {
-		t.Errorf("exit %d, stderr %q; want 1 and a NATS connection error", r.code, r.stderr)
+	for _, args := range [][]string{{"--server", "nobody", "tools"}, {"servers"}} {
+		r := snodo(t, append([]string{"--nats", "nats://127.0.0.1:1"}, args...)...).want(t, 1)
+		r.oneErrorLine(t, "connecting to NATS at nats://127.0.0.1:1", "is a NATS server running there", "snodo node")
 	}
 }
 

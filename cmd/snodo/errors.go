@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/safetext"
 )
@@ -81,6 +83,8 @@ func (s *session) describe(err error) string {
 		}
 		return fmt.Sprintf("connection closed (%d): %s; the server's stderr above may say why (--verbose shows the wire)",
 			snodo.CodeConnectionClosed, msg)
+	case errors.Is(err, nats.ErrNoServers):
+		return trim(err) + "; check --nats URL: is a NATS server running there? ('snodo node' without --nats embeds one and prints its URL)"
 	case errors.Is(err, snodo.ErrListenUnsupported):
 		msg := "the server has no subscriptions/listen (legacy MCP servers, 2025-11-25 and earlier, have none): listen needs a modern-era server ('snodo info' shows the era)"
 		if s.cfg.era == "legacy" {

@@ -87,7 +87,8 @@ func runNode(cfg *config, sio stdio) int {
 				fmt.Fprintln(sio.err, "snodo node: interrupted while starting the servers")
 				return exitInterrupted
 			}
-			return fail(fmt.Errorf("starting %s: %w", srv.Name, err))
+			return fail(fmt.Errorf("starting %s: %w; a node serves all of its file's servers or none: fix server %q in %s, or mark it \"disabled\": true to serve the others",
+				srv.Name, err, srv.Name, cfg.configFile))
 		}
 		pools = append(pools, p)
 		wait = max(wait, reapWait(srv))
