@@ -72,7 +72,7 @@ func startProcess(cfg *Config) (*process, error) {
 		if p.stderr != nil {
 			p.stderr.r.Close()
 		}
-		return nil, fmt.Errorf("snodo: cannot start server %q: %w", cfg.Command, err)
+		return nil, fmt.Errorf("snodo: cannot start server %q: %w (check that the command exists and is executable)", cfg.Command, err)
 	}
 	// The child has its copy of the environment; the connection keeps
 	// the process for as long as it lives and needs none of it.
