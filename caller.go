@@ -150,6 +150,15 @@ func answer(ctx context.Context, h ServerRequestHandler, req *ServerRequest) (re
 // with input_required rounds completed by the requester's
 // InputHandling. *Client, supervisor.Client and supervisor.Pool embed
 // it; build one for your own Requester with NewCalls.
+//
+// Each call goes through the Requester's Request, so in the modern era it
+// carries the required _meta, and request options (Timeout, OnProgress…)
+// apply to every request the call sends. Its errors are Request's: a
+// *Error the server sent, a local -32001 (ErrTimeout) or -32000
+// (ErrConnectionClosed), or ctx's error. The calls add their own: a
+// result that does not decode (an error naming the method), a list that
+// repeats a cursor or runs past MaxPages pages, and the input_required
+// failures (ErrTooManyInputRounds, ErrUnknownResultType, ErrInputRequest).
 type Calls struct{ r Requester }
 
 // NewCalls returns the typed calls over r. Over a nil r (or in a zero

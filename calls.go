@@ -12,11 +12,8 @@ import (
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
-// Typed MCP calls, on Calls. Each goes through the Requester's Request,
-// so in the modern era it carries the required _meta, and request options
-// (Timeout, OnProgress…) apply to every request the call sends. A *Error
-// is an error the server sent (or a local one: timeout, closed
-// connection).
+// Typed MCP calls, on Calls: see Calls for what they share, errors
+// included.
 
 // ListTools returns every tool the server offers, following nextCursor
 // across pages.

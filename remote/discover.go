@@ -37,6 +37,8 @@ const maxDiscoverAnswers = 16384
 // prefix ("" for DefaultPrefix), sorted, each with its hosts. It returns
 // once no answer came for 300 ms, when ctx is done, or after 16384
 // answers, with what it has. A host that answers twice is listed once.
+// It fails, with nothing found, for a nil ctx or nc, a prefix CheckName
+// refuses, or a NATS subscription or publish that fails.
 func Discover(ctx context.Context, nc *nats.Conn, prefix string) ([]Served, error) {
 	switch {
 	case ctx == nil:

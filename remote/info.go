@@ -52,7 +52,9 @@ func infoOf(c *snodo.Client, h *Host) ServerInfo {
 	}
 }
 
-// Info asks a host of the name about its MCP server.
+// Info asks a host of the name about its MCP server. A name no host
+// serves is a -32000 wrapping ErrNoHost (and snodo.ErrConnectionClosed);
+// ctx's error and NATS failures come wrapped with the name.
 func (c *Client) Info(ctx context.Context) (*ServerInfo, error) {
 	if ctx == nil {
 		return nil, nilContextError("info of " + c.name)

@@ -69,13 +69,14 @@ func (s *Server) SupervisorOptions() []supervisor.Option {
 }
 
 // Connect starts the server as one plain connection; opts come after the
-// file's own, so they win.
+// file's own, so they win. Its errors are snodo.Connect's.
 func (s *Server) Connect(ctx context.Context, opts ...snodo.Option) (*snodo.Client, error) {
 	return snodo.Connect(ctx, s.Command, s.Args, append(s.ConnectOptions(), opts...)...)
 }
 
 // NewPool starts the server as a supervised pool of Pool members; opts
-// come after the file's own, so they win.
+// come after the file's own, so they win. Its errors are
+// supervisor.NewPool's.
 func (s *Server) NewPool(ctx context.Context, opts ...supervisor.Option) (*supervisor.Pool, error) {
 	return supervisor.NewPool(ctx, s.Command, s.Args, s.Pool, append(s.SupervisorOptions(), opts...)...)
 }

@@ -153,7 +153,8 @@ func NewRouter(ctx context.Context, f *File, opts ...supervisor.Option) (*Router
 // PID is the router actor: send it *To messages.
 func (r *Router) PID() *protoactor.PID { return r.life.PID() }
 
-// Pool is the pool of the server called name.
+// Pool is the pool of the server called name. A name the file does not
+// have is an error wrapping ErrUnknownServer that lists the names it has.
 func (r *Router) Pool(name string) (*supervisor.Pool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -33,7 +33,8 @@ type Options struct {
 }
 
 // Start starts a NATS server in this process and returns once it
-// accepts connections (within 10 s).
+// accepts connections. It fails when the NATS server refuses the options,
+// or does not accept connections within 10 s.
 func Start(o Options) (*Server, error) {
 	if o.Host == "" {
 		o.Host = "127.0.0.1"
