@@ -219,12 +219,13 @@ func WithActorSystem(sys *protoactor.ActorSystem) Option {
 	}
 }
 
-// WithShutdownGrace turns on forced shutdown, beyond the seed's rules: a
-// server that has not exited d after its stdin was closed gets SIGTERM,
-// and SIGKILL d later, sent to its whole process group so that servers
-// started through wrappers such as npx leave nothing behind. Off by
-// default: snodo never signals a server unless asked — except one whose
-// Connect failed, which nobody else could stop (see docs/errors.md).
+// WithShutdownGrace turns on forced shutdown, beyond what the MCP stdio
+// transport asks (close stdin and let the server exit): a server that has
+// not exited d after its stdin was closed gets SIGTERM, and SIGKILL d
+// later, sent to its whole process group so that servers started through
+// wrappers such as npx leave nothing behind. Off by default: snodo never
+// signals a server unless asked (this option, Client.Kill) — except one
+// whose Connect failed, which nobody else could stop (see docs/errors.md).
 func WithShutdownGrace(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

@@ -1,9 +1,10 @@
 // Package dispatch runs the handlers (package handlers) of the requests an
 // MCP server sends to its client (sampling/createMessage, roots/list,
 // elicitation/create, ping) for the connection: one child actor of the
-// connection actor per request, at most Config.Max running at once. Both eras take this one path: legacy server requests
-// through Dispatcher.Dispatch, and the input requests of modern
-// input_required results through Dispatcher.Inputs.
+// connection actor per request, at most Config.Max running at once. Both
+// eras take this one path: legacy server requests through
+// Dispatcher.Dispatch, and the input requests of modern input_required
+// results through Dispatcher.Inputs.
 //
 // # The life of one server request (legacy era)
 //
@@ -11,6 +12,7 @@
 //	   id not a string/number ─► -32600 (null id)      ┐
 //	   no handler             ─► -32601                 │ answered at once,
 //	   params not {…} or […]  ─► -32602                 │ no handler runs
+//	   id still being handled ─► -32600                 │
 //	   Max handlers running   ─► -32603                 ┘
 //	   otherwise: take a slot, SpawnPrefix "request" ─► child actor
 //	child Started ─► goroutine: h(ctx, req), panic → -32603, result → JSON
