@@ -102,7 +102,7 @@ var (
 // MCP server, 2025-11-25 or earlier). With such servers, receive the
 // server's unsolicited list_changed notifications with
 // WithNotificationHandler, and watch resources with SubscribeResource.
-var ErrListenUnsupported = errors.New("snodo: the server does not support subscriptions/listen (it speaks a legacy MCP version): receive its list_changed notifications with WithNotificationHandler")
+var ErrListenUnsupported = errors.New("snodo: the server does not support subscriptions/listen (it speaks a legacy MCP version; its list_changed notifications come unasked, to the client's notification handler)")
 
 // ListenOption tunes one subscription. Build it with ListenTo,
 // MaxQueuedEvents or MaxQueuedEventBytes; ListenSettingsOf reads the
