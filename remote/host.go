@@ -62,6 +62,7 @@ var (
 // Serve makes the host serve pool under name. The host owns the pool
 // from then on: it closes it when it stops. name becomes a NATS subject
 // token and the micro service's name: letters, digits, '-' and '_'.
+// Hosts.
 func Serve(name string, pool *supervisor.Pool) Option {
 	return func(c *config) error {
 		if pool != nil {
@@ -87,7 +88,7 @@ func Serve(name string, pool *supervisor.Pool) Option {
 
 // WithMaxHeld bounds the calls and subscriptions held at once (default
 // DefaultMaxHeld). A call over the bound is refused before it runs, and
-// the caller sends it to another host.
+// the caller sends it to another host. Hosts.
 func WithMaxHeld(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
@@ -99,7 +100,7 @@ func WithMaxHeld(n int) Option {
 }
 
 // WithHostLabel names the host in service metadata (`snodo servers`
-// shows it). Default: hostname:pid.
+// shows it). Default: hostname:pid. Hosts.
 func WithHostLabel(label string) Option {
 	return func(c *config) error { c.label = label; return nil }
 }
