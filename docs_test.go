@@ -1,6 +1,9 @@
 package snodo
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -156,4 +159,164 @@ func docFiles(t *testing.T) []string {
 		t.Fatalf("no docs found: %v", err)
 	}
 	return append(docs, "README.md")
+}
+
+// TestDocsREADMEListsEveryDoc checks that README.md's Documentation list
+// links every file of docs/, and nothing that is not there.
+func TestDocsREADMEListsEveryDoc(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, list, ok := strings.Cut(string(readme), "\n## Documentation\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Documentation" section`)
+	}
+	list, _, _ = strings.Cut(list, "\n## ")
+	linked := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\]\((docs/[^)]+\.md)\)`).FindAllStringSubmatch(list, -1) {
+		linked[m[1]] = true
+	}
+	docs, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if d = filepath.ToSlash(d); !linked[d] {
+			t.Errorf("README.md's Documentation list does not link %s", d)
+		}
+		delete(linked, d)
+	}
+	for d := range linked {
+		t.Errorf("README.md's Documentation list links %s, which does not exist", d)
+	}
+}
+
+// TestDocsEveryPackageHasAnExample checks that each public package
+// (neither internal, nor a command, nor the test helpers) has a runnable
+// example for go doc to show.
+func TestDocsEveryPackageHasAnExample(t *testing.T) {
+	for _, dir := range publicPackages(t) {
+		tests, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, f := range tests {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if regexp.MustCompile(`(?m)^func Example`).Match(src) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("package %s has no runnable Example", dir)
+		}
+	}
+}
+
+// TestDocsEveryExportedNameHasADocComment checks what go vet does not:
+// every exported function, method of an exported type, type, constant
+// and variable of the public packages has a doc comment (a group's
+// comment, or a line comment in a group, counts for its members).
+func TestDocsEveryExportedNameHasADocComment(t *testing.T) {
+	for _, dir := range publicPackages(t) {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, missing := range undocumented(f) {
+				t.Errorf("%s: %s has no doc comment", fset.Position(missing.Pos()), missing.Name)
+			}
+		}
+	}
+}
+
+// undocumented are the exported names of f that have no doc comment.
+func undocumented(f *ast.File) []*ast.Ident {
+	var out []*ast.Ident
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Name.IsExported() && receiverExported(d) && d.Doc == nil {
+				out = append(out, d.Name)
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() && s.Doc == nil && s.Comment == nil && d.Doc == nil {
+						out = append(out, s.Name)
+					}
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if n.IsExported() && s.Doc == nil && s.Comment == nil && d.Doc == nil {
+							out = append(out, n)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// receiverExported reports whether fn is a function, or a method of an
+// exported type (methods of unexported types are not documented).
+func receiverExported(fn *ast.FuncDecl) bool {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 {
+		return true
+	}
+	t := fn.Recv.List[0].Type
+	if s, ok := t.(*ast.StarExpr); ok {
+		t = s.X
+	}
+	if ix, ok := t.(*ast.IndexExpr); ok {
+		t = ix.X
+	}
+	id, ok := t.(*ast.Ident)
+	return ok && id.IsExported()
+}
+
+// publicPackages are the directories of the module's public library
+// packages: not internal, not a command, not the test helpers, not the
+// bench module.
+func publicPackages(t *testing.T) []string {
+	var dirs []string
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		switch base := d.Name(); {
+		case path == ".":
+		case base == "internal" || base == "cmd" || base == "test" || base == "bench" || base == "docs" || base == "testdata" || strings.HasPrefix(base, "."):
+			return filepath.SkipDir
+		}
+		if src, _ := filepath.Glob(filepath.Join(path, "*.go")); len(src) > 0 {
+			dirs = append(dirs, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) < 9 {
+		t.Fatalf("found only %d public packages: %v", len(dirs), dirs)
+	}
+	return dirs
 }
