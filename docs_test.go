@@ -11,11 +11,11 @@ import (
 	"testing"
 )
 
-// TestActorsDocSnippets checks that every Go block in docs/actors.md is
+// TestDocsActorsSnippets checks that every Go block in docs/actors.md is
 // an excerpt of a runnable example, so the guide's code compiles and
 // runs: its lines, without indentation, appear in the same order and
 // together in one of the example files.
-func TestActorsDocSnippets(t *testing.T) {
+func TestDocsActorsSnippets(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("docs", "actors.md"))
 	if err != nil {
 		t.Fatal(err)

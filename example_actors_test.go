@@ -13,7 +13,7 @@ import (
 	"github.com/snodo/snodo/handlers"
 )
 
-// The examples below are the code of docs/actors.md; TestActorsDocSnippets
+// The examples below are the code of docs/actors.md; TestDocsActorsSnippets
 // checks that every snippet there is taken from one of them.
 
 // An actor sends calls to a connection's PID and gets the replies as
