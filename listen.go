@@ -46,7 +46,8 @@ func (s *Subscription) Done() <-chan struct{} { return s.inner().Done() }
 
 // Err is why the subscription ended: nil while it runs and after a
 // graceful end (the server answered the listen request); a -32000 *Error
-// when the connection went away; otherwise it wraps ErrSubscriptionClosed,
+// when the connection went away; the server's *Error when it answered the
+// listen request with one; otherwise it wraps ErrSubscriptionClosed,
 // ErrServerTeardown, ErrQueueFull or ErrOwnerExited.
 func (s *Subscription) Err() error { return s.inner().Err() }
 
