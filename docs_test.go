@@ -320,3 +320,44 @@ func publicPackages(t *testing.T) []string {
 	}
 	return dirs
 }
+
+// TestDocsErrorsListEverySentinel checks that docs/errors.md names every
+// exported error sentinel (a variable Err…) of the public packages, as
+// pkg.ErrName or, for the root package, ErrName.
+func TestDocsErrorsListEverySentinel(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("docs", "errors.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range publicPackages(t) {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				g, ok := d.(*ast.GenDecl)
+				if !ok || g.Tok != token.VAR {
+					continue
+				}
+				for _, s := range g.Specs {
+					for _, n := range s.(*ast.ValueSpec).Names {
+						if !n.IsExported() || !strings.HasPrefix(n.Name, "Err") {
+							continue
+						}
+						if !regexp.MustCompile(`\b` + n.Name + `\b`).Match(doc) {
+							t.Errorf("docs/errors.md does not name %s.%s", f.Name.Name, n.Name)
+						}
+					}
+				}
+			}
+		}
+	}
+}
