@@ -85,7 +85,8 @@ type Content struct {
 	Meta        map[string]json.RawMessage `json:"_meta,omitempty"`
 }
 
-// Bytes decodes Data (image and audio blocks) from base64.
+// Bytes decodes Data (image and audio blocks) from base64; the error is
+// the decoder's, for Data that is not standard base64.
 func (c Content) Bytes() ([]byte, error) { return base64.StdEncoding.DecodeString(c.Data) }
 
 // CallToolResult is what a tool call returned. IsError reports an error
@@ -149,6 +150,7 @@ type ResourceContents struct {
 }
 
 // Bytes returns the contents as bytes: Blob decoded from base64, or Text.
+// The error is the decoder's, for a Blob that is not standard base64.
 func (r ResourceContents) Bytes() ([]byte, error) {
 	if r.Blob != "" {
 		return base64.StdEncoding.DecodeString(r.Blob)
