@@ -41,14 +41,19 @@ func (c *Client) observed(user ServerRequestHandler) ServerRequestHandler {
 			return serve(ctx, req)
 		}
 		ctx, span := c.serverRequestSpan(ctx, req)
-		c.meters.HandlerStarted(ctx)
+		metering := c.meters.Live() // once: a provider set meanwhile must not unbalance the count
+		if metering {
+			c.meters.HandlerStarted(ctx)
+		}
 		defer func() {
-			c.meters.HandlerEnded(ctx)
+			if metering {
+				c.meters.HandlerEnded(ctx)
+			}
 			if r := recover(); r != nil {
-				endServerRequestSpan(span, errHandlerPanicked)
+				endServerRequestSpan(span, false, errHandlerPanicked) // answered -32603
 				panic(r)
 			}
-			endServerRequestSpan(span, err)
+			endServerRequestSpan(span, span != nil && ctx.Err() != nil, err)
 		}()
 		return serve(ctx, req)
 	}

@@ -90,7 +90,9 @@ func (s *site) begin(ctx context.Context, method string, params any, opts *conne
 	if !tracing && !metering {
 		return ctx, nil, params, opts
 	}
-	o := &op{s: s, method: method, metering: metering, start: time.Now()}
+	// The method and the target come from the caller (and may be a
+	// server's data it passes along): bounded, like every value recorded.
+	o := &op{s: s, method: telemetry.Bound(method, telemetry.MaxName), metering: metering, start: time.Now()}
 	o.target, params = target(method, params)
 	if opts != nil {
 		o.opts = *opts
@@ -103,7 +105,7 @@ func (s *site) begin(ctx context.Context, method string, params any, opts *conne
 		}
 	}
 	if tracing {
-		name := method
+		name := o.method
 		if o.target != "" && !namesResource(method) { // a URI would make span names high-cardinality
 			name += " " + o.target
 		}
@@ -119,7 +121,9 @@ func (s *site) begin(ctx context.Context, method string, params any, opts *conne
 			}
 		}
 	}
-	s.meters.RequestStarted(ctx)
+	if metering {
+		s.meters.RequestStarted(ctx)
+	}
 	return ctx, o, params, &o.opts
 }
 
@@ -146,7 +150,7 @@ func target(method string, params any) (string, any) {
 	if len(member) > 0 && member[0] == '"' {
 		_ = json.Unmarshal(member, &name)
 	}
-	return name, json.RawMessage(raw)
+	return telemetry.Bound(name, telemetry.MaxName), json.RawMessage(raw)
 }
 
 // namesResource: the requests whose params name a resource by its uri
@@ -196,7 +200,7 @@ func (o *op) progressEvent(p Progress) {
 		attrs = append(attrs, attribute.Float64(telemetry.AttrProgressTotal, p.Total))
 	}
 	if p.Message != "" {
-		attrs = append(attrs, attribute.String(telemetry.AttrProgressMessage, p.Message))
+		attrs = append(attrs, attribute.String(telemetry.AttrProgressMessage, telemetry.Bound(p.Message, telemetry.MaxText)))
 	}
 	o.span.AddEvent(telemetry.EventProgress, trace.WithAttributes(attrs...))
 }
@@ -241,8 +245,8 @@ func (o *op) end(ctx context.Context, raw json.RawMessage, err error) {
 		}
 		o.span.End()
 	}
-	o.s.meters.RequestEnded(ctx)
 	if o.metering {
+		o.s.meters.RequestEnded(ctx)
 		attrs := slices.DeleteFunc(o.attributes(), func(kv attribute.KeyValue) bool {
 			return kv.Key == telemetry.AttrResourceURI // opt-in for metrics: high cardinality
 		})
@@ -257,10 +261,18 @@ func (o *op) end(ctx context.Context, raw json.RawMessage, err error) {
 }
 
 // classify turns an outcome into error.type (empty on success),
-// rpc.response.status_code (for errors the server sent) and a status
-// description. error.type is the JSON-RPC code for *Error (local ones
-// too: -32001 timeout, -32000 connection closed), "tool_error" for a
-// tools/call result with isError set, and a short word otherwise.
+// rpc.response.status_code (the code of an error response the server
+// sent) and a status description (the error's message, bounded).
+//
+// error.type is the code as a string for an error response from the
+// server (every JSON-RPC error is an error on the client's side), and
+// "tool_error" for a tools/call result with isError set. When no error
+// response came (the conventions' "timeouts or transport errors"), it is
+// a short word instead, so that it never passes for a code the server
+// sent: "timeout" (snodo's own -32001), "connection_closed" (its -32000),
+// "write_queue_full", "invalid_params" (refused before sending),
+// "cancelled" and "deadline_exceeded" (the caller's ctx), the
+// multi-round-trip failures, and "_OTHER" for anything else.
 func classify(method string, raw json.RawMessage, err error) (errType, statusCode, desc string) {
 	if err == nil {
 		if method == "tools/call" {
@@ -270,26 +282,46 @@ func classify(method string, raw json.RawMessage, err error) (errType, statusCod
 		}
 		return "", "", ""
 	}
-	var e *Error
+	desc = telemetry.Bound(err.Error(), telemetry.MaxText)
+	// snodo's own wrappers first: they may wrap a handler's *Error, which
+	// is no response of the server's.
 	switch {
-	case errors.As(err, &e):
-		code := strconv.Itoa(e.Code)
-		if !e.Local() {
-			statusCode = code
-		}
-		return code, statusCode, e.Message
-	case errors.Is(err, context.Canceled):
-		return "cancelled", "", err.Error()
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline_exceeded", "", err.Error()
 	case errors.Is(err, ErrTooManyInputRounds):
-		return "too_many_input_rounds", "", err.Error()
+		return "too_many_input_rounds", "", desc
 	case errors.Is(err, ErrUnknownResultType):
-		return "unknown_result_type", "", err.Error()
+		return "unknown_result_type", "", desc
 	case errors.Is(err, ErrInputRequest):
-		return "input_request_failed", "", err.Error()
+		return "input_request_failed", "", desc
 	}
-	return telemetry.ErrorTypeOther, "", err.Error()
+	var e *Error
+	if errors.As(err, &e) && !e.Local() {
+		code := strconv.Itoa(e.Code)
+		return code, code, telemetry.Bound(e.Message, telemetry.MaxText)
+	}
+	switch {
+	case errors.Is(err, ErrTimeout):
+		return "timeout", "", desc
+	case errors.Is(err, ErrConnectionClosed):
+		return "connection_closed", "", desc
+	case errors.Is(err, ErrWriteQueueFull):
+		return "write_queue_full", "", desc
+	case errors.Is(err, ErrInvalidParams):
+		return "invalid_params", "", desc
+	case errors.Is(err, context.Canceled):
+		return "cancelled", "", desc
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline_exceeded", "", desc
+	case e != nil: // a local error of a Requester's, without the sentinels
+		switch e.Code {
+		case CodeTimeout:
+			return "timeout", "", desc
+		case CodeConnectionClosed:
+			return "connection_closed", "", desc
+		case CodeInvalidParams:
+			return "invalid_params", "", desc
+		}
+	}
+	return telemetry.ErrorTypeOther, "", desc
 }
 
 // send makes one request through the connection, traced and measured as
@@ -317,6 +349,7 @@ func (c *Client) send(ctx context.Context, method string, params any, meta []byt
 // notificationSpan starts the CLIENT span of a notification the client
 // sends; the connection carries its context in params._meta.
 func (c *Client) notificationSpan(ctx context.Context, method string) (context.Context, trace.Span) {
+	method = telemetry.Bound(method, telemetry.MaxName)
 	ctx, span := c.tel.Tracer().Start(ctx, method, trace.WithSpanKind(trace.SpanKindClient))
 	if span.IsRecording() {
 		attrs := []attribute.KeyValue{
@@ -361,10 +394,11 @@ func (c *Client) serverRequestSpan(ctx context.Context, req *ServerRequest) (con
 		}
 		ctx = telemetry.Extract(ctx, req.Params) // the server's span, and its baggage when propagated
 	}
-	ctx, span := c.tel.Tracer().Start(ctx, req.Method, opts[:n]...)
+	method := telemetry.Bound(req.Method, telemetry.MaxName) // the server's: bounded, as every value it sends
+	ctx, span := c.tel.Tracer().Start(ctx, method, opts[:n]...)
 	if span.IsRecording() {
 		attrs := []attribute.KeyValue{
-			attribute.String(telemetry.AttrMethodName, req.Method),
+			attribute.String(telemetry.AttrMethodName, method),
 			attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
 		}
 		if len(req.ID) > 0 && req.ID[0] != 'n' { // no attribute for a null id
@@ -372,7 +406,7 @@ func (c *Client) serverRequestSpan(ctx context.Context, req *ServerRequest) (con
 			if id[0] == '"' {
 				_ = json.Unmarshal(req.ID, &id)
 			}
-			attrs = append(attrs, attribute.String(telemetry.AttrRequestID, id))
+			attrs = append(attrs, attribute.String(telemetry.AttrRequestID, telemetry.Bound(id, telemetry.MaxName)))
 		}
 		if v := c.version(); v != "" {
 			attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
@@ -382,24 +416,54 @@ func (c *Client) serverRequestSpan(ctx context.Context, req *ServerRequest) (con
 	return ctx, span
 }
 
-// endServerRequestSpan records a handler's outcome on its span.
-func endServerRequestSpan(span trace.Span, err error) {
+// endServerRequestSpan records a handler's outcome on its span: the code
+// the answer carries (rpc.response.status_code), and error.type and an
+// Error status when that code is an error on the receiving side.
+// cancelled reports that the handler's ctx ended first (the server
+// cancelled the request, the call it served ended, or the connection
+// stopped): no answer goes out then.
+func endServerRequestSpan(span trace.Span, cancelled bool, err error) {
 	if span == nil {
 		return
 	}
-	if err != nil && span.IsRecording() {
-		errType, code := telemetry.ErrorTypeOther, ""
-		var e *Error
-		if errors.As(err, &e) {
-			errType, code = strconv.Itoa(e.Code), strconv.Itoa(e.Code)
-		}
-		span.SetAttributes(attribute.String(telemetry.AttrErrorType, errType))
+	if span.IsRecording() {
+		errType, code, desc := classifyServed(cancelled, err)
 		if code != "" {
 			span.SetAttributes(attribute.String(telemetry.AttrRPCStatusCode, code))
 		}
-		span.SetStatus(codes.Error, err.Error())
+		if errType != "" {
+			span.SetAttributes(attribute.String(telemetry.AttrErrorType, errType))
+			span.SetStatus(codes.Error, desc)
+		}
 	}
 	span.End()
+}
+
+// classifyServed is classify for the client's side of a request the
+// server sent. A handler's *Error is answered with its code; any other
+// error (or a panic) with -32603. As the conventions have it for the
+// receiver of a request, the codes that say the sender asked for
+// something it could not have (-32700, -32600, -32601, -32602, and
+// -32002, resource not found) are recorded but are no error of the
+// receiver's: no error.type, status left unset.
+func classifyServed(cancelled bool, err error) (errType, statusCode, desc string) {
+	if cancelled {
+		return "cancelled", "", "the request was cancelled before the handler answered; no answer was sent"
+	}
+	if err == nil {
+		return "", "", ""
+	}
+	code, msg := CodeInternalError, err.Error()
+	var e *Error
+	if errors.As(err, &e) {
+		code, msg = e.Code, e.Message
+	}
+	statusCode = strconv.Itoa(code)
+	switch code {
+	case CodeParseError, CodeInvalidRequest, CodeMethodNotFound, CodeInvalidParams, CodeResourceNotFound:
+		return "", statusCode, ""
+	}
+	return statusCode, statusCode, telemetry.Bound(msg, telemetry.MaxText)
 }
 
 // sessionEnded records the session's duration and the exit cause: a

@@ -138,7 +138,7 @@ func TestTraceSpansFollowTheMCPConventions(t *testing.T) {
 
 			sleep := spansNamed(rec, "test/sleep")
 			require.Len(t, sleep, 1)
-			assert.Equal(t, "-32001", spanAttrs(sleep[0])["error.type"])
+			assert.Equal(t, "timeout", spanAttrs(sleep[0])["error.type"])
 			assert.NotContains(t, spanAttrs(sleep[0]), "rpc.response.status_code", "a local timeout has no response")
 			assert.Equal(t, codes.Error, sleep[0].Status().Code)
 
@@ -377,9 +377,9 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 			op := m["mcp.client.operation.duration"]
 			require.NotNil(t, op)
 			assert.EqualValues(t, n, sumWhere(t, op, "gen_ai.tool.name", "echo"))
-			assert.EqualValues(t, 1, sumWhere(t, op, "error.type", "-32001"))
+			assert.EqualValues(t, 1, sumWhere(t, op, "error.type", "timeout"))
 			assert.EqualValues(t, 1, sumWhere(t, op, "mcp.method.name", "test/crash"))
-			assert.EqualValues(t, 1, sumWhere(t, op, "error.type", "-32000"))
+			assert.EqualValues(t, 1, sumWhere(t, op, "error.type", "connection_closed"))
 			if h, ok := op.(metricdata.Histogram[float64]); assert.True(t, ok) {
 				for _, p := range h.DataPoints {
 					assert.Equal(t, []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}, p.Bounds)

@@ -130,32 +130,46 @@ func (c *Conn) Read(n int) {
 	}
 }
 
-// RequestStarted and RequestEnded track the requests in flight.
+// detached is ctx without its cancellation, values kept (baggage, the
+// span an exemplar refers to): the SDK drops a measurement made with a
+// ctx that is done, and the end of a cancelled request, or of a handler
+// the server cancelled, must be counted all the same, or the counts of
+// what is in flight drift up and the durations of cancelled requests go
+// missing.
+func detached(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
+}
+
+// RequestStarted and RequestEnded track the requests in flight. Call
+// both or neither (decide with Live once, before RequestStarted).
 func (c *Conn) RequestStarted(ctx context.Context) {
 	if c != nil {
-		c.m.requestsActive.Add(ctx, 1, c.base...)
+		c.m.requestsActive.Add(detached(ctx), 1, c.base...)
 	}
 }
 
 // RequestEnded: see RequestStarted.
 func (c *Conn) RequestEnded(ctx context.Context) {
 	if c != nil {
-		c.m.requestsActive.Add(ctx, -1, c.base...)
+		c.m.requestsActive.Add(detached(ctx), -1, c.base...)
 	}
 }
 
 // HandlerStarted and HandlerEnded track the server-request handlers
-// running.
+// running. Call both or neither, as RequestStarted and RequestEnded.
 func (c *Conn) HandlerStarted(ctx context.Context) {
 	if c != nil {
-		c.m.handlersActive.Add(ctx, 1, c.base...)
+		c.m.handlersActive.Add(detached(ctx), 1, c.base...)
 	}
 }
 
 // HandlerEnded: see HandlerStarted.
 func (c *Conn) HandlerEnded(ctx context.Context) {
 	if c != nil {
-		c.m.handlersActive.Add(ctx, -1, c.base...)
+		c.m.handlersActive.Add(detached(ctx), -1, c.base...)
 	}
 }
 
@@ -229,7 +243,7 @@ func (c *Conn) Session(seconds float64, version, errorType string) {
 // Operation records the duration of one request with its attributes.
 func (c *Conn) Operation(ctx context.Context, seconds float64, attrs []attribute.KeyValue) {
 	if c.Live() {
-		c.m.opDuration.Record(ctx, seconds, metric.WithAttributes(attrs...))
+		c.m.opDuration.Record(detached(ctx), seconds, metric.WithAttributes(attrs...))
 	}
 }
 

@@ -1,0 +1,240 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/snodo/snodo/internal/telemetry"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// error.type is the code of an error response, and a word when no
+// response came: a local timeout must not pass for a -32001 the server
+// sent, nor a closed connection for its -32000.
+func TestErrorTypeTellsLocalErrorsFromServerCodes(t *testing.T) {
+	tp, rec := traced(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	c := dialTest(t, []string{"-era", "modern"}, WithTracerProvider(tp), WithMeterProvider(mp))
+
+	_, err := c.Request(t.Context(), "test/sleep", map[string]any{"ms": 5000, "honorCancel": true}, Timeout(50*time.Millisecond))
+	require.ErrorIs(t, err, ErrTimeout)
+	_, err = c.Request(t.Context(), "test/error", map[string]any{"code": CodeTimeout, "message": "upstream slow"})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrTimeout)
+	_, err = c.Request(t.Context(), "test/error", map[string]any{"code": CodeConnectionClosed, "message": "upstream gone"})
+	require.Error(t, err)
+	_, err = c.Request(t.Context(), "test/echo", json.RawMessage(`[1]`))
+	require.ErrorIs(t, err, ErrInvalidParams)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = c.Request(ctx, "test/pid", nil)
+	require.ErrorIs(t, err, context.Canceled)
+	// The caller's ctx ends while the request waits: its end is counted
+	// all the same (the SDK drops a measurement made with a done ctx).
+	ctx, cancel = context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err = c.Request(ctx, "test/waitNotification", map[string]any{"method": "never", "timeoutMs": 5000})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	_, err = c.Request(t.Context(), "test/crash", map[string]any{"code": 3})
+	require.ErrorIs(t, err, ErrConnectionClosed)
+	<-c.Done()
+
+	type want struct{ errType, code, desc string }
+	check := func(name string, w want) {
+		t.Helper()
+		spans := spansNamed(rec, name)
+		require.NotEmpty(t, spans, name)
+		for _, s := range spans {
+			a := spanAttrs(s)
+			assert.Equal(t, w.errType, a["error.type"], name)
+			if w.code == "" {
+				assert.NotContains(t, a, "rpc.response.status_code", "%s: no response, no code", name)
+			} else {
+				assert.Equal(t, w.code, a["rpc.response.status_code"], name)
+			}
+			assert.Equal(t, codes.Error, s.Status().Code, name)
+			if w.desc != "" {
+				assert.Equal(t, w.desc, s.Status().Description, "%s: the JSON-RPC error's message", name)
+			}
+		}
+	}
+	check("test/sleep", want{errType: "timeout"})
+	check("test/crash", want{errType: "connection_closed"})
+	check("test/echo", want{errType: "invalid_params"})
+	check("test/pid", want{errType: "cancelled"})
+	errSpans := spansNamed(rec, "test/error")
+	require.Len(t, errSpans, 2)
+	assert.Equal(t, "-32001", spanAttrs(errSpans[0])["error.type"], "a -32001 the server sent is its code")
+	assert.Equal(t, "-32001", spanAttrs(errSpans[0])["rpc.response.status_code"])
+	assert.Equal(t, "upstream slow", errSpans[0].Status().Description)
+	assert.Equal(t, "-32000", spanAttrs(errSpans[1])["error.type"])
+	assert.Equal(t, "-32000", spanAttrs(errSpans[1])["rpc.response.status_code"])
+
+	m := collectMetrics(t, reader)
+	op := m[telemetry.MetricOperationDuration]
+	assert.EqualValues(t, 1, sumWhere(t, op, "error.type", "timeout"))
+	assert.EqualValues(t, 1, sumWhere(t, op, "error.type", "connection_closed"))
+	assert.EqualValues(t, 1, sumWhere(t, op, "error.type", "-32001"))
+	assert.EqualValues(t, 1, sumWhere(t, op, "rpc.response.status_code", "-32001"))
+	assert.EqualValues(t, 1, sumWhere(t, op, "error.type", "invalid_params"))
+	assert.EqualValues(t, 1, sumWhere(t, op, "error.type", "cancelled"))
+	assert.EqualValues(t, 1, sumWhere(t, op, "error.type", "deadline_exceeded"))
+	assert.EqualValues(t, 0, sumWhere(t, m["snodo.client.requests.active"], "", ""), "nothing left in flight")
+	check("test/waitNotification", want{errType: "deadline_exceeded"})
+}
+
+func TestClassifyWords(t *testing.T) {
+	for _, tc := range []struct {
+		err          error
+		errType, got string
+	}{
+		{&Error{Code: -32602, Message: "bad"}, "-32602", "-32602"},
+		{NewLocalError(CodeTimeout, "t", ErrTimeout), "timeout", ""},
+		{NewLocalError(CodeTimeout, "a Requester's own, no sentinel", errors.New("its cause")), "timeout", ""},
+		{ClosedError(ErrServerExited), "connection_closed", ""},
+		{NewLocalError(CodeInternalError, "q", ErrWriteQueueFull), "write_queue_full", ""},
+		{context.DeadlineExceeded, "deadline_exceeded", ""},
+		{errors.Join(ErrInputRequest, &Error{Code: 4242, Message: "the handler's"}), "input_request_failed", ""},
+		{errors.New("other"), "_OTHER", ""},
+	} {
+		errType, code, desc := classify("x", nil, tc.err)
+		assert.Equal(t, tc.errType, errType, "%v", tc.err)
+		assert.Equal(t, tc.got, code, "%v", tc.err)
+		assert.NotEmpty(t, desc)
+	}
+}
+
+// The client's side of a server request is the receiver's side: a code
+// that says the server asked for something impossible is recorded, but
+// is no error of the client's; any other error response is.
+func TestTraceHandlerSpanStatusFollowsTheReceiverRules(t *testing.T) {
+	tp, rec := traced(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	handler := func(ctx context.Context, req *ServerRequest) (any, error) {
+		var p struct {
+			Kind string `json:"kind"`
+		}
+		_ = json.Unmarshal(req.Params, &p)
+		switch p.Kind {
+		case "invalid":
+			return nil, &Error{Code: CodeInvalidParams, Message: "no such root"}
+		case "custom":
+			return nil, &Error{Code: 4242, Message: "nope"}
+		case "plain":
+			return nil, errors.New("boom")
+		case "block":
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return map[string]any{"roots": []any{}}, nil
+	}
+	c := dialTest(t, []string{"-era", "legacy"}, WithTracerProvider(tp), WithMeterProvider(mp), WithServerRequestHandler(handler))
+	kinds := []string{"ok", "invalid", "custom", "plain", "block"}
+	for _, kind := range kinds {
+		args := map[string]any{"method": "roots/list", "params": map[string]any{"kind": kind}}
+		if kind == "block" {
+			args["cancelAfterMs"] = 50
+		}
+		_, err := c.Request(t.Context(), "test/serverRequest", args)
+		require.NoError(t, err, kind)
+	}
+	var spans []sdktrace.ReadOnlySpan
+	testutil.Eventually(t, func() bool { spans = spansNamed(rec, "roots/list"); return len(spans) == len(kinds) }, 5*time.Second, "handler spans missing")
+	byKind := map[string]sdktrace.ReadOnlySpan{}
+	for i, s := range spans {
+		byKind[kinds[i]] = s // each ended before the next request was made
+	}
+	ok := spanAttrs(byKind["ok"])
+	assert.NotContains(t, ok, "error.type")
+	assert.NotContains(t, ok, "rpc.response.status_code")
+	assert.Equal(t, codes.Unset, byKind["ok"].Status().Code)
+
+	invalid := spanAttrs(byKind["invalid"])
+	assert.Equal(t, "-32602", invalid["rpc.response.status_code"])
+	assert.NotContains(t, invalid, "error.type", "-32602 is the sender's fault")
+	assert.Equal(t, codes.Unset, byKind["invalid"].Status().Code)
+
+	custom := spanAttrs(byKind["custom"])
+	assert.Equal(t, "4242", custom["error.type"])
+	assert.Equal(t, "4242", custom["rpc.response.status_code"])
+	assert.Equal(t, codes.Error, byKind["custom"].Status().Code)
+	assert.Equal(t, "nope", byKind["custom"].Status().Description)
+
+	plain := spanAttrs(byKind["plain"])
+	assert.Equal(t, "-32603", plain["error.type"], "what the server was answered")
+	assert.Equal(t, "-32603", plain["rpc.response.status_code"])
+	assert.Equal(t, "boom", byKind["plain"].Status().Description)
+
+	block := spanAttrs(byKind["block"])
+	assert.Equal(t, "cancelled", block["error.type"])
+	assert.NotContains(t, block, "rpc.response.status_code", "no answer was sent")
+	assert.Equal(t, codes.Error, byKind["block"].Status().Code)
+	assert.EqualValues(t, 0, sumWhere(t, collectMetrics(t, reader)["snodo.client.server_requests.active"], "", ""),
+		"the cancelled handler's end is counted")
+}
+
+// Values from a caller or a server are bounded and valid UTF-8 before
+// they reach a span: names, IDs, error messages.
+func TestTelemetryBoundsValuesFromCallersAndServers(t *testing.T) {
+	tp, rec := traced(t)
+	handler := func(ctx context.Context, req *ServerRequest) (any, error) { return map[string]any{}, nil }
+	c := dialTest(t, []string{"-era", "legacy"}, WithTracerProvider(tp), WithServerRequestHandler(handler))
+
+	long := strings.Repeat("t", 10*telemetry.MaxName)
+	_, _ = c.CallTool(t.Context(), long, nil)
+	_, _ = c.CallTool(t.Context(), "bad\xffname", nil)
+	_, err := c.Request(t.Context(), "test/error", map[string]any{"code": 4242, "message": strings.Repeat("m", 100*telemetry.MaxText)})
+	require.Error(t, err)
+	serverMethod := "x/" + strings.Repeat("s", 10*telemetry.MaxName)
+	_, err = c.Request(t.Context(), "test/serverRequest", map[string]any{"method": serverMethod})
+	require.NoError(t, err)
+
+	testutil.Eventually(t, func() bool {
+		for _, s := range rec.Ended() {
+			if strings.HasPrefix(s.Name(), "x/") {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, "no handler span")
+	var sawLong, sawBad, sawServer bool
+	for _, s := range rec.Ended() {
+		assert.LessOrEqual(t, len(s.Name()), len("tools/call ")+telemetry.MaxName, "span name")
+		assert.True(t, utf8.ValidString(s.Name()))
+		assert.LessOrEqual(t, len(s.Status().Description), telemetry.MaxText)
+		for _, kv := range s.Attributes() {
+			v := kv.Value.Emit()
+			assert.LessOrEqual(t, len(v), telemetry.MaxName, "%s", kv.Key)
+			assert.True(t, utf8.ValidString(v), "%s", kv.Key)
+		}
+		a := spanAttrs(s)
+		switch {
+		case strings.HasPrefix(a["gen_ai.tool.name"], "ttt"):
+			sawLong = true
+			assert.Len(t, a["gen_ai.tool.name"], telemetry.MaxName)
+		case strings.HasPrefix(a["gen_ai.tool.name"], "bad"):
+			sawBad = true
+			assert.Equal(t, "bad\uFFFDname", a["gen_ai.tool.name"])
+		case strings.HasPrefix(a["mcp.method.name"], "x/"):
+			sawServer = true
+		case a["mcp.method.name"] == "test/error":
+			assert.Len(t, s.Status().Description, telemetry.MaxText)
+		}
+	}
+	assert.True(t, sawLong && sawBad && sawServer, "long %v, bad %v, server %v", sawLong, sawBad, sawServer)
+}
