@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"reflect"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -13,8 +12,6 @@ import (
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
-var defaultPropagatorType = reflect.TypeOf(otel.GetTextMapPropagator())
-
 // Propagator is the propagator trace context travels with in _meta: the
 // global TextMapPropagator once the program has set one (so W3C Baggage
 // goes along when it is configured), and W3C Trace Context otherwise, so
@@ -22,7 +19,7 @@ var defaultPropagatorType = reflect.TypeOf(otel.GetTextMapPropagator())
 // recommend.
 func Propagator() propagation.TextMapPropagator {
 	p := otel.GetTextMapPropagator()
-	if reflect.TypeOf(p) == defaultPropagatorType {
+	if isGlobalDefault(p) {
 		return propagation.TraceContext{}
 	}
 	return p
@@ -39,7 +36,7 @@ func AppendTraceMembers(dst []byte, ctx context.Context) []byte {
 	if !sc.IsValid() {
 		return dst
 	}
-	if p := otel.GetTextMapPropagator(); reflect.TypeOf(p) != defaultPropagatorType {
+	if p := otel.GetTextMapPropagator(); !isGlobalDefault(p) {
 		c := &memberCarrier{b: dst, n: len(dst)}
 		p.Inject(ctx, c)
 		return c.b

@@ -11,14 +11,23 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
-// The types of the global providers before anyone sets them: delegating
-// no-ops. Once a program sets a global provider, otel.Get…Provider
-// returns that provider (of another type) for ever; a tracer or meter
-// taken from the delegating default before then forwards to it.
-var (
-	defaultTracerProviderType = reflect.TypeOf(otel.GetTracerProvider())
-	defaultMeterProviderType  = reflect.TypeOf(otel.GetMeterProvider())
-)
+// globalPackage is where the OpenTelemetry API keeps its delegating
+// defaults: the tracer provider, meter provider and propagator that
+// otel.Get… return until a program sets its own. Once a program sets one,
+// otel.Get… returns that one (of another type) for ever; a tracer or
+// meter taken from the delegating default before then forwards to it.
+const globalPackage = "go.opentelemetry.io/otel/internal/global"
+
+// isGlobalDefault reports whether v is one of the API's delegating
+// defaults, by the package of its type. It holds no state: a type
+// captured while this package initialises would be wrong for good when a
+// package initialised earlier (one that does not import snodo, whose
+// init may run first) had already set a global provider, and snodo would
+// then take the program's provider for the default and never record.
+func isGlobalDefault(v any) bool {
+	t := reflect.TypeOf(v)
+	return t != nil && t.Kind() == reflect.Pointer && t.Elem().PkgPath() == globalPackage
+}
 
 // Telemetry is one client's tracer and instruments. A nil *Telemetry
 // records nothing.
@@ -61,7 +70,7 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider) *Telemetry {
 		t.metering = on
 	}
 	switch {
-	case t.metering == followGlobal && reflect.TypeOf(mp) == defaultMeterProviderType:
+	case t.metering == followGlobal && isGlobalDefault(mp):
 		t.meters = globalMeters()
 	case t.metering != off:
 		t.meters = meters(mp)
@@ -82,7 +91,7 @@ var globalMeters = sync.OnceValue(func() *Meters { return meters(otel.GetMeterPr
 // callers start no span at all, so the default costs nothing.
 func (t *Telemetry) Tracing() bool {
 	return t != nil && t.tracing.records(func() bool {
-		return reflect.TypeOf(otel.GetTracerProvider()) != defaultTracerProviderType
+		return !isGlobalDefault(otel.GetTracerProvider())
 	})
 }
 
@@ -90,7 +99,7 @@ func (t *Telemetry) Tracing() bool {
 // for spans.
 func (t *Telemetry) Metering() bool {
 	return t != nil && t.metering.records(func() bool {
-		return reflect.TypeOf(otel.GetMeterProvider()) != defaultMeterProviderType
+		return !isGlobalDefault(otel.GetMeterProvider())
 	})
 }
 

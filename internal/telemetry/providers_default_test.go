@@ -1,0 +1,44 @@
+package telemetry
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"go.opentelemetry.io/otel"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// The API's delegating defaults are told from a program's providers by
+// their type's package, not by a type captured while snodo initialises:
+// a program whose own package sets the global providers in an init that
+// runs before snodo's would otherwise have its provider taken for the
+// default, and snodo would never record.
+func TestGlobalDefaultsAreToldByTheirPackage(t *testing.T) {
+	if isGlobalDefault(otel.GetTracerProvider()) != isGlobalDefault(otel.GetMeterProvider()) {
+		t.Skip("a global provider is set")
+	}
+	if !isGlobalDefault(otel.GetTracerProvider()) {
+		t.Skip("a global provider is set")
+	}
+	assert.True(t, isGlobalDefault(otel.GetMeterProvider()), "the default meter provider")
+	assert.True(t, isGlobalDefault(otel.GetTextMapPropagator()), "the default propagator")
+
+	tp := sdktrace.NewTracerProvider()
+	mp := sdkmetric.NewMeterProvider()
+	for name, v := range map[string]any{
+		"sdk tracer provider": tp, "sdk meter provider": mp,
+		"noop tracer provider": tracenoop.NewTracerProvider(), "noop meter provider": metricnoop.NewMeterProvider(),
+		"propagator": propagation.TraceContext{}, "nil": nil,
+	} {
+		assert.False(t, isGlobalDefault(v), name)
+	}
+	// Once a tracer provider is given, it records, whenever the global
+	// one was set: nothing is remembered from the time snodo loaded.
+	assert.True(t, New(tp, mp).Tracing())
+	assert.True(t, New(tp, mp).Metering())
+	assert.False(t, New(nil, nil).Tracing(), "the default global records nothing")
+}
