@@ -532,20 +532,9 @@ func (c *Client) observeSubscription(ctx context.Context, o *subscription.Option
 		attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
 	}
 	span.SetAttributes(attrs...)
-	o.Hooks.Queued = func(id int64, ev Event, depth int) {
+	o.Hooks.Queued = func(_ int64, ev Event, depth int) {
 		c.meters.QueueDepth(depth)
-		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
-		if remote := telemetry.RemoteSpanContext(ev.Params); remote.IsValid() {
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: remote}))
-		}
-		_, evSpan := c.tel.Tracer().Start(ctx, ev.Method, opts...)
-		if evSpan.IsRecording() {
-			evSpan.SetAttributes(
-				attribute.String(telemetry.AttrMethodName, ev.Method),
-				attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
-				attribute.String(telemetry.AttrRequestID, strconv.FormatInt(id, 10)))
-		}
-		evSpan.End()
+		c.eventSpan(ctx, span.SpanContext(), ev)
 	}
 	o.Hooks.Ended = func(id int64, err error) {
 		if id != 0 {
@@ -568,6 +557,43 @@ func (c *Client) observeSubscription(ctx context.Context, o *subscription.Option
 		span.End()
 	}
 	return ctx
+}
+
+// eventSpan records a notification the server sent on a subscription as
+// the conventions record any notification a peer initiates: a SERVER
+// span, a point in time (the client queues the event; the reader's
+// processing is the program's). Its parent is the server's span when the
+// event's _meta carries one, linked to the subscriptions/listen span
+// (the ambient context); otherwise that span is its parent. A
+// notification has no JSON-RPC id, so no jsonrpc.request.id: the listen
+// span, parent or link, says which subscription it came on.
+func (c *Client) eventSpan(ctx context.Context, listen trace.SpanContext, ev Event) {
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	if server := telemetry.Extract(ctx, ev.Params); trace.SpanContextFromContext(server).IsRemote() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: listen}))
+		ctx = server // the server's span, and its baggage when propagated
+	}
+	method := telemetry.Bound(ev.Method, telemetry.MaxName) // the server's
+	_, span := c.tel.Tracer().Start(ctx, method, opts...)
+	if span.IsRecording() {
+		attrs := []attribute.KeyValue{
+			attribute.String(telemetry.AttrMethodName, method),
+			attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
+		}
+		if v := c.version(); v != "" {
+			attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
+		}
+		if ev.Method == "notifications/resources/updated" {
+			var p struct {
+				URI string `json:"uri"`
+			}
+			if json.Unmarshal(ev.Params, &p) == nil && p.URI != "" {
+				attrs = append(attrs, attribute.String(telemetry.AttrResourceURI, telemetry.Bound(p.URI, telemetry.MaxName)))
+			}
+		}
+		span.SetAttributes(attrs...)
+	}
+	span.End()
 }
 
 // version is the negotiated protocol version for telemetry, "" until

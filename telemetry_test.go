@@ -268,13 +268,47 @@ func TestTraceSubscriptionAndItsEvents(t *testing.T) {
 	events := spansNamed(rec, "notifications/tools/list_changed")
 	require.Len(t, events, 2)
 	for _, ev := range events {
-		assert.Equal(t, trace.SpanKindConsumer, ev.SpanKind())
-		assert.Equal(t, listen[0].SpanContext().SpanID(), ev.Parent().SpanID())
+		assert.Equal(t, trace.SpanKindServer, ev.SpanKind(), "a notification the peer initiated")
+		assert.Equal(t, listen[0].SpanContext().SpanID(), ev.Parent().SpanID(), "no context in _meta: the listen span is the parent")
+		a := spanAttrs(ev)
+		assert.NotContains(t, a, "jsonrpc.request.id", "a notification has no id")
+		assert.Equal(t, c.ProtocolVersion(), a["mcp.protocol.version"])
+		assert.Equal(t, "notifications/tools/list_changed", a["mcp.method.name"])
 	}
 	metas := receivedMeta(t, c, "subscriptions/listen")
 	require.Len(t, metas, 1)
 	assert.Equal(t, traceparent(listen[0].SpanContext()), metas[0]["traceparent"])
 	assert.Contains(t, metas[0], "io.modelcontextprotocol/protocolVersion", "one _meta carries both")
+}
+
+// An event whose _meta carries the server's trace context is a child of
+// the server's span, linked to the listen span; a resource update names
+// its resource.
+func TestTraceEventJoinsTheServersTrace(t *testing.T) {
+	tp, rec := traced(t)
+	c := dialTest(t, []string{"-era", "modern"}, WithTracerProvider(tp))
+	sub, err := c.Listen(t.Context(), Filter{ResourceSubscriptions: []string{"test://a"}})
+	require.NoError(t, err)
+	const serverTrace, serverSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	_, err = c.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/resources/updated",
+		"params": map[string]any{"uri": "test://a", "_meta": map[string]any{"traceparent": "00-" + serverTrace + "-" + serverSpan + "-01"}}})
+	require.NoError(t, err)
+	<-sub.Events()
+	sub.Close()
+	<-sub.Done()
+
+	listen := spansNamed(rec, "subscriptions/listen")
+	require.Len(t, listen, 1)
+	events := spansNamed(rec, "notifications/resources/updated")
+	require.Len(t, events, 1)
+	ev := events[0]
+	assert.Equal(t, trace.SpanKindServer, ev.SpanKind())
+	assert.Equal(t, serverTrace, ev.SpanContext().TraceID().String())
+	assert.Equal(t, serverSpan, ev.Parent().SpanID().String())
+	assert.True(t, ev.Parent().IsRemote())
+	require.Len(t, ev.Links(), 1)
+	assert.Equal(t, listen[0].SpanContext().SpanID(), ev.Links()[0].SpanContext.SpanID(), "the listen span, linked")
+	assert.Equal(t, "test://a", spanAttrs(ev)["mcp.resource.uri"])
 }
 
 // metricsOf collects rm into name → data points.
