@@ -155,12 +155,13 @@ func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error 
 // nil), as for Request: any other value fails locally with -32602
 // (ErrInvalidParams) and nothing is sent.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
-	if !c.tel.Tracing() {
+	tracing, metering := c.tel.Tracing(), c.meters.Live()
+	if !tracing && !metering {
 		return c.notify(ctx, method, params)
 	}
-	ctx, span := c.notificationSpan(ctx, method)
-	err := c.notify(ctx, method, params)
-	endNotificationSpan(span, method, err)
+	n := c.notificationStarted(ctx, method, tracing, metering)
+	err := c.notify(n.ctx, method, params)
+	n.end(err)
 	return err
 }
 

@@ -353,7 +353,7 @@ func (c *Client) initialize(ctx context.Context, cfg *config, probeErr error) er
 	}
 	c.mcp.era, c.mcp.version = EraLegacy, res.ProtocolVersion
 	c.mcp.serverInfo, c.mcp.capabilities, c.mcp.instructions = res.ServerInfo, res.Capabilities, res.Instructions
-	if err := c.conn.Notify(ctx, "notifications/initialized", nil); err != nil {
+	if err := c.Notify(ctx, "notifications/initialized", nil); err != nil { // traced and measured as any notification
 		return fmt.Errorf("snodo: sending notifications/initialized to %s: %w", cfg.conn.Command, err)
 	}
 	return nil

@@ -52,6 +52,6 @@ func ExampleWithTracerProvider() {
 	//   mcp.method.name=tools/call
 	//   network.transport=pipe
 	//   mcp.protocol.version=2026-07-28
-	//   gen_ai.tool.name=echo
 	//   gen_ai.operation.name=execute_tool
+	//   gen_ai.tool.name=echo
 }

@@ -129,23 +129,32 @@ func (s *site) begin(ctx context.Context, method string, params any, opts *conne
 
 // target reads the tool or prompt name (or the resource URI) from params
 // and returns params as bytes, so that the connection does not marshal
-// them again.
+// them again. completion/complete names a prompt when its ref is a
+// ref/prompt (a ref/resource holds a URI template, not a resource URI:
+// no target then).
 func target(method string, params any) (string, any) {
-	key := ""
 	switch method {
-	case "tools/call", "prompts/get":
-		key = "name"
+	case "tools/call", "prompts/get", "completion/complete":
 	default:
 		if !namesResource(method) {
 			return "", params
 		}
-		key = "uri"
 	}
 	raw, err := jsonrpc.Marshal(params)
 	if err != nil || len(raw) == 0 {
 		return "", params // the connection reports the error
 	}
-	member, _ := jsonrpc.Member(raw, key)
+	obj, key := json.RawMessage(raw), "name"
+	switch {
+	case namesResource(method):
+		key = "uri"
+	case method == "completion/complete":
+		obj, _ = jsonrpc.Member(raw, "ref")
+		if kind, _ := jsonrpc.Member(obj, "type"); string(kind) != `"ref/prompt"` {
+			return "", json.RawMessage(raw)
+		}
+	}
+	member, _ := jsonrpc.Member(obj, key)
 	var name string
 	if len(member) > 0 && member[0] == '"' {
 		_ = json.Unmarshal(member, &name)
@@ -179,13 +188,14 @@ func (o *op) attributes() []attribute.KeyValue {
 	if v := o.s.protocolVersion(); v != "" {
 		attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
 	}
+	if o.method == "tools/call" { // a tool call, whether or not it names its tool
+		attrs = append(attrs, attribute.String(telemetry.AttrOperationName, telemetry.OperationExecute))
+	}
 	if o.target != "" {
 		switch o.method {
 		case "tools/call":
-			attrs = append(attrs,
-				attribute.String(telemetry.AttrToolName, o.target),
-				attribute.String(telemetry.AttrOperationName, telemetry.OperationExecute))
-		case "prompts/get":
+			attrs = append(attrs, attribute.String(telemetry.AttrToolName, o.target))
+		case "prompts/get", "completion/complete":
 			attrs = append(attrs, attribute.String(telemetry.AttrPromptName, o.target))
 		default: // namesResource
 			attrs = append(attrs, attribute.String(telemetry.AttrResourceURI, o.target))
@@ -346,31 +356,61 @@ func (c *Client) send(ctx context.Context, method string, params any, meta []byt
 	return raw, err
 }
 
-// notificationSpan starts the CLIENT span of a notification the client
-// sends; the connection carries its context in params._meta.
-func (c *Client) notificationSpan(ctx context.Context, method string) (context.Context, trace.Span) {
-	method = telemetry.Bound(method, telemetry.MaxName)
-	ctx, span := c.tel.Tracer().Start(ctx, method, trace.WithSpanKind(trace.SpanKindClient))
-	if span.IsRecording() {
-		attrs := []attribute.KeyValue{
-			attribute.String(telemetry.AttrMethodName, method),
-			attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
-		}
-		if v := c.version(); v != "" {
-			attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
-		}
-		span.SetAttributes(attrs...)
-	}
-	return ctx, span
+// notification is one notification the client sends, traced (a CLIENT
+// span, whose context the connection carries in params._meta) and
+// measured (mcp.client.operation.duration, until the line is written:
+// stdio has no acknowledgement).
+type notification struct {
+	c        *Client
+	ctx      context.Context
+	method   string
+	span     trace.Span
+	metering bool
+	start    time.Time
 }
 
-func endNotificationSpan(span trace.Span, method string, err error) {
-	if err != nil && span.IsRecording() {
-		errType, _, desc := classify(method, nil, err)
-		span.SetAttributes(attribute.String(telemetry.AttrErrorType, errType))
-		span.SetStatus(codes.Error, desc)
+func (c *Client) notificationStarted(ctx context.Context, method string, tracing, metering bool) *notification {
+	n := &notification{c: c, ctx: ctx, method: telemetry.Bound(method, telemetry.MaxName), metering: metering, start: time.Now()}
+	if tracing {
+		n.ctx, n.span = c.tel.Tracer().Start(ctx, n.method, trace.WithSpanKind(trace.SpanKindClient))
+		if n.span.IsRecording() {
+			n.span.SetAttributes(n.attributes()...)
+		}
 	}
-	span.End()
+	return n
+}
+
+// attributes: those of a request's operation, without a target.
+func (n *notification) attributes() []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		attribute.String(telemetry.AttrMethodName, n.method),
+		attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
+	}
+	if v := n.c.version(); v != "" {
+		attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
+	}
+	return attrs
+}
+
+func (n *notification) end(err error) {
+	errType, _, desc := "", "", ""
+	if err != nil {
+		errType, _, desc = classify(n.method, nil, err)
+	}
+	if n.span != nil {
+		if errType != "" && n.span.IsRecording() {
+			n.span.SetAttributes(attribute.String(telemetry.AttrErrorType, errType))
+			n.span.SetStatus(codes.Error, desc)
+		}
+		n.span.End()
+	}
+	if n.metering {
+		attrs := n.attributes()
+		if errType != "" {
+			attrs = append(attrs, attribute.String(telemetry.AttrErrorType, errType))
+		}
+		n.c.meters.Operation(n.ctx, time.Since(n.start).Seconds(), attrs)
+	}
 }
 
 // serverRequestSpan starts the span of a server-request handler run (a

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo/internal/telemetry"
 	"github.com/snodo/snodo/test/testutil"
@@ -237,4 +238,82 @@ func TestTelemetryBoundsValuesFromCallersAndServers(t *testing.T) {
 		}
 	}
 	assert.True(t, sawLong && sawBad && sawServer, "long %v, bad %v, server %v", sawLong, sawBad, sawServer)
+}
+
+// A notification is an operation too: measured with
+// mcp.client.operation.duration (until the line is written: stdio has no
+// acknowledgement), and the handshake's notifications/initialized is
+// traced and measured like any other.
+func TestNotificationsAreMeasuredAndTheHandshakesIsTraced(t *testing.T) {
+	tp, rec := traced(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	c := dialTest(t, []string{"-era", "legacy"}, WithTracerProvider(tp), WithMeterProvider(mp))
+	require.NoError(t, c.Notify(t.Context(), "notifications/roots/list_changed", nil))
+
+	op := collectMetrics(t, reader)[telemetry.MetricOperationDuration]
+	assert.EqualValues(t, 1, sumWhere(t, op, "mcp.method.name", "notifications/roots/list_changed"))
+	assert.EqualValues(t, 1, sumWhere(t, op, "mcp.method.name", "notifications/initialized"))
+	hs := spansNamed(rec, "notifications/initialized")
+	require.Len(t, hs, 1)
+	assert.Equal(t, trace.SpanKindClient, hs[0].SpanKind())
+	a := spanAttrs(hs[0])
+	assert.Equal(t, "notifications/initialized", a["mcp.method.name"])
+	assert.Equal(t, "pipe", a["network.transport"])
+	assert.NotContains(t, a, "jsonrpc.request.id")
+	metas := receivedNotificationMeta(t, c, "notifications/initialized")
+	assert.Equal(t, traceparent(hs[0].SpanContext()), metas["traceparent"])
+}
+
+// receivedNotificationMeta is the params._meta of the one notification
+// method the test server received.
+func receivedNotificationMeta(t *testing.T, c *Client, method string) map[string]any {
+	t.Helper()
+	raw, err := c.Request(t.Context(), "test/received", map[string]any{"method": method})
+	require.NoError(t, err)
+	var got struct {
+		Messages []struct {
+			Params struct {
+				Meta map[string]any `json:"_meta"`
+			} `json:"params"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &got))
+	require.Len(t, got.Messages, 1)
+	return got.Messages[0].Params.Meta
+}
+
+// Each method's subject goes where the conventions put it: the tool, the
+// prompt (prompts/get, and completion/complete of a prompt's argument)
+// in the span name and its gen_ai attribute; a resource URI only in
+// mcp.resource.uri; a completion of a resource template's argument has
+// no target.
+func TestTargetAttributesPerMethod(t *testing.T) {
+	tp, rec := traced(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	c := dialTest(t, []string{"-era", "modern"}, WithTracerProvider(tp), WithMeterProvider(mp))
+	_, err := c.Complete(t.Context(), CompleteRequest{Ref: PromptReference("greet"), Argument: "name", Value: "al"})
+	require.NoError(t, err)
+	_, _ = c.Complete(t.Context(), CompleteRequest{Ref: ResourceTemplateReference("test://items/{id}"), Argument: "id", Value: "1"})
+	_, _ = c.Request(t.Context(), "tools/call", map[string]any{"arguments": map[string]any{}}) // no name: the server refuses it
+
+	prompt := spansNamed(rec, "completion/complete greet")
+	require.Len(t, prompt, 1)
+	assert.Equal(t, "greet", spanAttrs(prompt[0])["gen_ai.prompt.name"])
+	assert.NotContains(t, spanAttrs(prompt[0]), "gen_ai.operation.name", "not a tool call")
+	template := spansNamed(rec, "completion/complete")
+	require.Len(t, template, 1)
+	assert.NotContains(t, spanAttrs(template[0]), "gen_ai.prompt.name")
+	assert.NotContains(t, spanAttrs(template[0]), "mcp.resource.uri", "a URI template is no resource URI")
+
+	unnamed := spansNamed(rec, "tools/call")
+	require.Len(t, unnamed, 1)
+	assert.Equal(t, "execute_tool", spanAttrs(unnamed[0])["gen_ai.operation.name"], "a tool call, even without a name")
+	assert.NotContains(t, spanAttrs(unnamed[0]), "gen_ai.tool.name")
+
+	op := collectMetrics(t, reader)[telemetry.MetricOperationDuration]
+	assert.EqualValues(t, 1, sumWhere(t, op, "gen_ai.prompt.name", "greet"))
 }
