@@ -3,6 +3,7 @@ package snodo
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/snodo/snodo/handlers"
 )
@@ -42,18 +43,17 @@ func (c *Client) observed(user ServerRequestHandler) ServerRequestHandler {
 		}
 		ctx, span := c.serverRequestSpan(ctx, req)
 		metering := c.meters.Live() // once: a provider set meanwhile must not unbalance the count
+		var start time.Time
 		if metering {
 			c.meters.HandlerStarted(ctx)
+			start = time.Now()
 		}
 		defer func() {
-			if metering {
-				c.meters.HandlerEnded(ctx)
-			}
 			if r := recover(); r != nil {
-				endServerRequestSpan(span, false, errHandlerPanicked) // answered -32603
+				c.served(ctx, req.Method, span, metering, start, false, errHandlerPanicked) // answered -32603
 				panic(r)
 			}
-			endServerRequestSpan(span, span != nil && ctx.Err() != nil, err)
+			c.served(ctx, req.Method, span, metering, start, ctx.Err() != nil, err)
 		}()
 		return serve(ctx, req)
 	}

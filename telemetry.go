@@ -456,27 +456,61 @@ func (c *Client) serverRequestSpan(ctx context.Context, req *ServerRequest) (con
 	return ctx, span
 }
 
-// endServerRequestSpan records a handler's outcome on its span: the code
-// the answer carries (rpc.response.status_code), and error.type and an
-// Error status when that code is an error on the receiving side.
-// cancelled reports that the handler's ctx ended first (the server
-// cancelled the request, the call it served ended, or the connection
-// stopped): no answer goes out then.
-func endServerRequestSpan(span trace.Span, cancelled bool, err error) {
-	if span == nil {
+// served records a handler's run: on its span, the code the answer
+// carries (rpc.response.status_code), and error.type and an Error status
+// when that code is an error on the receiving side; in
+// mcp.server.operation.duration, the same with the method, transport and
+// version. cancelled reports that the handler's ctx ended first (the
+// server cancelled the request, the call it served ended, or the
+// connection stopped): no answer goes out then.
+func (c *Client) served(ctx context.Context, method string, span trace.Span, metering bool, start time.Time, cancelled bool, err error) {
+	recording := span != nil && span.IsRecording()
+	if !recording && !metering {
+		if span != nil {
+			span.End()
+		}
 		return
 	}
-	if span.IsRecording() {
-		errType, code, desc := classifyServed(cancelled, err)
-		if code != "" {
-			span.SetAttributes(attribute.String(telemetry.AttrRPCStatusCode, code))
-		}
-		if errType != "" {
-			span.SetAttributes(attribute.String(telemetry.AttrErrorType, errType))
-			span.SetStatus(codes.Error, desc)
-		}
+	errType, code, desc := classifyServed(cancelled, err)
+	var outcome []attribute.KeyValue
+	if code != "" {
+		outcome = append(outcome, attribute.String(telemetry.AttrRPCStatusCode, code))
 	}
-	span.End()
+	if errType != "" {
+		outcome = append(outcome, attribute.String(telemetry.AttrErrorType, errType))
+	}
+	if span != nil {
+		if recording {
+			span.SetAttributes(outcome...)
+			if errType != "" {
+				span.SetStatus(codes.Error, desc)
+			}
+		}
+		span.End()
+	}
+	if metering {
+		attrs := []attribute.KeyValue{
+			attribute.String(telemetry.AttrMethodName, servedMethod(method)),
+			attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
+		}
+		if v := c.version(); v != "" {
+			attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
+		}
+		c.meters.Served(ctx, time.Since(start).Seconds(), append(attrs, outcome...))
+		c.meters.HandlerEnded(ctx)
+	}
+}
+
+// servedMethod is the mcp.method.name of a server request in metrics:
+// the methods MCP defines for a server to send, and "_OTHER" for any
+// other. The server chooses the method; every distinct value would be a
+// series of its own, kept for the life of the program.
+func servedMethod(method string) string {
+	switch method {
+	case MethodSampling, MethodElicitation, MethodListRoots, MethodPing:
+		return method
+	}
+	return telemetry.ErrorTypeOther
 }
 
 // classifyServed is classify for the client's side of a request the

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -185,8 +186,38 @@ func TestTraceHandlerSpanStatusFollowsTheReceiverRules(t *testing.T) {
 	assert.Equal(t, "cancelled", block["error.type"])
 	assert.NotContains(t, block, "rpc.response.status_code", "no answer was sent")
 	assert.Equal(t, codes.Error, byKind["block"].Status().Code)
-	assert.EqualValues(t, 0, sumWhere(t, collectMetrics(t, reader)["snodo.client.server_requests.active"], "", ""),
+	m := collectMetrics(t, reader)
+	assert.EqualValues(t, 0, sumWhere(t, m["snodo.client.server_requests.active"], "", ""),
 		"the cancelled handler's end is counted")
+
+	// The receiver's metric, with the same outcome attributes.
+	served := m[telemetry.MetricServerOperationDuration]
+	assert.EqualValues(t, len(kinds), sumWhere(t, served, "mcp.method.name", "roots/list"))
+	assert.EqualValues(t, 1, sumWhere(t, served, "rpc.response.status_code", "-32602"))
+	assert.EqualValues(t, 1, sumWhere(t, served, "error.type", "4242"))
+	assert.EqualValues(t, 1, sumWhere(t, served, "error.type", "-32603"))
+	assert.EqualValues(t, 1, sumWhere(t, served, "error.type", "cancelled"))
+	if h, ok := served.(metricdata.Histogram[float64]); assert.True(t, ok) {
+		for _, p := range h.DataPoints {
+			if code, _ := p.Attributes.Value("rpc.response.status_code"); code.AsString() == "-32602" {
+				_, has := p.Attributes.Value("error.type")
+				assert.False(t, has, "the -32602 is no error")
+			}
+		}
+	}
+
+	// A method the server made up: its own span name, but one series in
+	// metrics for all such methods.
+	_, err := c.Request(t.Context(), "test/serverRequest", map[string]any{"method": "x/custom"})
+	require.NoError(t, err)
+	testutil.Eventually(t, func() bool { return len(spansNamed(rec, "x/custom")) == 1 }, 5*time.Second, "no span for x/custom")
+	served = collectMetrics(t, reader)[telemetry.MetricServerOperationDuration]
+	assert.EqualValues(t, 1, sumWhere(t, served, "mcp.method.name", "_OTHER"))
+	if h, ok := served.(metricdata.Histogram[float64]); assert.True(t, ok) {
+		for _, p := range h.DataPoints {
+			assert.Equal(t, telemetry.DurationBuckets, p.Bounds)
+		}
+	}
 }
 
 // Values from a caller or a server are bounded and valid UTF-8 before

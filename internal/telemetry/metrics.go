@@ -12,6 +12,7 @@ import (
 // on a nil *Meters (it records nothing) and for concurrent use.
 type Meters struct {
 	opDuration      metric.Float64Histogram
+	servedDuration  metric.Float64Histogram
 	sessionDuration metric.Float64Histogram
 	requestsActive  metric.Int64UpDownCounter
 	handlersActive  metric.Int64UpDownCounter
@@ -37,7 +38,9 @@ func meters(mp metric.MeterProvider) *Meters {
 		return c
 	}
 	ms.opDuration, _ = m.Float64Histogram(MetricOperationDuration, metric.WithUnit("s"), b,
-		metric.WithDescription("The duration of the MCP request as observed on the client, from the time it was sent until the response was received."))
+		metric.WithDescription("The duration of the MCP request or notification as observed on the client, from the time it was sent until the response was received (a notification: until it was written)."))
+	ms.servedDuration, _ = m.Float64Histogram(MetricServerOperationDuration, metric.WithUnit("s"), b,
+		metric.WithDescription("The duration of a request the MCP server sent, as observed on the client that received it, from the time its handler started until it answered."))
 	ms.sessionDuration, _ = m.Float64Histogram(MetricSessionDuration, metric.WithUnit("s"), b,
 		metric.WithDescription("The duration of the MCP session (one connection to a server process) as observed on the client."))
 	ms.requestsActive, _ = m.Int64UpDownCounter(MetricRequestsActive, metric.WithUnit("{request}"),
@@ -244,6 +247,14 @@ func (c *Conn) Session(seconds float64, version, errorType string) {
 func (c *Conn) Operation(ctx context.Context, seconds float64, attrs []attribute.KeyValue) {
 	if c.Live() {
 		c.m.opDuration.Record(detached(ctx), seconds, metric.WithAttributes(attrs...))
+	}
+}
+
+// Served records the duration of one run of the handler of a request
+// the server sent, with its attributes.
+func (c *Conn) Served(ctx context.Context, seconds float64, attrs []attribute.KeyValue) {
+	if c.Live() {
+		c.m.servedDuration.Record(detached(ctx), seconds, metric.WithAttributes(attrs...))
 	}
 }
 

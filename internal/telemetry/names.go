@@ -20,14 +20,15 @@ const (
 	AttrNetworkTransport = "network.transport"
 	AttrIODirection      = "network.io.direction"
 
-	MetricOperationDuration = "mcp.client.operation.duration"
-	MetricSessionDuration   = "mcp.client.session.duration"
+	MetricOperationDuration       = "mcp.client.operation.duration"
+	MetricSessionDuration         = "mcp.client.session.duration"
+	MetricServerOperationDuration = "mcp.server.operation.duration" // the client's side of a request the server sent
 
 	TransportPipe       = "pipe"         // network.transport of stdio
 	TransportTCP        = "tcp"          // network.transport of a server reached over the network (NATS)
 	OperationExecute    = "execute_tool" // gen_ai.operation.name of tools/call
 	ErrorTypeToolError  = "tool_error"   // error.type of a result with isError set
-	ErrorTypeOther      = "_OTHER"       // error.type when nothing more precise applies
+	ErrorTypeOther      = "_OTHER"       // error.type when nothing more precise applies; mcp.method.name of an unknown server request in metrics
 	DirectionTransmit   = "transmit"
 	DirectionReceive    = "receive"
 	HeaderTraceparent   = "traceparent"
