@@ -154,7 +154,9 @@ const (
 // resumes. So memory stays bounded whatever the server sends.
 //
 // ctx is done once the connection stops; notifications already queued
-// are still delivered after that, with ctx done. A handler that panics is
+// are still delivered after that, with ctx done. With tracing on, ctx
+// carries the span of the handler's run (docs/observability.md). A
+// handler that panics is
 // logged and the next notification is delivered. To handle them in an
 // actor, pass NotificationsTo.
 //
@@ -216,6 +218,10 @@ type notifier struct {
 	maxItems int
 	maxBytes int
 	meters   *telemetry.Conn // counts drops by reason; nil when metrics are off
+	// observe traces and times a handler run (Client.notificationReceived):
+	// ctx for the handler, and the function that ends it (nil: nothing
+	// to end).
+	observe func(context.Context, *Notification) (context.Context, func(panicked bool))
 
 	era        atomic.Int32 // the settled Era; 0 while negotiating
 	warnedTags atomic.Bool  // warned about untagged subscription notifications
@@ -326,9 +332,17 @@ func (q *notifier) drain() {
 }
 
 func (q *notifier) deliver(ctx context.Context, n *Notification) {
+	var end func(panicked bool)
+	if q.observe != nil {
+		ctx, end = q.observe(ctx, n)
+	}
 	defer func() {
-		if r := recover(); r != nil {
+		r := recover()
+		if r != nil {
 			recovered.Log(q.logger, "snodo: the notification handler panicked; delivering the next one", r, "method", n.Method)
+		}
+		if end != nil {
+			end(r != nil)
 		}
 	}()
 	q.handler(ctx, n)

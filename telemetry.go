@@ -23,9 +23,10 @@ import (
 )
 
 // WithTracerProvider makes the client's spans with tp: one client span
-// per request (named after the MCP method and the tool or prompt), a
-// server span per server-request handler run, and a span per
-// subscription and per subscription event, following the OpenTelemetry
+// per request or notification it sends (named after the MCP method and
+// the tool or prompt), a server span per run of a server-request or
+// notification handler, and a span per subscription and per subscription
+// event, following the OpenTelemetry
 // semantic conventions for MCP (docs/observability.md). Default: the
 // global provider (otel.GetTracerProvider), followed as it changes;
 // while that is the default no-op, tracing costs no allocation.
@@ -40,8 +41,9 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // WithMeterProvider records the client's metrics with mp:
-// mcp.client.operation.duration and mcp.client.session.duration from the
-// MCP semantic conventions, and snodo's own (requests in flight, bytes,
+// mcp.client.operation.duration, mcp.client.session.duration and
+// mcp.server.operation.duration (the client's handlers of what the
+// server sends) from the MCP semantic conventions, and snodo's own (requests in flight, bytes,
 // exits by cause, …; docs/observability.md lists them). Default: the
 // global provider (otel.GetMeterProvider).
 func WithMeterProvider(mp metric.MeterProvider) Option {
@@ -423,37 +425,111 @@ func (c *Client) serverRequestSpan(ctx context.Context, req *ServerRequest) (con
 	if !c.tel.Tracing() {
 		return ctx, nil
 	}
-	var opts [3]trace.SpanStartOption
+	var id []attribute.KeyValue
+	if len(req.ID) > 0 && req.ID[0] != 'n' { // no attribute for a null id
+		s := string(req.ID)
+		if s[0] == '"' {
+			_ = json.Unmarshal(req.ID, &s)
+		}
+		id = []attribute.KeyValue{attribute.String(telemetry.AttrRequestID, telemetry.Bound(s, telemetry.MaxName))}
+	}
+	return c.receiverSpan(ctx, req.Method, req.Params, id...)
+}
+
+// receiverSpan starts the SERVER span of a request or notification the
+// server initiated, as the conventions have the receiver do: its parent
+// is the server's span when params._meta carries its context, with the
+// span in ctx (the ambient context) as a link; otherwise the span in
+// ctx. Its attributes are the method (bounded: the server chose it), the
+// transport, the version, the resource URI of a resource update, and
+// extra.
+func (c *Client) receiverSpan(ctx context.Context, method string, params json.RawMessage, extra ...attribute.KeyValue) (context.Context, trace.Span) {
+	var opts [2]trace.SpanStartOption
 	n := 0
 	opts[n] = trace.WithSpanKind(trace.SpanKindServer)
 	n++
-	if remote := telemetry.RemoteSpanContext(req.Params); remote.IsValid() {
+	if server := telemetry.Extract(ctx, params); trace.SpanContextFromContext(server).IsRemote() {
 		if local := trace.SpanContextFromContext(ctx); local.IsValid() {
 			opts[n] = trace.WithLinks(trace.Link{SpanContext: local})
 			n++
 		}
-		ctx = telemetry.Extract(ctx, req.Params) // the server's span, and its baggage when propagated
+		ctx = server // the server's span, and its baggage when propagated
 	}
-	method := telemetry.Bound(req.Method, telemetry.MaxName) // the server's: bounded, as every value it sends
-	ctx, span := c.tel.Tracer().Start(ctx, method, opts[:n]...)
+	name := telemetry.Bound(method, telemetry.MaxName)
+	ctx, span := c.tel.Tracer().Start(ctx, name, opts[:n]...)
 	if span.IsRecording() {
-		attrs := []attribute.KeyValue{
-			attribute.String(telemetry.AttrMethodName, method),
-			attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
+		attrs := make([]attribute.KeyValue, 0, 4+len(extra))
+		attrs = append(attrs,
+			attribute.String(telemetry.AttrMethodName, name),
+			attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe))
+		if v := c.version(); v != "" {
+			attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
 		}
-		if len(req.ID) > 0 && req.ID[0] != 'n' { // no attribute for a null id
-			id := string(req.ID)
-			if id[0] == '"' {
-				_ = json.Unmarshal(req.ID, &id)
+		if method == NotificationResourceUpdated {
+			var p struct {
+				URI string `json:"uri"`
 			}
-			attrs = append(attrs, attribute.String(telemetry.AttrRequestID, telemetry.Bound(id, telemetry.MaxName)))
+			if json.Unmarshal(params, &p) == nil && p.URI != "" {
+				attrs = append(attrs, attribute.String(telemetry.AttrResourceURI, telemetry.Bound(p.URI, telemetry.MaxName)))
+			}
+		}
+		span.SetAttributes(append(attrs, extra...)...)
+	}
+	return ctx, span
+}
+
+// notificationReceived starts tracing and timing one run of the
+// WithNotificationHandler handler: a SERVER span (receiverSpan) and
+// mcp.server.operation.duration. The function it returns ends both; nil
+// when telemetry is off.
+func (c *Client) notificationReceived(ctx context.Context, n *Notification) (context.Context, func(panicked bool)) {
+	tracing, metering := c.tel.Tracing(), c.meters.Live()
+	if !tracing && !metering {
+		return ctx, nil
+	}
+	var span trace.Span
+	if tracing {
+		ctx, span = c.receiverSpan(ctx, n.Method, n.Params)
+	}
+	start := time.Now()
+	return ctx, func(panicked bool) {
+		var err error
+		if panicked {
+			err = errNotificationHandlerPanicked
+		}
+		c.handled(ctx, n.Method, span, metering, start, err)
+	}
+}
+
+// errNotificationHandlerPanicked marks the span of a notification
+// handler's run that panicked.
+var errNotificationHandlerPanicked = errors.New("the notification handler panicked")
+
+// handled ends the span and records the duration of a notification
+// handler's run. A notification has no answer, so no code: a panic is
+// its one error (_OTHER).
+func (c *Client) handled(ctx context.Context, method string, span trace.Span, metering bool, start time.Time, err error) {
+	var outcome []attribute.KeyValue
+	if err != nil {
+		outcome = append(outcome, attribute.String(telemetry.AttrErrorType, telemetry.ErrorTypeOther))
+	}
+	if span != nil {
+		if err != nil && span.IsRecording() {
+			span.SetAttributes(outcome...)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+	if metering {
+		attrs := []attribute.KeyValue{
+			attribute.String(telemetry.AttrMethodName, servedMethod(method)),
+			attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
 		}
 		if v := c.version(); v != "" {
 			attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
 		}
-		span.SetAttributes(attrs...)
+		c.meters.Served(ctx, time.Since(start).Seconds(), append(attrs, outcome...))
 	}
-	return ctx, span
 }
 
 // served records a handler's run: on its span, the code the answer
@@ -501,13 +577,18 @@ func (c *Client) served(ctx context.Context, method string, span trace.Span, met
 	}
 }
 
-// servedMethod is the mcp.method.name of a server request in metrics:
-// the methods MCP defines for a server to send, and "_OTHER" for any
-// other. The server chooses the method; every distinct value would be a
-// series of its own, kept for the life of the program.
+// servedMethod is the mcp.method.name of a server request or
+// notification in metrics: the methods MCP defines for a server to send,
+// and "_OTHER" for any other. The server chooses the method; every
+// distinct value would be a series of its own, kept for the life of the
+// program.
 func servedMethod(method string) string {
 	switch method {
-	case MethodSampling, MethodElicitation, MethodListRoots, MethodPing:
+	case MethodSampling, MethodElicitation, MethodListRoots, MethodPing,
+		NotificationToolsListChanged, NotificationPromptsListChanged,
+		NotificationResourcesListChanged, NotificationResourceUpdated,
+		"notifications/message", "notifications/progress", "notifications/cancelled",
+		"notifications/elicitation/complete":
 		return method
 	}
 	return telemetry.ErrorTypeOther
@@ -608,7 +689,7 @@ func (c *Client) observeSubscription(ctx context.Context, o *subscription.Option
 	span.SetAttributes(attrs...)
 	o.Hooks.Queued = func(_ int64, ev Event, depth int) {
 		c.meters.QueueDepth(depth)
-		c.eventSpan(ctx, span.SpanContext(), ev)
+		c.eventSpan(ctx, ev)
 	}
 	o.Hooks.Ended = func(id int64, err error) {
 		if id != 0 {
@@ -641,32 +722,8 @@ func (c *Client) observeSubscription(ctx context.Context, o *subscription.Option
 // (the ambient context); otherwise that span is its parent. A
 // notification has no JSON-RPC id, so no jsonrpc.request.id: the listen
 // span, parent or link, says which subscription it came on.
-func (c *Client) eventSpan(ctx context.Context, listen trace.SpanContext, ev Event) {
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
-	if server := telemetry.Extract(ctx, ev.Params); trace.SpanContextFromContext(server).IsRemote() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: listen}))
-		ctx = server // the server's span, and its baggage when propagated
-	}
-	method := telemetry.Bound(ev.Method, telemetry.MaxName) // the server's
-	_, span := c.tel.Tracer().Start(ctx, method, opts...)
-	if span.IsRecording() {
-		attrs := []attribute.KeyValue{
-			attribute.String(telemetry.AttrMethodName, method),
-			attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
-		}
-		if v := c.version(); v != "" {
-			attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
-		}
-		if ev.Method == "notifications/resources/updated" {
-			var p struct {
-				URI string `json:"uri"`
-			}
-			if json.Unmarshal(ev.Params, &p) == nil && p.URI != "" {
-				attrs = append(attrs, attribute.String(telemetry.AttrResourceURI, telemetry.Bound(p.URI, telemetry.MaxName)))
-			}
-		}
-		span.SetAttributes(attrs...)
-	}
+func (c *Client) eventSpan(ctx context.Context, ev Event) {
+	_, span := c.receiverSpan(ctx, ev.Method, ev.Params)
 	span.End()
 }
 

@@ -348,3 +348,60 @@ func TestTargetAttributesPerMethod(t *testing.T) {
 	op := collectMetrics(t, reader)[telemetry.MetricOperationDuration]
 	assert.EqualValues(t, 1, sumWhere(t, op, "gen_ai.prompt.name", "greet"))
 }
+
+// A notification the WithNotificationHandler handler processes is traced
+// as the receiver's side: a SERVER span around the handler's run (the
+// handler's ctx carries it), child of the server's span when _meta
+// carries one, and timed in mcp.server.operation.duration.
+func TestTraceNotificationHandlerRuns(t *testing.T) {
+	tp, rec := traced(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	handled := make(chan trace.SpanContext, 4)
+	handler := func(ctx context.Context, n *Notification) {
+		handled <- trace.SpanContextFromContext(ctx)
+		if n.Method == "x/panic" {
+			panic("boom")
+		}
+	}
+	c := dialTest(t, []string{"-era", "legacy"}, WithTracerProvider(tp), WithMeterProvider(mp), WithNotificationHandler(handler))
+	const serverTrace, serverSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	for _, n := range []map[string]any{
+		{"method": "notifications/message", "params": map[string]any{"level": "info", "data": "x",
+			"_meta": map[string]any{"traceparent": "00-" + serverTrace + "-" + serverSpan + "-01"}}},
+		{"method": "notifications/resources/updated", "params": map[string]any{"uri": "test://a"}},
+		{"method": "x/panic", "params": map[string]any{}},
+	} {
+		_, err := c.Request(t.Context(), "test/notify", n)
+		require.NoError(t, err)
+	}
+	var ctxs []trace.SpanContext
+	for range 3 {
+		ctxs = append(ctxs, <-handled)
+	}
+	require.NoError(t, c.FlushNotifications(t.Context()))
+
+	logs := spansNamed(rec, "notifications/message")
+	require.Len(t, logs, 1)
+	assert.Equal(t, trace.SpanKindServer, logs[0].SpanKind())
+	assert.Equal(t, serverTrace, logs[0].SpanContext().TraceID().String())
+	assert.Equal(t, serverSpan, logs[0].Parent().SpanID().String())
+	assert.Equal(t, logs[0].SpanContext().SpanID(), ctxs[0].SpanID(), "the handler's ctx carries the span")
+	assert.NotContains(t, spanAttrs(logs[0]), "jsonrpc.request.id")
+	assert.Equal(t, codes.Unset, logs[0].Status().Code)
+
+	updated := spansNamed(rec, "notifications/resources/updated")
+	require.Len(t, updated, 1)
+	assert.Equal(t, "test://a", spanAttrs(updated[0])["mcp.resource.uri"])
+
+	var panicked []sdktrace.ReadOnlySpan
+	testutil.Eventually(t, func() bool { panicked = spansNamed(rec, "x/panic"); return len(panicked) == 1 }, 5*time.Second, "no span for the panicking handler")
+	assert.Equal(t, "_OTHER", spanAttrs(panicked[0])["error.type"])
+	assert.Equal(t, codes.Error, panicked[0].Status().Code)
+
+	served := collectMetrics(t, reader)[telemetry.MetricServerOperationDuration]
+	assert.EqualValues(t, 1, sumWhere(t, served, "mcp.method.name", "notifications/message"))
+	assert.EqualValues(t, 1, sumWhere(t, served, "mcp.method.name", "notifications/resources/updated"))
+	assert.EqualValues(t, 1, sumWhere(t, served, "mcp.method.name", "_OTHER"))
+}
