@@ -2,9 +2,11 @@ package telemetry
 
 // Names from the OpenTelemetry semantic conventions for the Model Context
 // Protocol (status: development), as published in the GenAI semantic
-// conventions (the MCP page, v0.1.0 of that set) and the general registry
-// (error.type, network.transport, network.io.direction, jsonrpc.*,
-// rpc.response.status_code). The OpenTelemetry Go API snodo builds on
+// conventions (the MCP page: its client and server spans, the
+// operation and session duration metrics, and the rules for error.type
+// and rpc.response.status_code on each side, as they stood in late 2026)
+// and the general registry (error.type, network.transport,
+// network.io.direction, jsonrpc.*, rpc.response.status_code). The OpenTelemetry Go API snodo builds on
 // (v1.21) has no semconv package with MCP names, so the few used are
 // written here, in one place.
 const (
