@@ -405,3 +405,43 @@ func TestTraceNotificationHandlerRuns(t *testing.T) {
 	assert.EqualValues(t, 1, sumWhere(t, served, "mcp.method.name", "notifications/resources/updated"))
 	assert.EqualValues(t, 1, sumWhere(t, served, "mcp.method.name", "_OTHER"))
 }
+
+// The conventions' metrics: histograms of float seconds, unit "s", with
+// the bucket boundaries the conventions recommend.
+func TestConventionMetricsUnitsKindsAndBuckets(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	handler := func(ctx context.Context, req *ServerRequest) (any, error) {
+		return map[string]any{"roots": []any{}}, nil
+	}
+	c := dialTest(t, []string{"-era", "legacy"}, WithMeterProvider(mp), WithServerRequestHandler(handler))
+	_, err := c.Request(t.Context(), "test/serverRequest", map[string]any{"method": "roots/list"})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	<-c.Done()
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	want := []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
+	seen := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		assert.Equal(t, "github.com/snodo/snodo", sm.Scope.Name)
+		for _, m := range sm.Metrics {
+			switch m.Name {
+			case "mcp.client.operation.duration", "mcp.server.operation.duration", "mcp.client.session.duration":
+			default:
+				continue
+			}
+			seen[m.Name] = true
+			assert.Equal(t, "s", m.Unit, m.Name)
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			require.True(t, ok, "%s is a float histogram, got %T", m.Name, m.Data)
+			require.NotEmpty(t, h.DataPoints, m.Name)
+			for _, p := range h.DataPoints {
+				assert.Equal(t, want, p.Bounds, m.Name)
+			}
+		}
+	}
+	assert.Len(t, seen, 3, "%v", seen)
+}
