@@ -258,6 +258,7 @@ func (o *op) end(ctx context.Context, raw json.RawMessage, err error) {
 		o.span.End()
 	}
 	if o.metering {
+		ctx := telemetry.Detached(ctx) // once, for both measurements
 		o.s.meters.RequestEnded(ctx)
 		attrs := slices.DeleteFunc(o.attributes(), func(kv attribute.KeyValue) bool {
 			return kv.Key == telemetry.AttrResourceURI // opt-in for metrics: high cardinality
@@ -565,6 +566,7 @@ func (c *Client) served(ctx context.Context, method string, span trace.Span, met
 		span.End()
 	}
 	if metering {
+		ctx := telemetry.Detached(ctx) // once, for both measurements
 		attrs := []attribute.KeyValue{
 			attribute.String(telemetry.AttrMethodName, servedMethod(method)),
 			attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),

@@ -133,13 +133,14 @@ func (c *Conn) Read(n int) {
 	}
 }
 
-// detached is ctx without its cancellation, values kept (baggage, the
+// Detached is ctx without its cancellation, values kept (baggage, the
 // span an exemplar refers to): the SDK drops a measurement made with a
 // ctx that is done, and the end of a cancelled request, or of a handler
 // the server cancelled, must be counted all the same, or the counts of
 // what is in flight drift up and the durations of cancelled requests go
-// missing.
-func detached(ctx context.Context) context.Context {
+// missing. Every measurement here detaches its ctx; a caller making
+// several detaches once (a detached ctx is returned as it is).
+func Detached(ctx context.Context) context.Context {
 	if ctx.Done() == nil {
 		return ctx
 	}
@@ -150,14 +151,14 @@ func detached(ctx context.Context) context.Context {
 // both or neither (decide with Live once, before RequestStarted).
 func (c *Conn) RequestStarted(ctx context.Context) {
 	if c != nil {
-		c.m.requestsActive.Add(detached(ctx), 1, c.base...)
+		c.m.requestsActive.Add(Detached(ctx), 1, c.base...)
 	}
 }
 
 // RequestEnded: see RequestStarted.
 func (c *Conn) RequestEnded(ctx context.Context) {
 	if c != nil {
-		c.m.requestsActive.Add(detached(ctx), -1, c.base...)
+		c.m.requestsActive.Add(Detached(ctx), -1, c.base...)
 	}
 }
 
@@ -165,14 +166,14 @@ func (c *Conn) RequestEnded(ctx context.Context) {
 // running. Call both or neither, as RequestStarted and RequestEnded.
 func (c *Conn) HandlerStarted(ctx context.Context) {
 	if c != nil {
-		c.m.handlersActive.Add(detached(ctx), 1, c.base...)
+		c.m.handlersActive.Add(Detached(ctx), 1, c.base...)
 	}
 }
 
 // HandlerEnded: see HandlerStarted.
 func (c *Conn) HandlerEnded(ctx context.Context) {
 	if c != nil {
-		c.m.handlersActive.Add(detached(ctx), -1, c.base...)
+		c.m.handlersActive.Add(Detached(ctx), -1, c.base...)
 	}
 }
 
@@ -246,7 +247,7 @@ func (c *Conn) Session(seconds float64, version, errorType string) {
 // Operation records the duration of one request with its attributes.
 func (c *Conn) Operation(ctx context.Context, seconds float64, attrs []attribute.KeyValue) {
 	if c.Live() {
-		c.m.opDuration.Record(detached(ctx), seconds, metric.WithAttributes(attrs...))
+		c.m.opDuration.Record(Detached(ctx), seconds, metric.WithAttributes(attrs...))
 	}
 }
 
@@ -254,7 +255,7 @@ func (c *Conn) Operation(ctx context.Context, seconds float64, attrs []attribute
 // the server sent, with its attributes.
 func (c *Conn) Served(ctx context.Context, seconds float64, attrs []attribute.KeyValue) {
 	if c.Live() {
-		c.m.servedDuration.Record(detached(ctx), seconds, metric.WithAttributes(attrs...))
+		c.m.servedDuration.Record(Detached(ctx), seconds, metric.WithAttributes(attrs...))
 	}
 }
 
