@@ -29,6 +29,12 @@ func isGlobalDefault(v any) bool {
 	return t != nil && t.Kind() == reflect.Pointer && t.Elem().PkgPath() == globalPackage
 }
 
+// apiNoopTracerProviderType is the type of trace.NewNoopTracerProvider,
+// the trace package's own no-op (deprecated for trace/noop, still in
+// use): given it, a client records nothing and starts no span, as with
+// trace/noop, rather than making a non-recording span per request.
+var apiNoopTracerProviderType = reflect.TypeOf(trace.NewNoopTracerProvider()) //nolint:staticcheck // told apart, not used
+
 // Telemetry is one client's tracer and instruments. A nil *Telemetry
 // records nothing.
 type Telemetry struct {
@@ -59,6 +65,9 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider) *Telemetry {
 		t.tracing = off
 	default:
 		t.tracing = on
+		if reflect.TypeOf(tp) == apiNoopTracerProviderType { // the older idiom for "no tracing"
+			t.tracing = off
+		}
 	}
 	t.tracer = tp.Tracer(ScopeName)
 	switch mp.(type) {

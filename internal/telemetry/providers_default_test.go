@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
@@ -41,4 +42,6 @@ func TestGlobalDefaultsAreToldByTheirPackage(t *testing.T) {
 	assert.True(t, New(tp, mp).Tracing())
 	assert.True(t, New(tp, mp).Metering())
 	assert.False(t, New(nil, nil).Tracing(), "the default global records nothing")
+	assert.False(t, New(trace.NewNoopTracerProvider(), nil).Tracing(), "the trace package's own no-op: nothing to record") //nolint:staticcheck // the older idiom, still in use
+	assert.False(t, New(tracenoop.NewTracerProvider(), nil).Tracing())
 }
