@@ -232,6 +232,9 @@ func TestTelemetryBoundsValuesFromCallersAndServers(t *testing.T) {
 	_, _ = c.CallTool(t.Context(), "bad\xffname", nil)
 	_, err := c.Request(t.Context(), "test/error", map[string]any{"code": 4242, "message": strings.Repeat("m", 100*telemetry.MaxText)})
 	require.Error(t, err)
+	_, err = c.Request(t.Context(), "test/progress", map[string]any{"count": 1, "intervalMs": 1, "message": strings.Repeat("p", 10*telemetry.MaxText)},
+		OnProgress(func(Progress) {}))
+	require.NoError(t, err)
 	serverMethod := "x/" + strings.Repeat("s", 10*telemetry.MaxName)
 	_, err = c.Request(t.Context(), "test/serverRequest", map[string]any{"method": serverMethod})
 	require.NoError(t, err)
@@ -244,7 +247,7 @@ func TestTelemetryBoundsValuesFromCallersAndServers(t *testing.T) {
 		}
 		return false
 	}, 5*time.Second, "no handler span")
-	var sawLong, sawBad, sawServer bool
+	var sawLong, sawBad, sawServer, sawProgress bool
 	for _, s := range rec.Ended() {
 		assert.LessOrEqual(t, len(s.Name()), len("tools/call ")+telemetry.MaxName, "span name")
 		assert.True(t, utf8.ValidString(s.Name()))
@@ -266,9 +269,19 @@ func TestTelemetryBoundsValuesFromCallersAndServers(t *testing.T) {
 			sawServer = true
 		case a["mcp.method.name"] == "test/error":
 			assert.Len(t, s.Status().Description, telemetry.MaxText)
+		case a["mcp.method.name"] == "test/progress":
+			require.NotEmpty(t, s.Events())
+			for _, ev := range s.Events() {
+				for _, kv := range ev.Attributes {
+					if kv.Key == "snodo.progress.message" {
+						sawProgress = true
+						assert.Len(t, kv.Value.AsString(), telemetry.MaxText, "the server's progress message")
+					}
+				}
+			}
 		}
 	}
-	assert.True(t, sawLong && sawBad && sawServer, "long %v, bad %v, server %v", sawLong, sawBad, sawServer)
+	assert.True(t, sawLong && sawBad && sawServer && sawProgress, "long %v, bad %v, server %v, progress %v", sawLong, sawBad, sawServer, sawProgress)
 }
 
 // A notification is an operation too: measured with
