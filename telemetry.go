@@ -1,6 +1,7 @@
 package snodo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,6 +81,7 @@ type op struct {
 	start     time.Time
 	id        atomic.Int64 // the last request ID sent for it
 	opts      connection.CallOptions
+	version   string // the version an initialize result chose, before the client has settled it
 }
 
 // begin starts an operation for method: a client span (child of the span
@@ -187,7 +189,7 @@ func (o *op) attributes() []attribute.KeyValue {
 	attrs = append(attrs,
 		attribute.String(telemetry.AttrMethodName, o.method),
 		attribute.String(telemetry.AttrNetworkTransport, o.s.transport))
-	if v := o.s.protocolVersion(); v != "" {
+	if v := cmp.Or(o.s.protocolVersion(), o.version); v != "" {
 		attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
 	}
 	if o.method == "tools/call" { // a tool call, whether or not it names its tool
@@ -239,8 +241,14 @@ func (o *op) end(ctx context.Context, raw json.RawMessage, err error) {
 		return
 	}
 	errType, statusCode, desc := classify(o.method, raw, err)
+	if o.method == "initialize" && err == nil && o.s.protocolVersion() == "" {
+		o.version = chosenVersion(raw)
+	}
 	if o.span != nil {
 		if o.recording {
+			if o.version != "" {
+				o.span.SetAttributes(attribute.String(telemetry.AttrProtocolVersion, o.version))
+			}
 			if id := o.id.Load(); id != 0 {
 				o.span.SetAttributes(attribute.String(telemetry.AttrRequestID, strconv.FormatInt(id, 10)))
 			}
@@ -271,6 +279,18 @@ func (o *op) end(ctx context.Context, raw json.RawMessage, err error) {
 		}
 		o.s.meters.Operation(ctx, time.Since(o.start).Seconds(), attrs)
 	}
+}
+
+// chosenVersion is the protocolVersion of an initialize result (bounded:
+// the server wrote it), so that the handshake's own span and duration
+// carry the version it settled, as the session's later ones do.
+func chosenVersion(raw json.RawMessage) string {
+	v, _ := jsonrpc.Member(raw, "protocolVersion")
+	var version string
+	if len(v) > 0 && v[0] == '"' {
+		_ = json.Unmarshal(v, &version)
+	}
+	return telemetry.Bound(version, telemetry.MaxName)
 }
 
 // classify turns an outcome into error.type (empty on success),

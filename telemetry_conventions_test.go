@@ -458,3 +458,28 @@ func TestConventionMetricsUnitsKindsAndBuckets(t *testing.T) {
 	}
 	assert.Len(t, seen, 3, "%v", seen)
 }
+
+// The legacy handshake's initialize span carries the version its result
+// chose, as the session's later spans do.
+func TestInitializeSpanCarriesTheChosenVersion(t *testing.T) {
+	tp, rec := traced(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	c := dialTest(t, []string{"-era", "legacy"}, WithTracerProvider(tp), WithMeterProvider(mp))
+	hs := spansNamed(rec, "initialize")
+	require.Len(t, hs, 1)
+	assert.Equal(t, c.ProtocolVersion(), spanAttrs(hs[0])["mcp.protocol.version"])
+	op := collectMetrics(t, reader)[telemetry.MetricOperationDuration]
+	found := false
+	if h, ok := op.(metricdata.Histogram[float64]); assert.True(t, ok) {
+		for _, p := range h.DataPoints {
+			if m, _ := p.Attributes.Value("mcp.method.name"); m.AsString() == "initialize" {
+				found = true
+				v, _ := p.Attributes.Value("mcp.protocol.version")
+				assert.Equal(t, c.ProtocolVersion(), v.AsString())
+			}
+		}
+	}
+	assert.True(t, found, "no duration for initialize")
+}
