@@ -6,8 +6,9 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 )
 
-// memberEnded takes a stopped member out of rotation. When the last one
-// gave up, the pool stops with its error.
+// memberEnded takes a stopped member out of rotation (Done still waits
+// for its servers). When the last one gave up, the pool stops with its
+// error.
 func (p *Pool) memberEnded(who *protoactor.PID) (last bool, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -17,7 +18,12 @@ func (p *Pool) memberEnded(who *protoactor.PID) (last bool, err error) {
 	}
 	m := p.members[i]
 	p.members = slices.Delete(p.members, i, i+1)
+	p.notifyLocked()
 	<-m.s.stopped // Terminated follows Stopped
+	// Its servers may not be reaped yet (one abandoned for ignoring EOF is
+	// being killed): the pool's Done waits for them too. Before the actor
+	// stops, so before actorStopped waits.
+	p.bg.Go(func() { <-m.Done() })
 	return len(p.members) == 0 && !p.closing, m.Err()
 }
 
