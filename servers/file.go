@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/internal/serverproc"
+	"github.com/snodo/snodo/supervisor"
 )
 
 // File is a parsed server file: its named servers in file order.
@@ -57,8 +58,9 @@ type Server struct {
 const DefaultPool = 1
 
 // MaxPool bounds the pool size a file may ask for: a pool starts all its
-// servers at once, so a typo must not start thousands of processes.
-const MaxPool = 256
+// servers at once, so a typo must not start thousands of processes. It is
+// supervisor.MaxPoolSize, the bound of every pool.
+const MaxPool = supervisor.MaxPoolSize
 
 // MaxFileBytes bounds a server file (1 MiB: files MCP hosts write are a
 // few KiB). Load reads no more, and Parse refuses larger data.

@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -8,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -26,4 +29,34 @@ func TestPoolDoneWaitsForTheServerOfAMemberThatGaveUp(t *testing.T) {
 	assert.ErrorIs(t, p.Err(), ErrGaveUp)
 	testutil.AssertReaped(t, pid, 0)
 	testutil.VerifyNone(t)
+}
+
+// A pool's size is bounded by MaxPoolSize, at NewPool, StartPool and
+// Grow (the members in rotation and those starting count), before any
+// server is started: a wrong size must not fork hundreds of processes.
+func TestPoolSizeIsBounded(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	for _, size := range []int{0, -1, MaxPoolSize + 1, 1 << 30} {
+		_, err := NewPool(t.Context(), cmd, args, size)
+		require.ErrorContains(t, err, "MaxPoolSize", "size %d", size)
+		_, err = StartPool(t.Context(), snodoactor.Shared(), nil, cmd, args, size)
+		require.ErrorContains(t, err, "MaxPoolSize", "size %d", size)
+	}
+
+	// Members after the first cannot start (they exit at once), so a Grow
+	// that started any would show in startedPIDs.
+	gate := filepath.Join(t.TempDir(), "gate")
+	starts := filepath.Join(t.TempDir(), "start")
+	script := `test -e "$1" && exit 3; shift; exec "$@"`
+	p, err := NewPool(t.Context(), "sh", append([]string{"-c", script, "sh", gate, cmd}, append(args, "-start-file", starts)...), 2,
+		fast, WithIntensity(0, time.Minute))
+	require.NoError(t, err)
+	defer p.Close()
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	err = p.Grow(MaxPoolSize - 1)
+	require.ErrorContains(t, err, "MaxPoolSize")
+	assert.Equal(t, 2, p.Size())
+	assert.Len(t, startedPIDs(t, starts, 2), 2, "Grow started no member")
+	err = p.Grow(1 << 30)
+	require.ErrorContains(t, err, "MaxPoolSize")
 }

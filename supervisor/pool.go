@@ -41,6 +41,7 @@ type Pool struct {
 	mu        sync.Mutex
 	members   []*Client
 	serial    int                // names members command#N
+	adding    int                // members Grow is starting: counted against MaxPoolSize
 	next      int                // where the least-loaded scan starts (spreads ties)
 	closing   bool               // Close or the owner's end: no new members
 	leaving   []*Client          // taken out of rotation by Shrink, not yet closed
@@ -55,8 +56,13 @@ type Pool struct {
 	done      chan struct{}
 }
 
+// MaxPoolSize bounds a pool's size (NewPool, StartPool, Grow): a pool
+// starts its members' servers all at once, so a wrong size must not fork
+// thousands of processes.
+const MaxPoolSize = 256
+
 // NewPool starts size supervised connections to command (in parallel)
-// and returns once all are connected. ctx is the owner of the pool and
+// and returns once all are connected; size is 1 to MaxPoolSize. ctx is the owner of the pool and
 // every member; opts apply to each member (WithOwner and WithActorSystem
 // to the pool). If a member cannot start, NewPool leaves nothing running,
 // as a failed snodo.Connect does: every server the pool started is
@@ -139,8 +145,8 @@ func (p *Pool) start(size int) error {
 }
 
 func newPool(ctx context.Context, command string, args []string, size int, opts []Option) (*Pool, error) {
-	if size < 1 {
-		return nil, fmt.Errorf("supervisor: pool size %d must be at least 1", size)
+	if size < 1 || size > MaxPoolSize {
+		return nil, fmt.Errorf("supervisor: pool size %d must be between 1 and %d (MaxPoolSize)", size, MaxPoolSize)
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -185,7 +191,8 @@ func newPool(ctx context.Context, command string, args []string, size int, opts 
 
 // Grow adds n members, started in parallel, and returns once they are
 // connected; members that could not start are left out and their errors
-// returned.
+// returned. The members in rotation and those being started may not pass
+// MaxPoolSize.
 func (p *Pool) Grow(n int) error {
 	if n < 1 {
 		return fmt.Errorf("supervisor: Grow(%d): n must be at least 1", n)
@@ -196,6 +203,11 @@ func (p *Pool) Grow(n int) error {
 		p.mu.Unlock()
 		return snodo.ClosedError(reason)
 	}
+	if size := len(p.members) + p.adding; n > MaxPoolSize-size {
+		p.mu.Unlock()
+		return fmt.Errorf("supervisor: Grow(%d): the pool has %d members (started or starting) and may not pass %d (MaxPoolSize)", n, size, MaxPoolSize)
+	}
+	p.adding += n
 	names := make([]string, n)
 	for i := range names {
 		p.serial++
@@ -227,6 +239,9 @@ func (p *Pool) Grow(n int) error {
 		})
 	}
 	wg.Wait()
+	p.mu.Lock()
+	p.adding -= n
+	p.mu.Unlock()
 	return errors.Join(errs...)
 }
 
