@@ -69,6 +69,15 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 // call in c's in-flight figure, and it retries on another member itself.
 func call[T any](ctx context.Context, c *Client, method string, opts []snodo.RequestOption, reserved bool,
 	fn func(*snodo.Client, []snodo.RequestOption) (T, error)) (T, error) {
+	v, _, err := callSent(ctx, c, method, opts, reserved, fn)
+	return v, err
+}
+
+// callSent is call, also saying whether fn ran on a connection: false
+// when the call failed before reaching any server (supervision ended, a
+// wait timed out), so that it can go elsewhere.
+func callSent[T any](ctx context.Context, c *Client, method string, opts []snodo.RequestOption, reserved bool,
+	fn func(*snodo.Client, []snodo.RequestOption) (T, error)) (T, bool, error) {
 	if !reserved {
 		c.s.inflight.Add(1)
 	}
@@ -77,9 +86,9 @@ func call[T any](ctx context.Context, c *Client, method string, opts []snodo.Req
 	v, used, err := once(ctx, c, method, &cc, nil, time.Now(), fn)
 	if err != nil && cc.Idempotent && !reserved && used != nil && lostConnection(err) && ctx.Err() == nil {
 		c.s.cfg.logger.Debug("supervisor: retrying an idempotent call on the next server", "method", method, "error", err)
-		return retryOnce(ctx, c, method, &cc, used, fn)
+		v, err = retryOnce(ctx, c, method, &cc, used, fn)
 	}
-	return v, err
+	return v, used != nil, err
 }
 
 // callConfig is one call's options and what they say.

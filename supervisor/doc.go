@@ -34,7 +34,8 @@
 //
 // A Pool runs N supervised connections to the same command, each
 // restarting on its own; calls go to the member with the fewest calls in
-// flight among those that are up. Grow and Shrink change its size. Close,
+// flight among those that are up, and wait for the first to come back
+// when none is. Grow and Shrink change its size. Close,
 // on a Client or a Pool, returns like snodo.Client.Close (stdin closed,
 // callers answered) and Done tells when every server has been reaped.
 // StartPool starts a pool from an actor without blocking it.

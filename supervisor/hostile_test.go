@@ -60,3 +60,76 @@ func TestPoolSizeIsBounded(t *testing.T) {
 	err = p.Grow(1 << 30)
 	require.ErrorContains(t, err, "MaxPoolSize")
 }
+
+// While every member of a pool is restarting, a call waits for the first
+// member to come back, whichever it is: the member it would have been
+// given gives up (its restart is refused) and the call must not fail
+// with that member's *GaveUpError while the pool lives on.
+func TestPoolCallsWaitForAnyMemberWhenAllAreDown(t *testing.T) {
+	starts := filepath.Join(t.TempDir(), "start")
+	cmd, args := testutil.Server(t, "-start-file", starts, "-refuse-after", "3")
+	ev := newEvents()
+	p, err := NewPool(t.Context(), cmd, args, 2, ev.option(), WithIntensity(1, time.Minute),
+		WithBackoff(Backoff{Initial: 300 * time.Millisecond, Max: 300 * time.Millisecond, Multiplier: 1}))
+	require.NoError(t, err)
+	defer p.Close()
+	for _, m := range p.Members() {
+		kill(t, m.ServerPID())
+	}
+	ev.waitFor(t, ServerExited, 5*time.Second)
+	ev.waitFor(t, ServerExited, 5*time.Second)
+	// Both restart 300 ms later: one gets start 3 and comes back, the
+	// other start 4, refused, and gives up (a second restart in the window).
+	errs := make(chan error, 6)
+	for i := range cap(errs) {
+		go func() {
+			_, err := p.Request(t.Context(), "test/echo", map[string]int{"i": i})
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		assert.NoError(t, testutil.Receive(t, errs, 10*time.Second, "a call's answer"))
+	}
+	ev.waitFor(t, GaveUp, 5*time.Second)
+	testutil.Eventually(t, func() bool { return p.Size() == 1 }, 5*time.Second, "the member that gave up leaves")
+	assert.NoError(t, p.Err())
+}
+
+// A call to a pool whose members are all down waits no longer than its
+// Timeout (or WithMaxWait), then gets a -32001 wrapping ErrRestarting;
+// with FailFast it fails at once with a -32000 wrapping ErrRestarting.
+func TestPoolCallWhileAllMembersAreDownIsBounded(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	slow := WithBackoff(Backoff{Initial: 5 * time.Second, Max: 5 * time.Second, Multiplier: 1})
+	for _, failFast := range []bool{false, true} {
+		ev := newEvents()
+		opts := []Option{slow, ev.option(), WithMaxWait(150 * time.Millisecond)}
+		if failFast {
+			opts = append(opts, FailFast())
+		}
+		p, err := NewPool(t.Context(), cmd, args, 2, opts...)
+		require.NoError(t, err)
+		for _, m := range p.Members() {
+			kill(t, m.ServerPID())
+		}
+		ev.waitFor(t, ServerExited, 5*time.Second)
+		ev.waitFor(t, ServerExited, 5*time.Second)
+		for _, ro := range [][]snodo.RequestOption{{snodo.Timeout(100 * time.Millisecond)}, nil} {
+			t0 := time.Now()
+			_, err = p.Request(t.Context(), "test/echo", nil, ro...)
+			took := time.Since(t0)
+			require.ErrorIs(t, err, ErrRestarting, "failFast %v", failFast)
+			var e *snodo.Error
+			require.ErrorAs(t, err, &e)
+			if failFast {
+				assert.Equal(t, snodo.CodeConnectionClosed, e.Code)
+				assert.Less(t, took, 100*time.Millisecond)
+			} else {
+				assert.Equal(t, snodo.CodeTimeout, e.Code)
+				assert.Less(t, took, 2*time.Second)
+			}
+		}
+		require.NoError(t, p.Close())
+		<-p.Done()
+	}
+}

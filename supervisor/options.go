@@ -44,6 +44,10 @@ type config struct {
 	name        string               // for logs and events; pools number their members
 	level       snodo.LoggingLevel   // a pool's SetLoggingLevel, for a member it adds
 	meter       metric.MeterProvider // nil: the global one
+	// onChange, set for a pool's members, wakes the pool's calls waiting
+	// for a member to come up. Called under state.mu: it takes no lock
+	// but its own.
+	onChange func()
 	// kill, once set, has the servers stopped for good (snodo.Client.Kill)
 	// rather than closed as supervision ends: a pool whose start failed
 	// sets it, and its members share it (they copy the pool's config).

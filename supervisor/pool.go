@@ -16,8 +16,9 @@ import (
 )
 
 // Pool is N supervised connections to the same server command. Each call
-// goes to the member with the fewest calls in flight, preferring members
-// whose server is up; each member restarts on its own. A pool actor
+// goes to the member with the fewest calls in flight among those whose
+// server is up (when none is, it waits for the first to come back, as a
+// call waits for a restart); each member restarts on its own. A pool actor
 // watches the owner and the members: owner → pool → members →
 // connections, each stopped with the one before. Methods are safe for
 // concurrent use; Close may be called any number of times. The typed
@@ -50,6 +51,8 @@ type Pool struct {
 	level     snodo.LoggingLevel // SetLoggingLevel's, for members Grow adds
 	resources map[string]*Client // SubscribeResource's URIs and the member holding each
 	changed   chan struct{}      // closed and replaced when members, starting or closing change
+	wmu       sync.Mutex         // guards woken only; taken under a member's state lock
+	woken     chan struct{}      // closed and replaced when a member's server comes or goes (wake)
 	bg        sync.WaitGroup     // member closers
 	growing   sync.WaitGroup     // Grow's member starts, and the reaping of those the closing pool refused
 	stopped   chan struct{}
@@ -173,6 +176,7 @@ func newPool(ctx context.Context, command string, args []string, size int, opts 
 		starting:  true,
 		resources: map[string]*Client{},
 		changed:   make(chan struct{}),
+		woken:     make(chan struct{}),
 		stopped:   make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -226,6 +230,7 @@ func (p *Pool) Grow(n int) error {
 			// aborts a start in progress) and stopped by the pool actor's
 			// Stopping, not by a watch of the pool actor: see shutdown.
 			cfg.name, cfg.owner, cfg.system, cfg.level = name, nil, p.sys, level
+			cfg.onChange = p.wake
 			m, err := start(p.starts, p.command, p.args, &cfg)
 			if err != nil {
 				errs[i] = fmt.Errorf("pool member %s: %w", name, err)
@@ -373,15 +378,35 @@ func (p *Pool) notifyLocked() {
 	p.changed = make(chan struct{})
 }
 
+// wake tells the calls waiting in pick that a member's state changed (a
+// server came up or went away, a member ended). Members call it under
+// their state's mu: it takes only wmu.
+func (p *Pool) wake() {
+	p.wmu.Lock()
+	close(p.woken)
+	p.woken = make(chan struct{})
+	p.wmu.Unlock()
+}
+
+// wakeup is the channel the next wake closes.
+func (p *Pool) wakeup() <-chan struct{} {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	return p.woken
+}
+
 // pick reserves the member for one call: the fewest in flight among
-// those whose server is up (all of them if none is), skipping avoid.
-// While the pool is starting with no member up yet it waits (see
-// StartPool) for at most the call's timeout (0: WithMaxWait; negative:
-// only ctx).
+// those whose server is up, avoid last. When none is up (every member is
+// restarting, or the pool is starting) it waits for the first to come up
+// — whichever it is, so a member that gives up meanwhile fails no call —
+// for at most the call's timeout (0: WithMaxWait; negative: only ctx).
+// With FailFast it never waits: it picks among all members (the call
+// then fails fast on a restarting one), or fails with ErrStarting.
 func (p *Pool) pick(ctx context.Context, method string, avoid *Client, timeout time.Duration) (*Client, error) {
 	var expired <-chan time.Time
 	t0 := time.Now()
 	for {
+		woken := p.wakeup() // before looking: a change after it wakes us
 		p.mu.Lock()
 		if p.closing || (len(p.members) == 0 && !p.starting) {
 			reason := p.owned.Reason()
@@ -391,11 +416,11 @@ func (p *Pool) pick(ctx context.Context, method string, avoid *Client, timeout t
 			}
 			return nil, snodo.ClosedError(reason)
 		}
-		if len(p.members) > 0 {
-			best := p.leastLoadedLocked(avoid)
+		if best := p.leastLoadedLocked(avoid, !p.cfg.failFast); best != nil {
 			p.mu.Unlock()
 			return best, nil
 		}
+		starting := len(p.members) == 0
 		changed := p.changed
 		p.mu.Unlock()
 		if p.cfg.failFast {
@@ -414,60 +439,119 @@ func (p *Pool) pick(ctx context.Context, method string, avoid *Client, timeout t
 		}
 		select {
 		case <-changed:
+		case <-woken:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-expired:
-			return nil, startWaitTimeoutError(method, time.Since(t0))
+			if starting {
+				return nil, startWaitTimeoutError(method, time.Since(t0))
+			}
+			return nil, waitTimeoutError(method, time.Since(t0))
 		}
 	}
 }
 
-// leastLoadedLocked picks and reserves a member. Hold mu; members is not
-// empty.
-func (p *Pool) leastLoadedLocked(avoid *Client) *Client {
-	var best *Client
-	bestUp, bestLoad := false, 0
+// leastLoadedLocked picks and reserves a member: one that has not ended,
+// then not avoid, then up, then with the fewest calls in flight; ties
+// rotate. With upOnly it picks only a member that is up, and returns nil
+// when none is. Hold mu.
+func (p *Pool) leastLoadedLocked(avoid *Client, upOnly bool) *Client {
+	type rank struct {
+		ended, avoided, down bool
+		load                 int
+	}
+	before := func(a, b rank) bool {
+		switch {
+		case a.ended != b.ended:
+			return !a.ended
+		case a.avoided != b.avoided:
+			return !a.avoided
+		case a.down != b.down:
+			return !a.down
+		}
+		return a.load < b.load
+	}
+	var (
+		best     *Client
+		bestRank rank
+	)
 	n := len(p.members)
 	for i := range n {
 		m := p.members[(p.next+i)%n]
-		if m == avoid && n > 1 {
+		up, ended := m.s.status()
+		if upOnly && (!up || ended) {
 			continue
 		}
-		up, load := m.Healthy(), m.InFlight()
-		if best == nil || (up && !bestUp) || (up == bestUp && load < bestLoad) {
-			best, bestUp, bestLoad = m, up, load
+		r := rank{ended: ended, avoided: m == avoid && n > 1, down: !up, load: m.InFlight()}
+		if best == nil || before(r, bestRank) {
+			best, bestRank = m, r
 		}
+	}
+	if best == nil {
+		return nil
 	}
 	p.next++
 	best.s.inflight.Add(1)
 	return best
 }
 
-// poolCall runs fn on the least-loaded member; an Idempotent call that
-// lost its server is sent once more to another member.
+// poolCall runs fn on the least-loaded member. A call whose member ended
+// (gave up, or was closed) before it reached a server goes to another
+// member; an Idempotent call that lost its server is sent once more to
+// another member.
 func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.RequestOption,
 	fn func(*snodo.Client, []snodo.RequestOption) (T, error)) (T, error) {
 	set := snodo.SettingsOf(opts...)
 	t0 := time.Now()
-	m, err := p.pick(ctx, method, nil, set.Timeout)
-	if err != nil {
-		var zero T
-		return zero, err
+	var (
+		m   *Client
+		v   T
+		err error
+	)
+	for moved := 0; ; moved++ {
+		m, err = p.pick(ctx, method, m, remaining(set.Timeout, t0))
+		if err != nil {
+			return v, err
+		}
+		var sent bool
+		v, sent, err = callSent(ctx, m, method, remainingOpts(opts, set.Timeout, t0), true, fn) // the retry goes to another member
+		if err == nil || sent || ctx.Err() != nil || moved >= MaxPoolSize {
+			break
+		}
+		if _, ended := m.s.status(); !ended {
+			return v, err // a wait that timed out, say: not the member's end
+		}
+		p.cfg.logger.Debug("supervisor: a pool member ended before the call reached its server; sending it to another member",
+			"member", m.s.cfg.name, "method", method, "error", err)
 	}
-	if waited := time.Since(t0); set.Timeout > 0 && waited > time.Millisecond {
-		// The wait for a first member counts against the call's timeout.
-		opts = append(append([]snodo.RequestOption(nil), opts...), snodo.Timeout(max(set.Timeout-waited, time.Millisecond)))
-	}
-	v, err := call(ctx, m, method, opts, true, fn) // the retry goes to another member
 	if err == nil || !set.Idempotent || !lostConnection(err) || ctx.Err() != nil {
 		return v, err
 	}
-	m2, perr := p.pick(ctx, method, m, set.Timeout)
+	m2, perr := p.pick(ctx, method, m, remaining(set.Timeout, t0))
 	if perr != nil {
 		return v, err
 	}
 	p.cfg.logger.Debug("supervisor: retrying an idempotent call on another pool member", "method", method, "error", err)
-	return call(ctx, m2, method, opts, true, fn)
+	return call(ctx, m2, method, remainingOpts(opts, set.Timeout, t0), true, fn)
+}
+
+// remaining is what is left of a call's timeout (0: none given; negative:
+// none wanted) since t0, at least 1 ms.
+func remaining(timeout time.Duration, t0 time.Time) time.Duration {
+	if timeout <= 0 {
+		return timeout
+	}
+	return max(timeout-time.Since(t0), time.Millisecond)
+}
+
+// remainingOpts are opts with the Timeout that remains since t0, when the
+// wait so far counts.
+func remainingOpts(opts []snodo.RequestOption, timeout time.Duration, t0 time.Time) []snodo.RequestOption {
+	if waited := time.Since(t0); timeout > 0 && waited > time.Millisecond {
+		// The wait for a member counts against the call's timeout.
+		return append(append([]snodo.RequestOption(nil), opts...), snodo.Timeout(remaining(timeout, t0)))
+	}
+	return opts
 }
 
 // Request sends a request to the least-loaded member; see

@@ -64,10 +64,21 @@ func newState(cfg *config, command string, args []string, sys *protoactor.ActorS
 	}
 }
 
-// notifyLocked wakes every waiting call. Hold mu.
+// notifyLocked wakes every waiting call, and a pool's. Hold mu.
 func (s *state) notifyLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
+	if s.cfg.onChange != nil {
+		s.cfg.onChange()
+	}
+}
+
+// status says whether a server is up and answering, and whether
+// supervision is ending (the actor is stopping or stopped).
+func (s *state) status() (up, ended bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.client != nil && s.client.Err() == nil, s.ended
 }
 
 // stop records why supervision ends (the first reason wins) and stops
