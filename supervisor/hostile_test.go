@@ -1,8 +1,10 @@
 package supervisor
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,4 +134,75 @@ func TestPoolCallWhileAllMembersAreDownIsBounded(t *testing.T) {
 		require.NoError(t, p.Close())
 		<-p.Done()
 	}
+}
+
+// A pool's subscription moves to another member when its member leaves
+// the pool, as its legacy resource subscriptions do: Shrink takes the
+// member out, or the member gives up. Each move puts a
+// ResubscribedMethod marker on Events, and the new member's events
+// follow. It ends when the pool closes, with ErrClosed.
+func TestPoolSubscriptionMovesWhenItsMemberLeaves(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	p, err := NewPool(t.Context(), cmd, args, 3, fast, WithIntensity(0, time.Minute))
+	require.NoError(t, err)
+	defer p.Close()
+	sub, err := p.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	emit := func(m *Client) {
+		t.Helper()
+		_, err := m.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed"})
+		require.NoError(t, err)
+		assert.Equal(t, "notifications/tools/list_changed", nextEvent(t, sub).Method)
+	}
+	marker := func(n int, reason string) {
+		t.Helper()
+		ev := nextEvent(t, sub)
+		require.Equal(t, ResubscribedMethod, ev.Method)
+		var params struct {
+			Resubscriptions int    `json:"resubscriptions"`
+			Reason          string `json:"reason"`
+		}
+		require.NoError(t, json.Unmarshal(ev.Params, &params))
+		assert.Equal(t, n, params.Resubscriptions)
+		assert.Contains(t, params.Reason, reason)
+		assert.Contains(t, p.Members(), sub.Member(), "it moved to a member in rotation")
+	}
+	first := sub.Member()
+	emit(first)
+
+	// Shrink takes out the least loaded: busy the others so it is first.
+	var busy sync.WaitGroup
+	for _, m := range p.Members() {
+		if m != first {
+			busy.Go(func() {
+				_, _ = m.Request(t.Context(), "test/sleep", map[string]int{"ms": 300})
+			})
+		}
+	}
+	testutil.Eventually(t, func() bool {
+		n := 0
+		for _, m := range p.Members() {
+			n += m.InFlight()
+		}
+		return n == 2
+	}, 5*time.Second, "the other members are busy")
+	require.NoError(t, p.Shrink(1))
+	busy.Wait()
+	require.NotContains(t, p.Members(), first)
+	marker(1, "was closed (Shrink")
+	second := sub.Member()
+	require.NotEqual(t, first, second)
+	emit(second)
+
+	// The member holding it now gives up (WithIntensity 0).
+	kill(t, second.ServerPID())
+	marker(2, "gave up")
+	third := sub.Member()
+	require.NotEqual(t, second, third)
+	emit(third)
+	assert.Equal(t, 2, sub.Resubscriptions())
+
+	require.NoError(t, p.Close())
+	testutil.Receive(t, sub.Done(), 5*time.Second, "the subscription's end")
+	assert.ErrorIs(t, sub.Err(), snodo.ErrClosed)
 }

@@ -622,12 +622,14 @@ func (p *Pool) serveInputs(ctx context.Context, reqs []*snodo.ServerRequest, tim
 }
 
 // Listen opens a supervised subscription on the least-loaded member; it
-// follows that member's restarts.
+// follows that member's restarts, and moves to another member (with a
+// ResubscribedMethod marker) when that one leaves the pool: Shrink takes
+// it out, or it gives up. It ends when the pool closes.
 func (p *Pool) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
 	m, err := p.pick(ctx, listenMethod, nil, 0)
 	if err != nil {
 		return nil, err
 	}
 	m.s.release()
-	return m.Listen(ctx, f, opts...)
+	return m.listen(ctx, p, f, opts)
 }

@@ -29,11 +29,13 @@ const ResubscribedMethod = "snodo/resubscribed"
 // after each one it is re-sent with the same filter, and Events (or the
 // ListenTo actor) gets a ResubscribedMethod marker before the new
 // server's events. It is held by one member (Member): a pool's
-// subscription follows that member's restarts and ends with it. Its
-// methods are safe for concurrent use; Close may be called any number of
-// times.
+// subscription follows that member's restarts, and when the member leaves
+// the pool (Shrink, or it gave up) it moves to another member, with the
+// same marker. Its methods are safe for concurrent use; Close may be
+// called any number of times.
 type Subscription struct {
-	c       *Client
+	sys     *protoactor.ActorSystem
+	pool    *Pool // Pool.Listen's: where it moves when its member leaves
 	filter  snodo.Filter
 	opts    []snodo.ListenOption // for each server's subscription
 	actor   *protoactor.PID      // ListenTo, or nil
@@ -46,6 +48,7 @@ type Subscription struct {
 	done   chan struct{}
 
 	mu        sync.Mutex
+	c         *Client // the member holding it
 	inner     *snodo.Subscription
 	resubs    int
 	closed    bool
@@ -63,6 +66,12 @@ type Subscription struct {
 // watches the actor and ends when it terminates. The Subscription field
 // of those messages is the current server's subscription.
 func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
+	return c.listen(ctx, nil, f, opts)
+}
+
+// listen opens the subscription; a pool's moves to another of its
+// members when c leaves it.
+func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []snodo.ListenOption) (*Subscription, error) {
 	set, err := snodo.ListenSettingsOf(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
@@ -90,7 +99,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s := &Subscription{
-		c: c, filter: f, opts: each, actor: set.Actor, owner: ctx,
+		sys: c.s.sys, pool: pool, c: c, filter: f, opts: each, actor: set.Actor, owner: ctx,
 		ctx: sctx, cancel: cancel,
 		events: make(chan snodo.Event),
 		done:   make(chan struct{}),
@@ -110,7 +119,11 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 
 // Member is the supervised client holding the subscription: for a pool,
 // the member it was opened on.
-func (s *Subscription) Member() *Client { return s.c }
+func (s *Subscription) Member() *Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c
+}
 
 // listen opens a subscription on a connection other than prev, waiting
 // for one (unless !wait) for at most limit (0: while supervision lasts).
@@ -206,13 +219,25 @@ func (s *Subscription) run(inner *snodo.Subscription, cl *snodo.Client) {
 			return
 		}
 		ended := inner.Err()
-		if !lostConnection(ended) || s.isClosed() {
+		if s.isClosed() || !(lostConnection(ended) || s.memberLeft(ended)) {
 			s.end(inner, ended)
 			return
 		}
 		// Re-subscribing waits for the restart as long as supervision
 		// lasts: the intensity limit ends it.
-		next, ncl, err := s.c.s.listen(s.ctx, s.filter, s.opts, cl, true, 0)
+		var (
+			next   *snodo.Subscription
+			ncl    *snodo.Client
+			err    = ended
+			reason = exitWords(ended)
+		)
+		if lostConnection(ended) {
+			next, ncl, err = s.Member().s.listen(s.ctx, s.filter, s.opts, cl, true, 0)
+		}
+		if err != nil && s.memberLeft(err) {
+			reason = leftWords(s.Member().s.cfg.name, err)
+			next, ncl, err = s.move()
+		}
 		if err != nil {
 			s.end(inner, err)
 			return
@@ -222,9 +247,49 @@ func (s *Subscription) run(inner *snodo.Subscription, cl *snodo.Client) {
 		n := s.resubs
 		s.mu.Unlock()
 		inner, cl = next, ncl
-		params, _ := json.Marshal(map[string]any{"resubscriptions": n, "reason": exitWords(ended), "subscriptionId": next.ID()})
+		params, _ := json.Marshal(map[string]any{"resubscriptions": n, "reason": reason, "subscriptionId": next.ID()})
 		s.deliver(inner, snodo.Event{Method: ResubscribedMethod, Params: params})
 	}
+}
+
+// memberLeft reports whether a pool subscription's server subscription
+// ended with err because its member ended (Shrink closed it, or it gave
+// up): then it moves, unless the pool is closing too.
+func (s *Subscription) memberLeft(err error) bool {
+	if s.pool == nil || !errors.Is(err, snodo.ErrConnectionClosed) {
+		return false
+	}
+	_, ended := s.Member().s.status()
+	return ended
+}
+
+// leftWords says why a pool member left, for the marker of a move.
+func leftWords(member string, err error) string {
+	if errors.Is(err, ErrGaveUp) {
+		return fmt.Sprintf("pool member %s gave up: %s", member, exitWords(err))
+	}
+	return fmt.Sprintf("pool member %s was closed (Shrink took it out, or its Close)", member)
+}
+
+// move opens the subscription on another member of the pool, waiting for
+// one to be up while the pool and the subscription last. A member that
+// ends meanwhile is passed over as the one before it.
+func (s *Subscription) move() (*snodo.Subscription, *snodo.Client, error) {
+	for range MaxPoolSize {
+		m, err := s.pool.pick(s.ctx, listenMethod, s.Member(), -1)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.mu.Lock()
+		s.c = m
+		s.mu.Unlock()
+		next, ncl, err := m.s.listen(s.ctx, s.filter, s.opts, nil, true, 0)
+		m.s.release() // pick counted it in
+		if err == nil || !s.memberLeft(err) {
+			return next, ncl, err
+		}
+	}
+	return nil, nil, snodo.ClosedError(errors.New("supervisor: every pool member ended while a subscription moved"))
 }
 
 // ended tells the ListenTo actor, with one *snodo.SubscriptionEnded.
@@ -235,14 +300,14 @@ func (s *Subscription) ended() {
 	s.mu.Lock()
 	end := &snodo.SubscriptionEnded{Subscription: s.last, Err: s.err}
 	s.mu.Unlock()
-	s.c.s.sys.Root.Send(s.actor, end)
+	s.sys.Root.Send(s.actor, end)
 }
 
 // deliver hands one event to the actor or the Events channel; false
 // when the subscription was closed or its owner is done first.
 func (s *Subscription) deliver(inner *snodo.Subscription, ev snodo.Event) bool {
 	if s.actor != nil {
-		s.c.s.sys.Root.Send(s.actor, &snodo.SubscriptionEvent{Subscription: inner, Event: ev})
+		s.sys.Root.Send(s.actor, &snodo.SubscriptionEvent{Subscription: inner, Event: ev})
 		return s.ctx.Err() == nil
 	}
 	select {
