@@ -206,3 +206,29 @@ func TestPoolSubscriptionMovesWhenItsMemberLeaves(t *testing.T) {
 	testutil.Receive(t, sub.Done(), 5*time.Second, "the subscription's end")
 	assert.ErrorIs(t, sub.Err(), snodo.ErrClosed)
 }
+
+// A pool member that gives up leaves the pool, and the legacy resource
+// subscriptions it held move to a member that stays, as they do when
+// Shrink closes it: the updates keep coming.
+func TestPoolResourceSubscriptionMovesWhenItsMemberGivesUp(t *testing.T) {
+	cmd, args := testutil.Server(t, "-era", "legacy")
+	ev := newEvents()
+	p, err := NewPool(t.Context(), cmd, args, 2, fast, WithIntensity(0, time.Minute), ev.option())
+	require.NoError(t, err)
+	defer p.Close()
+	require.NoError(t, p.SubscribeResource(t.Context(), "test://a"))
+	var holder *Client
+	for _, m := range p.Members() {
+		if touched(t, m, "test://a") {
+			holder = m
+		}
+	}
+	require.NotNil(t, holder)
+	kill(t, holder.ServerPID())
+	ev.waitFor(t, GaveUp, 5*time.Second)
+	testutil.Eventually(t, func() bool { return p.Size() == 1 }, 5*time.Second, "the member that gave up leaves")
+	stays := p.Members()[0]
+	testutil.Eventually(t, func() bool { return touched(t, stays, "test://a") }, 5*time.Second, "the member that stays holds test://a")
+	require.NoError(t, p.UnsubscribeResource(t.Context(), "test://a"))
+	assert.False(t, touched(t, stays, "test://a"))
+}

@@ -7,16 +7,16 @@ import (
 )
 
 // memberEnded takes a stopped member out of rotation (Done still waits
-// for its servers). When the last one gave up, the pool stops with its
-// error.
-func (p *Pool) memberEnded(who *protoactor.PID) (last bool, err error) {
+// for its servers) and returns it, nil if it was not in rotation. When
+// the last one gave up, the pool stops with its error.
+func (p *Pool) memberEnded(who *protoactor.PID) (m *Client, last bool, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	i := slices.IndexFunc(p.members, func(m *Client) bool { return m.PID().Equal(who) })
 	if i < 0 {
-		return false, nil
+		return nil, false, nil
 	}
-	m := p.members[i]
+	m = p.members[i]
 	p.members = slices.Delete(p.members, i, i+1)
 	p.notifyLocked()
 	<-m.s.stopped // Terminated follows Stopped
@@ -24,7 +24,7 @@ func (p *Pool) memberEnded(who *protoactor.PID) (last bool, err error) {
 	// being killed): the pool's Done waits for them too. Before the actor
 	// stops, so before actorStopped waits.
 	p.bg.Go(func() { <-m.Done() })
-	return len(p.members) == 0 && !p.closing, m.Err()
+	return m, len(p.members) == 0 && !p.closing, m.Err()
 }
 
 // shutdown runs on the pool actor while it stops: members are closed in
@@ -73,9 +73,19 @@ func (a *poolActor) Receive(ctx protoactor.Context) {
 	case *watchMember:
 		ctx.Watch(msg.pid)
 	case *protoactor.Terminated:
-		if last, err := p.memberEnded(msg.Who); last {
+		m, last, err := p.memberEnded(msg.Who)
+		switch {
+		case last:
 			p.cfg.logger.Error("supervisor: every pool member has stopped; stopping the pool", "error", err)
 			p.owned.StopSelf(ctx, err)
+		case m != nil:
+			// The resources it held are subscribed on the members that
+			// stay, as Shrink does (this makes calls: not on the actor).
+			p.bg.Go(func() {
+				if err := p.moveResources([]*Client{m}); err != nil {
+					p.cfg.logger.Warn("supervisor: could not move the resource subscriptions of a pool member that stopped", "member", m.s.cfg.name, "error", err)
+				}
+			})
 		}
 	case *protoactor.Stopping:
 		p.shutdown(ctx)

@@ -89,8 +89,9 @@ func (s *state) applyResources(c *snodo.Client) {
 // keeps uri on that member: the updates arrive on its connection, through
 // the snodo.WithNotificationHandler handler given with
 // WithConnectOptions, and UnsubscribeResource goes to the same member.
-// Subscribing a URI again goes to the member that has it. When Shrink
-// closes the member, its URIs are subscribed on another member.
+// Subscribing a URI again goes to the member that has it. When the
+// member leaves the pool (Shrink closes it, or it gives up), its URIs are
+// subscribed on another member.
 func (p *Pool) SubscribeResource(ctx context.Context, uri string, opts ...snodo.RequestOption) error {
 	m, err := p.resourceMember(ctx, "resources/subscribe", uri, opts)
 	if err != nil {
