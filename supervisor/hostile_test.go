@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -231,4 +232,56 @@ func TestPoolResourceSubscriptionMovesWhenItsMemberGivesUp(t *testing.T) {
 	testutil.Eventually(t, func() bool { return touched(t, stays, "test://a") }, 5*time.Second, "the member that stays holds test://a")
 	require.NoError(t, p.UnsubscribeResource(t.Context(), "test://a"))
 	assert.False(t, touched(t, stays, "test://a"))
+}
+
+// Call messages to a pool whose members are all restarting wait for a
+// member; when the pool closes meanwhile, each gets exactly one Reply,
+// a -32000 wrapping ErrClosed, at once.
+func TestPoolCallMessagesWhileAllMembersAreDownThenClose(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	ev := newEvents()
+	slow := WithBackoff(Backoff{Initial: 10 * time.Second, Max: 10 * time.Second, Multiplier: 1})
+	p, err := NewPool(t.Context(), cmd, args, 2, slow, ev.option())
+	require.NoError(t, err)
+	for _, m := range p.Members() {
+		kill(t, m.ServerPID())
+	}
+	ev.waitFor(t, ServerExited, 5*time.Second)
+	ev.waitFor(t, ServerExited, 5*time.Second)
+	const n = 200
+	sys := snodoactor.Shared()
+	got := make(chan *snodo.Reply, 2*n)
+	sender := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+		switch msg := ctx.Message().(type) {
+		case int:
+			for i := range msg {
+				ctx.Request(p.PID(), &snodo.Call{Method: "test/echo", Tag: i})
+			}
+		case *snodo.Reply:
+			got <- msg
+		}
+	}))
+	defer testutil.StopActor(t, sys, sender, 5*time.Second)
+	sys.Root.Send(sender, n)
+	select {
+	case r := <-got:
+		t.Fatalf("call %v answered while every member is down: %v", r.Tag, r.Err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	t0 := time.Now()
+	require.NoError(t, p.Close())
+	seen := map[int]int{}
+	for len(seen) < n {
+		r := testutil.Receive(t, got, 5*time.Second, "a reply")
+		seen[r.Tag.(int)]++
+		require.Equal(t, 1, seen[r.Tag.(int)], "a second reply to call %v", r.Tag)
+		require.ErrorIs(t, r.Err, snodo.ErrClosed)
+	}
+	t.Logf("%d calls answered %s after Close", n, time.Since(t0).Round(time.Millisecond))
+	select {
+	case r := <-got:
+		t.Fatalf("an extra reply to call %v", r.Tag)
+	case <-time.After(100 * time.Millisecond):
+	}
+	testutil.Receive(t, p.Done(), 5*time.Second, "the pool's Done")
 }

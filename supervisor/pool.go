@@ -504,23 +504,32 @@ func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.R
 	set := snodo.SettingsOf(opts...)
 	t0 := time.Now()
 	var (
-		m   *Client
-		v   T
-		err error
+		m     *Client
+		v     T
+		err   error
+		ended error // what the call met on the member it moved away from
 	)
 	for moved := 0; ; moved++ {
-		m, err = p.pick(ctx, method, m, remaining(set.Timeout, t0))
+		prev := m
+		m, err = p.pick(ctx, method, prev, remaining(set.Timeout, t0))
 		if err != nil {
 			return v, err
+		}
+		if m == prev {
+			// FailFast, and every member in rotation has ended: the pool
+			// stops next. Do not go round again.
+			m.s.release()
+			return v, ended
 		}
 		var sent bool
 		v, sent, err = callSent(ctx, m, method, remainingOpts(opts, set.Timeout, t0), true, fn) // the retry goes to another member
 		if err == nil || sent || ctx.Err() != nil || moved >= MaxPoolSize {
 			break
 		}
-		if _, ended := m.s.status(); !ended {
+		if _, gone := m.s.status(); !gone {
 			return v, err // a wait that timed out, say: not the member's end
 		}
+		ended = err
 		p.cfg.logger.Debug("supervisor: a pool member ended before the call reached its server; sending it to another member",
 			"member", m.s.cfg.name, "method", method, "error", err)
 	}
