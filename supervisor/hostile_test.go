@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -284,4 +285,36 @@ func TestPoolCallMessagesWhileAllMembersAreDownThenClose(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	testutil.Receive(t, p.Done(), 5*time.Second, "the pool's Done")
+}
+
+// Notify and SetLoggingLevel reach every member of a pool, waiting
+// through restarts; with every member restarting they wait once
+// (WithMaxWait), not once per member.
+func TestPoolNotifyWaitsOnceForRestartingMembers(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	ev := newEvents()
+	const members, maxWait = 4, 400 * time.Millisecond
+	slow := WithBackoff(Backoff{Initial: 10 * time.Second, Max: 10 * time.Second, Multiplier: 1})
+	p, err := NewPool(t.Context(), cmd, args, members, slow, ev.option(), WithMaxWait(maxWait))
+	require.NoError(t, err)
+	defer p.Close()
+	for _, m := range p.Members() {
+		kill(t, m.ServerPID())
+	}
+	for range members {
+		ev.waitFor(t, ServerExited, 5*time.Second)
+	}
+	for name, fn := range map[string]func() error{
+		"Notify":          func() error { return p.Notify(t.Context(), "notifications/roots/list_changed", nil) },
+		"SetLoggingLevel": func() error { return p.SetLoggingLevel(t.Context(), snodo.LogDebug) },
+	} {
+		t0 := time.Now()
+		err := fn()
+		took := time.Since(t0)
+		require.ErrorIs(t, err, ErrRestarting, name)
+		for i := 1; i <= members; i++ {
+			assert.ErrorContains(t, err, fmt.Sprintf("#%d:", i), name)
+		}
+		assert.Less(t, took, 2*maxWait, "%s waited %s for %d restarting members", name, took, members)
+	}
 }

@@ -574,29 +574,38 @@ func (p *Pool) Request(ctx context.Context, method string, params any, opts ...s
 }
 
 // SetLoggingLevel sets the log level of every member (and of their
-// servers after restarts); see Client.SetLoggingLevel.
+// servers after restarts); see Client.SetLoggingLevel. The members are
+// set in parallel, so members that are restarting make it wait once, not
+// once each.
 func (p *Pool) SetLoggingLevel(ctx context.Context, level snodo.LoggingLevel) error {
 	p.mu.Lock()
 	p.level = level // for members Grow adds
 	p.mu.Unlock()
-	var errs []error
-	for _, m := range p.Members() {
-		if err := m.SetLoggingLevel(ctx, level); err != nil {
-			errs = append(errs, fmt.Errorf("member %s: %w", m.s.cfg.name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return p.eachMember(func(m *Client) error { return m.SetLoggingLevel(ctx, level) })
 }
 
 // Notify sends a notification to every member's server (waiting through
-// restarts like a call); see Client.Notify.
+// restarts like a call); see Client.Notify. The members are notified in
+// parallel, so members that are restarting make it wait once, not once
+// each.
 func (p *Pool) Notify(ctx context.Context, method string, params any) error {
-	var errs []error
-	for _, m := range p.Members() {
-		if err := m.Notify(ctx, method, params); err != nil {
-			errs = append(errs, fmt.Errorf("member %s: %w", m.s.cfg.name, err))
-		}
+	return p.eachMember(func(m *Client) error { return m.Notify(ctx, method, params) })
+}
+
+// eachMember runs fn on every member in rotation, in parallel, and joins
+// their errors in member order.
+func (p *Pool) eachMember(fn func(*Client) error) error {
+	members := p.Members()
+	errs := make([]error, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() {
+			if err := fn(m); err != nil {
+				errs[i] = fmt.Errorf("member %s: %w", m.s.cfg.name, err)
+			}
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
