@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -26,9 +27,9 @@ func (b Backoff) validate() error {
 	switch {
 	case b.Initial <= 0 || b.Max < b.Initial:
 		return errors.New("need 0 < Initial <= Max")
-	case b.Multiplier < 1:
-		return errors.New("Multiplier must be at least 1")
-	case b.Jitter < 0 || b.Jitter > 1:
+	case !(b.Multiplier >= 1) || math.IsInf(b.Multiplier, 1): // NaN too: it made Delay negative
+		return errors.New("Multiplier must be a finite number of at least 1")
+	case !(b.Jitter >= 0 && b.Jitter <= 1):
 		return errors.New("Jitter must be between 0 and 1")
 	}
 	return nil

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -316,5 +317,25 @@ func TestPoolNotifyWaitsOnceForRestartingMembers(t *testing.T) {
 			assert.ErrorContains(t, err, fmt.Sprintf("#%d:", i), name)
 		}
 		assert.Less(t, took, 2*maxWait, "%s waited %s for %d restarting members", name, took, members)
+	}
+}
+
+// WithBackoff refuses a Multiplier or Jitter that is not a number (a NaN
+// Multiplier made Delay negative: restarts with no back-off at all) or
+// an infinite Multiplier.
+func TestBackoffRefusesNaN(t *testing.T) {
+	for _, b := range []Backoff{
+		{Initial: time.Millisecond, Max: time.Second, Multiplier: math.NaN()},
+		{Initial: time.Millisecond, Max: time.Second, Multiplier: math.Inf(1)},
+		{Initial: time.Millisecond, Max: time.Second, Multiplier: 2, Jitter: math.NaN()},
+	} {
+		_, err := newConfig([]Option{WithBackoff(b)})
+		require.Error(t, err, "%+v", b)
+	}
+	b := Backoff{Initial: time.Millisecond, Max: time.Second, Multiplier: math.MaxFloat64, Jitter: 1}
+	require.NoError(t, b.validate())
+	for n := 1; n < 100; n++ {
+		assert.GreaterOrEqual(t, b.Delay(n), time.Duration(0))
+		assert.LessOrEqual(t, b.Delay(n), 2*time.Second)
 	}
 }
