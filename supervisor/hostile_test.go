@@ -6,7 +6,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -338,4 +340,51 @@ func TestBackoffRefusesNaN(t *testing.T) {
 		assert.GreaterOrEqual(t, b.Delay(n), time.Duration(0))
 		assert.LessOrEqual(t, b.Delay(n), 2*time.Second)
 	}
+}
+
+// One wedged member (its server stopped reading stdin) neither takes the
+// pool down nor holds a caller past its Timeout: calls that land on it
+// fail at their timeout, the other member answers the rest. (The pool
+// does not take a wedged member out of rotation: see docs/supervision.md,
+// Known limits.)
+func TestPoolWedgedMemberHoldsNoCallerPastItsTimeout(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	p, err := NewPool(t.Context(), cmd, args, 2, fast)
+	require.NoError(t, err)
+	defer p.Close()
+	wedged := p.Members()[0]
+	_, err = wedged.Request(t.Context(), "test/stopReading", nil)
+	require.NoError(t, err)
+	defer func() { _ = syscall.Kill(wedged.ServerPID(), syscall.SIGKILL) }()
+	const timeout = 300 * time.Millisecond
+	pad := strings.Repeat("x", 8<<10) // the pipe to the wedged server fills
+	var (
+		mu            sync.Mutex
+		worst         time.Duration
+		answered, all int
+		wg            sync.WaitGroup
+	)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 15 {
+				t0 := time.Now()
+				_, err := p.Request(t.Context(), "test/echo", map[string]any{"w": w, "i": i, "pad": pad}, snodo.Timeout(timeout))
+				took := time.Since(t0)
+				mu.Lock()
+				all++
+				worst = max(worst, took)
+				if err == nil {
+					answered++
+				} else {
+					assert.ErrorIs(t, err, snodo.ErrTimeout)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d calls: %d answered, the slowest returned after %s (Timeout %s)", all, answered, worst.Round(time.Millisecond), timeout)
+	assert.Less(t, worst, timeout+500*time.Millisecond, "a caller was held past its timeout")
+	assert.Greater(t, answered, all/2, "the healthy member answers")
+	assert.Equal(t, 2, p.Size())
 }
