@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -387,4 +388,46 @@ func TestPoolWedgedMemberHoldsNoCallerPastItsTimeout(t *testing.T) {
 	assert.Less(t, worst, timeout+500*time.Millisecond, "a caller was held past its timeout")
 	assert.Greater(t, answered, all/2, "the healthy member answers")
 	assert.Equal(t, 2, p.Size())
+}
+
+// A pool whose servers die 200 ms after every start (after their
+// handshake, mostly) restarts each member with its back-off until the
+// intensity limit, then stops with the *GaveUpError: the number of starts
+// is bounded by the limit, every server is reaped by Done, and no
+// goroutine is left behind.
+func TestPoolCrashLoopIsBounded(t *testing.T) {
+	server, args := testutil.Server(t)
+	starts := filepath.Join(t.TempDir(), "start")
+	script := `(sleep 0.2; kill -9 $$) & exec "$@"`
+	const members, limit = 3, 4
+	ev := newEvents()
+	t0 := time.Now()
+	var ru0 syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru0))
+	p, err := NewPool(t.Context(), "sh", append([]string{"-c", script, "sh", server}, append(args, "-start-file", starts)...), members,
+		fast, WithIntensity(limit, time.Minute), ev.option())
+	if err != nil {
+		require.ErrorIs(t, err, ErrGaveUp) // every start of one member died in its handshake
+	} else {
+		testutil.Receive(t, p.Done(), 30*time.Second, "the pool's end")
+		require.ErrorIs(t, p.Err(), ErrGaveUp)
+	}
+	took := time.Since(t0)
+	var ru1 syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru1))
+	cpu := time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()) + time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano())
+	n := 0
+	for ; ; n++ {
+		if _, err := os.Stat(starts + "." + strconv.Itoa(n+1)); err != nil {
+			break
+		}
+	}
+	pids := startedPIDs(t, starts, n)
+	t.Logf("%d members: %d starts in %s, test process CPU %s", members, n, took.Round(time.Millisecond), cpu.Round(time.Millisecond))
+	assert.LessOrEqual(t, n, members*(1+limit), "more starts than the intensity limit allows")
+	for _, pid := range pids {
+		testutil.AssertReaped(t, pid, 0)
+	}
+	assert.Empty(t, testutil.ChildPIDs())
+	testutil.VerifyNone(t)
 }
