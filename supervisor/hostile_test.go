@@ -431,3 +431,52 @@ func TestPoolCrashLoopIsBounded(t *testing.T) {
 	assert.Empty(t, testutil.ChildPIDs())
 	testutil.VerifyNone(t)
 }
+
+// The last member in rotation giving up while a Grow is starting others
+// does not stop the pool: the members Grow starts take over. (It stops
+// after the Grow if none of them came up.)
+func TestPoolLivesOnWhenItsLastMemberGivesUpDuringGrow(t *testing.T) {
+	server, args := testutil.Server(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	// Starts after the first take 500 ms: Grow is still starting when the
+	// first member gives up.
+	script := `if [ -e "$1" ]; then sleep 0.5; fi; touch "$1"; shift; exec "$@"`
+	ev := newEvents()
+	p, err := NewPool(t.Context(), "sh", append([]string{"-c", script, "sh", gate, server}, args...), 1,
+		fast, WithIntensity(0, time.Minute), ev.option())
+	require.NoError(t, err)
+	defer p.Close()
+	first := p.Members()[0]
+	grown := make(chan error, 1)
+	go func() { grown <- p.Grow(1) }()
+	testutil.Eventually(t, func() bool { return len(testutil.ChildPIDs()) >= 2 }, 5*time.Second, "the Grow's server started")
+	kill(t, first.ServerPID())
+	ev.waitFor(t, GaveUp, 5*time.Second)
+	require.NoError(t, testutil.Receive(t, grown, 10*time.Second, "Grow's end"))
+	assert.NoError(t, p.Err())
+	assert.Equal(t, 1, p.Size())
+	assert.NotContains(t, p.Members(), first)
+	_, err = p.Request(t.Context(), "test/echo", nil)
+	assert.NoError(t, err)
+}
+
+// The same, but the Grow's members fail too: the pool then stops, with
+// the *GaveUpError of the member that gave up.
+func TestPoolStopsAfterAGrowWhenNoMemberIsLeft(t *testing.T) {
+	server, args := testutil.Server(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	script := `if [ -e "$1" ]; then sleep 0.5; read line; exit 3; fi; touch "$1"; shift; exec "$@"`
+	ev := newEvents()
+	p, err := NewPool(t.Context(), "sh", append([]string{"-c", script, "sh", gate, server}, args...), 1,
+		fast, WithIntensity(0, time.Minute), ev.option())
+	require.NoError(t, err)
+	grown := make(chan error, 1)
+	go func() { grown <- p.Grow(1) }()
+	testutil.Eventually(t, func() bool { return len(testutil.ChildPIDs()) >= 2 }, 5*time.Second, "the Grow's server started")
+	kill(t, p.Members()[0].ServerPID())
+	ev.waitFor(t, GaveUp, 5*time.Second)
+	require.ErrorIs(t, testutil.Receive(t, grown, 10*time.Second, "Grow's end"), ErrGaveUp)
+	testutil.Receive(t, p.Done(), 10*time.Second, "the pool's end")
+	require.ErrorIs(t, p.Err(), ErrGaveUp)
+	assert.ErrorIs(t, p.Err(), snodo.ErrServerExited)
+}

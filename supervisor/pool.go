@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,7 @@ type Pool struct {
 	members   []*Client
 	serial    int                // names members command#N
 	adding    int                // members Grow is starting: counted against MaxPoolSize
+	lastEnd   error              // why the last member that left on its own ended
 	next      int                // where the least-loaded scan starts (spreads ties)
 	closing   bool               // Close or the owner's end: no new members
 	leaving   []*Client          // taken out of rotation by Shrink, not yet closed
@@ -196,7 +198,9 @@ func newPool(ctx context.Context, command string, args []string, size int, opts 
 // Grow adds n members, started in parallel, and returns once they are
 // connected; members that could not start are left out and their errors
 // returned. The members in rotation and those being started may not pass
-// MaxPoolSize.
+// MaxPoolSize. While a Grow is starting members, the pool does not stop
+// when its last member in rotation gives up: it stops after the Grow if
+// none of them came up.
 func (p *Pool) Grow(n int) error {
 	if n < 1 {
 		return fmt.Errorf("supervisor: Grow(%d): n must be at least 1", n)
@@ -244,10 +248,20 @@ func (p *Pool) Grow(n int) error {
 		})
 	}
 	wg.Wait()
+	err := errors.Join(errs...)
 	p.mu.Lock()
 	p.adding -= n
+	// The last member ended while this Grow started others (the pool
+	// waited for them) and none of them is in rotation: the pool stops as
+	// when its last member gives up.
+	empty := len(p.members) == 0 && p.adding == 0 && !p.closing
+	reason := cmp.Or(p.lastEnd, err)
 	p.mu.Unlock()
-	return errors.Join(errs...)
+	if empty && reason != nil {
+		p.cfg.logger.Error("supervisor: every pool member has stopped; stopping the pool", "error", reason)
+		p.stop(reason)
+	}
+	return err
 }
 
 // add puts a started member into rotation, or closes it if the pool is

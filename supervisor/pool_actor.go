@@ -24,7 +24,10 @@ func (p *Pool) memberEnded(who *protoactor.PID) (m *Client, last bool, err error
 	// being killed): the pool's Done waits for them too. Before the actor
 	// stops, so before actorStopped waits.
 	p.bg.Go(func() { <-m.Done() })
-	return m, len(p.members) == 0 && !p.closing, m.Err()
+	p.lastEnd = m.Err()
+	// With a Grow starting members, the pool lives on: Grow stops it if
+	// none of them comes up.
+	return m, len(p.members) == 0 && p.adding == 0 && !p.closing, m.Err()
 }
 
 // shutdown runs on the pool actor while it stops: members are closed in
