@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -479,4 +480,45 @@ func TestPoolStopsAfterAGrowWhenNoMemberIsLeft(t *testing.T) {
 	testutil.Receive(t, p.Done(), 10*time.Second, "the pool's end")
 	require.ErrorIs(t, p.Err(), ErrGaveUp)
 	assert.ErrorIs(t, p.Err(), snodo.ErrServerExited)
+}
+
+// An Idempotent call whose server dies under it is sent once more even
+// with FailFast, as documented: to the restarted server (supervised
+// client) or to another member (pool), waiting for one to be up.
+func TestIdempotentRetryWaitsEvenWithFailFast(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	for _, size := range []int{0, 1, 2} { // 0: a supervised client
+		var r snodo.Requester
+		var members func() []*Client
+		if size == 0 {
+			c, err := Connect(t.Context(), cmd, args, fast, FailFast())
+			require.NoError(t, err)
+			defer c.Close()
+			r, members = c, func() []*Client { return []*Client{c} }
+		} else {
+			p, err := NewPool(t.Context(), cmd, args, size, fast, FailFast())
+			require.NoError(t, err)
+			defer p.Close()
+			r, members = p, p.Members
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.Request(t.Context(), "test/sleep", map[string]int{"ms": 500, "k": 42}, snodo.Idempotent())
+			done <- err
+		}()
+		testutil.Eventually(t, func() bool {
+			for _, m := range members() {
+				raw, err := m.Request(t.Context(), "test/requests", map[string]string{"method": "test/sleep"})
+				if err == nil && slices.Contains(sleepCalls(t, raw), 42) {
+					return true
+				}
+			}
+			return false
+		}, 2*time.Second, "the call reached a server")
+		// Every server goes: the retry has to wait for a restart.
+		for _, m := range members() {
+			kill(t, m.ServerPID())
+		}
+		require.NoError(t, testutil.Receive(t, done, 10*time.Second, "the call's answer"), "size %d", size)
+	}
 }

@@ -414,9 +414,10 @@ func (p *Pool) wakeup() <-chan struct{} {
 // restarting, or the pool is starting) it waits for the first to come up
 // — whichever it is, so a member that gives up meanwhile fails no call —
 // for at most the call's timeout (0: WithMaxWait; negative: only ctx).
-// With FailFast it never waits: it picks among all members (the call
-// then fails fast on a restarting one), or fails with ErrStarting.
-func (p *Pool) pick(ctx context.Context, method string, avoid *Client, timeout time.Duration) (*Client, error) {
+// Unless wait (FailFast, for a call the caller did not ask to retry) it
+// never waits: it picks among all members (the call then fails fast on a
+// restarting one), or fails with ErrStarting.
+func (p *Pool) pick(ctx context.Context, method string, avoid *Client, timeout time.Duration, wait bool) (*Client, error) {
 	var expired <-chan time.Time
 	t0 := time.Now()
 	for {
@@ -430,14 +431,14 @@ func (p *Pool) pick(ctx context.Context, method string, avoid *Client, timeout t
 			}
 			return nil, snodo.ClosedError(reason)
 		}
-		if best := p.leastLoadedLocked(avoid, !p.cfg.failFast); best != nil {
+		if best := p.leastLoadedLocked(avoid, wait); best != nil {
 			p.mu.Unlock()
 			return best, nil
 		}
 		starting := len(p.members) == 0
 		changed := p.changed
 		p.mu.Unlock()
-		if p.cfg.failFast {
+		if !wait {
 			return nil, startingError()
 		}
 		if expired == nil {
@@ -525,7 +526,7 @@ func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.R
 	)
 	for moved := 0; ; moved++ {
 		prev := m
-		m, err = p.pick(ctx, method, prev, remaining(set.Timeout, t0))
+		m, err = p.pick(ctx, method, prev, remaining(set.Timeout, t0), !p.cfg.failFast)
 		if err != nil {
 			return v, err
 		}
@@ -550,12 +551,19 @@ func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.R
 	if err == nil || !set.Idempotent || !lostConnection(err) || ctx.Err() != nil {
 		return v, err
 	}
-	m2, perr := p.pick(ctx, method, m, remaining(set.Timeout, t0))
+	// The retry waits for a member to be up even with FailFast: the
+	// caller asked for it.
+	m2, perr := p.pick(ctx, method, m, remaining(set.Timeout, t0), true)
 	if perr != nil {
 		return v, err
 	}
+	defer m2.s.release()
 	p.cfg.logger.Debug("supervisor: retrying an idempotent call on another pool member", "method", method, "error", err)
-	return call(ctx, m2, method, remainingOpts(opts, set.Timeout, t0), true, fn)
+	ro := remainingOpts(opts, set.Timeout, t0)
+	wait := *m2.s.cfg
+	wait.failFast = false
+	v, _, err = onceWith(ctx, m2.s, &wait, method, &callConfig{opts: ro, RequestSettings: snodo.SettingsOf(ro...)}, nil, time.Now(), fn)
+	return v, err
 }
 
 // remaining is what is left of a call's timeout (0: none given; negative:
@@ -658,7 +666,7 @@ func (p *Pool) serveInputs(ctx context.Context, reqs []*snodo.ServerRequest, tim
 // ResubscribedMethod marker) when that one leaves the pool: Shrink takes
 // it out, or it gives up. It ends when the pool closes.
 func (p *Pool) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
-	m, err := p.pick(ctx, listenMethod, nil, 0)
+	m, err := p.pick(ctx, listenMethod, nil, 0, !p.cfg.failFast)
 	if err != nil {
 		return nil, err
 	}

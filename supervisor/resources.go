@@ -134,7 +134,7 @@ func (p *Pool) resourceMember(ctx context.Context, method, uri string, opts []sn
 		return m, nil
 	}
 	p.mu.Unlock()
-	return p.pick(ctx, method, nil, snodo.SettingsOf(opts...).Timeout)
+	return p.pick(ctx, method, nil, snodo.SettingsOf(opts...).Timeout, !p.cfg.failFast)
 }
 
 // moveResources subscribes the URIs held by members Shrink closed on the

@@ -276,7 +276,7 @@ func leftWords(member string, err error) string {
 // ends meanwhile is passed over as the one before it.
 func (s *Subscription) move() (*snodo.Subscription, *snodo.Client, error) {
 	for range MaxPoolSize {
-		m, err := s.pool.pick(s.ctx, listenMethod, s.Member(), -1)
+		m, err := s.pool.pick(s.ctx, listenMethod, s.Member(), -1, true) // as re-subscribing waits
 		if err != nil {
 			return nil, nil, err
 		}
