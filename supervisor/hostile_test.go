@@ -522,3 +522,42 @@ func TestIdempotentRetryWaitsEvenWithFailFast(t *testing.T) {
 		require.NoError(t, testutil.Receive(t, done, 10*time.Second, "the call's answer"), "size %d", size)
 	}
 }
+
+// Calls spread evenly over a pool's members: one at a time, ties rotate
+// (10 calls each of 40 over 4 members); 8 callers at once, the fewest in
+// flight wins, so no member gets far more than its share.
+func TestPoolSpreadsCallsEvenly(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	const members = 4
+	p, err := NewPool(t.Context(), cmd, args, members, fast)
+	require.NoError(t, err)
+	defer p.Close()
+	for k := range 40 {
+		_, err := p.Request(t.Context(), "test/sleep", map[string]int{"ms": 0, "k": k})
+		require.NoError(t, err)
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				_, err := p.Request(t.Context(), "test/sleep", map[string]int{"ms": 5 + (w*7+i)%10, "k": 1000 + w*100 + i})
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, m := range p.Members() {
+		raw, err := m.Request(t.Context(), "test/requests", map[string]string{"method": "test/sleep"})
+		require.NoError(t, err)
+		one, many := 0, 0
+		for _, k := range sleepCalls(t, raw) {
+			if k < 1000 {
+				one++
+			} else {
+				many++
+			}
+		}
+		assert.Equal(t, 10, one, "%s: calls one at a time", m.s.cfg.name)
+		assert.InDelta(t, 160/members, many, 160/members/2, "%s: calls from 8 callers", m.s.cfg.name)
+	}
+}
