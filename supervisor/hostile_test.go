@@ -561,3 +561,24 @@ func TestPoolSpreadsCallsEvenly(t *testing.T) {
 		assert.InDelta(t, 160/members, many, 160/members/2, "%s: calls from 8 callers", m.s.cfg.name)
 	}
 }
+
+// NewPool's own start: a member that connects and then gives up while
+// another is still starting does not fail NewPool (it waited for the
+// other, which takes over), as for a Grow.
+func TestNewPoolLivesOnWhenAMemberGivesUpDuringItsStart(t *testing.T) {
+	server, args := testutil.Server(t)
+	lock := filepath.Join(t.TempDir(), "lock")
+	// The first start to take the lock dies 200 ms after it starts; the
+	// other starts 1 s late and lives.
+	script := `if mkdir "$1" 2>/dev/null; then (sleep 0.2; kill -9 $$) & else sleep 1; fi; shift; exec "$@"`
+	ev := newEvents()
+	p, err := NewPool(t.Context(), "sh", append([]string{"-c", script, "sh", lock, server}, args...), 2,
+		fast, WithIntensity(0, time.Minute), ev.option())
+	require.NoError(t, err)
+	defer p.Close()
+	assert.Equal(t, GaveUp, ev.waitFor(t, GaveUp, time.Second).Kind, "the first member gave up before NewPool returned")
+	testutil.Eventually(t, func() bool { return p.Size() == 1 }, 5*time.Second, "the member that gave up leaves")
+	_, err = p.Request(t.Context(), "test/echo", nil)
+	assert.NoError(t, err)
+	assert.NoError(t, p.Err())
+}

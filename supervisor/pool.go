@@ -137,6 +137,11 @@ func (p *Pool) start(size int) error {
 	err := p.Grow(size)
 	p.mu.Lock()
 	p.starting = false
+	if err == nil && len(p.members) == 0 && !p.closing {
+		// Every member connected, and every one ended since (the pool
+		// waited for the Grow rather than stop at the first).
+		err = p.lastEnd
+	}
 	p.notifyLocked()
 	p.mu.Unlock()
 	if err != nil {
@@ -254,7 +259,8 @@ func (p *Pool) Grow(n int) error {
 	// The last member ended while this Grow started others (the pool
 	// waited for them) and none of them is in rotation: the pool stops as
 	// when its last member gives up.
-	empty := len(p.members) == 0 && p.adding == 0 && !p.closing
+	// (The first Grow of a pool leaves that to start: it kills the servers.)
+	empty := len(p.members) == 0 && p.adding == 0 && !p.closing && !p.starting
 	reason := cmp.Or(p.lastEnd, err)
 	p.mu.Unlock()
 	if empty && reason != nil {
