@@ -67,9 +67,9 @@ type Pool struct {
 const MaxPoolSize = 256
 
 // NewPool starts size supervised connections to command (in parallel)
-// and returns once all are connected; size is 1 to MaxPoolSize. ctx is the owner of the pool and
-// every member; opts apply to each member (WithOwner and WithActorSystem
-// to the pool). If a member cannot start, NewPool leaves nothing running,
+// and returns once all are connected; size is 1 to MaxPoolSize. ctx is
+// the owner of the pool and every member; opts apply to each member
+// (WithOwner and WithActorSystem to the pool). If a member cannot start, NewPool leaves nothing running,
 // as a failed snodo.Connect does: every server the pool started is
 // stopped for good (snodo.Client.Kill: stdin closed, then SIGTERM and
 // SIGKILL to its process group for one that ignores EOF), and the error is
@@ -258,8 +258,8 @@ func (p *Pool) Grow(n int) error {
 	p.adding -= n
 	// The last member ended while this Grow started others (the pool
 	// waited for them) and none of them is in rotation: the pool stops as
-	// when its last member gives up.
-	// (The first Grow of a pool leaves that to start: it kills the servers.)
+	// when its last member gives up. (The first Grow of a pool leaves
+	// that to start, which kills the servers.)
 	empty := len(p.members) == 0 && p.adding == 0 && !p.closing && !p.starting
 	reason := cmp.Or(p.lastEnd, err)
 	p.mu.Unlock()

@@ -118,7 +118,7 @@ func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []
 }
 
 // Member is the supervised client holding the subscription: for a pool,
-// the member it was opened on.
+// the member holding it now (it moves when its member leaves the pool).
 func (s *Subscription) Member() *Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
