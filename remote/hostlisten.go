@@ -70,7 +70,11 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 			e, local = &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: cause.Error()}, true
 		}
-		h.end(events, e, local)
+		m := h.endMsg(events, e, local)
+		if errors.Is(err, snodo.ErrListenUnsupported) {
+			m.Header.Set(hdrNoListen, "1")
+		}
+		h.publish(m)
 		return
 	}
 	ack := nats.NewMsg(events)
@@ -145,6 +149,11 @@ loop:
 
 // end sends a subscription's last message: why it ended (nil: gracefully).
 func (h *Host) end(events string, e *jsonrpc.Error, local bool) {
+	h.publish(h.endMsg(events, e, local))
+}
+
+// endMsg is a subscription's last message, for end to send.
+func (h *Host) endMsg(events string, e *jsonrpc.Error, local bool) *nats.Msg {
 	m := nats.NewMsg(events)
 	m.Header.Set(hdrKind, kindEnd)
 	m.Header.Set(hdrHost, h.id)
@@ -154,7 +163,7 @@ func (h *Host) end(events string, e *jsonrpc.Error, local bool) {
 	if e != nil {
 		m.Data, _ = json.Marshal(e)
 	}
-	h.publish(m)
+	return m
 }
 
 // onControl handles keep-alives and closes from subscribers.

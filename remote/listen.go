@@ -190,8 +190,11 @@ func endError(m *nats.Msg) error {
 		return fmt.Errorf("%w: malformed end: %.200q", ErrHostEnded, m.Data)
 	}
 	if m.Header.Get(hdrLocal) != "" {
-		return jsonrpc.NewLocalError(e.Code, "host "+m.Header.Get(hdrHost)+" ended the subscription: "+e.Message,
-			ErrHostEnded, jsonrpc.ErrConnectionClosed)
+		causes := []error{ErrHostEnded, jsonrpc.ErrConnectionClosed}
+		if m.Header.Get(hdrNoListen) != "" {
+			causes = append(causes, snodo.ErrListenUnsupported)
+		}
+		return jsonrpc.NewLocalError(e.Code, "host "+m.Header.Get(hdrHost)+" ended the subscription: "+e.Message, causes...)
 	}
 	return fmt.Errorf("%w: %w", ErrHostEnded, &e)
 }

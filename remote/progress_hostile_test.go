@@ -88,3 +88,15 @@ func TestRemoteProgressRunsBeforeTheResult(t *testing.T) {
 		require.EqualValues(t, 8, got.Load(), "call %d: updates lost or run after the result", i)
 	}
 }
+
+// TestRemoteListenOnALegacyServerIsUnsupported: a remote Listen on a host
+// whose server speaks the legacy era fails with snodo.ErrListenUnsupported,
+// as a local one does, so a caller (and the CLI's hint) can tell why.
+func TestRemoteListenOnALegacyServerIsUnsupported(t *testing.T) {
+	e := natsServer(t)
+	hostWith(t, e, "old", 1, []snodo.Option{snodo.WithEra(snodo.EraLegacy)}, "-era", "legacy")
+	c := client(t, e, "old")
+	_, err := c.Listen(ctxFor(t, 20*time.Second), snodo.Filter{ToolsListChanged: true})
+	require.ErrorIs(t, err, snodo.ErrListenUnsupported)
+	require.ErrorIs(t, err, ErrHostEnded)
+}

@@ -45,6 +45,7 @@ const (
 	hdrNotRun    = "Snodo-Not-Run"   // on a final error: the call never reached the MCP server (why)
 	hdrLocal     = "Snodo-Local"     // on a final error: raised by the host, not sent by the MCP server
 	hdrHost      = "Snodo-Host"      // the host's id
+	hdrNoListen  = "Snodo-No-Listen" // "1" on a subscription's end: the server has no subscriptions/listen (legacy era)
 	hdrControl   = "Snodo-Control"   // on an ack: where the subscriber sends keep-alives and its close
 	hdrSub       = "Snodo-Sub"       // a subscription's id on control messages
 	hdrOp        = "Snodo-Op"        // on control messages: keepalive or close
