@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
@@ -82,7 +81,9 @@ func (*RouterReady) IgnoreDeadLetterLogging() {}
 // is nil the one a supervisor.WithActorSystem among opts names, or else
 // snodo's shared one. opts naming a system other than a non-nil system
 // are an error. The router owns its pools: a supervisor.WithOwner among
-// opts is overridden.
+// opts is overridden. The router logs (a panic in its actor) to the
+// logger a supervisor.WithLogger among opts names, as its pools do;
+// without one, nowhere.
 func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *protoactor.PID, f *File, opts ...supervisor.Option) (*Router, error) {
 	switch {
 	case ctx == nil:
@@ -97,6 +98,10 @@ func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *pro
 		return nil, fmt.Errorf("servers: %w", err)
 	}
 	named, err := supervisor.ActorSystemOf(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("servers: %w", err)
+	}
+	logger, err := supervisor.LoggerOf(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
 	}
@@ -119,7 +124,7 @@ func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *pro
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	r.life = snodoactor.Life{Name: "router", Logger: slog.Default(), Owner: owner}
+	r.life = snodoactor.Life{Name: "router", Logger: logger, Owner: owner}
 	snodo.AnswerDeadCalls(system)
 	r.life.Spawn(system, "snodo-router", r.receive)
 	r.life.LinkContext(ctx)

@@ -225,6 +225,19 @@ func ActorSystemOf(opts ...Option) (*protoactor.ActorSystem, error) {
 	return cfg.system, nil
 }
 
+// LoggerOf is the logger WithLogger names among opts (the last one wins),
+// or one that discards everything when none does: the logger the
+// supervisors built from opts log to. Code that builds on supervisors,
+// such as servers.Router, logs its own records there too. Invalid options
+// are an error.
+func LoggerOf(opts ...Option) (*slog.Logger, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.logger, nil
+}
+
 // WithName labels the supervisor in logs and events (LifecycleEvent.Name).
 // Default: the command; pools use "command#N".
 func WithName(name string) Option {
