@@ -506,19 +506,30 @@ func TestIdempotentRetryWaitsEvenWithFailFast(t *testing.T) {
 			_, err := r.Request(t.Context(), "test/sleep", map[string]int{"ms": 500, "k": 42}, snodo.Idempotent())
 			done <- err
 		}()
+		var holder *Client
 		testutil.Eventually(t, func() bool {
 			for _, m := range members() {
 				raw, err := m.Request(t.Context(), "test/requests", map[string]string{"method": "test/sleep"})
 				if err == nil && slices.Contains(sleepCalls(t, raw), 42) {
+					holder = m
 					return true
 				}
 			}
 			return false
 		}, 2*time.Second, "the call reached a server")
-		// Every server goes: the retry has to wait for a restart.
+		// Every server goes, the one holding the call last, once the
+		// others' deaths are seen: its retry finds them restarting (or
+		// restarted) and has to wait. Killing them all at once let the
+		// retry go to a member whose server was dead but not yet seen to
+		// be, and a retried call fails when its second try is lost too.
 		for _, m := range members() {
-			kill(t, m.ServerPID())
+			if m != holder {
+				old := m.Current()
+				kill(t, m.ServerPID())
+				testutil.Eventually(t, func() bool { return old.Err() != nil }, 5*time.Second, "the member saw its server die")
+			}
 		}
+		kill(t, holder.ServerPID())
 		require.NoError(t, testutil.Receive(t, done, 10*time.Second, "the call's answer"), "size %d", size)
 	}
 }
