@@ -38,9 +38,18 @@ type GaveUpError struct {
 
 // Error reads "supervisor: gave up after 3 restarts in 10s: server exited
 // with status 3 (…)".
+// With a limit of 0 it reads "supervisor: gave up at the first exit
+// (WithIntensity allows no restart): …", and with 1, "1 restart".
 func (e *GaveUpError) Error() string {
-	return fmt.Sprintf("supervisor: gave up after %d restarts in %s: %s (the server keeps failing: run the command by hand to see why, or raise WithIntensity)",
-		e.Restarts, e.Window, exitWords(e.Last))
+	const hint = "(the server keeps failing: run the command by hand to see why, or raise WithIntensity)"
+	switch e.Restarts {
+	case 0:
+		return fmt.Sprintf("supervisor: gave up at the first exit (WithIntensity allows no restart): %s (run the command by hand to see why, or raise WithIntensity)",
+			exitWords(e.Last))
+	case 1:
+		return fmt.Sprintf("supervisor: gave up after 1 restart in %s: %s %s", e.Window, exitWords(e.Last), hint)
+	}
+	return fmt.Sprintf("supervisor: gave up after %d restarts in %s: %s %s", e.Restarts, e.Window, exitWords(e.Last), hint)
 }
 
 // Unwrap returns ErrGaveUp and the last exit.

@@ -228,7 +228,7 @@ func TestPoolEndsWhenEveryMemberGivesUp(t *testing.T) {
 	_, err := NewPool(t.Context(), "sh", []string{"-c", "read line; exit 3"}, 2, fast, WithIntensity(1, 10*time.Second))
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrGaveUp)
-	assert.Contains(t, err.Error(), "gave up after 1 restarts in 10s: server exited with status 3")
+	assert.Contains(t, err.Error(), "gave up after 1 restart in 10s: server exited with status 3")
 	assert.Empty(t, testutil.ChildPIDs())
 }
 
