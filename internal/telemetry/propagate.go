@@ -97,12 +97,6 @@ func Extract(ctx context.Context, params json.RawMessage) context.Context {
 	return Propagator().Extract(ctx, metaCarrier(meta))
 }
 
-// RemoteSpanContext is the span context a sender put in params._meta;
-// invalid when there is none.
-func RemoteSpanContext(params json.RawMessage) trace.SpanContext {
-	return trace.SpanContextFromContext(Extract(context.Background(), params))
-}
-
 // metaCarrier reads fields from an encoded _meta object.
 type metaCarrier []byte
 

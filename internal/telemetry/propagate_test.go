@@ -51,12 +51,18 @@ func TestOneAllocationWithASpan(t *testing.T) {
 // leaves ctx alone.
 func TestExtractFromMeta(t *testing.T) {
 	params := json.RawMessage(`{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"rojo=1"},"x":1}`)
-	sc := RemoteSpanContext(params)
+	sc := remoteSpanContext(params)
 	assert.True(t, sc.IsValid())
 	assert.True(t, sc.IsRemote())
 	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", sc.TraceID().String())
 	assert.Equal(t, "rojo=1", sc.TraceState().String())
 	for _, bad := range []string{``, `[]`, `{"_meta":null}`, `{"_meta":{"traceparent":7}}`, `{"_meta":{"traceparent":"junk"}}`, `{"_meta":"x"}`} {
-		assert.False(t, RemoteSpanContext(json.RawMessage(bad)).IsValid(), bad)
+		assert.False(t, remoteSpanContext(json.RawMessage(bad)).IsValid(), bad)
 	}
+}
+
+// remoteSpanContext is the span context a sender put in params._meta;
+// invalid when there is none.
+func remoteSpanContext(params json.RawMessage) trace.SpanContext {
+	return trace.SpanContextFromContext(Extract(context.Background(), params))
 }
