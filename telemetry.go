@@ -458,13 +458,19 @@ func (c *Client) serverRequestSpan(ctx context.Context, req *ServerRequest) (con
 }
 
 // receiverSpan starts the SERVER span of a request or notification the
+// server initiated: the Client's site's (receiverSpan).
+func (c *Client) receiverSpan(ctx context.Context, method string, params json.RawMessage, extra ...attribute.KeyValue) (context.Context, trace.Span) {
+	return c.site.receiverSpan(ctx, method, params, extra...)
+}
+
+// receiverSpan starts the SERVER span of a request or notification the
 // server initiated, as the conventions have the receiver do: its parent
 // is the server's span when params._meta carries its context, with the
 // span in ctx (the ambient context) as a link; otherwise the span in
 // ctx. Its attributes are the method (bounded: the server chose it), the
-// transport, the version, the resource URI of a resource update, and
-// extra.
-func (c *Client) receiverSpan(ctx context.Context, method string, params json.RawMessage, extra ...attribute.KeyValue) (context.Context, trace.Span) {
+// site's transport, the version (when the site knows it), the resource
+// URI of a resource update, and extra.
+func (s *site) receiverSpan(ctx context.Context, method string, params json.RawMessage, extra ...attribute.KeyValue) (context.Context, trace.Span) {
 	var opts [2]trace.SpanStartOption
 	n := 0
 	opts[n] = trace.WithSpanKind(trace.SpanKindServer)
@@ -477,13 +483,13 @@ func (c *Client) receiverSpan(ctx context.Context, method string, params json.Ra
 		ctx = server // the server's span, and its baggage when propagated
 	}
 	name := telemetry.Bound(method, telemetry.MaxName)
-	ctx, span := c.tel.Tracer().Start(ctx, name, opts[:n]...)
+	ctx, span := s.tel.Tracer().Start(ctx, name, opts[:n]...)
 	if span.IsRecording() {
 		attrs := make([]attribute.KeyValue, 0, 4+len(extra))
 		attrs = append(attrs,
 			attribute.String(telemetry.AttrMethodName, name),
-			attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe))
-		if v := c.version(); v != "" {
+			attribute.String(telemetry.AttrNetworkTransport, s.transport))
+		if v := s.protocolVersion(); v != "" {
 			attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
 		}
 		if method == NotificationResourceUpdated {
@@ -683,70 +689,136 @@ func (h eraHandler) WithGroup(name string) slog.Handler {
 }
 
 // observeSubscription sets the hooks that trace and measure a
-// subscription: a client span for the listen request, from Listen until
-// the subscription ends; a CONSUMER span per event, child of it (linked
-// to the server's span when the event's _meta carries one); the queue
-// depth at each event and the overflows. With telemetry off it sets
-// nothing.
+// subscription: its SubscriptionTrace (the site's listenStarted), the
+// queue depth at each event and the overflows. With telemetry off it
+// sets nothing.
 func (c *Client) observeSubscription(ctx context.Context, o *subscription.Options) context.Context {
 	if c.meters != nil {
 		o.Hooks.Overflowed = c.meters.Overflow
 		o.Hooks.Queued = func(_ int64, _ Event, depth int) { c.meters.QueueDepth(depth) }
 	}
-	if !c.tel.Tracing() {
+	ctx, t := c.site.listenStarted(ctx)
+	if t == nil {
 		return ctx
 	}
-	ctx, span := c.tel.Tracer().Start(ctx, subscription.Method, trace.WithSpanKind(trace.SpanKindClient))
-	if !span.IsRecording() {
-		o.Hooks.Ended = func(int64, error) { span.End() }
-		return ctx
-	}
-	attrs := []attribute.KeyValue{
-		attribute.String(telemetry.AttrMethodName, subscription.Method),
-		attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
-	}
-	if v := c.version(); v != "" {
-		attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
-	}
-	span.SetAttributes(attrs...)
-	o.Hooks.Queued = func(_ int64, ev Event, depth int) {
-		c.meters.QueueDepth(depth)
-		c.eventSpan(ctx, ev)
-	}
-	o.Hooks.Ended = func(id int64, err error) {
-		if id != 0 {
-			span.SetAttributes(attribute.String(telemetry.AttrRequestID, strconv.FormatInt(id, 10)))
+	o.Hooks.Ended = t.end
+	if t.recording {
+		o.Hooks.Queued = func(_ int64, ev Event, depth int) {
+			c.meters.QueueDepth(depth)
+			t.Event(ev)
 		}
-		if err != nil && !errors.Is(err, ErrSubscriptionClosed) && !errors.Is(err, ErrOwnerExited) {
-			errType, code, desc := classify(subscription.Method, nil, err)
-			switch {
-			case errors.Is(err, ErrQueueFull):
-				errType = "queue_full"
-			case errors.Is(err, ErrServerTeardown):
-				errType = "server_teardown"
-			}
-			span.SetAttributes(attribute.String(telemetry.AttrErrorType, errType))
-			if code != "" {
-				span.SetAttributes(attribute.String(telemetry.AttrRPCStatusCode, code))
-			}
-			span.SetStatus(codes.Error, desc)
-		}
-		span.End()
 	}
 	return ctx
 }
 
-// eventSpan records a notification the server sent on a subscription as
+// SubscriptionTrace traces one subscription exactly as a Client's Listen
+// does, by the same code: a CLIENT span subscriptions/listen from Listen
+// until the subscription ends, and a SERVER span per event (see Event).
+// TraceSubscription starts one for a subscription that a Requester made
+// by Instrument opens some other way than a request (the remote
+// package's Listen). Event may be called from any goroutine, End once
+// after the last Event; on a nil *SubscriptionTrace (tracing off) both do
+// nothing and cost nothing.
+type SubscriptionTrace struct {
+	s         *site
+	ctx       context.Context // the span's: the parent or link of each event's
+	span      trace.Span
+	recording bool
+}
+
+// TraceSubscription starts the subscriptions/listen CLIENT span of a
+// subscription opened through r, a Requester that Instrument returned: a
+// child of the span in ctx, with the attributes of r's request spans
+// (mcp.method.name, network.transport). Open the subscription with the
+// returned ctx, so that the trace context it carries to the server is
+// this span's, record each event with Event and the end with End. When
+// r did not come from Instrument, or its tracer provider is off (the
+// default no-op one), it returns ctx and nil.
+func TraceSubscription(ctx context.Context, r Requester) (context.Context, *SubscriptionTrace) {
+	in, ok := r.(*instrumented)
+	if !ok {
+		return ctx, nil
+	}
+	return in.site.listenStarted(ctx)
+}
+
+// listenStarted starts a subscription's span; ctx and nil when tracing is
+// off.
+func (s *site) listenStarted(ctx context.Context) (context.Context, *SubscriptionTrace) {
+	if !s.tel.Tracing() {
+		return ctx, nil
+	}
+	t := &SubscriptionTrace{s: s}
+	ctx, t.span = s.tel.Tracer().Start(ctx, subscription.Method, trace.WithSpanKind(trace.SpanKindClient))
+	t.ctx = ctx
+	t.recording = t.span.IsRecording()
+	if t.recording {
+		attrs := []attribute.KeyValue{
+			attribute.String(telemetry.AttrMethodName, subscription.Method),
+			attribute.String(telemetry.AttrNetworkTransport, s.transport),
+		}
+		if v := s.protocolVersion(); v != "" {
+			attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
+		}
+		t.span.SetAttributes(attrs...)
+	}
+	return ctx, t
+}
+
+// Event records a notification the server sent on the subscription as
 // the conventions record any notification a peer initiates: a SERVER
 // span, a point in time (the client queues the event; the reader's
 // processing is the program's). Its parent is the server's span when the
 // event's _meta carries one, linked to the subscriptions/listen span
 // (the ambient context); otherwise that span is its parent. A
 // notification has no JSON-RPC id, so no jsonrpc.request.id: the listen
-// span, parent or link, says which subscription it came on.
-func (c *Client) eventSpan(ctx context.Context, ev Event) {
-	_, span := c.receiverSpan(ctx, ev.Method, ev.Params)
+// span, parent or link, says which subscription it came on. Nothing is
+// recorded when the listen span is not (a sampler dropped it).
+func (t *SubscriptionTrace) Event(ev Event) {
+	if t == nil || !t.recording {
+		return
+	}
+	_, span := t.s.receiverSpan(t.ctx, ev.Method, ev.Params)
 	span.End()
+}
+
+// End ends the subscriptions/listen span with why the subscription ended,
+// as Subscription.Err reads: nil (a graceful end), ErrSubscriptionClosed
+// and ErrOwnerExited (the caller ended it) leave the status unset; any
+// other reason sets error.type and an Error status (ErrQueueFull
+// "queue_full", ErrServerTeardown "server_teardown", an error response
+// its code, a closed connection "connection_closed", …). Call it once.
+func (t *SubscriptionTrace) End(err error) {
+	if t != nil {
+		t.end(0, err)
+	}
+}
+
+// end is End with the listen request's JSON-RPC id (0: none, as across
+// NATS, where the host's span has it).
+func (t *SubscriptionTrace) end(id int64, err error) {
+	if !t.recording {
+		t.span.End()
+		return
+	}
+	if id != 0 {
+		t.span.SetAttributes(attribute.String(telemetry.AttrRequestID, strconv.FormatInt(id, 10)))
+	}
+	if err != nil && !errors.Is(err, ErrSubscriptionClosed) && !errors.Is(err, ErrOwnerExited) {
+		errType, code, desc := classify(subscription.Method, nil, err)
+		switch {
+		case errors.Is(err, ErrQueueFull):
+			errType = "queue_full"
+		case errors.Is(err, ErrServerTeardown):
+			errType = "server_teardown"
+		}
+		t.span.SetAttributes(attribute.String(telemetry.AttrErrorType, errType))
+		if code != "" {
+			t.span.SetAttributes(attribute.String(telemetry.AttrRPCStatusCode, code))
+		}
+		t.span.SetStatus(codes.Error, desc)
+	}
+	t.span.End()
 }
 
 // version is the negotiated protocol version for telemetry, "" until

@@ -101,3 +101,25 @@ func TestInstrumentOffAddsNoAllocation(t *testing.T) {
 //
 //go:noinline
 func opaque(r Requester) Requester { return r }
+
+// TraceSubscription traces only through a Requester made by Instrument,
+// and only when its provider records; with none, the trace is nil and
+// its methods cost no allocation.
+func TestTraceSubscriptionOffIsNil(t *testing.T) {
+	ctx := context.Background()
+	got, tr := TraceSubscription(ctx, Instrument(nil, nil, nil, "tcp", "test"))
+	require.Nil(t, tr, "no provider: nothing to record")
+	require.Equal(t, ctx, got)
+	tp := sdktrace.NewTracerProvider()
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	_, tr = TraceSubscription(ctx, opaque(noRequester{}))
+	require.Nil(t, tr, "not Instrument's: nothing to record through it")
+	_, tr = TraceSubscription(ctx, Instrument(nil, tp, nil, "tcp", "test"))
+	require.NotNil(t, tr)
+	tr.End(nil)
+
+	var off *SubscriptionTrace
+	ev := Event{Method: NotificationToolsListChanged, Params: json.RawMessage(`{}`)}
+	require.Zero(t, testing.AllocsPerRun(1000, func() { off.Event(ev) }))
+	off.End(ErrQueueFull) // nothing to end
+}
