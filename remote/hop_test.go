@@ -158,6 +158,7 @@ func TestHostSideEndsTellWhy(t *testing.T) {
 	<-sub.Done()
 	require.ErrorIs(t, sub.Err(), ErrHostEnded)
 	assert.Contains(t, sub.Err().Error(), "tore the subscription down")
+	require.ErrorIs(t, sub.Err(), snodo.ErrServerTeardown, "as a local subscription's Err")
 
 	// The host drains.
 	sub, err = c.Listen(ctx, snodo.Filter{ToolsListChanged: true})

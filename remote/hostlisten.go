@@ -141,7 +141,11 @@ loop:
 		h.end(events, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: "host " + h.label + ": " + why.Error()}, true)
 	case sub.Err() != nil:
 		e, local := rpcError(sub.Err())
-		h.end(events, e, local)
+		m := h.endMsg(events, e, local)
+		if errors.Is(sub.Err(), snodo.ErrServerTeardown) {
+			m.Header.Set(hdrTeardown, "1")
+		}
+		h.publish(m)
 	default:
 		h.end(events, nil, false)
 	}

@@ -194,6 +194,9 @@ func endError(m *nats.Msg) error {
 		if m.Header.Get(hdrNoListen) != "" {
 			causes = append(causes, snodo.ErrListenUnsupported)
 		}
+		if m.Header.Get(hdrTeardown) != "" {
+			causes = append(causes, snodo.ErrServerTeardown)
+		}
 		return jsonrpc.NewLocalError(e.Code, "host "+m.Header.Get(hdrHost)+" ended the subscription: "+e.Message, causes...)
 	}
 	return fmt.Errorf("%w: %w", ErrHostEnded, &e)
@@ -317,7 +320,8 @@ func (s *Subscription) Done() <-chan struct{} { return s.done }
 // snodo.ErrQueueFull; a -32000 wrapping
 // ErrHostGone when the host stopped sending heartbeats, or ErrClientClosed;
 // an error wrapping ErrHostEnded, with the host's reason, when the host
-// ended it.
+// ended it (and snodo.ErrServerTeardown when its MCP server tore it
+// down, as for a local subscription).
 func (s *Subscription) Err() error {
 	select {
 	case <-s.done:
