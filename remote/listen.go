@@ -17,6 +17,7 @@ import (
 	"github.com/snodo/snodo/internal/bytebound"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/subscription"
+	"github.com/snodo/snodo/supervisor"
 )
 
 // ErrHostEnded: the host ended the subscription (its MCP server ended
@@ -45,6 +46,7 @@ type Subscription struct {
 	done   chan struct{}
 	actor  *protoactor.PID // ListenTo, or nil
 	sys    *protoactor.ActorSystem
+	trace  *snodo.SubscriptionTrace // nil when tracing is off
 
 	// maxBytes bounds the params bytes of the events waiting in events,
 	// which bytes counts (run's alone).
@@ -76,6 +78,10 @@ type Subscription struct {
 // its own to tell them apart). pid lives in the client's actor system
 // (WithActorSystem); the subscription watches it and is cancelled on
 // the host when it terminates (Err wraps snodo.ErrOwnerExited).
+//
+// The subscription is traced as a local one is (snodo.TraceSubscription):
+// a CLIENT span subscriptions/listen, child of the span in ctx, until it
+// ends, whose context goes to the host; a SERVER span per event.
 func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
 	if ctx == nil {
 		return nil, nilContextError(subscription.Method)
@@ -93,6 +99,15 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	if o.MaxQueueBytes == 0 {
 		o.MaxQueueBytes = subscription.DefaultMaxQueueBytes
 	}
+	params, err := json.Marshal(struct {
+		Notifications snodo.Filter `json:"notifications"`
+	}{f})
+	if err != nil {
+		return nil, fmt.Errorf("remote: cannot marshal the subscription filter: %w", err)
+	}
+	// The subscription's CLIENT span, as a local Listen makes it (the
+	// same code): its context goes to the host in the request's headers.
+	ctx, trace := snodo.TraceSubscription(ctx, c.traced)
 	s := &Subscription{
 		c: c, owner: ctx,
 		in:       make(chan *nats.Msg, inboxQueue),
@@ -101,6 +116,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 		quit:     make(chan error, 1),
 		done:     make(chan struct{}),
 		actor:    o.Actor,
+		trace:    trace,
 	}
 	if s.actor != nil {
 		s.events = make(chan snodo.Event) // nothing is sent on it: it only closes
@@ -111,17 +127,11 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	}
 	token, err := c.register(nil, s)
 	if err != nil {
+		trace.End(err)
 		return nil, err
 	}
 	s.token = token
 	id, _ := strconv.ParseInt(token, 10, 64)
-	params, err := json.Marshal(struct {
-		Notifications snodo.Filter `json:"notifications"`
-	}{f})
-	if err != nil {
-		c.unregister(token)
-		return nil, fmt.Errorf("remote: cannot marshal the subscription filter: %w", err)
-	}
 	m := nats.NewMsg(c.subj.listen)
 	m.Reply = c.inbox + token
 	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, subscription.Method, params))
@@ -129,10 +139,13 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	injectTrace(ctx, m.Header)
 	if err := c.nc.PublishMsg(m); err != nil {
 		c.unregister(token)
-		return nil, closedErr(fmt.Sprintf("cannot send %s to %s over NATS: %v", subscription.Method, c.name, err), err)
+		err = closedErr(fmt.Sprintf("cannot send %s to %s over NATS: %v", subscription.Method, c.name, err), err)
+		trace.End(err)
+		return nil, err
 	}
 	if err := s.awaitAck(ctx); err != nil {
 		c.unregister(token)
+		trace.End(err)
 		close(s.done) // for a Client.Close racing with this Listen
 		return nil, err
 	}
@@ -234,6 +247,7 @@ loop:
 			case kindEvent:
 				ev := snodo.Event{Method: m.Header.Get(hdrMethod), Params: m.Data}
 				if s.actor != nil {
+					s.traceEvent(ev)
 					s.sys.Root.Send(s.actor, &snodo.SubscriptionEvent{Event: ev})
 					continue
 				}
@@ -245,6 +259,7 @@ loop:
 				select {
 				case s.events <- ev:
 					s.bytes.Sent(len(ev.Params))
+					s.traceEvent(ev)
 				default:
 					why = fmt.Errorf("%w: the subscription on %s has %d events waiting for a slow reader; read Events faster or raise the queue bound",
 						snodo.ErrQueueFull, s.c.name, cap(s.events))
@@ -278,10 +293,20 @@ loop:
 	s.mu.Lock()
 	s.err = why
 	s.mu.Unlock()
+	s.trace.End(why)
 	close(s.events)
 	close(s.done)
 	if s.actor != nil {
 		s.sys.Root.Send(s.actor, &snodo.SubscriptionEnded{Err: why})
+	}
+}
+
+// traceEvent records an event of the MCP server's as a local
+// subscription's queued event is recorded (snodo.SubscriptionTrace.Event).
+// A resubscribed marker is the host's, not the server's: no span.
+func (s *Subscription) traceEvent(ev snodo.Event) {
+	if s.trace != nil && ev.Method != supervisor.ResubscribedMethod {
+		s.trace.Event(ev)
 	}
 }
 

@@ -29,7 +29,8 @@ func TestRemoteListenToAcrossARestart(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
 	sys := snodoactor.NewQuietSystem(nil)
-	c := client(t, e, "events", WithActorSystem(sys), WithHeartbeat(100*time.Millisecond))
+	tp, rec := recorder(t)
+	c := client(t, e, "events", WithActorSystem(sys), WithHeartbeat(100*time.Millisecond), WithTracerProvider(tp))
 	ctx := ctxFor(t, 20*time.Second)
 
 	got := make(chan any, 16)
@@ -65,6 +66,8 @@ func TestRemoteListenToAcrossARestart(t *testing.T) {
 	end := next().(*snodo.SubscriptionEnded)
 	assert.ErrorIs(t, end.Err, snodo.ErrSubscriptionClosed)
 	assert.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionClosed)
+	assert.Len(t, ended(rec, "notifications/tools/list_changed"), 2, "the server's events are traced")
+	assert.Empty(t, ended(rec, supervisor.ResubscribedMethod), "the host's marker is no notification of the server's")
 }
 
 // The subscription watches its ListenTo actor: when it stops, the

@@ -166,8 +166,9 @@ func WithClientCapabilities(caps snodo.ClientCapabilities) Option {
 }
 
 // WithTracerProvider makes the client's spans with tp: one CLIENT span
-// per request, made by the same code as a local snodo.Client's
-// (snodo.Instrument), with network.transport "tcp"; its trace context
+// per request, and per subscription with a SERVER span per event, made by
+// the same code as a local snodo.Client's (snodo.Instrument,
+// snodo.TraceSubscription), with network.transport "tcp"; its trace context
 // crosses to the host in NATS headers, so the host's spans are its
 // children. Default: the global provider, followed as it changes. Hosts
 // trace with their pools' own snodo.WithTracerProvider. Callers.
