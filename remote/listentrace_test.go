@@ -118,8 +118,9 @@ func TestRemoteListenIsTraced(t *testing.T) {
 
 // The listen span ends with the subscription's reason, as a local one
 // does: a graceful end and the owner leaving are no error; the server
-// tearing it down is server_teardown; the host draining ends the
-// connection (connection_closed); a Listen that fails ends its span too.
+// tearing it down is server_teardown, an overflow queue_full; the host
+// draining ends the connection (connection_closed); a Listen that fails
+// ends its span too.
 func TestRemoteListenSpanEndsWithItsReason(t *testing.T) {
 	e := natsServer(t)
 	h := host(t, e, "subs", 1)
@@ -157,8 +158,17 @@ func TestRemoteListenSpanEndsWithItsReason(t *testing.T) {
 	assert.Equal(t, codes.Error, last().Status().Code)
 	assert.Equal(t, "server_teardown", attrsOf(last())["error.type"])
 
+	sub, err := c.Listen(ctx, snodo.Filter{ToolsListChanged: true}, snodo.MaxQueuedEvents(1))
+	require.NoError(t, err)
+	_, err = c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "count": 3})
+	require.NoError(t, err)
+	<-sub.Done() // nobody reads: the second event overflows the queue
+	require.ErrorIs(t, sub.Err(), snodo.ErrQueueFull)
+	assert.Equal(t, "queue_full", attrsOf(last())["error.type"])
+	assert.Len(t, ended(rec, "notifications/tools/list_changed"), 1, "only the queued event")
+
 	owned, cancel := context.WithCancel(ctx)
-	sub, err := c.Listen(owned, snodo.Filter{ToolsListChanged: true})
+	sub, err = c.Listen(owned, snodo.Filter{ToolsListChanged: true})
 	require.NoError(t, err)
 	cancel()
 	<-sub.Done()
