@@ -66,6 +66,13 @@ var (
 	// to a server that is not reading; the connection lives on.
 	ErrWriteQueueFull = connection.ErrWriteQueueFull
 
+	// ErrNotSent: the request never reached the server (it was not
+	// written, or the server went away without reading it): sending it
+	// again cannot run it twice. A -32000 wraps it besides the reason the
+	// connection stopped; a supervisor sends such a call to the next
+	// server, Idempotent or not.
+	ErrNotSent = connection.ErrNotSent
+
 	ErrOwnerExited = snodoactor.ErrOwnerExited // the owner (a context or an actor) went away
 	ErrStopped     = snodoactor.ErrStopped     // the connection actor was stopped without a reason
 	ErrPanicked    = snodoactor.ErrPanicked    // the connection actor panicked

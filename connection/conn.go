@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,11 @@ type Conn struct {
 	// unread is what the server left unread on its stdin when it went
 	// away (exit, or stdout closed): -2 while it runs, -1 unknown.
 	unread atomic.Int64
+	// unreadFrom is set as the connection stops, before its callers are
+	// failed: a request whose line's ticket t has t-1 >= unreadFrom was
+	// never read by the server (see settleUnread). MaxInt64: none is
+	// known to be.
+	unreadFrom atomic.Int64
 	// readLog limits the reader's records about the server's output.
 	readLog logLimit
 
@@ -101,6 +107,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	c.notifyCtx, c.stopNotify = context.WithCancel(context.Background())
 	c.out = newWriter(proc.stdin, cfg.MaxWriteQueue, c.writeFailed)
 	c.out.company = c.table.company
+	c.out.beforeClose = c.settleUnread
 	c.out.trace = cfg.Trace
 	c.out.bytes = cfg.Metrics
 	c.disp = dispatch.NewDispatcher(dispatch.Config{
@@ -113,6 +120,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	c.life = snodoactor.Life{Name: "connection", Logger: cfg.Logger, Owner: cfg.Owner}
 	c.pid = c.life.Spawn(c.system, "snodo-conn", c.receive)
 	c.unread.Store(-2)
+	c.unreadFrom.Store(math.MaxInt64)
 	go c.readLoop()
 	go c.waitProcess()
 	c.life.LinkContext(owner)
@@ -205,6 +213,7 @@ func (c *Conn) writeFailed(err error) {
 // handlers, and close stdin after flushing what is queued.
 func (c *Conn) shutdown(ctx protoactor.Context) {
 	reason := c.life.Reason() // settled by Life before Stopping
+	c.settleUnread()
 	c.table.close(jsonrpc.ClosedError(reason))
 	c.stopNotify()
 	c.cfg.Metrics.Exited(serverproc.ExitCause(reason))
@@ -231,6 +240,54 @@ func (c *Conn) forceExit(grace time.Duration) {
 			signalGroup(c.proc.cmd, sig)
 		}
 	}
+}
+
+// settleUnread works out, once, from which byte of the stream to stdin
+// the server is known never to have read (unreadFrom, in terms of the
+// writer's tickets). It runs as the connection stops, before its callers
+// are failed, and as the writer closes stdin (after a failed write, the
+// pipe can no longer be looked at). It is known only once nothing can
+// read the pipe any more: the server has gone and no process it started
+// holds its stdin (then nothing written can be read later, and writing
+// fails). Then the server read at most what was written less what is
+// left in the pipe. Otherwise, or where the system cannot tell (it can on
+// Linux), every line written counts as read.
+func (c *Conn) settleUnread() {
+	if c.unreadFrom.Load() != math.MaxInt64 {
+		return // settled
+	}
+	if !noReaders(c.proc.stdin) { // first: once it holds, the pipe no longer changes
+		return
+	}
+	// Nobody reads: a write under way fails at once (EPIPE); wait for it,
+	// so that its bytes are counted as they went out, not all of them.
+	written, dropped := c.out.stream(settleWait)
+	unread := int64(unreadInput(c.proc.stdin))
+	if unread < 0 || unread > written {
+		return
+	}
+	c.unreadFrom.CompareAndSwap(math.MaxInt64, written-unread+dropped)
+}
+
+// settleWait bounds how long settleUnread waits for a write under way to
+// fail once nobody reads the pipe: past it, the whole write counts as
+// written.
+const settleWait = 100 * time.Millisecond
+
+// notSent is err, the table's close error a request got, wrapping
+// ErrNotSent as well when the request is known never to have been read by
+// the server: its line was refused by the writer (refused), or starts
+// where the server had stopped reading (ticket, see settleUnread). Any
+// other error is returned as it is.
+func (c *Conn) notSent(err error, ticket uint64, refused bool) error {
+	closed := c.table.closed.Load()
+	if closed == nil || err != *closed {
+		return err
+	}
+	if !refused && (ticket == 0 || int64(ticket-1) < c.unreadFrom.Load()) {
+		return err
+	}
+	return notSentError(err)
 }
 
 // noteUnread records, once, what the server left unread on its stdin as

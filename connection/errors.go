@@ -28,6 +28,11 @@ var (
 	// because Config.MaxWriteQueue bytes already wait to be written to a
 	// server that reads slowly or not at all. The connection lives on.
 	ErrWriteQueueFull = errors.New("snodo: write queue full")
+	// ErrNotSent: the request never reached the server (it was not
+	// written, or the server went away without reading it): sending it
+	// again cannot run it twice. It is wrapped, besides the reason, by the
+	// -32000 of a request the stopping connection failed unread.
+	ErrNotSent = errors.New("snodo: the request was never read by the server")
 	// ErrStreamPanicked: a request's CallOptions.Stream callback
 	// panicked. The request ended with a local -32603 wrapping it (the
 	// server was sent notifications/cancelled); the connection lives on.
@@ -67,6 +72,18 @@ func (e *exitReason) Error() string {
 }
 
 func (e *exitReason) Unwrap() error { return e.cause }
+
+// notSentError is closed, the -32000 a stopping connection fails its
+// requests with, for a request the server never read: it says so and
+// wraps ErrNotSent too.
+func notSentError(closed error) error {
+	var e *jsonrpc.Error
+	if !errors.As(closed, &e) {
+		return closed
+	}
+	causes := append(append([]error(nil), e.Unwrap()...), ErrNotSent)
+	return jsonrpc.NewLocalError(e.Code, e.Message+" (the request was never read by the server; it is safe to send again)", causes...)
+}
 
 // queueFullError is the local error for a line refused at the bound.
 func queueFullError(method string, max int) *jsonrpc.Error {

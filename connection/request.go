@@ -99,9 +99,9 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	timeout := c.timeoutOf(opts)
 	now := monoNow()
 	id, err := c.table.add(cl, after(now, timeout), after(now, opts.MaxTotalTimeout))
-	if err != nil {
+	if err != nil { // the table is closed: nothing was sent
 		cl.release()
-		return nil, err
+		return nil, notSentError(err)
 	}
 	traceCtx := traceMembers(ctx, p)
 	if cl.wantProgress || ((meta != nil || traceCtx != nil) && !splice) {
@@ -128,8 +128,13 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 		return nil, queueFullError(method, c.cfg.MaxWriteQueue)
 	}
 	// A writer that no longer takes lines means the connection is stopping:
-	// the stop fails this call with its reason, so wait for it.
+	// the stop fails this call with its reason, so wait for it. The line
+	// was not taken: the call counts as never sent.
+	refused := err != nil
 	res, err := c.await(ctx, id, cl, method, timeout, opts)
+	if err != nil {
+		err = c.notSent(err, cl.ticket, refused)
+	}
 	cl.release()
 	return res, err
 }

@@ -71,6 +71,9 @@ type writer struct {
 	trace  func(Direction, []byte) // Config.Trace; nil: no tracing
 	bytes  *telemetry.Conn         // Config.Metrics: bytes written; nil: not counted
 	max    int                     // Config.MaxWriteQueue
+	// beforeClose, when set, is called just before stdin is closed: the
+	// last moment the pipe can be looked at.
+	beforeClose func()
 	// company reports whether other requests are in flight; nil: never.
 	// With company, a caller queues its line instead of writing it itself:
 	// the answers to the others are arriving, each waking a caller that
@@ -87,12 +90,22 @@ type writer struct {
 	head    int
 	segs    []segment
 	segHead int
-	live    int    // bytes of queued lines not dropped
-	dead    int    // bytes of dropped lines still in queue[head:]
-	ticket  uint64 // the last ticket handed out
-	closing bool   // flush what is queued, then close stdin
-	err     error  // set when no more lines are taken
-	running bool   // the goroutine (run) is started and has not decided to exit
+	live    int // bytes of queued lines not dropped
+	dead    int // bytes of dropped lines still in queue[head:]
+	// taken counts the bytes of every line taken, in the order they go to
+	// the wire (dropped lines included): a line's ticket is taken+1 as it
+	// is appended, so tickets increase (every line has bytes) and say
+	// where the line would start in the stream, were no line before it
+	// dropped (see stream).
+	taken   uint64
+	dropped uint64 // bytes of every line ever dropped
+	writing int    // bytes of the write under way (while busy)
+	// idle, when not nil, is closed as the write under way ends (stream
+	// waits on it).
+	idle    chan struct{}
+	closing bool  // flush what is queued, then close stdin
+	err     error // set when no more lines are taken
+	running bool  // the goroutine (run) is started and has not decided to exit
 	// runFn is w.run, bound once so that starting the goroutine does not
 	// allocate.
 	runFn func()
@@ -160,8 +173,7 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, don
 		w.mu.Unlock()
 		return 0, w.err
 	}
-	w.ticket++
-	t := w.ticket
+	t := w.taken + 1
 	if w.busy || w.live > 0 || w.raw == nil || done != nil || (w.company != nil && w.company()) {
 		if err := w.admit(kind, 0); err != nil { // full already: do not build the line
 			w.mu.Unlock()
@@ -187,6 +199,7 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, don
 		}
 		w.segs = append(w.segs, segment{n: n, ticket: t, done: done})
 		w.live += n
+		w.taken += uint64(n)
 		if w.trace != nil {
 			w.traceSent(w.queue[before:])
 		}
@@ -202,6 +215,8 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, don
 	if add != nil {
 		line = add(w.direct[:0])
 	}
+	w.taken += uint64(len(line))
+	w.writing = len(line)
 	if w.trace != nil {
 		w.traceSent(line)
 	}
@@ -212,7 +227,7 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, don
 	w.written.Add(int64(n))
 
 	w.mu.Lock()
-	w.busy = false
+	w.idleLocked()
 	if n < len(line) { // the rest goes first, before lines queued meanwhile
 		w.pushFront(line[n:], t)
 	}
@@ -282,6 +297,7 @@ func (w *writer) drop(t uint64) bool {
 	}
 	q[i].dropped = true
 	w.live -= q[i].n
+	w.dropped += uint64(q[i].n)
 	w.dead += q[i].n
 	w.compact()
 	return true
@@ -427,13 +443,14 @@ func (w *writer) run() {
 		}
 		waiters := w.take()
 		batch, closing := w.batch, w.closing
-		w.busy = len(batch) > 0
+		w.busy, w.writing = len(batch) > 0, len(batch)
 		if len(batch) == 0 && !closing {
 			w.running = false
 		}
 		w.mu.Unlock()
 		if len(batch) == 0 {
 			if closing {
+				w.lastLook()
 				w.f.Close()
 				close(w.closedCh)
 			}
@@ -446,18 +463,63 @@ func (w *writer) run() {
 			w.batch = nil
 		}
 		w.mu.Lock()
-		w.busy = false
+		w.idleLocked()
 		w.mu.Unlock()
 		for _, ch := range waiters {
 			ch <- err
 		}
 		if err != nil {
 			w.fail(err)
+			w.lastLook()
 			w.f.Close()
 			close(w.closedCh)
 			return
 		}
 	}
+}
+
+// lastLook calls beforeClose, if set.
+func (w *writer) lastLook() {
+	if w.beforeClose != nil {
+		w.beforeClose()
+	}
+}
+
+// idleLocked ends the write under way. The caller holds mu.
+func (w *writer) idleLocked() {
+	w.busy, w.writing = false, 0
+	if w.idle != nil {
+		close(w.idle)
+		w.idle = nil
+	}
+}
+
+// stream says how far the stream to stdin has gone, once the write under
+// way, if any, has ended (it waits for at most wait): written is at least
+// the bytes that reached the pipe (those counted, plus the whole of a
+// write still under way, which may have gone out uncounted yet), and
+// dropped the bytes of the lines dropped so far. The line with ticket t
+// starts at byte t-1 of the stream less the bytes dropped before it, so
+// at least t-1-dropped for a line written by now (the lines before it
+// were written or dropped first).
+func (w *writer) stream(wait time.Duration) (written, dropped int64) {
+	w.mu.Lock()
+	if w.busy && wait > 0 {
+		if w.idle == nil {
+			w.idle = make(chan struct{})
+		}
+		idle := w.idle
+		w.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-idle:
+		case <-t.C:
+		}
+		t.Stop()
+		w.mu.Lock()
+	}
+	defer w.mu.Unlock()
+	return w.written.Load() + int64(w.writing), int64(w.dropped)
 }
 
 // fail refuses further lines, releases waiters and reports the failure.
