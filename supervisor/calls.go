@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/snodo/snodo"
@@ -16,7 +17,9 @@ import (
 // (FailFast); a Timeout request option also bounds that wait, and the
 // time waited counts against it. A call in flight when its server dies
 // fails with -32000 (errors.Is snodo.ErrServerExited and the like)
-// unless marked snodo.Idempotent.
+// unless marked snodo.Idempotent; one the server went away without
+// reading (snodo.ErrNotSent) is sent to the next server, as a call made
+// during the restart (it waits for it, or fails fast with FailFast).
 func (c *Client) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
 	return call(ctx, c, method, opts, false, func(cl *snodo.Client, ro []snodo.RequestOption) (json.RawMessage, error) {
 		return cl.Request(ctx, method, params, ro...)
@@ -75,7 +78,13 @@ func call[T any](ctx context.Context, c *Client, method string, opts []snodo.Req
 
 // callSent is call, also saying whether fn ran on a connection: false
 // when the call failed before reaching any server (supervision ended, a
-// wait timed out), so that it can go elsewhere.
+// wait timed out, or its connection stopped without the server reading
+// it: snodo.ErrNotSent), so that it can go elsewhere. Each fn sends at
+// most one request, so ErrNotSent means that nothing of the call ran.
+// Unless reserved (a pool moves such a call itself), a call not sent is
+// sent to the next server (at most MaxPoolSize times: a server that keeps
+// dying unread is the restart intensity's business), as a call made
+// during the restart is.
 func callSent[T any](ctx context.Context, c *Client, method string, opts []snodo.RequestOption, reserved bool,
 	fn func(*snodo.Client, []snodo.RequestOption) (T, error)) (T, bool, error) {
 	if !reserved {
@@ -83,13 +92,30 @@ func callSent[T any](ctx context.Context, c *Client, method string, opts []snodo
 	}
 	defer c.s.release()
 	cc := callConfig{opts: opts, RequestSettings: snodo.SettingsOf(opts...)}
-	v, used, err := once(ctx, c, method, &cc, nil, time.Now(), fn)
+	t0 := time.Now()
+	v, used, err := once(ctx, c, method, &cc, nil, t0, fn)
+	for moved := 0; !reserved && used != nil && notSent(err) && ctx.Err() == nil && moved < MaxPoolSize; moved++ {
+		c.s.cfg.logger.Debug("supervisor: the server went away without reading the call; sending it to the next server", "method", method, "error", err)
+		rc := cc // what is left of the caller's Timeout bounds the wait and the call
+		if cc.Timeout > 0 {
+			rc.Timeout, rc.opts = remaining(cc.Timeout, t0), remainingOpts(cc.opts, cc.Timeout, t0)
+		}
+		var next *snodo.Client
+		if v, next, err = once(ctx, c, method, &rc, used, time.Now(), fn); next != nil {
+			used = next
+		}
+	}
 	if err != nil && cc.Idempotent && !reserved && used != nil && lostConnection(err) && ctx.Err() == nil {
 		c.s.cfg.logger.Debug("supervisor: retrying an idempotent call on the next server", "method", method, "error", err)
 		v, err = retryOnce(ctx, c, method, &cc, used, fn)
 	}
-	return v, used != nil, err
+	return v, used != nil && !notSent(err), err
 }
+
+// notSent reports whether err is a call's failure on a connection that
+// stopped without its server reading the call: it can go to another
+// server, Idempotent or not.
+func notSent(err error) bool { return err != nil && errors.Is(err, snodo.ErrNotSent) }
 
 // callConfig is one call's options and what they say.
 type callConfig struct {

@@ -517,9 +517,11 @@ func (p *Pool) leastLoadedLocked(avoid *Client, upOnly bool) *Client {
 }
 
 // poolCall runs fn on the least-loaded member. A call whose member ended
-// (gave up, or was closed) before it reached a server goes to another
-// member; an Idempotent call that lost its server is sent once more to
-// another member.
+// (gave up, or was closed) before it reached a server, or whose server
+// went away without reading it (snodo.ErrNotSent), goes to another member
+// (the same one, restarted, when it is the only one to go to); an
+// Idempotent call that lost its server is sent once more to another
+// member.
 func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.RequestOption,
 	fn func(*snodo.Client, []snodo.RequestOption) (T, error)) (T, error) {
 	set := snodo.SettingsOf(opts...)
@@ -529,6 +531,9 @@ func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.R
 		v     T
 		err   error
 		ended error // what the call met on the member it moved away from
+		// unread: the call moves because its server went away without
+		// reading it; the member may come back, so picking it again is fine.
+		unread bool
 	)
 	for moved := 0; ; moved++ {
 		prev := m
@@ -536,7 +541,7 @@ func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.R
 		if err != nil {
 			return v, err
 		}
-		if m == prev {
+		if m == prev && !unread {
 			// FailFast, and every member in rotation has ended: the pool
 			// stops next. Do not go round again.
 			m.s.release()
@@ -546,6 +551,12 @@ func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.R
 		v, sent, err = callSent(ctx, m, method, remainingOpts(opts, set.Timeout, t0), true, fn) // the retry goes to another member
 		if err == nil || sent || ctx.Err() != nil || moved >= MaxPoolSize {
 			break
+		}
+		if unread = notSent(err); unread {
+			ended = err
+			p.cfg.logger.Debug("supervisor: a pool member's server went away without reading the call; sending it to another member",
+				"member", m.s.cfg.name, "method", method, "error", err)
+			continue
 		}
 		if _, gone := m.s.status(); !gone {
 			return v, err // a wait that timed out, say: not the member's end

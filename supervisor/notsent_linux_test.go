@@ -1,0 +1,100 @@
+package supervisor
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// A call made right after its server was killed, once the server is dead
+// (so it cannot have read the call) but usually before the supervisor has
+// seen it, reaches the dead server's connection: its -32000 wraps
+// snodo.ErrNotSent, and the call goes to the restarted server (supervised
+// client) or another member (pool) although it is not Idempotent. Every
+// call succeeds.
+func TestCallToAJustKilledServerGoesToTheNext(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	const calls = 25
+	for _, size := range []int{0, 1, 2} { // 0: a supervised client
+		rec := &testutil.LogRecorder{}
+		opts := []Option{fast, WithIntensity(1000, time.Minute), WithLogger(rec.Logger())}
+		var r snodo.Requester
+		var members func() []*Client
+		if size == 0 {
+			c, err := Connect(t.Context(), cmd, args, opts...)
+			require.NoError(t, err)
+			defer c.Close()
+			r, members = c, func() []*Client { return []*Client{c} }
+		} else {
+			p, err := NewPool(t.Context(), cmd, args, size, opts...)
+			require.NoError(t, err)
+			defer p.Close()
+			r, members = p, p.Members
+		}
+		for i := range calls {
+			var pids []int
+			for _, m := range members() {
+				testutil.Eventually(t, func() bool {
+					c := m.Current()
+					return c != nil && c.Err() == nil && testutil.Running(m.ServerPID())
+				}, 10*time.Second, "the member's server is up")
+				pids = append(pids, m.ServerPID())
+			}
+			for _, pid := range pids {
+				kill(t, pid)
+			}
+			for _, pid := range pids {
+				awaitDead(t, pid)
+			}
+			_, err := r.Request(t.Context(), "test/echo", map[string]int{"i": i})
+			require.NoError(t, err, "size %d, call %d", size, i)
+		}
+		t.Logf("size %d: %d of %d calls met a connection whose server had died unseen and moved",
+			size, rec.Count("went away without reading the call"), calls)
+	}
+}
+
+// A call the server read and died of is not sent again unless it is
+// Idempotent: its -32000 wraps the exit, not snodo.ErrNotSent.
+func TestCallTheServerDiedOfIsNotSentAgain(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	for _, size := range []int{0, 2} { // 0: a supervised client
+		var r snodo.Requester
+		if size == 0 {
+			c, err := Connect(t.Context(), cmd, args, fast)
+			require.NoError(t, err)
+			defer c.Close()
+			r = c
+		} else {
+			p, err := NewPool(t.Context(), cmd, args, size, fast)
+			require.NoError(t, err)
+			defer p.Close()
+			r = p
+		}
+		_, err := r.Request(t.Context(), "test/crash", map[string]int{"code": 3})
+		var e *snodo.Error
+		require.ErrorAs(t, err, &e, "size %d", size)
+		require.Equal(t, snodo.CodeConnectionClosed, e.Code, err.Error())
+		require.ErrorIs(t, err, snodo.ErrServerExited)
+		require.False(t, errors.Is(err, snodo.ErrNotSent), "size %d: %v", size, err)
+	}
+}
+
+// awaitDead waits until pid has died (a zombie, or reaped): nothing it
+// held, its stdin included, can be read any more. It polls finely, so
+// that the caller still acts before the supervisor has seen the death.
+func awaitDead(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for testutil.Running(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("server %d still running 10 s after SIGKILL", pid)
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
