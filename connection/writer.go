@@ -502,15 +502,25 @@ func (w *writer) idleLocked() {
 // starts at byte t-1 of the stream less the bytes dropped before it, so
 // at least t-1-dropped for a line written by now (the lines before it
 // were written or dropped first).
+//
+// It waits until no write is under way, not only for the one under way as
+// it is called: another may start as that one ends (a caller's direct
+// write, say), and counting it whole would count its line as read. Once
+// nobody reads the pipe every write fails at once, so the wait is short.
 func (w *writer) stream(wait time.Duration) (written, dropped int64) {
+	deadline := time.Now().Add(wait)
 	w.mu.Lock()
-	if w.busy && wait > 0 {
+	for w.busy {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
 		if w.idle == nil {
 			w.idle = make(chan struct{})
 		}
 		idle := w.idle
 		w.mu.Unlock()
-		t := time.NewTimer(wait)
+		t := time.NewTimer(left)
 		select {
 		case <-idle:
 		case <-t.C:

@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"errors"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -85,16 +87,27 @@ func TestCallTheServerDiedOfIsNotSentAgain(t *testing.T) {
 	}
 }
 
-// awaitDead waits until pid has died (a zombie, or reaped): nothing it
-// held, its stdin included, can be read any more. It polls finely, so
-// that the caller still acts before the supervisor has seen the death.
+// awaitDead waits until pid has died and closed its files (a zombie
+// whose descriptors are gone, or reaped): nothing can read its stdin any
+// more. A zombie alone is not enough: the main thread of a killed Go
+// process turns zombie while its other threads are still exiting, and
+// one of them may still take what is written to the pipe. It polls
+// finely, so that the caller still acts before the supervisor has seen
+// the death.
 func awaitDead(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for testutil.Running(pid) {
+	for testutil.Running(pid) || holdsFiles(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("server %d still running 10 s after SIGKILL", pid)
 		}
 		time.Sleep(50 * time.Microsecond)
 	}
+}
+
+// holdsFiles reports whether pid still has open descriptors (a process,
+// or a zombie whose threads have not all exited).
+func holdsFiles(pid int) bool {
+	fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	return err == nil && len(fds) > 0
 }
