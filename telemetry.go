@@ -689,51 +689,51 @@ func (h eraHandler) WithGroup(name string) slog.Handler {
 }
 
 // observeSubscription sets the hooks that trace and measure a
-// subscription: its SubscriptionTrace (the site's listenStarted), the
-// queue depth at each event and the overflows. With telemetry off it
-// sets nothing.
+// subscription, all through its SubscriptionTrace (the site's
+// listenStarted): the spans, the queue depth at each event and the
+// overflows. With telemetry off it sets nothing.
 func (c *Client) observeSubscription(ctx context.Context, o *subscription.Options) context.Context {
-	if c.meters != nil {
-		o.Hooks.Overflowed = c.meters.Overflow
-		o.Hooks.Queued = func(_ int64, _ Event, depth int) { c.meters.QueueDepth(depth) }
-	}
 	ctx, t := c.site.listenStarted(ctx)
 	if t == nil {
 		return ctx
 	}
 	o.Hooks.Ended = t.end
-	if t.recording {
-		o.Hooks.Queued = func(_ int64, ev Event, depth int) {
-			c.meters.QueueDepth(depth)
-			t.Event(ev)
-		}
+	if t.recording || t.metering {
+		o.Hooks.Queued = t.queued
 	}
 	return ctx
 }
 
-// SubscriptionTrace traces one subscription exactly as a Client's Listen
-// does, by the same code: a CLIENT span subscriptions/listen from Listen
-// until the subscription ends, and a SERVER span per event (see Event).
-// TraceSubscription starts one for a subscription that a Requester made
-// by Instrument opens some other way than a request (the remote
-// package's Listen). Event may be called from any goroutine, End once
-// after the last Event; on a nil *SubscriptionTrace (tracing off) both do
+// SubscriptionTrace traces and measures one subscription exactly as a
+// Client's Listen does, by the same code: a CLIENT span
+// subscriptions/listen from Listen until the subscription ends, a SERVER
+// span per event (see Event), and the metrics
+// snodo.client.subscription.queue.depth (see Queued) and
+// snodo.client.subscription.overflows (see End). TraceSubscription starts
+// one for a subscription that a Requester made by Instrument opens some
+// other way than a request (the remote package's Listen). Event and
+// Queued may be called from any goroutine, End once after the last of
+// them; on a nil *SubscriptionTrace (tracing and metrics off) all do
 // nothing and cost nothing.
 type SubscriptionTrace struct {
 	s         *site
 	ctx       context.Context // the span's: the parent or link of each event's
-	span      trace.Span
+	span      trace.Span      // nil when tracing is off
 	recording bool
+	metering  bool
 }
 
-// TraceSubscription starts the subscriptions/listen CLIENT span of a
-// subscription opened through r, a Requester that Instrument returned: a
-// child of the span in ctx, with the attributes of r's request spans
-// (mcp.method.name, network.transport). Open the subscription with the
-// returned ctx, so that the trace context it carries to the server is
-// this span's, record each event with Event and the end with End. When
-// r did not come from Instrument, or its tracer provider is off (the
-// default no-op one), it returns ctx and nil.
+// TraceSubscription starts tracing and measuring a subscription opened
+// through r, a Requester that Instrument returned: the
+// subscriptions/listen CLIENT span, a child of the span in ctx, with the
+// attributes of r's request spans (mcp.method.name, network.transport),
+// and the subscription metrics, with the attributes of r's other
+// connection metrics (network.transport, snodo.server.name). Open the
+// subscription with the returned ctx, so that the trace context it
+// carries to the server is this span's, record each event with Event and
+// Queued and the end with End. When r did not come from Instrument, or
+// neither its tracer provider nor its meter provider records (the
+// default no-op ones), it returns ctx and nil.
 func TraceSubscription(ctx context.Context, r Requester) (context.Context, *SubscriptionTrace) {
 	in, ok := r.(*instrumented)
 	if !ok {
@@ -742,13 +742,18 @@ func TraceSubscription(ctx context.Context, r Requester) (context.Context, *Subs
 	return in.site.listenStarted(ctx)
 }
 
-// listenStarted starts a subscription's span; ctx and nil when tracing is
-// off.
+// listenStarted starts a subscription's span (when tracing) and decides
+// whether it is measured, once, as a request's op does; ctx and nil when
+// both are off.
 func (s *site) listenStarted(ctx context.Context) (context.Context, *SubscriptionTrace) {
-	if !s.tel.Tracing() {
+	tracing, metering := s.tel.Tracing(), s.meters.Live()
+	if !tracing && !metering {
 		return ctx, nil
 	}
-	t := &SubscriptionTrace{s: s}
+	t := &SubscriptionTrace{s: s, ctx: ctx, metering: metering}
+	if !tracing {
+		return ctx, t
+	}
 	ctx, t.span = s.tel.Tracer().Start(ctx, subscription.Method, trace.WithSpanKind(trace.SpanKindClient))
 	t.ctx = ctx
 	t.recording = t.span.IsRecording()
@@ -763,6 +768,24 @@ func (s *site) listenStarted(ctx context.Context) (context.Context, *Subscriptio
 		t.span.SetAttributes(attrs...)
 	}
 	return ctx, t
+}
+
+// queued is the Queued hook of a local subscription: an event queued for
+// the reader, with the queue's depth then.
+func (t *SubscriptionTrace) queued(_ int64, ev Event, depth int) {
+	t.Queued(depth)
+	t.Event(ev)
+}
+
+// Queued records depth, the number of events waiting for the reader just
+// after one was queued (snodo.client.subscription.queue.depth: one
+// sample per queued event). An event that
+// goes to no queue (to a ListenTo actor, which has its own mailbox) has
+// no depth: call Event alone.
+func (t *SubscriptionTrace) Queued(depth int) {
+	if t != nil && t.metering {
+		t.s.meters.QueueDepth(depth)
+	}
 }
 
 // Event records a notification the server sent on the subscription as
@@ -787,7 +810,9 @@ func (t *SubscriptionTrace) Event(ev Event) {
 // and ErrOwnerExited (the caller ended it) leave the status unset; any
 // other reason sets error.type and an Error status (ErrQueueFull
 // "queue_full", ErrServerTeardown "server_teardown", an error response
-// its code, a closed connection "connection_closed", …). Call it once.
+// its code, a closed connection "connection_closed", …). A subscription
+// that ended with ErrQueueFull is counted once in
+// snodo.client.subscription.overflows. Call it once.
 func (t *SubscriptionTrace) End(err error) {
 	if t != nil {
 		t.end(0, err)
@@ -797,6 +822,12 @@ func (t *SubscriptionTrace) End(err error) {
 // end is End with the listen request's JSON-RPC id (0: none, as across
 // NATS, where the host's span has it).
 func (t *SubscriptionTrace) end(id int64, err error) {
+	if t.metering && errors.Is(err, ErrQueueFull) {
+		t.s.meters.Overflow()
+	}
+	if t.span == nil {
+		return
+	}
 	if !t.recording {
 		t.span.End()
 		return

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/snodo/snodo/connection"
@@ -102,9 +103,9 @@ func TestInstrumentOffAddsNoAllocation(t *testing.T) {
 //go:noinline
 func opaque(r Requester) Requester { return r }
 
-// TraceSubscription traces only through a Requester made by Instrument,
-// and only when its provider records; with none, the trace is nil and
-// its methods cost no allocation.
+// TraceSubscription traces and measures only through a Requester made
+// by Instrument, and only when one of its providers records; with none,
+// the trace is nil and its methods cost no allocation.
 func TestTraceSubscriptionOffIsNil(t *testing.T) {
 	ctx := context.Background()
 	got, tr := TraceSubscription(ctx, Instrument(nil, nil, nil, "tcp", "test"))
@@ -117,9 +118,18 @@ func TestTraceSubscriptionOffIsNil(t *testing.T) {
 	_, tr = TraceSubscription(ctx, Instrument(nil, tp, nil, "tcp", "test"))
 	require.NotNil(t, tr)
 	tr.End(nil)
+	mp := sdkmetric.NewMeterProvider()
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	got, tr = TraceSubscription(ctx, Instrument(nil, nil, mp, "tcp", "test"))
+	require.NotNil(t, tr, "metrics alone: measured, not traced")
+	require.Equal(t, ctx, got, "no span: ctx as it was")
+	tr.End(ErrQueueFull)
 
 	var off *SubscriptionTrace
 	ev := Event{Method: NotificationToolsListChanged, Params: json.RawMessage(`{}`)}
-	require.Zero(t, testing.AllocsPerRun(1000, func() { off.Event(ev) }))
+	require.Zero(t, testing.AllocsPerRun(1000, func() {
+		off.Queued(1)
+		off.Event(ev)
+	}))
 	off.End(ErrQueueFull) // nothing to end
 }

@@ -14,7 +14,8 @@
 // channel, or with snodo.ListenTo to an actor). Each request is traced
 // and measured as a local one is (snodo.Instrument: a CLIENT span whose
 // context the host's spans join; WithTracerProvider, WithMeterProvider),
-// and each subscription traced as a local one is (snodo.TraceSubscription).
+// and each subscription traced and measured as a local one is
+// (snodo.TraceSubscription).
 // Legacy resource subscriptions (SubscribeResource) stay on the host:
 // their updates go to the host's handler, never back to the caller. A
 // host refuses, with -32600, the methods its own connection manages

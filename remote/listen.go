@@ -46,7 +46,7 @@ type Subscription struct {
 	done   chan struct{}
 	actor  *protoactor.PID // ListenTo, or nil
 	sys    *protoactor.ActorSystem
-	trace  *snodo.SubscriptionTrace // nil when tracing is off
+	trace  *snodo.SubscriptionTrace // nil when tracing and metrics are off
 
 	// maxBytes bounds the params bytes of the events waiting in events,
 	// which bytes counts (run's alone).
@@ -79,9 +79,11 @@ type Subscription struct {
 // (WithActorSystem); the subscription watches it and is cancelled on
 // the host when it terminates (Err wraps snodo.ErrOwnerExited).
 //
-// The subscription is traced as a local one is (snodo.TraceSubscription):
-// a CLIENT span subscriptions/listen, child of the span in ctx, until it
-// ends, whose context goes to the host; a SERVER span per event.
+// The subscription is traced and measured as a local one is, by the same
+// code (snodo.TraceSubscription): a CLIENT span subscriptions/listen,
+// child of the span in ctx, until it ends, whose context goes to the
+// host; a SERVER span per event; the queue depth at each event queued on
+// Events, and an overflow when it ends with snodo.ErrQueueFull.
 func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
 	if ctx == nil {
 		return nil, nilContextError(subscription.Method)
@@ -105,8 +107,9 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	if err != nil {
 		return nil, fmt.Errorf("remote: cannot marshal the subscription filter: %w", err)
 	}
-	// The subscription's CLIENT span, as a local Listen makes it (the
-	// same code): its context goes to the host in the request's headers.
+	// The subscription's CLIENT span and metrics, as a local Listen makes
+	// them (the same code): the span's context goes to the host in the
+	// request's headers.
 	ctx, trace := snodo.TraceSubscription(ctx, c.traced)
 	s := &Subscription{
 		c: c, owner: ctx,
@@ -246,7 +249,7 @@ loop:
 			switch m.Header.Get(hdrKind) {
 			case kindEvent:
 				ev := snodo.Event{Method: m.Header.Get(hdrMethod), Params: m.Data}
-				if s.actor != nil {
+				if s.actor != nil { // no queue: the actor's mailbox takes it
 					s.traceEvent(ev)
 					s.sys.Root.Send(s.actor, &snodo.SubscriptionEvent{Event: ev})
 					continue
@@ -259,6 +262,7 @@ loop:
 				select {
 				case s.events <- ev:
 					s.bytes.Sent(len(ev.Params))
+					s.trace.Queued(len(s.events))
 					s.traceEvent(ev)
 				default:
 					why = fmt.Errorf("%w: the subscription on %s has %d events waiting for a slow reader; read Events faster or raise the queue bound",
@@ -303,7 +307,8 @@ loop:
 
 // traceEvent records an event of the MCP server's as a local
 // subscription's queued event is recorded (snodo.SubscriptionTrace.Event).
-// A resubscribed marker is the host's, not the server's: no span.
+// A resubscribed marker is the host's, not the server's: no span (it is
+// in the queue depth all the same: it waits for the reader).
 func (s *Subscription) traceEvent(ev snodo.Event) {
 	if s.trace != nil && ev.Method != supervisor.ResubscribedMethod {
 		s.trace.Event(ev)

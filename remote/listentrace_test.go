@@ -223,17 +223,3 @@ func TestRemoteListenToIsTraced(t *testing.T) {
 	assert.Equal(t, trace.SpanKindServer, events[0].SpanKind())
 	assert.Equal(t, listen[0].SpanContext().SpanID(), events[0].Parent().SpanID())
 }
-
-// With tracing off (no provider: the global no-op one), a remote
-// subscription has no trace, and the event path adds no allocation.
-func TestRemoteListenUntracedAddsNoAllocation(t *testing.T) {
-	e := natsServer(t)
-	host(t, e, "plain", 1)
-	c := client(t, e, "plain", WithHeartbeat(100*time.Millisecond))
-	sub, err := c.Listen(ctxFor(t, 20*time.Second), snodo.Filter{ToolsListChanged: true})
-	require.NoError(t, err)
-	defer sub.Close()
-	require.Nil(t, sub.trace, "no provider: nothing to record")
-	ev := snodo.Event{Method: "notifications/tools/list_changed", Params: json.RawMessage(`{}`)}
-	assert.Zero(t, testing.AllocsPerRun(1000, func() { sub.traceEvent(ev) }))
-}

@@ -183,9 +183,10 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // WithMeterProvider records the client's mcp.client.operation.duration
-// (network.transport "tcp") and requests in flight (snodo.server.name:
-// the served name) with mp, as a local snodo.Client does. Default: the
-// global provider. Callers.
+// (network.transport "tcp"), requests in flight, and its subscriptions'
+// queue depth and overflows (network.transport "tcp", snodo.server.name:
+// the served name) with mp, as a local snodo.Client does, by the same
+// code. Default: the global provider. Callers.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) error {
 		if mp == nil {
