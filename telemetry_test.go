@@ -581,3 +581,32 @@ func TestInstrumentNilRequester(t *testing.T) {
 		})
 	}
 }
+
+// When Listen's ctx ends before the server acknowledged the subscription,
+// the owner left: Listen fails with an error wrapping ErrOwnerExited and
+// the ctx's cause, and the span has no error (the rule of
+// SubscriptionTrace.End), as for a remote Listen
+// (TestRemoteListenOwnerLeavingBeforeAckIsNoError in remote).
+func TestListenOwnerLeavingBeforeAckIsNoError(t *testing.T) {
+	tp, rec := traced(t)
+	c := dialTest(t, []string{"-silent-listen"}, WithTracerProvider(tp))
+	owned, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Listen(owned, Filter{ToolsListChanged: true})
+		done <- err
+	}()
+	testutil.Eventually(t, func() bool {
+		return len(receivedMeta(t, c, "subscriptions/listen")) == 1
+	}, 10*time.Second, "the server never received the listen request")
+	cancel()
+	err := testutil.Receive(t, done, 10*time.Second, "Listen's return")
+	require.ErrorIs(t, err, ErrOwnerExited)
+	require.ErrorIs(t, err, context.Canceled)
+
+	spans := spansNamed(rec, "subscriptions/listen")
+	require.Len(t, spans, 1)
+	assert.Equal(t, codes.Unset, spans[0].Status().Code, "the owner leaving is no error")
+	assert.NotContains(t, spanAttrs(spans[0]), "error.type")
+}

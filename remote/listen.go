@@ -79,6 +79,12 @@ type Subscription struct {
 // (WithActorSystem); the subscription watches it and is cancelled on
 // the host when it terminates (Err wraps snodo.ErrOwnerExited).
 //
+// When ctx is done before the host acknowledged the subscription, Listen
+// fails as a local Listen does: with an error wrapping
+// snodo.ErrOwnerExited and ctx's cause (errors.Is context.Canceled or
+// context.DeadlineExceeded), and the host, hearing no keep-alive, cancels
+// it.
+//
 // The subscription is traced and measured as a local one is, by the same
 // code (snodo.TraceSubscription): a CLIENT span subscriptions/listen,
 // child of the span in ctx, until it ends, whose context goes to the
@@ -88,8 +94,9 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	if ctx == nil {
 		return nil, nilContextError(subscription.Method)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err // sent, it would open a subscription for nobody
+	if ctx.Err() != nil {
+		// Sent, it would open a subscription for nobody.
+		return nil, fmt.Errorf("remote: %s on %s ended before the server acknowledged it: %w", subscription.Method, c.name, ownerLeft(ctx))
 	}
 	o, err := snodo.ListenSettingsOf(opts...)
 	if err != nil {
@@ -191,9 +198,18 @@ func (s *Subscription) awaitAck(ctx context.Context) error {
 		case err := <-s.quit:
 			return err
 		case <-ctx.Done():
-			return ctx.Err() // the host sees no keep-alive and cancels it
+			// The owner left, as for a local Listen: no error of the
+			// subscription's; the host sees no keep-alive and cancels it.
+			return fmt.Errorf("remote: %s on %s ended before the server acknowledged it: %w", subscription.Method, s.c.name, ownerLeft(ctx))
 		}
 	}
+}
+
+// ownerLeft is why a subscription ends when ctx, its owner, is done: the
+// error a local subscription ends with then (snodo.ErrOwnerExited and the
+// ctx's cause).
+func ownerLeft(ctx context.Context) error {
+	return fmt.Errorf("%w: the context given to Listen is done: %w", snodo.ErrOwnerExited, context.Cause(ctx))
 }
 
 // endError is why a host ended a subscription: nil for a graceful end.
@@ -283,7 +299,7 @@ loop:
 			why = err
 			break loop
 		case <-s.owner.Done():
-			why = fmt.Errorf("%w: the context given to Listen is done: %w", snodo.ErrOwnerExited, context.Cause(s.owner))
+			why = ownerLeft(s.owner)
 			break loop
 		}
 	}

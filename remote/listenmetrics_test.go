@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -126,4 +128,50 @@ func TestRemoteListenMetricsAllocation(t *testing.T) {
 		measured.trace.Queued(1)
 		measured.traceEvent(ev)
 	}), "metrics on, tracing off")
+}
+
+// When Listen's ctx ends before the host acknowledged the subscription,
+// the owner left: Listen fails with an error wrapping snodo.ErrOwnerExited
+// and the ctx's cause, and the span has no error, as for a local Listen
+// (TestListenOwnerLeavingBeforeAckIsNoError in the root package).
+func TestRemoteListenOwnerLeavingBeforeAckIsNoError(t *testing.T) {
+	e := natsServer(t)
+	hostWith(t, e, "silent", 1, []snodo.Option{snodo.WithTimeout(2 * time.Second)}, "-silent-listen")
+	tp, rec := recorder(t)
+	c := client(t, e, "silent", WithTracerProvider(tp))
+	// Another subscriber of the listen subject sees the request as the
+	// host does: once it has, Listen waits for the acknowledgement.
+	sent := make(chan struct{}, 1)
+	nc := conn(t, e)
+	_, err := nc.Subscribe(subjectsOf(DefaultPrefix, "silent").listen, func(*nats.Msg) {
+		select {
+		case sent <- struct{}{}:
+		default:
+		}
+	})
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
+
+	owned, cancel := context.WithCancel(ctxFor(t, 20*time.Second))
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Listen(owned, snodo.Filter{ToolsListChanged: true})
+		done <- err
+	}()
+	testutil.Receive(t, sent, 10*time.Second, "the listen request")
+	cancel()
+	err = testutil.Receive(t, done, 10*time.Second, "Listen's return")
+	require.ErrorIs(t, err, snodo.ErrOwnerExited)
+	require.ErrorIs(t, err, context.Canceled)
+
+	spans := ended(rec, "subscriptions/listen")
+	require.Len(t, spans, 1)
+	assert.Equal(t, codes.Unset, spans[0].Status().Code, "the owner leaving is no error")
+	assert.NotContains(t, attrsOf(spans[0]), "error.type")
+
+	// A ctx already done: nothing is sent, and the error is the same.
+	_, err = c.Listen(owned, snodo.Filter{ToolsListChanged: true})
+	require.ErrorIs(t, err, snodo.ErrOwnerExited)
+	require.ErrorIs(t, err, context.Canceled)
 }
