@@ -36,7 +36,10 @@ func ConnectNATS(ctx context.Context, url string, opts ...nats.Option) (*nats.Co
 // takes no ctx: connectNATS returns without waiting for it.
 func connectNATS(ctx context.Context, url string, opts []nats.Option) (*nats.Conn, error) {
 	fail := func(err error) error {
-		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) { // it failed as ctx ended
+		// It failed as ctx ended: say so, with the cause. A dial cut short
+		// by ctx ("operation was canceled") matches context.Canceled but
+		// not a cause set with WithCancelCause, so ask for the cause.
+		if ctx.Err() != nil && !errors.Is(err, context.Cause(ctx)) {
 			err = fmt.Errorf("%w: %w", ctxErr(ctx), err)
 		}
 		return fmt.Errorf("remote: connecting to NATS at %s: %w", natsurl.Redact(url), err)
