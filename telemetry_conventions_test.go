@@ -85,7 +85,7 @@ func TestErrorTypeTellsLocalErrorsFromServerCodes(t *testing.T) {
 	assert.Equal(t, "-32000", spanAttrs(errSpans[1])["error.type"])
 	assert.Equal(t, "-32000", spanAttrs(errSpans[1])["rpc.response.status_code"])
 
-	m := collectMetrics(t, reader)
+	m := testutil.Metrics(t, reader)
 	op := m[telemetry.MetricOperationDuration]
 	assert.EqualValues(t, 1, sumWhere(t, op, "error.type", "timeout"))
 	assert.EqualValues(t, 1, sumWhere(t, op, "error.type", "connection_closed"))
@@ -186,7 +186,7 @@ func TestTraceHandlerSpanStatusFollowsTheReceiverRules(t *testing.T) {
 	assert.Equal(t, "cancelled", block["error.type"])
 	assert.NotContains(t, block, "rpc.response.status_code", "no answer was sent")
 	assert.Equal(t, codes.Error, byKind["block"].Status().Code)
-	m := collectMetrics(t, reader)
+	m := testutil.Metrics(t, reader)
 	assert.EqualValues(t, 0, sumWhere(t, m["snodo.client.server_requests.active"], "", ""),
 		"the cancelled handler's end is counted")
 
@@ -211,7 +211,7 @@ func TestTraceHandlerSpanStatusFollowsTheReceiverRules(t *testing.T) {
 	_, err := c.Request(t.Context(), "test/serverRequest", map[string]any{"method": "x/custom"})
 	require.NoError(t, err)
 	testutil.Eventually(t, func() bool { return len(spansNamed(rec, "x/custom")) == 1 }, 5*time.Second, "no span for x/custom")
-	served = collectMetrics(t, reader)[telemetry.MetricServerOperationDuration]
+	served = testutil.Metrics(t, reader)[telemetry.MetricServerOperationDuration]
 	assert.EqualValues(t, 1, sumWhere(t, served, "mcp.method.name", "_OTHER"))
 	if h, ok := served.(metricdata.Histogram[float64]); assert.True(t, ok) {
 		for _, p := range h.DataPoints {
@@ -296,7 +296,7 @@ func TestNotificationsAreMeasuredAndTheHandshakesIsTraced(t *testing.T) {
 	c := dialTest(t, []string{"-era", "legacy"}, WithTracerProvider(tp), WithMeterProvider(mp))
 	require.NoError(t, c.Notify(t.Context(), "notifications/roots/list_changed", nil))
 
-	op := collectMetrics(t, reader)[telemetry.MetricOperationDuration]
+	op := testutil.Metrics(t, reader)[telemetry.MetricOperationDuration]
 	assert.EqualValues(t, 1, sumWhere(t, op, "mcp.method.name", "notifications/roots/list_changed"))
 	assert.EqualValues(t, 1, sumWhere(t, op, "mcp.method.name", "notifications/initialized"))
 	hs := spansNamed(rec, "notifications/initialized")
@@ -358,7 +358,7 @@ func TestTargetAttributesPerMethod(t *testing.T) {
 	assert.Equal(t, "execute_tool", spanAttrs(unnamed[0])["gen_ai.operation.name"], "a tool call, even without a name")
 	assert.NotContains(t, spanAttrs(unnamed[0]), "gen_ai.tool.name")
 
-	op := collectMetrics(t, reader)[telemetry.MetricOperationDuration]
+	op := testutil.Metrics(t, reader)[telemetry.MetricOperationDuration]
 	assert.EqualValues(t, 1, sumWhere(t, op, "gen_ai.prompt.name", "greet"))
 }
 
@@ -413,7 +413,7 @@ func TestTraceNotificationHandlerRuns(t *testing.T) {
 	assert.Equal(t, "_OTHER", spanAttrs(panicked[0])["error.type"])
 	assert.Equal(t, codes.Error, panicked[0].Status().Code)
 
-	served := collectMetrics(t, reader)[telemetry.MetricServerOperationDuration]
+	served := testutil.Metrics(t, reader)[telemetry.MetricServerOperationDuration]
 	assert.EqualValues(t, 1, sumWhere(t, served, "mcp.method.name", "notifications/message"))
 	assert.EqualValues(t, 1, sumWhere(t, served, "mcp.method.name", "notifications/resources/updated"))
 	assert.EqualValues(t, 1, sumWhere(t, served, "mcp.method.name", "_OTHER"))
@@ -470,7 +470,7 @@ func TestInitializeSpanCarriesTheChosenVersion(t *testing.T) {
 	hs := spansNamed(rec, "initialize")
 	require.Len(t, hs, 1)
 	assert.Equal(t, c.ProtocolVersion(), spanAttrs(hs[0])["mcp.protocol.version"])
-	op := collectMetrics(t, reader)[telemetry.MetricOperationDuration]
+	op := testutil.Metrics(t, reader)[telemetry.MetricOperationDuration]
 	found := false
 	if h, ok := op.(metricdata.Histogram[float64]); assert.True(t, ok) {
 		for _, p := range h.DataPoints {

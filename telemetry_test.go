@@ -311,20 +311,6 @@ func TestTraceEventJoinsTheServersTrace(t *testing.T) {
 	assert.Equal(t, "test://a", spanAttrs(ev)["mcp.resource.uri"])
 }
 
-// metricsOf collects rm into name → data points.
-func collectMetrics(t *testing.T, reader *sdkmetric.ManualReader) map[string]metricdata.Aggregation {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, reader.Collect(context.Background(), &rm))
-	out := map[string]metricdata.Aggregation{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			out[m.Name] = m.Data
-		}
-	}
-	return out
-}
-
 func sumWhere(t *testing.T, data metricdata.Aggregation, key, value string) int64 {
 	t.Helper()
 	var total int64
@@ -395,7 +381,7 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 				go func() {
 					// Released once the refusal is counted.
 					testutil.Eventually(t, func() bool {
-						return sumWhere(t, collectMetrics(t, reader)["snodo.client.server_requests.refused"], "", "") == 1
+						return sumWhere(t, testutil.Metrics(t, reader)["snodo.client.server_requests.refused"], "", "") == 1
 					}, 10*time.Second, "no refusal counted")
 					once.Do(func() { close(release) })
 				}()
@@ -407,7 +393,7 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 			require.ErrorIs(t, err, ErrConnectionClosed)
 			<-c.Done()
 
-			m := collectMetrics(t, reader)
+			m := testutil.Metrics(t, reader)
 			op := m["mcp.client.operation.duration"]
 			require.NotNil(t, op)
 			assert.EqualValues(t, n, sumWhere(t, op, "gen_ai.tool.name", "echo"))
@@ -487,7 +473,7 @@ func TestMetricsOfSubscriptionsAndDroppedNotifications(t *testing.T) {
 
 	var m map[string]metricdata.Aggregation
 	testutil.Eventually(t, func() bool {
-		m = collectMetrics(t, reader)
+		m = testutil.Metrics(t, reader)
 		return sumWhere(t, m["snodo.client.notifications.dropped"], "snodo.drop.reason", "unclaimed") >= 1
 	}, 5*time.Second, "the unclaimed notification was not counted")
 	assert.EqualValues(t, 1, sumWhere(t, m["snodo.client.subscription.overflows"], "", ""))
@@ -509,7 +495,7 @@ func TestResourceURIOnSpansNotInMetrics(t *testing.T) {
 	spans := spansNamed(rec, "resources/read")
 	require.Len(t, spans, 1, "a URI never goes into a span name")
 	assert.Equal(t, "test://a", spanAttrs(spans[0])["mcp.resource.uri"])
-	h, ok := collectMetrics(t, reader)["mcp.client.operation.duration"].(metricdata.Histogram[float64])
+	h, ok := testutil.Metrics(t, reader)["mcp.client.operation.duration"].(metricdata.Histogram[float64])
 	require.True(t, ok)
 	for _, p := range h.DataPoints {
 		_, has := p.Attributes.Value("mcp.resource.uri")

@@ -27,20 +27,6 @@ func meterReader(t *testing.T) (*sdkmetric.MeterProvider, *sdkmetric.ManualReade
 	return mp, reader
 }
 
-// metricsOf collects reader: metric name → data.
-func metricsOf(t *testing.T, reader *sdkmetric.ManualReader) map[string]metricdata.Aggregation {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, reader.Collect(context.Background(), &rm))
-	out := map[string]metricdata.Aggregation{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			out[m.Name] = m.Data
-		}
-	}
-	return out
-}
-
 // A remote subscription records the metrics a local one records, by the
 // same code, with the attributes of the remote client's other connection
 // metrics (network.transport tcp, snodo.server.name): the queue depth as
@@ -72,7 +58,7 @@ func TestRemoteListenIsMeasured(t *testing.T) {
 	<-sub.Done()
 	require.ErrorIs(t, sub.Err(), snodo.ErrQueueFull)
 
-	m := metricsOf(t, reader)
+	m := testutil.Metrics(t, reader)
 	depth, ok := m["snodo.client.subscription.queue.depth"].(metricdata.Histogram[int64])
 	require.True(t, ok, "queue depth recorded: %v", m)
 	require.Len(t, depth.DataPoints, 1, "one series: the client's")
