@@ -60,7 +60,7 @@ func (in *instrumented) Request(ctx context.Context, method string, params any, 
 		opts = append(opts[:len(opts):len(opts)], OnProgress(co.OnProgress))
 	}
 	raw, err := in.r.Request(ctx, method, params, opts...)
-	o.end(ctx, raw, err)
+	o.end(raw, err)
 	return raw, err
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/telemetry"
 )
 
 // serverRequests wraps the user's handler into the one every connection
@@ -44,16 +45,18 @@ func (c *Client) observed(user ServerRequestHandler) ServerRequestHandler {
 		ctx, span := c.serverRequestSpan(ctx, req)
 		metering := c.meters.Live() // once: a provider set meanwhile must not unbalance the count
 		var start time.Time
+		measured := ctx // the ctx of the run's measurements: detached once, for all three
 		if metering {
-			c.meters.HandlerStarted(ctx)
+			measured = telemetry.Detached(ctx)
+			c.meters.HandlerStarted(measured)
 			start = time.Now()
 		}
 		defer func() {
 			if r := recover(); r != nil {
-				c.served(ctx, req.Method, span, metering, start, false, errHandlerPanicked) // answered -32603
+				c.served(measured, req.Method, span, metering, start, false, errHandlerPanicked) // answered -32603
 				panic(r)
 			}
-			c.served(ctx, req.Method, span, metering, start, ctx.Err() != nil, err)
+			c.served(measured, req.Method, span, metering, start, ctx.Err() != nil, err)
 		}()
 		return serve(ctx, req)
 	}

@@ -1,6 +1,7 @@
 package snodo
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -82,6 +83,12 @@ type op struct {
 	id        atomic.Int64 // the last request ID sent for it
 	opts      connection.CallOptions
 	version   string // the version an initialize result chose, before the client has settled it
+	// measured is the ctx of both of the op's measurements (requests
+	// in flight at its begin and end, its duration): the request's ctx
+	// detached from its cancellation, held in detached, so that the end
+	// of a cancelled request is counted, at no allocation.
+	measured context.Context
+	detached telemetry.NoCancel
 }
 
 // begin starts an operation for method: a client span (child of the span
@@ -113,7 +120,7 @@ func (s *site) begin(ctx context.Context, method string, params any, opts *conne
 		if o.target != "" && !namesResource(method) { // a URI would make span names high-cardinality
 			name += " " + o.target
 		}
-		ctx, o.span = s.tel.Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+		ctx, o.span = s.tel.StartClient(ctx, name)
 		o.recording = o.span.IsRecording()
 		if o.recording {
 			o.span.SetAttributes(o.attributes()...)
@@ -126,7 +133,8 @@ func (s *site) begin(ctx context.Context, method string, params any, opts *conne
 		}
 	}
 	if metering {
-		s.meters.RequestStarted(ctx)
+		o.measured = o.detached.Detach(ctx)
+		s.meters.RequestStarted(o.measured)
 	}
 	return ctx, o, params, &o.opts
 }
@@ -159,11 +167,22 @@ func target(method string, params any) (string, any) {
 		}
 	}
 	member, _ := jsonrpc.Member(obj, key)
-	var name string
-	if len(member) > 0 && member[0] == '"' {
-		_ = json.Unmarshal(member, &name)
+	return telemetry.Bound(jsonString(member), telemetry.MaxName), json.RawMessage(raw)
+}
+
+// jsonString is the string a raw JSON value holds: "" for any other
+// value. One without escapes (a name, almost always) is copied at one
+// allocation, not decoded.
+func jsonString(raw json.RawMessage) string {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return ""
 	}
-	return telemetry.Bound(name, telemetry.MaxName), json.RawMessage(raw)
+	if inner := raw[1 : len(raw)-1]; !bytes.ContainsAny(inner, "\\\"") {
+		return string(inner)
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
 }
 
 // namesResource: the requests whose params name a resource by its uri
@@ -236,7 +255,7 @@ func (o *op) inputRequired(raw json.RawMessage) {
 
 // end closes the operation with its outcome: the span's request ID,
 // error attributes and status, and the duration metric.
-func (o *op) end(ctx context.Context, raw json.RawMessage, err error) {
+func (o *op) end(raw json.RawMessage, err error) {
 	if o == nil {
 		return
 	}
@@ -266,8 +285,7 @@ func (o *op) end(ctx context.Context, raw json.RawMessage, err error) {
 		o.span.End()
 	}
 	if o.metering {
-		ctx := telemetry.Detached(ctx) // once, for both measurements
-		o.s.meters.RequestEnded(ctx)
+		o.s.meters.RequestEnded(o.measured)
 		attrs := slices.DeleteFunc(o.attributes(), func(kv attribute.KeyValue) bool {
 			return kv.Key == telemetry.AttrResourceURI // opt-in for metrics: high cardinality
 		})
@@ -277,7 +295,7 @@ func (o *op) end(ctx context.Context, raw json.RawMessage, err error) {
 				attrs = append(attrs, attribute.String(telemetry.AttrRPCStatusCode, statusCode))
 			}
 		}
-		o.s.meters.Operation(ctx, time.Since(o.start).Seconds(), attrs)
+		o.s.meters.Operation(o.measured, time.Since(o.start).Seconds(), attrs)
 	}
 }
 
@@ -286,11 +304,7 @@ func (o *op) end(ctx context.Context, raw json.RawMessage, err error) {
 // carry the version it settled, as the session's later ones do.
 func chosenVersion(raw json.RawMessage) string {
 	v, _ := jsonrpc.Member(raw, "protocolVersion")
-	var version string
-	if len(v) > 0 && v[0] == '"' {
-		_ = json.Unmarshal(v, &version)
-	}
-	return telemetry.Bound(version, telemetry.MaxName)
+	return telemetry.Bound(jsonString(v), telemetry.MaxName)
 }
 
 // classify turns an outcome into error.type (empty on success),
@@ -375,7 +389,7 @@ func (c *Client) send(ctx context.Context, method string, params any, meta []byt
 		return c.conn.Request(ctx, method, params, opts)
 	}
 	raw, err := c.conn.Request(ctx, method, params, opts)
-	o.end(ctx, raw, err)
+	o.end(raw, err)
 	return raw, err
 }
 
@@ -395,7 +409,7 @@ type notification struct {
 func (c *Client) notificationStarted(ctx context.Context, method string, tracing, metering bool) *notification {
 	n := &notification{c: c, ctx: ctx, method: telemetry.Bound(method, telemetry.MaxName), metering: metering, start: time.Now()}
 	if tracing {
-		n.ctx, n.span = c.tel.Tracer().Start(ctx, n.method, trace.WithSpanKind(trace.SpanKindClient))
+		n.ctx, n.span = c.tel.StartClient(ctx, n.method)
 		if n.span.IsRecording() {
 			n.span.SetAttributes(n.attributes()...)
 		}
@@ -565,7 +579,8 @@ func (c *Client) handled(ctx context.Context, method string, span trace.Span, me
 // mcp.server.operation.duration, the same with the method, transport and
 // version. cancelled reports that the handler's ctx ended first (the
 // server cancelled the request, the call it served ended, or the
-// connection stopped): no answer goes out then.
+// connection stopped): no answer goes out then. ctx is the measurements'
+// (the handler's, detached).
 func (c *Client) served(ctx context.Context, method string, span trace.Span, metering bool, start time.Time, cancelled bool, err error) {
 	recording := span != nil && span.IsRecording()
 	if !recording && !metering {
@@ -592,7 +607,7 @@ func (c *Client) served(ctx context.Context, method string, span trace.Span, met
 		span.End()
 	}
 	if metering {
-		ctx := telemetry.Detached(ctx) // once, for both measurements
+		ctx := telemetry.Detached(ctx) // as it is when the caller detached it
 		attrs := []attribute.KeyValue{
 			attribute.String(telemetry.AttrMethodName, servedMethod(method)),
 			attribute.String(telemetry.AttrNetworkTransport, telemetry.TransportPipe),
@@ -754,7 +769,7 @@ func (s *site) listenStarted(ctx context.Context) (context.Context, *Subscriptio
 	if !tracing {
 		return ctx, t
 	}
-	ctx, t.span = s.tel.Tracer().Start(ctx, subscription.Method, trace.WithSpanKind(trace.SpanKindClient))
+	ctx, t.span = s.tel.StartClient(ctx, subscription.Method)
 	t.ctx = ctx
 	t.recording = t.span.IsRecording()
 	if t.recording {
