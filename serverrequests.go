@@ -2,10 +2,12 @@ package snodo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -51,15 +53,40 @@ func (c *Client) observed(user ServerRequestHandler) ServerRequestHandler {
 			c.meters.HandlerStarted(measured)
 			start = time.Now()
 		}
+		var answered error // what the server is answered instead of a result, as the span and duration record it
 		defer func() {
 			if r := recover(); r != nil {
 				c.served(measured, req.Method, span, metering, start, false, errHandlerPanicked) // answered -32603
 				panic(r)
 			}
-			c.served(measured, req.Method, span, metering, start, ctx.Err() != nil, err)
+			c.served(measured, req.Method, span, metering, start, ctx.Err() != nil, answered)
 		}()
-		return serve(ctx, req)
+		res, err = serve(ctx, req)
+		answered = err
+		if err == nil && req.Method == MethodElicitation && (metering || span != nil && span.IsRecording()) {
+			res, answered = checkedAnswer(req, res)
+		}
+		return res, err
 	}
+}
+
+// checkedAnswer checks a handler's answer to elicitation/create as the
+// connection checks every one before sending it
+// (dispatch.CheckElicitAnswer: an accepted form must fit the requested
+// schema), so that the run's span, which ends before the connection's
+// check, and its duration record the -32603 the server gets for an
+// answer refused. It returns the answer encoded (the connection sends
+// those bytes, and checks them, as they are: the same verdict) and the
+// error the server is answered with instead, nil when none.
+func checkedAnswer(req *ServerRequest, res any) (any, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return res, err // the connection fails to encode it too: -32603
+	}
+	if wire, _ := dispatch.CheckElicitAnswer(req, b); wire != nil {
+		return json.RawMessage(b), wire
+	}
+	return json.RawMessage(b), nil
 }
 
 // Typed server requests: the params a ServerRequestHandler decodes

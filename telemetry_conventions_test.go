@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -116,6 +117,57 @@ func TestClassifyWords(t *testing.T) {
 		assert.Equal(t, tc.errType, errType, "%v", tc.err)
 		assert.Equal(t, tc.got, code, "%v", tc.err)
 		assert.NotEmpty(t, desc)
+	}
+}
+
+// An answer to elicitation/create that snodo refuses to send (an
+// accepted form that does not fit the requested schema) is on the
+// handler's span and in its duration as the -32603 the server gets
+// instead, by the receiver's rules, in both eras: a server request
+// (legacy) and an input request (modern). A fitting answer is no error.
+func TestTraceRefusedElicitationAnswerOnTheHandlerSpan(t *testing.T) {
+	for _, era := range []string{"legacy", "modern"} {
+		t.Run(era, func(t *testing.T) {
+			tp, rec := traced(t)
+			reader := sdkmetric.NewManualReader()
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+			t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+			var runs atomic.Int32
+			handler := func(ctx context.Context, req *ServerRequest) (any, error) {
+				if runs.Add(1) == 1 {
+					return ElicitResult{Action: ElicitAccept, Content: map[string]any{"name": "Ada"}}, nil
+				}
+				return ElicitResult{Action: ElicitAccept, Content: map[string]any{"name": 42}}, nil // the schema asks for a string
+			}
+			c := dialTest(t, []string{"-era", era}, WithTracerProvider(tp), WithMeterProvider(mp), WithServerRequestHandler(handler),
+				WithClientCapabilities(ClientCapabilities{Elicitation: &ElicitationCapability{}}))
+			res, err := c.CallTool(t.Context(), "ask", map[string]any{"rounds": 2})
+			if era == "modern" {
+				require.ErrorIs(t, err, ErrInputRequest, "the refused answer fails the call")
+				assert.ErrorContains(t, err, "snodo refused to send the handler's answer to elicitation/create")
+			} else {
+				require.NoError(t, err)
+				require.True(t, res.IsError)
+				assert.Contains(t, res.Content[0].Text, "does not match the requested schema", "the server was answered -32603")
+			}
+			var spans []sdktrace.ReadOnlySpan
+			testutil.Eventually(t, func() bool { spans = spansNamed(rec, MethodElicitation); return len(spans) == 2 }, 5*time.Second, "handler spans missing")
+
+			fits := spanAttrs(spans[0])
+			assert.NotContains(t, fits, "error.type", "the first answer fits")
+			assert.NotContains(t, fits, "rpc.response.status_code")
+			assert.Equal(t, codes.Unset, spans[0].Status().Code)
+
+			refused := spanAttrs(spans[1])
+			assert.Equal(t, "-32603", refused["error.type"], "what the server was answered")
+			assert.Equal(t, "-32603", refused["rpc.response.status_code"])
+			assert.Equal(t, codes.Error, spans[1].Status().Code)
+			assert.Contains(t, spans[1].Status().Description, "does not match the requested schema")
+
+			served := testutil.Metrics(t, reader)[telemetry.MetricServerOperationDuration]
+			assert.EqualValues(t, 2, sumWhere(t, served, "mcp.method.name", MethodElicitation))
+			assert.EqualValues(t, 1, sumWhere(t, served, "error.type", "-32603"))
+		})
 	}
 }
 
