@@ -87,17 +87,17 @@ func TestCallTheServerDiedOfIsNotSentAgain(t *testing.T) {
 	}
 }
 
-// awaitDead waits until pid has died and closed its files (a zombie
-// whose descriptors are gone, or reaped): nothing can read its stdin any
-// more. A zombie alone is not enough: the main thread of a killed Go
-// process turns zombie while its other threads are still exiting, and
-// one of them may still take what is written to the pipe. It polls
-// finely, so that the caller still acts before the supervisor has seen
-// the death.
+// awaitDead waits until pid has died with every thread (a zombie with no
+// thread left but its main one, or reaped): nothing can read its stdin
+// any more. A zombie alone is not enough: the main thread of a killed Go
+// process turns zombie, and its descriptors leave /proc, while its other
+// threads are still exiting, and one of them may still take what is
+// written to the pipe. It polls finely, so that the caller still acts
+// before the supervisor has seen the death.
 func awaitDead(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for testutil.Running(pid) || holdsFiles(pid) {
+	for testutil.Running(pid) || otherThreads(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("server %d still running 10 s after SIGKILL", pid)
 		}
@@ -105,9 +105,9 @@ func awaitDead(t *testing.T, pid int) {
 	}
 }
 
-// holdsFiles reports whether pid still has open descriptors (a process,
-// or a zombie whose threads have not all exited).
-func holdsFiles(pid int) bool {
-	fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
-	return err == nil && len(fds) > 0
+// otherThreads reports whether threads of pid other than its main one
+// are still there (exiting, they may still hold its descriptors).
+func otherThreads(pid int) bool {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	return err == nil && len(tasks) > 1
 }
