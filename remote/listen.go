@@ -314,8 +314,10 @@ loop:
 	s.err = why
 	s.mu.Unlock()
 	s.trace.End(why)
-	close(s.events)
+	// Done first: a reader that sees Events close reads the final Err
+	// (Err is nil until Done closes).
 	close(s.done)
+	close(s.events)
 	if s.actor != nil {
 		s.sys.Root.Send(s.actor, &snodo.SubscriptionEnded{Err: why})
 	}
@@ -351,7 +353,7 @@ func (s *Subscription) stop(why error) {
 }
 
 // Events delivers the events in order and is closed once the
-// subscription has ended. A reader that falls behind by more than the
+// subscription has ended (after Done: Err is final by then). A reader that falls behind by more than the
 // queue bound (snodo.MaxQueuedEvents, snodo.MaxQueuedEventBytes) ends it
 // with snodo.ErrQueueFull.
 // With ListenTo it only closes: the events go to the actor.

@@ -157,7 +157,8 @@ func (s *Subscription) Resubscriptions() int {
 }
 
 // Events delivers the events in order, a ResubscribedMethod marker after
-// each restart, and is closed once the subscription has ended. With
+// each restart, and is closed once the subscription has ended (after
+// Done: Err is final by then). With
 // ListenTo it only closes: the events go to the actor. Delivery
 // is unbuffered past the inner subscription's queue: a reader that falls
 // behind by more than that queue (snodo.MaxQueuedEvents,
@@ -207,8 +208,10 @@ func (s *Subscription) current() *snodo.Subscription {
 // subscription ends for another reason.
 func (s *Subscription) run(inner *snodo.Subscription, cl *snodo.Client) {
 	defer s.ended() // after Done closes: the actor may read Err
-	defer close(s.done)
+	// Events closes after Done, so a reader that sees Events close reads
+	// the final Err (Err is nil until Done closes).
 	defer close(s.events)
+	defer close(s.done)
 	defer s.cancel()
 	if s.unwatch != nil {
 		defer s.unwatch()

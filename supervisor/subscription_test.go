@@ -241,3 +241,28 @@ func TestListenToAnActorThatIsGone(t *testing.T) {
 	require.ErrorIs(t, err, snodo.ErrOwnerExited)
 	assert.ErrorContains(t, err, "does not exist")
 }
+
+// A reader that sees Events close reads the final Err at once, without
+// waiting for Done: the host of the remote package does (it answered a
+// teardown as a graceful end now and then, under load, when Events
+// closed before Err was set).
+func TestSubscriptionErrIsFinalOnceEventsClose(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	p, err := NewPool(t.Context(), cmd, args, 1, fast)
+	require.NoError(t, err)
+	defer p.Close()
+	for i := range 20 {
+		sub, err := p.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
+		require.NoError(t, err)
+		raw, err := p.Request(t.Context(), "test/subscriptions", nil)
+		require.NoError(t, err)
+		var open struct{ Open []json.RawMessage }
+		require.NoError(t, json.Unmarshal(raw, &open))
+		require.Len(t, open.Open, 1)
+		_, err = p.Request(t.Context(), "test/endSubscription", map[string]any{"subscription": open.Open[0], "mode": "teardown"})
+		require.NoError(t, err)
+		for range sub.Events() {
+		}
+		require.ErrorIs(t, sub.Err(), snodo.ErrServerTeardown, "run %d: Err as Events closed", i)
+	}
+}
