@@ -681,12 +681,46 @@ func (p *Pool) serveInputs(ctx context.Context, reqs []*snodo.ServerRequest, tim
 // Listen opens a supervised subscription on the least-loaded member; it
 // follows that member's restarts, and moves to another member (with a
 // ResubscribedMethod marker) when that one leaves the pool: Shrink takes
-// it out, or it gives up. It ends when the pool closes.
+// it out, or it gives up. It ends when the pool closes. A member that
+// leaves while Listen opens the subscription on it is passed over for
+// another, as a call's is.
 func (p *Pool) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
-	m, err := p.pick(ctx, listenMethod, nil, 0, !p.cfg.failFast)
-	if err != nil {
-		return nil, err
+	var (
+		prev *Client
+		left error // what Listen met on the member it moved away from
+	)
+	for range MaxPoolSize {
+		m, err := p.pick(ctx, listenMethod, prev, 0, !p.cfg.failFast)
+		if err != nil {
+			return nil, err
+		}
+		if m == prev {
+			// FailFast, and every member in rotation has ended.
+			m.s.release()
+			return nil, left
+		}
+		// The reservation pick made is held until the server acknowledged
+		// the subscription: a Shrink that took m out meanwhile waits for
+		// it before it closes m, and the subscription then moves as the
+		// others on m do. Only a member that ended first fails it.
+		sub, err := m.listen(ctx, p, f, opts, true)
+		if err == nil || ctx.Err() != nil || !m.left(err) {
+			return sub, err
+		}
+		p.cfg.logger.Debug("supervisor: a pool member left while Listen opened a subscription on it; opening it on another member",
+			"member", m.s.cfg.name, "error", err)
+		prev, left = m, err
 	}
-	m.s.release()
-	return m.listen(ctx, p, f, opts)
+	return nil, snodo.ClosedError(fmt.Errorf("supervisor: every pool member ended while Listen opened a subscription: %w", left))
+}
+
+// left reports whether err, met on c, is c's end: it left its pool
+// (Shrink closed it, or it gave up), so what was meant for it goes to
+// another member.
+func (c *Client) left(err error) bool {
+	if !errors.Is(err, snodo.ErrConnectionClosed) {
+		return false
+	}
+	_, ended := c.s.status()
+	return ended
 }

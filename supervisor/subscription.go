@@ -66,12 +66,23 @@ type Subscription struct {
 // watches the actor and ends when it terminates. The Subscription field
 // of those messages is the current server's subscription.
 func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
-	return c.listen(ctx, nil, f, opts)
+	return c.listen(ctx, nil, f, opts, false)
 }
 
 // listen opens the subscription; a pool's moves to another of its
-// members when c leaves it.
-func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []snodo.ListenOption) (*Subscription, error) {
+// members when c leaves it. reserved says the caller (a pool) already
+// counted it in c's in-flight figure; it is released once the server
+// acknowledged the subscription, or it failed.
+func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []snodo.ListenOption, reserved bool) (*Subscription, error) {
+	if !reserved {
+		c.s.inflight.Add(1)
+	}
+	held := true
+	defer func() {
+		if held {
+			c.s.release()
+		}
+	}()
 	set, err := snodo.ListenSettingsOf(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
@@ -91,8 +102,8 @@ func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []
 	if set.MaxQueueBytes > 0 {
 		each = append(each, snodo.MaxQueuedEventBytes(set.MaxQueueBytes))
 	}
-	c.s.inflight.Add(1)
 	inner, cl, err := c.s.listen(ctx, f, each, nil, !c.s.cfg.failFast, c.s.cfg.maxWait)
+	held = false
 	c.s.release()
 	if err != nil {
 		return nil, err
@@ -259,11 +270,7 @@ func (s *Subscription) run(inner *snodo.Subscription, cl *snodo.Client) {
 // ended with err because its member ended (Shrink closed it, or it gave
 // up): then it moves, unless the pool is closing too.
 func (s *Subscription) memberLeft(err error) bool {
-	if s.pool == nil || !errors.Is(err, snodo.ErrConnectionClosed) {
-		return false
-	}
-	_, ended := s.Member().s.status()
-	return ended
+	return s.pool != nil && s.Member().left(err)
 }
 
 // leftWords says why a pool member left, for the marker of a move.
