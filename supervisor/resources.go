@@ -91,27 +91,68 @@ func (s *state) applyResources(c *snodo.Client) {
 // WithConnectOptions, and UnsubscribeResource goes to the same member.
 // Subscribing a URI again goes to the member that has it. When the
 // member leaves the pool (Shrink closes it, or it gives up), its URIs are
-// subscribed on another member.
+// subscribed on another member. A member whose server goes away during
+// the subscribe, or that leaves the pool before uri is recorded as its,
+// is passed over for another (subscribing is idempotent).
 func (p *Pool) SubscribeResource(ctx context.Context, uri string, opts ...snodo.RequestOption) error {
-	m, err := p.resourceMember(ctx, "resources/subscribe", uri, opts)
-	if err != nil {
-		return err
+	var (
+		prev   *Client
+		passed []*Client // members passed over: they must not keep uri
+		failed error     // what the subscribe met on the last of them
+	)
+	for range MaxPoolSize {
+		m, err := p.resourceMember(ctx, "resources/subscribe", uri, opts, prev)
+		if err != nil {
+			return err
+		}
+		if m == prev {
+			// FailFast, and no other member to go to.
+			m.s.release()
+			return failed
+		}
+		err = m.subscribeResource(ctx, uri, opts, true)
+		switch {
+		case err == nil:
+			// Recorded under mu only while m is in rotation: a move
+			// (Shrink's, or a give-up's) takes m out under mu before it
+			// reads what m holds, so it sees uri, or uri goes elsewhere now.
+			p.mu.Lock()
+			kept := slices.Contains(p.members, m)
+			if kept {
+				p.resources[uri] = m
+			}
+			p.mu.Unlock()
+			if kept {
+				for _, o := range passed {
+					if o != m {
+						o.forgetResource(uri)
+					}
+				}
+				return nil
+			}
+			err = fmt.Errorf("supervisor: pool member %s left the pool (Shrink took it out, or it gave up) before %s was recorded as its", m.s.cfg.name, uri)
+		case ctx.Err() != nil || !(lostConnection(err) || notSent(err) || m.left(err)):
+			return err
+		}
+		p.cfg.logger.Debug("supervisor: subscribing a resource on another pool member", "member", m.s.cfg.name, "uri", uri, "error", err)
+		prev, failed = m, err
+		passed = append(passed, m)
 	}
-	if err := m.subscribeResource(ctx, uri, opts, true); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	if slices.Contains(p.members, m) {
-		p.resources[uri] = m
-	}
-	p.mu.Unlock()
-	return nil
+	return fmt.Errorf("supervisor: resources/subscribe %s: every pool member it went to left or lost its server: %w", uri, failed)
+}
+
+// forgetResource drops uri from what c subscribes again after a restart,
+// once another member holds it.
+func (c *Client) forgetResource(uri string) {
+	c.s.mu.Lock()
+	delete(c.s.resources, uri)
+	c.s.mu.Unlock()
 }
 
 // UnsubscribeResource ends uri's subscription on the member that holds
 // it (on the least-loaded member when none does: the server answers).
 func (p *Pool) UnsubscribeResource(ctx context.Context, uri string, opts ...snodo.RequestOption) error {
-	m, err := p.resourceMember(ctx, "resources/unsubscribe", uri, opts)
+	m, err := p.resourceMember(ctx, "resources/unsubscribe", uri, opts, nil)
 	if err != nil {
 		return err
 	}
@@ -124,17 +165,17 @@ func (p *Pool) UnsubscribeResource(ctx context.Context, uri string, opts ...snod
 }
 
 // resourceMember reserves the member holding uri, or the least-loaded
-// one.
-func (p *Pool) resourceMember(ctx context.Context, method, uri string, opts []snodo.RequestOption) (*Client, error) {
+// one, avoid last.
+func (p *Pool) resourceMember(ctx context.Context, method, uri string, opts []snodo.RequestOption, avoid *Client) (*Client, error) {
 	p.mu.Lock()
 	m := p.resources[uri]
-	if m != nil && slices.Contains(p.members, m) {
+	if m != nil && m != avoid && slices.Contains(p.members, m) {
 		m.s.inflight.Add(1)
 		p.mu.Unlock()
 		return m, nil
 	}
 	p.mu.Unlock()
-	return p.pick(ctx, method, nil, snodo.SettingsOf(opts...).Timeout, !p.cfg.failFast)
+	return p.pick(ctx, method, avoid, snodo.SettingsOf(opts...).Timeout, !p.cfg.failFast)
 }
 
 // moveResources subscribes the URIs held by members Shrink closed on the
