@@ -51,14 +51,15 @@ func TestUnreadRequestsFailNotSent(t *testing.T) {
 // have run them.
 func TestReadRequestsFailSent(t *testing.T) {
 	c := start(t, Config{})
+	before := c.out.written.Load()
 	slept := make(chan error, 1)
 	go func() {
 		_, err := c.Request(context.Background(), "test/sleep", map[string]any{"ms": 60000}, nil)
 		slept <- err
 	}()
-	require.Eventually(t, func() bool { return c.InFlight() == 1 }, 10*time.Second, time.Millisecond)
-	// The server reads in order: once test/echo is answered, test/sleep
-	// was read.
+	require.Eventually(t, func() bool { return c.InFlight() == 1 && c.out.written.Load() > before }, 10*time.Second, time.Millisecond)
+	// The server reads in order: once test/echo, written after it, is
+	// answered, test/sleep was read.
 	mustCall(t, c, "test/echo", nil)
 	_, err := c.Request(context.Background(), "test/crash", map[string]any{"code": 3}, nil)
 	requireClosed(t, err, ErrServerExited)
@@ -74,15 +75,18 @@ func TestReadRequestsFailSent(t *testing.T) {
 func TestLiveServerRequestsCountAsSent(t *testing.T) {
 	c := start(t, Config{})
 	mustCall(t, c, "test/stopReading", nil)
+	defer func() { _ = syscall.Kill(c.ProcessID(), syscall.SIGKILL) }() // it would sleep for a minute
+	before := c.out.written.Load()
 	errs := make(chan error, 1)
 	go func() {
 		_, err := c.Request(context.Background(), "test/echo", nil, &CallOptions{Timeout: time.Minute})
 		errs <- err
 	}()
-	require.Eventually(t, func() bool { return c.InFlight() == 1 }, 10*time.Second, time.Millisecond)
+	// Written to the pipe, not only in the table: a line the writer has
+	// not taken when the connection stops is never sent, rightly.
+	require.Eventually(t, func() bool { return c.InFlight() == 1 && c.out.written.Load() > before }, 10*time.Second, time.Millisecond)
 	c.terminate(errTest) // the server still holds its stdin
 	err := <-errs
 	requireClosed(t, err, errTest)
 	require.False(t, errors.Is(err, ErrNotSent), "the server may still read it: %v", err)
-	require.NoError(t, syscall.Kill(c.ProcessID(), syscall.SIGKILL)) // it would sleep for a minute
 }
