@@ -1,7 +1,6 @@
 package snodo
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -167,22 +166,7 @@ func target(method string, params any) (string, any) {
 		}
 	}
 	member, _ := jsonrpc.Member(obj, key)
-	return telemetry.Bound(jsonString(member), telemetry.MaxName), json.RawMessage(raw)
-}
-
-// jsonString is the string a raw JSON value holds: "" for any other
-// value. One without escapes (a name, almost always) is copied at one
-// allocation, not decoded.
-func jsonString(raw json.RawMessage) string {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return ""
-	}
-	if inner := raw[1 : len(raw)-1]; !bytes.ContainsAny(inner, "\\\"") {
-		return string(inner)
-	}
-	var s string
-	_ = json.Unmarshal(raw, &s)
-	return s
+	return telemetry.Bound(jsonrpc.Unquote(member), telemetry.MaxName), json.RawMessage(raw)
 }
 
 // namesResource: the requests whose params name a resource by its uri
@@ -304,7 +288,7 @@ func (o *op) end(raw json.RawMessage, err error) {
 // carry the version it settled, as the session's later ones do.
 func chosenVersion(raw json.RawMessage) string {
 	v, _ := jsonrpc.Member(raw, "protocolVersion")
-	return telemetry.Bound(jsonString(v), telemetry.MaxName)
+	return telemetry.Bound(jsonrpc.Unquote(v), telemetry.MaxName)
 }
 
 // classify turns an outcome into error.type (empty on success),
@@ -464,7 +448,7 @@ func (c *Client) serverRequestSpan(ctx context.Context, req *ServerRequest) (con
 	if len(req.ID) > 0 && req.ID[0] != 'n' { // no attribute for a null id
 		s := string(req.ID)
 		if s[0] == '"' {
-			_ = json.Unmarshal(req.ID, &s)
+			s = jsonrpc.Unquote(req.ID)
 		}
 		id = []attribute.KeyValue{attribute.String(telemetry.AttrRequestID, telemetry.Bound(s, telemetry.MaxName))}
 	}

@@ -45,7 +45,7 @@ type Envelope struct {
 
 // MethodName returns the method as a Go string (unquoting escapes if any).
 func (e *Envelope) MethodName() string {
-	return unquote(e.Method)
+	return Unquote(e.Method)
 }
 
 // IntID returns the id as an int64 when it is a plain JSON integer.
@@ -411,9 +411,11 @@ func (s *scanner) lit(word string) bool {
 	return false
 }
 
-// unquote turns a raw JSON string into a Go string.
-func unquote(raw []byte) string {
-	if len(raw) < 2 {
+// Unquote is the Go string a raw JSON string holds ("" for any other
+// value): one without escapes (a method or a tool name, almost always)
+// is copied at one allocation, not decoded.
+func Unquote(raw []byte) string {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return ""
 	}
 	inner := raw[1 : len(raw)-1]
@@ -461,7 +463,7 @@ func eachMember(b []byte, fn func(key, val []byte) error) error {
 			}
 			key := b[kStart+1 : s.i-1]
 			if s.escaped {
-				key = []byte(unquote(b[kStart:s.i]))
+				key = []byte(Unquote(b[kStart:s.i]))
 			}
 			s.ws()
 			if !s.eat(':') {

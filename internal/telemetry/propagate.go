@@ -102,12 +102,10 @@ type metaCarrier []byte
 
 func (m metaCarrier) Get(key string) string {
 	raw, err := jsonrpc.Member(m, key)
-	if err != nil || len(raw) == 0 || raw[0] != '"' {
+	if err != nil {
 		return ""
 	}
-	var s string
-	_ = json.Unmarshal(raw, &s)
-	return s
+	return jsonrpc.Unquote(raw)
 }
 func (m metaCarrier) Set(string, string) {}
 func (m metaCarrier) Keys() []string {
