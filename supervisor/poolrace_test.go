@@ -62,21 +62,14 @@ func TestPoolListenRacingShrinkEndsOnAMemberInRotation(t *testing.T) {
 		require.NoError(t, err)
 		subs := make([]*Subscription, listens)
 		errs := make([]error, listens)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range listens {
-			wg.Go(func() {
-				<-start
-				subs[i], errs[i] = p.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
-			})
-		}
 		var shrunk error
-		wg.Go(func() {
-			<-start
-			shrunk = p.Shrink(1)
-		})
-		close(start)
-		wg.Wait()
+		atOnce(listens+1, func(i int) {
+			if i == listens {
+				shrunk = p.Shrink(1)
+				return
+			}
+			subs[i], errs[i] = p.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
+		}, nil)
 		require.NoError(t, shrunk)
 		stays := p.Members()
 		require.Len(t, stays, 1)
@@ -113,20 +106,10 @@ func TestPoolListenRacingAGiveUpEndsOnAMemberInRotation(t *testing.T) {
 		victim := p.Members()[run%2]
 		subs := make([]*Subscription, listens)
 		errs := make([]error, listens)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range listens {
-			wg.Go(func() {
-				<-start
-				subs[i], errs[i] = p.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
-			})
-		}
-		close(start)
-		kill(t, victim.ServerPID())
-		wg.Wait()
-		ev.waitFor(t, GaveUp, 5*time.Second)
-		testutil.Eventually(t, func() bool { return p.Size() == 1 }, 5*time.Second, "the member that gave up leaves")
-		stays := p.Members()[0]
+		atOnce(listens, func(i int) {
+			subs[i], errs[i] = p.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
+		}, func() { kill(t, victim.ServerPID()) })
+		stays := afterGiveUp(t, p, ev)
 		for i := range listens {
 			if errs[i] != nil {
 				failed = append(failed, fmt.Sprintf("run %d listen %d: Listen failed while the pool lives on: %v", run, i, errs[i]))
@@ -142,4 +125,31 @@ func TestPoolListenRacingAGiveUpEndsOnAMemberInRotation(t *testing.T) {
 	if len(failed) > 0 {
 		t.Errorf("%d of %d subscriptions were not on the member in rotation after a give-up:\n%v", len(failed), runs*listens, failed)
 	}
+}
+
+// atOnce runs fn(0)…fn(n-1) on goroutines released together, then also
+// (when not nil) on the caller's, and returns once every fn has.
+func atOnce(n int, fn func(i int), also func()) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			fn(i)
+		})
+	}
+	close(start)
+	if also != nil {
+		also()
+	}
+	wg.Wait()
+}
+
+// afterGiveUp waits for a member of p, a pool of 2, to give up and leave,
+// and returns the member that stays.
+func afterGiveUp(t *testing.T, p *Pool, ev events) *Client {
+	t.Helper()
+	ev.waitFor(t, GaveUp, 5*time.Second)
+	testutil.Eventually(t, func() bool { return p.Size() == 1 }, 5*time.Second, "the member that gave up leaves")
+	return p.Members()[0]
 }

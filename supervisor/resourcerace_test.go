@@ -25,20 +25,10 @@ func TestPoolSubscribeResourceRacingAGiveUpEndsOnAMemberInRotation(t *testing.T)
 		require.NoError(t, err)
 		victim := p.Members()[run%2]
 		errs := make([]error, uris)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range uris {
-			wg.Go(func() {
-				<-start
-				errs[i] = p.SubscribeResource(t.Context(), fmt.Sprintf("test://r%d", i))
-			})
-		}
-		close(start)
-		kill(t, victim.ServerPID())
-		wg.Wait()
-		ev.waitFor(t, GaveUp, 5*time.Second)
-		testutil.Eventually(t, func() bool { return p.Size() == 1 }, 5*time.Second, "the member that gave up leaves")
-		stays := p.Members()[0]
+		atOnce(uris, func(i int) {
+			errs[i] = p.SubscribeResource(t.Context(), fmt.Sprintf("test://r%d", i))
+		}, func() { kill(t, victim.ServerPID()) })
+		stays := afterGiveUp(t, p, ev)
 		for i := range uris {
 			uri := fmt.Sprintf("test://r%d", i)
 			if errs[i] != nil {
