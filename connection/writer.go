@@ -169,9 +169,9 @@ func (w *writer) appendAndWait(add func([]byte) []byte) (uint64, <-chan error, e
 // appendLine appends the line add builds or, when add is nil, built.
 func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, done chan error) (uint64, error) {
 	w.mu.Lock()
-	if w.err != nil {
+	if err := w.err; err != nil {
 		w.mu.Unlock()
-		return 0, w.err
+		return 0, err // read under mu: fail sets it
 	}
 	t := w.taken + 1
 	if w.busy || w.live > 0 || w.raw == nil || done != nil || (w.company != nil && w.company()) {
