@@ -183,11 +183,14 @@ func noValue(args any) bool {
 }
 
 // GetPrompt renders the prompt name with args, completing input_required
-// rounds like CallTool.
+// rounds like CallTool. Nil args send "arguments": {}, as CallTool does.
 func (c Calls) GetPrompt(ctx context.Context, name string, args map[string]string, opts ...RequestOption) (*GetPromptResult, error) {
+	if args == nil {
+		args = map[string]string{} // "arguments": {}, never absent: TypeScript SDK v1 servers reject a missing member
+	}
 	params := struct {
 		Name      string            `json:"name"`
-		Arguments map[string]string `json:"arguments,omitempty"`
+		Arguments map[string]string `json:"arguments"`
 	}{name, args}
 	raw, err := c.requestWithInput(ctx, "prompts/get", &params, opts)
 	if err != nil {

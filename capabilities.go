@@ -99,8 +99,19 @@ type ServerCapabilities struct {
 	Prompts      *ListChangedCapability     `json:"prompts,omitempty"`
 	Logging      *struct{}                  `json:"logging,omitempty"`
 	Completions  *struct{}                  `json:"completions,omitempty"`
+	Tasks        *TasksCapability           `json:"tasks,omitempty"`
 	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
 	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
+}
+
+// TasksCapability is a legacy-era (2025-11-25) server's tasks: which
+// requests it runs as tasks (Requests, such as {"tools":{"call":{}}}), and
+// whether it answers tasks/list and tasks/cancel (non-nil). In the modern
+// era tasks are the extension TasksExtension in Extensions instead.
+type TasksCapability struct {
+	List     *struct{}       `json:"list,omitempty"`
+	Cancel   *struct{}       `json:"cancel,omitempty"`
+	Requests json.RawMessage `json:"requests,omitempty"`
 }
 
 // ListChangedCapability says a list may change; ListChanged promises

@@ -49,9 +49,25 @@ type Tool struct {
 	InputSchema  json.RawMessage            `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage            `json:"outputSchema,omitempty"`
 	Annotations  *ToolAnnotations           `json:"annotations,omitempty"`
+	Execution    *ToolExecution             `json:"execution,omitempty"`
 	Icons        []Icon                     `json:"icons,omitempty"`
 	Meta         map[string]json.RawMessage `json:"_meta,omitempty"`
 }
+
+// ToolExecution is how a tool runs (legacy era, 2025-11-25). TaskSupport
+// says whether it runs as a task: TaskRequired (CallTool runs it as one
+// and waits), TaskOptional (CallTool calls it plainly; CallToolAsTask
+// runs it as a task), or TaskForbidden and "" (never as a task).
+type ToolExecution struct {
+	TaskSupport string `json:"taskSupport,omitempty"`
+}
+
+// The values of ToolExecution.TaskSupport.
+const (
+	TaskRequired  = "required"
+	TaskOptional  = "optional"
+	TaskForbidden = "forbidden"
+)
 
 // ToolAnnotations are the server's hints about a tool's behaviour. They
 // are claims by the server, not guarantees; nil means "not said".
