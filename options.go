@@ -223,13 +223,18 @@ func WithActorSystem(sys *protoactor.ActorSystem) Option {
 // transport asks (close stdin and let the server exit): a server that has
 // not exited d after its stdin was closed gets SIGTERM, and SIGKILL d
 // later, sent to its whole process group so that servers started through
-// wrappers such as npx leave nothing behind. Off by default: snodo never
-// signals a server unless asked (this option, Client.Kill) — except one
-// whose Connect failed, which nobody else could stop (see docs/errors.md).
+// wrappers such as npx leave nothing behind. d 0 turns it off: only stdin
+// is closed. A plain Connect has it off by default: snodo never signals a
+// server it does not own unless asked (this option, Client.Kill) — except
+// one whose Connect failed, which nobody else could stop (see
+// docs/errors.md). Supervised clients and pools own their servers and
+// turn it on by default (supervisor.DefaultShutdownGrace); give
+// WithShutdownGrace(0) in supervisor.WithConnectOptions to keep them
+// stdin-only.
 func WithShutdownGrace(d time.Duration) Option {
 	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("WithShutdownGrace: %s must be positive", d)
+		if d < 0 {
+			return fmt.Errorf("WithShutdownGrace: %s must not be negative (0 turns forced shutdown off)", d)
 		}
 		c.conn.ShutdownGrace = d
 		return nil

@@ -24,7 +24,7 @@
 //
 //	pool           how many servers a pool runs (default 1, at most 256)
 //	timeout        per-request timeout, e.g. "30s" ("-1s": none)
-//	shutdownGrace  signal a server that ignores EOF this long after Close
+//	shutdownGrace  signal a server still running this long after Close (default 2s)
 //	era            "modern" or "legacy": skip era detection
 //	maxRestarts    with window: give up after more restarts than this within window
 //	window         the restart intensity window (default 30s)

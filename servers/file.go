@@ -46,7 +46,7 @@ type Server struct {
 	// The rest is set from the snodo block; zero values mean the
 	// library's defaults.
 	Timeout       time.Duration // "timeout": per-request timeout (snodo.WithTimeout)
-	ShutdownGrace time.Duration // "shutdownGrace": signal a server that ignores EOF (snodo.WithShutdownGrace)
+	ShutdownGrace time.Duration // "shutdownGrace": signal a server that ignores EOF (snodo.WithShutdownGrace); 0: supervisor.DefaultShutdownGrace
 	Era           string        // "era": "modern" or "legacy" skips era detection (snodo.WithEra)
 	MaxRestarts   *int          // "maxRestarts": with Window, the restart intensity (supervisor.WithIntensity)
 	Window        time.Duration // "window"

@@ -82,7 +82,7 @@ func (a *supervisorActor) connect(ctx protoactor.Context) {
 	// actor: the actor closes it in its Stopping, and no watch in either
 	// direction outlives one of them (each would be a dead letter).
 	attempt, self, s := a.attempt, ctx.Self(), a.s
-	opts := append(append([]snodo.Option(nil), s.cfg.connect...), snodo.WithActorSystem(s.sys))
+	opts := append(append([]snodo.Option{snodo.WithShutdownGrace(DefaultShutdownGrace)}, s.cfg.connect...), snodo.WithActorSystem(s.sys))
 	s.bg.Go(func() {
 		c, err := snodo.Connect(s.life, s.command, s.args, opts...)
 		if err == nil {

@@ -157,8 +157,9 @@ func (c *Client) Healthy() bool {
 }
 
 // Close ends supervision like snodo.Client.Close: the current server's
-// stdin is closed (it is never signalled unless snodo.WithShutdownGrace
-// was given with WithConnectOptions), calls in flight, waiting calls and
+// stdin is closed, and a server still running DefaultShutdownGrace later
+// (or the snodo.WithShutdownGrace given in WithConnectOptions; 0: never)
+// is sent SIGTERM, then SIGKILL, to its process group; calls in flight, waiting calls and
 // later ones get a -32000 wrapping snodo.ErrClosed, and Close returns
 // without waiting for the server to exit: it is reaped in the
 // background, and Done tells when. It never waits on the caller's actor,

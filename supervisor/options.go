@@ -18,6 +18,14 @@ const (
 	DefaultMaxRestarts = 5                // restarts allowed within DefaultWindow
 	DefaultWindow      = 30 * time.Second // the intensity window
 	DefaultMaxWait     = 60 * time.Second // how long a call waits for a restart without its own Timeout, and Shrink for calls
+
+	// DefaultShutdownGrace is how long a server has to exit once its
+	// stdin is closed as supervision ends (Close, the owner's end, giving
+	// up) before it is sent SIGTERM, and SIGKILL as long again after,
+	// both to its process group: a supervisor owns its servers' whole
+	// lives, so it leaves none running (snodo.WithShutdownGrace, given in
+	// WithConnectOptions, sets another grace; 0 closes stdin only).
+	DefaultShutdownGrace = 2 * time.Second
 )
 
 // DefaultBackoff is the restart delay used without WithBackoff: 100 ms,
@@ -92,8 +100,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 }
 
 // WithConnectOptions passes options to every snodo.Connect the supervisor
-// makes (environment, timeouts, handlers…). WithOwner and WithActorSystem
-// among them are overridden: the supervisor owns its connections.
+// makes (environment, timeouts, handlers…), after
+// snodo.WithShutdownGrace(DefaultShutdownGrace), which they may override.
+// They add to each other, and to those of a servers file (its env
+// variables are WithEnv options, so a WithEnv here adds one variable or
+// replaces that one only). WithOwner and WithActorSystem among them are
+// overridden: the supervisor owns its connections.
 func WithConnectOptions(opts ...snodo.Option) Option {
 	return func(c *config) error {
 		c.connect = append(c.connect, opts...)

@@ -151,12 +151,13 @@ func runNode(cfg *config, sio stdio) int {
 }
 
 // reapWait bounds how long a closed server of srv takes to be reaped:
-// its shutdown grace (the file's, or the node's own) to SIGTERM, as long
-// again to SIGKILL, and a second.
+// its shutdown grace (the file's, or the supervisor's default: a node
+// leaves no server behind) to SIGTERM, as long again to SIGKILL, and a
+// second.
 func reapWait(srv *servers.Server) time.Duration {
 	grace := srv.ShutdownGrace
 	if grace <= 0 {
-		grace = shutdownGrace
+		grace = supervisor.DefaultShutdownGrace
 	}
 	return 2*grace + time.Second
 }
@@ -184,9 +185,6 @@ func startPool(ctx context.Context, srv *servers.Server, cfg *config, sio stdio)
 	sio.inTTY = false
 	h := &answers{roots: cfg.roots, samplingReply: cfg.samplingReply, io: sio}
 	conn := []snodo.Option{snodo.WithServerRequestHandler(h.serve), snodo.WithClientCapabilities(h.capabilities())}
-	if srv.ShutdownGrace == 0 {
-		conn = append(conn, snodo.WithShutdownGrace(shutdownGrace)) // a node leaves no server behind
-	}
 	return srv.NewPool(ctx, supervisor.WithConnectOptions(conn...))
 }
 

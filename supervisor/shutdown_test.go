@@ -1,0 +1,57 @@
+package supervisor
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// A pool owns its servers' whole lives: closed, it leaves none running,
+// even servers that ignore both stdin's EOF and SIGTERM. With no option
+// given, each gets DefaultShutdownGrace to exit after its stdin closes,
+// then SIGTERM, then SIGKILL, so Done closes within twice the grace and
+// a little.
+func TestPoolCloseStopsServersThatIgnoreEOFAndSIGTERM(t *testing.T) {
+	cmd, args := testutil.Server(t, "-ignore-eof", "-ignore-sigterm")
+	p, err := NewPool(t.Context(), cmd, args, 2, fast)
+	require.NoError(t, err)
+	var pids []int
+	for _, m := range p.Members() {
+		pids = append(pids, m.ServerPID())
+	}
+	t0 := time.Now()
+	require.NoError(t, p.Close())
+	testutil.Receive(t, p.Done(), 2*DefaultShutdownGrace+5*time.Second, "the pool's Done")
+	t.Logf("Done closed %s after Close (grace %s)", time.Since(t0).Round(time.Millisecond), DefaultShutdownGrace)
+	for _, pid := range pids {
+		testutil.AssertReaped(t, pid, 0)
+	}
+	testutil.VerifyNone(t)
+}
+
+// snodo.WithShutdownGrace(0) opts out: Close only closes the server's
+// stdin, as snodo.Client.Close does, and a server that ignores EOF is
+// still running past the default grace.
+func TestStdinOnlyCloseLeavesAServerIgnoringEOFRunning(t *testing.T) {
+	cmd, args := testutil.Server(t, "-ignore-eof")
+	c, err := Connect(t.Context(), cmd, args, fast, WithConnectOptions(snodo.WithShutdownGrace(0)))
+	require.NoError(t, err)
+	pid := c.ServerPID()
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	require.NoError(t, c.Close())
+	select {
+	case <-c.Done():
+		t.Fatal("the server was stopped though the grace was turned off")
+	case <-time.After(DefaultShutdownGrace + time.Second):
+	}
+	assert.True(t, testutil.Running(pid))
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	testutil.Receive(t, c.Done(), 5*time.Second, "Done once the server is killed")
+	testutil.VerifyNone(t)
+}
