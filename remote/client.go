@@ -50,16 +50,17 @@ const progressQueue = 16
 type Client struct {
 	snodo.Calls // every typed call: ListTools, CallTool (input_required rounds answered here), ReadResource, …
 
-	traced snodo.Requester // wire, traced and measured by snodo.Instrument: what Request calls
-	nc     *nats.Conn
-	owned  bool // Dial opened nc: Close closes it
-	name   string
-	cfg    config
-	subj   subjects
-	inbox  string // "_INBOX.<nuid>." — every reply of this client
-	sub    *nats.Subscription
-	seq    atomic.Int64
-	era    atomic.Int32 // snodo.Era learnt from replies; 0 until then
+	traced  snodo.Requester // wire, traced and measured by snodo.Instrument: what Request calls
+	nc      *nats.Conn
+	owned   bool // Dial opened nc: Close closes it
+	name    string
+	cfg     config
+	subj    subjects
+	inbox   string // "_INBOX.<nuid>." — every reply of this client
+	sub     *nats.Subscription
+	seq     atomic.Int64
+	era     atomic.Int32 // snodo.Era learnt from replies; 0 until then
+	unwatch func()       // ends the log of nc's state changes
 
 	mu     sync.Mutex
 	calls  map[string]*pending
@@ -99,6 +100,7 @@ func NewClient(nc *nats.Conn, name string, opts ...Option) (*Client, error) {
 	}
 	// Take replies as fast as they come; the bound is per call.
 	_ = c.sub.SetPendingLimits(-1, 64<<20)
+	c.unwatch = watchConn(nc, cfg.logger, "caller of "+name, nil)
 	return c, nil
 }
 
@@ -119,7 +121,7 @@ func Dial(ctx context.Context, url, name string, opts ...Option) (*Client, error
 	if err := checkName("server name", name); err != nil {
 		return nil, err
 	}
-	nc, err := connectNATS(ctx, url, append(cfg.natsOpt[:len(cfg.natsOpt):len(cfg.natsOpt)], nats.Name("snodo caller")))
+	nc, err := connectNATS(ctx, url, cfg.natsOptions(nats.ReconnectBufSize(-1), nats.Name("snodo caller")))
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +174,7 @@ func (c *Client) Close() error {
 	if c.nc.IsConnected() {
 		_ = c.nc.FlushTimeout(closeFlush)
 	}
+	c.unwatch()
 	if c.owned {
 		c.nc.Close()
 	}
@@ -363,8 +366,8 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 	watchdog := time.NewTimer(silence)
 	defer watchdog.Stop()
 
-	if err := c.nc.PublishMsg(m); err != nil {
-		return nil, false, closedErr(fmt.Sprintf("cannot send %s to %s over NATS: %v", method, c.name, err), err)
+	if err := c.send(m, method); err != nil {
+		return nil, false, err // not run, but not to be sent again: NATS is down
 	}
 	cancel := func() { _ = c.nc.Publish(c.subj.cancel, []byte(reply)) }
 	// onProgress runs the caller's progress function for a progress update
@@ -406,8 +409,12 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 			onProgress(m)
 		case <-watchdog.C:
 			cancel()
-			return nil, false, closedErr(fmt.Sprintf("%s on %s: the host running it sent nothing for %s (it died or is cut off)",
-				method, c.name, silence.Round(time.Millisecond)), ErrHostGone)
+			why := "it died or is cut off"
+			if !c.nc.IsConnected() {
+				why = "NATS unreachable (reconnecting)"
+			}
+			return nil, false, closedErr(fmt.Sprintf("%s on %s: the host running it sent nothing for %s (%s)",
+				method, c.name, silence.Round(time.Millisecond), why), ErrHostGone)
 		case <-deadline:
 			cancel()
 			return nil, false, timeoutErr(method, c.name, time.Since(t0))
@@ -419,6 +426,32 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 			return nil, false, ctx.Err()
 		}
 	}
+}
+
+// ErrNATSUnreachable: the client's NATS connection is down and
+// reconnecting; the call was not sent (it never runs later).
+var ErrNATSUnreachable = errors.New("remote: NATS unreachable (reconnecting)")
+
+// send publishes a call, or fails at once, having sent nothing, when the
+// connection is not up: a call nats.go buffered while it reconnects would
+// reach a host after its caller had been told it failed.
+func (c *Client) send(m *nats.Msg, method string) error {
+	if c.nc.IsConnected() {
+		err := c.nc.PublishMsg(m)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, nats.ErrReconnectBufExceeded) && !errors.Is(err, nats.ErrConnectionReconnecting) {
+			if errors.Is(err, nats.ErrConnectionClosed) {
+				err = fmt.Errorf("%w: %w", ErrNATSClosed, err)
+			}
+			return closedErr(fmt.Sprintf("cannot send %s to %s over NATS: %v", method, c.name, err), err)
+		}
+	}
+	if c.nc.IsClosed() {
+		return closedErr(fmt.Sprintf("cannot send %s to %s: %v", method, c.name, ErrNATSClosed), ErrNATSClosed, nats.ErrConnectionClosed)
+	}
+	return closedErr(fmt.Sprintf("%s to %s was not sent: NATS unreachable (reconnecting)", method, c.name), ErrNATSUnreachable)
 }
 
 // progress runs the caller's progress function; a panic cancels the call

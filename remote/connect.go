@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -16,12 +19,129 @@ import (
 // NewClient or Discover: when ctx is done before the connection is made,
 // it returns ctx's error (errors.Is context.Canceled or
 // DeadlineExceeded) at once, and a connection that completes later is
-// closed. ctx bounds the connecting only, as Dial's does.
+// closed. ctx bounds the connecting only, as Dial's does. The
+// connection reconnects as a caller's of this package does (for ever,
+// with DefaultReconnect's back-off, nothing buffered meanwhile: see
+// Reconnect); opts may say otherwise.
 func ConnectNATS(ctx context.Context, url string, opts ...nats.Option) (*nats.Conn, error) {
 	if ctx == nil {
 		return nil, errors.New("remote: ConnectNATS: nil context.Context; pass context.Background() or a ctx that bounds the connecting")
 	}
-	return connectNATS(ctx, url, opts)
+	return connectNATS(ctx, url, append([]nats.Option{DefaultReconnect.option(), nats.ReconnectBufSize(-1)}, opts...))
+}
+
+// Reconnect is how a NATS connection this package opens (a Host's two,
+// Dial's, ConnectNATS's) comes back after its NATS server goes away:
+// attempts with a back-off that doubles from Wait up to MaxWait, each
+// pause jittered by up to half of it, so that hosts cut off together do
+// not come back together. nats.go's own default gives up after 60
+// attempts 2 s apart, leaving a host that looks alive but serves
+// nothing; this package's default never gives up. Set it with
+// WithReconnect; nats options given with WithNATSOptions
+// (nats.MaxReconnects, nats.ReconnectWait, nats.CustomReconnectDelay)
+// apply when WithReconnect is not given.
+type Reconnect struct {
+	// Attempts bounds the attempts in a row to each server of the URL
+	// list; 0 tries for ever. Once they are spent the connection is
+	// closed for good: a Host stops (Host.Err says why, errors.Is
+	// ErrNATSClosed) and a Client's calls fail with -32000 wrapping
+	// ErrNATSClosed.
+	Attempts int
+	// Wait is the first pause between two rounds of attempts; 0 means
+	// DefaultReconnect's.
+	Wait time.Duration
+	// MaxWait caps the pause; 0 means DefaultReconnect's.
+	MaxWait time.Duration
+}
+
+// DefaultReconnect is the reconnect policy of the NATS connections this
+// package opens: for ever, pausing 100 ms, then twice as long each
+// time, up to 5 s.
+var DefaultReconnect = Reconnect{Attempts: 0, Wait: 100 * time.Millisecond, MaxWait: 5 * time.Second}
+
+// option is r as a nats.Option.
+func (r Reconnect) option() nats.Option {
+	wait, maxWait := r.Wait, r.MaxWait
+	if wait <= 0 {
+		wait = DefaultReconnect.Wait
+	}
+	if maxWait <= 0 {
+		maxWait = max(DefaultReconnect.MaxWait, wait)
+	}
+	attempts := r.Attempts
+	if attempts <= 0 {
+		attempts = -1
+	}
+	return func(o *nats.Options) error {
+		o.MaxReconnect = attempts
+		o.CustomReconnectDelayCB = func(n int) time.Duration { return backoff(n, wait, maxWait) }
+		return nil
+	}
+}
+
+// backoff is the pause before the nth try (n from 1): wait doubled n-1
+// times, at most maxWait, less a random part of up to half of it (full
+// pauses in step would bring peers back together).
+func backoff(n int, wait, maxWait time.Duration) time.Duration {
+	d := wait
+	for i := 1; i < n && d < maxWait; i++ {
+		d *= 2
+	}
+	d = min(d, maxWait)
+	return d - rand.N(d/2+1)
+}
+
+// ErrNATSClosed: a NATS connection of this package closed for good (its
+// reconnect attempts, WithReconnect's Attempts, were spent, or the NATS
+// server refused its credentials twice).
+var ErrNATSClosed = errors.New("remote: the NATS connection closed for good")
+
+// watchConn logs each change of nc's state, one line each (what names
+// the connection), until nc closes or the returned stop is called.
+// lost, when not nil, runs once if nc closes for good without stop.
+func watchConn(nc *nats.Conn, logger *slog.Logger, what string, lost func(err error)) (stop func()) {
+	ch := nc.StatusChanged(nats.CONNECTED, nats.RECONNECTING, nats.DISCONNECTED, nats.CLOSED)
+	var once sync.Once
+	stopped := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case st, ok := <-ch:
+				if !ok {
+					return
+				}
+				switch st {
+				case nats.CONNECTED:
+					logger.Info("remote: NATS connection back", "conn", what, "server", nc.ConnectedUrlRedacted())
+				case nats.RECONNECTING, nats.DISCONNECTED:
+					logger.Warn("remote: NATS connection lost; reconnecting", "conn", what, "error", nc.LastError())
+				case nats.CLOSED:
+					select {
+					case <-stopped:
+						return
+					default:
+					}
+					err := nc.LastError()
+					logger.Error("remote: NATS connection closed for good", "conn", what, "error", err)
+					if lost != nil {
+						lost(err)
+					}
+					return
+				}
+			case <-stopped:
+				return
+			}
+		}
+	}()
+	return func() {
+		once.Do(func() {
+			close(stopped)
+			nc.RemoveStatusListener(ch)
+			<-done
+		})
+	}
 }
 
 // connectNATS is nats.Connect bounded by ctx, which nats.go's Connect

@@ -141,6 +141,8 @@ type Host struct {
 	cancelList []string
 	subs       map[string]*hostSub
 	draining   bool
+	lost       error    // why the host stopped on its own (its NATS connection closed for good)
+	unwatch2   []func() // stop the NATS state watches
 }
 
 // served is one name served by the host.
@@ -223,7 +225,7 @@ func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
 // opened is closed.
 func (h *Host) connect(ctx context.Context, url string) (err error) {
 	closed := make(chan struct{})
-	serveOpts := append(append([]nats.Option(nil), h.cfg.natsOpt...),
+	serveOpts := h.cfg.natsOptions(
 		nats.Name("snodo host "+h.label+" (serve)"),
 		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
 	h.serve, err = connectNATS(ctx, url, serveOpts)
@@ -232,7 +234,7 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 	}
 	go func() { <-closed; close(h.serveDone) }()
 	replyClosed := make(chan struct{})
-	h.reply, err = connectNATS(ctx, url, append(append([]nats.Option(nil), h.cfg.natsOpt...),
+	h.reply, err = connectNATS(ctx, url, h.cfg.natsOptions(
 		nats.Name("snodo host "+h.label),
 		nats.ClosedHandler(func(*nats.Conn) { close(replyClosed) })))
 	if err != nil {
@@ -240,6 +242,10 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 		return err
 	}
 	go func() { <-replyClosed; close(h.replyDone) }()
+	h.unwatch2 = []func(){
+		watchConn(h.serve, h.cfg.logger, "host "+h.label+" (serve)", h.connLost),
+		watchConn(h.reply, h.cfg.logger, "host "+h.label, h.connLost),
+	}
 	defer func() {
 		if err != nil {
 			for _, s := range h.served {
@@ -247,6 +253,7 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 					_ = s.svc.Stop()
 				}
 			}
+			h.stopWatching()
 			h.serve.Close()
 			h.reply.Close()
 		}
@@ -341,6 +348,40 @@ func (s *served) stats() any {
 	return map[string]int64{"in_flight": s.inFlight.Load(), "errors": s.errs.Load(), "cancelled": s.cancels.Load()}
 }
 
+// connLost stops the host once one of its NATS connections closed for
+// good (not by Shutdown): it serves nothing any more, so its pools are
+// closed, and Err and Done tell its program.
+func (h *Host) connLost(err error) {
+	h.mu.Lock()
+	if h.draining || h.lost != nil {
+		h.mu.Unlock()
+		return
+	}
+	if err == nil {
+		err = nats.ErrConnectionClosed
+	}
+	h.lost = fmt.Errorf("%w: host %s serves nothing now (%w); start it again, or raise WithReconnect's Attempts", ErrNATSClosed, h.label, err)
+	h.mu.Unlock()
+	go h.Close()
+}
+
+// stopWatching ends the NATS state watches.
+func (h *Host) stopWatching() {
+	for _, stop := range h.unwatch2 {
+		stop()
+	}
+}
+
+// Err is why the host stopped on its own: nil while it serves and after
+// a Shutdown or Close; an error wrapping ErrNATSClosed once its NATS
+// connection closed for good (see Reconnect), after which the host stops
+// as Close does and Done is closed once its servers have been reaped.
+func (h *Host) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lost
+}
+
 // ID is the host's id, unique per process run; callers see it in
 // service metadata.
 func (h *Host) ID() string { return h.id }
@@ -384,6 +425,7 @@ func (h *Host) shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	h.draining = true
 	h.mu.Unlock()
+	h.stopWatching()
 	for _, s := range h.served {
 		_ = s.svc.Stop() // no new calls reach this host
 	}

@@ -21,9 +21,10 @@ import (
 type Option func(*config) error
 
 type config struct {
-	prefix  string
-	natsOpt []nats.Option
-	logger  *slog.Logger
+	prefix    string
+	natsOpt   []nats.Option
+	reconnect *Reconnect // WithReconnect's; nil: DefaultReconnect unless natsOpt says otherwise
+	logger    *slog.Logger
 
 	// hosts
 	pools   map[string]*supervisor.Pool
@@ -81,6 +82,30 @@ func WithPrefix(prefix string) Option {
 // Dial's. Both.
 func WithNATSOptions(opts ...nats.Option) Option {
 	return func(c *config) error { c.natsOpt = append(c.natsOpt, opts...); return nil }
+}
+
+// WithReconnect sets how the NATS connections the package opens come
+// back after their server goes away (default DefaultReconnect: for
+// ever). It wins over the reconnect options of WithNATSOptions. Both.
+func WithReconnect(r Reconnect) Option {
+	return func(c *config) error {
+		if r.Attempts < 0 || r.Wait < 0 || r.MaxWait < 0 {
+			return fmt.Errorf("remote: WithReconnect(%+v): negative values; Attempts 0 tries for ever", r)
+		}
+		c.reconnect = &r
+		return nil
+	}
+}
+
+// natsOptions are the options of a connection the package opens: the
+// default reconnect policy, then WithNATSOptions', then WithReconnect's,
+// then extra.
+func (c *config) natsOptions(extra ...nats.Option) []nats.Option {
+	opts := append([]nats.Option{DefaultReconnect.option()}, c.natsOpt...)
+	if c.reconnect != nil {
+		opts = append(opts, c.reconnect.option())
+	}
+	return append(opts, extra...)
 }
 
 // WithLogger receives lifecycle events and anomalies (default:

@@ -24,7 +24,8 @@ import (
 // runNode is `snodo node`: it serves every server of --config over NATS
 // until SIGINT or SIGTERM, then drains (a second signal stops it at
 // once). Without --nats it starts an embedded NATS server and prints its
-// URL first, on stdout. It exits only once every server it started has
+// URL first, on stdout, once every server serves. It exits only once
+// every server it started has
 // been reaped, so none outlives it.
 func runNode(cfg *config, sio stdio) int {
 	fail := func(err error) int {
@@ -56,7 +57,6 @@ func runNode(cfg *config, sio stdio) int {
 		}
 		defer emb.Shutdown()
 		url = emb.URL()
-		fmt.Fprintln(sio.out, url)
 	}
 	logger := slog.New(slog.DiscardHandler)
 	if cfg.verbose {
@@ -123,10 +123,22 @@ func runNode(cfg *config, sio stdio) int {
 		return fail(err)
 	}
 	defer reaped() // after Shutdown, which closes the pools
+	// Only now, when every server serves, is the URL worth calling: a
+	// program that waits for the first line calls no name too soon.
+	if cfg.natsURL == "" {
+		fmt.Fprintln(sio.out, url)
+	}
 	fmt.Fprintf(sio.out, "serving %s\n", strings.Join(names, " "))
 	fmt.Fprintf(sio.err, "snodo node: serving %s on %s (host %s)\n", strings.Join(names, ", "), natsurl.Redact(url), h.ID())
 
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-h.Done():
+		// Its NATS connection closed for good (its reconnects were
+		// refused, or spent): it stopped, and serves nothing any more.
+		fmt.Fprintf(sio.err, "snodo node: %v\n", h.Err())
+		return exitFailure
+	}
 	stop()
 	// A second signal cuts the drain short.
 	again := make(chan os.Signal, 1)
