@@ -26,7 +26,7 @@ func BenchmarkRemote(b *testing.B) {
 	for _, transport := range []string{"local", "remote"} {
 		for _, inFlight := range []int{1, 64} {
 			b.Run(fmt.Sprintf("transport=%s/inflight=%d", transport, inFlight), func(b *testing.B) {
-				pool, err := supervisor.NewPool(context.Background(), serverBin, []string{"-fast"}, 1)
+				pool, err := supervisor.NewPool(context.Background(), snodo.Command(serverBin, "-fast"), 1)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"github.com/snodo/snodo"
 	"io"
 	"net"
 	"sync/atomic"
@@ -153,7 +154,7 @@ func (d countingDialer) Dial(network, address string) (net.Conn, error) {
 func TestNewHostCancelledWhileConnecting(t *testing.T) {
 	url, accepted := silentNATS(t)
 	cmd, args := testutil.Server(t)
-	p, err := supervisor.NewPool(context.Background(), cmd, args, 1)
+	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 1)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)

@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"fmt"
+	"github.com/snodo/snodo"
 	"log"
 
 	"github.com/snodo/snodo/remote"
@@ -26,7 +27,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	pool, err := supervisor.NewPool(ctx, server, nil, 2)
+	pool, err := supervisor.NewPool(ctx, snodo.Command(server), 2)
 	if err != nil {
 		log.Fatal(err)
 	}

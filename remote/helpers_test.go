@@ -45,7 +45,7 @@ func host(t *testing.T, e *embedded.Server, name string, size int, flags ...stri
 func hostWith(t *testing.T, e *embedded.Server, name string, size int, conn []snodo.Option, flags ...string) *Host {
 	t.Helper()
 	cmd, args := testutil.Server(t, flags...)
-	p, err := supervisor.NewPool(context.Background(), cmd, args, size, supervisor.WithConnectOptions(conn...))
+	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), size, supervisor.WithConnectOptions(conn...))
 	require.NoError(t, err)
 	h, err := NewHost(context.Background(), e.URL(), Serve(name, p))
 	require.NoError(t, err)

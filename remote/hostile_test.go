@@ -135,7 +135,7 @@ func TestListenWithDoneCtxSendsNothing(t *testing.T) {
 func TestNewHostWithDoneCtx(t *testing.T) {
 	e := natsServer(t)
 	cmd, args := testutil.Server(t)
-	p, err := supervisor.NewPool(context.Background(), cmd, args, 1)
+	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 1)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -157,7 +157,7 @@ func TestOversizedEventEndsTheSubscription(t *testing.T) {
 	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
 	require.True(t, srv.ReadyForConnections(10*time.Second))
 	cmd, args := testutil.Server(t)
-	p, err := supervisor.NewPool(context.Background(), cmd, args, 1)
+	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 1)
 	require.NoError(t, err)
 	h, err := NewHost(context.Background(), srv.ClientURL(), Serve("x", p))
 	require.NoError(t, err)

@@ -23,7 +23,7 @@ import (
 func TestRemoteListenToAcrossARestart(t *testing.T) {
 	e := natsServer(t)
 	cmd, args := testutil.Server(t)
-	p, err := supervisor.NewPool(context.Background(), cmd, args, 1, supervisor.WithBackoff(supervisor.Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond, Multiplier: 2}))
+	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 1, supervisor.WithBackoff(supervisor.Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond, Multiplier: 2}))
 	require.NoError(t, err)
 	h, err := NewHost(context.Background(), e.URL(), Serve("events", p))
 	require.NoError(t, err)

@@ -166,7 +166,7 @@ func TestNewHostFailuresCloseThePools(t *testing.T) {
 	e := natsServer(t)
 	cmd, args := testutil.Server(t)
 	newPool := func() *supervisor.Pool {
-		p, err := supervisor.NewPool(context.Background(), cmd, args, 1)
+		p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 1)
 		require.NoError(t, err)
 		return p
 	}

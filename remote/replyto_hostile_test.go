@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"github.com/snodo/snodo"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 func TestCallOnAHeldReplySubjectIsDropped(t *testing.T) {
 	e := natsServer(t)
 	cmd, args := testutil.Server(t)
-	p, err := supervisor.NewPool(context.Background(), cmd, args, 1)
+	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 1)
 	require.NoError(t, err)
 	var rec testutil.LogRecorder
 	h, err := NewHost(context.Background(), e.URL(), Serve("dup", p), WithLogger(rec.Logger()))

@@ -78,5 +78,5 @@ func (s *Server) Connect(ctx context.Context, opts ...snodo.Option) (*snodo.Clie
 // come after the file's own, so they win. Its errors are
 // supervisor.NewPool's.
 func (s *Server) NewPool(ctx context.Context, opts ...supervisor.Option) (*supervisor.Pool, error) {
-	return supervisor.NewPool(ctx, s.Command, s.Args, s.Pool, append(s.SupervisorOptions(), opts...)...)
+	return supervisor.NewPool(ctx, snodo.Command(s.Command, s.Args...), s.Pool, append(s.SupervisorOptions(), opts...)...)
 }

@@ -84,7 +84,7 @@ func (a *supervisorActor) connect(ctx protoactor.Context) {
 	attempt, self, s := a.attempt, ctx.Self(), a.s
 	opts := append(append([]snodo.Option{snodo.WithShutdownGrace(DefaultShutdownGrace)}, s.cfg.connect...), snodo.WithActorSystem(s.sys))
 	s.bg.Go(func() {
-		c, err := snodo.Connect(s.life, s.command, s.args, opts...)
+		c, err := s.target.Connect(s.life, opts...)
 		if err == nil {
 			s.applyLevel(c)
 			s.applyResources(c)

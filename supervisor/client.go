@@ -12,7 +12,7 @@ import (
 )
 
 // Client is a supervised connection: a supervisor actor that owns one
-// server command and restarts it when it exits unexpectedly. Calls go to
+// server (a snodo.Target) and restarts it when it exits unexpectedly. Calls go to
 // whichever server is current. All methods are safe for concurrent use;
 // Close may be called any number of times, from any goroutine. The typed
 // calls (ListTools, CallTool, ReadResource, …) are the methods of its
@@ -23,15 +23,15 @@ type Client struct {
 	s           *state
 }
 
-// Connect starts command with args under a supervisor and returns once
-// the first server is connected. ctx is the owner, as for snodo.Connect:
+// Connect connects to target (snodo.Command or snodo.HTTP) under a
+// supervisor and returns once the first server is connected. ctx is the owner, as for snodo.Connect:
 // when it is done, supervision ends and the server's stdin is closed.
 //
 // A command that cannot start (not found, bad options, an era mismatch)
 // fails here at once. A server that exits during its handshake is
 // restarted like any other crash, and Connect fails with the
 // *GaveUpError if the intensity limit is passed first.
-func Connect(ctx context.Context, command string, args []string, opts ...Option) (*Client, error) {
+func Connect(ctx context.Context, target snodo.Target, opts ...Option) (*Client, error) {
 	if ctx == nil {
 		return nil, errNilContext("Connect")
 	}
@@ -39,30 +39,41 @@ func Connect(ctx context.Context, command string, args []string, opts ...Option)
 	if err != nil {
 		return nil, err
 	}
-	return start(ctx, command, args, cfg)
+	return start(ctx, target, cfg)
 }
 
-func start(ctx context.Context, command string, args []string, cfg *config) (*Client, error) {
-	if command == "" {
-		return nil, errors.New("supervisor: no server command given")
+// prepare makes the checks Connect and NewPool share before anything
+// starts, names what it will supervise, and returns the actor system it
+// runs on. what names the starter in errors ("supervisor", "pool").
+func prepare(ctx context.Context, target snodo.Target, cfg *config, what string) (*protoactor.ActorSystem, error) {
+	if target.String() == "" {
+		return nil, errors.New("supervisor: no server given; make the target with snodo.Command(name, args...) or snodo.HTTP(url)")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
 	if cfg.name == "" {
-		cfg.name = command
+		cfg.name = target.String()
 	}
 	sys := cfg.system
 	if sys == nil {
 		sys = snodoactor.Shared()
 	}
-	if err := snodoactor.CheckOwner(sys, cfg.owner, "supervisor"); err != nil {
+	if err := snodoactor.CheckOwner(sys, cfg.owner, what); err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
 	if err := checkEventsTo(sys, cfg.eventsTo); err != nil {
 		return nil, err
 	}
-	s := newState(cfg, command, args, sys)
+	return sys, nil
+}
+
+func start(ctx context.Context, target snodo.Target, cfg *config) (*Client, error) {
+	sys, err := prepare(ctx, target, cfg, "supervisor")
+	if err != nil {
+		return nil, err
+	}
+	s := newState(cfg, target, sys)
 	c := &Client{s: s}
 	c.Calls = snodo.NewCalls(c)
 	snodo.AnswerDeadCalls(sys)
@@ -80,7 +91,7 @@ func start(ctx context.Context, command string, args []string, cfg *config) (*Cl
 		if errors.Is(err, ErrGaveUp) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("supervisor: first start of %s: %w", command, err)
+		return nil, fmt.Errorf("supervisor: first start of %s: %w", target, err)
 	}
 	return c, nil
 }

@@ -18,7 +18,7 @@ import (
 func TestRestartAfterKill(t *testing.T) {
 	ev := newEvents()
 	cmd, args := testutil.Server(t)
-	c, err := Connect(t.Context(), cmd, args, fast, ev.option())
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, ev.option())
 	require.NoError(t, err)
 	first := ev.waitFor(t, ServerConnected, time.Second)
 	old := c.ServerPID()
@@ -57,7 +57,7 @@ func TestRestartAfterKill(t *testing.T) {
 func TestAbandonedServerIgnoringEOFIsKilled(t *testing.T) {
 	ev := newEvents()
 	cmd, args := testutil.Server(t, "-ignore-eof", "-ignore-sigterm")
-	c, err := Connect(t.Context(), cmd, args, fast, ev.option())
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, ev.option())
 	require.NoError(t, err)
 	old := ev.waitFor(t, ServerConnected, 5*time.Second).ServerPID
 
@@ -87,7 +87,7 @@ func TestGiveUpWhenTheServerCrashesAtStart(t *testing.T) {
 	// It reads the first request before exiting: a server that is gone
 	// before snodo's first write shows up as "server closed its stdin"
 	// instead (see the package tests' notes in docs/supervision.md).
-	_, err := Connect(t.Context(), "sh", []string{"-c", "read line; exit 3"},
+	_, err := Connect(t.Context(), snodo.Command("sh", "-c", "read line; exit 3"),
 		fast, WithIntensity(3, 10*time.Second), ev.option())
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrGaveUp)
@@ -109,7 +109,7 @@ func TestGiveUpWhenTheServerCrashesAtStart(t *testing.T) {
 
 func TestCommandThatCannotStartFailsAtOnce(t *testing.T) {
 	t0 := time.Now()
-	_, err := Connect(t.Context(), "snodo-no-such-command", nil, fast)
+	_, err := Connect(t.Context(), snodo.Command("snodo-no-such-command"), fast)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "executable file not found")
 	assert.NotErrorIs(t, err, ErrGaveUp)
@@ -123,7 +123,7 @@ func TestGiveUpAfterRunning(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "started")
 	script := `if [ -e "$1" ]; then echo "cannot start twice" >&2; read line; exit 3; fi; touch "$1"; exec "$2"`
 	ev := newEvents()
-	c, err := Connect(t.Context(), "sh", []string{"-c", script, "sh", state, server},
+	c, err := Connect(t.Context(), snodo.Command("sh", "-c", script, "sh", state, server),
 		fast, WithIntensity(2, 10*time.Second), ev.option(),
 		WithConnectOptions(snodo.WithStderr(new(discard))))
 	require.NoError(t, err)
@@ -152,7 +152,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func TestInFlightCallFailsAndIsNotRetried(t *testing.T) {
 	ev := newEvents()
 	cmd, args := testutil.Server(t)
-	c, err := Connect(t.Context(), cmd, args, fast, ev.option())
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, ev.option())
 	require.NoError(t, err)
 	defer c.Close()
 
@@ -179,7 +179,7 @@ func TestInFlightCallFailsAndIsNotRetried(t *testing.T) {
 func TestIdempotentCallIsRetriedOnce(t *testing.T) {
 	ev := newEvents()
 	cmd, args := testutil.Server(t)
-	c, err := Connect(t.Context(), cmd, args, fast, ev.option())
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, ev.option())
 	require.NoError(t, err)
 	defer c.Close()
 	ev.waitFor(t, ServerConnected, time.Second)
@@ -205,7 +205,7 @@ func TestFailFastDuringRestart(t *testing.T) {
 	ev := newEvents()
 	cmd, args := testutil.Server(t)
 	slow := WithBackoff(Backoff{Initial: time.Second, Max: time.Second, Multiplier: 1})
-	c, err := Connect(t.Context(), cmd, args, slow, FailFast(), ev.option())
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), slow, FailFast(), ev.option())
 	require.NoError(t, err)
 	defer c.Close()
 	kill(t, c.ServerPID())
@@ -228,7 +228,7 @@ func TestWaitDuringRestart(t *testing.T) {
 	ev := newEvents()
 	cmd, args := testutil.Server(t)
 	slow := WithBackoff(Backoff{Initial: 300 * time.Millisecond, Max: 300 * time.Millisecond, Multiplier: 1})
-	c, err := Connect(t.Context(), cmd, args, slow, ev.option())
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), slow, ev.option())
 	require.NoError(t, err)
 	defer c.Close()
 	kill(t, c.ServerPID())
@@ -256,7 +256,7 @@ func TestWaitDuringRestart(t *testing.T) {
 func TestOwnerContextEndsSupervision(t *testing.T) {
 	cmd, args := testutil.Server(t)
 	ctx, cancel := context.WithCancel(t.Context())
-	c, err := Connect(ctx, cmd, args, fast)
+	c, err := Connect(ctx, snodo.Command(cmd, args...), fast)
 	require.NoError(t, err)
 	pid := c.ServerPID()
 	cancel()
@@ -277,29 +277,29 @@ func TestOptionsValidate(t *testing.T) {
 		WithBackoff(Backoff{Initial: 1, Max: 2, Multiplier: 0.5}), WithBackoff(Backoff{Initial: 1, Max: 2, Multiplier: 2, Jitter: 2}),
 		WithMaxWait(0), WithLogger(nil), WithEventHandler(nil), WithEventsTo(nil), WithOwner(nil), WithActorSystem(nil),
 	} {
-		_, err := Connect(t.Context(), "true", nil, opt)
+		_, err := Connect(t.Context(), snodo.Command("true"), opt)
 		assert.Error(t, err)
 	}
-	_, err := NewPool(t.Context(), "true", nil, 0)
+	_, err := NewPool(t.Context(), snodo.Command("true"), 0)
 	assert.Error(t, err)
 
 	// Nil arguments are errors that say what to pass, never panics.
 	var unset Option
-	_, err = Connect(t.Context(), "true", nil, fast, unset)
+	_, err = Connect(t.Context(), snodo.Command("true"), fast, unset)
 	assert.ErrorContains(t, err, "option 2 is nil")
 	sys := snodoactor.Shared()
 	gone := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
 	testutil.StopActor(t, sys, gone, 5*time.Second)
-	_, err = Connect(t.Context(), "true", nil, WithEventsTo(gone))
+	_, err = Connect(t.Context(), snodo.Command("true"), WithEventsTo(gone))
 	assert.ErrorContains(t, err, "WithEventsTo")
 	//lint:ignore SA1012 the point of the test
-	_, err = Connect(nil, "true", nil) //nolint:staticcheck
+	_, err = Connect(nil, snodo.Command("true")) //nolint:staticcheck
 	assert.ErrorContains(t, err, "nil context")
 	//lint:ignore SA1012 the point of the test
-	_, err = NewPool(nil, "true", nil, 1) //nolint:staticcheck
+	_, err = NewPool(nil, snodo.Command("true"), 1) //nolint:staticcheck
 	assert.ErrorContains(t, err, "nil context")
 	//lint:ignore SA1012 the point of the test
-	_, err = StartPool(nil, snodoactor.Shared(), nil, "true", nil, 1) //nolint:staticcheck
+	_, err = StartPool(nil, snodoactor.Shared(), nil, snodo.Command("true"), 1) //nolint:staticcheck
 	assert.ErrorContains(t, err, "nil context")
 }
 
@@ -336,7 +336,7 @@ func waitReceived(t *testing.T, c *Client, n int) {
 // the server with it.
 func TestEventHandlerPanicStopsSupervision(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	c, err := Connect(t.Context(), cmd, args, WithEventHandler(func(ev LifecycleEvent) {
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), WithEventHandler(func(ev LifecycleEvent) {
 		if ev.Kind == ServerConnected {
 			panic("boom")
 		}

@@ -3,7 +3,12 @@
 // protoactor-go's actors.
 //
 // A supervised connection (Connect) is a supervisor actor that owns a
-// server command. It connects with snodo.Connect (owned by the
+// server, reached by a snodo.Target (snodo.Command(name, args...) today,
+// snodo.HTTP(url) for a remote endpoint):
+//
+//	c, err := supervisor.Connect(ctx, snodo.Command("my-server", "--stdio"))
+//
+// It connects with the target's Connect (owned by the
 // supervisor's life context and closed in its Stopping, so a connection
 // never outlives it), watches the connection
 // actor, and when that actor stops for any reason other than Close or
@@ -32,7 +37,7 @@
 // snodo.ListenTo actor) before the new server's events: events sent
 // during the gap are lost, and the reader should re-read what it watches.
 //
-// A Pool runs N supervised connections to the same command, each
+// A Pool runs N supervised connections to the same target, each
 // restarting on its own; calls go to the member with the fewest calls in
 // flight among those that are up, and wait for the first to come back
 // when none is. Grow and Shrink change its size. Close,

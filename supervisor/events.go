@@ -44,7 +44,7 @@ func (k EventKind) String() string {
 // and WithEventsTo receive them; the logger gets the same.
 type LifecycleEvent struct {
 	Kind      EventKind
-	Name      string        // WithName, or the command
+	Name      string        // WithName, or the target's String
 	Restarts  int           // restarts inside the intensity window so far
 	Total     int           // restarts since Connect
 	ServerPID int           // ServerConnected: the new server's process id; ServerExited: the one that went away (0 for a failed start)

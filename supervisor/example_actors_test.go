@@ -25,7 +25,7 @@ func ExampleStartPool() {
 		switch msg := ctx.Message().(type) {
 		case *actor.Started:
 			var err error
-			pool, err = supervisor.StartPool(context.Background(), ctx.ActorSystem(), ctx.Self(), cmd, args, 3)
+			pool, err = supervisor.StartPool(context.Background(), ctx.ActorSystem(), ctx.Self(), snodo.Command(cmd, args...), 3)
 			if err != nil {
 				log.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func ExampleStartPool() {
 func ExampleClient_Listen() {
 	system := snodoactor.Shared()
 	cmd, args := exampleServer()
-	c, err := supervisor.Connect(context.Background(), cmd, args)
+	c, err := supervisor.Connect(context.Background(), snodo.Command(cmd, args...))
 	if err != nil {
 		log.Fatal(err)
 	}

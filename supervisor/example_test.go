@@ -26,7 +26,7 @@ func exampleServer(flags ...string) (string, []string) {
 func Example() {
 	cmd, args := exampleServer()
 	events := make(chan supervisor.LifecycleEvent, 16)
-	c, err := supervisor.Connect(context.Background(), cmd, args,
+	c, err := supervisor.Connect(context.Background(), snodo.Command(cmd, args...),
 		supervisor.WithIntensity(3, time.Minute),
 		supervisor.WithEventHandler(func(ev supervisor.LifecycleEvent) { events <- ev }))
 	if err != nil {
@@ -65,7 +65,7 @@ func Example() {
 // A pool spreads calls over several servers.
 func ExampleNewPool() {
 	cmd, args := exampleServer()
-	p, err := supervisor.NewPool(context.Background(), cmd, args, 3)
+	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 3)
 	if err != nil {
 		log.Fatal(err)
 	}

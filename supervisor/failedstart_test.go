@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"github.com/snodo/snodo"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,7 +50,7 @@ func TestFailedNewPoolReapsServersThatIgnoreEOF(t *testing.T) {
 	starts := filepath.Join(t.TempDir(), "start")
 	cmd, args := testutil.Server(t, "-ignore-eof", "-start-file", starts, "-refuse-after", "2")
 	t0 := time.Now()
-	_, err := NewPool(t.Context(), cmd, args, 3, fast)
+	_, err := NewPool(t.Context(), snodo.Command(cmd, args...), 3, fast)
 	require.ErrorContains(t, err, "refused")
 	t.Logf("NewPool failed after %s", time.Since(t0))
 	for _, pid := range startedPIDs(t, starts, 3) {
@@ -70,7 +71,7 @@ func TestFailedStartPoolReapsServersThatIgnoreEOF(t *testing.T) {
 			ready <- r
 		}
 	}))
-	p, err := StartPool(t.Context(), sys, owner, cmd, args, 3, fast)
+	p, err := StartPool(t.Context(), sys, owner, snodo.Command(cmd, args...), 3, fast)
 	require.NoError(t, err)
 	r := testutil.Receive(t, ready, 10*time.Second, "the pool's readiness")
 	require.ErrorContains(t, r.Err, "refused")

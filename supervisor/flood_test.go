@@ -22,11 +22,11 @@ func TestCallFloodWithCloseOneReplyEach(t *testing.T) {
 		var pid *protoactor.PID
 		var closeIt func() error
 		if pool {
-			p, err := NewPool(t.Context(), cmd, args, 2, fast)
+			p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast)
 			require.NoError(t, err)
 			pid, closeIt = p.PID(), p.Close
 		} else {
-			c, err := Connect(t.Context(), cmd, args, fast)
+			c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast)
 			require.NoError(t, err)
 			pid, closeIt = c.PID(), c.Close
 		}

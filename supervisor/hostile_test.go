@@ -29,7 +29,7 @@ import (
 // waits for the servers of the members it closes.
 func TestPoolDoneWaitsForTheServerOfAMemberThatGaveUp(t *testing.T) {
 	cmd, args := testutil.Server(t, "-ignore-eof", "-ignore-sigterm")
-	p, err := NewPool(t.Context(), cmd, args, 1, fast, WithIntensity(0, time.Minute))
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 1, fast, WithIntensity(0, time.Minute))
 	require.NoError(t, err)
 	pid := p.Members()[0].ServerPID()
 	_, err = p.Request(t.Context(), "test/closeStdout", nil)
@@ -46,9 +46,9 @@ func TestPoolDoneWaitsForTheServerOfAMemberThatGaveUp(t *testing.T) {
 func TestPoolSizeIsBounded(t *testing.T) {
 	cmd, args := testutil.Server(t)
 	for _, size := range []int{0, -1, MaxPoolSize + 1, 1 << 30} {
-		_, err := NewPool(t.Context(), cmd, args, size)
+		_, err := NewPool(t.Context(), snodo.Command(cmd, args...), size)
 		require.ErrorContains(t, err, "MaxPoolSize", "size %d", size)
-		_, err = StartPool(t.Context(), snodoactor.Shared(), nil, cmd, args, size)
+		_, err = StartPool(t.Context(), snodoactor.Shared(), nil, snodo.Command(cmd, args...), size)
 		require.ErrorContains(t, err, "MaxPoolSize", "size %d", size)
 	}
 
@@ -57,7 +57,7 @@ func TestPoolSizeIsBounded(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	starts := filepath.Join(t.TempDir(), "start")
 	script := `test -e "$1" && exit 3; shift; exec "$@"`
-	p, err := NewPool(t.Context(), "sh", append([]string{"-c", script, "sh", gate, cmd}, append(args, "-start-file", starts)...), 2,
+	p, err := NewPool(t.Context(), snodo.Command("sh", append([]string{"-c", script, "sh", gate, cmd}, append(args, "-start-file", starts)...)...), 2,
 		fast, WithIntensity(0, time.Minute))
 	require.NoError(t, err)
 	defer p.Close()
@@ -78,7 +78,7 @@ func TestPoolCallsWaitForAnyMemberWhenAllAreDown(t *testing.T) {
 	starts := filepath.Join(t.TempDir(), "start")
 	cmd, args := testutil.Server(t, "-start-file", starts, "-refuse-after", "3")
 	ev := newEvents()
-	p, err := NewPool(t.Context(), cmd, args, 2, ev.option(), WithIntensity(1, time.Minute),
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, ev.option(), WithIntensity(1, time.Minute),
 		WithBackoff(Backoff{Initial: 300 * time.Millisecond, Max: 300 * time.Millisecond, Multiplier: 1}))
 	require.NoError(t, err)
 	defer p.Close()
@@ -116,7 +116,7 @@ func TestPoolCallWhileAllMembersAreDownIsBounded(t *testing.T) {
 		if failFast {
 			opts = append(opts, FailFast())
 		}
-		p, err := NewPool(t.Context(), cmd, args, 2, opts...)
+		p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, opts...)
 		require.NoError(t, err)
 		for _, m := range p.Members() {
 			kill(t, m.ServerPID())
@@ -150,7 +150,7 @@ func TestPoolCallWhileAllMembersAreDownIsBounded(t *testing.T) {
 // follow. It ends when the pool closes, with ErrClosed.
 func TestPoolSubscriptionMovesWhenItsMemberLeaves(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	p, err := NewPool(t.Context(), cmd, args, 3, fast, WithIntensity(0, time.Minute))
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 3, fast, WithIntensity(0, time.Minute))
 	require.NoError(t, err)
 	defer p.Close()
 	sub, err := p.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
@@ -220,7 +220,7 @@ func TestPoolSubscriptionMovesWhenItsMemberLeaves(t *testing.T) {
 func TestPoolResourceSubscriptionMovesWhenItsMemberGivesUp(t *testing.T) {
 	cmd, args := testutil.Server(t, "-era", "legacy")
 	ev := newEvents()
-	p, err := NewPool(t.Context(), cmd, args, 2, fast, WithIntensity(0, time.Minute), ev.option())
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast, WithIntensity(0, time.Minute), ev.option())
 	require.NoError(t, err)
 	defer p.Close()
 	require.NoError(t, p.SubscribeResource(t.Context(), "test://a"))
@@ -247,7 +247,7 @@ func TestPoolCallMessagesWhileAllMembersAreDownThenClose(t *testing.T) {
 	cmd, args := testutil.Server(t)
 	ev := newEvents()
 	slow := WithBackoff(Backoff{Initial: 10 * time.Second, Max: 10 * time.Second, Multiplier: 1})
-	p, err := NewPool(t.Context(), cmd, args, 2, slow, ev.option())
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, slow, ev.option())
 	require.NoError(t, err)
 	for _, m := range p.Members() {
 		kill(t, m.ServerPID())
@@ -300,7 +300,7 @@ func TestPoolNotifyWaitsOnceForRestartingMembers(t *testing.T) {
 	ev := newEvents()
 	const members, maxWait = 4, 400 * time.Millisecond
 	slow := WithBackoff(Backoff{Initial: 10 * time.Second, Max: 10 * time.Second, Multiplier: 1})
-	p, err := NewPool(t.Context(), cmd, args, members, slow, ev.option(), WithMaxWait(maxWait))
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), members, slow, ev.option(), WithMaxWait(maxWait))
 	require.NoError(t, err)
 	defer p.Close()
 	for _, m := range p.Members() {
@@ -351,7 +351,7 @@ func TestBackoffRefusesNaN(t *testing.T) {
 // Known limits.)
 func TestPoolWedgedMemberHoldsNoCallerPastItsTimeout(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	p, err := NewPool(t.Context(), cmd, args, 2, fast)
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast)
 	require.NoError(t, err)
 	defer p.Close()
 	wedged := p.Members()[0]
@@ -405,7 +405,7 @@ func TestPoolCrashLoopIsBounded(t *testing.T) {
 	t0 := time.Now()
 	var ru0 syscall.Rusage
 	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru0))
-	p, err := NewPool(t.Context(), "sh", append([]string{"-c", script, "sh", server}, append(args, "-start-file", starts)...), members,
+	p, err := NewPool(t.Context(), snodo.Command("sh", append([]string{"-c", script, "sh", server}, append(args, "-start-file", starts)...)...), members,
 		fast, WithIntensity(limit, time.Minute), ev.option())
 	if err != nil {
 		require.ErrorIs(t, err, ErrGaveUp) // every start of one member died in its handshake
@@ -443,7 +443,7 @@ func TestPoolLivesOnWhenItsLastMemberGivesUpDuringGrow(t *testing.T) {
 	// first member gives up.
 	script := `if [ -e "$1" ]; then sleep 0.5; fi; touch "$1"; shift; exec "$@"`
 	ev := newEvents()
-	p, err := NewPool(t.Context(), "sh", append([]string{"-c", script, "sh", gate, server}, args...), 1,
+	p, err := NewPool(t.Context(), snodo.Command("sh", append([]string{"-c", script, "sh", gate, server}, args...)...), 1,
 		fast, WithIntensity(0, time.Minute), ev.option())
 	require.NoError(t, err)
 	defer p.Close()
@@ -468,7 +468,7 @@ func TestPoolStopsAfterAGrowWhenNoMemberIsLeft(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	script := `if [ -e "$1" ]; then sleep 0.5; read line; exit 3; fi; touch "$1"; shift; exec "$@"`
 	ev := newEvents()
-	p, err := NewPool(t.Context(), "sh", append([]string{"-c", script, "sh", gate, server}, args...), 1,
+	p, err := NewPool(t.Context(), snodo.Command("sh", append([]string{"-c", script, "sh", gate, server}, args...)...), 1,
 		fast, WithIntensity(0, time.Minute), ev.option())
 	require.NoError(t, err)
 	grown := make(chan error, 1)
@@ -491,12 +491,12 @@ func TestIdempotentRetryWaitsEvenWithFailFast(t *testing.T) {
 		var r snodo.Requester
 		var members func() []*Client
 		if size == 0 {
-			c, err := Connect(t.Context(), cmd, args, fast, FailFast())
+			c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, FailFast())
 			require.NoError(t, err)
 			defer c.Close()
 			r, members = c, func() []*Client { return []*Client{c} }
 		} else {
-			p, err := NewPool(t.Context(), cmd, args, size, fast, FailFast())
+			p, err := NewPool(t.Context(), snodo.Command(cmd, args...), size, fast, FailFast())
 			require.NoError(t, err)
 			defer p.Close()
 			r, members = p, p.Members
@@ -540,7 +540,7 @@ func TestIdempotentRetryWaitsEvenWithFailFast(t *testing.T) {
 func TestPoolSpreadsCallsEvenly(t *testing.T) {
 	cmd, args := testutil.Server(t)
 	const members = 4
-	p, err := NewPool(t.Context(), cmd, args, members, fast)
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), members, fast)
 	require.NoError(t, err)
 	defer p.Close()
 	for k := range 40 {
@@ -583,7 +583,7 @@ func TestNewPoolLivesOnWhenAMemberGivesUpDuringItsStart(t *testing.T) {
 	// other starts 1 s late and lives.
 	script := `if mkdir "$1" 2>/dev/null; then (sleep 0.2; kill -9 $$) & else sleep 1; fi; shift; exec "$@"`
 	ev := newEvents()
-	p, err := NewPool(t.Context(), "sh", append([]string{"-c", script, "sh", lock, server}, args...), 2,
+	p, err := NewPool(t.Context(), snodo.Command("sh", append([]string{"-c", script, "sh", lock, server}, args...)...), 2,
 		fast, WithIntensity(0, time.Minute), ev.option())
 	require.NoError(t, err)
 	defer p.Close()

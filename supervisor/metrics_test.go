@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"github.com/snodo/snodo"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ func TestRestartsAndGiveUpsAreCounted(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { _ = mp.Shutdown(context.Background()) }()
-	_, err := Connect(t.Context(), "sh", []string{"-c", "read line; exit 3"},
+	_, err := Connect(t.Context(), snodo.Command("sh", "-c", "read line; exit 3"),
 		fast, WithIntensity(2, 10*time.Second), WithMeterProvider(mp))
 	require.ErrorIs(t, err, ErrGaveUp)
 

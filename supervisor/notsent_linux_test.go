@@ -28,12 +28,12 @@ func TestCallToAJustKilledServerGoesToTheNext(t *testing.T) {
 		var r snodo.Requester
 		var members func() []*Client
 		if size == 0 {
-			c, err := Connect(t.Context(), cmd, args, opts...)
+			c, err := Connect(t.Context(), snodo.Command(cmd, args...), opts...)
 			require.NoError(t, err)
 			defer c.Close()
 			r, members = c, func() []*Client { return []*Client{c} }
 		} else {
-			p, err := NewPool(t.Context(), cmd, args, size, opts...)
+			p, err := NewPool(t.Context(), snodo.Command(cmd, args...), size, opts...)
 			require.NoError(t, err)
 			defer p.Close()
 			r, members = p, p.Members
@@ -68,12 +68,12 @@ func TestCallTheServerDiedOfIsNotSentAgain(t *testing.T) {
 	for _, size := range []int{0, 2} { // 0: a supervised client
 		var r snodo.Requester
 		if size == 0 {
-			c, err := Connect(t.Context(), cmd, args, fast)
+			c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast)
 			require.NoError(t, err)
 			defer c.Close()
 			r = c
 		} else {
-			p, err := NewPool(t.Context(), cmd, args, size, fast)
+			p, err := NewPool(t.Context(), snodo.Command(cmd, args...), size, fast)
 			require.NoError(t, err)
 			defer p.Close()
 			r = p

@@ -251,7 +251,7 @@ func LoggerOf(opts ...Option) (*slog.Logger, error) {
 }
 
 // WithName labels the supervisor in logs and events (LifecycleEvent.Name).
-// Default: the command; pools use "command#N".
+// Default: the target's String (a command's name); pools use "name#N".
 func WithName(name string) Option {
 	return func(c *config) error { c.name = name; return nil }
 }

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"github.com/snodo/snodo"
 	"testing"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
@@ -20,18 +21,18 @@ func TestOwnerFromAnotherSystem(t *testing.T) {
 	command, args := testutil.Server(t)
 	before := testutil.ChildPIDs()
 
-	_, err := Connect(t.Context(), command, args, WithOwner(owner))
+	_, err := Connect(t.Context(), snodo.Command(command, args...), WithOwner(owner))
 	require.ErrorContains(t, err, "not alive in the supervisor's actor system")
 	require.ErrorContains(t, err, "pass that system with WithActorSystem")
 	require.NotContains(t, err.Error(), "owner exited")
 
-	_, err = NewPool(t.Context(), command, args, 1, WithOwner(owner))
+	_, err = NewPool(t.Context(), snodo.Command(command, args...), 1, WithOwner(owner))
 	require.ErrorContains(t, err, "pass that system with WithActorSystem")
-	_, err = StartPool(t.Context(), snodoactor.Shared(), owner, command, args, 1)
+	_, err = StartPool(t.Context(), snodoactor.Shared(), owner, snodo.Command(command, args...), 1)
 	require.ErrorContains(t, err, "pass that system with WithActorSystem")
 	require.Subset(t, before, testutil.ChildPIDs(), "nothing may be started")
 
-	c, err := Connect(t.Context(), command, args, WithOwner(owner), WithActorSystem(other))
+	c, err := Connect(t.Context(), snodo.Command(command, args...), WithOwner(owner), WithActorSystem(other))
 	require.NoError(t, err)
 	require.NoError(t, c.Ping(t.Context()))
 	require.NoError(t, c.Close())

@@ -16,7 +16,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 )
 
-// Pool is N supervised connections to the same server command. Each call
+// Pool is N supervised connections to the same server (a snodo.Target). Each call
 // goes to the member with the fewest calls in flight among those whose
 // server is up (when none is, it waits for the first to come back, as a
 // call waits for a restart); each member restarts on its own. A pool actor
@@ -30,19 +30,18 @@ type Pool struct {
 	snodo.Calls                    // every typed call: ListTools, CallTool, ReadResource, …
 	calls       *snodo.CallHandler // runs call messages sent to its PID
 
-	ctx     context.Context
-	starts  context.Context // members start under it: ctx, cancelled as the pool stops
-	cancel  context.CancelCauseFunc
-	command string
-	args    []string
-	cfg     *config
-	sys     *protoactor.ActorSystem
-	pid     *protoactor.PID
-	owned   snodoactor.Life // the pool actor's stop reason and owner link
+	ctx    context.Context
+	starts context.Context // members start under it: ctx, cancelled as the pool stops
+	cancel context.CancelCauseFunc
+	target snodo.Target
+	cfg    *config
+	sys    *protoactor.ActorSystem
+	pid    *protoactor.PID
+	owned  snodoactor.Life // the pool actor's stop reason and owner link
 
 	mu        sync.Mutex
 	members   []*Client
-	serial    int                // names members command#N
+	serial    int                // names members name#N
 	adding    int                // members Grow is starting: counted against MaxPoolSize
 	lastEnd   error              // why the last member that left on its own ended
 	next      int                // where the least-loaded scan starts (spreads ties)
@@ -66,7 +65,7 @@ type Pool struct {
 // thousands of processes.
 const MaxPoolSize = 256
 
-// NewPool starts size supervised connections to command (in parallel)
+// NewPool starts size supervised connections to target (in parallel)
 // and returns once all are connected; size is 1 to MaxPoolSize. ctx is
 // the owner of the pool and every member; opts apply to each member
 // (WithOwner and WithActorSystem to the pool). If a member cannot start, NewPool leaves nothing running,
@@ -75,11 +74,11 @@ const MaxPoolSize = 256
 // SIGKILL to its process group for one that ignores EOF), and the error is
 // returned once each is reaped, about 1 s later at most for servers that
 // ignore EOF and SIGTERM.
-func NewPool(ctx context.Context, command string, args []string, size int, opts ...Option) (*Pool, error) {
+func NewPool(ctx context.Context, target snodo.Target, size int, opts ...Option) (*Pool, error) {
 	if ctx == nil {
 		return nil, errNilContext("NewPool")
 	}
-	p, err := newPool(ctx, command, args, size, opts)
+	p, err := newPool(ctx, target, size, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -113,12 +112,12 @@ func (*PoolReady) IgnoreDeadLetterLogging() {}
 // for at most their Timeout request option (or WithMaxWait), and with
 // FailFast they fail at once with a -32000 wrapping ErrStarting. If the
 // pool cannot start, they fail with its error.
-func StartPool(ctx context.Context, system *protoactor.ActorSystem, pid *protoactor.PID, command string, args []string, size int, opts ...Option) (*Pool, error) {
+func StartPool(ctx context.Context, system *protoactor.ActorSystem, pid *protoactor.PID, target snodo.Target, size int, opts ...Option) (*Pool, error) {
 	if ctx == nil {
 		return nil, errNilContext("StartPool")
 	}
 	opts = append([]Option{WithActorSystem(system), WithOwner(pid)}, opts...)
-	p, err := newPool(ctx, command, args, size, opts)
+	p, err := newPool(ctx, target, size, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +153,7 @@ func (p *Pool) start(size int) error {
 	return nil
 }
 
-func newPool(ctx context.Context, command string, args []string, size int, opts []Option) (*Pool, error) {
+func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) (*Pool, error) {
 	if size < 1 || size > MaxPoolSize {
 		return nil, fmt.Errorf("supervisor: pool size %d must be between 1 and %d (MaxPoolSize)", size, MaxPoolSize)
 	}
@@ -162,24 +161,12 @@ func newPool(ctx context.Context, command string, args []string, size int, opts 
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("supervisor: %w", err)
-	}
-	if cfg.name == "" {
-		cfg.name = command
-	}
-	sys := cfg.system
-	if sys == nil {
-		sys = snodoactor.Shared()
-	}
-	if err := snodoactor.CheckOwner(sys, cfg.owner, "pool"); err != nil {
-		return nil, fmt.Errorf("supervisor: %w", err)
-	}
-	if err := checkEventsTo(sys, cfg.eventsTo); err != nil {
+	sys, err := prepare(ctx, target, cfg, "pool")
+	if err != nil {
 		return nil, err
 	}
 	p := &Pool{
-		ctx: ctx, command: command, args: append([]string(nil), args...), cfg: cfg, sys: sys,
+		ctx: ctx, target: target, cfg: cfg, sys: sys,
 		starting:  true,
 		resources: map[string]*Client{},
 		changed:   make(chan struct{}),
@@ -240,7 +227,7 @@ func (p *Pool) Grow(n int) error {
 			// Stopping, not by a watch of the pool actor: see shutdown.
 			cfg.name, cfg.owner, cfg.system, cfg.level = name, nil, p.sys, level
 			cfg.onChange = p.wake
-			m, err := start(p.starts, p.command, p.args, &cfg)
+			m, err := start(p.starts, p.target, &cfg)
 			if err != nil {
 				errs[i] = fmt.Errorf("pool member %s: %w", name, err)
 				return

@@ -31,7 +31,7 @@ func serverPIDs(p *Pool) []int {
 func TestPoolKeepsAnsweringWhenAMemberIsKilled(t *testing.T) {
 	ev := newEvents()
 	cmd, args := testutil.Server(t)
-	p, err := NewPool(t.Context(), cmd, args, 3, fast, ev.option())
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 3, fast, ev.option())
 	require.NoError(t, err)
 	pids := serverPIDs(p)
 	victim := p.Members()[0]
@@ -138,7 +138,7 @@ func TestPoolKeepsAnsweringWhenAMemberIsKilled(t *testing.T) {
 
 func TestPoolIdempotentCallMovesToAnotherMember(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	p, err := NewPool(t.Context(), cmd, args, 2, fast)
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast)
 	require.NoError(t, err)
 	defer p.Close()
 	done := make(chan error, 1)
@@ -165,7 +165,7 @@ func TestPoolIdempotentCallMovesToAnotherMember(t *testing.T) {
 
 func TestPoolGrowsAndShrinks(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	p, err := NewPool(t.Context(), cmd, args, 1, fast)
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 1, fast)
 	require.NoError(t, err)
 	require.NoError(t, p.Grow(3))
 	assert.Equal(t, 4, p.Size())
@@ -202,10 +202,10 @@ func TestOwnerActorStopsPoolAndClient(t *testing.T) {
 		}
 	}))
 	cmd, args := testutil.Server(t)
-	p, err := NewPool(context.Background(), cmd, args, 2, fast, WithOwner(owner), WithEventsTo(owner))
+	p, err := NewPool(context.Background(), snodo.Command(cmd, args...), 2, fast, WithOwner(owner), WithEventsTo(owner))
 	require.NoError(t, err)
 	assert.Equal(t, ServerConnected, (<-seen).Kind, "events reach the actor as messages")
-	c, err := Connect(context.Background(), cmd, args, fast, WithOwner(owner))
+	c, err := Connect(context.Background(), snodo.Command(cmd, args...), fast, WithOwner(owner))
 	require.NoError(t, err)
 	pids := append(serverPIDs(p), c.ServerPID())
 
@@ -225,7 +225,7 @@ func TestOwnerActorStopsPoolAndClient(t *testing.T) {
 }
 
 func TestPoolEndsWhenEveryMemberGivesUp(t *testing.T) {
-	_, err := NewPool(t.Context(), "sh", []string{"-c", "read line; exit 3"}, 2, fast, WithIntensity(1, 10*time.Second))
+	_, err := NewPool(t.Context(), snodo.Command("sh", "-c", "read line; exit 3"), 2, fast, WithIntensity(1, 10*time.Second))
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrGaveUp)
 	assert.Contains(t, err.Error(), "gave up after 1 restart in 10s: server exited with status 3")
@@ -237,7 +237,7 @@ func TestPoolEndsWhenEveryMemberGivesUp(t *testing.T) {
 // call fails with -32000 wrapping ErrClosed) and Done waits for its server.
 func TestPoolCloseDuringShrink(t *testing.T) {
 	cmd, args := testutil.Server(t, "-eof-grace", "10ms") // exit at EOF without finishing the sleeps
-	p, err := NewPool(t.Context(), cmd, args, 2, fast)
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast)
 	require.NoError(t, err)
 	members := p.Members()
 	calls := make(chan error, len(members))
@@ -290,7 +290,7 @@ func TestPoolCloseWhileStarting(t *testing.T) {
 	defer sys.Root.Stop(owner)
 	for i := range 8 {
 		before := testutil.ChildPIDs()
-		p, err := StartPool(t.Context(), sys, owner, cmd, args, 3, fast)
+		p, err := StartPool(t.Context(), sys, owner, snodo.Command(cmd, args...), 3, fast)
 		require.NoError(t, err)
 		time.Sleep(time.Duration(i*4) * time.Millisecond) // the members' servers are starting
 		require.NoError(t, p.Close())
@@ -316,7 +316,7 @@ func TestPoolCloseWhileStarting(t *testing.T) {
 func TestShrinkWaitIsBoundedForCallsWithoutTimeout(t *testing.T) {
 	cmd, args := testutil.Server(t, "-eof-grace", "10ms") // exit at EOF without finishing the sleeps
 	const bound = 300 * time.Millisecond
-	p, err := NewPool(t.Context(), cmd, args, 2, fast, WithMaxWait(bound))
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast, WithMaxWait(bound))
 	require.NoError(t, err)
 	defer func() {
 		require.NoError(t, p.Close())

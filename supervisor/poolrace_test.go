@@ -58,7 +58,7 @@ func TestPoolListenRacingShrinkEndsOnAMemberInRotation(t *testing.T) {
 	var failed []string
 	moved := 0
 	for run := range runs {
-		p, err := NewPool(t.Context(), cmd, args, 2, fast)
+		p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast)
 		require.NoError(t, err)
 		subs := make([]*Subscription, listens)
 		errs := make([]error, listens)
@@ -101,7 +101,7 @@ func TestPoolListenRacingAGiveUpEndsOnAMemberInRotation(t *testing.T) {
 	var failed []string
 	for run := range runs {
 		ev := newEvents()
-		p, err := NewPool(t.Context(), cmd, args, 2, fast, WithIntensity(0, time.Minute), ev.option())
+		p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast, WithIntensity(0, time.Minute), ev.option())
 		require.NoError(t, err)
 		victim := p.Members()[run%2]
 		subs := make([]*Subscription, listens)

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"github.com/snodo/snodo"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestPoolSubscribeResourceRacingAGiveUpEndsOnAMemberInRotation(t *testing.T)
 	var failed []string
 	for run := range runs {
 		ev := newEvents()
-		p, err := NewPool(t.Context(), cmd, args, 2, fast, WithIntensity(0, time.Minute), ev.option())
+		p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast, WithIntensity(0, time.Minute), ev.option())
 		require.NoError(t, err)
 		victim := p.Members()[run%2]
 		errs := make([]error, uris)
@@ -71,7 +72,7 @@ func eventually(cond func() bool, within time.Duration) bool {
 func TestPoolSubscribeResourceInFlightOnAMemberShrinkTakesOut(t *testing.T) {
 	cmd, args := testutil.Server(t, "-era", "legacy")
 	for run := range 2 {
-		p, err := NewPool(t.Context(), cmd, args, 2, fast)
+		p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast)
 		require.NoError(t, err)
 		a, b := p.Members()[0], p.Members()[1]
 		var busy sync.WaitGroup

@@ -35,7 +35,7 @@ func TestSubscribeResourceSurvivesARestart(t *testing.T) {
 			updates <- u.URI
 		}
 	})
-	c, err := Connect(t.Context(), cmd, args, fast, WithConnectOptions(handler))
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, WithConnectOptions(handler))
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, c.SubscribeResource(t.Context(), "test://a"))
@@ -55,7 +55,7 @@ func TestSubscribeResourceSurvivesARestart(t *testing.T) {
 // go to it, and Shrink moves it to a member that stays.
 func TestPoolSubscribeResourceHasMemberAffinity(t *testing.T) {
 	cmd, args := testutil.Server(t, "-era", "legacy")
-	p, err := NewPool(t.Context(), cmd, args, 3, fast)
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 3, fast)
 	require.NoError(t, err)
 	defer p.Close()
 	holders := func() int {
@@ -85,7 +85,7 @@ func TestPoolSubscribeResourceHasMemberAffinity(t *testing.T) {
 
 func TestSubscribeResourceModernIsUnsupported(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	p, err := NewPool(t.Context(), cmd, args, 1, fast)
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 1, fast)
 	require.NoError(t, err)
 	defer p.Close()
 	assert.ErrorIs(t, p.SubscribeResource(t.Context(), "test://a"), snodo.ErrSubscribeUnsupported)

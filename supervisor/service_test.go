@@ -48,7 +48,7 @@ func TestActorOnlyServiceThroughAPoolWhileAMemberIsKilled(t *testing.T) {
 	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 		switch msg := ctx.Message().(type) {
 		case *protoactor.Started:
-			pool, startErr = StartPool(context.Background(), ctx.ActorSystem(), ctx.Self(), cmd, args, 3, fast)
+			pool, startErr = StartPool(context.Background(), ctx.ActorSystem(), ctx.Self(), snodo.Command(cmd, args...), 3, fast)
 			if startErr != nil {
 				ctx.Stop(ctx.Self())
 				return
@@ -115,7 +115,7 @@ func TestActorOnlyServiceThroughAPoolWhileAMemberIsKilled(t *testing.T) {
 // calls are still answered, with -32000.
 func TestSupervisedClientTakesCallMessages(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	c, err := Connect(t.Context(), cmd, args, fast)
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast)
 	require.NoError(t, err)
 	sys := snodoactor.Shared()
 	got := make(chan any, 4)

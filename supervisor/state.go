@@ -17,12 +17,11 @@ import (
 // current connection and how supervision ends. The actor writes it; calls
 // read it under mu and wait on changed.
 type state struct {
-	cfg     *config
-	meters  *telemetry.Conn // restarts and give-ups; nil when metrics are off
-	command string
-	args    []string
-	sys     *protoactor.ActorSystem
-	pid     *protoactor.PID
+	cfg    *config
+	meters *telemetry.Conn // restarts and give-ups; nil when metrics are off
+	target snodo.Target
+	sys    *protoactor.ActorSystem
+	pid    *protoactor.PID
 
 	life     context.Context         // owner of every connection; ends with supervision
 	stopLife context.CancelCauseFunc // cancelled once the last Close returned
@@ -51,10 +50,10 @@ type state struct {
 	done    chan struct{}  // stopped, and every server reaped
 }
 
-func newState(cfg *config, command string, args []string, sys *protoactor.ActorSystem) *state {
+func newState(cfg *config, target snodo.Target, sys *protoactor.ActorSystem) *state {
 	return &state{
-		cfg: cfg, command: command, args: append([]string(nil), args...), sys: sys, level: cfg.level,
-		meters:    telemetry.New(nil, cfg.meter).ForConn(command),
+		cfg: cfg, target: target, sys: sys, level: cfg.level,
+		meters:    telemetry.New(nil, cfg.meter).ForConn(target.String()),
 		live:      map[*snodo.Client]struct{}{},
 		resources: map[string]struct{}{},
 		changed:   make(chan struct{}),

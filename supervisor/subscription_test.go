@@ -33,7 +33,7 @@ func nextEvent(t *testing.T, sub *Subscription) snodo.Event {
 func TestSubscriptionComesBackAfterARestart(t *testing.T) {
 	ev := newEvents()
 	cmd, args := testutil.Server(t)
-	c, err := Connect(t.Context(), cmd, args, fast, ev.option())
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, ev.option())
 	require.NoError(t, err)
 	defer c.Close()
 	sub, err := c.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
@@ -79,7 +79,7 @@ func TestSubscriptionComesBackAfterARestart(t *testing.T) {
 func TestSubscriptionMaxQueuedEventBytes(t *testing.T) {
 	const size, bound = 32 << 10, 100 << 10
 	cmd, args := testutil.Server(t)
-	c, err := Connect(t.Context(), cmd, args, fast)
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast)
 	require.NoError(t, err)
 	defer c.Close()
 	sub, err := c.Listen(t.Context(), snodo.Filter{ToolsListChanged: true}, snodo.MaxQueuedEventBytes(bound))
@@ -103,7 +103,7 @@ func TestSubscriptionMaxQueuedEventBytes(t *testing.T) {
 
 func TestSubscriptionEndsWithSupervision(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	c, err := Connect(t.Context(), cmd, args, fast)
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast)
 	require.NoError(t, err)
 	sub, err := c.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
 	require.NoError(t, err)
@@ -125,7 +125,7 @@ func TestSubscriptionEndsWithSupervision(t *testing.T) {
 // marker between them, then one end.
 func TestSubscriptionListenToAcrossARestart(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	c, err := Connect(t.Context(), cmd, args, fast)
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast)
 	require.NoError(t, err)
 	defer c.Close()
 	got := make(chan any, 16)
@@ -167,7 +167,7 @@ func TestSubscriptionListenToAcrossARestart(t *testing.T) {
 // subscription ends with ErrOwnerExited.
 func TestSubscriptionEndsWithItsListenToActor(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	c, err := Connect(t.Context(), cmd, args, fast)
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast)
 	require.NoError(t, err)
 	defer c.Close()
 	sys := snodoactor.Shared()
@@ -189,7 +189,7 @@ func TestSubscriptionEndsWithItsListenToActor(t *testing.T) {
 func TestPoolSubscriptionEndsWithClosed(t *testing.T) {
 	cmd, args := testutil.Server(t)
 	for i := range 5 {
-		p, err := NewPool(t.Context(), cmd, args, 2, fast)
+		p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast)
 		require.NoError(t, err)
 		sub, err := p.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
 		require.NoError(t, err)
@@ -213,7 +213,7 @@ func TestListenDuringARestartHonoursMaxWait(t *testing.T) {
 	ev := newEvents()
 	cmd, args := testutil.Server(t)
 	slow := WithBackoff(Backoff{Initial: 5 * time.Second, Max: 5 * time.Second, Multiplier: 1})
-	c, err := Connect(t.Context(), cmd, args, slow, WithMaxWait(100*time.Millisecond), ev.option())
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), slow, WithMaxWait(100*time.Millisecond), ev.option())
 	require.NoError(t, err)
 	defer c.Close()
 	kill(t, c.ServerPID())
@@ -231,7 +231,7 @@ func TestListenDuringARestartHonoursMaxWait(t *testing.T) {
 // soon as it starts.
 func TestListenToAnActorThatIsGone(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	c, err := Connect(t.Context(), cmd, args, fast)
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast)
 	require.NoError(t, err)
 	defer c.Close()
 	sys := snodoactor.Shared()
@@ -248,7 +248,7 @@ func TestListenToAnActorThatIsGone(t *testing.T) {
 // closed before Err was set).
 func TestSubscriptionErrIsFinalOnceEventsClose(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	p, err := NewPool(t.Context(), cmd, args, 1, fast)
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 1, fast)
 	require.NoError(t, err)
 	defer p.Close()
 	for i := range 20 {

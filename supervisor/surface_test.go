@@ -30,7 +30,7 @@ func askFor(calls *atomic.Int32) snodo.ServerRequestHandler {
 func TestPoolHasTheWholeClientSurface(t *testing.T) {
 	cmd, args := testutil.Server(t, "-era", "modern")
 	var asked atomic.Int32
-	p, err := NewPool(t.Context(), cmd, args, 2, fast, WithConnectOptions(
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast, WithConnectOptions(
 		snodo.WithServerRequestHandler(askFor(&asked)),
 		snodo.WithClientCapabilities(snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{}})))
 	require.NoError(t, err)
@@ -78,7 +78,7 @@ func TestPoolCloseFromStoppingAgainstAServerIgnoringEOF(t *testing.T) {
 	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 		switch ctx.Message().(type) {
 		case *protoactor.Started:
-			p, err := NewPool(context.Background(), cmd, args, 2, fast,
+			p, err := NewPool(context.Background(), snodo.Command(cmd, args...), 2, fast,
 				WithConnectOptions(snodo.WithShutdownGrace(300*time.Millisecond)))
 			if err != nil {
 				t.Error(err)
@@ -140,7 +140,7 @@ func TestPoolCloseFromStoppingAgainstAServerIgnoringEOF(t *testing.T) {
 // A supervised client's Close returns at once too; Done follows.
 func TestClientCloseDoesNotWaitForTheServer(t *testing.T) {
 	cmd, args := testutil.Server(t, "-ignore-eof")
-	c, err := Connect(t.Context(), cmd, args, fast, WithConnectOptions(snodo.WithShutdownGrace(300*time.Millisecond)))
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, WithConnectOptions(snodo.WithShutdownGrace(300*time.Millisecond)))
 	require.NoError(t, err)
 	pid := c.ServerPID()
 	t0 := time.Now()
@@ -158,7 +158,7 @@ func TestClientCloseDoesNotWaitForTheServer(t *testing.T) {
 // Shrink waits for the calls of the members it takes out.
 func TestShrinkWaitsForCalls(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	p, err := NewPool(t.Context(), cmd, args, 2, fast)
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast)
 	require.NoError(t, err)
 	defer p.Close()
 	for _, m := range p.Members() {
@@ -176,7 +176,7 @@ func TestShrinkWaitsForCalls(t *testing.T) {
 func TestLoggingLevelSurvivesARestart(t *testing.T) {
 	ev := newEvents()
 	cmd, args := testutil.Server(t, "-era", "modern")
-	c, err := Connect(t.Context(), cmd, args, fast, ev.option())
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, ev.option())
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, c.SetLoggingLevel(t.Context(), snodo.LogWarning))
@@ -206,13 +206,13 @@ func TestCallsBeforeAPoolIsReady(t *testing.T) {
 	}))
 	defer sys.Root.Stop(owner)
 
-	ff, err := StartPool(t.Context(), sys, owner, cmd, args, 1, fast, slow, FailFast())
+	ff, err := StartPool(t.Context(), sys, owner, snodo.Command(cmd, args...), 1, fast, slow, FailFast())
 	require.NoError(t, err)
 	_, err = ff.Request(t.Context(), "test/echo", nil)
 	require.ErrorIs(t, err, ErrStarting)
 	require.ErrorIs(t, err, snodo.ErrConnectionClosed)
 
-	p, err := StartPool(t.Context(), sys, owner, cmd, args, 1, fast, slow)
+	p, err := StartPool(t.Context(), sys, owner, snodo.Command(cmd, args...), 1, fast, slow)
 	require.NoError(t, err)
 	_, err = p.Request(t.Context(), "test/echo", nil, snodo.Timeout(50*time.Millisecond))
 	require.ErrorIs(t, err, ErrStarting)
