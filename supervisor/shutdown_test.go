@@ -19,7 +19,7 @@ import (
 // a little.
 func TestPoolCloseStopsServersThatIgnoreEOFAndSIGTERM(t *testing.T) {
 	cmd, args := testutil.Server(t, "-ignore-eof", "-ignore-sigterm")
-	p, err := NewPool(t.Context(), cmd, args, 2, fast)
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast)
 	require.NoError(t, err)
 	var pids []int
 	for _, m := range p.Members() {
@@ -40,7 +40,7 @@ func TestPoolCloseStopsServersThatIgnoreEOFAndSIGTERM(t *testing.T) {
 // still running past the default grace.
 func TestStdinOnlyCloseLeavesAServerIgnoringEOFRunning(t *testing.T) {
 	cmd, args := testutil.Server(t, "-ignore-eof")
-	c, err := Connect(t.Context(), cmd, args, fast, WithConnectOptions(snodo.WithShutdownGrace(0)))
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, WithConnectOptions(snodo.WithShutdownGrace(0)))
 	require.NoError(t, err)
 	pid := c.ServerPID()
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
