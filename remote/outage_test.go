@@ -66,7 +66,7 @@ func TestHostAndClientReconnectForEver(t *testing.T) {
 	var logs testutil.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	cmd, args := testutil.Server(t)
-	p, err := supervisor.NewPool(bg(), cmd, args, 1)
+	p, err := supervisor.NewPool(bg(), snodo.Command(cmd, args...), 1)
 	require.NoError(t, err)
 	h, err := NewHost(bg(), ns.URL(), Serve("ts", p), WithReconnect(shortReconnect), WithLogger(logger))
 	require.NoError(t, err)
@@ -113,7 +113,7 @@ func TestHostAndClientReconnectForEver(t *testing.T) {
 func TestBoundedReconnectStopsTheHostWithAnError(t *testing.T) {
 	ns := startRestartable(t, embedded.Options{})
 	cmd, args := testutil.Server(t)
-	p, err := supervisor.NewPool(bg(), cmd, args, 1)
+	p, err := supervisor.NewPool(bg(), snodo.Command(cmd, args...), 1)
 	require.NoError(t, err)
 	h, err := NewHost(bg(), ns.URL(), Serve("ts", p),
 		WithReconnect(Reconnect{Attempts: 3, Wait: 10 * time.Millisecond, MaxWait: 10 * time.Millisecond}))
