@@ -1,0 +1,410 @@
+package oauth_test
+
+import (
+	"crypto"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// testAS is a real authorization server on loopback: metadata,
+// dynamic registration, an authorization endpoint that redirects at once
+// (the user always consents), and a token endpoint for the authorization
+// code, refresh, client credentials and JWT-bearer grants. It checks PKCE
+// and records every request. Its knobs are set before the test starts.
+type testAS struct {
+	srv *httptest.Server
+
+	// Knobs.
+	issuer          string // metadata's issuer; default the server's URL
+	issMode         string // "" correct, "omit", "wrong", "slash"
+	issSupported    bool
+	noPKCE          bool
+	noRegistration  bool
+	authMethods     []string
+	scopesSupported []string
+	refresh         bool
+	expiresIn       int
+	tokenError      string // every token request fails with this error code
+	grantScopes     []string
+	clientSecret    string // registrations get this secret
+	assertionKey    crypto.PublicKey
+	dpopNonce       string
+	malformed       bool // metadata is not JSON
+
+	mu           sync.Mutex
+	authRequests []url.Values
+	tokenForms   []url.Values
+	tokenHeaders []http.Header
+	registered   int
+	challenges   map[string]string // code -> code_challenge
+	codeScopes   map[string]string
+	tokens       map[string][]string // access token -> scopes
+	refreshes    map[string][]string
+	seq          int
+}
+
+func newTestAS(t *testing.T, setup func(*testAS)) *testAS {
+	a := &testAS{challenges: map[string]string{}, codeScopes: map[string]string{}, tokens: map[string][]string{}, refreshes: map[string][]string{}}
+	if setup != nil {
+		setup(a)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", a.metadata)
+	mux.HandleFunc("POST /register", a.register)
+	mux.HandleFunc("GET /authorize", a.authorize)
+	mux.HandleFunc("POST /token", a.token)
+	a.srv = httptest.NewServer(mux)
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+func (a *testAS) URL() string { return a.srv.URL }
+
+func (a *testAS) metadata(w http.ResponseWriter, r *http.Request) {
+	if a.malformed {
+		w.Write([]byte("{not json"))
+		return
+	}
+	iss := a.issuer
+	if iss == "" {
+		iss = a.srv.URL
+	}
+	md := map[string]any{
+		"issuer":                   iss,
+		"authorization_endpoint":   a.srv.URL + "/authorize",
+		"token_endpoint":           a.srv.URL + "/token",
+		"response_types_supported": []string{"code"},
+		"authorization_response_iss_parameter_supported": a.issSupported,
+	}
+	if !a.noPKCE {
+		md["code_challenge_methods_supported"] = []string{"S256"}
+	}
+	if !a.noRegistration {
+		md["registration_endpoint"] = a.srv.URL + "/register"
+	}
+	if a.authMethods != nil {
+		md["token_endpoint_auth_methods_supported"] = a.authMethods
+	}
+	if a.scopesSupported != nil {
+		md["scopes_supported"] = a.scopesSupported
+	}
+	if a.dpopNonce != "" {
+		md["dpop_signing_alg_values_supported"] = []string{"ES256"}
+	}
+	json.NewEncoder(w).Encode(md)
+}
+
+func (a *testAS) register(w http.ResponseWriter, r *http.Request) {
+	var req map[string]any
+	json.NewDecoder(r.Body).Decode(&req)
+	a.mu.Lock()
+	a.registered++
+	id := fmt.Sprintf("client-%d", a.registered)
+	a.mu.Unlock()
+	resp := map[string]any{"client_id": id}
+	if a.clientSecret != "" {
+		resp["client_secret"] = a.clientSecret
+	}
+	w.WriteHeader(http.StatusCreated)
+	json.NewEncoder(w).Encode(resp)
+}
+
+func (a *testAS) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	a.mu.Lock()
+	a.authRequests = append(a.authRequests, q)
+	a.seq++
+	code := fmt.Sprintf("code-%d", a.seq)
+	a.challenges[code] = q.Get("code_challenge")
+	a.codeScopes[code] = q.Get("scope")
+	a.mu.Unlock()
+	redirect, err := url.Parse(q.Get("redirect_uri"))
+	if err != nil {
+		http.Error(w, "bad redirect_uri", http.StatusBadRequest)
+		return
+	}
+	v := url.Values{"code": {code}, "state": {q.Get("state")}}
+	switch a.issMode {
+	case "":
+		v.Set("iss", a.srv.URL)
+	case "wrong":
+		v.Set("iss", "https://evil.example.com")
+	case "slash":
+		v.Set("iss", a.srv.URL+"/")
+	}
+	redirect.RawQuery = v.Encode()
+	http.Redirect(w, r, redirect.String(), http.StatusFound)
+}
+
+func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
+	r.ParseForm()
+	a.mu.Lock()
+	a.tokenForms = append(a.tokenForms, r.PostForm)
+	a.tokenHeaders = append(a.tokenHeaders, r.Header.Clone())
+	a.mu.Unlock()
+	fail := func(code, desc string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": desc})
+	}
+	if a.tokenError != "" {
+		fail(a.tokenError, "the test says no")
+		return
+	}
+	if a.dpopNonce != "" {
+		if p := r.Header.Get("DPoP"); p == "" || dpopClaim(p, "nonce") != a.dpopNonce {
+			w.Header().Set("DPoP-Nonce", a.dpopNonce)
+			fail("use_dpop_nonce", "nonce needed")
+			return
+		}
+	}
+	var scopes []string
+	switch r.PostForm.Get("grant_type") {
+	case "authorization_code":
+		code := r.PostForm.Get("code")
+		a.mu.Lock()
+		ch, ok := a.challenges[code]
+		delete(a.challenges, code)
+		scopes = strings.Fields(a.codeScopes[code])
+		a.mu.Unlock()
+		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+		if !ok || ch != base64.RawURLEncoding.EncodeToString(sum[:]) {
+			fail("invalid_grant", "unknown code or PKCE mismatch")
+			return
+		}
+	case "refresh_token":
+		a.mu.Lock()
+		s, ok := a.refreshes[r.PostForm.Get("refresh_token")]
+		a.mu.Unlock()
+		if !ok {
+			fail("invalid_grant", "unknown refresh token")
+			return
+		}
+		scopes = s
+	case "client_credentials":
+		if a.assertionKey != nil {
+			if err := a.checkAssertion(r.PostForm.Get("client_assertion")); err != nil {
+				fail("invalid_client", err.Error())
+				return
+			}
+		} else if id, secret, ok := r.BasicAuth(); !ok || id != "svc" || secret != "svc-secret" {
+			fail("invalid_client", "bad client credentials")
+			return
+		}
+		scopes = strings.Fields(r.PostForm.Get("scope"))
+	case "urn:ietf:params:oauth:grant-type:jwt-bearer":
+		if r.PostForm.Get("assertion") != "workload-jwt" {
+			fail("invalid_grant", "bad assertion")
+			return
+		}
+	default:
+		fail("unsupported_grant_type", r.PostForm.Get("grant_type"))
+		return
+	}
+	if a.grantScopes != nil {
+		scopes = a.grantScopes
+	}
+	a.mu.Lock()
+	a.seq++
+	access := fmt.Sprintf("access-%d-SECRETTOKEN", a.seq)
+	a.tokens[access] = scopes
+	resp := map[string]any{"access_token": access, "token_type": "Bearer", "scope": strings.Join(scopes, " ")}
+	if a.dpopNonce != "" {
+		resp["token_type"] = "DPoP"
+	}
+	if a.refresh {
+		rt := fmt.Sprintf("refresh-%d-SECRETREFRESH", a.seq)
+		a.refreshes[rt] = scopes
+		resp["refresh_token"] = rt
+	}
+	if a.expiresIn != 0 {
+		resp["expires_in"] = a.expiresIn
+	}
+	a.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(resp)
+}
+
+// checkAssertion verifies a private_key_jwt assertion: signature,
+// iss = sub = "svc", aud = the issuer.
+func (a *testAS) checkAssertion(s string) error {
+	jws, err := jose.ParseSigned(s, []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		return err
+	}
+	payload, err := jws.Verify(a.assertionKey)
+	if err != nil {
+		return err
+	}
+	var c map[string]any
+	json.Unmarshal(payload, &c)
+	if c["iss"] != "svc" || c["sub"] != "svc" || c["aud"] != a.srv.URL {
+		return fmt.Errorf("bad claims %v", c)
+	}
+	return nil
+}
+
+// revoke forgets every access token, so the next request meets a 401.
+func (a *testAS) revoke() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.tokens)
+}
+
+func (a *testAS) scopesOf(token string) ([]string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.tokens[token]
+	return s, ok
+}
+
+func (a *testAS) counts() (auths, tokens, registrations int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.authRequests), len(a.tokenForms), a.registered
+}
+
+// dpopClaim reads one claim of a DPoP proof without verifying it (the
+// resource server below verifies).
+func dpopClaim(proof, claim string) string {
+	jws, err := jose.ParseSigned(proof, []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		return ""
+	}
+	var c map[string]any
+	json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &c)
+	s, _ := c[claim].(string)
+	return s
+}
+
+// testRS is a protected resource on loopback: /mcp answers "ok" to a
+// request whose token the authorization server issued with the scopes
+// the request needs (?need=a+b), 401 without one, 403
+// insufficient_scope with too few scopes. It publishes its protected
+// resource metadata at the path-based well-known URL.
+type testRS struct {
+	srv *httptest.Server
+	as  *testAS
+
+	prmResource  string // default the server's /mcp URL
+	prmMalformed bool
+	scopes       []string // scopes_supported
+	challenge    string   // scope in the 401's challenge
+	dpop         bool
+
+	mu      sync.Mutex
+	headers []http.Header // every /mcp request's headers
+}
+
+func newTestRS(t *testing.T, as *testAS, setup func(*testRS)) *testRS {
+	s := &testRS{as: as}
+	if setup != nil {
+		setup(s)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", s.prm)
+	mux.HandleFunc("/mcp", s.mcp)
+	s.srv = httptest.NewServer(mux)
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *testRS) URL() string { return s.srv.URL + "/mcp" }
+
+func (s *testRS) prm(w http.ResponseWriter, r *http.Request) {
+	if s.prmMalformed {
+		w.Write([]byte(`{"resource": 42}`))
+		return
+	}
+	res := s.prmResource
+	if res == "" {
+		res = s.URL()
+	}
+	doc := map[string]any{"resource": res, "authorization_servers": []string{s.as.URL()}}
+	if s.scopes != nil {
+		doc["scopes_supported"] = s.scopes
+	}
+	json.NewEncoder(w).Encode(doc)
+}
+
+func (s *testRS) mcp(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.headers = append(s.headers, r.Header.Clone())
+	s.mu.Unlock()
+	scheme := "Bearer"
+	if s.dpop {
+		scheme = "DPoP"
+	}
+	challenge := scheme + ` resource_metadata="` + s.srv.URL + `/.well-known/oauth-protected-resource/mcp"`
+	if s.challenge != "" {
+		challenge += `, scope="` + s.challenge + `"`
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), scheme+" ")
+	scopes, known := s.as.scopesOf(tok)
+	if !ok || !known {
+		w.Header().Set("WWW-Authenticate", challenge)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	if s.dpop {
+		if err := checkProof(r, tok, s.as.dpopNonce); err != nil {
+			w.Header().Set("WWW-Authenticate", scheme+` error="use_dpop_nonce"`)
+			w.Header().Set("DPoP-Nonce", s.as.dpopNonce)
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+	}
+	need := strings.Fields(r.URL.Query().Get("need"))
+	for _, n := range need {
+		if !slices.Contains(scopes, n) {
+			w.Header().Set("WWW-Authenticate", scheme+` error="insufficient_scope", scope="`+strings.Join(need, " ")+`"`)
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+	}
+	w.Write([]byte("ok"))
+}
+
+// checkProof verifies a DPoP proof on a resource request: signed by the
+// embedded key, for this method and URL, bound to the token, with the
+// nonce.
+func checkProof(r *http.Request, token, nonce string) error {
+	jws, err := jose.ParseSigned(r.Header.Get("DPoP"), []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		return err
+	}
+	h := jws.Signatures[0].Protected
+	if h.ExtraHeaders["typ"] != "dpop+jwt" || h.JSONWebKey == nil || !h.JSONWebKey.IsPublic() {
+		return fmt.Errorf("bad proof header")
+	}
+	payload, err := jws.Verify(h.JSONWebKey)
+	if err != nil {
+		return err
+	}
+	var c map[string]any
+	json.Unmarshal(payload, &c)
+	sum := sha256.Sum256([]byte(token))
+	u := "http://" + r.Host + r.URL.Path
+	if c["htm"] != r.Method || c["htu"] != u || c["ath"] != base64.RawURLEncoding.EncodeToString(sum[:]) {
+		return fmt.Errorf("bad proof claims %v", c)
+	}
+	if iat, _ := c["iat"].(float64); time.Since(time.Unix(int64(iat), 0)) > time.Minute {
+		return fmt.Errorf("stale proof")
+	}
+	if c["nonce"] != nonce {
+		return fmt.Errorf("nonce needed")
+	}
+	return nil
+}
