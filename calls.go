@@ -71,19 +71,30 @@ func (c Calls) Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[Pro
 // handler and the call is retried until it completes; the caller sees
 // only the final result.
 func (c Calls) CallTool(ctx context.Context, name string, args any, opts ...RequestOption) (*CallToolResult, error) {
-	params, err := callToolParams(name, args)
+	box := new(callToolBox)
+	var err error
+	if box.params, err = callToolParams(name, args); err != nil {
+		return nil, err
+	}
+	raw, err := c.requestWithInput(ctx, "tools/call", &box.params, opts)
+	box.params = nil // sent: the result need not keep it alive
 	if err != nil {
 		return nil, err
 	}
-	raw, err := c.requestWithInput(ctx, "tools/call", params, opts)
-	if err != nil {
-		return nil, err
-	}
-	res := new(CallToolResult)
-	if err := decodeCallTool(raw, res); err != nil {
+	if err := decodeCallTool(raw, &box.res, box.one[:]); err != nil {
 		return nil, fmt.Errorf("snodo: tools/call %s: malformed result: %w", name, err)
 	}
-	return res, nil
+	return &box.res, nil
+}
+
+// callToolBox holds one CallTool's params and result in one allocation.
+// The params travel as a pointer into it (a json.RawMessage put in an
+// interface would cost one more), and a result of one content block, the
+// usual case, takes the block from it.
+type callToolBox struct {
+	params json.RawMessage
+	res    CallToolResult
+	one    [1]Content
 }
 
 // callToolParams are the params of tools/call: the one check that the

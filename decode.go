@@ -33,18 +33,29 @@ import (
 // result's bytes instead of copying them.
 const aliasBytes = 64 << 10
 
+// shareLineBytes: in a result of at most this many bytes every string
+// without escapes shares the result's bytes, so a small result costs no
+// allocation per string. A string kept longer than its result then keeps
+// at most this many bytes alive.
+const shareLineBytes = 4 << 10
+
 // errSlowPath: the result is not of the shape the fast path reads.
 var errSlowPath = errors.New("not the common shape")
 
-// decodeCallTool decodes a tools/call result into res.
-func decodeCallTool(raw []byte, res *CallToolResult) error {
+// decodeCallTool decodes a tools/call result into res, whose content
+// blocks go into spare's room when they fit (CallTool's one allocation
+// for a call's params and result has room for one).
+func decodeCallTool(raw []byte, res *CallToolResult, spare []Content) error {
 	// A first pass only looks (the fast path must not change the bytes
 	// json.Unmarshal may yet need); the second decodes.
 	// Once the shape is known the second pass cannot meet anything it
 	// does not read, and it may have decoded escapes in place: its error,
 	// if any, is the answer (json.Unmarshal would fail on the same value).
 	if blocks, ok := callToolShape(raw); ok {
-		if blocks > 0 {
+		switch {
+		case blocks > 0 && blocks <= cap(spare):
+			res.Content = spare[:0]
+		case blocks > 0:
 			res.Content = make([]Content, 0, blocks)
 		}
 		return walkCallTool(raw, res, nil)
@@ -116,7 +127,7 @@ func walkCallTool(raw []byte, res *CallToolResult, count *int) error {
 					return checkBlock(block)
 				}
 				res.Content = append(res.Content, Content{})
-				return decodeBlock(block, &res.Content[len(res.Content)-1])
+				return decodeBlock(block, &res.Content[len(res.Content)-1], len(raw) <= shareLineBytes)
 			})
 		case mStructured:
 			if !dry {
@@ -136,11 +147,12 @@ func walkCallTool(raw []byte, res *CallToolResult, count *int) error {
 				return errSlowPath
 			}
 		case mMeta:
-			if !dry && !isNull(val) {
-				return json.Unmarshal(val, &res.Meta)
-			}
-			if dry && !isNull(val) && (len(val) == 0 || val[0] != '{') {
-				return errSlowPath
+			switch {
+			case isNull(val):
+			case val[0] != '{':
+				return errSlowPath // json.Unmarshal says what is wrong
+			case !dry:
+				res.Meta = Meta(val[:len(val):len(val)]) // shared, as StructuredContent is
 			}
 		}
 		return nil
@@ -169,8 +181,9 @@ func checkBlock(block []byte) error {
 	})
 }
 
-// decodeBlock decodes a block checkBlock accepted.
-func decodeBlock(block []byte, c *Content) error {
+// decodeBlock decodes a block checkBlock accepted; share: its strings
+// may share the result's bytes however short (see shareLineBytes).
+func decodeBlock(block []byte, c *Content, share bool) error {
 	return jsonrpc.EachMember(block, func(key, val []byte) error {
 		var dst *string
 		switch keyBit(key, blockKeys[:]) {
@@ -200,7 +213,7 @@ func decodeBlock(block []byte, c *Content) error {
 		if isNull(val) {
 			return nil
 		}
-		s, err := decodeString(val)
+		s, err := decodeString(val, share)
 		*dst = s
 		return err
 	})
@@ -256,12 +269,16 @@ func isNull(val []byte) bool { return string(val) == "null" }
 
 // decodeString decodes a raw JSON string (quotes included) as
 // json.Unmarshal does, invalid UTF-8 and lone surrogates becoming U+FFFD.
-// Short strings are copied; long ones share val's bytes (see aliasBytes).
-func decodeString(val []byte) (string, error) {
+// Short strings are copied unless share is set and they hold no escape;
+// long ones share val's bytes (see aliasBytes).
+func decodeString(val []byte, share bool) (string, error) {
 	inner := val[1 : len(val)-1]
 	plain := bytes.IndexByte(inner, '\\') < 0
 	if len(inner) < aliasBytes {
 		if plain && utf8.Valid(inner) {
+			if share {
+				return unsafe.String(unsafe.SliceData(inner), len(inner)), nil
+			}
 			return string(inner), nil
 		}
 		var s string

@@ -17,7 +17,7 @@ import (
 func decodeBoth(t testing.TB, raw []byte) (*CallToolResult, error) {
 	t.Helper()
 	var fast, slow CallToolResult
-	errFast := decodeCallTool(bytes.Clone(raw), &fast)
+	errFast := decodeCallTool(bytes.Clone(raw), &fast, nil)
 	errSlow := json.Unmarshal(raw, &slow)
 	if (errFast == nil) != (errSlow == nil) {
 		t.Fatalf("%.200s: fast path error %v, json.Unmarshal error %v", raw, errFast, errSlow)
@@ -83,22 +83,59 @@ func TestDecodeCallToolSharesLargeStrings(t *testing.T) {
 	text := strings.Repeat("x", aliasBytes) + `\n`
 	raw := []byte(`{"content":[{"type":"text","text":"` + text + `"}]}`)
 	var res CallToolResult
-	require.NoError(t, decodeCallTool(raw, &res))
+	require.NoError(t, decodeCallTool(raw, &res, nil))
 	require.Len(t, res.Content, 1)
 	got := res.Content[0].Text
 	assert.Equal(t, strings.Repeat("x", aliasBytes)+"\n", got)
 	start := bytes.Index(raw, []byte("xxx"))
 	assert.True(t, &raw[start] == unsafePointerOf(got), "the text shares the line's bytes")
 
-	small := []byte(`{"content":[{"type":"text","text":"small"}]}`)
-	require.NoError(t, decodeCallTool(small, &res))
-	assert.True(t, &small[bytes.Index(small, []byte("small"))] != unsafePointerOf(res.Content[0].Text), "a small text is a copy")
+	pad := strings.Repeat(" ", shareLineBytes)
+	small := []byte(`{"content":[{"type":"text","text":"small"}]}` + pad)
+	require.NoError(t, decodeCallTool(small, &res, nil))
+	assert.True(t, &small[bytes.Index(small, []byte("small"))] != unsafePointerOf(res.Content[0].Text), "a small text in a large result is a copy")
+
+	tiny := []byte(`{"content":[{"type":"text","text":"tiny"}],"_meta":{"k":1}}`)
+	require.NoError(t, decodeCallTool(tiny, &res, nil))
+	assert.True(t, &tiny[bytes.Index(tiny, []byte("tiny"))] == unsafePointerOf(res.Content[0].Text), "a text in a small result shares its bytes")
+	assert.Equal(t, `{"k":1}`, string(res.Meta), "_meta is kept raw")
+}
+
+// TestMeta: Get reads one member of a raw _meta object; Meta marshals
+// and unmarshals as raw JSON.
+func TestMeta(t *testing.T) {
+	m := Meta(`{"a":1,"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"},"\u0062":"esc"}`)
+	assert.Equal(t, `1`, string(m.Get("a")))
+	assert.JSONEq(t, `{"name":"s","version":"1"}`, string(m.Get(metaServerInfo)))
+	assert.Equal(t, `"esc"`, string(m.Get("b")), "escaped keys are decoded")
+	assert.Nil(t, m.Get("missing"))
+	assert.Nil(t, Meta(`[1]`).Get("a"), "not an object")
+	assert.Nil(t, Meta(nil).Get("a"))
+
+	var res CallToolResult
+	require.NoError(t, json.Unmarshal([]byte(`{"content":[],"_meta":{"x":[1,2]}}`), &res))
+	assert.Equal(t, `[1,2]`, string(res.Meta.Get("x")))
+	require.NoError(t, json.Unmarshal([]byte(`{"_meta":null}`), &res))
+	assert.Nil(t, res.Meta)
+	out, err := json.Marshal(CallToolResult{Meta: Meta(`{"y":true}`)})
+	require.NoError(t, err)
+	assert.Contains(t, string(out), `"_meta":{"y":true}`)
+	out, err = json.Marshal(CallToolResult{})
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), "_meta", "an empty Meta is left out")
 }
 
 // TestCallToolAllocations: a typed call with pre-encoded arguments and a
-// small text result stays within its allocation budget.
+// small text result stays within its allocation budget, the result
+// shaped as spec-following servers send it (in the modern era, the
+// server's identity in every result's _meta).
 func TestCallToolAllocations(t *testing.T) {
 	forEachEra(t, func(t *testing.T, c *Client) {
+		if c.ProtocolVersion() == modernVersions[0] {
+			res, err := c.CallTool(t.Context(), "echo", map[string]any{"message": "hi"})
+			require.NoError(t, err)
+			require.NotNil(t, res.Meta.Get(metaServerInfo), "the test server's modern results carry _meta.serverInfo")
+		}
 		var args any = json.RawMessage(`{"message":"hi"}`)
 		ctx := t.Context()
 		call := func() {
@@ -110,7 +147,7 @@ func TestCallToolAllocations(t *testing.T) {
 		call()
 		allocs := testing.AllocsPerRun(200, call)
 		t.Logf("%.1f allocations per CallTool", allocs)
-		assert.LessOrEqual(t, allocs, 8.0, "CallTool with pre-encoded args and a small text result")
+		assert.LessOrEqual(t, allocs, 4.0, "CallTool with pre-encoded args and a small text result")
 	})
 }
 
@@ -178,7 +215,7 @@ func TestStructuredContentAppendKeepsTheText(t *testing.T) {
 	text := strings.Repeat("t", aliasBytes)
 	raw := []byte(`{"structuredContent":{"a":1},"content":[{"type":"text","text":"` + text + `"}]}`)
 	var res CallToolResult
-	require.NoError(t, decodeCallTool(raw, &res))
+	require.NoError(t, decodeCallTool(raw, &res, nil))
 	_ = append(res.StructuredContent, strings.Repeat("x", 64)...)
 	assert.Equal(t, text, res.Content[0].Text)
 }

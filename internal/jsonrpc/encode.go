@@ -178,7 +178,7 @@ func AppendString(buf []byte, s string) []byte {
 
 // Marshal turns params into one JSON value on one line, ready for the
 // wire: nil, and an empty json.RawMessage or []byte, stay nil (no params);
-// a json.RawMessage or []byte is checked and, when it spans several lines,
+// a json.RawMessage (or a pointer to one) or []byte is checked and, when it spans several lines,
 // compacted (OneLine); anything else goes through json.Marshal, whose
 // output is always compact.
 func Marshal(v any) ([]byte, error) {
@@ -196,6 +196,10 @@ func marshal(v any, splice bool) ([]byte, bool, error) {
 		return nil, true, nil
 	case json.RawMessage:
 		raw = p
+	case *json.RawMessage: // a caller's way to pass raw params without boxing a slice
+		if p != nil {
+			raw = *p
+		}
 	case []byte:
 		raw = p
 	default:

@@ -48,6 +48,7 @@ type config struct {
 	startFile       string
 	refuseAfter     int
 	refuse          bool // -refuse-after: this start is one of those refused
+	noResultMeta    bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -76,6 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.journalFile, "journal", "", "append every notification and request received to this `file`, one JSON line each (for tests across processes)")
 	fs.StringVar(&c.startFile, "start-file", "", "number this start: claim the first free `path`.K (K = 1, 2, …) and write the server's pid in it")
 	fs.IntVar(&c.refuseAfter, "refuse-after", 0, "with -start-file: starts numbered above `N` refuse server/discover and initialize with -32603 (0: none)")
+	fs.BoolVar(&c.noResultMeta, "no-result-meta", false, "modern era: leave io.modelcontextprotocol/serverInfo out of results' _meta (spec-following servers put it in every result)")
 	fs.DurationVar(&c.eofGrace, "eof-grace", defaultEOFGrace, "how long to wait for in-flight requests at stdin EOF")
 	if err := fs.Parse(args); err != nil {
 		return c, err

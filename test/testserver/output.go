@@ -118,9 +118,26 @@ func (s *server) reply(req *request, res any, e *rpcError) {
 			if _, has := m["resultType"]; !has {
 				m["resultType"] = "complete"
 			}
+			if !s.cfg.noResultMeta {
+				withServerInfo(m)
+			}
 		}
 	}
 	s.writeLine(responseLine(req.id, encode(res)))
+}
+
+// withServerInfo puts the server's identity in a modern result's _meta,
+// as spec-following servers do on every result, keeping what the handler
+// put there.
+func withServerInfo(m obj) {
+	switch meta := m["_meta"].(type) {
+	case nil:
+		m["_meta"] = obj{metaServerInfo: serverInfo()}
+	case obj:
+		if _, has := meta[metaServerInfo]; !has {
+			meta[metaServerInfo] = serverInfo()
+		}
+	}
 }
 
 func (s *server) replyError(id json.RawMessage, e *rpcError) {
