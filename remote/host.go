@@ -141,8 +141,10 @@ type Host struct {
 	cancelList []string
 	subs       map[string]*hostSub
 	draining   bool
-	lost       error    // why the host stopped on its own (its NATS connection closed for good)
-	unwatch2   []func() // stop the NATS state watches
+	lost       error          // why the host stopped on its own (its NATS connection closed for good)
+	unwatch2   []func()       // stop the NATS state watches
+	healthStop chan struct{}  // closed when the drain starts: the health watches end
+	healthWG   sync.WaitGroup // the health watches
 }
 
 // served is one name served by the host.
@@ -150,9 +152,11 @@ type served struct {
 	name      string
 	pool      *supervisor.Pool
 	subj      subjects
-	svc       micro.Service
+	svc       micro.Service // nil while withdrawn (its pool cannot serve); guarded by the host's mu once serving
+	size0     int           // the pool's size when the host began
 	cancelSub *nats.Subscription
 	inFlight  atomic.Int64
+	subsIn    atomic.Int64 // subscriptions held
 	errs      atomic.Int64
 	cancels   atomic.Int64
 	eraName   atomic.Pointer[string]
@@ -191,14 +195,15 @@ func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
 	}
 	h := &Host{
 		id: nuid.Next(), cfg: cfg, label: cfg.label,
-		serveDone: make(chan struct{}),
-		replyDone: make(chan struct{}),
-		slots:     make(chan struct{}, cfg.maxHeld),
-		stopped:   make(chan struct{}),
-		done:      make(chan struct{}),
-		calls:     map[string]context.CancelCauseFunc{},
-		cancelled: map[string]struct{}{},
-		subs:      map[string]*hostSub{},
+		serveDone:  make(chan struct{}),
+		replyDone:  make(chan struct{}),
+		slots:      make(chan struct{}, cfg.maxHeld),
+		stopped:    make(chan struct{}),
+		done:       make(chan struct{}),
+		calls:      map[string]context.CancelCauseFunc{},
+		cancelled:  map[string]struct{}{},
+		subs:       map[string]*hostSub{},
+		healthStop: make(chan struct{}),
 	}
 	if h.label == "" {
 		hn, _ := os.Hostname()
@@ -212,11 +217,25 @@ func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
 		closePools()
 		return nil, err
 	}
+	for _, s := range h.served {
+		h.healthWG.Add(1)
+		go h.watchHealth(s)
+	}
 	h.unwatch = context.AfterFunc(ctx, func() {
 		dctx, cancel := context.WithTimeout(context.Background(), DefaultDrainTimeout)
 		defer cancel()
 		_ = h.Shutdown(dctx)
 	})
+	// Last, once the host is whole: a connection closed for good stops it.
+	h.mu.Lock()
+	h.unwatch2 = []func(){
+		watchConn(h.serve, h.cfg.logger, "host "+h.label+" (serve)", h.connLost),
+		watchConn(h.reply, h.cfg.logger, "host "+h.label, h.connLost),
+	}
+	h.mu.Unlock()
+	if h.serve.IsClosed() || h.reply.IsClosed() { // it closed before the watches began
+		h.connLost(nil)
+	}
 	return h, nil
 }
 
@@ -242,10 +261,6 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 		return err
 	}
 	go func() { <-replyClosed; close(h.replyDone) }()
-	h.unwatch2 = []func(){
-		watchConn(h.serve, h.cfg.logger, "host "+h.label+" (serve)", h.connLost),
-		watchConn(h.reply, h.cfg.logger, "host "+h.label, h.connLost),
-	}
 	defer func() {
 		if err != nil {
 			for _, s := range h.served {
@@ -253,7 +268,6 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 					_ = s.svc.Stop()
 				}
 			}
-			h.stopWatching()
 			h.serve.Close()
 			h.reply.Close()
 		}
@@ -264,6 +278,7 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 	}
 	for _, name := range h.cfg.order {
 		s := &served{name: name, pool: h.cfg.pools[name], subj: subjectsOf(h.cfg.prefix, name)}
+		s.size0 = s.pool.Size()
 		h.served = append(h.served, s)
 		if s.cancelSub, err = h.reply.Subscribe(s.subj.cancel, func(m *nats.Msg) { h.cancelCall(string(m.Data), s) }); err != nil {
 			return fmt.Errorf("remote: subscribing to %s: %w", s.subj.cancel, err)
@@ -367,7 +382,11 @@ func (h *Host) connLost(err error) {
 
 // stopWatching ends the NATS state watches.
 func (h *Host) stopWatching() {
-	for _, stop := range h.unwatch2 {
+	h.mu.Lock()
+	stops := h.unwatch2
+	h.unwatch2 = nil
+	h.mu.Unlock()
+	for _, stop := range stops {
 		stop()
 	}
 }
@@ -424,11 +443,15 @@ func (h *Host) shutdown(ctx context.Context) error {
 	h.unwatch()
 	h.mu.Lock()
 	h.draining = true
-	h.mu.Unlock()
-	h.stopWatching()
 	for _, s := range h.served {
-		_ = s.svc.Stop() // no new calls reach this host
+		if s.svc != nil {
+			_ = s.svc.Stop() // no new calls reach this host
+		}
 	}
+	h.mu.Unlock()
+	close(h.healthStop)
+	h.healthWG.Wait()
+	h.stopWatching()
 	// Calls the server delivered before it saw the unsubscribes are still
 	// dispatched; the connection closes once they all have been.
 	if err := h.serve.Drain(); err != nil {
@@ -559,6 +582,13 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 			Message: fmt.Sprintf("remote: host %s refuses %s: %s", h.label, env.MethodName(), why)}, true)
 		return
 	}
+	if ok, why := canServe(s); !ok {
+		// Withdrawn, or about to be: a call NATS delivered meanwhile goes
+		// to another host.
+		s.errs.Add(1)
+		h.refuse(reply, data, fmt.Sprintf("host %s cannot serve %s now (%v)", h.label, s.name, why))
+		return
+	}
 	ctx, cancel := context.WithCancelCause(extractTrace(h.callCtx, hdr))
 	defer cancel(nil)
 	switch h.hold(reply, cancel) {
@@ -609,6 +639,11 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 		if cause := context.Cause(ctx); cause != nil && errors.Is(cause, errCallerCancelled) {
 			s.cancels.Add(1)
 			return // the caller has stopped waiting
+		}
+		if notRunError(s, err) {
+			s.errs.Add(1)
+			h.refuse(reply, data, fmt.Sprintf("host %s: %v", h.label, err))
+			return
 		}
 		e, local := rpcError(err)
 		h.answer(s, reply, env.ID, nil, e, local)

@@ -48,6 +48,8 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 		return
 	}
 	beat := beatOf(hdr)
+	s.subsIn.Add(1)
+	defer s.subsIn.Add(-1)
 	hs := &hostSub{id: nuid.Next()}
 	hs.lastSeen.Store(time.Now().UnixNano())
 	ctx, cancel := context.WithCancelCause(extractTrace(h.subCtx, hdr))
