@@ -12,7 +12,9 @@ import (
 // top-level id and method and decodes nothing else; it reads as much as
 // the pipe holds at once and answers everything it read in one write.
 // The era is the handshake's: server/discover makes the tools/call answer
-// carry resultType "complete", initialize leaves it out.
+// carry resultType "complete" and, as spec-following modern servers put
+// in every result, the server's identity in _meta; initialize leaves both
+// out.
 //
 // It answers server/discover, initialize, ping, tools/list, and tools/call
 // as the echo tool whatever the tool and its arguments ("hello"); other
@@ -62,7 +64,7 @@ type fast struct {
 // Canned answers: the id goes between head and the answer's rest.
 const (
 	fastHead         = `{"jsonrpc":"2.0","id":`
-	fastEchoModern   = `,"result":{"resultType":"complete",` + echoContent + "}}\n"
+	fastEchoModern   = `,"result":{"resultType":"complete",` + echoContent + `,"_meta":{"` + metaServerInfo + `":` + serverInfoJSON + `}}}` + "\n"
 	fastEchoLegacy   = `,"result":{` + echoContent + "}}\n"
 	fastEmpty        = `,"result":{}}` + "\n"
 	fastNotFound     = `,"error":{"code":-32601,"message":"method not found (fast bench server)"}}` + "\n"

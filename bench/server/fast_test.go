@@ -30,7 +30,7 @@ func TestServeFast(t *testing.T) {
 		{`1`, `"protocolVersion":"2025-11-25"`},
 		{`"a,b"`, `{"content":[{"type":"text","text":"hello"}]}`},
 		{`4`, `"supportedVersions"`},
-		{`5`, `{"resultType":"complete","content":[{"type":"text","text":"hello"}]}`},
+		{`5`, `{"resultType":"complete","content":[{"type":"text","text":"hello"}],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"benchserver","version":"1.0.0"}}}`},
 		{`6`, `-32601`},
 	}
 	if len(lines) != len(want) {
