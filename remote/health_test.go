@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -35,7 +36,7 @@ func TestHostWhosePoolGaveUpWithdrawsTheName(t *testing.T) {
 	e := natsServer(t)
 	var logs testutil.Buffer
 	cmd, args := testutil.Server(t)
-	weak, err := supervisor.NewPool(bg(), cmd, args, 1, supervisor.WithIntensity(1, time.Minute))
+	weak, err := supervisor.NewPool(bg(), snodo.Command(cmd, args...), 1, supervisor.WithIntensity(1, time.Minute))
 	require.NoError(t, err)
 	a, err := NewHost(bg(), e.URL(), Serve("ts", weak), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	require.NoError(t, err)
