@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/oauth"
 	"github.com/snodo/snodo/internal/serverproc"
 )
 
@@ -27,6 +28,7 @@ type config struct {
 	mcp            mcpConfig
 	tracerProvider trace.TracerProvider // nil: the global one
 	meterProvider  metric.MeterProvider // nil: the global one
+	oauth          *oauth.Config        // WithOAuth; nil: no authorization
 }
 
 // WithEnv sets an environment variable for the server, on top of the

@@ -90,3 +90,11 @@ func (a *asTransport) send(base http.RoundTripper, req *http.Request, raw []byte
 	}
 	return base.RoundTrip(r)
 }
+
+// CloseIdleConnections closes the idle connections of the base
+// transport.
+func (a *asTransport) CloseIdleConnections() {
+	if c, ok := a.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}

@@ -320,3 +320,14 @@ func (t *Transport) Forget(ctx context.Context) error {
 	t.mu.Unlock()
 	return t.cfg.Store.Delete(ctx, t.resource)
 }
+
+// CloseIdleConnections closes the idle connections of the base
+// transport and of the authorization server client, so that
+// http.Client.CloseIdleConnections reaches them through a Transport.
+func (t *Transport) CloseIdleConnections() {
+	type closer interface{ CloseIdleConnections() }
+	if c, ok := t.base.(closer); ok {
+		c.CloseIdleConnections()
+	}
+	t.as.CloseIdleConnections()
+}

@@ -1,0 +1,137 @@
+package snodo
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"github.com/snodo/snodo/internal/oauth"
+)
+
+// OAuth says how ConnectHTTP authorizes with a protected MCP server
+// (the MCP authorization specification: OAuth 2.1 with PKCE and resource
+// indicators). snodo starts only when the server answers 401: it
+// discovers the server's authorization server, identifies itself as the
+// pre-registered client (ClientID), by its Client ID Metadata Document
+// (ClientMetadataURL) or by dynamic registration, in that order, and runs
+// the authorization code flow through Authorize. The extension fields
+// replace that flow with a grant that needs no user; set at most one of
+// ClientCredentials, JWTBearer and IDToken. docs/authorization.md
+// describes every step.
+type OAuth struct {
+	// ClientID and ClientSecret are a pre-registered client, bound to
+	// the authorization server ClientIssuer (empty: the first one it is
+	// used with; another server later is an error unless it lets snodo
+	// register).
+	ClientID, ClientSecret, ClientIssuer string
+	// ClientMetadataURL is the HTTPS URL of this client's Client ID
+	// Metadata Document, used as client id where supported.
+	ClientMetadataURL string
+	// RedirectURL is where the authorization server sends the user
+	// back: HTTPS, or HTTP to a loopback address. Default
+	// "http://127.0.0.1/callback".
+	RedirectURL string
+	// Scopes are requested on top of those the server asks for.
+	Scopes []string
+	// Authorize is the interactive step: show the authorization URL to
+	// the user, wait for the redirect to RedirectURL, and return its
+	// query (code, state, iss). snodo never opens a browser; it checks
+	// state and iss itself.
+	Authorize func(ctx context.Context, authorizationURL string) (url.Values, error)
+	// Store keeps the tokens. Default: in memory, shared by every
+	// connection made with this option (a supervised client's new
+	// session reuses the token, or refreshes it, without the user).
+	Store TokenStore
+	// Logger receives debug lines about each step; never a token or a
+	// secret. Default: none.
+	Logger *slog.Logger
+
+	// ClientCredentials uses the client_credentials grant with
+	// ClientID and ClientSecret, or with a JWT assertion signed by
+	// PrivateKey (private_key_jwt) when it is set; SigningAlgorithm names
+	// its JWS algorithm (default from the key).
+	ClientCredentials bool
+	PrivateKey        crypto.Signer
+	SigningAlgorithm  string
+	// JWTBearer uses the JWT-bearer grant (RFC 7523) with the assertion
+	// it returns, such as a workload identity token.
+	JWTBearer func(ctx context.Context) (string, error)
+	// IDToken turns on enterprise-managed authorization: the user's ID
+	// token it returns is exchanged at IdPTokenEndpoint (as the client
+	// IdPClientID, IdPClientSecret) for an identity assertion grant,
+	// which the MCP server's authorization server exchanges for a token.
+	IDToken                                        func(ctx context.Context) (string, error)
+	IdPTokenEndpoint, IdPClientID, IdPClientSecret string
+	// DPoP binds the tokens to a key (RFC 9449) instead of bearer
+	// tokens; DPoPKey is that key (default: a new P-256 key per
+	// connection).
+	DPoP    bool
+	DPoPKey crypto.Signer
+}
+
+// TokenStore keeps OAuth tokens by MCP server URL; OAuth.Store. Load
+// returns nil and no error when it has none. Implementations must be safe
+// for concurrent use and keep what they hold private to the user.
+type TokenStore = oauth.TokenStore
+
+// OAuthToken is what a TokenStore keeps for one server: the tokens and
+// which authorization server and client they belong to. It prints and
+// logs without its tokens and secrets.
+type OAuthToken = oauth.Token
+
+// WithOAuth authorizes ConnectHTTP's requests as o says (default: no
+// authorization; a 401 is an error). The token goes only to the server's
+// origin, never to another host.
+func WithOAuth(o OAuth) Option {
+	cfg := o.config()
+	if cfg.Store == nil {
+		cfg.Store = &oauth.MemoryStore{}
+	}
+	return func(c *config) error {
+		if _, err := oauth.NewTransport("https://check.invalid/", http.DefaultTransport, cfg); err != nil {
+			return errors.New("WithOAuth: " + err.Error())
+		}
+		c.oauth = &cfg
+		return nil
+	}
+}
+
+// config translates o for internal/oauth.
+func (o OAuth) config() oauth.Config {
+	cfg := oauth.Config{
+		Client:            oauth.Client{ID: o.ClientID, Secret: o.ClientSecret, Issuer: o.ClientIssuer},
+		ClientMetadataURL: o.ClientMetadataURL,
+		RedirectURL:       o.RedirectURL,
+		Scopes:            append([]string(nil), o.Scopes...),
+		Authorize:         o.Authorize,
+		Store:             o.Store,
+		Logger:            o.Logger,
+		JWTBearer:         o.JWTBearer,
+	}
+	if o.ClientCredentials {
+		cfg.ClientCredentials = &oauth.ClientCredentials{PrivateKey: o.PrivateKey, Algorithm: o.SigningAlgorithm}
+	}
+	if o.IDToken != nil {
+		cfg.Enterprise = &oauth.Enterprise{
+			IdPTokenEndpoint: o.IdPTokenEndpoint,
+			IdPClient:        oauth.Client{ID: o.IdPClientID, Secret: o.IdPClientSecret},
+			IDToken:          o.IDToken,
+		}
+	}
+	if o.DPoP {
+		cfg.DPoP = &oauth.DPoP{Key: o.DPoPKey}
+	}
+	return cfg
+}
+
+// authorized wraps base so that requests to serverURL carry its token,
+// when WithOAuth was given; else it returns base.
+func (c *config) authorized(serverURL string, base http.RoundTripper) (http.RoundTripper, error) {
+	if c.oauth == nil {
+		return base, nil
+	}
+	return oauth.NewTransport(serverURL, base, *c.oauth)
+}
