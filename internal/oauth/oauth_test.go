@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo/internal/oauth"
+	"github.com/snodo/snodo/test/oauthserver"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -69,8 +70,8 @@ func codeFlow(cfg oauth.Config) oauth.Config {
 }
 
 func TestAuthorizationCodeFlow(t *testing.T) {
-	as := newTestAS(t, func(a *testAS) { a.issSupported = true; a.scopesSupported = []string{"mcp", "offline_access"} })
-	rs := newTestRS(t, as, func(s *testRS) { s.challenge = "mcp" })
+	as := oauthserver.NewAS(t, func(a *oauthserver.AS) { a.IssSupported = true; a.ScopesSupported = []string{"mcp", "offline_access"} })
+	rs := oauthserver.NewResource(t, as, func(s *oauthserver.Resource) { s.Challenge = "mcp" })
 	store := &oauth.MemoryStore{}
 	tr, err := oauth.NewTransport(rs.URL(), nil, codeFlow(oauth.Config{Store: store}))
 	require.NoError(t, err)
@@ -81,15 +82,15 @@ func TestAuthorizationCodeFlow(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status)
 	assert.Equal(t, "ok", body)
 
-	auths, tokens, regs := as.counts()
+	auths, tokens, regs := as.Counts()
 	assert.Equal(t, 1, auths)
 	assert.Equal(t, 1, tokens)
 	assert.Equal(t, 1, regs)
-	q := as.authRequests[0]
+	q := as.AuthRequests[0]
 	assert.Equal(t, rs.URL(), q.Get("resource"), "resource on the authorization request")
 	assert.Equal(t, "S256", q.Get("code_challenge_method"))
 	assert.Equal(t, "mcp offline_access", q.Get("scope"), "the challenge's scope, and offline_access the server offers")
-	assert.Equal(t, rs.URL(), as.tokenForms[0].Get("resource"), "resource on the token request")
+	assert.Equal(t, rs.URL(), as.TokenForms[0].Get("resource"), "resource on the token request")
 
 	saved, err := store.Load(t.Context(), rs.URL())
 	require.NoError(t, err)
@@ -100,33 +101,33 @@ func TestAuthorizationCodeFlow(t *testing.T) {
 	status, _, err = get(t, tr, rs.URL())
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, status)
-	auths, _, _ = as.counts()
+	auths, _, _ = as.Counts()
 	assert.Equal(t, 1, auths)
 }
 
 func TestRefreshWithoutTheUser(t *testing.T) {
-	as := newTestAS(t, func(a *testAS) { a.refresh = true })
-	rs := newTestRS(t, as, nil)
+	as := oauthserver.NewAS(t, func(a *oauthserver.AS) { a.Refresh = true })
+	rs := oauthserver.NewResource(t, as, nil)
 	tr, err := oauth.NewTransport(rs.URL(), nil, codeFlow(oauth.Config{}))
 	require.NoError(t, err)
 	status, _, err := get(t, tr, rs.URL())
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, status)
 
-	as.revoke()
+	as.Revoke()
 	status, _, err = get(t, tr, rs.URL())
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, status)
-	auths, tokens, _ := as.counts()
+	auths, tokens, _ := as.Counts()
 	assert.Equal(t, 1, auths, "a refresh token works: the user is not asked again")
 	assert.Equal(t, 2, tokens)
-	assert.Equal(t, "refresh_token", as.tokenForms[1].Get("grant_type"))
-	assert.Equal(t, rs.URL(), as.tokenForms[1].Get("resource"), "resource on the refresh request too")
+	assert.Equal(t, "refresh_token", as.TokenForms[1].Get("grant_type"))
+	assert.Equal(t, rs.URL(), as.TokenForms[1].Get("resource"), "resource on the refresh request too")
 }
 
 func TestStepUpAddsScopesAndIsBounded(t *testing.T) {
-	as := newTestAS(t, nil)
-	rs := newTestRS(t, as, func(s *testRS) { s.challenge = "read" })
+	as := oauthserver.NewAS(t, nil)
+	rs := oauthserver.NewResource(t, as, func(s *oauthserver.Resource) { s.Challenge = "read" })
 	tr, err := oauth.NewTransport(rs.URL(), nil, codeFlow(oauth.Config{}))
 	require.NoError(t, err)
 	status, _, err := get(t, tr, rs.URL()+"?need=read")
@@ -135,22 +136,22 @@ func TestStepUpAddsScopesAndIsBounded(t *testing.T) {
 	status, _, err = get(t, tr, rs.URL()+"?need=write")
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, status)
-	assert.Equal(t, "read write", as.authRequests[1].Get("scope"), "a step-up keeps the scopes requested before")
+	assert.Equal(t, "read write", as.AuthRequests[1].Get("scope"), "a step-up keeps the scopes requested before")
 
 	// A server whose 403 never ends: the request gives up after
 	// MaxStepUps re-authorizations and returns the 403.
-	as.grantScopes = []string{"nothing"}
-	before, _, _ := as.counts()
+	as.GrantScopes = []string{"nothing"}
+	before, _, _ := as.Counts()
 	status, _, err = get(t, tr, rs.URL()+"?need=admin")
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusForbidden, status)
-	after, _, _ := as.counts()
+	after, _, _ := as.Counts()
 	assert.Equal(t, 2, after-before)
 }
 
 func TestConcurrent401sAuthorizeOnce(t *testing.T) {
-	as := newTestAS(t, nil)
-	rs := newTestRS(t, as, nil)
+	as := oauthserver.NewAS(t, nil)
+	rs := oauthserver.NewResource(t, as, nil)
 	tr, err := oauth.NewTransport(rs.URL(), nil, codeFlow(oauth.Config{}))
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -162,15 +163,15 @@ func TestConcurrent401sAuthorizeOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	auths, _, regs := as.counts()
+	auths, _, regs := as.Counts()
 	assert.Equal(t, 1, auths)
 	assert.Equal(t, 1, regs)
 }
 
 func TestNoTokenToAnotherHost(t *testing.T) {
-	as := newTestAS(t, nil)
-	rs := newTestRS(t, as, nil)
-	other := newTestRS(t, as, nil)
+	as := oauthserver.NewAS(t, nil)
+	rs := oauthserver.NewResource(t, as, nil)
+	other := oauthserver.NewResource(t, as, nil)
 	tr, err := oauth.NewTransport(rs.URL(), nil, codeFlow(oauth.Config{}))
 	require.NoError(t, err)
 	status, _, err := get(t, tr, rs.URL())
@@ -180,17 +181,16 @@ func TestNoTokenToAnotherHost(t *testing.T) {
 	status, _, err = get(t, tr, other.URL())
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusUnauthorized, status, "the other server's 401 is returned as is")
-	other.mu.Lock()
-	defer other.mu.Unlock()
-	require.Len(t, other.headers, 1)
-	assert.Empty(t, other.headers[0].Get("Authorization"), "no token went to a host it was not issued for")
-	auths, _, _ := as.counts()
+	headers := other.RequestHeaders()
+	require.Len(t, headers, 1)
+	assert.Empty(t, headers[0].Get("Authorization"), "no token went to a host it was not issued for")
+	auths, _, _ := as.Counts()
 	assert.Equal(t, 1, auths, "no authorization for another host")
 }
 
 func TestClientCredentialsBasic(t *testing.T) {
-	as := newTestAS(t, func(a *testAS) { a.authMethods = []string{"client_secret_basic"} })
-	rs := newTestRS(t, as, nil)
+	as := oauthserver.NewAS(t, func(a *oauthserver.AS) { a.AuthMethods = []string{"client_secret_basic"} })
+	rs := oauthserver.NewResource(t, as, nil)
 	tr, err := oauth.NewTransport(rs.URL(), nil, oauth.Config{
 		Client:            oauth.Client{ID: "svc", Secret: "svc-secret"},
 		ClientCredentials: &oauth.ClientCredentials{},
@@ -199,15 +199,15 @@ func TestClientCredentialsBasic(t *testing.T) {
 	status, _, err := get(t, tr, rs.URL())
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, status)
-	assert.Equal(t, "client_credentials", as.tokenForms[0].Get("grant_type"))
-	assert.Equal(t, rs.URL(), as.tokenForms[0].Get("resource"))
+	assert.Equal(t, "client_credentials", as.TokenForms[0].Get("grant_type"))
+	assert.Equal(t, rs.URL(), as.TokenForms[0].Get("resource"))
 }
 
 func TestClientCredentialsPrivateKeyJWT(t *testing.T) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
-	as := newTestAS(t, func(a *testAS) { a.assertionKey = key.Public() })
-	rs := newTestRS(t, as, nil)
+	as := oauthserver.NewAS(t, func(a *oauthserver.AS) { a.AssertionKey = key.Public() })
+	rs := oauthserver.NewResource(t, as, nil)
 	tr, err := oauth.NewTransport(rs.URL(), nil, oauth.Config{
 		Client:            oauth.Client{ID: "svc"},
 		ClientCredentials: &oauth.ClientCredentials{PrivateKey: key},
@@ -216,12 +216,12 @@ func TestClientCredentialsPrivateKeyJWT(t *testing.T) {
 	status, _, err := get(t, tr, rs.URL())
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, status)
-	assert.Equal(t, "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", as.tokenForms[0].Get("client_assertion_type"))
+	assert.Equal(t, "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", as.TokenForms[0].Get("client_assertion_type"))
 }
 
 func TestJWTBearerRefusalIsNotRetried(t *testing.T) {
-	as := newTestAS(t, nil)
-	rs := newTestRS(t, as, nil)
+	as := oauthserver.NewAS(t, nil)
+	rs := oauthserver.NewResource(t, as, nil)
 	assertion := "workload-jwt"
 	tr, err := oauth.NewTransport(rs.URL(), nil, oauth.Config{
 		Client:    oauth.Client{ID: "workload"},
@@ -232,18 +232,18 @@ func TestJWTBearerRefusalIsNotRetried(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, status)
 
-	as.revoke()
+	as.Revoke()
 	assertion = "expired-jwt"
 	_, _, err = get(t, tr, rs.URL())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "refused the JWT-bearer grant (HTTP 400): invalid_grant")
-	_, tokens, _ := as.counts()
+	_, tokens, _ := as.Counts()
 	assert.Equal(t, 2, tokens, "one refused request, no retry and no other grant")
 }
 
 func TestDPoPWithNonces(t *testing.T) {
-	as := newTestAS(t, func(a *testAS) { a.dpopNonce = "n-1" })
-	rs := newTestRS(t, as, func(s *testRS) { s.dpop = true })
+	as := oauthserver.NewAS(t, func(a *oauthserver.AS) { a.DPoPNonce = "n-1" })
+	rs := oauthserver.NewResource(t, as, func(s *oauthserver.Resource) { s.DPoP = true })
 	tr, err := oauth.NewTransport(rs.URL(), nil, codeFlow(oauth.Config{DPoP: &oauth.DPoP{}}))
 	require.NoError(t, err)
 	status, body, err := get(t, tr, rs.URL())
@@ -251,9 +251,9 @@ func TestDPoPWithNonces(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status, body)
 	// The token request was retried once with the nonce; the resource
 	// request too.
-	_, tokens, _ := as.counts()
+	_, tokens, _ := as.Counts()
 	assert.Equal(t, 2, tokens)
-	assert.Equal(t, "n-1", dpopClaim(as.tokenHeaders[1].Get("DPoP"), "nonce"))
+	assert.Equal(t, "n-1", oauthserver.DPoPClaim(as.TokenHeaders[1].Get("DPoP"), "nonce"))
 	status, _, err = get(t, tr, rs.URL())
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, status, "the nonce is remembered")
@@ -265,22 +265,22 @@ func TestDPoPWithNonces(t *testing.T) {
 func TestBadInputIsNamed(t *testing.T) {
 	cases := []struct {
 		name   string
-		as     func(*testAS)
-		rs     func(*testRS)
+		as     func(*oauthserver.AS)
+		rs     func(*oauthserver.Resource)
 		cfg    func(*oauth.Config)
 		want   string
 		tokens int
 	}{
-		{name: "malformed resource metadata", rs: func(s *testRS) { s.prmMalformed = true }, want: "protected resource metadata"},
-		{name: "resource of another server", rs: func(s *testRS) { s.prmResource = "https://evil.example.com/mcp" }, want: `its resource "https://evil.example.com/mcp" is not the MCP server`},
-		{name: "malformed server metadata", as: func(a *testAS) { a.malformed = true }, want: "is not a JSON object"},
-		{name: "wrong issuer in metadata", as: func(a *testAS) { a.issuer = "https://attacker.example.com" }, want: `names issuer "https://attacker.example.com"`},
-		{name: "no PKCE", as: func(a *testAS) { a.noPKCE = true }, want: "refusing to authorize without PKCE"},
-		{name: "wrong iss", as: func(a *testAS) { a.issMode = "wrong" }, want: `comes from issuer "https://evil.example.com"`},
-		{name: "normalized iss", as: func(a *testAS) { a.issMode = "slash"; a.issSupported = true }, want: "refusing it (RFC 9207)"},
-		{name: "missing iss", as: func(a *testAS) { a.issMode = "omit"; a.issSupported = true }, want: "lacks the iss parameter"},
-		{name: "token endpoint error", as: func(a *testAS) { a.tokenError = "invalid_grant" }, want: "refused the authorization_code grant (HTTP 400): invalid_grant: the test says no", tokens: 1},
-		{name: "no way to register", as: func(a *testAS) { a.noRegistration = true }, want: "no client is pre-registered"},
+		{name: "malformed resource metadata", rs: func(s *oauthserver.Resource) { s.PRMMalformed = true }, want: "protected resource metadata"},
+		{name: "resource of another server", rs: func(s *oauthserver.Resource) { s.PRMResource = "https://evil.example.com/mcp" }, want: `its resource "https://evil.example.com/mcp" is not the MCP server`},
+		{name: "malformed server metadata", as: func(a *oauthserver.AS) { a.Malformed = true }, want: "is not a JSON object"},
+		{name: "wrong issuer in metadata", as: func(a *oauthserver.AS) { a.Issuer = "https://attacker.example.com" }, want: `names issuer "https://attacker.example.com"`},
+		{name: "no PKCE", as: func(a *oauthserver.AS) { a.NoPKCE = true }, want: "refusing to authorize without PKCE"},
+		{name: "wrong iss", as: func(a *oauthserver.AS) { a.IssMode = "wrong" }, want: `comes from issuer "https://evil.example.com"`},
+		{name: "normalized iss", as: func(a *oauthserver.AS) { a.IssMode = "slash"; a.IssSupported = true }, want: "refusing it (RFC 9207)"},
+		{name: "missing iss", as: func(a *oauthserver.AS) { a.IssMode = "omit"; a.IssSupported = true }, want: "lacks the iss parameter"},
+		{name: "token endpoint error", as: func(a *oauthserver.AS) { a.TokenError = "invalid_grant" }, want: "refused the authorization_code grant (HTTP 400): invalid_grant: the test says no", tokens: 1},
+		{name: "no way to register", as: func(a *oauthserver.AS) { a.NoRegistration = true }, want: "no client is pre-registered"},
 		{name: "state mismatch", cfg: func(c *oauth.Config) {
 			c.Authorize = func(ctx context.Context, u string) (url.Values, error) {
 				q, err := follow(ctx, u)
@@ -291,8 +291,8 @@ func TestBadInputIsNamed(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			as := newTestAS(t, tc.as)
-			rs := newTestRS(t, as, tc.rs)
+			as := oauthserver.NewAS(t, tc.as)
+			rs := oauthserver.NewResource(t, as, tc.rs)
 			cfg := codeFlow(oauth.Config{})
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
@@ -302,7 +302,7 @@ func TestBadInputIsNamed(t *testing.T) {
 			_, _, err = get(t, tr, rs.URL())
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
-			_, tokens, _ := as.counts()
+			_, tokens, _ := as.Counts()
 			assert.Equal(t, tc.tokens, tokens, "token requests")
 		})
 	}
@@ -324,12 +324,12 @@ func TestSecretsNeverReachLogsOrErrors(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var errs []string
-	as := newTestAS(t, func(a *testAS) {
-		a.refresh = true
-		a.clientSecret = "SECRETCLIENT"
-		a.authMethods = []string{"client_secret_post"}
+	as := oauthserver.NewAS(t, func(a *oauthserver.AS) {
+		a.Refresh = true
+		a.ClientSecret = "SECRETCLIENT"
+		a.AuthMethods = []string{"client_secret_post"}
 	})
-	rs := newTestRS(t, as, nil)
+	rs := oauthserver.NewResource(t, as, nil)
 	store := &oauth.MemoryStore{}
 	tr, err := oauth.NewTransport(rs.URL(), nil, codeFlow(oauth.Config{Logger: logger, Store: store}))
 	require.NoError(t, err)
@@ -340,8 +340,8 @@ func TestSecretsNeverReachLogsOrErrors(t *testing.T) {
 	logger.Info("stored", "token", tok, "client", tok.Client)
 	errs = append(errs, tok.String(), tok.Client.String())
 
-	as.revoke()
-	as.tokenError = "invalid_grant"
+	as.Revoke()
+	as.TokenError = "invalid_grant"
 	_, _, err = get(t, tr, rs.URL())
 	require.Error(t, err)
 	errs = append(errs, err.Error())
@@ -354,8 +354,8 @@ func TestSecretsNeverReachLogsOrErrors(t *testing.T) {
 }
 
 func TestStoredTokenIsUsedAndExpiredOneRefreshed(t *testing.T) {
-	as := newTestAS(t, func(a *testAS) { a.refresh = true; a.expiresIn = 1 })
-	rs := newTestRS(t, as, nil)
+	as := oauthserver.NewAS(t, func(a *oauthserver.AS) { a.Refresh = true; a.ExpiresIn = 1 })
+	rs := oauthserver.NewResource(t, as, nil)
 	store := &oauth.MemoryStore{}
 	tr, err := oauth.NewTransport(rs.URL(), nil, codeFlow(oauth.Config{Store: store}))
 	require.NoError(t, err)
@@ -375,7 +375,7 @@ func TestStoredTokenIsUsedAndExpiredOneRefreshed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, status)
 	assert.False(t, called)
-	assert.Equal(t, "refresh_token", as.tokenForms[len(as.tokenForms)-1].Get("grant_type"))
+	assert.Equal(t, "refresh_token", as.TokenForms[len(as.TokenForms)-1].Get("grant_type"))
 	tok, _ := store.Load(t.Context(), rs.URL())
 	assert.WithinDuration(t, time.Now().Add(time.Second), tok.Expiry, 5*time.Second)
 }

@@ -1,4 +1,12 @@
-package oauth_test
+// Package oauthserver is a real OAuth authorization server and a
+// protected resource on loopback, for tests of snodo's authorization:
+// metadata, dynamic registration, an authorization endpoint that
+// redirects at once (the user always consents), a token endpoint for the
+// authorization code (PKCE checked), refresh, client credentials and
+// JWT-bearer grants, DPoP nonces, and knobs for every misbehaviour the
+// client must refuse. Set the knobs in the setup function; read the
+// recorded requests once the requests under test are done.
+package oauthserver
 
 import (
 	"crypto"
@@ -18,35 +26,35 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 )
 
-// testAS is a real authorization server on loopback: metadata,
+// AS is a real authorization server on loopback: metadata,
 // dynamic registration, an authorization endpoint that redirects at once
 // (the user always consents), and a token endpoint for the authorization
 // code, refresh, client credentials and JWT-bearer grants. It checks PKCE
 // and records every request. Its knobs are set before the test starts.
-type testAS struct {
+type AS struct {
 	srv *httptest.Server
 
 	// Knobs.
-	issuer          string // metadata's issuer; default the server's URL
-	issMode         string // "" correct, "omit", "wrong", "slash"
-	issSupported    bool
-	noPKCE          bool
-	noRegistration  bool
-	authMethods     []string
-	scopesSupported []string
-	refresh         bool
-	expiresIn       int
-	tokenError      string // every token request fails with this error code
-	grantScopes     []string
-	clientSecret    string // registrations get this secret
-	assertionKey    crypto.PublicKey
-	dpopNonce       string
-	malformed       bool // metadata is not JSON
+	Issuer          string // metadata's issuer; default the server's URL
+	IssMode         string // "" correct, "omit", "wrong", "slash"
+	IssSupported    bool
+	NoPKCE          bool
+	NoRegistration  bool
+	AuthMethods     []string
+	ScopesSupported []string
+	Refresh         bool
+	ExpiresIn       int
+	TokenError      string // every token request fails with this error code
+	GrantScopes     []string
+	ClientSecret    string // registrations get this secret
+	AssertionKey    crypto.PublicKey
+	DPoPNonce       string
+	Malformed       bool // metadata is not JSON
 
 	mu           sync.Mutex
-	authRequests []url.Values
-	tokenForms   []url.Values
-	tokenHeaders []http.Header
+	AuthRequests []url.Values
+	TokenForms   []url.Values
+	TokenHeaders []http.Header
 	registered   int
 	challenges   map[string]string // code -> code_challenge
 	codeScopes   map[string]string
@@ -55,8 +63,10 @@ type testAS struct {
 	seq          int
 }
 
-func newTestAS(t *testing.T, setup func(*testAS)) *testAS {
-	a := &testAS{challenges: map[string]string{}, codeScopes: map[string]string{}, tokens: map[string][]string{}, refreshes: map[string][]string{}}
+// NewAS starts an authorization server, set up by setup (may be nil),
+// and stops it when the test ends.
+func NewAS(t testing.TB, setup func(*AS)) *AS {
+	a := &AS{challenges: map[string]string{}, codeScopes: map[string]string{}, tokens: map[string][]string{}, refreshes: map[string][]string{}}
 	if setup != nil {
 		setup(a)
 	}
@@ -70,14 +80,15 @@ func newTestAS(t *testing.T, setup func(*testAS)) *testAS {
 	return a
 }
 
-func (a *testAS) URL() string { return a.srv.URL }
+// URL is the issuer.
+func (a *AS) URL() string { return a.srv.URL }
 
-func (a *testAS) metadata(w http.ResponseWriter, r *http.Request) {
-	if a.malformed {
+func (a *AS) metadata(w http.ResponseWriter, r *http.Request) {
+	if a.Malformed {
 		w.Write([]byte("{not json"))
 		return
 	}
-	iss := a.issuer
+	iss := a.Issuer
 	if iss == "" {
 		iss = a.srv.URL
 	}
@@ -86,27 +97,27 @@ func (a *testAS) metadata(w http.ResponseWriter, r *http.Request) {
 		"authorization_endpoint":   a.srv.URL + "/authorize",
 		"token_endpoint":           a.srv.URL + "/token",
 		"response_types_supported": []string{"code"},
-		"authorization_response_iss_parameter_supported": a.issSupported,
+		"authorization_response_iss_parameter_supported": a.IssSupported,
 	}
-	if !a.noPKCE {
+	if !a.NoPKCE {
 		md["code_challenge_methods_supported"] = []string{"S256"}
 	}
-	if !a.noRegistration {
+	if !a.NoRegistration {
 		md["registration_endpoint"] = a.srv.URL + "/register"
 	}
-	if a.authMethods != nil {
-		md["token_endpoint_auth_methods_supported"] = a.authMethods
+	if a.AuthMethods != nil {
+		md["token_endpoint_auth_methods_supported"] = a.AuthMethods
 	}
-	if a.scopesSupported != nil {
-		md["scopes_supported"] = a.scopesSupported
+	if a.ScopesSupported != nil {
+		md["scopes_supported"] = a.ScopesSupported
 	}
-	if a.dpopNonce != "" {
+	if a.DPoPNonce != "" {
 		md["dpop_signing_alg_values_supported"] = []string{"ES256"}
 	}
 	json.NewEncoder(w).Encode(md)
 }
 
-func (a *testAS) register(w http.ResponseWriter, r *http.Request) {
+func (a *AS) register(w http.ResponseWriter, r *http.Request) {
 	var req map[string]any
 	json.NewDecoder(r.Body).Decode(&req)
 	a.mu.Lock()
@@ -114,17 +125,17 @@ func (a *testAS) register(w http.ResponseWriter, r *http.Request) {
 	id := fmt.Sprintf("client-%d", a.registered)
 	a.mu.Unlock()
 	resp := map[string]any{"client_id": id}
-	if a.clientSecret != "" {
-		resp["client_secret"] = a.clientSecret
+	if a.ClientSecret != "" {
+		resp["client_secret"] = a.ClientSecret
 	}
 	w.WriteHeader(http.StatusCreated)
 	json.NewEncoder(w).Encode(resp)
 }
 
-func (a *testAS) authorize(w http.ResponseWriter, r *http.Request) {
+func (a *AS) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	a.mu.Lock()
-	a.authRequests = append(a.authRequests, q)
+	a.AuthRequests = append(a.AuthRequests, q)
 	a.seq++
 	code := fmt.Sprintf("code-%d", a.seq)
 	a.challenges[code] = q.Get("code_challenge")
@@ -136,7 +147,7 @@ func (a *testAS) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := url.Values{"code": {code}, "state": {q.Get("state")}}
-	switch a.issMode {
+	switch a.IssMode {
 	case "":
 		v.Set("iss", a.srv.URL)
 	case "wrong":
@@ -148,24 +159,24 @@ func (a *testAS) authorize(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, redirect.String(), http.StatusFound)
 }
 
-func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
+func (a *AS) token(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
 	a.mu.Lock()
-	a.tokenForms = append(a.tokenForms, r.PostForm)
-	a.tokenHeaders = append(a.tokenHeaders, r.Header.Clone())
+	a.TokenForms = append(a.TokenForms, r.PostForm)
+	a.TokenHeaders = append(a.TokenHeaders, r.Header.Clone())
 	a.mu.Unlock()
 	fail := func(code, desc string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": desc})
 	}
-	if a.tokenError != "" {
-		fail(a.tokenError, "the test says no")
+	if a.TokenError != "" {
+		fail(a.TokenError, "the test says no")
 		return
 	}
-	if a.dpopNonce != "" {
-		if p := r.Header.Get("DPoP"); p == "" || dpopClaim(p, "nonce") != a.dpopNonce {
-			w.Header().Set("DPoP-Nonce", a.dpopNonce)
+	if a.DPoPNonce != "" {
+		if p := r.Header.Get("DPoP"); p == "" || DPoPClaim(p, "nonce") != a.DPoPNonce {
+			w.Header().Set("DPoP-Nonce", a.DPoPNonce)
 			fail("use_dpop_nonce", "nonce needed")
 			return
 		}
@@ -194,7 +205,7 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 		}
 		scopes = s
 	case "client_credentials":
-		if a.assertionKey != nil {
+		if a.AssertionKey != nil {
 			if err := a.checkAssertion(r.PostForm.Get("client_assertion")); err != nil {
 				fail("invalid_client", err.Error())
 				return
@@ -213,24 +224,24 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 		fail("unsupported_grant_type", r.PostForm.Get("grant_type"))
 		return
 	}
-	if a.grantScopes != nil {
-		scopes = a.grantScopes
+	if a.GrantScopes != nil {
+		scopes = a.GrantScopes
 	}
 	a.mu.Lock()
 	a.seq++
 	access := fmt.Sprintf("access-%d-SECRETTOKEN", a.seq)
 	a.tokens[access] = scopes
 	resp := map[string]any{"access_token": access, "token_type": "Bearer", "scope": strings.Join(scopes, " ")}
-	if a.dpopNonce != "" {
+	if a.DPoPNonce != "" {
 		resp["token_type"] = "DPoP"
 	}
-	if a.refresh {
+	if a.Refresh {
 		rt := fmt.Sprintf("refresh-%d-SECRETREFRESH", a.seq)
 		a.refreshes[rt] = scopes
 		resp["refresh_token"] = rt
 	}
-	if a.expiresIn != 0 {
-		resp["expires_in"] = a.expiresIn
+	if a.ExpiresIn != 0 {
+		resp["expires_in"] = a.ExpiresIn
 	}
 	a.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
@@ -239,12 +250,12 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 
 // checkAssertion verifies a private_key_jwt assertion: signature,
 // iss = sub = "svc", aud = the issuer.
-func (a *testAS) checkAssertion(s string) error {
+func (a *AS) checkAssertion(s string) error {
 	jws, err := jose.ParseSigned(s, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		return err
 	}
-	payload, err := jws.Verify(a.assertionKey)
+	payload, err := jws.Verify(a.AssertionKey)
 	if err != nil {
 		return err
 	}
@@ -256,29 +267,32 @@ func (a *testAS) checkAssertion(s string) error {
 	return nil
 }
 
-// revoke forgets every access token, so the next request meets a 401.
-func (a *testAS) revoke() {
+// Revoke forgets every access token, so the next request meets a 401.
+func (a *AS) Revoke() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	clear(a.tokens)
 }
 
-func (a *testAS) scopesOf(token string) ([]string, bool) {
+// ScopesOf says whether the server issued token and with which scopes.
+func (a *AS) ScopesOf(token string) ([]string, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s, ok := a.tokens[token]
 	return s, ok
 }
 
-func (a *testAS) counts() (auths, tokens, registrations int) {
+// Counts returns how many authorization, token and registration
+// requests the server has had.
+func (a *AS) Counts() (auths, tokens, registrations int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.authRequests), len(a.tokenForms), a.registered
+	return len(a.AuthRequests), len(a.TokenForms), a.registered
 }
 
-// dpopClaim reads one claim of a DPoP proof without verifying it (the
+// DPoPClaim reads one claim of a DPoP proof without verifying it (the
 // resource server below verifies).
-func dpopClaim(proof, claim string) string {
+func DPoPClaim(proof, claim string) string {
 	jws, err := jose.ParseSigned(proof, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		return ""
@@ -289,27 +303,29 @@ func dpopClaim(proof, claim string) string {
 	return s
 }
 
-// testRS is a protected resource on loopback: /mcp answers "ok" to a
+// Resource is a protected resource on loopback: /mcp answers "ok" to a
 // request whose token the authorization server issued with the scopes
 // the request needs (?need=a+b), 401 without one, 403
 // insufficient_scope with too few scopes. It publishes its protected
 // resource metadata at the path-based well-known URL.
-type testRS struct {
+type Resource struct {
 	srv *httptest.Server
-	as  *testAS
+	as  *AS
 
-	prmResource  string // default the server's /mcp URL
-	prmMalformed bool
-	scopes       []string // scopes_supported
-	challenge    string   // scope in the 401's challenge
-	dpop         bool
+	PRMResource  string // default the server's /mcp URL
+	PRMMalformed bool
+	Scopes       []string // scopes_supported
+	Challenge    string   // scope in the 401's challenge
+	DPoP         bool
 
 	mu      sync.Mutex
-	headers []http.Header // every /mcp request's headers
+	Headers []http.Header // every /mcp request's headers; read them with RequestHeaders
 }
 
-func newTestRS(t *testing.T, as *testAS, setup func(*testRS)) *testRS {
-	s := &testRS{as: as}
+// NewResource starts a protected resource whose authorization server is
+// as, set up by setup (may be nil), and stops it when the test ends.
+func NewResource(t testing.TB, as *AS, setup func(*Resource)) *Resource {
+	s := &Resource{as: as}
 	if setup != nil {
 		setup(s)
 	}
@@ -321,47 +337,55 @@ func newTestRS(t *testing.T, as *testAS, setup func(*testRS)) *testRS {
 	return s
 }
 
-func (s *testRS) URL() string { return s.srv.URL + "/mcp" }
+// RequestHeaders returns the headers of every request to /mcp so far.
+func (s *Resource) RequestHeaders() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.Headers...)
+}
 
-func (s *testRS) prm(w http.ResponseWriter, r *http.Request) {
-	if s.prmMalformed {
+// URL is the MCP endpoint, the protected resource.
+func (s *Resource) URL() string { return s.srv.URL + "/mcp" }
+
+func (s *Resource) prm(w http.ResponseWriter, r *http.Request) {
+	if s.PRMMalformed {
 		w.Write([]byte(`{"resource": 42}`))
 		return
 	}
-	res := s.prmResource
+	res := s.PRMResource
 	if res == "" {
 		res = s.URL()
 	}
 	doc := map[string]any{"resource": res, "authorization_servers": []string{s.as.URL()}}
-	if s.scopes != nil {
-		doc["scopes_supported"] = s.scopes
+	if s.Scopes != nil {
+		doc["scopes_supported"] = s.Scopes
 	}
 	json.NewEncoder(w).Encode(doc)
 }
 
-func (s *testRS) mcp(w http.ResponseWriter, r *http.Request) {
+func (s *Resource) mcp(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	s.headers = append(s.headers, r.Header.Clone())
+	s.Headers = append(s.Headers, r.Header.Clone())
 	s.mu.Unlock()
 	scheme := "Bearer"
-	if s.dpop {
+	if s.DPoP {
 		scheme = "DPoP"
 	}
-	challenge := scheme + ` resource_metadata="` + s.srv.URL + `/.well-known/oauth-protected-resource/mcp"`
-	if s.challenge != "" {
-		challenge += `, scope="` + s.challenge + `"`
+	header := scheme + ` resource_metadata="` + s.srv.URL + `/.well-known/oauth-protected-resource/mcp"`
+	if s.Challenge != "" {
+		header += `, scope="` + s.Challenge + `"`
 	}
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), scheme+" ")
-	scopes, known := s.as.scopesOf(tok)
+	scopes, known := s.as.ScopesOf(tok)
 	if !ok || !known {
-		w.Header().Set("WWW-Authenticate", challenge)
+		w.Header().Set("WWW-Authenticate", header)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	if s.dpop {
-		if err := checkProof(r, tok, s.as.dpopNonce); err != nil {
+	if s.DPoP {
+		if err := checkProof(r, tok, s.as.DPoPNonce); err != nil {
 			w.Header().Set("WWW-Authenticate", scheme+` error="use_dpop_nonce"`)
-			w.Header().Set("DPoP-Nonce", s.as.dpopNonce)
+			w.Header().Set("DPoP-Nonce", s.as.DPoPNonce)
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
