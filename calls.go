@@ -70,19 +70,45 @@ func (c Calls) Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[Pro
 // server asks for (input_required) is fulfilled by the server-request
 // handler and the call is retried until it completes; the caller sees
 // only the final result.
+//
+// A tool that runs as a task just works: when a legacy server that
+// offers tasks refuses a plain call (an error, or a result with IsError
+// that speaks of a task) to a tool it lists with taskSupport "required",
+// the call is made again as a task, and a modern server that answers with a task (the tasks
+// extension) is polled; CallTool waits for the task's result, with
+// OnTaskStatus told of each status, and cancels the task on the server
+// when ctx ends. A tool whose taskSupport is "optional" is called
+// plainly; CallToolAsTask runs it as a task.
 func (c Calls) CallTool(ctx context.Context, name string, args any, opts ...RequestOption) (*CallToolResult, error) {
 	box := new(callToolBox)
 	var err error
 	if box.params, err = callToolParams(name, args); err != nil {
 		return nil, err
 	}
+	params := box.params // for a task, if the server wants one
 	raw, err := c.requestWithInput(ctx, "tools/call", &box.params, opts)
 	box.params = nil // sent: the result need not keep it alive
+	if err == nil {
+		if rt, _ := resultType("tools/call", raw); rt == resultTask {
+			task, err := c.startTask(ctx, name, raw, opts)
+			if err != nil {
+				return nil, err
+			}
+			return task.waitOwned()
+		}
+		if err := decodeCallTool(raw, &box.res, box.one[:]); err != nil {
+			return nil, fmt.Errorf("snodo: tools/call %s: malformed result: %w", name, err)
+		}
+	}
+	if c.refusedForTask(&box.res, err) && c.toolRequiresTask(ctx, name, opts) {
+		task, terr := c.createTask(ctx, name, params, opts)
+		if terr != nil {
+			return nil, fmt.Errorf("snodo: tools/call %s, run as a task after the server refused a plain call: %w", name, terr)
+		}
+		return task.waitOwned()
+	}
 	if err != nil {
 		return nil, err
-	}
-	if err := decodeCallTool(raw, &box.res, box.one[:]); err != nil {
-		return nil, fmt.Errorf("snodo: tools/call %s: malformed result: %w", name, err)
 	}
 	return &box.res, nil
 }

@@ -254,6 +254,9 @@ func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern
 	if chosen != version {
 		meta = buildMeta(chosen, &cfg.mcp)
 	}
+	if _, ok := res.Capabilities.Extensions[TasksExtension]; ok {
+		declareTasks(meta, &cfg.mcp) // the server may answer tools/call with a task, which CallTool runs
+	}
 	c.mcp.era, c.mcp.version, c.mcp.baseMeta = EraModern, chosen, meta
 	c.setMeta("")
 	c.mcp.capabilities, c.mcp.instructions = res.Capabilities, res.Instructions

@@ -26,6 +26,7 @@ const DefaultMaxInputRounds = 10
 const (
 	resultComplete      = "complete"
 	resultInputRequired = "input_required"
+	resultTask          = "task" // the tasks extension's CreateTaskResult (tools/call only)
 )
 
 // Errors of the multi-round-trip flow, for errors.Is.
@@ -67,6 +68,10 @@ func resultType(method string, raw json.RawMessage) (string, error) {
 		return resultComplete, nil
 	case `"` + resultInputRequired + `"`:
 		return resultInputRequired, nil
+	case `"` + resultTask + `"`:
+		if method == "tools/call" {
+			return resultTask, nil
+		}
 	}
 	var rt string
 	if err := json.Unmarshal(member, &rt); err != nil {
@@ -88,8 +93,8 @@ func (c Calls) requestWithInput(ctx context.Context, method string, params any, 
 			return nil, err
 		}
 		rt, err := resultType(method, raw)
-		if err != nil || rt == resultComplete {
-			return raw, err
+		if err != nil || rt == resultComplete || rt == resultTask {
+			return raw, err // a task (tools/call) is CallTool's to run
 		}
 		if round == 0 {
 			in = c.requester().InputHandling()

@@ -19,12 +19,14 @@ type RequestOption struct{ set func(*RequestSettings) }
 // Requester implementation (a pool, a remote client) needs to honour
 // them. The zero value means the defaults.
 type RequestSettings struct {
-	Timeout                time.Duration  // Timeout: 0 the connection's, negative for ever
-	OnProgress             func(Progress) // OnProgress: nil asks for none
-	ResetTimeoutOnProgress bool           // ResetTimeoutOnProgress
-	MaxTotalTimeout        time.Duration  // MaxTotalTimeout: 0 none
-	Idempotent             bool           // Idempotent
-	MaxPages               int            // MaxPages: 0 DefaultMaxPages
+	Timeout                time.Duration    // Timeout: 0 the connection's, negative for ever
+	OnProgress             func(Progress)   // OnProgress: nil asks for none
+	ResetTimeoutOnProgress bool             // ResetTimeoutOnProgress
+	MaxTotalTimeout        time.Duration    // MaxTotalTimeout: 0 none
+	Idempotent             bool             // Idempotent
+	MaxPages               int              // MaxPages: 0 DefaultMaxPages
+	TaskTTL                time.Duration    // TaskTTL: 0 the server's
+	OnTaskStatus           func(TaskStatus) // OnTaskStatus: nil asks for none
 }
 
 // SettingsOf applies opts in order and returns the result.

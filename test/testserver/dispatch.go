@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // Keys of the modern request _meta object.
@@ -119,6 +120,11 @@ func init() {
 		"test/emit":                (*server).emit,
 		"test/endSubscription":     (*server).endSubscription,
 		"test/subscriptions":       (*server).subscriptionsMethod,
+		"tasks/get":                (*server).tasksGet,
+		"tasks/result":             (*server).tasksResult,
+		"tasks/cancel":             (*server).tasksCancel,
+		"tasks/update":             (*server).tasksUpdate,
+		"tasks/list":               (*server).tasksList,
 	}
 }
 
@@ -177,7 +183,7 @@ func (s *server) dispatch(req *request) (any, *rpcError) {
 		return nil, &rpcError{Code: -32022, Message: "unsupported protocol version", Data: data}
 	}
 	h, ok := handlers[req.method]
-	if !ok {
+	if !ok || (!s.cfg.tasks && strings.HasPrefix(req.method, "tasks/")) {
 		return nil, errMethodNotFound(req.method)
 	}
 	return h(s, req)
@@ -203,19 +209,23 @@ func (s *server) discover(req *request) (any, *rpcError) {
 	if req.meta.capabilities == nil {
 		return nil, errInvalidParams("missing " + metaClientCapabilities)
 	}
+	caps := obj{
+		"tools":       obj{"listChanged": true},
+		"resources":   obj{"subscribe": true, "listChanged": true},
+		"prompts":     obj{"listChanged": true},
+		"completions": obj{},
+	}
+	if s.cfg.tasks {
+		caps["extensions"] = obj{tasksExtension: obj{}}
+	}
 	return obj{
 		"supportedVersions": []string{s.cfg.discoverVersion},
-		"capabilities": obj{
-			"tools":       obj{"listChanged": true},
-			"resources":   obj{"subscribe": true, "listChanged": true},
-			"prompts":     obj{"listChanged": true},
-			"completions": obj{},
-		},
-		"serverInfo":   serverInfo(),
-		"instructions": "test server",
-		"ttlMs":        0,
-		"cacheScope":   "public",
-		"_meta":        obj{metaServerInfo: serverInfo()},
+		"capabilities":      caps,
+		"serverInfo":        serverInfo(),
+		"instructions":      "test server",
+		"ttlMs":             0,
+		"cacheScope":        "public",
+		"_meta":             obj{metaServerInfo: serverInfo()},
 	}, nil
 }
 
@@ -241,17 +251,21 @@ func (s *server) initialize(req *request) (any, *rpcError) {
 	if s.cfg.initVersion != "" {
 		version = s.cfg.initVersion
 	}
+	caps := obj{
+		"tools":       obj{"listChanged": true},
+		"resources":   obj{"subscribe": true, "listChanged": true},
+		"prompts":     obj{"listChanged": true},
+		"logging":     obj{},
+		"completions": obj{},
+	}
+	if s.cfg.tasks {
+		caps["tasks"] = obj{"list": obj{}, "cancel": obj{}, "requests": obj{"tools": obj{"call": obj{}}}}
+	}
 	return obj{
 		"protocolVersion": version,
 		"serverInfo":      serverInfo(),
-		"capabilities": obj{
-			"tools":       obj{"listChanged": true},
-			"resources":   obj{"subscribe": true, "listChanged": true},
-			"prompts":     obj{"listChanged": true},
-			"logging":     obj{},
-			"completions": obj{},
-		},
-		"instructions": "test server",
+		"capabilities":    caps,
+		"instructions":    "test server",
 	}, nil
 }
 

@@ -46,6 +46,10 @@
 //	-eof-grace D              wait at most D for in-flight requests at stdin EOF (default 5s)
 //	-start-file PATH          number each start: claim the first free PATH.K
 //	                          (K = 1, 2, …, O_EXCL) and write the pid in it
+//	-tasks                    offer tasks: the research tool (listed, taskSupport
+//	                          "required") and tasks/*, legacy (2025-11-25 core) and
+//	                          modern (the io.modelcontextprotocol/tasks extension);
+//	                          see tasks.go
 //	-refuse-after N           with -start-file: starts numbered above N answer
 //	                          server/discover and initialize with error -32603
 //

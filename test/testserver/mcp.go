@@ -61,14 +61,21 @@ func (s *server) toolsList(req *request) (any, *rpcError) {
 	start := 0
 	if p.Cursor != nil {
 		n, err := strconv.Atoi(*p.Cursor)
-		if err != nil || n < 0 || n >= len(tools) {
+		if err != nil || n < 0 {
 			return nil, errInvalidParams("invalid cursor")
 		}
 		start = n
 	}
-	end := min(start+toolsPageSize, len(tools))
-	res := obj{"tools": tools[start:end]}
-	if end < len(tools) {
+	list := tools
+	if s.cfg.tasks {
+		list = append(list[:len(list):len(list)], researchTool)
+	}
+	if start >= len(list) {
+		return nil, errInvalidParams("invalid cursor")
+	}
+	end := min(start+toolsPageSize, len(list))
+	res := obj{"tools": list[start:end]}
+	if end < len(list) {
 		res["nextCursor"] = strconv.Itoa(end)
 	}
 	return cacheable(req, res), nil
@@ -80,6 +87,9 @@ type callParams struct {
 	Arguments      json.RawMessage            `json:"arguments"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses"`
 	RequestState   *string                    `json:"requestState"`
+	Task           *struct {
+		TTL *int64 `json:"ttl"`
+	} `json:"task"`
 }
 
 func textResult(text string, isError bool) obj {
@@ -120,6 +130,10 @@ func (s *server) toolsCall(req *request) (any, *rpcError) {
 		return s.ask(req, &p)
 	case "input":
 		return s.inputTool(req, &p)
+	case "research":
+		if s.cfg.tasks {
+			return s.research(req, &p)
+		}
 	}
 	return nil, errInvalidParams("unknown tool " + p.Name)
 }

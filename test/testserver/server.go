@@ -41,6 +41,7 @@ type server struct {
 	peer    peer
 	subs    subTable
 	legacy  legacySubs
+	tasks   taskTable
 }
 
 // Main runs the test server with the given arguments and standard streams
