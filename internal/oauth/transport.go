@@ -86,6 +86,13 @@ func NewTransport(serverURL string, base http.RoundTripper, cfg Config) (*Transp
 	return t, nil
 }
 
+// StoreKey is the key under which a TokenStore keeps the token of the
+// MCP server at serverURL: its canonical URL.
+func StoreKey(serverURL string) (string, error) {
+	canon, _, err := canonicalURL(serverURL)
+	return canon, err
+}
+
 // canonicalURL is serverURL without fragment, query kept, scheme and
 // host in lower case, without a trailing slash (RFC 8707 section 2).
 func canonicalURL(serverURL string) (canon, origin string, err error) {
