@@ -3,6 +3,9 @@ package snodo
 import (
 	"context"
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -66,8 +69,8 @@ type OAuth struct {
 	IDToken                                        func(ctx context.Context) (string, error)
 	IdPTokenEndpoint, IdPClientID, IdPClientSecret string
 	// DPoP binds the tokens to a key (RFC 9449) instead of bearer
-	// tokens; DPoPKey is that key (default: a new P-256 key per
-	// connection).
+	// tokens; DPoPKey is that key (default: a P-256 key made by
+	// WithOAuth, shared by the connections made with the option).
 	DPoP    bool
 	DPoPKey crypto.Signer
 }
@@ -90,7 +93,16 @@ func WithOAuth(o OAuth) Option {
 	if cfg.Store == nil {
 		cfg.Store = &oauth.MemoryStore{}
 	}
+	var keyErr error
+	if cfg.DPoP != nil && cfg.DPoP.Key == nil {
+		// One key for every connection made with the option: a stored
+		// token is bound to it.
+		cfg.DPoP.Key, keyErr = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	}
 	return func(c *config) error {
+		if keyErr != nil {
+			return errors.New("WithOAuth: making a DPoP key: " + keyErr.Error())
+		}
 		if _, err := oauth.NewTransport("https://check.invalid/", http.DefaultTransport, cfg); err != nil {
 			return errors.New("WithOAuth: " + err.Error())
 		}

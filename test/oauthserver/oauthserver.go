@@ -317,6 +317,7 @@ type Resource struct {
 	Scopes       []string // scopes_supported
 	Challenge    string   // scope in the 401's challenge
 	DPoP         bool
+	Handler      http.Handler // serves authorized requests to /mcp (an MCP server); nil: "ok"
 
 	mu      sync.Mutex
 	Headers []http.Header // every /mcp request's headers; read them with RequestHeaders
@@ -397,6 +398,10 @@ func (s *Resource) mcp(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "forbidden", http.StatusForbidden)
 			return
 		}
+	}
+	if s.Handler != nil {
+		s.Handler.ServeHTTP(w, r)
+		return
 	}
 	w.Write([]byte("ok"))
 }
