@@ -61,6 +61,7 @@ type Client struct {
 	seq     atomic.Int64
 	era     atomic.Int32 // snodo.Era learnt from replies; 0 until then
 	unwatch func()       // ends the log of nc's state changes
+	unroute func()       // ends the routing of nc's permission violations to this client
 
 	mu     sync.Mutex
 	calls  map[string]*pending
@@ -70,8 +71,10 @@ type Client struct {
 
 // pending is one call waiting for its host.
 type pending struct {
-	final chan *nats.Msg // the reply (or the no-responders status)
-	msgs  chan *nats.Msg // heartbeats and progress, bounded by progressQueue
+	final  chan *nats.Msg // the reply (or the no-responders status)
+	msgs   chan *nats.Msg // heartbeats and progress, bounded by progressQueue
+	denied chan error     // the NATS server refused to publish the call
+	heard  atomic.Bool    // a host has sent something for it
 }
 
 // NewClient calls the server served as name through nc, which stays the
@@ -101,6 +104,7 @@ func NewClient(nc *nats.Conn, name string, opts ...Option) (*Client, error) {
 	// Take replies as fast as they come; the bound is per call.
 	_ = c.sub.SetPendingLimits(-1, 64<<20)
 	c.unwatch = watchConn(nc, cfg.logger, "caller of "+name, nil)
+	c.unroute = routeDenials(nc, c)
 	return c, nil
 }
 
@@ -175,6 +179,7 @@ func (c *Client) Close() error {
 		_ = c.nc.FlushTimeout(closeFlush)
 	}
 	c.unwatch()
+	c.unroute()
 	if c.owned {
 		c.nc.Close()
 	}
@@ -190,6 +195,7 @@ func (c *Client) dispatch(m *nats.Msg) {
 	c.mu.Unlock()
 	switch {
 	case p != nil:
+		p.heard.Store(true)
 		kind := m.Header.Get(hdrKind)
 		if kind == "" {
 			select {
@@ -313,7 +319,7 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	p := &pending{final: make(chan *nats.Msg, 1), msgs: make(chan *nats.Msg, progressQueue)}
+	p := &pending{final: make(chan *nats.Msg, 1), msgs: make(chan *nats.Msg, progressQueue), denied: make(chan error, 1)}
 	token, err := c.register(p, nil)
 	if err != nil {
 		return nil, false, err
@@ -407,6 +413,8 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 		case m := <-p.msgs:
 			watchdog.Reset(silence)
 			onProgress(m)
+		case err := <-p.denied:
+			return nil, false, permissionError(fmt.Sprintf("remote: %s on %s was not sent", method, c.name), err)
 		case <-watchdog.C:
 			cancel()
 			why := "it died or is cut off"

@@ -63,6 +63,16 @@ func Discover(ctx context.Context, nc *nats.Conn, prefix string) ([]Served, erro
 	if err := nc.PublishRequest(subject, inbox, nil); err != nil {
 		return nil, fmt.Errorf("remote: discover: %w", err)
 	}
+	// A user that may not publish on $SRV.> (or subscribe to its inbox)
+	// would find nothing, and say so as if nothing were served.
+	if err := nc.FlushWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("remote: discover: %w", err)
+	}
+	if err := nc.LastError(); err != nil {
+		if _, subj, ok := denied(err); ok && (subj == subject || subj == inbox) {
+			return nil, permissionError("remote: discover", err)
+		}
+	}
 	byName := map[string]*Served{}
 	type hostKey struct{ name, id, label string }
 	seen := map[hostKey]bool{}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -292,8 +293,11 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 	// Flush bound when ctx has none.
 	fctx, cancel := context.WithTimeout(ctx, flushWait)
 	defer cancel()
-	if err = h.serve.FlushWithContext(fctx); err == nil {
-		err = h.reply.FlushWithContext(fctx)
+	if err = flushDenied(fctx, h.serve); err == nil {
+		err = flushDenied(fctx, h.reply)
+	}
+	if _, _, ok := denied(err); ok {
+		return permissionError("remote: NewHost: cannot serve "+strings.Join(h.cfg.order, ", "), err)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
