@@ -279,6 +279,9 @@ func (c Calls) Ping(ctx context.Context, opts ...RequestOption) error {
 func (c Calls) completeRequest(ctx context.Context, method string, params any, opts []RequestOption) (json.RawMessage, error) {
 	raw, err := c.requester().Request(ctx, method, params, opts...)
 	if err != nil {
+		if ue := urlElicitationRequired(err); ue != nil {
+			return nil, ue
+		}
 		return nil, err
 	}
 	rt, err := resultType(method, raw)

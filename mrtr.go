@@ -87,10 +87,22 @@ func resultType(method string, raw json.RawMessage) (string, error) {
 func (c Calls) requestWithInput(ctx context.Context, method string, params any, opts []RequestOption) (json.RawMessage, error) {
 	var in InputHandling // asked for at the first input_required: most calls never need it
 	var retry map[string]any
+	retriedURL := false
 	for round := 0; ; round++ {
 		raw, err := c.requester().Request(ctx, method, params, opts...)
 		if err != nil {
-			return nil, err
+			ue := urlElicitationRequired(err)
+			if ue == nil {
+				return nil, err
+			}
+			if retriedURL || !SettingsOf(opts...).RetryURLElicitation {
+				return nil, ue
+			}
+			if err := c.elicitURLs(ctx, method, ue, opts); err != nil {
+				return nil, err
+			}
+			retriedURL, round = true, round-1 // once, and no input round
+			continue
 		}
 		rt, err := resultType(method, raw)
 		if err != nil || rt == resultComplete || rt == resultTask {

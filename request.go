@@ -27,6 +27,7 @@ type RequestSettings struct {
 	MaxPages               int              // MaxPages: 0 DefaultMaxPages
 	TaskTTL                time.Duration    // TaskTTL: 0 the server's
 	OnTaskStatus           func(TaskStatus) // OnTaskStatus: nil asks for none
+	RetryURLElicitation    bool             // RetryURLElicitation
 }
 
 // SettingsOf applies opts in order and returns the result.

@@ -18,6 +18,7 @@ func TestEverythingServerResearchTask(t *testing.T) {
 	c := dialPeer(t, tsEverything(t), a)
 	require.Equal(t, EraLegacy, c.Era())
 	require.NotNil(t, c.Capabilities().Tasks, "the server declares tasks")
+	waitForTool(t, c, "simulate-research-query")
 
 	tools, err := c.ListTools(t.Context())
 	require.NoError(t, err)
@@ -65,6 +66,7 @@ func TestEverythingServerResearchTask(t *testing.T) {
 func TestEverythingServerResearchTaskAsksForInput(t *testing.T) {
 	a := &answers{}
 	c := dialPeer(t, tsEverything(t), a)
+	waitForTool(t, c, "simulate-research-query")
 	res, err := c.CallTool(t.Context(), "simulate-research-query", map[string]any{"topic": "python", "ambiguous": true})
 	require.NoError(t, err)
 	assert.Contains(t, res.Text(), "python (programming)")

@@ -80,7 +80,9 @@
 //	                          a real elicitation/create request in legacy ones);
 //	                          input {method,params,rounds} (not listed): asks the client
 //	                          method (default roots/list) rounds times (MRTR or real
-//	                          requests); text = the root URIs, or the raw answer
+//	                          requests); text = the root URIs, or the raw answer;
+//	                          url {id} (not listed): the first call with an id answers
+//	                          -32042 (a URL elicitation), the next "through <id>"
 //	resources/list            test://a, test://b
 //	resources/templates/list  test://items/{id}
 //	resources/read            unknown uri: -32002 (legacy) / -32602 (modern), with data

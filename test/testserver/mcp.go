@@ -130,6 +130,8 @@ func (s *server) toolsCall(req *request) (any, *rpcError) {
 		return s.ask(req, &p)
 	case "input":
 		return s.inputTool(req, &p)
+	case "url":
+		return s.urlTool(&p)
 	case "research":
 		if s.cfg.tasks {
 			return s.research(req, &p)

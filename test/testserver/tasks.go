@@ -70,10 +70,35 @@ type task struct {
 	done    chan struct{}
 }
 
-// taskTable is the server's tasks, by ID.
+// taskTable is the server's tasks, by ID, and the URL elicitations the
+// url tool asked for.
 type taskTable struct {
-	mu sync.Mutex
-	m  map[string]*task
+	mu   sync.Mutex
+	m    map[string]*task
+	urls map[string]bool
+}
+
+// urlTool (unlisted, any era) {id}: the first call with an id answers
+// -32042 naming https://example.com/auth/<id>; the next one, "through <id>".
+func (s *server) urlTool(p *callParams) (any, *rpcError) {
+	var args struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(p.Arguments, &args)
+	s.tasks.mu.Lock()
+	defer s.tasks.mu.Unlock()
+	if s.tasks.urls[args.ID] {
+		delete(s.tasks.urls, args.ID)
+		return textResult("through "+args.ID, false), nil
+	}
+	if s.tasks.urls == nil {
+		s.tasks.urls = map[string]bool{}
+	}
+	s.tasks.urls[args.ID] = true
+	return nil, &rpcError{Code: -32042, Message: "This request requires authorization.", Data: encode(obj{
+		"elicitations": []obj{{"mode": "url", "elicitationId": "el-" + args.ID,
+			"url": "https://example.com/auth/" + args.ID, "message": "Sign in to Example."}},
+	})}
 }
 
 func newTaskID() string {
