@@ -30,9 +30,17 @@ var (
 	ErrClientClosed = errors.New("remote: client closed")
 )
 
-// maxNotRun bounds how many times a call refused before it ran (a busy
-// or draining host) is sent again.
-const maxNotRun = 5
+// A call refused before it ran (a busy, draining or withdrawn host) is
+// sent again after a pause that doubles from notRunWait up to
+// notRunMaxWait, each jittered (a random part of up to half taken off),
+// so that many refused calls do not come back together and a full host
+// has time to free a slot: for as long as the call's timeout leaves, or
+// maxNotRun times for a call with none.
+const (
+	notRunWait    = 5 * time.Millisecond
+	notRunMaxWait = 500 * time.Millisecond
+	maxNotRun     = 64
+)
 
 // closeFlush bounds Close's wait for the NATS server to take the
 // cancels it sends.
@@ -288,14 +296,31 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 		return nil, fmt.Errorf("remote: %s: cannot marshal params: %w", method, err)
 	}
 	t0 := time.Now()
+	timeout := cmp.Or(o.Timeout, c.cfg.timeout) // negative: none
 	retried := false
-	for attempt := 1; ; attempt++ {
-		res, notRun, err := c.once(ctx, method, raw, &o)
+	for attempt, refused := 1, 0; ; attempt++ {
+		o1 := o
+		if timeout > 0 && attempt > 1 {
+			o1.Timeout = max(timeout-time.Since(t0), time.Millisecond) // the retries count against it
+		}
+		res, notRun, err := c.once(ctx, method, raw, &o1)
 		switch {
 		case ctx.Err() != nil || err == nil:
 			return res, err
-		case notRun && attempt < maxNotRun:
-			c.cfg.logger.Debug("remote: call refused before it ran; sending it again", "server", c.name, "method", method, "error", err)
+		case notRun:
+			refused++
+			pause := backoff(refused, notRunWait, notRunMaxWait)
+			if timeout > 0 && time.Since(t0)+pause >= timeout || timeout <= 0 && refused >= maxNotRun {
+				return res, err
+			}
+			c.cfg.logger.Debug("remote: call refused before it ran; sending it again", "server", c.name, "method", method, "error", err, "after", pause)
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
 		case o.Idempotent && !retried && errors.Is(err, ErrHostGone):
 			// Safe to run twice: send it once more, to a surviving host,
 			// within what is left of its timeout.
