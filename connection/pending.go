@@ -181,9 +181,10 @@ type table struct {
 	// gaveUp holds the IDs of the last maxGaveUp requests the client
 	// gave up on (abandon: a cancelled ctx, a timeout, a Stream callback
 	// that panicked), so that what the server still sends for them is
-	// told apart from what it sends for requests never made.
+	// told apart from what it sends for requests never made. It is
+	// allocated at the first give-up: an idle connection keeps none.
 	gaveUpMu   sync.Mutex
-	gaveUp     [maxGaveUp]int64
+	gaveUp     *[maxGaveUp]int64
 	gaveUpNext int
 }
 
@@ -193,10 +194,12 @@ type table struct {
 const maxGaveUp = 256
 
 // shard is one part of the table: the calls whose IDs share its low bits.
+// Its slots are allocated when its first call is filed, so an idle
+// connection holds only the shards its few requests used.
 type shard struct {
 	mu       sync.Mutex
-	slots    [shardSlots]*call
-	overflow map[int64]*call // calls whose slot was taken; nil until one was
+	slots    *[shardSlots]*call // nil until a call was filed here
+	overflow map[int64]*call    // calls whose slot was taken; nil until one was
 }
 
 const (
@@ -215,6 +218,9 @@ func (t *table) shardOf(id int64) *shard { return &t.shards[id&(tableShards-1)] 
 // put files c under id. The caller holds s.mu.
 func (s *shard) put(id int64, c *call) {
 	c.id = id
+	if s.slots == nil {
+		s.slots = new([shardSlots]*call)
+	}
 	if p := &s.slots[(id>>shardBits)&(shardSlots-1)]; *p == nil {
 		*p = c
 		return
@@ -228,6 +234,9 @@ func (s *shard) put(id int64, c *call) {
 // lookup finds the call filed under id, nil when none is. The caller
 // holds s.mu.
 func (s *shard) lookup(id int64) *call {
+	if s.slots == nil {
+		return nil // nothing was ever filed here
+	}
 	if c := s.slots[(id>>shardBits)&(shardSlots-1)]; c != nil && c.id == id {
 		return c
 	}
@@ -240,6 +249,9 @@ func (s *shard) lookup(id int64) *call {
 // remove takes c, filed under c.id, out of the shard and reports whether
 // it was there. The caller holds s.mu.
 func (s *shard) remove(c *call) bool {
+	if s.slots == nil {
+		return false
+	}
 	if p := &s.slots[(c.id>>shardBits)&(shardSlots-1)]; *p == c {
 		*p = nil
 		return true
@@ -254,9 +266,11 @@ func (s *shard) remove(c *call) bool {
 // each calls fn for every call in the shard; fn may remove the call it
 // is given. The caller holds s.mu.
 func (s *shard) each(fn func(*call)) {
-	for _, c := range s.slots[:] {
-		if c != nil {
-			fn(c)
+	if s.slots != nil {
+		for _, c := range s.slots {
+			if c != nil {
+				fn(c)
+			}
 		}
 	}
 	for _, c := range s.overflow {
@@ -434,6 +448,9 @@ func (t *table) streamOf(id int64) (sink func(string, json.RawMessage), ended bo
 func (t *table) gaveUpOn(id int64) bool {
 	t.gaveUpMu.Lock()
 	defer t.gaveUpMu.Unlock()
+	if t.gaveUp == nil {
+		return false
+	}
 	for _, g := range t.gaveUp {
 		if g == id {
 			return id != 0
@@ -499,6 +516,9 @@ func (t *table) abandon(id int64, c *call) bool {
 	if s.remove(c) {
 		t.removed(c)
 		t.gaveUpMu.Lock()
+		if t.gaveUp == nil {
+			t.gaveUp = new([maxGaveUp]int64)
+		}
 		t.gaveUp[t.gaveUpNext] = id
 		t.gaveUpNext = (t.gaveUpNext + 1) % maxGaveUp
 		t.gaveUpMu.Unlock()
