@@ -171,8 +171,9 @@ func (t *Task) Done() <-chan struct{} { return t.done }
 // returned: the tool's result (a tool that failed is a result with
 // IsError set), or the error: the server's *Error for a failed task, one
 // wrapping ErrTaskCancelled, ErrTaskExpired or ErrTaskLost, a -32000
-// when the server went away, or the error of the ctx that owns the task
-// (CallToolAsTask's). When ctx ends first Wait returns ctx's error and
+// when the server went away, or, when the ctx that owns the task
+// (CallToolAsTask's) ended, one wrapping both ErrTaskCancelled and the
+// ctx's error. When ctx ends first Wait returns ctx's error and
 // the task goes on.
 func (t *Task) Wait(ctx context.Context) (*CallToolResult, error) {
 	select {
@@ -464,7 +465,7 @@ func (t *Task) ended() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.owner), cancelGrace)
 	defer cancel()
 	_, _ = t.calls.requester().Request(ctx, "tasks/cancel", t.get) // best effort: the owner has left
-	t.finish(nil, fmt.Errorf("snodo: task %s of tool %s (cancelled on the server): %w", t.id, t.tool, t.owner.Err()), TaskCancelled, "")
+	t.finish(nil, fmt.Errorf("%w: task %s of tool %s, as its owner ended: %w", ErrTaskCancelled, t.id, t.tool, t.owner.Err()), TaskCancelled, "")
 }
 
 // cancelGrace bounds the tasks/cancel sent when a task's owner leaves.

@@ -75,7 +75,7 @@ func TestInterruptCancelsAndExits(t *testing.T) {
 // snodoProc is a snodo process a test signals.
 type snodoProc struct {
 	cmd    *exec.Cmd
-	stderr bytes.Buffer // read once done is closed
+	stderr testutil.Buffer // safe to read while snodo runs
 	done   chan struct{}
 }
 

@@ -28,6 +28,9 @@ func (s *session) exitCode(ctx context.Context, err error) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(s.io.err, "snodo: %v\nRun 'snodo -h' for usage.\n", err)
 		return exitUsage
+	case ctx.Err() != nil && errors.Is(err, snodo.ErrTaskCancelled):
+		fmt.Fprintln(s.io.err, "snodo: interrupted; the task was cancelled on the server")
+		return exitInterrupted
 	case ctx.Err() != nil:
 		fmt.Fprintln(s.io.err, "snodo: interrupted; the request was cancelled on the server")
 		return exitInterrupted
@@ -52,8 +55,9 @@ func (s *session) fromFile() bool { return s.cfg.configFile != "" && s.cfg.serve
 // describe says what went wrong and what to do about it.
 func (s *session) describe(err error) string {
 	var (
-		e  *snodo.Error
-		pe *fs.PathError
+		e    *snodo.Error
+		pe   *fs.PathError
+		urls *snodo.URLElicitationRequiredError
 	)
 	switch {
 	case errors.As(err, &pe) && s.fromFile():
@@ -101,6 +105,18 @@ func (s *session) describe(err error) string {
 			return "snodo cannot answer the server's request: " + e.Message
 		}
 		return "snodo could not answer the server's request: " + trim(err)
+	case errors.As(err, &urls):
+		// -32042: the server wants the user through a page of its own.
+		var open []string
+		for _, el := range urls.Elicitations {
+			u := "open " + el.URL
+			if el.Message != "" {
+				u += " (" + el.Message + ")"
+			}
+			open = append(open, u)
+		}
+		return fmt.Sprintf("the server needs you to %s, then to run the command again (error %d: %s)",
+			strings.Join(open, " and "), urls.Err.Code, urls.Err.Message)
 	case errors.As(err, &e) && err != error(e):
 		// The library wrapped the server's error with what it was doing
 		// (connecting, say): its words come first.

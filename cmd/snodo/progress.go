@@ -54,9 +54,27 @@ func (s *session) progress() *progressBar {
 func (b *progressBar) options() []snodo.RequestOption {
 	opts := []snodo.RequestOption{snodo.ResetTimeoutOnProgress()}
 	if !b.off {
-		opts = append(opts, snodo.OnProgress(b.update))
+		opts = append(opts, snodo.OnProgress(b.update), snodo.OnTaskStatus(b.task))
 	}
 	return opts
+}
+
+// task shows a task's status (a tool run as a task) on the progress
+// line. The call waits for the last status before it returns, so the
+// line is done with by finish.
+func (b *progressBar) task(st snodo.TaskStatus) {
+	line := b.prefix + "task " + st.Status
+	if m := oneLine(st.StatusMessage); m != "" { // the server's words: no control characters
+		line += ": " + m
+	}
+	if !b.tty {
+		b.line(line)
+		return
+	}
+	line = cut(line, width(b.fd)-1)
+	n := utf8.RuneCountInString(line)
+	fmt.Fprint(b.w, "\r"+line+strings.Repeat(" ", max(0, b.drawn-n)))
+	b.drawn = n
 }
 
 // update shows one progress notification.
