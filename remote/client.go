@@ -365,6 +365,7 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 	m.Reply = reply
 	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, method, params))
 	m.Header.Set(hdrBeat, millis(c.cfg.beat))
+	m.Header.Set(hdrAlive, "1")
 	if hostTimeout > 0 {
 		m.Header.Set(hdrTimeout, millis(hostTimeout))
 	}
@@ -437,6 +438,9 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 			return c.result(method, m)
 		case m := <-p.msgs:
 			watchdog.Reset(silence)
+			if m.Header.Get(hdrKind) == kindBeat {
+				c.keepAlive(m.Header.Get(hdrHost), reply)
+			}
 			onProgress(m)
 		case err := <-p.denied:
 			return nil, false, permissionError(fmt.Sprintf("remote: %s on %s was not sent", method, c.name), err)
@@ -485,6 +489,19 @@ func (c *Client) send(m *nats.Msg, method string) error {
 		return closedErr(fmt.Sprintf("cannot send %s to %s: %v", method, c.name, ErrNATSClosed), ErrNATSClosed, nats.ErrConnectionClosed)
 	}
 	return closedErr(fmt.Sprintf("%s to %s was not sent: NATS unreachable (reconnecting)", method, c.name), ErrNATSUnreachable)
+}
+
+// keepAlive answers a running call's heartbeat: its host cancels a call
+// whose caller stops answering (it died, or is cut off), so no server
+// works for nobody.
+func (c *Client) keepAlive(host, reply string) {
+	if host == "" || !validName.MatchString(host) {
+		return
+	}
+	m := nats.NewMsg(controlSubject(c.cfg.prefix, host))
+	m.Header.Set(hdrOp, opKeepalive)
+	m.Header.Set(hdrCall, reply)
+	_ = c.nc.PublishMsg(m)
 }
 
 // progress runs the caller's progress function; a panic cancels the call

@@ -137,8 +137,8 @@ type Host struct {
 	done       chan struct{} // closed when the pools' servers have been reaped too
 	stopErr    error
 	mu         sync.Mutex
-	calls      map[string]context.CancelCauseFunc // by reply subject
-	cancelled  map[string]struct{}                // cancels that came before their call
+	calls      map[string]*heldCall // by reply subject
+	cancelled  map[string]struct{}  // cancels that came before their call
 	cancelList []string
 	subs       map[string]*hostSub
 	draining   bool
@@ -201,7 +201,7 @@ func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
 		slots:      make(chan struct{}, cfg.maxHeld),
 		stopped:    make(chan struct{}),
 		done:       make(chan struct{}),
-		calls:      map[string]context.CancelCauseFunc{},
+		calls:      map[string]*heldCall{},
 		cancelled:  map[string]struct{}{},
 		subs:       map[string]*hostSub{},
 		healthStop: make(chan struct{}),
@@ -595,7 +595,9 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	}
 	ctx, cancel := context.WithCancelCause(extractTrace(h.callCtx, hdr))
 	defer cancel(nil)
-	switch h.hold(reply, cancel) {
+	hc := &heldCall{cancel: cancel, alive: hdr.Get(hdrAlive) == "1"}
+	hc.lastSeen.Store(time.Now().UnixNano())
+	switch h.hold(reply, hc) {
 	case heldCancelled:
 		s.cancels.Add(1)
 		return // cancelled before it arrived: the caller has gone
@@ -612,7 +614,22 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 
-	defer h.startBeats(reply, beatOf(hdr))()
+	beat := beatOf(hdr)
+	var check func() bool
+	if hc.alive {
+		// The caller answers each beat with a keep-alive: after 3.5
+		// beats without one it has died or is cut off, and nobody waits
+		// for this call any more.
+		silence := time.Duration(missedBeats)*beat + beat/2
+		check = func() bool {
+			if time.Since(time.Unix(0, hc.lastSeen.Load())) <= silence {
+				return true
+			}
+			cancel(errCallerGone)
+			return false
+		}
+	}
+	defer h.startBeats(reply, beat, check)()
 
 	// The caller's own timers fire first and send the cancel; the host's,
 	// a grace later, are a backstop for a cancel that never arrives.
@@ -640,8 +657,11 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	}
 	raw, err := s.pool.Request(ctx, env.MethodName(), params, ro...)
 	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && errors.Is(cause, errCallerCancelled) {
+		if cause := context.Cause(ctx); cause != nil && (errors.Is(cause, errCallerCancelled) || errors.Is(cause, errCallerGone)) {
 			s.cancels.Add(1)
+			if errors.Is(cause, errCallerGone) {
+				h.cfg.logger.Info("remote: call cancelled: its caller stopped sending keep-alives", "server", s.name, "method", env.MethodName())
+			}
 			return // the caller has stopped waiting
 		}
 		if notRunError(s, err) {
@@ -718,20 +738,24 @@ func beatOf(hdr nats.Header) time.Duration {
 }
 
 // startBeats sends a heartbeat to subject every d until the returned
-// stop is called. It runs on a timer, not a goroutine of its own: most
-// calls end before the first beat. A beat racing with stop may still go
-// out; callers ignore beats of calls they no longer wait for.
-func (h *Host) startBeats(subject string, d time.Duration) (stop func()) {
+// stop is called, or until check (when not nil) reports false before a
+// beat. It runs on a timer, not a goroutine of its own: most calls end
+// before the first beat. A beat racing with stop may still go out;
+// callers ignore beats of calls they no longer wait for. Beats carry the
+// host's id: a caller sends its keep-alives to the host's control
+// subject.
+func (h *Host) startBeats(subject string, d time.Duration, check func() bool) (stop func()) {
 	var stopped atomic.Bool
 	var t *time.Timer
 	var mu sync.Mutex // t is set before the first beat reads it
 	mu.Lock()
 	t = time.AfterFunc(d, func() {
-		if stopped.Load() {
+		if stopped.Load() || (check != nil && !check()) {
 			return
 		}
 		m := nats.NewMsg(subject)
 		m.Header.Set(hdrKind, kindBeat)
+		m.Header.Set(hdrHost, h.id)
 		h.publish(m)
 		mu.Lock()
 		t.Reset(d)
@@ -753,8 +777,15 @@ const (
 	heldTwice     // another running call holds its reply subject
 )
 
+// heldCall is a running call.
+type heldCall struct {
+	cancel   context.CancelCauseFunc
+	alive    bool         // its caller sends keep-alives (Snodo-Alive)
+	lastSeen atomic.Int64 // unix nanoseconds of the last one
+}
+
 // hold registers a running call under its reply subject.
-func (h *Host) hold(reply string, cancel context.CancelCauseFunc) int {
+func (h *Host) hold(reply string, hc *heldCall) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, gone := h.cancelled[reply]; gone {
@@ -764,7 +795,7 @@ func (h *Host) hold(reply string, cancel context.CancelCauseFunc) int {
 	if _, dup := h.calls[reply]; dup {
 		return heldTwice
 	}
-	h.calls[reply] = cancel
+	h.calls[reply] = hc
 	return heldOK
 }
 
@@ -782,8 +813,8 @@ func (h *Host) cancelCall(reply string, s *served) {
 		return
 	}
 	h.mu.Lock()
-	cancel := h.calls[reply]
-	if cancel == nil && !h.draining {
+	hc := h.calls[reply]
+	if hc == nil && !h.draining {
 		if len(h.cancelList) >= maxCancelled {
 			for _, k := range h.cancelList[:maxCancelled/2] {
 				delete(h.cancelled, k)
@@ -794,9 +825,9 @@ func (h *Host) cancelCall(reply string, s *served) {
 		h.cancelList = append(h.cancelList, reply)
 	}
 	h.mu.Unlock()
-	if cancel != nil {
+	if hc != nil {
 		h.cfg.logger.Debug("remote: call cancelled by its caller", "server", s.name, "reply", reply)
-		cancel(errCallerCancelled)
+		hc.cancel(errCallerCancelled)
 	}
 }
 

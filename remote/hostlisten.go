@@ -64,7 +64,7 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 		h.mu.Unlock()
 	}()
 
-	stopBeats := h.startBeats(events, beat)
+	stopBeats := h.startBeats(events, beat, nil)
 	sub, err := s.pool.Listen(ctx, p.Notifications)
 	if err != nil {
 		stopBeats()
@@ -172,8 +172,18 @@ func (h *Host) endMsg(events string, e *jsonrpc.Error, local bool) *nats.Msg {
 	return m
 }
 
-// onControl handles keep-alives and closes from subscribers.
+// onControl handles keep-alives and closes from subscribers, and
+// keep-alives from callers of running calls.
 func (h *Host) onControl(m *nats.Msg) {
+	if reply := m.Header.Get(hdrCall); reply != "" {
+		h.mu.Lock()
+		hc := h.calls[reply]
+		h.mu.Unlock()
+		if hc != nil {
+			hc.lastSeen.Store(time.Now().UnixNano())
+		}
+		return
+	}
 	id := m.Header.Get(hdrSub)
 	h.mu.Lock()
 	hs := h.subs[id]

@@ -49,6 +49,8 @@ const (
 	hdrTeardown  = "Snodo-Teardown"  // "1" on a subscription's end: the MCP server tore it down (notifications/cancelled)
 	hdrControl   = "Snodo-Control"   // on an ack: where the subscriber sends keep-alives and its close
 	hdrSub       = "Snodo-Sub"       // a subscription's id on control messages
+	hdrCall      = "Snodo-Call"      // a call's reply subject on a caller's keep-alive
+	hdrAlive     = "Snodo-Alive"     // "1" on a call: its caller answers beats with keep-alives
 	hdrOp        = "Snodo-Op"        // on control messages: keepalive or close
 	hdrMethod    = "Snodo-Method"    // an event's notification method
 	hdrEra       = "Snodo-Era"       // on a final reply: the era of the server that answered
