@@ -8,6 +8,7 @@ import (
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
+	"github.com/snodo/snodo/internal/listening"
 	"github.com/snodo/snodo/subscription"
 )
 
@@ -20,36 +21,52 @@ type Filter = subscription.Filter
 // raw Params (its _meta included).
 type Event = subscription.Event
 
-// Subscription is an open subscriptions/listen stream; see Client.Listen.
-// Its methods are safe for concurrent use; Close may be called any number
-// of times.
-type Subscription subscription.Subscription
+// Subscription is an open subscriptions/listen stream, whoever serves it:
+// Client.Listen, a supervised client's or a pool's (which re-sends it
+// after a restart or moves it off a member that left, putting a
+// supervisor.ResubscribedMethod marker event before the new server's
+// events), or a remote client's (served by a host over NATS, kept alive
+// by heartbeats). Its methods are safe for concurrent use; Close may be
+// called any number of times.
+type Subscription struct {
+	impl listening.Impl
+}
 
-func (s *Subscription) inner() *subscription.Subscription { return (*subscription.Subscription)(s) }
+func init() {
+	listening.Register(
+		func(impl listening.Impl) any { return &Subscription{impl: impl} },
+		func(s any) listening.Impl { return s.(*Subscription).impl })
+}
 
 // ID is the listen request's JSON-RPC ID, which the server carries in
 // every notification of the subscription; json.Marshal(ID()) is its wire
-// form.
-func (s *Subscription) ID() int64 { return s.inner().ID() }
+// form. A supervised subscription's changes with each re-subscription; a
+// remote one's is its id between the client and the host.
+func (s *Subscription) ID() int64 { return s.impl.ID() }
 
 // Acknowledged is the subset of the requested filter the server agreed to
 // honour. Types it left out are never delivered.
-func (s *Subscription) Acknowledged() Filter { return s.inner().Acknowledged() }
+func (s *Subscription) Acknowledged() Filter { return s.impl.Acknowledged() }
 
 // Events delivers the subscription's events in the order the server sent
-// them, and is closed after the last one once the subscription ended.
-// With ListenTo it is closed at once: the actor gets the events.
-func (s *Subscription) Events() <-chan Event { return s.inner().Events() }
+// them, and is closed after the last one once the subscription ended
+// (after Done: Err is final by then). With ListenTo it is closed at
+// once: the actor gets the events. A reader that falls behind by more
+// than the queue bound (MaxQueuedEvents, MaxQueuedEventBytes) ends it
+// with ErrQueueFull.
+func (s *Subscription) Events() <-chan Event { return s.impl.Events() }
 
 // Done is closed once the subscription has ended, whatever the cause.
-func (s *Subscription) Done() <-chan struct{} { return s.inner().Done() }
+func (s *Subscription) Done() <-chan struct{} { return s.impl.Done() }
 
 // Err is why the subscription ended: nil while it runs and after a
 // graceful end (the server answered the listen request); a -32000 *Error
 // when the connection went away; the server's *Error when it answered the
 // listen request with one; otherwise it wraps ErrSubscriptionClosed,
-// ErrServerTeardown, ErrQueueFull or ErrOwnerExited.
-func (s *Subscription) Err() error { return s.inner().Err() }
+// ErrServerTeardown, ErrQueueFull or ErrOwnerExited. A supervised one
+// may also end with the supervisor's *GaveUpError, a remote one with
+// remote.ErrHostGone or remote.ErrHostEnded.
+func (s *Subscription) Err() error { return s.impl.Err() }
 
 // Close cancels the subscription: the server is sent
 // notifications/cancelled for the listen request (Close does not wait for
@@ -57,7 +74,7 @@ func (s *Subscription) Err() error { return s.inner().Err() }
 // subscription had already ended, and Events is closed after the events
 // already queued. Close returns once the subscription has ended; it always
 // returns nil.
-func (s *Subscription) Close() error { return s.inner().Close() }
+func (s *Subscription) Close() error { return s.impl.Close() }
 
 // SubscriptionEvent is the message an actor given to ListenTo receives
 // for each event, in order.
@@ -84,11 +101,11 @@ func (*SubscriptionEvent) IgnoreDeadLetterLogging() {}
 func (*SubscriptionEnded) IgnoreDeadLetterLogging() {}
 
 // subscriptionMessage builds the ListenTo actor's messages.
-func subscriptionMessage(s *subscription.Subscription, ev *Event, err error) any {
+func subscriptionMessage(s *Subscription, ev *Event, err error) any {
 	if ev != nil {
-		return &SubscriptionEvent{Subscription: (*Subscription)(s), Event: *ev}
+		return &SubscriptionEvent{Subscription: s, Event: *ev}
 	}
-	return &SubscriptionEnded{Subscription: (*Subscription)(s), Err: err}
+	return &SubscriptionEnded{Subscription: s, Err: err}
 }
 
 // Why a subscription ended (errors.Is on Subscription.Err). A graceful
@@ -195,8 +212,16 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	if err != nil {
 		return nil, fmt.Errorf("snodo: %w", err)
 	}
+	// The actor's messages name the *Subscription Listen returns: they
+	// wait until it is made (events may come as Open returns).
+	outer, ready := new(Subscription), make(chan struct{})
+	defer close(ready)
+	message := func(_ *subscription.Subscription, ev *Event, err error) any {
+		<-ready
+		return subscriptionMessage(outer, ev, err)
+	}
 	o := subscription.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, MaxQueueBytes: set.MaxQueueBytes, AckTimeout: c.mcp.timeout,
-		Logger: c.notes.logger, Message: subscriptionMessage}
+		Logger: c.notes.logger, Message: message}
 	params, err := json.Marshal(struct {
 		Notifications Filter `json:"notifications"`
 	}{f})
@@ -212,5 +237,6 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	if err != nil {
 		return nil, err
 	}
-	return (*Subscription)(sub), nil
+	outer.impl = sub
+	return outer, nil
 }

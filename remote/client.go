@@ -73,7 +73,7 @@ type Client struct {
 
 	mu     sync.Mutex
 	calls  map[string]*pending
-	subs   map[string]*Subscription
+	subs   map[string]*hosted
 	closed bool
 }
 
@@ -102,7 +102,7 @@ func NewClient(nc *nats.Conn, name string, opts ...Option) (*Client, error) {
 		nc: nc, name: name, cfg: cfg, subj: subjectsOf(cfg.prefix, name),
 		inbox: nc.NewRespInbox() + ".",
 		calls: map[string]*pending{},
-		subs:  map[string]*Subscription{},
+		subs:  map[string]*hosted{},
 	}
 	c.traced = snodo.Instrument(wire{c}, cfg.tracers, cfg.meters, telemetry.TransportTCP, name)
 	c.Calls = snodo.NewCalls(c)
@@ -167,7 +167,7 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	calls, subs := c.calls, c.subs
-	c.calls, c.subs = map[string]*pending{}, map[string]*Subscription{}
+	c.calls, c.subs = map[string]*pending{}, map[string]*hosted{}
 	c.mu.Unlock()
 	for _, s := range subs {
 		s.stop(closedErr("the client was closed", ErrClientClosed))
@@ -222,7 +222,7 @@ func (c *Client) dispatch(m *nats.Msg) {
 }
 
 // register adds a call or subscription under a fresh token.
-func (c *Client) register(p *pending, s *Subscription) (token string, err error) {
+func (c *Client) register(p *pending, s *hosted) (token string, err error) {
 	token = strconv.FormatInt(c.seq.Add(1), 10)
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -170,14 +170,14 @@ func TestKilledHostFailsItsCallsFast(t *testing.T) {
 	testutil.Eventually(t, func() bool { return inFlight(t, e) >= long+8 }, 20*time.Second, "long calls held")
 
 	// Subscriptions: keep opening until one is held by a and one by b.
-	var onA, onB *Subscription
+	var onA, onB *snodo.Subscription
 	for i := 0; i < 40 && (onA == nil || onB == nil); i++ {
 		sub, err := c.Listen(ctxFor(t, 60*time.Second), snodo.Filter{ToolsListChanged: true})
 		require.NoError(t, err)
 		switch {
-		case sub.Host() == a.hostID() && onA == nil:
+		case hostedOf(sub).Host() == a.hostID() && onA == nil:
 			onA = sub
-		case sub.Host() == b.hostID() && onB == nil:
+		case hostedOf(sub).Host() == b.hostID() && onB == nil:
 			onB = sub
 		default:
 			require.NoError(t, sub.Close())

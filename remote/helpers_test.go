@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/listening"
 	"github.com/snodo/snodo/remote/embedded"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
@@ -66,4 +67,10 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// hostedOf is what serves a remote subscription, for the tests that look
+// at its host and its measurements.
+func hostedOf(sub *snodo.Subscription) *hosted {
+	return listening.Unwrap(sub).(*hosted)
 }

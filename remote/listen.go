@@ -16,6 +16,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/bytebound"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/listening"
 	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 )
@@ -30,15 +31,16 @@ var ErrHostEnded = errors.New("remote: the host ended the subscription")
 // subscription ends with snodo.ErrQueueFull.
 const inboxQueue = 256
 
-// Subscription is a subscriptions/listen stream served by a host: events
-// arrive on Events in the order the MCP server sent them (with the
-// supervisor's resubscribed markers when the host's server restarts).
-// The subscriber sends keep-alives; the host cancels the listen on its
-// MCP server when they stop. Its methods are safe for concurrent use;
-// Close may be called any number of times.
-type Subscription struct {
+// hosted serves a *snodo.Subscription served by a host: events arrive
+// on Events in the order the MCP server sent them (with the supervisor's
+// resubscribed markers when the host's server restarts). The subscriber
+// sends keep-alives; the host cancels the listen on its MCP server when
+// they stop.
+type hosted struct {
+	outer  *snodo.Subscription // what Listen returned: named in the actor's messages
 	c      *Client
 	token  string
+	reqID  int64 // the listen request's id between this client and the host
 	owner  context.Context
 	in     chan *nats.Msg
 	events chan snodo.Event
@@ -73,9 +75,8 @@ type Subscription struct {
 // supervised or pooled subscription: *snodo.SubscriptionEvent messages
 // in order (the host's resubscribed markers included), then one
 // *snodo.SubscriptionEnded with Err, sent once Done is closed; Events
-// only closes. Their Subscription field is nil: the server's
-// subscription lives on the host (give each subscription an actor of
-// its own to tell them apart). pid lives in the client's actor system
+// only closes. Their Subscription field is the one Listen returned.
+// pid lives in the client's actor system
 // (WithActorSystem); the subscription watches it and is cancelled on
 // the host when it terminates (Err wraps snodo.ErrOwnerExited).
 //
@@ -90,7 +91,7 @@ type Subscription struct {
 // child of the span in ctx, until it ends, whose context goes to the
 // host; a SERVER span per event; the queue depth at each event queued on
 // Events, and an overflow when it ends with snodo.ErrQueueFull.
-func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
+func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*snodo.Subscription, error) {
 	if ctx == nil {
 		return nil, nilContextError(subscription.Method)
 	}
@@ -118,7 +119,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	// them (the same code): the span's context goes to the host in the
 	// request's headers.
 	ctx, trace := snodo.TraceSubscription(ctx, c.traced)
-	s := &Subscription{
+	s := &hosted{
 		c: c, owner: ctx,
 		in:       make(chan *nats.Msg, inboxQueue),
 		events:   make(chan snodo.Event, o.MaxQueue),
@@ -142,6 +143,8 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	}
 	s.token = token
 	id, _ := strconv.ParseInt(token, 10, 64)
+	s.reqID = id
+	s.outer = listening.Wrap[*snodo.Subscription](s)
 	m := nats.NewMsg(c.subj.listen)
 	m.Reply = c.inbox + token
 	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, subscription.Method, params))
@@ -166,11 +169,11 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 		})
 	}
 	go s.run(unwatch)
-	return s, nil
+	return s.outer, nil
 }
 
 // awaitAck waits for the host's acknowledgement.
-func (s *Subscription) awaitAck(ctx context.Context) error {
+func (s *hosted) awaitAck(ctx context.Context) error {
 	silence := time.Duration(missedBeats)*s.c.cfg.beat + s.c.cfg.beat/2
 	watchdog := time.NewTimer(silence)
 	defer watchdog.Stop()
@@ -235,7 +238,7 @@ func endError(m *nats.Msg) error {
 }
 
 // deliver queues one message for run; never blocks.
-func (s *Subscription) deliver(m *nats.Msg) {
+func (s *hosted) deliver(m *nats.Msg) {
 	select {
 	case s.in <- m:
 	default:
@@ -248,7 +251,7 @@ func (s *Subscription) deliver(m *nats.Msg) {
 
 // run forwards events, sends keep-alives and watches the host's
 // heartbeats until the subscription ends.
-func (s *Subscription) run(unwatch func()) {
+func (s *hosted) run(unwatch func()) {
 	beat := s.c.cfg.beat
 	silence := time.Duration(missedBeats)*beat + beat/2
 	watchdog := time.NewTimer(silence)
@@ -267,7 +270,7 @@ loop:
 				ev := snodo.Event{Method: m.Header.Get(hdrMethod), Params: m.Data}
 				if s.actor != nil { // no queue: the actor's mailbox takes it
 					s.traceEvent(ev)
-					s.sys.Root.Send(s.actor, &snodo.SubscriptionEvent{Event: ev})
+					s.sys.Root.Send(s.actor, &snodo.SubscriptionEvent{Subscription: s.outer, Event: ev})
 					continue
 				}
 				if waiting, ok := s.bytes.Admit(len(s.events), len(ev.Params), s.maxBytes); !ok {
@@ -319,7 +322,7 @@ loop:
 	close(s.done)
 	close(s.events)
 	if s.actor != nil {
-		s.sys.Root.Send(s.actor, &snodo.SubscriptionEnded{Err: why})
+		s.sys.Root.Send(s.actor, &snodo.SubscriptionEnded{Subscription: s.outer, Err: why})
 	}
 }
 
@@ -327,14 +330,14 @@ loop:
 // subscription's queued event is recorded (snodo.SubscriptionTrace.Event).
 // A resubscribed marker is the host's, not the server's: no span (it is
 // in the queue depth all the same: it waits for the reader).
-func (s *Subscription) traceEvent(ev snodo.Event) {
+func (s *hosted) traceEvent(ev snodo.Event) {
 	if s.trace != nil && ev.Method != supervisor.ResubscribedMethod {
 		s.trace.Event(ev)
 	}
 }
 
 // control1 sends one control operation to the subscription's host.
-func (s *Subscription) control1(op string) {
+func (s *hosted) control1(op string) {
 	s.mu.Lock()
 	subject, id := s.control, s.id
 	s.mu.Unlock()
@@ -345,7 +348,7 @@ func (s *Subscription) control1(op string) {
 }
 
 // stop ends the subscription with why (the first reason wins).
-func (s *Subscription) stop(why error) {
+func (s *hosted) stop(why error) {
 	select {
 	case s.quit <- why:
 	default:
@@ -357,10 +360,10 @@ func (s *Subscription) stop(why error) {
 // queue bound (snodo.MaxQueuedEvents, snodo.MaxQueuedEventBytes) ends it
 // with snodo.ErrQueueFull.
 // With ListenTo it only closes: the events go to the actor.
-func (s *Subscription) Events() <-chan snodo.Event { return s.events }
+func (s *hosted) Events() <-chan snodo.Event { return s.events }
 
 // Done is closed once the subscription has ended.
-func (s *Subscription) Done() <-chan struct{} { return s.done }
+func (s *hosted) Done() <-chan struct{} { return s.done }
 
 // Err is why the subscription ended: nil while it runs and after a
 // graceful end; snodo.ErrSubscriptionClosed after Close; snodo.ErrOwnerExited
@@ -370,7 +373,7 @@ func (s *Subscription) Done() <-chan struct{} { return s.done }
 // an error wrapping ErrHostEnded, with the host's reason, when the host
 // ended it (and snodo.ErrServerTeardown when its MCP server tore it
 // down, as for a local subscription).
-func (s *Subscription) Err() error {
+func (s *hosted) Err() error {
 	select {
 	case <-s.done:
 	default:
@@ -381,8 +384,12 @@ func (s *Subscription) Err() error {
 	return s.err
 }
 
+// ID is the listen request's id between this client and the host (the
+// host's server knows it by another).
+func (s *hosted) ID() int64 { return s.reqID }
+
 // Acknowledged is what the host's MCP server agreed to honour.
-func (s *Subscription) Acknowledged() snodo.Filter {
+func (s *hosted) Acknowledged() snodo.Filter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.acked
@@ -391,7 +398,7 @@ func (s *Subscription) Acknowledged() snodo.Filter {
 }
 
 // Host is the id of the host serving the subscription (see Host.ID).
-func (s *Subscription) Host() string {
+func (s *hosted) Host() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.host
@@ -399,7 +406,7 @@ func (s *Subscription) Host() string {
 
 // Close tells the host to cancel the subscription on its MCP server and
 // returns once it has ended here. It always returns nil.
-func (s *Subscription) Close() error {
+func (s *hosted) Close() error {
 	s.stop(snodo.ErrSubscriptionClosed)
 	<-s.done
 	return nil

@@ -42,7 +42,7 @@ func TestRemoteListenIsMeasured(t *testing.T) {
 	// Read: one sample per event (0 when the reader took it at once).
 	sub, err := c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
 	require.NoError(t, err)
-	require.NotNil(t, sub.trace, "metrics on, tracing off: the subscription is measured")
+	require.NotNil(t, hostedOf(sub).trace, "metrics on, tracing off: the subscription is measured")
 	_, err = c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "count": 2})
 	require.NoError(t, err)
 	for range 2 {
@@ -98,10 +98,10 @@ func TestRemoteListenMetricsAllocation(t *testing.T) {
 	sub, err := off.Listen(ctx, snodo.Filter{ToolsListChanged: true})
 	require.NoError(t, err)
 	defer sub.Close()
-	require.Nil(t, sub.trace, "no provider: nothing to record")
+	require.Nil(t, hostedOf(sub).trace, "no provider: nothing to record")
 	assert.Zero(t, testing.AllocsPerRun(1000, func() {
-		sub.trace.Queued(1)
-		sub.traceEvent(ev)
+		hostedOf(sub).trace.Queued(1)
+		hostedOf(sub).traceEvent(ev)
 	}))
 
 	mp, _ := meterReader(t)
@@ -109,10 +109,10 @@ func TestRemoteListenMetricsAllocation(t *testing.T) {
 	measured, err := on.Listen(ctx, snodo.Filter{ToolsListChanged: true})
 	require.NoError(t, err)
 	defer measured.Close()
-	require.NotNil(t, measured.trace)
+	require.NotNil(t, hostedOf(measured).trace)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() {
-		measured.trace.Queued(1)
-		measured.traceEvent(ev)
+		hostedOf(measured).trace.Queued(1)
+		hostedOf(measured).traceEvent(ev)
 	}), "metrics on, tracing off")
 }
 

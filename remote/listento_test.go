@@ -54,7 +54,7 @@ func TestRemoteListenToAcrossARestart(t *testing.T) {
 	emit()
 	ev := next().(*snodo.SubscriptionEvent)
 	assert.Equal(t, "notifications/tools/list_changed", ev.Method)
-	assert.Nil(t, ev.Subscription, "the server's subscription lives on the host")
+	assert.Same(t, sub, ev.Subscription, "the messages name the subscription Listen returned")
 
 	require.NoError(t, syscall.Kill(p.Members()[0].ServerPID(), syscall.SIGKILL))
 	assert.Equal(t, supervisor.ResubscribedMethod, next().(*snodo.SubscriptionEvent).Method)

@@ -133,7 +133,7 @@ func TestRemoteListenSpanEndsWithItsReason(t *testing.T) {
 		require.NotEmpty(t, spans)
 		return spans[len(spans)-1]
 	}
-	serverEnds := func(mode string) *Subscription {
+	serverEnds := func(mode string) *snodo.Subscription {
 		t.Helper()
 		sub, err := c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
 		require.NoError(t, err)

@@ -2,9 +2,16 @@ package remote
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/snodo/snodo"
 )
+
+var _ snodo.Session = (*Client)(nil)
 
 // refusedMethod is the one place that decides which methods a host
 // refuses to forward from a remote caller: those its own connection to
@@ -91,4 +98,16 @@ func withoutProgressToken(params []byte) []byte {
 		return params
 	}
 	return out
+}
+
+// Notify always fails, with an error wrapping errors.ErrUnsupported that
+// says why: notifications are the host's connection's own (see the hosts'
+// refusal of notifications/…). It is here so that a Client is a
+// snodo.Session.
+func (c *Client) Notify(ctx context.Context, method string, params any) error {
+	_ = params
+	if ctx == nil {
+		return nilContextError(method)
+	}
+	return fmt.Errorf("remote: %s to %s: %w: %s", method, c.name, errors.ErrUnsupported, refusedMethod("notifications/"))
 }

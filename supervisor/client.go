@@ -188,3 +188,8 @@ func (c *Client) Done() <-chan struct{} { return c.s.done }
 // Err is why supervision ended (nil while it runs): snodo.ErrClosed,
 // snodo.ErrOwnerExited, or a *GaveUpError (errors.Is ErrGaveUp).
 func (c *Client) Err() error { return c.s.Err() }
+
+var (
+	_ snodo.Session = (*Client)(nil)
+	_ snodo.Session = (*Pool)(nil)
+)

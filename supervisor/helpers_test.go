@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/listening"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -63,4 +65,10 @@ func sleepCalls(t *testing.T, raw json.RawMessage) []int {
 		ks = append(ks, r.Params.K)
 	}
 	return ks
+}
+
+// supervisedOf is what serves a supervised or pooled subscription, for
+// the tests that look at its member and re-subscriptions.
+func supervisedOf(sub *snodo.Subscription) *supervised {
+	return listening.Unwrap(sub).(*supervised)
 }

@@ -172,9 +172,9 @@ func TestPoolSubscriptionMovesWhenItsMemberLeaves(t *testing.T) {
 		require.NoError(t, json.Unmarshal(ev.Params, &params))
 		assert.Equal(t, n, params.Resubscriptions)
 		assert.Contains(t, params.Reason, reason)
-		assert.Contains(t, p.Members(), sub.Member(), "it moved to a member in rotation")
+		assert.Contains(t, p.Members(), supervisedOf(sub).Member(), "it moved to a member in rotation")
 	}
-	first := sub.Member()
+	first := supervisedOf(sub).Member()
 	emit(first)
 
 	// Shrink takes out the least loaded: busy the others so it is first.
@@ -197,17 +197,17 @@ func TestPoolSubscriptionMovesWhenItsMemberLeaves(t *testing.T) {
 	busy.Wait()
 	require.NotContains(t, p.Members(), first)
 	marker(1, "was closed (Shrink")
-	second := sub.Member()
+	second := supervisedOf(sub).Member()
 	require.NotEqual(t, first, second)
 	emit(second)
 
 	// The member holding it now gives up (WithIntensity 0).
 	kill(t, second.ServerPID())
 	marker(2, "gave up")
-	third := sub.Member()
+	third := supervisedOf(sub).Member()
 	require.NotEqual(t, second, third)
 	emit(third)
-	assert.Equal(t, 2, sub.Resubscriptions())
+	assert.Equal(t, 2, supervisedOf(sub).Resubscriptions())
 
 	require.NoError(t, p.Close())
 	testutil.Receive(t, sub.Done(), 5*time.Second, "the subscription's end")

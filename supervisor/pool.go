@@ -671,7 +671,7 @@ func (p *Pool) serveInputs(ctx context.Context, reqs []*snodo.ServerRequest, tim
 // it out, or it gives up. It ends when the pool closes. A member that
 // leaves while Listen opens the subscription on it is passed over for
 // another, as a call's is.
-func (p *Pool) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
+func (p *Pool) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*snodo.Subscription, error) {
 	var (
 		prev *Client
 		left error // what Listen met on the member it moved away from

@@ -18,7 +18,7 @@ import (
 // misses an event sent before it is listening on m; the marker follows
 // its move). Each read is bounded: a subscription that never reaches m
 // fails, it never hangs.
-func receivesFrom(t *testing.T, sub *Subscription, m *Client) error {
+func receivesFrom(t *testing.T, sub *snodo.Subscription, m *Client) error {
 	t.Helper()
 	emit := func() error {
 		_, err := m.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed"})
@@ -42,7 +42,7 @@ func receivesFrom(t *testing.T, sub *Subscription, m *Client) error {
 				}
 			}
 		case <-time.After(3 * time.Second):
-			return fmt.Errorf("no event from %s within 3s (the subscription is held by %s)", m.s.cfg.name, sub.Member().s.cfg.name)
+			return fmt.Errorf("no event from %s within 3s (the subscription is held by %s)", m.s.cfg.name, supervisedOf(sub).Member().s.cfg.name)
 		}
 	}
 }
@@ -60,7 +60,7 @@ func TestPoolListenRacingShrinkEndsOnAMemberInRotation(t *testing.T) {
 	for run := range runs {
 		p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast)
 		require.NoError(t, err)
-		subs := make([]*Subscription, listens)
+		subs := make([]*snodo.Subscription, listens)
 		errs := make([]error, listens)
 		var shrunk error
 		atOnce(listens+1, func(i int) {
@@ -81,7 +81,7 @@ func TestPoolListenRacingShrinkEndsOnAMemberInRotation(t *testing.T) {
 			if err := receivesFrom(t, subs[i], stays[0]); err != nil {
 				failed = append(failed, fmt.Sprintf("run %d listen %d: %v", run, i, err))
 			}
-			moved += subs[i].Resubscriptions()
+			moved += supervisedOf(subs[i]).Resubscriptions()
 		}
 		require.NoError(t, p.Close())
 		testutil.Receive(t, p.Done(), 10*time.Second, "the pool's Done")
@@ -104,7 +104,7 @@ func TestPoolListenRacingAGiveUpEndsOnAMemberInRotation(t *testing.T) {
 		p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast, WithIntensity(0, time.Minute), ev.option())
 		require.NoError(t, err)
 		victim := p.Members()[run%2]
-		subs := make([]*Subscription, listens)
+		subs := make([]*snodo.Subscription, listens)
 		errs := make([]error, listens)
 		atOnce(listens, func(i int) {
 			subs[i], errs[i] = p.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})

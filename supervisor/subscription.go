@@ -12,6 +12,7 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/listening"
 )
 
 // listenMethod is the request a subscription sends.
@@ -25,15 +26,15 @@ const listenMethod = "subscriptions/listen"
 // {"resubscriptions": N, "reason": "server exited with status 1", "subscriptionId": ID}.
 const ResubscribedMethod = "snodo/resubscribed"
 
-// Subscription is a subscriptions/listen stream that survives restarts:
-// after each one it is re-sent with the same filter, and Events (or the
+// supervised serves a *snodo.Subscription that survives restarts: after
+// each one it is re-sent with the same filter, and Events (or the
 // ListenTo actor) gets a ResubscribedMethod marker before the new
 // server's events. It is held by one member (Member): a pool's
 // subscription follows that member's restarts, and when the member leaves
 // the pool (Shrink, or it gave up) it moves to another member, with the
-// same marker. Its methods are safe for concurrent use; Close may be
-// called any number of times.
-type Subscription struct {
+// same marker.
+type supervised struct {
+	outer   *snodo.Subscription // what Listen returned: named in the actor's messages
 	sys     *protoactor.ActorSystem
 	pool    *Pool // Pool.Listen's: where it moves when its member leaves
 	filter  snodo.Filter
@@ -52,8 +53,7 @@ type Subscription struct {
 	inner     *snodo.Subscription
 	resubs    int
 	closed    bool
-	actorGone bool                // the ListenTo actor terminated
-	last      *snodo.Subscription // the server's subscription it ended with
+	actorGone bool // the ListenTo actor terminated
 	err       error
 }
 
@@ -64,8 +64,8 @@ type Subscription struct {
 // *snodo.SubscriptionEvent messages (markers included) and one final
 // *snodo.SubscriptionEnded, across restarts; the subscription then
 // watches the actor and ends when it terminates. The Subscription field
-// of those messages is the current server's subscription.
-func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*Subscription, error) {
+// of those messages is the one Listen returned.
+func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*snodo.Subscription, error) {
 	return c.listen(ctx, nil, f, opts, false)
 }
 
@@ -73,7 +73,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 // members when c leaves it. reserved says the caller (a pool) already
 // counted it in c's in-flight figure; it is released once the server
 // acknowledged the subscription, or it failed.
-func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []snodo.ListenOption, reserved bool) (*Subscription, error) {
+func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []snodo.ListenOption, reserved bool) (*snodo.Subscription, error) {
 	if !reserved {
 		c.s.inflight.Add(1)
 	}
@@ -109,7 +109,7 @@ func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	s := &Subscription{
+	s := &supervised{
 		sys: c.s.sys, pool: pool, c: c, filter: f, opts: each, actor: set.Actor, owner: ctx,
 		ctx: sctx, cancel: cancel,
 		events: make(chan snodo.Event),
@@ -124,13 +124,14 @@ func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []
 			s.cancel()
 		})
 	}
+	s.outer = listening.Wrap[*snodo.Subscription](s)
 	go s.run(inner, cl)
-	return s, nil
+	return s.outer, nil
 }
 
 // Member is the supervised client holding the subscription: for a pool,
 // the member holding it now (it moves when its member leaves the pool).
-func (s *Subscription) Member() *Client {
+func (s *supervised) Member() *Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.c
@@ -155,13 +156,13 @@ func (st *state) listen(ctx context.Context, f snodo.Filter, opts []snodo.Listen
 
 // ID is the current listen request's JSON-RPC ID; it changes with each
 // re-subscription.
-func (s *Subscription) ID() int64 { return s.current().ID() }
+func (s *supervised) ID() int64 { return s.current().ID() }
 
 // Acknowledged is what the current server agreed to honour.
-func (s *Subscription) Acknowledged() snodo.Filter { return s.current().Acknowledged() }
+func (s *supervised) Acknowledged() snodo.Filter { return s.current().Acknowledged() }
 
 // Resubscriptions counts the re-subscriptions after restarts.
-func (s *Subscription) Resubscriptions() int {
+func (s *supervised) Resubscriptions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.resubs
@@ -174,10 +175,10 @@ func (s *Subscription) Resubscriptions() int {
 // is unbuffered past the inner subscription's queue: a reader that falls
 // behind by more than that queue (snodo.MaxQueuedEvents,
 // snodo.MaxQueuedEventBytes) ends it with snodo.ErrQueueFull.
-func (s *Subscription) Events() <-chan snodo.Event { return s.events }
+func (s *supervised) Events() <-chan snodo.Event { return s.events }
 
 // Done is closed once the subscription has ended.
-func (s *Subscription) Done() <-chan struct{} { return s.done }
+func (s *supervised) Done() <-chan struct{} { return s.done }
 
 // Err is why the subscription ended: nil while it runs and after a
 // graceful end; snodo.ErrSubscriptionClosed after Close; the owner's
@@ -185,7 +186,7 @@ func (s *Subscription) Done() <-chan struct{} { return s.done }
 // server teardown or a full queue as for snodo.Subscription; a -32000
 // wrapping snodo.ErrClosed after Close of the supervised client or pool,
 // or the *GaveUpError when supervision gave up.
-func (s *Subscription) Err() error {
+func (s *supervised) Err() error {
 	select {
 	case <-s.done:
 	default:
@@ -198,7 +199,7 @@ func (s *Subscription) Err() error {
 
 // Close cancels the subscription on the server and returns once it has
 // ended. It always returns nil.
-func (s *Subscription) Close() error {
+func (s *supervised) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	inner := s.inner
@@ -209,7 +210,7 @@ func (s *Subscription) Close() error {
 	return nil
 }
 
-func (s *Subscription) current() *snodo.Subscription {
+func (s *supervised) current() *snodo.Subscription {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.inner
@@ -217,7 +218,7 @@ func (s *Subscription) current() *snodo.Subscription {
 
 // run forwards events and re-subscribes after restarts until the
 // subscription ends for another reason.
-func (s *Subscription) run(inner *snodo.Subscription, cl *snodo.Client) {
+func (s *supervised) run(inner *snodo.Subscription, cl *snodo.Client) {
 	defer s.ended() // after Done closes: the actor may read Err
 	// Events closes after Done, so a reader that sees Events close reads
 	// the final Err (Err is nil until Done closes).
@@ -269,7 +270,7 @@ func (s *Subscription) run(inner *snodo.Subscription, cl *snodo.Client) {
 // memberLeft reports whether a pool subscription's server subscription
 // ended with err because its member ended (Shrink closed it, or it gave
 // up): then it moves, unless the pool is closing too.
-func (s *Subscription) memberLeft(err error) bool {
+func (s *supervised) memberLeft(err error) bool {
 	return s.pool != nil && s.Member().left(err)
 }
 
@@ -284,7 +285,7 @@ func leftWords(member string, err error) string {
 // move opens the subscription on another member of the pool, waiting for
 // one to be up while the pool and the subscription last. A member that
 // ends meanwhile is passed over as the one before it.
-func (s *Subscription) move() (*snodo.Subscription, *snodo.Client, error) {
+func (s *supervised) move() (*snodo.Subscription, *snodo.Client, error) {
 	for range MaxPoolSize {
 		m, err := s.pool.pick(s.ctx, listenMethod, s.Member(), -1, true) // as re-subscribing waits
 		if err != nil {
@@ -303,21 +304,21 @@ func (s *Subscription) move() (*snodo.Subscription, *snodo.Client, error) {
 }
 
 // ended tells the ListenTo actor, with one *snodo.SubscriptionEnded.
-func (s *Subscription) ended() {
+func (s *supervised) ended() {
 	if s.actor == nil {
 		return
 	}
 	s.mu.Lock()
-	end := &snodo.SubscriptionEnded{Subscription: s.last, Err: s.err}
+	end := &snodo.SubscriptionEnded{Subscription: s.outer, Err: s.err}
 	s.mu.Unlock()
 	s.sys.Root.Send(s.actor, end)
 }
 
 // deliver hands one event to the actor or the Events channel; false
 // when the subscription was closed or its owner is done first.
-func (s *Subscription) deliver(inner *snodo.Subscription, ev snodo.Event) bool {
+func (s *supervised) deliver(inner *snodo.Subscription, ev snodo.Event) bool {
 	if s.actor != nil {
-		s.sys.Root.Send(s.actor, &snodo.SubscriptionEvent{Subscription: inner, Event: ev})
+		s.sys.Root.Send(s.actor, &snodo.SubscriptionEvent{Subscription: s.outer, Event: ev})
 		return s.ctx.Err() == nil
 	}
 	select {
@@ -330,7 +331,7 @@ func (s *Subscription) deliver(inner *snodo.Subscription, ev snodo.Event) bool {
 
 // forward copies inner's events until it ends (true) or the subscription
 // is closed or its owner is done (false).
-func (s *Subscription) forward(inner *snodo.Subscription) bool {
+func (s *supervised) forward(inner *snodo.Subscription) bool {
 	for {
 		select {
 		case ev, ok := <-inner.Events():
@@ -349,7 +350,7 @@ func (s *Subscription) forward(inner *snodo.Subscription) bool {
 	}
 }
 
-func (s *Subscription) isClosed() bool {
+func (s *supervised) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
@@ -357,11 +358,10 @@ func (s *Subscription) isClosed() bool {
 
 // end records why the subscription ended. Close wins; an owner that went
 // away while re-subscribing reads as the owner's end.
-func (s *Subscription) end(inner *snodo.Subscription, err error) {
+func (s *supervised) end(inner *snodo.Subscription, err error) {
 	_ = inner.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.last = inner
 	switch {
 	case s.closed:
 		s.err = snodo.ErrSubscriptionClosed

@@ -18,7 +18,7 @@ import (
 	"github.com/snodo/snodo/test/testutil"
 )
 
-func nextEvent(t *testing.T, sub *Subscription) snodo.Event {
+func nextEvent(t *testing.T, sub *snodo.Subscription) snodo.Event {
 	t.Helper()
 	select {
 	case ev, ok := <-sub.Events():
@@ -58,7 +58,7 @@ func TestSubscriptionComesBackAfterARestart(t *testing.T) {
 	assert.Equal(t, 1, params.Resubscriptions)
 	assert.Contains(t, params.Reason, "killed by signal")
 	assert.Equal(t, sub.ID(), params.ID)
-	assert.Equal(t, 1, sub.Resubscriptions())
+	assert.Equal(t, 1, supervisedOf(sub).Resubscriptions())
 	assert.Equal(t, snodo.Filter{ToolsListChanged: true}, sub.Acknowledged())
 
 	// The new server knows the subscription: its events arrive.
@@ -89,7 +89,7 @@ func TestSubscriptionMaxQueuedEventBytes(t *testing.T) {
 	require.NoError(t, err)
 	// The server's subscription ends; the supervised one once its reader
 	// has taken the events queued before the end.
-	testutil.Receive(t, sub.current().Done(), 10*time.Second, "the server subscription's end (the byte bound)")
+	testutil.Receive(t, supervisedOf(sub).current().Done(), 10*time.Second, "the server subscription's end (the byte bound)")
 	n := 0
 	for range sub.Events() {
 		n++
@@ -118,7 +118,7 @@ func TestSubscriptionEndsWithSupervision(t *testing.T) {
 	assert.ErrorIs(t, sub.Err(), snodo.ErrConnectionClosed)
 	assert.ErrorIs(t, sub.Err(), snodo.ErrClosed)
 	assert.NotErrorIs(t, sub.Err(), snodo.ErrOwnerExited)
-	assert.Zero(t, sub.Resubscriptions())
+	assert.Zero(t, supervisedOf(sub).Resubscriptions())
 }
 
 // A ListenTo actor gets the events as messages across a restart, the
@@ -154,8 +154,8 @@ func TestSubscriptionListenToAcrossARestart(t *testing.T) {
 	emit()
 	ev := next().(*snodo.SubscriptionEvent)
 	assert.Equal(t, "notifications/tools/list_changed", ev.Method)
-	assert.Equal(t, sub.ID(), ev.Subscription.ID(), "the message names the current server's subscription")
-	assert.Same(t, c, sub.Member())
+	assert.Same(t, sub, ev.Subscription, "the message names the subscription Listen returned")
+	assert.Same(t, c, supervisedOf(sub).Member())
 
 	require.NoError(t, c.Close())
 	end := next().(*snodo.SubscriptionEnded)
@@ -193,7 +193,7 @@ func TestPoolSubscriptionEndsWithClosed(t *testing.T) {
 		require.NoError(t, err)
 		sub, err := p.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
 		require.NoError(t, err)
-		assert.Contains(t, p.Members(), sub.Member(), "the member holding it is named")
+		assert.Contains(t, p.Members(), supervisedOf(sub).Member(), "the member holding it is named")
 		require.NoError(t, p.Close())
 		select {
 		case <-sub.Done():

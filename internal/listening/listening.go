@@ -1,0 +1,33 @@
+// Package listening is how the packages that serve a subscription in
+// their own way (supervisor: across restarts and pool moves; remote:
+// through a host) hand it to the user as the one *snodo.Subscription.
+// Package snodo registers the wrapper at init; nothing else is global.
+package listening
+
+import "github.com/snodo/snodo/subscription"
+
+// Impl serves a *snodo.Subscription: its methods are the Subscription's,
+// with the meanings documented there.
+type Impl interface {
+	ID() int64
+	Acknowledged() subscription.Filter
+	Events() <-chan subscription.Event
+	Done() <-chan struct{}
+	Err() error
+	Close() error
+}
+
+var (
+	wrap   func(Impl) any
+	unwrap func(any) Impl
+)
+
+// Register is called once, by package snodo's init: w wraps an Impl as
+// a *snodo.Subscription, u returns the Impl of one.
+func Register(w func(Impl) any, u func(any) Impl) { wrap, unwrap = w, u }
+
+// Wrap is impl as a *snodo.Subscription (T).
+func Wrap[T any](impl Impl) T { return wrap(impl).(T) }
+
+// Unwrap is the Impl serving sub, a *snodo.Subscription.
+func Unwrap(sub any) Impl { return unwrap(sub) }

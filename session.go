@@ -1,0 +1,42 @@
+package snodo
+
+import (
+	"context"
+	"iter"
+)
+
+// Session is one MCP server however it is reached, so that code is
+// written once for all of them: a plain *Client, a supervised client or
+// a pool (package supervisor), or a remote client served over NATS
+// (package remote). Each kind keeps its own extra methods (a pool's Grow,
+// a supervised client's Restarts) on its own type.
+//
+// Every Listen returns the one *Subscription, whoever serves it. A
+// remote client refuses Notify: notifications are its host's
+// connection's own.
+type Session interface {
+	Requester // Request, Era, InputHandling
+
+	ListTools(ctx context.Context, opts ...RequestOption) ([]Tool, error)
+	Tools(ctx context.Context, opts ...RequestOption) iter.Seq2[Tool, error]
+	CallTool(ctx context.Context, name string, args any, opts ...RequestOption) (*CallToolResult, error)
+	ListResources(ctx context.Context, opts ...RequestOption) ([]Resource, error)
+	Resources(ctx context.Context, opts ...RequestOption) iter.Seq2[Resource, error]
+	ListResourceTemplates(ctx context.Context, opts ...RequestOption) ([]ResourceTemplate, error)
+	ResourceTemplates(ctx context.Context, opts ...RequestOption) iter.Seq2[ResourceTemplate, error]
+	ReadResource(ctx context.Context, uri string, opts ...RequestOption) (*ReadResourceResult, error)
+	ListPrompts(ctx context.Context, opts ...RequestOption) ([]Prompt, error)
+	Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[Prompt, error]
+	GetPrompt(ctx context.Context, name string, args map[string]string, opts ...RequestOption) (*GetPromptResult, error)
+	Complete(ctx context.Context, req CompleteRequest, opts ...RequestOption) (*Completion, error)
+	Ping(ctx context.Context, opts ...RequestOption) error
+
+	// Notify sends a notification (no answer comes).
+	Notify(ctx context.Context, method string, params any) error
+	// Listen opens a subscriptions/listen stream; see Client.Listen.
+	Listen(ctx context.Context, f Filter, opts ...ListenOption) (*Subscription, error)
+	// Close ends the session; see each kind's Close.
+	Close() error
+}
+
+var _ Session = (*Client)(nil)
