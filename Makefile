@@ -1,11 +1,11 @@
 GO ?= go
 
-.PHONY: test peers vet fmt-check demo build bench bench-compare bench-notes soak fuzz fuzz-short fmt
+.PHONY: test api-count peers vet fmt-check demo build bench bench-compare bench-notes soak fuzz fuzz-short fmt
 
 # The test command the README gives and CI runs: formatting and vet gates
 # (both modules), the race-enabled suite (real child processes, goleak,
 # reap checks), then a few seconds of each fuzz target.
-test: fmt-check vet peers
+test: fmt-check vet api-count peers
 	$(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory fuzz-short
 
@@ -67,3 +67,11 @@ fuzz:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+# The exported names of the root package and of all public packages
+# together (internal/cmd/apicount says what counts); fails past the
+# limits, which only go down.
+API_MAX_ROOT ?= 319
+API_MAX_ALL ?= 617
+api-count:
+	$(GO) run ./internal/cmd/apicount -max-root $(API_MAX_ROOT) -max-all $(API_MAX_ALL)
