@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -61,16 +62,44 @@ func meters(mp metric.MeterProvider) *Meters {
 }
 
 // Conn is the measurements of one connection, with its attribute sets
-// built once, so that counting a line or a request allocates nothing.
-// A nil *Conn records nothing.
+// built once, at the first measurement a live provider takes, so that
+// counting a line or a request allocates nothing and a connection no
+// provider measures keeps none. A nil *Conn records nothing.
 type Conn struct {
-	t          *Telemetry
-	m          *Meters
-	attrs      []attribute.KeyValue
+	t     *Telemetry
+	m     *Meters
+	attrs []attribute.KeyValue
+	built atomic.Pointer[connSets]
+}
+
+// connSets are a Conn's attribute sets as measurement options.
+type connSets struct {
 	base       []metric.AddOption // network.transport, snodo.server.command
 	baseRecord []metric.RecordOption
 	transmit   []metric.AddOption
 	receive    []metric.AddOption
+}
+
+// sets returns c's attribute sets, building them the first time (two
+// goroutines may both build them; one result is kept).
+func (c *Conn) sets() *connSets {
+	if s := c.built.Load(); s != nil {
+		return s
+	}
+	set := func(extra ...attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), c.attrs...), extra...)...))
+	}
+	base := set()
+	s := &connSets{
+		base:       []metric.AddOption{base},
+		baseRecord: []metric.RecordOption{base},
+		transmit:   []metric.AddOption{set(attribute.String(AttrIODirection, DirectionTransmit))},
+		receive:    []metric.AddOption{set(attribute.String(AttrIODirection, DirectionReceive))},
+	}
+	if c.built.CompareAndSwap(nil, s) {
+		return s
+	}
+	return c.built.Load()
 }
 
 // ConnAttributes are the low-cardinality attributes of every connection
@@ -104,33 +133,20 @@ func (t *Telemetry) forAttrs(attrs []attribute.KeyValue) *Conn {
 	if t == nil || t.meters == nil {
 		return nil
 	}
-	m := t.meters
-	set := func(extra ...attribute.KeyValue) metric.MeasurementOption {
-		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), attrs...), extra...)...))
-	}
-	base := set()
-	return &Conn{
-		t:          t,
-		m:          m,
-		attrs:      attrs,
-		base:       []metric.AddOption{base},
-		baseRecord: []metric.RecordOption{base},
-		transmit:   []metric.AddOption{set(attribute.String(AttrIODirection, DirectionTransmit))},
-		receive:    []metric.AddOption{set(attribute.String(AttrIODirection, DirectionReceive))},
-	}
+	return &Conn{t: t, m: t.meters, attrs: attrs}
 }
 
 // Written counts n bytes written to the server.
 func (c *Conn) Written(n int) {
 	if n > 0 && c.Live() { // no provider: not even the no-op instrument's call
-		c.m.io.Add(context.Background(), int64(n), c.transmit...)
+		c.m.io.Add(context.Background(), int64(n), c.sets().transmit...)
 	}
 }
 
 // Read counts n bytes read from the server.
 func (c *Conn) Read(n int) {
 	if n > 0 && c.Live() {
-		c.m.io.Add(context.Background(), int64(n), c.receive...)
+		c.m.io.Add(context.Background(), int64(n), c.sets().receive...)
 	}
 }
 
@@ -183,14 +199,14 @@ func (d *NoCancel) Value(key any) any { return d.parent.Value(key) }
 // both or neither (decide with Live once, before RequestStarted).
 func (c *Conn) RequestStarted(ctx context.Context) {
 	if c != nil {
-		c.m.requestsActive.Add(Detached(ctx), 1, c.base...)
+		c.m.requestsActive.Add(Detached(ctx), 1, c.sets().base...)
 	}
 }
 
 // RequestEnded: see RequestStarted.
 func (c *Conn) RequestEnded(ctx context.Context) {
 	if c != nil {
-		c.m.requestsActive.Add(Detached(ctx), -1, c.base...)
+		c.m.requestsActive.Add(Detached(ctx), -1, c.sets().base...)
 	}
 }
 
@@ -198,21 +214,21 @@ func (c *Conn) RequestEnded(ctx context.Context) {
 // running. Call both or neither, as RequestStarted and RequestEnded.
 func (c *Conn) HandlerStarted(ctx context.Context) {
 	if c != nil {
-		c.m.handlersActive.Add(Detached(ctx), 1, c.base...)
+		c.m.handlersActive.Add(Detached(ctx), 1, c.sets().base...)
 	}
 }
 
 // HandlerEnded: see HandlerStarted.
 func (c *Conn) HandlerEnded(ctx context.Context) {
 	if c != nil {
-		c.m.handlersActive.Add(Detached(ctx), -1, c.base...)
+		c.m.handlersActive.Add(Detached(ctx), -1, c.sets().base...)
 	}
 }
 
 // HandlerRefused counts a server request refused over the bound.
 func (c *Conn) HandlerRefused() {
 	if c != nil {
-		c.m.handlersRefused.Add(context.Background(), 1, c.base...)
+		c.m.handlersRefused.Add(context.Background(), 1, c.sets().base...)
 	}
 }
 
@@ -228,14 +244,14 @@ func (c *Conn) Dropped(reason string) {
 // was queued.
 func (c *Conn) QueueDepth(n int) {
 	if c != nil {
-		c.m.queueDepth.Record(context.Background(), int64(n), c.baseRecord...)
+		c.m.queueDepth.Record(context.Background(), int64(n), c.sets().baseRecord...)
 	}
 }
 
 // Overflow counts a subscription ended by a full queue.
 func (c *Conn) Overflow() {
 	if c != nil {
-		c.m.overflows.Add(context.Background(), 1, c.base...)
+		c.m.overflows.Add(context.Background(), 1, c.sets().base...)
 	}
 }
 
@@ -249,14 +265,14 @@ func (c *Conn) Exited(cause string) {
 // Restarted counts a supervisor's restart of the server.
 func (c *Conn) Restarted() {
 	if c != nil {
-		c.m.restarts.Add(context.Background(), 1, c.base...)
+		c.m.restarts.Add(context.Background(), 1, c.sets().base...)
 	}
 }
 
 // GaveUp counts a supervisor giving up on the server.
 func (c *Conn) GaveUp() {
 	if c != nil {
-		c.m.giveUps.Add(context.Background(), 1, c.base...)
+		c.m.giveUps.Add(context.Background(), 1, c.sets().base...)
 	}
 }
 

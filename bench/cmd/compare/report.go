@@ -344,9 +344,9 @@ func targets() []target {
 		{"7: `CallTool` calls/s ≥ 0.6× the ceiling, 64 in flight", ratio(mCalls, "calls64", 0.6)},
 		{"7: ≤ 1 KiB per call on the client", atMost(mCalls, "bytes", 1024, func(v float64) string { return human(v) + " B" })},
 		{"7: 16 MiB response ≥ 0.8× the ceiling's MB/s", ratio(mBig, "mbps", 0.8)},
-		{"7: idle connection ≤ 3 goroutines, ≤ 64 KiB heap", both(
-			atMost(mIdle, "goroutines", 3, func(v float64) string { return human(v) + " goroutines" }),
-			atMost(mIdle, "heap_kib", 64, func(v float64) string { return human(v) + " KiB" }))},
+		{"30: idle connection ≤ 2 goroutines, ≤ 8 KiB heap", both(
+			atMost(mIdle, "goroutines", 2, func(v float64) string { return human(v) + " goroutines" }),
+			atMost(mIdle, "heap_kib", 8, func(v float64) string { return human(v) + " KiB" }))},
 	}
 }
 
