@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"errors"
-	"github.com/snodo/snodo"
 	"io"
 	"net"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )

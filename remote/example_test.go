@@ -3,9 +3,9 @@ package remote_test
 import (
 	"context"
 	"fmt"
-	"github.com/snodo/snodo"
 	"log"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/remote"
 	"github.com/snodo/snodo/remote/embedded"
 	"github.com/snodo/snodo/supervisor"

@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"encoding/json"
-	"github.com/snodo/snodo"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"github.com/snodo/snodo"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/test/testutil"
 )

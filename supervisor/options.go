@@ -78,6 +78,16 @@ func newConfig(opts []Option) (*config, error) {
 			return nil, fmt.Errorf("supervisor: %w", err)
 		}
 	}
+	// A provider or logger given once reaches the connections too; their
+	// own (WithConnectOptions) come after, so they win.
+	var base []snodo.Option
+	if cfg.meter != nil {
+		base = append(base, snodo.WithMeterProvider(cfg.meter))
+	}
+	if cfg.logger != nil {
+		base = append(base, snodo.WithLogger(cfg.logger))
+	}
+	cfg.connect = append(base, cfg.connect...)
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
@@ -86,9 +96,9 @@ func newConfig(opts []Option) (*config, error) {
 
 // WithMeterProvider counts the supervisor's restarts
 // (snodo.supervisor.restarts) and give-ups (snodo.supervisor.give_ups)
-// with mp. Default: the global provider. Pass the same provider to the
-// connections with WithConnectOptions(snodo.WithMeterProvider(mp)) for
-// their metrics.
+// with mp, and the connections' metrics too (as snodo.WithMeterProvider;
+// one given in WithConnectOptions wins for those). Default: the global
+// provider.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) error {
 		if mp == nil {
@@ -161,7 +171,9 @@ func WithMaxWait(d time.Duration) Option {
 }
 
 // WithLogger receives the supervisor's lifecycle: exits (Warn), restarts
-// (Info), a gave-up (Error). Default: discarded, like snodo.WithLogger.
+// (Info), a gave-up (Error), and its connections' records (as
+// snodo.WithLogger; one given in WithConnectOptions wins for those).
+// Default: discarded, like snodo.WithLogger.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {

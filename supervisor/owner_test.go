@@ -1,12 +1,12 @@
 package supervisor
 
 import (
-	"github.com/snodo/snodo"
 	"testing"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/test/testutil"
 )

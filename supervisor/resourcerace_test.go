@@ -2,13 +2,13 @@ package supervisor
 
 import (
 	"fmt"
-	"github.com/snodo/snodo"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/test/testutil"
 )
 
