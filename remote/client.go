@@ -250,6 +250,13 @@ func nilContextError(what string) error {
 	return fmt.Errorf("remote: %s: nil context.Context; nothing was sent: pass context.Background() or a ctx that bounds the call", what)
 }
 
+// noHostErr is a local -32000 wrapping ErrNoHost (and
+// snodo.ErrConnectionClosed, as every -32000): no connection was lost,
+// so its message does not say "connection closed".
+func noHostErr(msg string) error {
+	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed, msg, jsonrpc.ErrConnectionClosed, ErrNoHost)
+}
+
 // closedErr is a local -32000 wrapping why.
 func closedErr(msg string, why ...error) error {
 	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed, "connection closed: "+msg, append([]error{jsonrpc.ErrConnectionClosed}, why...)...)
@@ -488,7 +495,8 @@ func (c *Client) send(m *nats.Msg, method string) error {
 	if c.nc.IsClosed() {
 		return closedErr(fmt.Sprintf("cannot send %s to %s: %v", method, c.name, ErrNATSClosed), ErrNATSClosed, nats.ErrConnectionClosed)
 	}
-	return closedErr(fmt.Sprintf("%s to %s was not sent: NATS unreachable (reconnecting)", method, c.name), ErrNATSUnreachable)
+	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed, fmt.Sprintf("%s to %s was not sent: NATS unreachable (reconnecting)", method, c.name),
+		jsonrpc.ErrConnectionClosed, ErrNATSUnreachable)
 }
 
 // keepAlive answers a running call's heartbeat: its host cancels a call
@@ -525,8 +533,8 @@ func timeoutErr(method, name string, waited time.Duration) error {
 // result reads a call's final reply.
 func (c *Client) result(method string, m *nats.Msg) (json.RawMessage, bool, error) {
 	if m.Header.Get(hdrStatus) == noResponders {
-		return nil, false, closedErr(fmt.Sprintf("no host serves %q (subject %s): start a snodo node that serves it, connected to this NATS system",
-			c.name, c.subj.call), ErrNoHost)
+		return nil, false, noHostErr(fmt.Sprintf("no host serves %q (subject %s): start a snodo node that serves it, connected to this NATS system",
+			c.name, c.subj.call))
 	}
 	c.learnEra(m.Header.Get(hdrEra))
 	env, err := jsonrpc.Scan(m.Data)

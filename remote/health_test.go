@@ -2,6 +2,8 @@ package remote
 
 import (
 	"log/slog"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,4 +79,18 @@ func TestHostWhosePoolGaveUpWithdrawsTheName(t *testing.T) {
 	st := a.poolState(a.served[0])
 	assert.False(t, st.Serving)
 	assert.Equal(t, 1, st.GivenUp)
+}
+
+// A name nobody serves (a misspelt one, say) fails at once, saying so:
+// not as a closed connection, since none was lost.
+func TestNoHostErrorSaysSo(t *testing.T) {
+	e := natsServer(t)
+	host(t, e, "ts", 1)
+	bin := snodoBin(t) // built before the clock starts
+	t0 := time.Now()
+	out, err := exec.Command(bin, "--nats", e.URL(), "--server", "tss", "tools").CombinedOutput()
+	require.Error(t, err)
+	assert.Less(t, time.Since(t0), 5*time.Second)
+	assert.True(t, strings.HasPrefix(string(out), `snodo: no host serves "tss"`), "%s", out)
+	assert.NotContains(t, string(out), "connection closed")
 }

@@ -62,7 +62,7 @@ func (c *Client) Info(ctx context.Context) (*ServerInfo, error) {
 	msg, err := c.nc.RequestWithContext(ctx, c.subj.info, nil)
 	if err != nil {
 		if err == nats.ErrNoResponders {
-			return nil, closedErr(fmt.Sprintf("no host serves %q (subject %s)", c.name, c.subj.info), ErrNoHost)
+			return nil, noHostErr(fmt.Sprintf("no host serves %q (subject %s)", c.name, c.subj.info))
 		}
 		return nil, fmt.Errorf("remote: info of %s: %w", c.name, err)
 	}

@@ -182,8 +182,8 @@ func (s *hosted) awaitAck(ctx context.Context) error {
 		case m := <-s.in:
 			watchdog.Reset(silence)
 			if m.Header.Get(hdrStatus) == noResponders {
-				return closedErr(fmt.Sprintf("no host serves %q (subject %s): start a snodo node that serves it, connected to this NATS system",
-					s.c.name, s.c.subj.listen), ErrNoHost)
+				return noHostErr(fmt.Sprintf("no host serves %q (subject %s): start a snodo node that serves it, connected to this NATS system",
+					s.c.name, s.c.subj.listen))
 			}
 			switch m.Header.Get(hdrKind) {
 			case kindAck:

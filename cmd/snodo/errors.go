@@ -12,6 +12,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/safetext"
+	"github.com/snodo/snodo/remote"
 )
 
 // toolError is a tool result with isError set: the tool ran and failed.
@@ -73,6 +74,13 @@ func (s *session) describe(err error) string {
 			snodo.CodeTimeout, s.fileTimeout, s.cfg.serverName, s.cfg.configFile)
 	case errors.Is(err, snodo.ErrTimeout):
 		return fmt.Sprintf("timed out (%d): no answer within %v; raise --timeout", snodo.CodeTimeout, s.cfg.timeout)
+	case errors.Is(err, remote.ErrNoHost), errors.Is(err, remote.ErrNATSUnreachable):
+		// Nothing was lost: there is no host, or no NATS, to talk to.
+		msg := trim(err)
+		if errors.As(err, &e) {
+			msg = strings.TrimPrefix(e.Message, "connection closed: ")
+		}
+		return fmt.Sprintf("%s (%d)", msg, snodo.CodeConnectionClosed)
 	case errors.Is(err, snodo.ErrConnectionClosed) && s.cfg.natsURL != "":
 		// A remote call: no server of ours wrote to this stderr.
 		msg := trim(err)
