@@ -80,6 +80,9 @@ func (c Calls) Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[Pro
 // when ctx ends. A tool whose taskSupport is "optional" is called
 // plainly; CallToolAsTask runs it as a task.
 func (c Calls) CallTool(ctx context.Context, name string, args any, opts ...RequestOption) (*CallToolResult, error) {
+	if pc, ok := c.modernTaskCalls(ctx); ok {
+		return pc.CallTool(ctx, name, args, opts...) // a task must stay on the server that created it
+	}
 	box := new(callToolBox)
 	var err error
 	if box.params, err = callToolParams(name, args); err != nil {
@@ -101,7 +104,11 @@ func (c Calls) CallTool(ctx context.Context, name string, args any, opts ...Requ
 		}
 	}
 	if c.refusedForTask(&box.res, err) && c.toolRequiresTask(ctx, name, opts) {
-		task, terr := c.createTask(ctx, name, params, opts)
+		tc, terr := c.forTask(ctx)
+		if terr != nil {
+			return nil, terr
+		}
+		task, terr := tc.createTask(ctx, name, params, opts)
 		if terr != nil {
 			return nil, fmt.Errorf("snodo: tools/call %s, run as a task after the server refused a plain call: %w", name, terr)
 		}

@@ -230,6 +230,9 @@ func (c Calls) CallToolAsTask(ctx context.Context, name string, args any, opts .
 	if err != nil {
 		return nil, err
 	}
+	if c, err = c.forTask(ctx); err != nil {
+		return nil, err
+	}
 	return c.createTask(ctx, name, params, opts)
 }
 
