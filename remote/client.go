@@ -87,14 +87,14 @@ type pending struct {
 
 // NewClient calls the server served as name through nc, which stays the
 // caller's: Close leaves it open.
-func NewClient(nc *nats.Conn, name string, opts ...Option) (*Client, error) {
+func NewClient(nc *nats.Conn, name string, opts ...ClientOption) (*Client, error) {
 	if nc == nil {
 		return nil, errors.New("remote: NewClient: nil *nats.Conn; pass a connection from nats.Connect (or use Dial)")
 	}
 	if err := checkName("server name", name); err != nil {
 		return nil, err
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := clientConfig(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -122,11 +122,11 @@ func NewClient(nc *nats.Conn, name string, opts ...Option) (*Client, error) {
 // (errors.Is context.Canceled or context.DeadlineExceeded) and a
 // connection made afterwards is closed. Reconnects later (nats.go's,
 // as WithNATSOptions sets them) and the calls do not use it.
-func Dial(ctx context.Context, url, name string, opts ...Option) (*Client, error) {
+func Dial(ctx context.Context, url, name string, opts ...ClientOption) (*Client, error) {
 	if ctx == nil {
 		return nil, errors.New("remote: Dial: nil context.Context; pass context.Background() or a ctx that bounds the connecting")
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := clientConfig(opts)
 	if err != nil {
 		return nil, err
 	}

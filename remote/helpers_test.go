@@ -55,7 +55,7 @@ func hostWith(t *testing.T, e *embedded.Server, name string, size int, conn []sn
 }
 
 // client calls name through e.
-func client(t *testing.T, e *embedded.Server, name string, opts ...Option) *Client {
+func client(t *testing.T, e *embedded.Server, name string, opts ...ClientOption) *Client {
 	t.Helper()
 	c, err := NewClient(conn(t, e), name, opts...)
 	require.NoError(t, err)

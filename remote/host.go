@@ -64,8 +64,8 @@ var (
 // from then on: it closes it when it stops. name becomes a NATS subject
 // token and the micro service's name: letters, digits, '-' and '_'.
 // Hosts.
-func Serve(name string, pool *supervisor.Pool) Option {
-	return func(c *config) error {
+func Serve(name string, pool *supervisor.Pool) HostOption {
+	return hostOption(func(c *config) error {
 		if pool != nil {
 			c.given = append(c.given, pool)
 		}
@@ -84,26 +84,26 @@ func Serve(name string, pool *supervisor.Pool) Option {
 		c.pools[name] = pool
 		c.order = append(c.order, name)
 		return nil
-	}
+	})
 }
 
 // WithMaxHeld bounds the calls and subscriptions held at once (default
 // DefaultMaxHeld). A call over the bound is refused before it runs, and
 // the caller sends it to another host. Hosts.
-func WithMaxHeld(n int) Option {
-	return func(c *config) error {
+func WithMaxHeld(n int) HostOption {
+	return hostOption(func(c *config) error {
 		if n < 1 {
 			return fmt.Errorf("remote: WithMaxHeld(%d): must be at least 1", n)
 		}
 		c.maxHeld = n
 		return nil
-	}
+	})
 }
 
 // WithHostLabel names the host in service metadata (`snodo servers`
 // shows it). Default: hostname:pid. Hosts.
-func WithHostLabel(label string) Option {
-	return func(c *config) error { c.label = label; return nil }
+func WithHostLabel(label string) HostOption {
+	return hostOption(func(c *config) error { c.label = label; return nil })
 }
 
 // Host serves named pools over NATS: each name is a NATS micro service
@@ -170,8 +170,8 @@ type served struct {
 // returns its error (errors.Is context.Canceled or DeadlineExceeded).
 // The host owns the pools: they close when it stops, and if NewHost
 // fails.
-func NewHost(ctx context.Context, url string, opts ...Option) (*Host, error) {
-	cfg, optErr := newConfig(opts)
+func NewHost(ctx context.Context, url string, opts ...HostOption) (*Host, error) {
+	cfg, optErr := hostConfig(opts)
 	closePools := func() {
 		for _, p := range cfg.given {
 			_ = p.Close()

@@ -16,9 +16,35 @@ import (
 	"github.com/snodo/snodo/supervisor"
 )
 
-// Option configures a Host (NewHost) or a Client (NewClient, Dial). Each
-// option says which it applies to; the other ignores it.
+// HostOption configures a Host (NewHost): Serve, WithMaxHeld,
+// WithHostLabel, and every Option.
+type HostOption interface{ applyHost(*config) error }
+
+// ClientOption configures a Client (NewClient, Dial): WithHeartbeat,
+// WithTimeout, WithServerRequestHandler, WithMaxInputRounds,
+// WithClientCapabilities, WithTracerProvider, WithMeterProvider,
+// WithActorSystem, and every Option.
+type ClientOption interface{ applyClient(*config) error }
+
+// Option configures a Host and a Client alike (WithPrefix,
+// WithNATSOptions, WithReconnect, WithLogger): it is both a HostOption
+// and a ClientOption. An option meant for one kind only is not an
+// Option, so it cannot be given to the other: that is a compile error,
+// not an option silently ignored.
 type Option func(*config) error
+
+func (o Option) applyHost(c *config) error   { return o(c) }
+func (o Option) applyClient(c *config) error { return o(c) }
+
+// hostOption is an option for hosts only.
+type hostOption func(*config) error
+
+func (o hostOption) applyHost(c *config) error { return o(c) }
+
+// clientOption is an option for clients only.
+type clientOption func(*config) error
+
+func (o clientOption) applyClient(c *config) error { return o(c) }
 
 type config struct {
 	prefix    string
@@ -44,14 +70,28 @@ type config struct {
 	meters    metric.MeterProvider       // nil: the global provider
 }
 
-func newConfig(opts []Option) (config, error) {
+func hostConfig(opts []HostOption) (config, error) {
+	return newConfig(opts, HostOption.applyHost)
+}
+
+func clientConfig(opts []ClientOption) (config, error) {
+	return newConfig(opts, ClientOption.applyClient)
+}
+
+func newConfig[O comparable](opts []O, apply func(O, *config) error) (config, error) {
 	c := config{
 		prefix: DefaultPrefix, maxHeld: DefaultMaxHeld,
 		beat: DefaultHeartbeat, timeout: DefaultTimeout, maxRounds: snodo.DefaultMaxInputRounds,
 	}
-	var first error
-	for _, o := range opts { // all of them: every pool given to Serve is owned, even after an error
-		if err := o(&c); err != nil && first == nil {
+	var first, zero = error(nil), *new(O)
+	for i, o := range opts { // all of them: every pool given to Serve is owned, even after an error
+		var err error
+		if o == zero {
+			err = fmt.Errorf("remote: option %d is nil; leave it out of the list instead", i+1)
+		} else {
+			err = apply(o, &c)
+		}
+		if err != nil && first == nil {
 			first = err
 		}
 	}
@@ -125,14 +165,14 @@ func WithLogger(l *slog.Logger) Option {
 // host it still listens (default DefaultHeartbeat). Three missed beats
 // end the call or subscription with -32000, so a host that dies is
 // noticed within about 3.5 beats. Callers.
-func WithHeartbeat(d time.Duration) Option {
-	return func(c *config) error {
+func WithHeartbeat(d time.Duration) ClientOption {
+	return clientOption(func(c *config) error {
 		if d < 20*time.Millisecond || d > time.Minute {
 			return fmt.Errorf("remote: WithHeartbeat(%s): use 20ms to 1m", d)
 		}
 		c.beat = d
 		return nil
-	}
+	})
 }
 
 // WithTimeout sets the default per-call timeout (default DefaultTimeout;
@@ -141,14 +181,14 @@ func WithHeartbeat(d time.Duration) Option {
 // with neither still meets the host's own: its pool's per-request
 // timeout (snodo.WithTimeout there, 60 s by default), which ends it with
 // a -32001 from the host. Callers.
-func WithTimeout(d time.Duration) Option {
-	return func(c *config) error {
+func WithTimeout(d time.Duration) ClientOption {
+	return clientOption(func(c *config) error {
 		if d == 0 {
 			return errors.New("remote: WithTimeout: zero timeout; pass a negative duration to disable timeouts")
 		}
 		c.timeout = d
 		return nil
-	}
+	})
 }
 
 // WithServerRequestHandler answers the input requests of input_required
@@ -157,20 +197,20 @@ func WithTimeout(d time.Duration) Option {
 // server sends during a call are answered by the host's own handler
 // (the pool's snodo.WithServerRequestHandler), never by this one.
 // Callers.
-func WithServerRequestHandler(h snodo.ServerRequestHandler) Option {
-	return func(c *config) error { c.handler = h; return nil }
+func WithServerRequestHandler(h snodo.ServerRequestHandler) ClientOption {
+	return clientOption(func(c *config) error { c.handler = h; return nil })
 }
 
 // WithMaxInputRounds bounds the input_required rounds one typed call
 // completes (default snodo.DefaultMaxInputRounds). Callers.
-func WithMaxInputRounds(n int) Option {
-	return func(c *config) error {
+func WithMaxInputRounds(n int) ClientOption {
+	return clientOption(func(c *config) error {
 		if n < 1 {
 			return fmt.Errorf("remote: WithMaxInputRounds(%d): must be at least 1", n)
 		}
 		c.maxRounds = n
 		return nil
-	}
+	})
 }
 
 // WithClientCapabilities declares what the caller's WithServerRequestHandler
@@ -179,15 +219,15 @@ func WithMaxInputRounds(n int) Option {
 // wins over the host's own, so a modern server asks this caller only for
 // input it can give. Legacy servers settle capabilities once, with the
 // host, at initialize. Callers.
-func WithClientCapabilities(caps snodo.ClientCapabilities) Option {
-	return func(c *config) error {
+func WithClientCapabilities(caps snodo.ClientCapabilities) ClientOption {
+	return clientOption(func(c *config) error {
 		b, err := json.Marshal(caps)
 		if err != nil {
 			return fmt.Errorf("remote: WithClientCapabilities: %w", err)
 		}
 		c.meta = map[string]json.RawMessage{"io.modelcontextprotocol/clientCapabilities": b}
 		return nil
-	}
+	})
 }
 
 // WithTracerProvider makes the client's spans with tp: one CLIENT span
@@ -197,14 +237,14 @@ func WithClientCapabilities(caps snodo.ClientCapabilities) Option {
 // crosses to the host in NATS headers, so the host's spans are its
 // children. Default: the global provider, followed as it changes. Hosts
 // trace with their pools' own snodo.WithTracerProvider. Callers.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(c *config) error {
+func WithTracerProvider(tp trace.TracerProvider) ClientOption {
+	return clientOption(func(c *config) error {
 		if tp == nil {
 			return errors.New("remote: WithTracerProvider: nil provider")
 		}
 		c.tracers = tp
 		return nil
-	}
+	})
 }
 
 // WithMeterProvider records the client's mcp.client.operation.duration
@@ -212,25 +252,25 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // queue depth and overflows (network.transport "tcp", snodo.server.name:
 // the served name) with mp, as a local snodo.Client does, by the same
 // code. Default: the global provider. Callers.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *config) error {
+func WithMeterProvider(mp metric.MeterProvider) ClientOption {
+	return clientOption(func(c *config) error {
 		if mp == nil {
 			return errors.New("remote: WithMeterProvider: nil provider")
 		}
 		c.meters = mp
 		return nil
-	}
+	})
 }
 
 // WithActorSystem is the actor system of the actors given to
 // snodo.ListenTo on this client's subscriptions (default: the shared
 // system snodo uses when none is given). Callers.
-func WithActorSystem(sys *protoactor.ActorSystem) Option {
-	return func(c *config) error {
+func WithActorSystem(sys *protoactor.ActorSystem) ClientOption {
+	return clientOption(func(c *config) error {
 		if sys == nil {
 			return errors.New("remote: WithActorSystem: nil system")
 		}
 		c.system = sys
 		return nil
-	}
+	})
 }

@@ -32,7 +32,7 @@ func runRemote(cfg *config, sio stdio) int {
 		return s.exitCode(ctx, s.servers(ctx))
 	}
 	h := &answers{roots: cfg.roots, samplingReply: cfg.samplingReply, io: sio, verbose: cfg.verbose}
-	opts := []remote.Option{
+	opts := []remote.ClientOption{
 		remote.WithNATSOptions(natsOptions(cfg)...),
 		remote.WithTimeout(cfg.timeout),
 		remote.WithServerRequestHandler(h.serve),
