@@ -77,7 +77,8 @@ type Client struct {
 	calls     *CallHandler // answers call messages sent to its PID
 	conn      *connection.Conn
 	mcp       mcpState
-	notes     *notifier // the notification path (notifications.go)
+	notes     *notifier    // the notification path (notifications.go)
+	tasks     taskRegistry // tasks polled on this connection, for their status notifications (tasks.go)
 
 	tel            *telemetry.Telemetry // tracer and instruments (telemetry.go)
 	meters         *telemetry.Conn      // this client's measurements; nil when metrics are off

@@ -121,7 +121,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	c.notes = newNotifier(&cfg.mcp, cfg.conn.Logger)
 	c.notes.meters = c.meters
 	c.notes.observe = c.notificationReceived
-	cfg.conn.OnNotification = c.notes.push
+	cfg.conn.OnNotification = c.onNotification // tasks' status, then c.notes.push
 	c.calls = &CallHandler{R: c}
 	cfg.conn.OnMessage = c.calls.Handle
 	if err := checkOwner(&cfg.conn); err != nil {

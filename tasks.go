@@ -397,6 +397,83 @@ func declareTasks(meta map[string]json.RawMessage, cfg *mcpConfig) {
 	meta[metaClientCapabilities], _ = json.Marshal(caps) // as buildMeta: cannot fail
 }
 
+// notificationTaskStatus is the legacy server's push of a task's status.
+const notificationTaskStatus = "notifications/tasks/status"
+
+// taskRegistry routes legacy notifications/tasks/status to the tasks a
+// connection polls: a notification stands for a poll (its status is
+// taken in at once, and a terminal one settles the task) without waiting
+// for the interval. The notification still reaches the notification
+// handler.
+type taskRegistry struct {
+	mu sync.Mutex
+	m  map[string]chan *wireTask
+}
+
+// add registers a task; the channel holds the latest status pushed.
+func (r *taskRegistry) add(id string) chan *wireTask {
+	ch := make(chan *wireTask, 1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]chan *wireTask{}
+	}
+	r.m[id] = ch
+	return ch
+}
+
+func (r *taskRegistry) remove(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, id)
+}
+
+// push hands a status to its task, replacing one not yet taken; never
+// blocks (the reader calls it).
+func (r *taskRegistry) push(params json.RawMessage) {
+	r.mu.Lock()
+	n := len(r.m)
+	r.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	w := new(wireTask)
+	if json.Unmarshal(params, w) != nil || w.TaskID == "" || w.Status == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := r.m[w.TaskID]
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch: // an older status not taken yet: the newer wins
+	default:
+	}
+	ch <- w // room for one: only push sends, under mu
+}
+
+// onNotification is the connection's notification hook: a task's status
+// to its task, then everything to the notifier.
+func (c *Client) onNotification(ctx context.Context, method string, params json.RawMessage) {
+	if method == notificationTaskStatus {
+		c.tasks.push(params)
+	}
+	c.notes.push(ctx, method, params)
+}
+
+// registryOf is the registry of the connection r sends to, if any.
+func registryOf(r Requester) *taskRegistry {
+	switch r := r.(type) {
+	case *Client:
+		return &r.tasks
+	case pinned:
+		return &r.conn.tasks
+	}
+	return nil
+}
+
 // liveness is what a Requester that can stop offers (Client, supervised
 // clients, pools): a task stops waiting as soon as its requester is
 // gone.
@@ -415,6 +492,11 @@ func (t *Task) run(w *wireTask) {
 	l, canEnd := t.calls.requester().(liveness)
 	if canEnd {
 		gone = l.Done()
+	}
+	var pushed chan *wireTask // statuses the server pushes (legacy)
+	if reg := registryOf(t.calls.requester()); reg != nil && t.era == EraLegacy {
+		pushed = reg.add(t.id)
+		defer reg.remove(t.id)
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -438,6 +520,9 @@ func (t *Task) run(w *wireTask) {
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
+		case w = <-pushed:
+			timer.Stop() // no stale tick after Stop (Go 1.23 timers)
+			continue     // taken in as a poll's answer would be
 		case <-t.ctx.Done():
 			t.ended()
 			return

@@ -279,3 +279,24 @@ func TestThousandTasksPollBounded(t *testing.T) {
 		assert.GreaterOrEqual(t, polls, n)
 	})
 }
+
+// A legacy server's notifications/tasks/status stand for polls: the task
+// ends when the server says so, not a poll interval later, and the
+// notifications still reach the notification handler.
+func TestTaskStatusNotificationsEndTheWait(t *testing.T) {
+	seenStatus := make(chan struct{}, 64)
+	c := dialTest(t, []string{"-era", "legacy", "-tasks"}, WithNotificationHandler(func(_ context.Context, n *Notification) {
+		if n.Method == "notifications/tasks/status" {
+			seenStatus <- struct{}{}
+		}
+	}))
+	task, err := c.CallToolAsTask(t.Context(), "research", map[string]any{"topic": "push", "ms": 300, "pollMs": 60000})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	res, err := task.Wait(ctx)
+	require.NoError(t, err, "ended by the server's notification, not after its 60 s poll interval")
+	assert.Equal(t, "Report on push", res.Text())
+	assert.Zero(t, tasksGets(t, c, task.ID()))
+	testutil.Receive(t, seenStatus, 5*time.Second, "a status notification at the handler")
+}
