@@ -11,18 +11,15 @@ import (
 // flagName is a long flag as the usage and the README write it.
 var flagName = regexp.MustCompile(`--[a-z][a-z-]*[a-z]`)
 
-// TestDocsREADMEFlags pins the README's command-line section to the
+// TestDocsCLIFlags pins docs/cli.md, the command-line reference, to the
 // CLI: every flag it names exists, and every flag of snodo -h is in it.
-func TestDocsREADMEFlags(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// (README.md's short command-line section names flags of docs/cli.md.)
+func TestDocsCLIFlags(t *testing.T) {
+	ref, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "## The command line")
-	if !ok {
-		t.Fatal(`README.md has no "## The command line" section`)
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
+	section := string(ref)
 	documented := slices.Compact(slices.Sorted(slices.Values(flagName.FindAllString(section, -1))))
 
 	help := snodo(t, "help").want(t, 0).stdout
@@ -41,12 +38,12 @@ func TestDocsREADMEFlags(t *testing.T) {
 	}
 	for _, f := range documented {
 		if !slices.Contains(real, f) {
-			t.Errorf("README.md names %s, which snodo does not have", f)
+			t.Errorf("docs/cli.md names %s, which snodo does not have", f)
 		}
 	}
 	for _, f := range real {
 		if !slices.Contains(documented, f) {
-			t.Errorf("snodo has %s, which README.md's command-line section does not name", f)
+			t.Errorf("snodo has %s, which docs/cli.md does not name", f)
 		}
 	}
 }
