@@ -25,7 +25,10 @@ func TestRefusedCallsAreRetriedUntilAHostTakesThem(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close() })
 	host(t, e, "ts", 1)
-	c := client(t, e, "ts")
+	// A long heartbeat: 200 calls under -race on a loaded machine can
+	// hold up 500 ms beats past their 1.75 s watch, which is not what
+	// this test is about.
+	c := client(t, e, "ts", WithHeartbeat(2*time.Second))
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)

@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
 
 	"github.com/snodo/snodo"
@@ -150,17 +149,17 @@ type Host struct {
 
 // served is one name served by the host.
 type served struct {
-	name      string
-	pool      *supervisor.Pool
-	subj      subjects
-	svc       micro.Service // nil while withdrawn (its pool cannot serve); guarded by the host's mu once serving
-	size0     int           // the pool's size when the host began
-	cancelSub *nats.Subscription
-	inFlight  atomic.Int64
-	subsIn    atomic.Int64 // subscriptions held
-	errs      atomic.Int64
-	cancels   atomic.Int64
-	eraName   atomic.Pointer[string]
+	name                              string
+	pool                              *supervisor.Pool
+	subj                              subjects
+	svc                               *service // nil while withdrawn (its pool cannot serve); guarded by the host's mu once serving
+	size0                             int      // the pool's size when the host began
+	cancelSub                         *nats.Subscription
+	inFlight                          atomic.Int64
+	subsIn                            atomic.Int64 // subscriptions held
+	callStats, infoStats, listenStats endpointStats
+	cancels                           atomic.Int64
+	eraName                           atomic.Pointer[string]
 }
 
 // NewHost connects to the NATS server at url and serves the pools given
@@ -308,37 +307,6 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 	return nil
 }
 
-func (h *Host) addService(s *served) error {
-	meta := map[string]string{
-		MetaServer: s.name, MetaHost: h.id, MetaLabel: h.label, MetaPrefix: h.cfg.prefix,
-	}
-	svc, err := micro.AddService(h.serve, micro.Config{
-		Name:         s.name,
-		Version:      serviceVersion,
-		Description:  "snodo: the MCP server " + s.name + " (JSON-RPC over NATS)",
-		Metadata:     meta,
-		QueueGroup:   h.cfg.prefix + "." + s.name,
-		StatsHandler: func(*micro.Endpoint) any { return s.stats() },
-	})
-	if err != nil {
-		return fmt.Errorf("remote: serving %s: %w", s.name, err)
-	}
-	s.svc = svc
-	if err := svc.AddEndpoint("call", micro.HandlerFunc(func(r micro.Request) { h.onCall(s, r) }),
-		micro.WithEndpointSubject(s.subj.call)); err != nil {
-		return fmt.Errorf("remote: serving %s: %w", s.name, err)
-	}
-	if err := svc.AddEndpoint("info", micro.HandlerFunc(func(r micro.Request) { h.onInfo(s, r) }),
-		micro.WithEndpointSubject(s.subj.info)); err != nil {
-		return fmt.Errorf("remote: serving %s: %w", s.name, err)
-	}
-	if err := svc.AddEndpoint("listen", micro.HandlerFunc(func(r micro.Request) { h.onListen(s, r) }),
-		micro.WithEndpointSubject(s.subj.listen)); err != nil {
-		return fmt.Errorf("remote: serving %s: %w", s.name, err)
-	}
-	return nil
-}
-
 // Service metadata keys (micro Info and Ping show them).
 const (
 	MetaServer = "snodo.server" // the served name
@@ -361,10 +329,6 @@ func (s *served) era() string {
 	name := era.String()
 	s.eraName.Store(&name)
 	return name
-}
-
-func (s *served) stats() any {
-	return map[string]int64{"in_flight": s.inFlight.Load(), "errors": s.errs.Load(), "cancelled": s.cancels.Load()}
 }
 
 // connLost stops the host once one of its NATS connections closed for
@@ -528,8 +492,8 @@ func (h *Host) publish(m *nats.Msg) {
 }
 
 // onCall takes one call from the service endpoint.
-func (h *Host) onCall(s *served, r micro.Request) {
-	h.admit(r, &h.held, func(reply string, hdr nats.Header, data []byte) {
+func (h *Host) onCall(s *served, r *nats.Msg) {
+	h.admit(r, &h.held, &s.callStats, func(reply string, hdr nats.Header, data []byte) {
 		h.runCall(s, reply, hdr, data)
 	})
 }
@@ -537,15 +501,19 @@ func (h *Host) onCall(s *served, r micro.Request) {
 // admit is the one way in for calls and subscriptions. It runs on the
 // endpoint's delivery goroutine, so it only reserves a slot (refusing at
 // the bound) and hands r off to run on a goroutine counted in wg.
-func (h *Host) admit(r micro.Request, wg *sync.WaitGroup, run func(reply string, hdr nats.Header, data []byte)) {
-	reply := r.Reply()
+func (h *Host) admit(r *nats.Msg, wg *sync.WaitGroup, st *endpointStats, run func(reply string, hdr nats.Header, data []byte)) {
+	t0 := time.Now()
+	reply := r.Reply
 	if reply == "" {
 		return // nobody to answer: it must be a request
 	}
-	hdr := nats.Header(r.Headers())
-	data := r.Data()
+	hdr, data := r.Header, r.Data
+	if hdr == nil {
+		hdr = nats.Header{}
+	}
 	if !h.take() {
-		h.refuse(reply, data, fmt.Sprintf("host %s holds %d calls (its bound)", h.label, h.cfg.maxHeld))
+		h.refuse(st, reply, data, fmt.Sprintf("host %s holds %d calls (its bound)", h.label, h.cfg.maxHeld))
+		st.record(time.Since(t0))
 		return
 	}
 	wg.Add(1)
@@ -553,11 +521,13 @@ func (h *Host) admit(r micro.Request, wg *sync.WaitGroup, run func(reply string,
 		defer wg.Done()
 		defer h.release()
 		run(reply, hdr, data)
+		st.record(time.Since(t0)) // the whole call, not the hand-off
 	}()
 }
 
 // refuse answers a call that never ran: the caller may send it again.
-func (h *Host) refuse(reply string, data []byte, why string) {
+func (h *Host) refuse(st *endpointStats, reply string, data []byte, why string) {
+	st.fail(why)
 	env, _ := jsonrpc.Scan(data)
 	m := nats.NewMsg(reply)
 	m.Header.Set(hdrNotRun, why)
@@ -589,8 +559,7 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	if ok, why := canServe(s); !ok {
 		// Withdrawn, or about to be: a call NATS delivered meanwhile goes
 		// to another host.
-		s.errs.Add(1)
-		h.refuse(reply, data, fmt.Sprintf("host %s cannot serve %s now (%v)", h.label, s.name, why))
+		h.refuse(&s.callStats, reply, data, fmt.Sprintf("host %s cannot serve %s now (%v)", h.label, s.name, why))
 		return
 	}
 	ctx, cancel := context.WithCancelCause(extractTrace(h.callCtx, hdr))
@@ -665,8 +634,7 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 			return // the caller has stopped waiting
 		}
 		if notRunError(s, err) {
-			s.errs.Add(1)
-			h.refuse(reply, data, fmt.Sprintf("host %s: %v", h.label, err))
+			h.refuse(&s.callStats, reply, data, fmt.Sprintf("host %s: %v", h.label, err))
 			return
 		}
 		e, local := rpcError(err)
@@ -691,7 +659,7 @@ func (h *Host) answer(s *served, reply string, id, result []byte, e *jsonrpc.Err
 		m.Header.Set(hdrEra, era)
 	}
 	if e != nil {
-		s.errs.Add(1)
+		s.callStats.fail(e.Message)
 		if local {
 			m.Header.Set(hdrLocal, "1")
 		}
@@ -700,10 +668,10 @@ func (h *Host) answer(s *served, reply string, id, result []byte, e *jsonrpc.Err
 		m.Data = trimNL(jsonrpc.AppendResult(nil, id, result))
 	}
 	if max := h.reply.MaxPayload(); int64(len(m.Data)) > max-1024 {
-		s.errs.Add(1)
+		why := fmt.Sprintf("host %s: the answer is %d bytes, more than the NATS server's max_payload (%d); raise max_payload", h.label, len(m.Data), max)
+		s.callStats.fail(why)
 		m.Header.Set(hdrLocal, "1")
-		m.Data = trimNL(jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("host %s: the answer is %d bytes, more than the NATS server's max_payload (%d); raise max_payload", h.label, len(m.Data), max)}))
+		m.Data = trimNL(jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: why}))
 	}
 	h.publish(m)
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
 
 	"github.com/snodo/snodo"
@@ -24,8 +23,8 @@ type hostSub struct {
 }
 
 // onListen takes one subscription request from the service endpoint.
-func (h *Host) onListen(s *served, r micro.Request) {
-	h.admit(r, &h.subsHeld, func(events string, hdr nats.Header, data []byte) {
+func (h *Host) onListen(s *served, r *nats.Msg) {
+	h.admit(r, &h.subsHeld, &s.listenStats, func(events string, hdr nats.Header, data []byte) {
 		h.runListen(s, events, hdr, data)
 	})
 }

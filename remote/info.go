@@ -24,13 +24,17 @@ type ServerInfo struct {
 	Instructions    string                   `json:"instructions,omitempty"`
 	Host            string                   `json:"host"`  // the answering host's id
 	Label           string                   `json:"label"` // and its label
+	// Pool is what the answering host's pool can do now (members up,
+	// restarting, given up; calls held).
+	Pool *PoolState `json:"pool,omitempty"`
 }
 
 // infoWait bounds Era's look-up when no call has told the era yet.
 const infoWait = 5 * time.Second
 
 // onInfo answers an info request from a pool member whose server is up.
-func (h *Host) onInfo(s *served, r micro.Request) {
+func (h *Host) onInfo(s *served, r *nats.Msg) {
+	t0 := time.Now()
 	var cur *snodo.Client
 	for _, m := range s.pool.Members() {
 		if c := m.Current(); c != nil && c.Err() == nil {
@@ -39,10 +43,21 @@ func (h *Host) onInfo(s *served, r micro.Request) {
 		}
 	}
 	if cur == nil {
-		_ = r.Error("503", "no member of "+s.name+" is connected now (restarting)", nil)
+		why := "no member of " + s.name + " is connected now (restarting)"
+		s.infoStats.fail(why)
+		m := nats.NewMsg(r.Reply)
+		m.Header.Set(micro.ErrorHeader, why)
+		m.Header.Set(micro.ErrorCodeHeader, "503")
+		_ = r.RespondMsg(m)
+		s.infoStats.record(time.Since(t0))
 		return
 	}
-	_ = r.RespondJSON(infoOf(cur, h))
+	si := infoOf(cur, h)
+	st := h.poolState(s)
+	si.Pool = &st
+	b, _ := json.Marshal(si)
+	_ = r.Respond(b)
+	s.infoStats.record(time.Since(t0))
 }
 
 func infoOf(c *snodo.Client, h *Host) ServerInfo {

@@ -54,5 +54,5 @@ func TestHostCancelsTheCallsOfACallerThatDied(t *testing.T) {
 		return count(journal(t, journalFile), "notification", "notifications/cancelled") == calls
 	}, 10*time.Second, "the MCP server got a notifications/cancelled per call")
 	assert.EqualValues(t, calls, s.cancels.Load(), "counted as cancelled")
-	assert.Zero(t, s.errs.Load(), "not as errors")
+	assert.Zero(t, s.callStats.snapshot("call", "", "", nil).NumErrors, "not as errors")
 }

@@ -1,0 +1,75 @@
+package remote
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stats asks the hosts of name for their micro stats ($SRV.STATS.NAME),
+// as `nats micro stats NAME` does, and returns the first answer.
+func stats(t *testing.T, c *Client, name string) micro.Stats {
+	t.Helper()
+	m, err := c.nc.Request("$SRV.STATS."+name, nil, 5*time.Second)
+	require.NoError(t, err)
+	var st micro.Stats
+	require.NoError(t, json.Unmarshal(m.Data, &st))
+	return st
+}
+
+// The standard stats time whole calls and count their errors, per
+// endpoint, and the call endpoint's data and Info report the pool's
+// state. Before, micro timed the hand-off to a goroutine (µs for calls
+// of a second) and counted no error; the host's own count was copied
+// onto every endpoint.
+func TestStatsTimeWholeCallsAndCountErrors(t *testing.T) {
+	e := natsServer(t)
+	host(t, e, "ts", 2)
+	c := client(t, e, "ts")
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			_, err := c.Request(ctxFor(t, 20*time.Second), "test/sleep", map[string]any{"ms": 300})
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	for range 3 {
+		_, err := c.Request(ctxFor(t, 20*time.Second), "test/error", map[string]any{"code": -32050, "message": "no"})
+		require.Error(t, err)
+	}
+	st := stats(t, c, "ts")
+	require.Len(t, st.Endpoints, 3)
+	byName := map[string]*micro.EndpointStats{}
+	for _, ep := range st.Endpoints {
+		byName[ep.Name] = ep
+	}
+	call := byName["call"]
+	require.NotNil(t, call)
+	assert.Equal(t, 7, call.NumRequests)
+	assert.Equal(t, 3, call.NumErrors)
+	assert.GreaterOrEqual(t, call.ProcessingTime, 4*300*time.Millisecond, "the whole calls are timed")
+	var data struct {
+		PoolState
+		InFlight int `json:"in_flight"`
+	}
+	require.NoError(t, json.Unmarshal(call.Data, &data))
+	assert.Equal(t, 2, data.Up)
+	assert.Zero(t, data.Restarting)
+	assert.Zero(t, data.GivenUp)
+	assert.True(t, data.Serving)
+	assert.Zero(t, byName["info"].NumErrors)
+	assert.Zero(t, byName["listen"].NumRequests)
+	assert.Empty(t, byName["listen"].Data)
+
+	si, err := c.Info(ctxFor(t, 10*time.Second))
+	require.NoError(t, err)
+	require.NotNil(t, si.Pool)
+	assert.Equal(t, 2, si.Pool.Up)
+	assert.Equal(t, 1, stats(t, c, "ts").Endpoints[1].NumRequests, "the info request is counted on its own endpoint")
+}
