@@ -68,3 +68,65 @@ func BenchmarkRemote(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRemoteVsBareNATS compares 16 remote calls in flight with 16
+// bare nats.go request/replies on the same embedded NATS server, each
+// answered by a subscriber that echoes the payload: the floor a call over
+// NATS cannot go below (two messages through the server), against what a
+// remote call adds (headers, the host's goroutine, the MCP server's
+// answer over stdio, heartbeat and keep-alive bookkeeping).
+//
+//	go test -run '^$' -bench RemoteVsBareNATS -benchtime 5000x -count 3 -benchmem
+func BenchmarkRemoteVsBareNATS(b *testing.B) {
+	const inFlight = 16
+	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"}}`)
+	b.Run("transport=bare-nats/inflight=16", func(b *testing.B) {
+		srv, err := embedded.Start(embedded.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer srv.Shutdown()
+		responder, err := nats.Connect(srv.URL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer responder.Close()
+		if _, err := responder.QueueSubscribe("bare.call", "bare", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+			b.Fatal(err)
+		}
+		nc, err := nats.Connect(srv.URL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer nc.Close()
+		timeCalls(b, inFlight, func() error {
+			_, err := nc.RequestWithContext(context.Background(), "bare.call", params)
+			return err
+		})
+	})
+	b.Run("transport=remote/inflight=16", func(b *testing.B) {
+		pool, err := supervisor.NewPool(context.Background(), snodo.Command(serverBin, "-fast"), 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv, err := embedded.Start(embedded.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer srv.Shutdown()
+		h, err := remote.NewHost(context.Background(), srv.URL(), remote.Serve("fast", pool))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Close()
+		c, err := remote.Dial(context.Background(), srv.URL(), "fast")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		timeCalls(b, inFlight, func() error {
+			_, err := c.Request(context.Background(), "tools/call", params)
+			return err
+		})
+	})
+}
