@@ -2,8 +2,8 @@ package remote
 
 import (
 	"log/slog"
-	"path/filepath"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
