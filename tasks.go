@@ -214,9 +214,10 @@ func (t *Task) Cancel(ctx context.Context) error {
 
 // CallToolAsTask calls the tool name with args (as CallTool takes them)
 // as a task and returns once the server has created it; Wait gives the
-// result. Legacy era: the call asks for a task (TaskTTL sets its TTL);
-// modern era: the server alone decides, and one that answers at once
-// gives a Task already done, with ID "". Input the task needs is
+// result. Legacy era: the call asks for a task (TaskTTL sets its TTL)
+// when the server declared that it runs tools/call as tasks; modern era:
+// the server alone decides. A call answered at once (no task) gives a
+// Task already done, with ID "". Input the task needs is
 // answered by the server-request handler on the one bounded handler
 // path (legacy: the server's own requests; modern: the task's
 // inputRequests, answered with tasks/update). OnTaskStatus receives each
@@ -239,7 +240,7 @@ func (c Calls) CallToolAsTask(ctx context.Context, name string, args any, opts .
 // createTask sends tools/call asking for a task (legacy era: the task
 // param) and starts the task from the answer.
 func (c Calls) createTask(ctx context.Context, name string, params json.RawMessage, opts []RequestOption) (*Task, error) {
-	if c.requester().Era() == EraLegacy {
+	if c.requester().Era() == EraLegacy && tasksForToolCalls(c.requester()) {
 		params = withTaskParam(params, SettingsOf(opts...).TaskTTL)
 	}
 	raw, err := c.requestWithInput(ctx, "tools/call", params, opts)
@@ -247,6 +248,27 @@ func (c Calls) createTask(ctx context.Context, name string, params json.RawMessa
 		return nil, err
 	}
 	return c.startTask(ctx, name, raw, opts)
+}
+
+// tasksForToolCalls reports whether a legacy server declared that it
+// runs tools/call as tasks (capabilities.tasks.requests.tools.call); a
+// client must not ask one that did not. A Requester that cannot tell is
+// asked.
+func tasksForToolCalls(r Requester) bool {
+	caps, ok := r.(interface{ Capabilities() ServerCapabilities })
+	if !ok {
+		return true
+	}
+	t := caps.Capabilities().Tasks
+	if t == nil {
+		return false
+	}
+	var req struct {
+		Tools *struct {
+			Call json.RawMessage `json:"call"`
+		} `json:"tools"`
+	}
+	return json.Unmarshal(t.Requests, &req) == nil && req.Tools != nil && req.Tools.Call != nil
 }
 
 // withTaskParam adds "task": {"ttl": ms} (or {}) to tools/call params.

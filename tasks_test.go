@@ -300,3 +300,20 @@ func TestTaskStatusNotificationsEndTheWait(t *testing.T) {
 	assert.Zero(t, tasksGets(t, c, task.ID()))
 	testutil.Receive(t, seenStatus, 5*time.Second, "a status notification at the handler")
 }
+
+// A legacy server that declared no tasks is never asked for one: the call
+// is plain and the Task is done at once, with no ID.
+func TestCallToolAsTaskWithoutServerTasks(t *testing.T) {
+	forEachEra(t, func(t *testing.T, c *Client) {
+		task, err := c.CallToolAsTask(t.Context(), "echo", map[string]string{"message": "plain"})
+		require.NoError(t, err)
+		assert.Empty(t, task.ID())
+		<-task.Done()
+		res, err := task.Wait(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, "plain", res.Text())
+		for _, r := range seen(t, c, "tools/call") {
+			assert.NotContains(t, string(r.Params), `"task"`)
+		}
+	})
+}
