@@ -89,9 +89,9 @@ type mcpState struct {
 	serverInfo   Implementation
 	capabilities ServerCapabilities
 	instructions string
-	restarted    bool                       // the probe killed the first process
-	baseMeta     map[string]json.RawMessage // modern era: the required _meta
-	serve        ServerRequestHandler       // the wrapped handler (serverrequests.go)
+	restarted    bool                 // the probe killed the first process
+	baseMeta     []byte               // modern era: the required _meta, encoded
+	serve        ServerRequestHandler // the wrapped handler (serverrequests.go)
 	maxRounds    int
 	timeout      time.Duration // WithTimeout's; 0 the default, negative none
 
@@ -257,7 +257,8 @@ func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern
 	if _, ok := res.Capabilities.Extensions[TasksExtension]; ok {
 		declareTasks(meta, &cfg.mcp) // the server may answer tools/call with a task, which CallTool runs
 	}
-	c.mcp.era, c.mcp.version, c.mcp.baseMeta = EraModern, chosen, meta
+	c.mcp.era, c.mcp.version = EraModern, chosen
+	c.mcp.baseMeta, _ = json.Marshal(meta) // RawMessages from json.Marshal: cannot fail
 	c.setMeta("")
 	c.mcp.capabilities, c.mcp.instructions = res.Capabilities, res.Instructions
 	c.mcp.serverInfo = res.ServerInfo

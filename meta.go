@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // The per-request _meta of the modern era: what every request carries,
@@ -36,16 +37,15 @@ func (c *Client) request(ctx context.Context, method string, params any, opts *c
 	return c.send(ctx, method, params, c.encodedMeta(), opts)
 }
 
-// setMeta encodes baseMeta plus level (if any) as the modern _meta.
+// setMeta sets the modern _meta to baseMeta plus level, if any: the
+// base itself without one (an idle client keeps one copy), else the base
+// with the level's member added before its closing brace.
 func (c *Client) setMeta(level LoggingLevel) {
-	meta := make(map[string]json.RawMessage, len(c.mcp.baseMeta)+1)
-	for k, v := range c.mcp.baseMeta {
-		meta[k] = v
+	encoded := c.mcp.baseMeta
+	if base := c.mcp.baseMeta; level != "" && len(base) > len("{}") {
+		encoded = append(append(make([]byte, 0, len(base)+len(metaLogLevel)+len(level)+8), base[:len(base)-1]...), `,"`+metaLogLevel+`":`...)
+		encoded = append(jsonrpc.AppendString(encoded, string(level)), '}')
 	}
-	if level != "" {
-		meta[metaLogLevel], _ = json.Marshal(level)
-	}
-	encoded, _ := json.Marshal(meta) // RawMessages from json.Marshal: cannot fail
 	c.mcp.meta.Store(&encoded)
 }
 

@@ -6,7 +6,7 @@ import (
 )
 
 const (
-	framerInitial = 1 << 10  // an idle connection keeps little memory
+	framerInitial = 512      // an idle connection keeps little memory
 	framerBatch   = 64 << 10 // grown to this when reads fill the buffer
 	// A line that outgrows framerLong gets framerLarge at once instead of
 	// doubling its way there, which would leave a trail of buffers behind

@@ -74,9 +74,10 @@ func startProcess(cfg *Config) (*process, error) {
 		}
 		return nil, fmt.Errorf("snodo: cannot start server %q: %w (check that the command exists and is executable)", cfg.Command, err)
 	}
-	// The child has its copy of the environment; the connection keeps
-	// the process for as long as it lives and needs none of it.
-	cmd.Env = nil
+	// The child has its copy of the environment and its pipe ends (closed
+	// here); the connection keeps the process for as long as it lives and
+	// needs none of them.
+	cmd.Env, cmd.Stdin, cmd.Stdout = nil, nil, nil
 	if p.stderr != nil {
 		go p.stderr.run()
 	}

@@ -12,9 +12,14 @@ import (
 // a forced shutdown reaches the grandchildren of wrappers such as npx.
 func setProcessGroup(cmd *exec.Cmd, own bool) {
 	if own {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.SysProcAttr = ownGroup
 	}
 }
+
+// ownGroup is every server's SysProcAttr: one value shared by all, never
+// written (os/exec only reads it), so that a connection does not keep a
+// copy of its own.
+var ownGroup = &syscall.SysProcAttr{Setpgid: true}
 
 // signalGroup signals the server's process group (or the process alone
 // when it has none of its own).

@@ -66,10 +66,19 @@ func meters(mp metric.MeterProvider) *Meters {
 // counting a line or a request allocates nothing and a connection no
 // provider measures keeps none. A nil *Conn records nothing.
 type Conn struct {
-	t     *Telemetry
-	m     *Meters
-	attrs []attribute.KeyValue
-	built atomic.Pointer[connSets]
+	t       *Telemetry
+	m       *Meters
+	command string               // a child process's: its attributes are built from it when first needed
+	attrs   []attribute.KeyValue // an endpoint's (ForEndpoint)
+	built   atomic.Pointer[connSets]
+}
+
+// attributes are c's own attributes.
+func (c *Conn) attributes() []attribute.KeyValue {
+	if c.attrs != nil {
+		return c.attrs
+	}
+	return ConnAttributes(c.command)
 }
 
 // connSets are a Conn's attribute sets as measurement options.
@@ -87,7 +96,7 @@ func (c *Conn) sets() *connSets {
 		return s
 	}
 	set := func(extra ...attribute.KeyValue) metric.MeasurementOption {
-		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), c.attrs...), extra...)...))
+		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), c.attributes()...), extra...)...))
 	}
 	base := set()
 	s := &connSets{
@@ -116,7 +125,10 @@ func ConnAttributes(command string) []attribute.KeyValue {
 // provider still the default no-op, the instruments it returns forward
 // to whatever provider is set later, and counting costs an atomic load.
 func (t *Telemetry) ForConn(command string) *Conn {
-	return t.forAttrs(ConnAttributes(command))
+	if t == nil || t.meters == nil {
+		return nil
+	}
+	return &Conn{t: t, m: t.meters, command: command}
 }
 
 // ForEndpoint is ForConn for a server reached over transport
@@ -314,7 +326,8 @@ func (c *Conn) Served(ctx context.Context, seconds float64, attrs []attribute.Ke
 func (c *Conn) Live() bool { return c != nil && c.t.Metering() }
 
 func (c *Conn) with(kv attribute.KeyValue) metric.MeasurementOption {
-	return metric.WithAttributes(append(append(make([]attribute.KeyValue, 0, len(c.attrs)+1), c.attrs...), kv)...)
+	attrs := c.attributes()
+	return metric.WithAttributes(append(append(make([]attribute.KeyValue, 0, len(attrs)+1), attrs...), kv)...)
 }
 
 // ConnConfig is the part of connection.Config only the module sets: the
