@@ -157,3 +157,20 @@ func TestNodeExitsWhenItsConnectionClosesForGood(t *testing.T) {
 	require.Error(t, n.exitErr)
 	assert.Contains(t, n.stderr.String(), "closed for good")
 }
+
+// A caller with a bound on its reconnects gets an error it can act on
+// once its connection closed for good.
+func TestBoundedReconnectFailsTheCallerWithAnError(t *testing.T) {
+	ns := startRestartable(t, embedded.Options{})
+	host(t, ns.e, "ts", 1)
+	c, err := Dial(bg(), ns.URL(), "ts", WithReconnect(Reconnect{Attempts: 2, Wait: 10 * time.Millisecond, MaxWait: 10 * time.Millisecond}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	_, err = c.Request(ctxFor(t, 20*time.Second), "test/echo", nil)
+	require.NoError(t, err)
+	ns.stop()
+	testutil.Eventually(t, c.nc.IsClosed, 30*time.Second, "the caller's connection closes for good")
+	_, err = c.Request(ctxFor(t, 20*time.Second), "test/echo", nil)
+	require.ErrorIs(t, err, ErrNATSClosed)
+	require.ErrorIs(t, err, snodo.ErrConnectionClosed)
+}
