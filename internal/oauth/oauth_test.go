@@ -26,26 +26,6 @@ import (
 
 func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
 
-// follow is the interactive step without a user: it opens the
-// authorization URL and reads where the server redirects.
-func follow(ctx context.Context, authURL string) (url.Values, error) {
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.String() == "" {
-		return nil, errors.New("no redirect")
-	}
-	return loc.Query(), nil
-}
-
 // get sends one GET through tr and returns the status and body.
 func get(t *testing.T, tr http.RoundTripper, u string) (int, string, error) {
 	t.Helper()
@@ -65,7 +45,7 @@ func send(tr http.RoundTripper, req *http.Request) (int, string, error) {
 }
 
 func codeFlow(cfg oauth.Config) oauth.Config {
-	cfg.Authorize = follow
+	cfg.Authorize = oauthserver.Consent
 	return cfg
 }
 
@@ -283,7 +263,7 @@ func TestBadInputIsNamed(t *testing.T) {
 		{name: "no way to register", as: func(a *oauthserver.AS) { a.NoRegistration = true }, want: "no client is pre-registered"},
 		{name: "state mismatch", cfg: func(c *oauth.Config) {
 			c.Authorize = func(ctx context.Context, u string) (url.Values, error) {
-				q, err := follow(ctx, u)
+				q, err := oauthserver.Consent(ctx, u)
 				q.Set("state", "forged")
 				return q, err
 			}

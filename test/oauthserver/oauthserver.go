@@ -9,6 +9,7 @@
 package oauthserver
 
 import (
+	"context"
 	"crypto"
 	"crypto/sha256"
 	"encoding/base64"
@@ -436,4 +437,34 @@ func checkProof(r *http.Request, token, nonce string) error {
 		return fmt.Errorf("nonce needed")
 	}
 	return nil
+}
+
+// Consent is the user of an authorization server that consents at once
+// (this one, or the conformance suite's): it opens authURL and returns
+// the query of the redirect the server answers with, without following
+// it, as an OAuth AuthorizeFunc does.
+func Consent(ctx context.Context, authURL string) (url.Values, error) {
+	c := &http.Client{
+		Timeout:       10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	defer c.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return nil, fmt.Errorf("the authorization endpoint answered HTTP %d without a redirect", resp.StatusCode)
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		return nil, fmt.Errorf("the authorization endpoint redirected to an unparsable URL: %w", err)
+	}
+	return u.Query(), nil
 }
