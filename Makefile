@@ -1,13 +1,22 @@
 GO ?= go
 
-.PHONY: test api-count peers vet fmt-check demo build bench bench-compare bench-notes soak fuzz fuzz-short fmt
+.PHONY: test api-count conformance peers vet fmt-check demo build bench bench-compare bench-notes soak fuzz fuzz-short fmt
 
 # The test command the README gives and CI runs: formatting and vet gates
 # (both modules), the race-enabled suite (real child processes, goleak,
-# reap checks), then a few seconds of each fuzz target.
+# reap checks), a few seconds of each fuzz target, then the official MCP
+# conformance suite against snodo's client.
 test: fmt-check vet api-count peers
 	$(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory fuzz-short
+	$(MAKE) --no-print-directory conformance
+
+# The official MCP conformance suite (client mode, --suite all; pinned in
+# test/conformance with the node 22 it needs) against test/cmd/conformance
+# over Streamable HTTP; prints the pass count and fails on any failure
+# test/conformance/expected-failures.yml does not list.
+conformance:
+	bash test/conformance/run.sh
 
 # The real reference MCP servers the integration tests run (Go module proxy, npm registry).
 peers:

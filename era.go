@@ -79,6 +79,7 @@ type mcpConfig struct {
 	probeTimeout   time.Duration // 0: DefaultProbeTimeout
 	maxInputRounds int           // 0: DefaultMaxInputRounds
 	era            Era           // 0: detect
+	reprobed       bool          // the probe was sent again with a version refused once
 }
 
 // mcpState is what Connect settled about the server. Everything but meta
@@ -112,9 +113,15 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	c.mcp.timeout = cfg.conn.Timeout
 	cfg.conn.Handler = c.mcp.serve
 	c.tel = telemetry.New(cfg.tracerProvider, cfg.meterProvider)
-	c.meters = c.tel.ForConn(cfg.conn.Command)
+	transport := telemetry.TransportPipe
+	if cfg.conn.URL != "" {
+		transport = telemetry.TransportTCP
+		c.meters = c.tel.ForEndpoint(transport, cfg.conn.Name())
+	} else {
+		c.meters = c.tel.ForConn(cfg.conn.Command)
+	}
 	cfg.conn.Metrics = c.meters
-	c.site = site{tel: c.tel, meters: c.meters, transport: telemetry.TransportPipe, version: c.version}
+	c.site = site{tel: c.tel, meters: c.meters, transport: transport, version: c.version}
 	if cfg.conn.Logger != nil {
 		cfg.conn.Logger = slog.New(eraHandler{Handler: cfg.conn.Logger.Handler(), era: &c.era})
 	}
@@ -195,14 +202,14 @@ func (c *Client) negotiate(ctx context.Context, cfg *config) error {
 	case modernErr:
 		return err
 	case cfg.mcp.era == EraModern:
-		return fmt.Errorf("snodo: %s is not a modern MCP server (WithEra(EraModern) forbids the legacy fallback): %w", cfg.conn.Command, err)
+		return fmt.Errorf("snodo: %s is not a modern MCP server (WithEra(EraModern) forbids the legacy fallback): %w", cfg.conn.Name(), err)
 	case ctx.Err() != nil:
-		return fmt.Errorf("snodo: connecting to %s: %w", cfg.conn.Command, ctx.Err())
+		return fmt.Errorf("snodo: connecting to %s: %w", cfg.conn.Name(), ctx.Err())
 	case diedOfProbe(err) && c.conn.LeftInputUnread():
 		// It went away without reading the probe (it exited at start, or
 		// before the probe arrived): starting it again would only run its
 		// side effects twice.
-		return fmt.Errorf("snodo: %s went away before it read the server/discover probe: %w", cfg.conn.Command, err)
+		return fmt.Errorf("snodo: %s went away before it read the server/discover probe: %w", cfg.conn.Name(), err)
 	case diedOfProbe(err):
 		// Some legacy servers exit on an unknown first request: it read
 		// the probe and died of it. Start it again and speak legacy from
@@ -249,7 +256,7 @@ func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern
 			return false, errors.New("snodo: server/discover lists only legacy versions")
 		}
 		return true, fmt.Errorf("snodo: %s supports protocol versions %v, snodo supports %v and %v: no version in common; upgrade one of them",
-			cfg.conn.Command, res.SupportedVersions, modernVersions, legacyVersions)
+			cfg.conn.Name(), res.SupportedVersions, modernVersions, legacyVersions)
 	}
 	if chosen != version {
 		meta = buildMeta(chosen, &cfg.mcp)
@@ -287,16 +294,22 @@ func (c *Client) probeFailed(ctx context.Context, cfg *config, version string, e
 				return c.probe(ctx, cfg, v)
 			}
 		}
+		if slices.Contains(data.Supported, version) && !cfg.mcp.reprobed {
+			// It refused the version it says it supports: try once more
+			// (over HTTP a gateway may have refused the header).
+			cfg.mcp.reprobed = true
+			return c.probe(ctx, cfg, version)
+		}
 		if commonLegacy(data.Supported) {
 			return false, err // a dual-era server whose modern versions we lack
 		}
 		return true, fmt.Errorf("snodo: %s does not support protocol version %s and offers %v; snodo supports %v: upgrade one of them: %w",
-			cfg.conn.Command, version, data.Supported, modernVersions, err)
+			cfg.conn.Name(), version, data.Supported, modernVersions, err)
 	case codeMissingClientCapability:
 		return true, fmt.Errorf("snodo: %s requires client capabilities %s; declare them with WithClientCapabilities and answer them in the server-request handler: %w",
-			cfg.conn.Command, e.Data, err)
+			cfg.conn.Name(), e.Data, err)
 	case codeHeaderMismatch:
-		return true, fmt.Errorf("snodo: %s rejected the probe as inconsistent: %w", cfg.conn.Command, err)
+		return true, fmt.Errorf("snodo: %s rejected the probe as inconsistent: %w", cfg.conn.Name(), err)
 	}
 	return false, err
 }
@@ -318,11 +331,11 @@ func diedOfProbe(err error) bool {
 func (c *Client) restart(ctx context.Context, cfg *config) error {
 	c.Kill()
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("snodo: connecting to %s: %w", cfg.conn.Command, err)
+		return fmt.Errorf("snodo: connecting to %s: %w", cfg.conn.Name(), err)
 	}
 	conn, err := c.startConn(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("snodo: restarting %s after it exited on the server/discover probe: %w", cfg.conn.Command, err)
+		return fmt.Errorf("snodo: restarting %s after it exited on the server/discover probe: %w", cfg.conn.Name(), err)
 	}
 	c.conn, c.mcp.restarted = conn, true
 	return nil
@@ -346,20 +359,20 @@ func (c *Client) initialize(ctx context.Context, cfg *config, probeErr error) er
 			why = fmt.Sprintf(" (server/discover got no answer within %s: a server that starts slowly may need a longer WithProbeTimeout)",
 				cmp.Or(cfg.mcp.probeTimeout, DefaultProbeTimeout))
 		}
-		return fmt.Errorf("snodo: %s answered neither server/discover nor initialize%s: %w", cfg.conn.Command, why, err)
+		return fmt.Errorf("snodo: %s answered neither server/discover nor initialize%s: %w", cfg.conn.Name(), why, err)
 	}
 	var res initializeResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return fmt.Errorf("snodo: malformed initialize result from %s: %w", cfg.conn.Command, err)
+		return fmt.Errorf("snodo: malformed initialize result from %s: %w", cfg.conn.Name(), err)
 	}
 	if !slices.Contains(legacyVersions, res.ProtocolVersion) {
 		return fmt.Errorf("snodo: %s chose protocol version %q; snodo supports %v and %v: upgrade one of them",
-			cfg.conn.Command, res.ProtocolVersion, modernVersions, legacyVersions)
+			cfg.conn.Name(), res.ProtocolVersion, modernVersions, legacyVersions)
 	}
 	c.mcp.era, c.mcp.version = EraLegacy, res.ProtocolVersion
 	c.mcp.serverInfo, c.mcp.capabilities, c.mcp.instructions = res.ServerInfo, res.Capabilities, res.Instructions
 	if err := c.Notify(ctx, "notifications/initialized", nil); err != nil { // traced and measured as any notification
-		return fmt.Errorf("snodo: sending notifications/initialized to %s: %w", cfg.conn.Command, err)
+		return fmt.Errorf("snodo: sending notifications/initialized to %s: %w", cfg.conn.Name(), err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
@@ -50,6 +51,19 @@ type Config struct {
 	CleanEnv bool
 	AllowEnv []string
 	Dir      string // working directory; default: the caller's
+
+	// URL, set instead of Command, connects to a Streamable HTTP MCP
+	// endpoint (http:// or https://) rather than starting a process; the
+	// process fields above (and Stderr, ShutdownGrace) are then unused.
+	// Each message is its own POST; answers come as JSON or SSE.
+	URL string
+	// HTTPClient makes every HTTP request of a URL connection (its
+	// Transport for proxies, TLS, authorization). Default: a client of
+	// the connection's own, whose idle connections are closed when the
+	// connection ends; a caller's client is left as it is.
+	HTTPClient *http.Client
+	// Header is added to every HTTP request of a URL connection.
+	Header http.Header
 
 	// MaxLineBytes is the largest line accepted from the server, in bytes
 	// of its content: its ending ("\n" or "\r\n") does not count. The
@@ -133,6 +147,15 @@ type Config struct {
 	ShutdownGrace time.Duration
 }
 
+// Name is the server as messages name it: the command, or the URL
+// without credentials.
+func (c *Config) Name() string {
+	if c.URL != "" {
+		return SafeURL(c.URL)
+	}
+	return c.Command
+}
+
 // CheckMaxLineBytes tells whether n is a line cap a connection accepts:
 // from 64 to MaxLineBytesLimit (1 GiB). Its error says what to pass.
 func CheckMaxLineBytes(n int) error {
@@ -147,8 +170,11 @@ func CheckMaxLineBytes(n int) error {
 
 func (c *Config) withDefaults() (Config, error) {
 	cfg := *c
-	if cfg.Command == "" {
-		return cfg, fmt.Errorf("snodo: no server command given")
+	switch {
+	case cfg.Command == "" && cfg.URL == "":
+		return cfg, fmt.Errorf("snodo: no server command or URL given")
+	case cfg.Command != "" && cfg.URL != "":
+		return cfg, fmt.Errorf("snodo: both a server command and a URL given; a connection reaches one server")
 	}
 	if cfg.MaxLineBytes == 0 {
 		cfg.MaxLineBytes = DefaultMaxLineBytes

@@ -85,12 +85,20 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	if err := owner.Err(); err != nil {
 		return nil, err
 	}
-	proc, err := startProcess(&cfg)
+	start := startProcess
+	if cfg.URL != "" {
+		start = startHTTP
+	}
+	proc, err := start(&cfg)
 	if err != nil {
 		return nil, err
 	}
 	// Every record says which connection it is about.
-	cfg.Logger = cfg.Logger.With("server", filepath.Base(cfg.Command), "server_pid", proc.cmd.Process.Pid)
+	if proc.peer != nil {
+		cfg.Logger = cfg.Logger.With("server", SafeURL(cfg.URL))
+	} else {
+		cfg.Logger = cfg.Logger.With("server", filepath.Base(cfg.Command), "server_pid", proc.cmd.Process.Pid)
+	}
 	cfg.Trace = safeTrace(cfg.Trace, cfg.Logger)
 	c := &Conn{
 		cfg:        cfg,
@@ -121,6 +129,9 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	c.pid = c.life.Spawn(c.system, "snodo-conn", c.receive)
 	c.unread.Store(-2)
 	c.unreadFrom.Store(math.MaxInt64)
+	if proc.peer != nil {
+		proc.peer.run(c)
+	}
 	go c.readLoop()
 	go c.waitProcess()
 	c.life.LinkContext(owner)
@@ -134,8 +145,14 @@ func (c *Conn) PID() *protoactor.PID { return c.pid }
 // System is the actor system the connection actor runs on.
 func (c *Conn) System() *protoactor.ActorSystem { return c.system }
 
-// ProcessID is the server's operating-system process id.
-func (c *Conn) ProcessID() int { return c.proc.cmd.Process.Pid }
+// ProcessID is the server's operating-system process id; 0 for a
+// Streamable HTTP endpoint.
+func (c *Conn) ProcessID() int {
+	if c.proc.cmd == nil {
+		return 0
+	}
+	return c.proc.cmd.Process.Pid
+}
 
 // Close flushes what is already queued for the server (for at most two
 // seconds), closes its stdin and returns without waiting for the server to
@@ -230,6 +247,9 @@ func (c *Conn) shutdown(ctx protoactor.Context) {
 // forceExit signals a server that ignores EOF: SIGTERM to its process
 // group after grace, SIGKILL after another grace.
 func (c *Conn) forceExit(grace time.Duration) {
+	if c.proc.cmd == nil {
+		return // Streamable HTTP: no process to signal
+	}
 	for _, sig := range forceSignals {
 		select {
 		case <-c.gone: // a grandchild holding stdout is still signalled

@@ -24,6 +24,30 @@ var (
 	// connection's own lines (answers to its requests, refusals,
 	// cancellations) piled up past twice Config.MaxWriteQueue.
 	ErrNotReading = serverproc.ErrNotReading
+	// ErrSessionExpired: the Streamable HTTP server ended the session
+	// (legacy era: it answered 404 for the session's Mcp-Session-Id). A
+	// new connection opens a new session.
+	ErrSessionExpired = serverproc.ErrSessionExpired
+	// ErrServerUnreachable: the Streamable HTTP endpoint cannot be reached
+	// (nothing listens there, or its name does not resolve). A request
+	// that met it fails with a -32000 wrapping it, and so does the
+	// connection.
+	ErrServerUnreachable = serverproc.ErrServerUnreachable
+	// ErrStreamBroken: the HTTP answer to a request (an SSE stream, or a
+	// JSON body) ended before the response and could not be resumed
+	// (modern era: streams are never resumed). The request failed with a
+	// local -32603 wrapping it and may be sent again; the connection
+	// lives on.
+	ErrStreamBroken = errors.New("snodo: the HTTP answer ended before the response")
+	// ErrGarbage: the Streamable HTTP server answered a request with
+	// something that is no JSON-RPC message, or with a content type the
+	// transport does not know. The request failed with a local -32603
+	// wrapping it; the connection lives on.
+	ErrGarbage = errors.New("snodo: the HTTP answer is not a JSON-RPC message")
+	// ErrMessageTooLarge: a message in the HTTP answer to a request went
+	// past Config.MaxLineBytes. The request failed with a local -32603
+	// wrapping it (and nothing else did); the connection lives on.
+	ErrMessageTooLarge = errors.New("snodo: a message from the server is too large")
 	// ErrWriteQueueFull: a request or notification was refused, unsent,
 	// because Config.MaxWriteQueue bytes already wait to be written to a
 	// server that reads slowly or not at all. The connection lives on.

@@ -14,12 +14,14 @@ import (
 )
 
 // process is the server child: os/exec plus the parent's ends of its pipes.
-// It knows nothing of JSON-RPC.
+// It knows nothing of JSON-RPC. For a Streamable HTTP endpoint there is no
+// child: cmd is nil and peer stands at the far end of the pipes instead.
 type process struct {
 	cmd    *exec.Cmd
 	stdin  *os.File // parent's write end
 	stdout *os.File // parent's read end
 	stderr *stderrTap
+	peer   *httpPeer // Streamable HTTP: the pipes' far end; nil for a child
 }
 
 // startProcess starts the server. The child's pipe ends are closed in the

@@ -109,6 +109,10 @@ func (c *Conn) readLoop() {
 // reaped at once: every caller gets -32000 with the exit status. Then
 // stdout and stderr are drained until EOF, for at most drainGrace.
 func (c *Conn) waitProcess() {
+	if p := c.proc.peer; p != nil {
+		c.waitPeer(p)
+		return
+	}
 	awaitExit(c.proc.cmd.Process.Pid) // no thread held while the server runs
 	err := c.proc.cmd.Wait()
 	c.noteUnread()
@@ -135,6 +139,22 @@ func (c *Conn) waitProcess() {
 	if c.readEOF {
 		close(c.gone) // nobody holds stdout any more
 	}
+	close(c.drained)
+	c.maybeDone()
+}
+
+// waitPeer is waitProcess for a Streamable HTTP endpoint: the peer's
+// end (the connection closed its pipe, the session expired, the server
+// cannot be reached) is the exit; its exchanges are over and its pipes
+// closed before Done.
+func (c *Conn) waitPeer(p *httpPeer) {
+	<-p.ended
+	c.terminate(p.reason)
+	close(c.exited)
+	<-p.finished
+	<-c.readerDone
+	<-p.pumpDone
+	close(c.gone)
 	close(c.drained)
 	c.maybeDone()
 }

@@ -20,11 +20,15 @@ var (
 	ErrStdinClosed  = errors.New("server closed its stdin")
 	ErrStdoutClosed = errors.New("server closed its stdout")
 	ErrNotReading   = errors.New("server is not reading its stdin")
+	// The Streamable HTTP transport's own reasons.
+	ErrSessionExpired    = errors.New("the server ended the HTTP session")
+	ErrServerUnreachable = errors.New("the MCP endpoint cannot be reached")
 )
 
 // ExitCause names why a connection stopped in one low-cardinality word,
 // for metrics and logs: "closed", "server_exited", "stdin_closed",
-// "stdout_closed", "not_reading", "owner_exited", "panicked", or
+// "stdout_closed", "not_reading", "session_expired", "unreachable",
+// "owner_exited", "panicked", or
 // "stopped" (any other reason: Stop, Poison, or actor.Exit with a reason
 // of the caller's).
 func ExitCause(reason error) string {
@@ -39,6 +43,10 @@ func ExitCause(reason error) string {
 		return "stdout_closed"
 	case errors.Is(reason, ErrNotReading):
 		return "not_reading"
+	case errors.Is(reason, ErrSessionExpired):
+		return "session_expired"
+	case errors.Is(reason, ErrServerUnreachable):
+		return "unreachable"
 	case errors.Is(reason, snodoactor.ErrOwnerExited):
 		return "owner_exited"
 	case errors.Is(reason, snodoactor.ErrPanicked):

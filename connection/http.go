@@ -1,0 +1,775 @@
+package connection
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/snodo/snodo/internal/jsonrpc"
+)
+
+// httpPeer stands where the server process stands for stdio: at the far
+// end of the connection's two pipes. It reads the lines the writer puts
+// on the "stdin" pipe and sends each as its own HTTP POST to the MCP
+// endpoint; every JSON-RPC message the server sends back (a JSON body, or
+// the events of an SSE stream) goes onto the "stdout" pipe as one line,
+// where the reader routes it as it routes a child's output. So the
+// request table, timeouts, cancellation, progress, streams and the
+// handler path are the ones stdio uses; only what HTTP adds lives here:
+// sessions, headers, status codes, SSE framing and resumption.
+//
+// A request that fails at the HTTP level (an error status, a body that is
+// no JSON-RPC, a stream that breaks or goes past MaxLineBytes) is
+// completed here with a local error; the connection lives on. The peer
+// ends, and the connection with it, when the server ends the session (a
+// 404 for the session's ID: ErrSessionExpired) or cannot be reached at all
+// (ErrServerUnreachable), or when the connection closes its stdin pipe.
+type httpPeer struct {
+	c      *Conn // set by Start before the pump runs
+	url    string
+	client *http.Client
+	own    bool        // client made here: its idle connections are closed at the end
+	header http.Header // the caller's extra headers
+	max    int         // MaxLineBytes: the largest message taken
+	logger *slog.Logger
+
+	in    *os.File // read end of the pipe the writer writes to
+	out   *os.File // write end of the pipe the reader reads
+	outMu sync.Mutex
+
+	ctx    context.Context // done once the peer ends: aborts every exchange
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // running exchanges and the GET stream
+
+	mu        sync.Mutex
+	over      bool   // ended: no new exchange starts
+	session   string // Mcp-Session-Id (legacy), once the server gave one
+	version   string // the negotiated legacy version, for MCP-Protocol-Version
+	exchanges map[int64]*exchange
+	tools     map[string][]paramHeader // x-mcp-header annotations by tool name
+	listening bool                     // the legacy GET stream was started
+
+	endOnce  sync.Once
+	reason   error         // why it ended, before ended is closed
+	ended    chan struct{} // closed as the peer ends
+	finished chan struct{} // closed once every exchange is over and stdout closed
+	pumpDone chan struct{} // closed once the pump read the stdin pipe's EOF
+}
+
+// Limits of the HTTP transport.
+const (
+	// httpMaxRetries bounds the retries of a POST answered 429 or 503 with
+	// a Retry-After the request can wait for.
+	httpMaxRetries = 3
+	// httpMaxRetryAfter caps one Retry-After wait.
+	httpMaxRetryAfter = 30 * time.Second
+	// httpMaxResumes bounds the resumptions in a row of a legacy SSE
+	// stream that brought no event.
+	httpMaxResumes = 5
+	// httpDefaultRetry is the wait before resuming a stream whose server
+	// gave no retry field.
+	httpDefaultRetry = time.Second
+	// httpErrorBody bounds what is read of an error status's body.
+	httpErrorBody = 64 << 10
+	// httpDeleteTimeout bounds the DELETE that ends a legacy session.
+	httpDeleteTimeout = 2 * time.Second
+)
+
+// startHTTP makes the peer of a Streamable HTTP endpoint and the two
+// pipes between it and the connection.
+func startHTTP(cfg *Config) (*process, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("snodo: %q is not an http:// or https:// URL of an MCP endpoint", SafeURL(cfg.URL))
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("snodo: cannot create the request pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, fmt.Errorf("snodo: cannot create the answer pipe: %w", err)
+	}
+	p := &httpPeer{
+		url: cfg.URL, client: cfg.HTTPClient, header: cfg.Header.Clone(), max: cfg.MaxLineBytes,
+		in: inR, out: outW,
+		exchanges: map[int64]*exchange{}, tools: map[string][]paramHeader{},
+		ended: make(chan struct{}), finished: make(chan struct{}), pumpDone: make(chan struct{}),
+	}
+	if p.client == nil {
+		p.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		p.own = true
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	return &process{stdin: inW, stdout: outR, peer: p}, nil
+}
+
+// SafeURL is rawURL as it may be printed or logged: without its user
+// information, query and fragment, which may carry credentials.
+func SafeURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	u.User, u.RawQuery, u.Fragment, u.ForceQuery = nil, "", "", false
+	return u.String()
+}
+
+// run starts the pump; c is the connection the peer serves.
+func (p *httpPeer) run(c *Conn) {
+	p.c, p.logger = c, c.cfg.Logger
+	go p.pump()
+}
+
+// pump reads the connection's lines from the stdin pipe and sends each.
+// Notifications and answers to server requests are posted in order, one
+// at a time; each request gets an exchange of its own, so a long call
+// holds up nothing else.
+func (p *httpPeer) pump() {
+	defer close(p.pumpDone)
+	fr := newFramer(p.in, MaxLineBytesLimit, func(int) {})
+	for {
+		line, err := fr.next()
+		if err != nil {
+			break
+		}
+		p.send(line)
+	}
+	p.in.Close()
+	p.end(nil)
+}
+
+// send sends one line the connection wrote.
+func (p *httpPeer) send(line []byte) {
+	env, err := jsonrpc.Scan(line)
+	if err != nil {
+		return // the connection writes only JSON-RPC
+	}
+	h := p.messageHeaders(&env)
+	body := bytes.Clone(line)
+	switch env.Kind {
+	case jsonrpc.KindRequest:
+		id, _ := env.IntID()
+		ex := &exchange{p: p, id: id, method: env.MethodName(), body: body, header: h, modern: h.Get(headerVersion) != "" && p.sessionless()}
+		ex.ctx, ex.abort = context.WithCancel(p.ctx)
+		if !p.admit(ex) {
+			ex.abort()
+			return // ended: the connection's stop fails the request
+		}
+		go ex.run()
+	case jsonrpc.KindNotification:
+		if env.MethodName() == "notifications/cancelled" {
+			if ex := p.cancelled(env.Params); ex != nil && ex.modern {
+				// Modern HTTP: closing the request's stream is the
+				// cancellation; there is nothing to post.
+				ex.abort()
+				return
+			} else if ex != nil {
+				defer ex.abort() // the server is told first, then the stream is let go
+			}
+		}
+		p.post(env.MethodName(), body, h)
+	case jsonrpc.KindResponse:
+		p.post("a response", body, h)
+	}
+}
+
+// sessionless reports whether no legacy session is open.
+func (p *httpPeer) sessionless() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.session == "" && p.version == ""
+}
+
+// admit records a new exchange, unless the peer has ended.
+func (p *httpPeer) admit(ex *exchange) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.over {
+		return false
+	}
+	p.exchanges[ex.id] = ex
+	p.wg.Add(1)
+	return true
+}
+
+// cancelled is the exchange a notifications/cancelled names, nil when
+// none runs.
+func (p *httpPeer) cancelled(params []byte) *exchange {
+	raw, _ := jsonrpc.Member(params, "requestId")
+	id, ok := jsonrpc.ParseIntID(raw)
+	if !ok {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exchanges[id]
+}
+
+// post sends a notification or an answer and waits, within the
+// connection's timeout, for the server to take it (202).
+func (p *httpPeer) post(what string, body []byte, h http.Header) {
+	ctx, cancel := p.ctx, context.CancelFunc(func() {})
+	if t := p.c.cfg.Timeout; t > 0 {
+		ctx, cancel = context.WithTimeout(ctx, t)
+	}
+	defer cancel()
+	req := p.newRequest(ctx, http.MethodPost, body, h)
+	resp, err := p.client.Do(req)
+	if err != nil {
+		if p.ctx.Err() == nil {
+			p.unreachable(err)
+			p.logger.Warn("snodo: could not post to the MCP endpoint", "message", what, "error", err)
+		}
+		return
+	}
+	defer drain(resp.Body)
+	switch {
+	case resp.StatusCode/100 == 2:
+		if what == "notifications/initialized" {
+			// The GET stream is open (or refused) before any later
+			// request reaches the server, so that what the server sends
+			// there is never the answer to a request still on its way.
+			p.listen(ctx)
+		}
+	case resp.StatusCode == http.StatusNotFound && req.Header.Get(headerSession) != "":
+		p.expire(req.Header.Get(headerSession))
+	default:
+		p.logger.Warn("snodo: the MCP endpoint refused a message", "message", what, "status", resp.Status)
+	}
+}
+
+// newRequest builds a request to the endpoint with the headers every
+// message carries. The body is a bytes.Reader, so GetBody is set: a
+// redirect or a RoundTripper that retries (authorization) can replay it.
+func (p *httpPeer) newRequest(ctx context.Context, method string, body []byte, h http.Header) *http.Request {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, p.url, r) // the URL was checked at start
+	for k, v := range p.header {
+		req.Header[k] = append([]string(nil), v...)
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	} else {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	p.mu.Lock()
+	session, version := p.session, p.version
+	p.mu.Unlock()
+	if session != "" {
+		req.Header.Set(headerSession, session)
+	}
+	if version != "" && req.Header.Get(headerVersion) == "" {
+		req.Header.Set(headerVersion, version)
+	}
+	return req
+}
+
+// emit puts one message the server sent onto the stdout pipe, as one line.
+func (p *httpPeer) emit(msg []byte) {
+	line, err := jsonrpc.OneLine(msg)
+	if err != nil {
+		return
+	}
+	line = append(line[:len(line):len(line)], '\n')
+	p.outMu.Lock()
+	_, _ = p.out.Write(line)
+	p.outMu.Unlock()
+}
+
+// fail completes request id with a local error.
+func (p *httpPeer) fail(id int64, err error) { p.c.table.complete(id, nil, err) }
+
+// expire ends the peer: the server answered 404 for the session.
+func (p *httpPeer) expire(session string) {
+	p.mu.Lock()
+	current := p.session == session
+	p.mu.Unlock()
+	if current {
+		p.end(&exitReason{what: "the server ended the HTTP session (404 for its Mcp-Session-Id); connect again for a new session", cause: ErrSessionExpired})
+	}
+}
+
+// unreachable ends the peer when err says the server cannot be reached
+// at all (nothing listens, the name does not resolve).
+func (p *httpPeer) unreachable(err error) {
+	var op *net.OpError
+	var dns *net.DNSError
+	if (errors.As(err, &op) && op.Op == "dial") || errors.As(err, &dns) {
+		p.end(&exitReason{what: "the MCP endpoint " + SafeURL(p.url) + " cannot be reached: " + err.Error(), cause: ErrServerUnreachable})
+	}
+}
+
+// end ends the peer with reason (nil: the connection closed it) and,
+// on a goroutine of its own, finishes: every exchange aborted and over,
+// the legacy session deleted (when the connection closed it), idle
+// connections closed, the stdout pipe closed.
+func (p *httpPeer) end(reason error) {
+	p.endOnce.Do(func() {
+		p.mu.Lock()
+		p.over = true
+		session := p.session
+		p.mu.Unlock()
+		if reason == nil {
+			reason = &exitReason{what: "the connection to the MCP endpoint was closed", cause: ErrClosed}
+		}
+		p.reason = reason
+		p.cancel()
+		close(p.ended)
+		go p.finish(session, errors.Is(reason, ErrClosed))
+	})
+}
+
+func (p *httpPeer) finish(session string, closed bool) {
+	p.wg.Wait()
+	if closed && session != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), httpDeleteTimeout)
+		req := p.newRequest(ctx, http.MethodDelete, nil, nil)
+		if resp, err := p.client.Do(req); err == nil {
+			drain(resp.Body)
+		}
+		cancel()
+	}
+	if p.own {
+		p.client.CloseIdleConnections()
+	}
+	p.outMu.Lock()
+	p.out.Close()
+	p.outMu.Unlock()
+	close(p.finished)
+}
+
+// drain reads a little of what is left of body, so its connection can be
+// reused, and closes it.
+func drain(body io.ReadCloser) {
+	_, _ = io.CopyN(io.Discard, body, 4<<10)
+	body.Close()
+}
+
+// exchange is one request's POST and the stream that answers it.
+type exchange struct {
+	p        *httpPeer
+	id       int64
+	method   string
+	body     []byte
+	header   http.Header
+	modern   bool // no session: a broken stream is not resumed, closing it cancels
+	ctx      context.Context
+	abort    context.CancelFunc
+	answered bool // the response for id was delivered
+}
+
+// run performs the exchange and settles the request if the server did not.
+func (ex *exchange) run() {
+	p := ex.p
+	defer func() {
+		ex.abort()
+		p.mu.Lock()
+		if p.exchanges[ex.id] == ex {
+			delete(p.exchanges, ex.id)
+		}
+		p.mu.Unlock()
+		p.wg.Done()
+	}()
+	err := ex.do()
+	if err != nil && !ex.answered && ex.ctx.Err() == nil {
+		p.fail(ex.id, err)
+	}
+}
+
+func (ex *exchange) do() error {
+	p := ex.p
+	for attempt := 0; ; attempt++ {
+		req := p.newRequest(ex.ctx, http.MethodPost, ex.body, ex.header)
+		resp, err := p.client.Do(req)
+		if err != nil {
+			if ex.ctx.Err() != nil {
+				return nil // aborted: whoever aborted settles the request
+			}
+			p.unreachable(err)
+			return httpError(jsonrpc.CodeConnectionClosed, ex.method+": the HTTP request to "+SafeURL(p.url)+" failed: "+err.Error(), ErrServerUnreachable, err)
+		}
+		if resp.StatusCode/100 == 2 {
+			if ex.method == "initialize" {
+				if sid := resp.Header.Get(headerSession); sid != "" {
+					p.mu.Lock()
+					p.session = sid
+					p.mu.Unlock()
+				}
+			}
+			return ex.answer(resp)
+		}
+		wait, retry := retryAfter(resp)
+		if retry && attempt < httpMaxRetries {
+			drain(resp.Body)
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+				continue
+			case <-ex.ctx.Done():
+				t.Stop()
+				return nil
+			}
+		}
+		if resp.StatusCode == http.StatusNotFound && req.Header.Get(headerSession) != "" {
+			drain(resp.Body)
+			p.expire(req.Header.Get(headerSession))
+			return httpError(jsonrpc.CodeConnectionClosed, ex.method+": the server ended the HTTP session (404 for its Mcp-Session-Id)", ErrSessionExpired, jsonrpc.ErrConnectionClosed)
+		}
+		return ex.statusError(resp)
+	}
+}
+
+// retryAfter reads a 429 or 503's Retry-After (seconds, or an HTTP date):
+// how long to wait, and whether to retry at all.
+func retryAfter(resp *http.Response) (time.Duration, bool) {
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+		return 0, false
+	}
+	v := resp.Header.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	var d time.Duration
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = time.Until(t)
+	} else {
+		return 0, false
+	}
+	if d < 0 {
+		d = 0
+	}
+	return d, d <= httpMaxRetryAfter
+}
+
+// statusError turns an error status into the request's error: the
+// JSON-RPC error the body carries, as the server's own; else a local
+// error with the status and the start of the body.
+func (ex *exchange) statusError(resp *http.Response) error {
+	defer drain(resp.Body)
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, httpErrorBody))
+	if env, err := jsonrpc.Scan(bytes.TrimSpace(body)); err == nil && env.Kind == jsonrpc.KindResponse && env.Error != nil {
+		if id, ok := env.IntID(); !ok || id == ex.id {
+			if e := serverError(env.Error); e != nil {
+				ex.answered = true
+				ex.p.c.table.complete(ex.id, nil, e)
+				return nil
+			}
+		}
+	}
+	msg := fmt.Sprintf("%s: the MCP endpoint answered HTTP %s", ex.method, resp.Status)
+	if t := bytes.TrimSpace(body); len(t) > 0 {
+		msg += ": " + sample(t)
+	}
+	if wait, retryable := retryAfter(resp); retryable || wait > 0 {
+		msg += fmt.Sprintf(" (still so after %d retries honouring Retry-After)", httpMaxRetries)
+	} else if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		msg += " (Retry-After missing or too long to wait for; try again later)"
+	}
+	return httpError(jsonrpc.CodeInternalError, msg, &HTTPStatusError{StatusCode: resp.StatusCode, Status: resp.Status})
+}
+
+// serverError decodes a JSON-RPC error object; nil when it is none.
+func serverError(raw []byte) *jsonrpc.Error {
+	e := new(jsonrpc.Error)
+	if len(raw) == 0 || raw[0] != '{' || jsonUnmarshal(raw, e) != nil || (e.Code == 0 && e.Message == "") {
+		return nil
+	}
+	return e
+}
+
+// answer reads a 2xx answer: one JSON message or an SSE stream.
+func (ex *exchange) answer(resp *http.Response) error {
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ct {
+	case "text/event-stream":
+		return ex.stream(resp.Body)
+	case "application/json":
+		defer drain(resp.Body)
+		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(ex.p.max)+1))
+		if err != nil {
+			if ex.ctx.Err() != nil {
+				return nil
+			}
+			return httpError(jsonrpc.CodeInternalError, ex.method+": reading the answer failed: "+err.Error(), ErrStreamBroken, err)
+		}
+		if len(body) > ex.p.max {
+			return tooLarge(ex.method, ex.p.max)
+		}
+		if !ex.deliver(body) {
+			return httpError(jsonrpc.CodeInternalError, ex.method+": the server's answer is not a JSON-RPC message: "+sample(bytes.TrimSpace(body)), ErrGarbage)
+		}
+		if !ex.answered {
+			return httpError(jsonrpc.CodeInternalError, ex.method+": the server's JSON answer is not the response to this request", ErrGarbage)
+		}
+		return nil
+	}
+	drain(resp.Body)
+	return httpError(jsonrpc.CodeInternalError, fmt.Sprintf("%s: the MCP endpoint answered %s with Content-Type %q, neither application/json nor text/event-stream", ex.method, resp.Status, resp.Header.Get("Content-Type")), ErrGarbage)
+}
+
+// stream reads the request's SSE stream until its response. A legacy
+// stream that ends before it, after an event with an ID, is resumed with
+// a GET carrying Last-Event-ID, after the server's retry; a modern one
+// is not resumable: the request fails.
+func (ex *exchange) stream(body io.ReadCloser) error {
+	p := ex.p
+	lastID, retry := "", httpDefaultRetry
+	for resumes := 0; ; {
+		events, err := p.readSSE(body, ex.deliverStream, &lastID, &retry)
+		body.Close()
+		switch {
+		case ex.answered || ex.ctx.Err() != nil:
+			return nil
+		case errors.Is(err, errTooLarge):
+			return tooLarge(ex.method, p.max)
+		case ex.modern || lastID == "":
+			why := "the stream ended"
+			if err != nil {
+				why = "the stream broke (" + err.Error() + ")"
+			}
+			return httpError(jsonrpc.CodeInternalError, ex.method+": "+why+" before the response; the request may be sent again", ErrStreamBroken)
+		}
+		if events > 0 {
+			resumes = 0
+		}
+		if resumes++; resumes > httpMaxResumes {
+			return httpError(jsonrpc.CodeInternalError, fmt.Sprintf("%s: the stream was resumed %d times in a row without an event; giving up", ex.method, httpMaxResumes), ErrStreamBroken)
+		}
+		t := time.NewTimer(retry)
+		select {
+		case <-t.C:
+		case <-ex.ctx.Done():
+			t.Stop()
+			return nil
+		}
+		req := p.newRequest(ex.ctx, http.MethodGet, nil, nil)
+		req.Header.Set("Last-Event-ID", lastID)
+		resp, err := p.client.Do(req)
+		if err != nil {
+			if ex.ctx.Err() != nil {
+				return nil
+			}
+			p.unreachable(err)
+			continue // counts as a resumption without an event
+		}
+		if resp.StatusCode == http.StatusNotFound && req.Header.Get(headerSession) != "" {
+			drain(resp.Body)
+			p.expire(req.Header.Get(headerSession))
+			return httpError(jsonrpc.CodeConnectionClosed, ex.method+": the server ended the HTTP session (404 for its Mcp-Session-Id)", ErrSessionExpired, jsonrpc.ErrConnectionClosed)
+		}
+		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+			return ex.statusError(resp)
+		}
+		body = resp.Body
+	}
+}
+
+// deliver hands one message of the exchange's answer to the reader; false
+// when it is no JSON-RPC message (then it is dropped).
+func (ex *exchange) deliver(msg []byte) bool {
+	env, err := jsonrpc.Scan(msg)
+	if err != nil && err != jsonrpc.ErrNoOutcome {
+		return false
+	}
+	if env.Kind == jsonrpc.KindResponse {
+		if id, ok := env.IntID(); ok && id == ex.id {
+			ex.answered = true
+			msg = ex.p.sniff(ex.method, id, &env, msg)
+		}
+	}
+	ex.p.emit(msg)
+	return true
+}
+
+// deliverStream is deliver for an SSE event, logging what is dropped.
+func (ex *exchange) deliverStream(msg []byte) {
+	if !ex.deliver(msg) {
+		ex.p.logger.Warn("snodo: ignored an SSE event that is not a JSON-RPC message", "method", ex.method, "data", sample(msg))
+	}
+}
+
+// listen opens the legacy GET stream once the session is initialized,
+// and returns once the server has answered the first GET (or refused
+// it, or ctx is done).
+func (p *httpPeer) listen(ctx context.Context) {
+	p.mu.Lock()
+	if p.over || p.listening || p.version == "" {
+		p.mu.Unlock()
+		return
+	}
+	p.listening = true
+	p.wg.Add(1)
+	p.mu.Unlock()
+	opened := make(chan struct{})
+	go p.getStream(opened)
+	select {
+	case <-opened:
+	case <-ctx.Done():
+	}
+}
+
+// getStream keeps the legacy GET stream open while the peer runs: server
+// requests and notifications unrelated to a request arrive on it. A
+// server that offers none (405, or any other refusal) is left alone.
+// opened is closed once the first GET has its answer.
+func (p *httpPeer) getStream(opened chan struct{}) {
+	defer p.wg.Done()
+	var once sync.Once
+	open := func() { once.Do(func() { close(opened) }) }
+	defer open()
+	lastID, retry := "", httpDefaultRetry
+	for failures := 0; p.ctx.Err() == nil; {
+		req := p.newRequest(p.ctx, http.MethodGet, nil, nil)
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := p.client.Do(req)
+		open()
+		wait := retry
+		switch {
+		case err != nil:
+			if p.ctx.Err() != nil {
+				return
+			}
+			p.unreachable(err)
+			failures++
+			wait = min(retry<<min(failures, 5), httpMaxRetryAfter)
+		case resp.StatusCode == http.StatusNotFound && req.Header.Get(headerSession) != "":
+			drain(resp.Body)
+			p.expire(req.Header.Get(headerSession))
+			return
+		case resp.StatusCode/100 == 5:
+			drain(resp.Body)
+			failures++
+			wait = min(retry<<min(failures, 5), httpMaxRetryAfter)
+		default:
+			ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+			if resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+				drain(resp.Body)
+				return // no GET stream here
+			}
+			failures = 0
+			_, _ = p.readSSE(resp.Body, func(msg []byte) {
+				if _, err := jsonrpc.Scan(msg); err == nil || err == jsonrpc.ErrNoOutcome {
+					p.emit(msg)
+				}
+			}, &lastID, &retry)
+			resp.Body.Close()
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-p.ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// errTooLarge: an SSE event went past MaxLineBytes.
+var errTooLarge = errors.New("message too large")
+
+// readSSE reads an SSE stream, calling deliver with the data of each
+// event (messages), keeping the last event ID and the server's retry. It
+// returns the number of events with data and why reading stopped (nil at
+// the end of the stream). An event's data past p.max ends it with
+// errTooLarge.
+func (p *httpPeer) readSSE(body io.Reader, deliver func([]byte), lastID *string, retry *time.Duration) (int, error) {
+	overlong := false
+	fr := newFramer(body, p.max, func(int) { overlong = true })
+	var data []byte
+	has, events := false, 0
+	for {
+		line, err := fr.next()
+		if overlong {
+			return events, errTooLarge
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return events, err
+		}
+		if len(line) == 0 { // the end of an event
+			if has && len(bytes.TrimSpace(data)) > 0 {
+				events++
+				deliver(data)
+			}
+			data, has = data[:0], false
+			continue
+		}
+		if line[0] == ':' {
+			continue // a comment: a keep-alive
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(field) {
+		case "data":
+			if has {
+				data = append(data, '\n')
+			}
+			data, has = append(data, value...), true
+			if len(data) > p.max {
+				return events, errTooLarge
+			}
+		case "id":
+			if bytes.IndexByte(value, 0) < 0 {
+				*lastID = string(value)
+			}
+		case "retry":
+			if ms, err := strconv.Atoi(string(value)); err == nil && ms >= 0 {
+				*retry = time.Duration(ms) * time.Millisecond
+			}
+		}
+	}
+}
+
+// HTTPStatusError is the cause a request's local error wraps when the
+// MCP endpoint answered it with an HTTP error status and no JSON-RPC
+// error (errors.As finds it).
+type HTTPStatusError struct {
+	StatusCode int    // 500, 429, …
+	Status     string // "500 Internal Server Error"
+}
+
+// Error is "HTTP " and the status.
+func (e *HTTPStatusError) Error() string { return "HTTP " + e.Status }
+
+// httpError is a request's local error for an HTTP failure.
+func httpError(code int, msg string, causes ...error) error {
+	return jsonrpc.NewLocalError(code, msg, causes...)
+}
+
+// tooLarge is the local error of a request whose answer went past max.
+func tooLarge(method string, max int) error {
+	return httpError(jsonrpc.CodeInternalError,
+		fmt.Sprintf("%s: a message from the server is larger than %d bytes (WithMaxLineBytes); the request failed, the connection lives on", method, max),
+		ErrMessageTooLarge)
+}

@@ -1,0 +1,289 @@
+package connection
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/snodo/snodo/internal/jsonrpc"
+)
+
+// HTTP headers of the Streamable HTTP transport.
+const (
+	headerSession = "Mcp-Session-Id"
+	headerVersion = "Mcp-Protocol-Version"
+	headerMethod  = "Mcp-Method"
+	headerName    = "Mcp-Name"
+	headerParam   = "Mcp-Param-"
+	// metaVersionKey is the _meta member of a modern request that names
+	// its protocol version.
+	metaVersionKey = "io.modelcontextprotocol/protocolVersion"
+)
+
+var jsonUnmarshal = json.Unmarshal
+
+// messageHeaders are the headers that mirror a message's body: the
+// protocol version its _meta names (modern), Mcp-Method, Mcp-Name for the
+// calls that name a tool, a resource or a prompt, and a tool call's
+// Mcp-Param-* headers from the tool's x-mcp-header annotations.
+func (p *httpPeer) messageHeaders(env *jsonrpc.Envelope) http.Header {
+	h := http.Header{}
+	params := env.Params
+	if len(params) == 0 || params[0] != '{' {
+		params = nil
+	}
+	if params != nil {
+		if meta, _ := jsonrpc.Member(params, "_meta"); len(meta) > 0 && meta[0] == '{' {
+			if v, _ := jsonrpc.Member(meta, metaVersionKey); len(v) > 0 && v[0] == '"' {
+				h.Set(headerVersion, jsonrpc.Unquote(v))
+			}
+		}
+	}
+	if env.Kind != jsonrpc.KindRequest {
+		return h
+	}
+	method := env.MethodName()
+	h.Set(headerMethod, method)
+	if params == nil {
+		return h
+	}
+	key := ""
+	switch method {
+	case "tools/call", "prompts/get":
+		key = "name"
+	case "resources/read":
+		key = "uri"
+	}
+	if key == "" {
+		return h
+	}
+	raw, _ := jsonrpc.Member(params, key)
+	if len(raw) == 0 || raw[0] != '"' {
+		return h
+	}
+	name := jsonrpc.Unquote(raw)
+	h.Set(headerName, headerValue(name))
+	if method != "tools/call" {
+		return h
+	}
+	p.mu.Lock()
+	specs := p.tools[name]
+	p.mu.Unlock()
+	if len(specs) == 0 {
+		return h
+	}
+	args, _ := jsonrpc.Member(params, "arguments")
+	for _, s := range specs {
+		if v, ok := s.value(args); ok {
+			h.Set(headerParam+s.name, headerValue(v))
+		}
+	}
+	return h
+}
+
+// headerValue encodes v for a header: as it is when it is plain visible
+// ASCII (spaces inside allowed), else as =?base64?…?=, as is a plain
+// value that looks like that form.
+func headerValue(v string) string {
+	plain := v == strings.TrimSpace(v) && !(strings.HasPrefix(v, "=?base64?") && strings.HasSuffix(v, "?="))
+	for i := 0; plain && i < len(v); i++ {
+		if c := v[i]; (c < 0x20 || c > 0x7e) && c != '\t' {
+			plain = false
+		}
+	}
+	if plain {
+		return v
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+}
+
+// paramHeader is one x-mcp-header annotation of a tool's inputSchema:
+// the header's name part and the property path of the argument it mirrors.
+type paramHeader struct {
+	name string
+	path []string
+}
+
+// value is the argument at the annotation's path as a header value;
+// false when it is absent, null or not a primitive.
+func (s paramHeader) value(args []byte) (string, bool) {
+	v := args
+	for _, k := range s.path {
+		if len(v) == 0 || v[0] != '{' {
+			return "", false
+		}
+		v, _ = jsonrpc.Member(v, k)
+	}
+	v = bytes.TrimSpace(v)
+	switch {
+	case len(v) == 0 || string(v) == "null":
+		return "", false
+	case v[0] == '"':
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return "", false
+		}
+		return s, true
+	case string(v) == "true" || string(v) == "false":
+		return string(v), true
+	case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
+		if n, err := strconv.ParseFloat(string(v), 64); err == nil && n == float64(int64(n)) {
+			return strconv.FormatInt(int64(n), 10), true
+		}
+	}
+	return "", false
+}
+
+// sniff looks at the response to one of the requests whose answer the
+// transport itself needs: initialize (the legacy version every later
+// request names in MCP-Protocol-Version) and tools/list (the tools'
+// x-mcp-header annotations; a tool whose annotations break the rules is
+// left out of the result, as the transport requires). It returns the
+// message to deliver.
+func (p *httpPeer) sniff(method string, id int64, env *jsonrpc.Envelope, msg []byte) []byte {
+	if env.Result == nil || env.Result[0] != '{' {
+		return msg
+	}
+	switch method {
+	case "initialize":
+		if v, _ := jsonrpc.Member(env.Result, "protocolVersion"); len(v) > 0 && v[0] == '"' {
+			p.mu.Lock()
+			p.version = jsonrpc.Unquote(v)
+			p.mu.Unlock()
+		}
+	case "tools/list":
+		if result, changed := p.checkTools(env.Result); changed {
+			return bytes.TrimSpace(jsonrpc.AppendResult(nil, []byte(strconv.FormatInt(id, 10)), result))
+		}
+	}
+	return msg
+}
+
+// checkTools records the x-mcp-header annotations of the tools listed in
+// result and returns result without the tools whose annotations are
+// invalid (changed reports whether any was left out).
+func (p *httpPeer) checkTools(result []byte) (json.RawMessage, bool) {
+	var r map[string]json.RawMessage
+	var tools []json.RawMessage
+	if json.Unmarshal(result, &r) != nil || json.Unmarshal(r["tools"], &tools) != nil {
+		return nil, false
+	}
+	kept := tools[:0:0]
+	for _, t := range tools {
+		var tool struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		if json.Unmarshal(t, &tool) != nil {
+			kept = append(kept, t)
+			continue
+		}
+		specs, why := headerSpecs(tool.InputSchema)
+		if why != "" {
+			p.logger.Warn("snodo: left a tool out of tools/list: its x-mcp-header annotations break the Streamable HTTP rules", "tool", tool.Name, "reason", why)
+			continue
+		}
+		p.mu.Lock()
+		if len(specs) > 0 {
+			p.tools[tool.Name] = specs
+		} else {
+			delete(p.tools, tool.Name)
+		}
+		p.mu.Unlock()
+		kept = append(kept, t)
+	}
+	if len(kept) == len(tools) {
+		return nil, false
+	}
+	r["tools"], _ = json.Marshal(kept)
+	out, err := json.Marshal(r)
+	if err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// headerSpecs finds the x-mcp-header annotations of an inputSchema, or
+// says why they are invalid: each must name a header token, unique
+// (ignoring case), on a string, integer or boolean property reached from
+// the root through properties alone.
+func headerSpecs(schema json.RawMessage) ([]paramHeader, string) {
+	if len(schema) == 0 {
+		return nil, ""
+	}
+	var root any
+	d := json.NewDecoder(bytes.NewReader(schema))
+	d.UseNumber()
+	if d.Decode(&root) != nil {
+		return nil, ""
+	}
+	var specs []paramHeader
+	seen := map[string]bool{}
+	why := ""
+	var walk func(node any, path []string, static bool)
+	walk = func(node any, path []string, static bool) {
+		if why != "" {
+			return
+		}
+		switch n := node.(type) {
+		case []any:
+			for _, e := range n {
+				walk(e, path, false)
+			}
+		case map[string]any:
+			if v, ok := n["x-mcp-header"]; ok {
+				name, _ := v.(string)
+				typ, _ := n["type"].(string)
+				switch {
+				case !static || len(path) == 0:
+					why = "x-mcp-header on a property not reached from the root through properties alone"
+				case !isToken(name):
+					why = "x-mcp-header " + strconv.Quote(name) + " is not an HTTP header token"
+				case seen[strings.ToLower(name)]:
+					why = "x-mcp-header " + strconv.Quote(name) + " is used twice"
+				case typ != "string" && typ != "integer" && typ != "boolean":
+					why = "x-mcp-header " + strconv.Quote(name) + " is on a property of type " + strconv.Quote(typ) + ", not string, integer or boolean"
+				default:
+					seen[strings.ToLower(name)] = true
+					specs = append(specs, paramHeader{name: name, path: append([]string(nil), path...)})
+				}
+			}
+			for k, v := range n {
+				if k == "properties" {
+					if props, ok := v.(map[string]any); ok {
+						for name, prop := range props {
+							walk(prop, append(path[:len(path):len(path)], name), static)
+						}
+						continue
+					}
+				}
+				walk(v, path, false)
+			}
+		}
+	}
+	walk(root, nil, true)
+	if why != "" {
+		return nil, why
+	}
+	return specs, ""
+}
+
+// isToken reports whether s is an HTTP field-name token (RFC 9110 tchar).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

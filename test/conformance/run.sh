@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (client mode, every scenario)
+# against test/cmd/conformance, snodo's conformance client over
+# Streamable HTTP, and prints how many scenarios and checks pass.
+#
+# The suite and the node it needs (>= 22; the machine's own may be older)
+# come from the npm registry through npm ci, pinned by package-lock.json
+# in this directory. expected-failures.yml lists the scenarios allowed to
+# fail (authorization ones only); any other failure, and any listed
+# scenario that passes, fails the run.
+#
+# Usage: bash test/conformance/run.sh      (from anywhere; idempotent)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+
+command -v npm >/dev/null || { echo "conformance: npm is not on PATH" >&2; exit 1; }
+cd "$here"
+want=$(node -e 'console.log(require("./package-lock.json").packages["node_modules/@modelcontextprotocol/conformance"].version)' 2>/dev/null || true)
+have=$(node -e 'console.log(require("./node_modules/@modelcontextprotocol/conformance/package.json").version)' 2>/dev/null || true)
+if [ -z "$have" ] || [ "$have" != "$want" ] || [ ! -x node_modules/.bin/node ]; then
+	echo "conformance: npm ci in test/conformance (the suite ${want:-?} and node 22)"
+	npm ci --no-audit --no-fund --loglevel=error
+fi
+node22="$here/node_modules/.bin/node"
+suite="$here/node_modules/.bin/conformance"
+
+client="$(mktemp -d)/conformance-client"
+trap 'rm -rf "$(dirname "$client")" "${out:-}"' EXIT
+(cd "$root" && go build -o "$client" ./test/cmd/conformance)
+
+out="$(mktemp -d)"
+log="$out/suite.log"
+echo "conformance: $("$node22" "$suite" --version) with node $("$node22" --version), every client scenario"
+status=0
+"$node22" "$suite" client --command "$client" --suite all \
+	--expected-failures "$here/expected-failures.yml" -o "$out/results" >"$log" 2>&1 || status=$?
+
+# The suite's summary: one line per scenario, then the check totals.
+summary=$(sed -n '/=== SUITE SUMMARY ===/,/^Total:/p' "$log")
+if [ -z "$summary" ]; then
+	cat "$log"
+	echo "conformance: the suite printed no summary (exit $status)" >&2
+	exit 1
+fi
+echo "$summary" | grep -v '^✗ auth/' || true
+passed=$(echo "$summary" | grep -c '^✓' || true)
+total=$(echo "$summary" | grep -c '^[✓✗]' || true)
+auth=$(echo "$summary" | grep -c '^✗ auth/' || true)
+echo "conformance: $passed of $total client scenarios pass; $auth authorization scenarios fail, as expected-failures.yml allows"
+if [ "$status" -ne 0 ]; then
+	# What the suite says about the baseline, and each failed non-auth
+	# scenario's client output.
+	sed -n '/Unexpected failures\|Stale\|stale/,$p' "$log" | sed 's/\x1b\[[0-9;]*m//g'
+	for d in "$out"/results/*/; do
+		name=$(basename "$d")
+		if echo "$summary" | grep -q "^✗ ${name%-20*}:"; then
+			echo "--- client stderr of $name:"
+			head -c 4000 "$d/stderr.txt" 2>/dev/null || true
+		fi
+	done
+	echo "conformance: FAILED (a failure expected-failures.yml does not list, or a listed scenario that now passes)" >&2
+	exit 1
+fi
