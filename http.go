@@ -42,6 +42,9 @@ func ConnectHTTP(ctx context.Context, url string, opts ...Option) (*Client, erro
 		return nil, errors.New("snodo: ConnectHTTP: empty URL; pass the MCP endpoint, such as https://example.com/mcp")
 	}
 	cfg.conn.URL = url
+	if cfg.oauth != nil {
+		cfg.conn.WrapTransport = func(base http.RoundTripper) (http.RoundTripper, error) { return cfg.authorized(url, base) }
+	}
 	c := &Client{}
 	c.Calls = NewCalls(c)
 	if err := c.start(ctx, &cfg); err != nil {
@@ -95,6 +98,7 @@ var (
 	ErrServerUnreachable = connection.ErrServerUnreachable
 	ErrStreamBroken      = connection.ErrStreamBroken
 	ErrMessageTooLarge   = connection.ErrMessageTooLarge
+	ErrNotJSONRPC        = connection.ErrNotJSONRPC
 )
 
 // HTTPStatusError is what a request's local error wraps when the server

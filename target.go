@@ -56,8 +56,8 @@ func (t Target) Connect(ctx context.Context, opts ...Option) (*Client, error) {
 	return nil, errors.New("snodo: empty Target: make one with snodo.Command(name, args...) or snodo.HTTP(url)")
 }
 
-// connectHTTPTarget is the one place an HTTP Target is connected.
+// connectHTTPTarget is the one place an HTTP Target is connected: each
+// connect opens a new session.
 func connectHTTPTarget(ctx context.Context, url string, opts []Option) (*Client, error) {
-	_, _, _ = ctx, url, opts
-	return nil, errors.New("snodo: HTTP targets need ConnectHTTP, which is not built yet; use snodo.Command")
+	return ConnectHTTP(ctx, url, opts...)
 }

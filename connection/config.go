@@ -64,6 +64,11 @@ type Config struct {
 	HTTPClient *http.Client
 	// Header is added to every HTTP request of a URL connection.
 	Header http.Header
+	// WrapTransport, when set, wraps the RoundTripper every HTTP request
+	// of a URL connection goes through (HTTPClient's, or the default),
+	// as authorization does: it sees every request, whose body it can
+	// replay (GetBody is set). An error fails Start.
+	WrapTransport func(base http.RoundTripper) (http.RoundTripper, error)
 
 	// MaxLineBytes is the largest line accepted from the server, in bytes
 	// of its content: its ending ("\n" or "\r\n") does not count. The

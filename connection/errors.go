@@ -39,11 +39,11 @@ var (
 	// local -32603 wrapping it and may be sent again; the connection
 	// lives on.
 	ErrStreamBroken = errors.New("snodo: the HTTP answer ended before the response")
-	// ErrGarbage: the Streamable HTTP server answered a request with
+	// ErrNotJSONRPC: the Streamable HTTP server answered a request with
 	// something that is no JSON-RPC message, or with a content type the
 	// transport does not know. The request failed with a local -32603
 	// wrapping it; the connection lives on.
-	ErrGarbage = errors.New("snodo: the HTTP answer is not a JSON-RPC message")
+	ErrNotJSONRPC = errors.New("snodo: the HTTP answer is not a JSON-RPC message")
 	// ErrMessageTooLarge: a message in the HTTP answer to a request went
 	// past Config.MaxLineBytes. The request failed with a local -32603
 	// wrapping it (and nothing else did); the connection lives on.

@@ -39,9 +39,9 @@ type httpPeer struct {
 	c      *Conn // set by Start before the pump runs
 	url    string
 	client *http.Client
-	own    bool        // client made here: its idle connections are closed at the end
-	header http.Header // the caller's extra headers
-	max    int         // MaxLineBytes: the largest message taken
+	idle   *http.Transport // the transport made here, whose idle connections are closed at the end; nil: the caller's
+	header http.Header     // the caller's extra headers
+	max    int             // MaxLineBytes: the largest message taken
 	logger *slog.Logger
 
 	in    *os.File // read end of the pipe the writer writes to
@@ -109,8 +109,22 @@ func startHTTP(cfg *Config) (*process, error) {
 		ended: make(chan struct{}), finished: make(chan struct{}), pumpDone: make(chan struct{}),
 	}
 	if p.client == nil {
-		p.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-		p.own = true
+		p.idle = http.DefaultTransport.(*http.Transport).Clone()
+		p.client = &http.Client{Transport: p.idle}
+	}
+	if cfg.WrapTransport != nil {
+		base := p.client.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		rt, err := cfg.WrapTransport(base)
+		if err != nil {
+			closeAll(inR, inW, outR, outW)
+			return nil, fmt.Errorf("snodo: %w", err)
+		}
+		client := *p.client
+		client.Transport = rt
+		p.client = &client
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return &process{stdin: inW, stdout: outR, peer: p}, nil
@@ -231,7 +245,7 @@ func (p *httpPeer) post(what string, body []byte, h http.Header) {
 	if err != nil {
 		if p.ctx.Err() == nil {
 			p.unreachable(err)
-			p.logger.Warn("snodo: could not post to the MCP endpoint", "message", what, "error", err)
+			p.logger.Warn("snodo: could not post to the MCP endpoint", "message", what, "error", cause(err))
 		}
 		return
 	}
@@ -311,12 +325,25 @@ func (p *httpPeer) expire(session string) {
 
 // unreachable ends the peer when err says the server cannot be reached
 // at all (nothing listens, the name does not resolve).
-func (p *httpPeer) unreachable(err error) {
+// It reports whether it did.
+func (p *httpPeer) unreachable(err error) bool {
 	var op *net.OpError
 	var dns *net.DNSError
 	if (errors.As(err, &op) && op.Op == "dial") || errors.As(err, &dns) {
-		p.end(&exitReason{what: "the MCP endpoint " + SafeURL(p.url) + " cannot be reached: " + err.Error(), cause: ErrServerUnreachable})
+		p.end(&exitReason{what: "the MCP endpoint " + SafeURL(p.url) + " cannot be reached: " + cause(err), cause: ErrServerUnreachable})
+		return true
 	}
+	return false
+}
+
+// cause is what went wrong in an HTTP client error, without the URL
+// (*url.Error adds it, query and all, which may carry a key).
+func cause(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
 }
 
 // end ends the peer with reason (nil: the connection closed it) and,
@@ -349,8 +376,8 @@ func (p *httpPeer) finish(session string, closed bool) {
 		}
 		cancel()
 	}
-	if p.own {
-		p.client.CloseIdleConnections()
+	if p.idle != nil {
+		p.idle.CloseIdleConnections()
 	}
 	p.outMu.Lock()
 	p.out.Close()
@@ -405,8 +432,10 @@ func (ex *exchange) do() error {
 			if ex.ctx.Err() != nil {
 				return nil // aborted: whoever aborted settles the request
 			}
-			p.unreachable(err)
-			return httpError(jsonrpc.CodeConnectionClosed, ex.method+": the HTTP request to "+SafeURL(p.url)+" failed: "+err.Error(), ErrServerUnreachable, err)
+			if p.unreachable(err) {
+				return httpError(jsonrpc.CodeConnectionClosed, ex.method+": "+SafeURL(p.url)+" cannot be reached: "+cause(err), ErrServerUnreachable, jsonrpc.ErrConnectionClosed, err)
+			}
+			return httpError(jsonrpc.CodeInternalError, ex.method+": the HTTP request to "+SafeURL(p.url)+" failed: "+cause(err), err)
 		}
 		if resp.StatusCode/100 == 2 {
 			if ex.method == "initialize" {
@@ -518,15 +547,15 @@ func (ex *exchange) answer(resp *http.Response) error {
 			return tooLarge(ex.method, ex.p.max)
 		}
 		if !ex.deliver(body) {
-			return httpError(jsonrpc.CodeInternalError, ex.method+": the server's answer is not a JSON-RPC message: "+sample(bytes.TrimSpace(body)), ErrGarbage)
+			return httpError(jsonrpc.CodeInternalError, ex.method+": the server's answer is not a JSON-RPC message: "+sample(bytes.TrimSpace(body)), ErrNotJSONRPC)
 		}
 		if !ex.answered {
-			return httpError(jsonrpc.CodeInternalError, ex.method+": the server's JSON answer is not the response to this request", ErrGarbage)
+			return httpError(jsonrpc.CodeInternalError, ex.method+": the server's JSON answer is not the response to this request", ErrNotJSONRPC)
 		}
 		return nil
 	}
 	drain(resp.Body)
-	return httpError(jsonrpc.CodeInternalError, fmt.Sprintf("%s: the MCP endpoint answered %s with Content-Type %q, neither application/json nor text/event-stream", ex.method, resp.Status, resp.Header.Get("Content-Type")), ErrGarbage)
+	return httpError(jsonrpc.CodeInternalError, fmt.Sprintf("%s: the MCP endpoint answered %s with Content-Type %q, neither application/json nor text/event-stream", ex.method, resp.Status, resp.Header.Get("Content-Type")), ErrNotJSONRPC)
 }
 
 // stream reads the request's SSE stream until its response. A legacy

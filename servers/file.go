@@ -2,13 +2,16 @@ package servers
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/snodo/snodo/internal/serverproc"
@@ -21,8 +24,9 @@ type File struct {
 	// warnings start with it.
 	Path string
 	// Servers are the servers snodo can start, in file order. Servers
-	// marked "disabled" and servers of another transport (a "url", or a
-	// "type" other than "stdio") are not among them: they are in Skipped.
+	// marked "disabled" and servers of a transport snodo does not speak
+	// (a "type" other than "stdio", "http" and "streamable-http") are not
+	// among them: they are in Skipped.
 	Servers []*Server
 	// Skipped names each server left out and says why.
 	Skipped map[string]string
@@ -39,6 +43,14 @@ type Server struct {
 	Args    []string
 	Env     map[string]string // on top of the inherited environment
 	Cwd     string            // relative paths in a loaded file are resolved against the file's directory
+
+	// URL is a Streamable HTTP server's endpoint (an entry with "type":
+	// "http" or "streamable-http" and a "url"), reached with
+	// snodo.ConnectHTTP instead of starting Command; Headers ("headers")
+	// go on each of its requests. Command, Args, Env and Cwd are then
+	// empty.
+	URL     string
+	Headers map[string]string
 
 	// Pool is how many servers a pool of this one runs (the snodo "pool"
 	// key). Default 1 (DefaultPool).
@@ -311,7 +323,7 @@ func (p *parser) server(name string, data json.RawMessage) (s *Server, skip stri
 	}
 	s = &Server{Name: name, Pool: DefaultPool}
 	var disabled bool
-	var transport, url string
+	var transport string
 	for _, m := range fields {
 		switch m.key {
 		case "command":
@@ -325,7 +337,9 @@ func (p *parser) server(name string, data json.RawMessage) (s *Server, skip stri
 		case "type", "transport":
 			err = p.decode(name, m, &transport, "a string")
 		case "url":
-			err = p.decode(name, m, &url, "a string")
+			err = p.decode(name, m, &s.URL, "a string")
+		case "headers":
+			err = p.headers(s, m)
 		case "disabled":
 			err = p.decode(name, m, &disabled, "true or false")
 		case "snodo":
@@ -340,14 +354,43 @@ func (p *parser) server(name string, data json.RawMessage) (s *Server, skip stri
 	switch {
 	case disabled:
 		return nil, "disabled", nil
+	case transport == "http" || transport == "streamable-http" || (transport == "" && s.URL != "" && s.Command == ""):
+		if s.URL == "" {
+			return nil, "", p.fail(name, "url", "missing or empty: say where the %s server listens", cmp.Or(transport, "http"))
+		}
+		if u, err := neturl.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, "", p.fail(name, "url", "not an http:// or https:// URL")
+		}
+		if s.Command != "" {
+			return nil, "", p.fail(name, "command", "an http server has a url, not a command: leave one out")
+		}
+		return s, "", nil
 	case transport != "" && transport != "stdio":
-		return nil, fmt.Sprintf("transport %q (snodo starts stdio servers only)", transport), nil
-	case url != "" && s.Command == "":
-		return nil, "a url server (snodo starts stdio servers only)", nil
+		return nil, fmt.Sprintf("transport %q (snodo speaks stdio and Streamable HTTP: \"http\")", transport), nil
 	case s.Command == "":
 		return nil, "", p.fail(name, "command", "missing or empty: say which program to start")
 	}
 	return s, "", nil
+}
+
+// headers reads an http server's "headers": an object of strings.
+func (p *parser) headers(s *Server, m member) error {
+	vars, err := members(m.value)
+	if err != nil {
+		return p.fail(s.Name, "headers", "want an object of strings: %w", err)
+	}
+	s.Headers = make(map[string]string, len(vars))
+	for _, v := range vars {
+		var val string
+		if err := json.Unmarshal(v.value, &val); err != nil {
+			return p.fail(s.Name, "headers."+v.key, "want a string, got %s", kind(v.value))
+		}
+		if v.key == "" || strings.ContainsAny(v.key, " \t\r\n:") || strings.ContainsAny(val, "\r\n\x00") {
+			return p.fail(s.Name, "headers."+v.key, "not a header name and value")
+		}
+		s.Headers[v.key] = val
+	}
+	return nil
 }
 
 func (p *parser) env(s *Server, m member) error {

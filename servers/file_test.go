@@ -25,11 +25,13 @@ func TestParseClaudeDesktopFile(t *testing.T) {
 			"files": {"command": "npx", "args": ["-y", "server-filesystem", "/srv"], "env": {"A": "1", "B": ""}, "cwd": "/srv"},
 			"git": {"command": "uvx", "args": ["mcp-server-git"], "snodo": {"pool": 3, "timeout": "30s", "maxRestarts": 2, "window": "1m", "failFast": true, "maxWait": "5s", "era": "legacy", "shutdownGrace": "2s"}},
 			"web": {"url": "https://example.com/mcp"},
+			"api": {"type": "http", "url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer t"}},
+			"sse": {"type": "sse", "url": "https://old.example.com/sse"},
 			"old": {"command": "x", "disabled": true}
 		}
 	}`))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"files", "git"}, f.Names(), "file order, skipped ones left out")
+	assert.Equal(t, []string{"files", "git", "web", "api"}, f.Names(), "file order, skipped ones left out")
 	files, err := f.Lookup("files")
 	require.NoError(t, err)
 	assert.Equal(t, "npx", files.Command)
@@ -51,10 +53,18 @@ func TestParseClaudeDesktopFile(t *testing.T) {
 	assert.True(t, git.FailFast)
 	assert.Equal(t, 5*time.Second, git.MaxWait)
 
-	assert.Contains(t, f.Skipped["web"], "url")
+	web, err := f.Lookup("web")
+	require.NoError(t, err)
+	assert.Equal(t, "https://example.com/mcp", web.URL)
+	assert.Equal(t, "https://example.com/mcp", web.Target().String())
+	api, err := f.Lookup("api")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"Authorization": "Bearer t"}, api.Headers)
+	assert.Len(t, api.ConnectOptions(), 1) // the header
+	assert.Contains(t, f.Skipped["sse"], `transport "sse"`)
 	assert.Equal(t, "disabled", f.Skipped["old"])
-	_, err = f.Lookup("web")
-	require.ErrorContains(t, err, `claude.json: server "web": skipped`)
+	_, err = f.Lookup("sse")
+	require.ErrorContains(t, err, `claude.json: server "sse": skipped`)
 	_, err = f.Lookup("nope")
 	require.ErrorContains(t, err, `server "nope": no such server`)
 	require.ErrorContains(t, err, `"files"`)
@@ -84,6 +94,9 @@ func TestParseBrokenFiles(t *testing.T) {
 		{"server not an object", `{"servers": {"a": "x"}}`, `bad.json: server "a": want an object, got a string`},
 		{"duplicate server", `{"servers": {"a": {"command": "x"}, "a": {"command": "y"}}}`, `bad.json: "servers": key "a" appears twice`},
 		{"no command", `{"servers": {"a": {"args": []}}}`, `bad.json: server "a": "command": missing or empty`},
+		{"http without url", `{"servers": {"a": {"type": "http"}}}`, `bad.json: server "a": "url": missing or empty`},
+		{"http url not http", `{"servers": {"a": {"type": "http", "url": "ftp://x/"}}}`, `bad.json: server "a": "url": not an http:// or https:// URL`},
+		{"http header number", `{"servers": {"a": {"type": "http", "url": "http://x/", "headers": {"K": 1}}}}`, `bad.json: server "a": "headers.K": want a string`},
 		{"args of numbers", `{"servers": {"a": {"command": "x", "args": [1]}}}`, `bad.json: server "a": "args": want an array of strings, got an array`},
 		{"env number", `{"servers": {"a": {"command": "x", "env": {"PORT": 80}}}}`, `bad.json: server "a": "env.PORT": want a string, got the number 80`},
 		{"pool zero", `{"servers": {"a": {"command": "x", "snodo": {"pool": 0}}}}`, `bad.json: server "a": "snodo.pool": 0 must be at least 1`},

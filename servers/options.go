@@ -9,8 +9,8 @@ import (
 )
 
 // ConnectOptions are the snodo.Connect options the file gives this
-// server: its environment, working directory, timeout, shutdown grace
-// and era. Pass them with the command and args:
+// server: its environment, working directory, headers (an http server),
+// timeout, shutdown grace and era. Pass them with the command and args:
 //
 //	snodo.Connect(ctx, s.Command, s.Args, s.ConnectOptions()...)
 func (s *Server) ConnectOptions() []snodo.Option {
@@ -25,6 +25,14 @@ func (s *Server) ConnectOptions() []snodo.Option {
 	}
 	if s.Cwd != "" {
 		opts = append(opts, snodo.WithDir(s.Cwd))
+	}
+	headers := make([]string, 0, len(s.Headers))
+	for k := range s.Headers {
+		headers = append(headers, k)
+	}
+	slices.Sort(headers)
+	for _, k := range headers {
+		opts = append(opts, snodo.WithHTTPHeader(k, s.Headers[k]))
 	}
 	if s.Timeout != 0 {
 		opts = append(opts, snodo.WithTimeout(s.Timeout))
@@ -68,15 +76,25 @@ func (s *Server) SupervisorOptions() []supervisor.Option {
 	return opts
 }
 
-// Connect starts the server as one plain connection; opts come after the
-// file's own, so they win. Its errors are snodo.Connect's.
+// Target is how to reach the server: snodo.HTTP(URL) for an http
+// server, else snodo.Command(Command, Args...).
+func (s *Server) Target() snodo.Target {
+	if s.URL != "" {
+		return snodo.HTTP(s.URL)
+	}
+	return snodo.Command(s.Command, s.Args...)
+}
+
+// Connect starts (or, for an http server, reaches) the server as one
+// plain connection; opts come after the file's own, so they win. Its
+// errors are snodo.Connect's or snodo.ConnectHTTP's.
 func (s *Server) Connect(ctx context.Context, opts ...snodo.Option) (*snodo.Client, error) {
-	return snodo.Connect(ctx, s.Command, s.Args, append(s.ConnectOptions(), opts...)...)
+	return s.Target().Connect(ctx, append(s.ConnectOptions(), opts...)...)
 }
 
 // NewPool starts the server as a supervised pool of Pool members; opts
 // come after the file's own, so they win. Its errors are
 // supervisor.NewPool's.
 func (s *Server) NewPool(ctx context.Context, opts ...supervisor.Option) (*supervisor.Pool, error) {
-	return supervisor.NewPool(ctx, snodo.Command(s.Command, s.Args...), s.Pool, append(s.SupervisorOptions(), opts...)...)
+	return supervisor.NewPool(ctx, s.Target(), s.Pool, append(s.SupervisorOptions(), opts...)...)
 }

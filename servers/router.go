@@ -239,7 +239,7 @@ func (r *Router) startPools(ctx protoactor.Context) {
 		// The router's system and ownership come last: the pools run
 		// with the router, whatever opts say.
 		opts := append(append(s.SupervisorOptions(), r.opts...), supervisor.WithActorSystem(r.sys), supervisor.WithOwner(ctx.Self()))
-		p, err := supervisor.StartPool(r.ctx, r.sys, ctx.Self(), snodo.Command(s.Command, s.Args...), s.Pool, opts...)
+		p, err := supervisor.StartPool(r.ctx, r.sys, ctx.Self(), s.Target(), s.Pool, opts...)
 		r.mu.Lock()
 		if err != nil {
 			r.errs = append(r.errs, fmt.Errorf("server %q: %w", s.Name, err))

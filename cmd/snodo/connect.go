@@ -31,7 +31,16 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 	}
 	var command string
 	var args []string
-	if s.cfg.serverName != "" {
+	var target snodo.Target
+	if s.cfg.url != "" {
+		target = snodo.HTTP(s.cfg.url)
+		for _, kv := range s.cfg.headers {
+			k, v, _ := strings.Cut(kv, "=")
+			opts = append(opts, snodo.WithHTTPHeader(k, v))
+		}
+		opts = append(opts, s.probeTimeout(0)...)
+		opts = append(opts, s.eraOption()...)
+	} else if s.cfg.serverName != "" {
 		spec, err := s.named()
 		if err != nil {
 			return nil, err
@@ -39,18 +48,19 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		if spec.Era != "" && s.cfg.era == "" && s.cfg.probeTimeout > 0 {
 			return nil, usagef("--probe-timeout: server %q of %s sets its era (%s), so snodo sends it no server/discover probe; leave the flag out", spec.Name, s.cfg.configFile, spec.Era)
 		}
-		command, args = spec.Command, spec.Args
+		target = spec.Target()
 		s.fileTimeout = spec.Timeout
 		opts = s.withFile(opts, spec)
 	} else {
 		command, args = s.cfg.server[0], s.cfg.server[1:]
+		target = snodo.Command(command, args...)
 		opts = append(opts, s.probeTimeout(0)...)
 	}
 	// The connection's own work (the handshake) belongs to the run's
 	// trace, without taking Ctrl-C from ctx.
 	owner, cancelOwner := context.WithCancel(trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx)))
 	stopWatch := context.AfterFunc(ctx, cancelOwner)
-	c, err := snodo.Connect(owner, command, args, opts...)
+	c, err := target.Connect(owner, opts...)
 	if !stopWatch() || err != nil {
 		cancelOwner()
 		if err == nil {

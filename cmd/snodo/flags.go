@@ -50,6 +50,9 @@ type config struct {
 
 	given []string // the flags given, by name
 
+	url     string   // --url: a Streamable HTTP server instead of -- SERVER_CMD
+	headers []string // --header K=V, on each of its requests
+
 	command string   // info, tools, call, request, listen, demo, help, node, servers
 	args    []string // the command's positional arguments
 	server  []string // SERVER_CMD [ARGS...], after --
@@ -81,6 +84,9 @@ const usageText = `Usage:
   snodo [flags] listen [--tools] [--prompts] [--resources] [--resource URI]...
                 [--count N] [--for D] -- SERVER_CMD [ARGS...]
   snodo demo                                        tour the features with a built-in server
+
+A Streamable HTTP server instead of a command (both eras; docs/http.md):
+  snodo [flags] info|tools|call|request|listen ... --url URL [--header K=V]...
 
 Named servers from an mcpServers file (the file MCP hosts use):
   snodo --config FILE --server NAME info|tools|call|request|listen ...
@@ -133,6 +139,8 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.forDur, "for", 0, "listen: stop after `duration` (0: until Ctrl-C)")
 	fs.StringVar(&cfg.natsURL, "nats", "", "reach named servers through the NATS system at `URL` (node: without it, embed one)")
 	fs.StringVar(&cfg.serverName, "server", "", "with --config or --nats: use the server called `NAME` instead of a SERVER_CMD")
+	fs.StringVar(&cfg.url, "url", "", "reach the Streamable HTTP server at `URL` instead of starting a SERVER_CMD")
+	fs.Var(listFlag{&cfg.headers}, "header", "with --url: send header `K=V` on every request (repeatable)")
 	fs.StringVar(&cfg.configFile, "config", "", "the mcpServers `file` naming the servers (with --server, servers, node)")
 	fs.StringVar(&cfg.prefix, "prefix", "", "NATS subject `prefix` of hosts and callers (default snodo)")
 	fs.DurationVar(&cfg.drain, "drain", remote.DefaultDrainTimeout, "node: on SIGINT/SIGTERM, wait at most `duration` for held calls")
@@ -228,6 +236,36 @@ func emptyValue(f *flag.Flag) error {
 	return usagef("--%s is empty: give its %s, or leave the flag out", f.Name, what)
 }
 
+// validateURL checks --url and --header: one server at a time, a URL
+// of http or https, headers as K=V.
+func (cfg *config) validateURL() error {
+	if cfg.url == "" {
+		if len(cfg.headers) > 0 {
+			return usagef("--header goes with --url")
+		}
+		return nil
+	}
+	switch {
+	case len(cfg.server) > 0:
+		return usagef("%s: give either --url URL or -- SERVER_CMD, not both", cfg.command)
+	case cfg.serverName != "":
+		return usagef("%s: give either --url URL or --server NAME, not both", cfg.command)
+	case !strings.HasPrefix(cfg.url, "http://") && !strings.HasPrefix(cfg.url, "https://"):
+		return usagef("--url: %q is not an http:// or https:// URL", connection.SafeURL(cfg.url))
+	}
+	for _, flag := range []string{"env", "unset", "dir"} {
+		if slices.Contains(cfg.given, flag) {
+			return usagef("--%s starts a server process; with --url there is none", flag)
+		}
+	}
+	for _, kv := range cfg.headers {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return usagef("--header %q: want K=V", k)
+		}
+	}
+	return nil
+}
+
 // cutDashDash splits args at the first "--".
 func cutDashDash(args []string) (before, after []string, found bool) {
 	if i := slices.Index(args, "--"); i >= 0 {
@@ -265,6 +303,12 @@ func (cfg *config) validate() error {
 		if len(cfg.server) > 0 {
 			return usagef("%s takes no server command", cfg.command)
 		}
+		if cfg.url != "" {
+			return usagef("%s takes no --url", cfg.command)
+		}
+	}
+	if err := cfg.validateURL(); err != nil {
+		return err
 	}
 	switch cfg.command {
 	case "demo", "help", "node":
@@ -277,8 +321,8 @@ func (cfg *config) validate() error {
 		if cfg.serverName != "" && len(cfg.server) > 0 {
 			return usagef("%s: give either --server NAME or -- SERVER_CMD, not both", cfg.command)
 		}
-		if cfg.serverName == "" && len(cfg.server) == 0 {
-			return usagef("%s: no server command; end the arguments with -- SERVER_CMD [ARGS...] (or give --config FILE --server NAME)", cfg.command)
+		if cfg.serverName == "" && len(cfg.server) == 0 && cfg.url == "" {
+			return usagef("%s: no server command; end the arguments with -- SERVER_CMD [ARGS...] (or give --url URL, or --config FILE --server NAME)", cfg.command)
 		}
 	}
 	if len(cfg.args) == 2 {

@@ -101,7 +101,7 @@ func runServers(cfg *config, sio stdio) int {
 // probeServer connects to one server, counts its tools and closes it.
 func (s *session) probeServer(ctx context.Context, spec *servers.Server, opts []snodo.Option) serverLine {
 	line := serverLine{Name: spec.Name}
-	c, err := snodo.Connect(ctx, spec.Command, spec.Args, s.withFile(opts, spec)...)
+	c, err := spec.Target().Connect(ctx, s.withFile(opts, spec)...)
 	if err != nil {
 		line.Error = s.describeFor(spec, err)
 		return line

@@ -1,0 +1,134 @@
+package snodo
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/test/testserver"
+)
+
+// dialHTTPTest serves the test server's HTTP mode on a local port and
+// connects to it; the client is closed, its Done awaited and the server
+// stopped when the test ends.
+func dialHTTPTest(t *testing.T, srv *testserver.HTTP, opts ...Option) (*Client, *httptest.Server) {
+	t.Helper()
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	c, err := ConnectHTTP(t.Context(), hs.URL+"/mcp", opts...) // the test's ctx owns it
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = c.Close()
+		select {
+		case <-c.Done():
+		case <-time.After(10 * time.Second):
+			t.Error("Done not closed 10 s after Close")
+		}
+	})
+	return c, hs
+}
+
+func TestHTTPTestServerBothEras(t *testing.T) {
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) {
+			srv := &testserver.HTTP{Era: era}
+			c, _ := dialHTTPTest(t, srv)
+			assert.Equal(t, era, c.Era().String())
+			res, err := c.CallTool(t.Context(), "echo", map[string]any{"text": "hi"})
+			require.NoError(t, err)
+			assert.Equal(t, "hi", res.Text())
+			require.NoError(t, c.Close())
+			<-c.Done()
+			if era == "legacy" {
+				assert.Equal(t, int64(1), srv.Deletes(), "Close ends the session with DELETE")
+			}
+		})
+	}
+}
+
+// TestHTTPMisbehavingServers: each misbehaviour gets a clear error, holds
+// the call no longer than its timeout, and leaves the client usable
+// (but for the session's end, which stops it); goleak checks nothing is
+// left running.
+func TestHTTPMisbehavingServers(t *testing.T) {
+	for _, tc := range []struct {
+		misbehave string
+		era       string
+		check     func(t *testing.T, err error)
+		stops     bool          // the client stops with the error
+		timeout   time.Duration // default 3 s
+	}{
+		{misbehave: "garbage", era: "modern", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrNotJSONRPC) }},
+		{misbehave: "never-ending", era: "modern", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrTimeout) }},
+		{misbehave: "never-ending", era: "legacy", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrTimeout) }},
+		{misbehave: "5xx", era: "modern", check: func(t *testing.T, err error) {
+			var se *HTTPStatusError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, http.StatusInternalServerError, se.StatusCode)
+			assert.ErrorContains(t, err, "upstream exploded")
+		}},
+		{misbehave: "429", era: "modern", check: func(t *testing.T, err error) { assert.NoError(t, err, "answered after honouring Retry-After") }},
+		{misbehave: "429-forever", era: "modern", timeout: 6 * time.Second, check: func(t *testing.T, err error) {
+			var se *HTTPStatusError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, http.StatusTooManyRequests, se.StatusCode)
+		}},
+		{misbehave: "redirect-loop", era: "modern", check: func(t *testing.T, err error) { assert.ErrorContains(t, err, "redirects") }},
+		{misbehave: "expire", era: "legacy", stops: true, check: func(t *testing.T, err error) {
+			assert.ErrorIs(t, err, ErrSessionExpired)
+			assert.ErrorIs(t, err, ErrConnectionClosed)
+		}},
+		{misbehave: "oversized", era: "modern", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrMessageTooLarge) }},
+	} {
+		t.Run(tc.misbehave+"-"+tc.era, func(t *testing.T) {
+			timeout := cmp.Or(tc.timeout, 3*time.Second)
+			srv := &testserver.HTTP{Era: tc.era, Misbehave: tc.misbehave, MaxEvent: 64 << 10}
+			c, _ := dialHTTPTest(t, srv, WithTimeout(timeout), WithMaxLineBytes(32<<10))
+			start := time.Now()
+			res, err := c.CallTool(t.Context(), "echo", map[string]any{"text": "hi"})
+			took := time.Since(start)
+			if tc.misbehave == "429" {
+				require.NoError(t, err)
+				assert.Equal(t, "hi", res.Text())
+			}
+			tc.check(t, err)
+			assert.Less(t, took, timeout+2*time.Second, "held past its timeout")
+			if err != nil && !errors.Is(err, ErrTimeout) {
+				assert.True(t, err.(*Error).Local(), "an HTTP failure is a local error: %v", err)
+			}
+			if tc.stops {
+				select {
+				case <-c.Done():
+				case <-time.After(5 * time.Second):
+					t.Fatal("the client did not stop")
+				}
+				assert.ErrorIs(t, c.Err(), ErrSessionExpired)
+				return
+			}
+			_, err = c.ListTools(t.Context())
+			assert.NoError(t, err, "the connection lives on")
+			if tc.misbehave == "never-ending" {
+				require.Eventually(t, func() bool { return srv.Aborted() == 1 }, 5*time.Second, 10*time.Millisecond,
+					"the timed-out call's stream is closed")
+			}
+		})
+	}
+}
+
+func TestHTTPUnreachable(t *testing.T) {
+	hs := httptest.NewServer(http.NotFoundHandler())
+	url := hs.URL
+	hs.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := ConnectHTTP(ctx, url)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrServerUnreachable)
+}

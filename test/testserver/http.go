@@ -1,0 +1,235 @@
+package testserver
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// HTTP is a small MCP server on Streamable HTTP, for the tests of snodo's
+// HTTP transport: discover (modern) or initialize with a session
+// (legacy), tools/list and tools/call of an echo tool, and one named
+// misbehaviour on tools/call. It is an http.Handler: serve it with
+// httptest or net/http (test/cmd/testserver -http ADDR).
+type HTTP struct {
+	// Era is "modern" (stateless; server/discover) or "legacy"
+	// (initialize, Mcp-Session-Id, the GET stream; server/discover is
+	// refused with 400 as a legacy server does).
+	Era string
+	// Misbehave names what tools/call does instead of answering (see
+	// HTTPMisbehaviours); "" answers.
+	Misbehave string
+	// MaxEvent is the size of the event "oversized" sends (default 1 MiB).
+	MaxEvent int
+
+	mu       sync.Mutex
+	sessions map[string]bool
+	calls    atomic.Int64 // tools/call requests received
+	deletes  atomic.Int64 // DELETEs of a live session
+	aborted  atomic.Int64 // "never-ending" streams the client closed
+}
+
+// HTTPMisbehaviours lists what HTTP.Misbehave may name:
+//
+//	garbage        200 application/json with a body that is no JSON
+//	never-ending   an SSE stream of keep-alive comments that never answers
+//	5xx            500 with a plain-text body
+//	429            429 with Retry-After: 1 twice, then the answer
+//	429-forever    429 with Retry-After: 1 every time
+//	redirect-loop  307 to the endpoint itself, every time
+//	expire         the session is forgotten: 404 (legacy)
+//	oversized      an SSE event of MaxEvent bytes before the answer
+var HTTPMisbehaviours = []string{"garbage", "never-ending", "5xx", "429", "429-forever", "redirect-loop", "expire", "oversized"}
+
+// Calls counts the tools/call requests received.
+func (h *HTTP) Calls() int64 { return h.calls.Load() }
+
+// Deletes counts the DELETEs that ended a live session.
+func (h *HTTP) Deletes() int64 { return h.deletes.Load() }
+
+// Aborted counts the never-ending streams the client closed.
+func (h *HTTP) Aborted() int64 { return h.aborted.Load() }
+
+type httpMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params,omitempty"`
+}
+
+func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	legacy := h.Era == "legacy"
+	switch r.Method {
+	case http.MethodGet:
+		if !legacy || !h.live(r.Header.Get("Mcp-Session-Id")) {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		keepAlive(w, r, nil)
+		return
+	case http.MethodDelete:
+		h.mu.Lock()
+		sid := r.Header.Get("Mcp-Session-Id")
+		if h.sessions[sid] {
+			delete(h.sessions, sid)
+			h.deletes.Add(1)
+		}
+		h.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+		return
+	case http.MethodPost:
+	default:
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	var m httpMessage
+	if json.Unmarshal(body, &m) != nil {
+		http.Error(w, "not JSON", http.StatusBadRequest)
+		return
+	}
+	if legacy && m.Method != "initialize" && !h.live(r.Header.Get("Mcp-Session-Id")) {
+		if r.Header.Get("Mcp-Session-Id") != "" {
+			http.Error(w, "no such session", http.StatusNotFound)
+		} else {
+			http.Error(w, "Bad Request: no session", http.StatusBadRequest)
+		}
+		return
+	}
+	if m.ID == nil { // a notification or an answer
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	switch m.Method {
+	case "server/discover":
+		if legacy {
+			http.Error(w, "Bad Request: no session", http.StatusBadRequest)
+			return
+		}
+		answer(w, m.ID, `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"snodo-http-testserver","version":"1.0.0"}}`)
+	case "initialize":
+		if !legacy {
+			answerError(w, m.ID, -32601, "initialize: this server is modern")
+			return
+		}
+		sid := newSessionID()
+		h.mu.Lock()
+		if h.sessions == nil {
+			h.sessions = map[string]bool{}
+		}
+		h.sessions[sid] = true
+		h.mu.Unlock()
+		w.Header().Set("Mcp-Session-Id", sid)
+		answer(w, m.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"snodo-http-testserver","version":"1.0.0"}}`)
+	case "tools/list":
+		answer(w, m.ID, `{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}}]}`)
+	case "tools/call":
+		h.calls.Add(1)
+		h.call(w, r, m)
+	default:
+		answerError(w, m.ID, -32601, "method not found: "+m.Method)
+	}
+}
+
+// call answers tools/call, or misbehaves.
+func (h *HTTP) call(w http.ResponseWriter, r *http.Request, m httpMessage) {
+	var p struct {
+		Arguments struct {
+			Text string `json:"text"`
+		} `json:"arguments"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	text, _ := json.Marshal(p.Arguments.Text)
+	result := `{"content":[{"type":"text","text":` + string(text) + `}]}`
+	switch h.Misbehave {
+	case "garbage":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "<html>this is not JSON{")
+	case "never-ending":
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		keepAlive(w, r, &h.aborted)
+	case "5xx":
+		http.Error(w, "upstream exploded", http.StatusInternalServerError)
+	case "429", "429-forever":
+		if h.Misbehave == "429-forever" || h.calls.Load()%3 != 0 {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+			return
+		}
+		answer(w, m.ID, result)
+	case "redirect-loop":
+		http.Redirect(w, r, r.URL.Path, http.StatusTemporaryRedirect)
+	case "expire":
+		h.mu.Lock()
+		clear(h.sessions)
+		h.mu.Unlock()
+		http.Error(w, "no such session", http.StatusNotFound)
+	case "oversized":
+		max := h.MaxEvent
+		if max == 0 {
+			max = 1 << 20
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"%s\"}}\n\n", strings.Repeat("x", max))
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", m.ID, result)
+	default:
+		answer(w, m.ID, result)
+	}
+}
+
+// live reports whether sid names a session of the server.
+func (h *HTTP) live(sid string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return sid != "" && h.sessions[sid]
+}
+
+// keepAlive sends SSE comments until the client goes away.
+func keepAlive(w http.ResponseWriter, r *http.Request, aborted *atomic.Int64) {
+	f, _ := w.(http.Flusher)
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, err := io.WriteString(w, ":\n\n"); err != nil {
+			break
+		}
+		if f != nil {
+			f.Flush()
+		}
+		select {
+		case <-r.Context().Done():
+			if aborted != nil {
+				aborted.Add(1)
+			}
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func answer(w http.ResponseWriter, id json.RawMessage, result string) {
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
+}
+
+func answerError(w http.ResponseWriter, id json.RawMessage, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	m, _ := json.Marshal(msg)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, id, code, m)
+}
+
+func newSessionID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
