@@ -79,8 +79,10 @@ fmt:
 
 # The exported names of the root package and of all public packages
 # together (internal/cmd/apicount says what counts); fails past the
-# limits, which only go down.
-API_MAX_ROOT ?= 319
-API_MAX_ALL ?= 617
+# limits, which only go down (Streamable HTTP raised them once: ConnectHTTP,
+# WithHTTPClient, WithHTTPHeader in the root; connection's HTTP errors;
+# servers.Server.Target).
+API_MAX_ROOT ?= 322
+API_MAX_ALL ?= 630
 api-count:
 	$(GO) run ./internal/cmd/apicount -max-root $(API_MAX_ROOT) -max-all $(API_MAX_ALL)

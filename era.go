@@ -116,7 +116,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	transport := telemetry.TransportPipe
 	if cfg.conn.URL != "" {
 		transport = telemetry.TransportTCP
-		c.meters = c.tel.ForEndpoint(transport, cfg.conn.Name())
+		c.meters = c.tel.ForEndpoint(transport, cfg.name())
 	} else {
 		c.meters = c.tel.ForConn(cfg.conn.Command)
 	}
@@ -156,6 +156,15 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	c.notes.era.Store(int32(c.mcp.era))
 	c.connected.Store(true)
 	return nil
+}
+
+// name is the server as messages name it: the command, or the URL
+// without credentials or query (as Target.String shows it).
+func (c *config) name() string {
+	if c.conn.URL != "" {
+		return HTTP(c.conn.URL).String()
+	}
+	return c.conn.Command
 }
 
 // checkOwner refuses, before anything starts, a WithOwner actor that the
@@ -202,14 +211,14 @@ func (c *Client) negotiate(ctx context.Context, cfg *config) error {
 	case modernErr:
 		return err
 	case cfg.mcp.era == EraModern:
-		return fmt.Errorf("snodo: %s is not a modern MCP server (WithEra(EraModern) forbids the legacy fallback): %w", cfg.conn.Name(), err)
+		return fmt.Errorf("snodo: %s is not a modern MCP server (WithEra(EraModern) forbids the legacy fallback): %w", cfg.name(), err)
 	case ctx.Err() != nil:
-		return fmt.Errorf("snodo: connecting to %s: %w", cfg.conn.Name(), ctx.Err())
+		return fmt.Errorf("snodo: connecting to %s: %w", cfg.name(), ctx.Err())
 	case diedOfProbe(err) && c.conn.LeftInputUnread():
 		// It went away without reading the probe (it exited at start, or
 		// before the probe arrived): starting it again would only run its
 		// side effects twice.
-		return fmt.Errorf("snodo: %s went away before it read the server/discover probe: %w", cfg.conn.Name(), err)
+		return fmt.Errorf("snodo: %s went away before it read the server/discover probe: %w", cfg.name(), err)
 	case diedOfProbe(err):
 		// Some legacy servers exit on an unknown first request: it read
 		// the probe and died of it. Start it again and speak legacy from
@@ -256,7 +265,7 @@ func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern
 			return false, errors.New("snodo: server/discover lists only legacy versions")
 		}
 		return true, fmt.Errorf("snodo: %s supports protocol versions %v, snodo supports %v and %v: no version in common; upgrade one of them",
-			cfg.conn.Name(), res.SupportedVersions, modernVersions, legacyVersions)
+			cfg.name(), res.SupportedVersions, modernVersions, legacyVersions)
 	}
 	if chosen != version {
 		meta = buildMeta(chosen, &cfg.mcp)
@@ -304,12 +313,12 @@ func (c *Client) probeFailed(ctx context.Context, cfg *config, version string, e
 			return false, err // a dual-era server whose modern versions we lack
 		}
 		return true, fmt.Errorf("snodo: %s does not support protocol version %s and offers %v; snodo supports %v: upgrade one of them: %w",
-			cfg.conn.Name(), version, data.Supported, modernVersions, err)
+			cfg.name(), version, data.Supported, modernVersions, err)
 	case codeMissingClientCapability:
 		return true, fmt.Errorf("snodo: %s requires client capabilities %s; declare them with WithClientCapabilities and answer them in the server-request handler: %w",
-			cfg.conn.Name(), e.Data, err)
+			cfg.name(), e.Data, err)
 	case codeHeaderMismatch:
-		return true, fmt.Errorf("snodo: %s rejected the probe as inconsistent: %w", cfg.conn.Name(), err)
+		return true, fmt.Errorf("snodo: %s rejected the probe as inconsistent: %w", cfg.name(), err)
 	}
 	return false, err
 }
@@ -331,11 +340,11 @@ func diedOfProbe(err error) bool {
 func (c *Client) restart(ctx context.Context, cfg *config) error {
 	c.Kill()
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("snodo: connecting to %s: %w", cfg.conn.Name(), err)
+		return fmt.Errorf("snodo: connecting to %s: %w", cfg.name(), err)
 	}
 	conn, err := c.startConn(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("snodo: restarting %s after it exited on the server/discover probe: %w", cfg.conn.Name(), err)
+		return fmt.Errorf("snodo: restarting %s after it exited on the server/discover probe: %w", cfg.name(), err)
 	}
 	c.conn, c.mcp.restarted = conn, true
 	return nil
@@ -359,20 +368,20 @@ func (c *Client) initialize(ctx context.Context, cfg *config, probeErr error) er
 			why = fmt.Sprintf(" (server/discover got no answer within %s: a server that starts slowly may need a longer WithProbeTimeout)",
 				cmp.Or(cfg.mcp.probeTimeout, DefaultProbeTimeout))
 		}
-		return fmt.Errorf("snodo: %s answered neither server/discover nor initialize%s: %w", cfg.conn.Name(), why, err)
+		return fmt.Errorf("snodo: %s answered neither server/discover nor initialize%s: %w", cfg.name(), why, err)
 	}
 	var res initializeResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return fmt.Errorf("snodo: malformed initialize result from %s: %w", cfg.conn.Name(), err)
+		return fmt.Errorf("snodo: malformed initialize result from %s: %w", cfg.name(), err)
 	}
 	if !slices.Contains(legacyVersions, res.ProtocolVersion) {
 		return fmt.Errorf("snodo: %s chose protocol version %q; snodo supports %v and %v: upgrade one of them",
-			cfg.conn.Name(), res.ProtocolVersion, modernVersions, legacyVersions)
+			cfg.name(), res.ProtocolVersion, modernVersions, legacyVersions)
 	}
 	c.mcp.era, c.mcp.version = EraLegacy, res.ProtocolVersion
 	c.mcp.serverInfo, c.mcp.capabilities, c.mcp.instructions = res.ServerInfo, res.Capabilities, res.Instructions
 	if err := c.Notify(ctx, "notifications/initialized", nil); err != nil { // traced and measured as any notification
-		return fmt.Errorf("snodo: sending notifications/initialized to %s: %w", cfg.conn.Name(), err)
+		return fmt.Errorf("snodo: sending notifications/initialized to %s: %w", cfg.name(), err)
 	}
 	return nil
 }

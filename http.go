@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-
-	"github.com/snodo/snodo/connection"
 )
 
 // ConnectHTTP connects to the MCP server at a Streamable HTTP endpoint
@@ -22,8 +20,9 @@ import (
 // The options that start a process (WithEnv, WithDir, WithStderr, …) do
 // nothing here; WithHTTPClient and WithHTTPHeader are HTTP's own. Close
 // ends a legacy session with a DELETE. A server that ends the session
-// (404) or cannot be reached stops the client, with ErrSessionExpired or
-// ErrServerUnreachable as its Err: a supervised client then connects
+// (404) or cannot be reached stops the client, with
+// connection.ErrSessionExpired or connection.ErrServerUnreachable as its
+// Err: a supervised client then connects
 // again, opening a new session.
 func ConnectHTTP(ctx context.Context, url string, opts ...Option) (*Client, error) {
 	if ctx == nil {
@@ -90,17 +89,3 @@ func WithHTTPHeader(name, value string) Option {
 		return nil
 	}
 }
-
-// Why a Streamable HTTP client stopped or a request of it failed; see
-// the connection package for each.
-var (
-	ErrSessionExpired    = connection.ErrSessionExpired
-	ErrServerUnreachable = connection.ErrServerUnreachable
-	ErrStreamBroken      = connection.ErrStreamBroken
-	ErrMessageTooLarge   = connection.ErrMessageTooLarge
-	ErrNotJSONRPC        = connection.ErrNotJSONRPC
-)
-
-// HTTPStatusError is what a request's local error wraps when the server
-// answered with an HTTP error status and no JSON-RPC error.
-type HTTPStatusError = connection.HTTPStatusError

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testserver"
 )
 
@@ -65,27 +66,27 @@ func TestHTTPMisbehavingServers(t *testing.T) {
 		stops     bool          // the client stops with the error
 		timeout   time.Duration // default 3 s
 	}{
-		{misbehave: "garbage", era: "modern", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrNotJSONRPC) }},
+		{misbehave: "garbage", era: "modern", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, connection.ErrNotJSONRPC) }},
 		{misbehave: "never-ending", era: "modern", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrTimeout) }},
 		{misbehave: "never-ending", era: "legacy", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrTimeout) }},
 		{misbehave: "5xx", era: "modern", check: func(t *testing.T, err error) {
-			var se *HTTPStatusError
+			var se *connection.HTTPStatusError
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, http.StatusInternalServerError, se.StatusCode)
 			assert.ErrorContains(t, err, "upstream exploded")
 		}},
 		{misbehave: "429", era: "modern", check: func(t *testing.T, err error) { assert.NoError(t, err, "answered after honouring Retry-After") }},
 		{misbehave: "429-forever", era: "modern", timeout: 6 * time.Second, check: func(t *testing.T, err error) {
-			var se *HTTPStatusError
+			var se *connection.HTTPStatusError
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, http.StatusTooManyRequests, se.StatusCode)
 		}},
 		{misbehave: "redirect-loop", era: "modern", check: func(t *testing.T, err error) { assert.ErrorContains(t, err, "redirects") }},
 		{misbehave: "expire", era: "legacy", stops: true, check: func(t *testing.T, err error) {
-			assert.ErrorIs(t, err, ErrSessionExpired)
+			assert.ErrorIs(t, err, connection.ErrSessionExpired)
 			assert.ErrorIs(t, err, ErrConnectionClosed)
 		}},
-		{misbehave: "oversized", era: "modern", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrMessageTooLarge) }},
+		{misbehave: "oversized", era: "modern", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, connection.ErrMessageTooLarge) }},
 	} {
 		t.Run(tc.misbehave+"-"+tc.era, func(t *testing.T) {
 			timeout := cmp.Or(tc.timeout, 3*time.Second)
@@ -109,7 +110,7 @@ func TestHTTPMisbehavingServers(t *testing.T) {
 				case <-time.After(5 * time.Second):
 					t.Fatal("the client did not stop")
 				}
-				assert.ErrorIs(t, c.Err(), ErrSessionExpired)
+				assert.ErrorIs(t, c.Err(), connection.ErrSessionExpired)
 				return
 			}
 			_, err = c.ListTools(t.Context())
@@ -130,5 +131,5 @@ func TestHTTPUnreachable(t *testing.T) {
 	defer cancel()
 	_, err := ConnectHTTP(ctx, url)
 	require.Error(t, err)
-	assert.ErrorIs(t, err, ErrServerUnreachable)
+	assert.ErrorIs(t, err, connection.ErrServerUnreachable)
 }

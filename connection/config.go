@@ -152,15 +152,6 @@ type Config struct {
 	ShutdownGrace time.Duration
 }
 
-// Name is the server as messages name it: the command, or the URL
-// without credentials.
-func (c *Config) Name() string {
-	if c.URL != "" {
-		return SafeURL(c.URL)
-	}
-	return c.Command
-}
-
 // CheckMaxLineBytes tells whether n is a line cap a connection accepts:
 // from 64 to MaxLineBytesLimit (1 GiB). Its error says what to pass.
 func CheckMaxLineBytes(n int) error {

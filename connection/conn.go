@@ -95,7 +95,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	}
 	// Every record says which connection it is about.
 	if proc.peer != nil {
-		cfg.Logger = cfg.Logger.With("server", SafeURL(cfg.URL))
+		cfg.Logger = cfg.Logger.With("server", safeURL(cfg.URL))
 	} else {
 		cfg.Logger = cfg.Logger.With("server", filepath.Base(cfg.Command), "server_pid", proc.cmd.Process.Pid)
 	}

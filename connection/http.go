@@ -91,7 +91,7 @@ const (
 func startHTTP(cfg *Config) (*process, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("snodo: %q is not an http:// or https:// URL of an MCP endpoint", SafeURL(cfg.URL))
+		return nil, fmt.Errorf("snodo: %q is not an http:// or https:// URL of an MCP endpoint", safeURL(cfg.URL))
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -130,9 +130,9 @@ func startHTTP(cfg *Config) (*process, error) {
 	return &process{stdin: inW, stdout: outR, peer: p}, nil
 }
 
-// SafeURL is rawURL as it may be printed or logged: without its user
+// safeURL is rawURL as it may be printed or logged: without its user
 // information, query and fragment, which may carry credentials.
-func SafeURL(rawURL string) string {
+func safeURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(an unparsable URL)"
@@ -330,7 +330,7 @@ func (p *httpPeer) unreachable(err error) bool {
 	var op *net.OpError
 	var dns *net.DNSError
 	if (errors.As(err, &op) && op.Op == "dial") || errors.As(err, &dns) {
-		p.end(&exitReason{what: "the MCP endpoint " + SafeURL(p.url) + " cannot be reached: " + cause(err), cause: ErrServerUnreachable})
+		p.end(&exitReason{what: "the MCP endpoint " + safeURL(p.url) + " cannot be reached: " + cause(err), cause: ErrServerUnreachable})
 		return true
 	}
 	return false
@@ -433,9 +433,9 @@ func (ex *exchange) do() error {
 				return nil // aborted: whoever aborted settles the request
 			}
 			if p.unreachable(err) {
-				return httpError(jsonrpc.CodeConnectionClosed, ex.method+": "+SafeURL(p.url)+" cannot be reached: "+cause(err), ErrServerUnreachable, jsonrpc.ErrConnectionClosed, err)
+				return httpError(jsonrpc.CodeConnectionClosed, ex.method+": "+safeURL(p.url)+" cannot be reached: "+cause(err), ErrServerUnreachable, jsonrpc.ErrConnectionClosed, err)
 			}
-			return httpError(jsonrpc.CodeInternalError, ex.method+": the HTTP request to "+SafeURL(p.url)+" failed: "+cause(err), err)
+			return httpError(jsonrpc.CodeInternalError, ex.method+": the HTTP request to "+safeURL(p.url)+" failed: "+cause(err), err)
 		}
 		if resp.StatusCode/100 == 2 {
 			if ex.method == "initialize" {

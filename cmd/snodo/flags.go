@@ -251,7 +251,7 @@ func (cfg *config) validateURL() error {
 	case cfg.serverName != "":
 		return usagef("%s: give either --url URL or --server NAME, not both", cfg.command)
 	case !strings.HasPrefix(cfg.url, "http://") && !strings.HasPrefix(cfg.url, "https://"):
-		return usagef("--url: %q is not an http:// or https:// URL", connection.SafeURL(cfg.url))
+		return usagef("--url: %q is not an http:// or https:// URL", snodo.HTTP(cfg.url).String())
 	}
 	for _, flag := range []string{"env", "unset", "dir"} {
 		if slices.Contains(cfg.given, flag) {

@@ -33,6 +33,7 @@ out="$(mktemp -d)"
 log="$out/suite.log"
 echo "conformance: $("$node22" "$suite" --version) with node $("$node22" --version), every client scenario"
 status=0
+export SNODO_TRACE=1 # each scenario's client logs its wire to its stderr.txt, shown when it fails
 "$node22" "$suite" client --command "$client" --suite all \
 	--expected-failures "$here/expected-failures.yml" -o "$out/results" >"$log" 2>&1 || status=$?
 
