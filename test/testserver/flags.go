@@ -135,20 +135,24 @@ func (s *server) startup() {
 }
 
 // claimStart numbers this start among those sharing path: it creates the
-// first of path.1, path.2, … that does not exist yet (O_EXCL, so servers
-// started in parallel get distinct numbers), writes the process id in it
-// and returns its number.
+// first of path.1, path.2, … that does not exist yet, holding the process
+// id, and returns its number. The pid is written to a file of this
+// process's own first and hard-linked into place (a link fails on an
+// existing name, so servers started in parallel get distinct numbers): a
+// claimed start file is never seen empty, even when the server is killed
+// at once (a test reading the pids of a pool that gave up and stopped its
+// servers read "" so).
 func claimStart(path string) int {
+	tmp := fmt.Sprintf("%s.tmp%d", path, os.Getpid())
+	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d\n", os.Getpid()), 0o644); err != nil {
+		return 1
+	}
+	defer os.Remove(tmp)
 	for k := 1; ; k++ {
-		f, err := os.OpenFile(fmt.Sprintf("%s.%d", path, k), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		err := os.Link(tmp, fmt.Sprintf("%s.%d", path, k))
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
-		if err != nil {
-			return k
-		}
-		_, _ = fmt.Fprintf(f, "%d\n", os.Getpid())
-		_ = f.Close()
 		return k
 	}
 }
