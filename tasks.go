@@ -535,8 +535,7 @@ func (t *Task) run(w *wireTask) {
 			wait = 0
 		}
 		if expired {
-			t.finish(nil, fmt.Errorf("%w: task %s of tool %s was not done %s after its creation",
-				ErrTaskExpired, t.id, t.tool, t.Status().TTL), "", "")
+			t.expire()
 			return
 		}
 		timer.Reset(wait)
@@ -667,12 +666,7 @@ func (t *Task) settle(w *wireTask) {
 	case t.era == EraLegacy:
 		t.legacyResult()
 	case w.Status == TaskCompleted:
-		res := new(CallToolResult)
-		if err := decodeCallTool(w.Result, res, nil); err != nil {
-			t.finish(nil, fmt.Errorf("snodo: task %s of tool %s: malformed result: %w", t.id, t.tool, err), "", "")
-			return
-		}
-		t.finish(res, nil, "", "")
+		t.complete(w.Result)
 	default: // failed: the JSON-RPC error the call would have answered
 		e := new(Error)
 		if err := json.Unmarshal(w.Error, e); err != nil || len(w.Error) == 0 {
@@ -680,6 +674,28 @@ func (t *Task) settle(w *wireTask) {
 		}
 		t.finish(nil, e, "", "")
 	}
+}
+
+// complete settles the task with the tool result raw; a malformed one
+// fails it. The final status is the era's: a tool that failed (IsError)
+// is a failed task in the legacy era, a completed one in the modern era.
+func (t *Task) complete(raw json.RawMessage) {
+	res := new(CallToolResult)
+	if err := decodeCallTool(raw, res, nil); err != nil {
+		t.finish(nil, fmt.Errorf("snodo: task %s of tool %s: malformed result: %w", t.id, t.tool, err), "", "")
+		return
+	}
+	status := TaskCompleted
+	if res.IsError && t.era == EraLegacy {
+		status = TaskFailed
+	}
+	t.finish(res, nil, status, "")
+}
+
+// expire ends a task its TTL outlived.
+func (t *Task) expire() {
+	t.finish(nil, fmt.Errorf("%w: task %s of tool %s was not done %s after its creation",
+		ErrTaskExpired, t.id, t.tool, t.Status().TTL), "", "")
 }
 
 // legacyResult waits on tasks/result (legacy), which answers once the
@@ -696,21 +712,11 @@ func (t *Task) legacyResult() {
 	raw, err := t.calls.requester().Request(ctx, "tasks/result", t.get, Timeout(-1))
 	switch {
 	case err == nil:
-		res := new(CallToolResult)
-		if err := decodeCallTool(raw, res, nil); err != nil {
-			t.finish(nil, fmt.Errorf("snodo: task %s of tool %s: malformed result: %w", t.id, t.tool, err), "", "")
-			return
-		}
-		status := TaskCompleted
-		if res.IsError {
-			status = TaskFailed
-		}
-		t.finish(res, nil, status, "")
+		t.complete(raw)
 	case t.ctx.Err() != nil:
 		t.ended()
 	case ctx.Err() != nil:
-		t.finish(nil, fmt.Errorf("%w: task %s of tool %s was not done %s after its creation",
-			ErrTaskExpired, t.id, t.tool, t.Status().TTL), "", "")
+		t.expire()
 	default:
 		var e *Error
 		if errors.As(err, &e) && !e.Local() {

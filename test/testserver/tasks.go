@@ -107,7 +107,12 @@ func newTaskID() string {
 	return hex.EncodeToString(b)
 }
 
+// lookupTask finds the task a tasks/* request names; a modern request
+// must declare the extension.
 func (s *server) lookupTask(req *request) (*task, *rpcError) {
+	if req.modern && !declaresTasks(req) {
+		return nil, missingTasksCapability()
+	}
 	var p struct {
 		TaskID string `json:"taskId"`
 	}
@@ -290,9 +295,6 @@ func (t *task) wireLocked() obj {
 }
 
 func (s *server) tasksGet(req *request) (any, *rpcError) {
-	if req.modern && !declaresTasks(req) {
-		return nil, missingTasksCapability()
-	}
 	t, e := s.lookupTask(req)
 	if e != nil {
 		return nil, e
@@ -344,9 +346,6 @@ func (s *server) tasksResult(req *request) (any, *rpcError) {
 }
 
 func (s *server) tasksCancel(req *request) (any, *rpcError) {
-	if req.modern && !declaresTasks(req) {
-		return nil, missingTasksCapability()
-	}
 	t, e := s.lookupTask(req)
 	if e != nil {
 		return nil, e
@@ -374,9 +373,6 @@ func (s *server) tasksCancel(req *request) (any, *rpcError) {
 func (s *server) tasksUpdate(req *request) (any, *rpcError) {
 	if !req.modern {
 		return nil, errMethodNotFound(req.method)
-	}
-	if !declaresTasks(req) {
-		return nil, missingTasksCapability()
 	}
 	t, e := s.lookupTask(req)
 	if e != nil {
