@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,4 +134,40 @@ func TestHTTPUnreachable(t *testing.T) {
 	_, err := ConnectHTTP(ctx, url)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, connection.ErrServerUnreachable)
+}
+
+// Close leaves no connection open: the legacy session is deleted, every
+// exchange is over, and the default client's idle connections are closed
+// (the server sees each connection it accepted closed).
+func TestHTTPCloseLeavesNoConnection(t *testing.T) {
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) {
+			var mu sync.Mutex
+			open := map[net.Conn]bool{}
+			hs := httptest.NewUnstartedServer(&testserver.HTTP{Era: era})
+			hs.Config.ConnState = func(conn net.Conn, state http.ConnState) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch state {
+				case http.StateNew:
+					open[conn] = true
+				case http.StateClosed, http.StateHijacked:
+					delete(open, conn)
+				}
+			}
+			hs.Start()
+			defer hs.Close()
+			c, err := ConnectHTTP(t.Context(), hs.URL+"/mcp")
+			require.NoError(t, err)
+			_, err = c.CallTool(t.Context(), "echo", map[string]any{"text": "hi"})
+			require.NoError(t, err)
+			require.NoError(t, c.Close())
+			<-c.Done()
+			require.Eventually(t, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(open) == 0
+			}, 5*time.Second, 10*time.Millisecond, "a connection is left open after Close")
+		})
+	}
 }
