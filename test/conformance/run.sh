@@ -34,7 +34,7 @@ log="$out/suite.log"
 echo "conformance: $("$node22" "$suite" --version) with node $("$node22" --version), every client scenario"
 status=0
 export SNODO_TRACE=1 # each scenario's client logs its wire to its stderr.txt, shown when it fails
-"$node22" "$suite" client --command "$client" --suite all \
+"$node22" "$suite" client --command "$client" --suite all --timeout 60000 \
 	--expected-failures "$here/expected-failures.yml" -o "$out/results" >"$log" 2>&1 || status=$?
 
 # The suite's summary: one line per scenario, then the check totals.

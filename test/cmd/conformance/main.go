@@ -36,7 +36,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 28*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second) // run.sh gives each scenario 60 s
 	defer cancel()
 	if err := run(ctx, scenario, url, &sctx); err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: scenario %q: %v\n", scenario, err)
@@ -56,7 +56,7 @@ type scenarioContext struct {
 func run(ctx context.Context, scenario, url string, sctx *scenarioContext) error {
 	opts := []snodo.Option{
 		snodo.WithClientInfo("snodo-conformance", "1.0.0"),
-		snodo.WithProbeTimeout(20 * time.Second), // the suite starts every scenario at once
+		snodo.WithProbeTimeout(40 * time.Second), // the suite starts every scenario at once: a loaded machine is slow
 		snodo.WithServerRequestHandler(answer),
 		snodo.WithClientCapabilities(snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{}}),
 		snodo.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
