@@ -3,6 +3,7 @@ package snodo
 import (
 	"context"
 	"encoding/json"
+	"github.com/snodo/snodo/internal/seam"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -11,7 +12,7 @@ import (
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
-// Instrument returns r with each of its requests traced and measured
+// instrument returns r with each of its requests traced and measured
 // exactly as a Client's own requests are, by the same code: a CLIENT span
 // named after the MCP method and the tool or prompt (a child of the span
 // in the caller's ctx; r's Request runs under it, so the trace context r
@@ -28,7 +29,22 @@ import (
 // mean the global providers, followed as they change; with the default
 // no-op ones a request costs nothing more. Over a nil r every request
 // fails with ErrNoRequester, as the calls of NewCalls(nil) do.
-func Instrument(r Requester, tp trace.TracerProvider, mp metric.MeterProvider, transport, server string) Requester {
+func init() {
+	seam.Instrument = func(r any, tp trace.TracerProvider, mp metric.MeterProvider, transport, server string) any {
+		req, _ := r.(Requester)
+		return instrument(req, tp, mp, transport, server)
+	}
+	seam.TraceSubscription = func(ctx context.Context, r any) (context.Context, seam.SubscriptionTrace) {
+		req, _ := r.(Requester)
+		ctx, t := traceSubscription(ctx, req)
+		if t == nil {
+			return ctx, nil // an interface that is nil, not a nil *subscriptionTrace
+		}
+		return ctx, t
+	}
+}
+
+func instrument(r Requester, tp trace.TracerProvider, mp metric.MeterProvider, transport, server string) Requester {
 	if r == nil {
 		r = noRequester{}
 	}

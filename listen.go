@@ -35,7 +35,8 @@ type Subscription struct {
 func init() {
 	listening.Register(
 		func(impl listening.Impl) any { return &Subscription{impl: impl} },
-		func(s any) listening.Impl { return s.(*Subscription).impl })
+		func(s any) listening.Impl { return s.(*Subscription).impl },
+		func(opts any) (listening.Settings, error) { return listenSettingsOf(opts.([]ListenOption)...) })
 }
 
 // ID is the listen request's JSON-RPC ID, which the server carries in
@@ -123,28 +124,21 @@ var (
 var ErrListenUnsupported = errors.New("snodo: the server does not support subscriptions/listen (it speaks a legacy MCP version; its list_changed notifications come unasked, to the client's notification handler)")
 
 // ListenOption tunes one subscription. Build it with ListenTo,
-// MaxQueuedEvents or MaxQueuedEventBytes; ListenSettingsOf reads the
-// values back.
-type ListenOption struct{ set func(*ListenSettings) error }
-
-// ListenSettings are the values a subscription's options set.
-type ListenSettings struct {
-	Actor    *protoactor.PID // ListenTo: nil delivers on the Events channel
-	MaxQueue int             // MaxQueuedEvents: 0 the default
-	// MaxQueueBytes is MaxQueuedEventBytes: 0 the default.
-	MaxQueueBytes int
+// MaxQueuedEvents or MaxQueuedEventBytes.
+type ListenOption struct {
+	set func(*listening.Settings) error
 }
 
-// ListenSettingsOf applies opts in order; the first invalid one is an
+// listenSettingsOf applies opts in order; the first invalid one is an
 // error.
-func ListenSettingsOf(opts ...ListenOption) (ListenSettings, error) {
-	var s ListenSettings
+func listenSettingsOf(opts ...ListenOption) (listening.Settings, error) {
+	var s listening.Settings
 	for _, o := range opts {
 		if o.set == nil {
 			continue
 		}
 		if err := o.set(&s); err != nil {
-			return ListenSettings{}, err
+			return listening.Settings{}, err
 		}
 	}
 	return s, nil
@@ -155,7 +149,7 @@ func ListenSettingsOf(opts ...ListenOption) (ListenSettings, error) {
 // the Events channel. The subscription watches pid and is cancelled when
 // it terminates. pid lives in the connection's actor system.
 func ListenTo(pid *protoactor.PID) ListenOption {
-	return ListenOption{func(o *ListenSettings) error {
+	return ListenOption{func(o *listening.Settings) error {
 		if pid == nil {
 			return errors.New("ListenTo: nil PID")
 		}
@@ -170,7 +164,7 @@ func ListenTo(pid *protoactor.PID) ListenOption {
 // 16 MiB of their params (subscription.DefaultMaxQueueBytes; see
 // MaxQueuedEventBytes).
 func MaxQueuedEvents(n int) ListenOption {
-	return ListenOption{func(o *ListenSettings) error {
+	return ListenOption{func(o *listening.Settings) error {
 		if n < 1 {
 			return fmt.Errorf("MaxQueuedEvents: %d must be at least 1", n)
 		}
@@ -185,7 +179,7 @@ func MaxQueuedEvents(n int) ListenOption {
 // event arriving at an empty queue is always taken, however large.
 // Default 16 MiB (subscription.DefaultMaxQueueBytes).
 func MaxQueuedEventBytes(n int) ListenOption {
-	return ListenOption{func(o *ListenSettings) error {
+	return ListenOption{func(o *listening.Settings) error {
 		if n < 1 {
 			return fmt.Errorf("MaxQueuedEventBytes: %d must be at least 1", n)
 		}
@@ -208,7 +202,7 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	if c.legacy() {
 		return nil, ErrListenUnsupported
 	}
-	set, err := ListenSettingsOf(opts...)
+	set, err := listenSettingsOf(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("snodo: %w", err)
 	}

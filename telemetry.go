@@ -688,7 +688,7 @@ func (h eraHandler) WithGroup(name string) slog.Handler {
 }
 
 // observeSubscription sets the hooks that trace and measure a
-// subscription, all through its SubscriptionTrace (the site's
+// subscription, all through its subscriptionTrace (the site's
 // listenStarted): the spans, the queue depth at each event and the
 // overflows. With telemetry off it sets nothing.
 func (c *Client) observeSubscription(ctx context.Context, o *subscription.Options) context.Context {
@@ -703,18 +703,18 @@ func (c *Client) observeSubscription(ctx context.Context, o *subscription.Option
 	return ctx
 }
 
-// SubscriptionTrace traces and measures one subscription exactly as a
+// subscriptionTrace traces and measures one subscription exactly as a
 // Client's Listen does, by the same code: a CLIENT span
 // subscriptions/listen from Listen until the subscription ends, a SERVER
 // span per event (see Event), and the metrics
 // snodo.client.subscription.queue.depth (see Queued) and
-// snodo.client.subscription.overflows (see End). TraceSubscription starts
+// snodo.client.subscription.overflows (see End). traceSubscription starts
 // one for a subscription that a Requester made by Instrument opens some
 // other way than a request (the remote package's Listen). Event and
 // Queued may be called from any goroutine, End once after the last of
-// them; on a nil *SubscriptionTrace (tracing and metrics off) all do
+// them; on a nil *subscriptionTrace (tracing and metrics off) all do
 // nothing and cost nothing.
-type SubscriptionTrace struct {
+type subscriptionTrace struct {
 	s         *site
 	ctx       context.Context // the span's: the parent or link of each event's
 	span      trace.Span      // nil when tracing is off
@@ -722,8 +722,8 @@ type SubscriptionTrace struct {
 	metering  bool
 }
 
-// TraceSubscription starts tracing and measuring a subscription opened
-// through r, a Requester that Instrument returned: the
+// traceSubscription starts tracing and measuring a subscription opened
+// through r, a Requester that instrument returned: the
 // subscriptions/listen CLIENT span, a child of the span in ctx, with the
 // attributes of r's request spans (mcp.method.name, network.transport),
 // and the subscription metrics, with the attributes of r's other
@@ -732,8 +732,9 @@ type SubscriptionTrace struct {
 // carries to the server is this span's, record each event with Event and
 // Queued and the end with End. When r did not come from Instrument, or
 // neither its tracer provider nor its meter provider records (the
-// default no-op ones), it returns ctx and nil.
-func TraceSubscription(ctx context.Context, r Requester) (context.Context, *SubscriptionTrace) {
+// default no-op ones), it returns ctx and nil. The remote package reaches
+// it, and instrument, through internal/seam.
+func traceSubscription(ctx context.Context, r Requester) (context.Context, *subscriptionTrace) {
 	in, ok := r.(*instrumented)
 	if !ok {
 		return ctx, nil
@@ -744,12 +745,12 @@ func TraceSubscription(ctx context.Context, r Requester) (context.Context, *Subs
 // listenStarted starts a subscription's span (when tracing) and decides
 // whether it is measured, once, as a request's op does; ctx and nil when
 // both are off.
-func (s *site) listenStarted(ctx context.Context) (context.Context, *SubscriptionTrace) {
+func (s *site) listenStarted(ctx context.Context) (context.Context, *subscriptionTrace) {
 	tracing, metering := s.tel.Tracing(), s.meters.Live()
 	if !tracing && !metering {
 		return ctx, nil
 	}
-	t := &SubscriptionTrace{s: s, ctx: ctx, metering: metering}
+	t := &subscriptionTrace{s: s, ctx: ctx, metering: metering}
 	if !tracing {
 		return ctx, t
 	}
@@ -771,7 +772,7 @@ func (s *site) listenStarted(ctx context.Context) (context.Context, *Subscriptio
 
 // queued is the Queued hook of a local subscription: an event queued for
 // the reader, with the queue's depth then.
-func (t *SubscriptionTrace) queued(_ int64, ev Event, depth int) {
+func (t *subscriptionTrace) queued(_ int64, ev Event, depth int) {
 	t.Queued(depth)
 	t.Event(ev)
 }
@@ -781,7 +782,7 @@ func (t *SubscriptionTrace) queued(_ int64, ev Event, depth int) {
 // sample per queued event). An event that
 // goes to no queue (to a ListenTo actor, which has its own mailbox) has
 // no depth: call Event alone.
-func (t *SubscriptionTrace) Queued(depth int) {
+func (t *subscriptionTrace) Queued(depth int) {
 	if t != nil && t.metering {
 		t.s.meters.QueueDepth(depth)
 	}
@@ -796,7 +797,7 @@ func (t *SubscriptionTrace) Queued(depth int) {
 // notification has no JSON-RPC id, so no jsonrpc.request.id: the listen
 // span, parent or link, says which subscription it came on. Nothing is
 // recorded when the listen span is not (a sampler dropped it).
-func (t *SubscriptionTrace) Event(ev Event) {
+func (t *subscriptionTrace) Event(ev Event) {
 	if t == nil || !t.recording {
 		return
 	}
@@ -812,7 +813,7 @@ func (t *SubscriptionTrace) Event(ev Event) {
 // its code, a closed connection "connection_closed", …). A subscription
 // that ended with ErrQueueFull is counted once in
 // snodo.client.subscription.overflows. Call it once.
-func (t *SubscriptionTrace) End(err error) {
+func (t *subscriptionTrace) End(err error) {
 	if t != nil {
 		t.end(0, err)
 	}
@@ -820,7 +821,7 @@ func (t *SubscriptionTrace) End(err error) {
 
 // end is End with the listen request's JSON-RPC id (0: none, as across
 // NATS, where the host's span has it).
-func (t *SubscriptionTrace) end(id int64, err error) {
+func (t *subscriptionTrace) end(id int64, err error) {
 	if t.metering && errors.Is(err, ErrQueueFull) {
 		t.s.meters.Overflow()
 	}

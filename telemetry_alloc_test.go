@@ -150,7 +150,7 @@ func TestInstrumentOffAddsNoAllocation(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = c.Close(); <-c.Done() }()
 	direct := opaque(c) // both through the interface, as Calls calls them
-	wrapped := Instrument(c, nil, nil, "tcp", "test")
+	wrapped := instrument(c, nil, nil, "tcp", "test")
 	params := json.RawMessage(`{"a":1}`)
 	ctx := context.Background()
 	opt := Timeout(time.Minute)
@@ -187,24 +187,24 @@ func opaque(r Requester) Requester { return r }
 // the trace is nil and its methods cost no allocation.
 func TestTraceSubscriptionOffIsNil(t *testing.T) {
 	ctx := context.Background()
-	got, tr := TraceSubscription(ctx, Instrument(nil, nil, nil, "tcp", "test"))
+	got, tr := traceSubscription(ctx, instrument(nil, nil, nil, "tcp", "test"))
 	require.Nil(t, tr, "no provider: nothing to record")
 	require.Equal(t, ctx, got)
 	tp := sdktrace.NewTracerProvider()
 	defer func() { _ = tp.Shutdown(context.Background()) }()
-	_, tr = TraceSubscription(ctx, opaque(noRequester{}))
+	_, tr = traceSubscription(ctx, opaque(noRequester{}))
 	require.Nil(t, tr, "not Instrument's: nothing to record through it")
-	_, tr = TraceSubscription(ctx, Instrument(nil, tp, nil, "tcp", "test"))
+	_, tr = traceSubscription(ctx, instrument(nil, tp, nil, "tcp", "test"))
 	require.NotNil(t, tr)
 	tr.End(nil)
 	mp := sdkmetric.NewMeterProvider()
 	defer func() { _ = mp.Shutdown(context.Background()) }()
-	got, tr = TraceSubscription(ctx, Instrument(nil, nil, mp, "tcp", "test"))
+	got, tr = traceSubscription(ctx, instrument(nil, nil, mp, "tcp", "test"))
 	require.NotNil(t, tr, "metrics alone: measured, not traced")
 	require.Equal(t, ctx, got, "no span: ctx as it was")
 	tr.End(ErrQueueFull)
 
-	var off *SubscriptionTrace
+	var off *subscriptionTrace
 	ev := Event{Method: NotificationToolsListChanged, Params: json.RawMessage(`{}`)}
 	require.Zero(t, testing.AllocsPerRun(1000, func() {
 		off.Queued(1)

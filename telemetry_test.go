@@ -554,7 +554,7 @@ func TestTraceNotificationsCarryTheirSpan(t *testing.T) {
 // as NewCalls(nil) does, traced or not, instead of panicking.
 func TestInstrumentNilRequester(t *testing.T) {
 	tp, _ := traced(t)
-	for name, r := range map[string]Requester{"untraced": Instrument(nil, nil, nil, "tcp", "x"), "traced": Instrument(nil, tp, nil, "tcp", "x")} {
+	for name, r := range map[string]Requester{"untraced": instrument(nil, nil, nil, "tcp", "x"), "traced": instrument(nil, tp, nil, "tcp", "x")} {
 		t.Run(name, func(t *testing.T) {
 			require.NotPanics(t, func() {
 				_, err := r.Request(t.Context(), "tools/list", nil)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -58,7 +59,7 @@ const progressQueue = 16
 type Client struct {
 	snodo.Calls // every typed call: ListTools, CallTool (input_required rounds answered here), ReadResource, …
 
-	traced  snodo.Requester // wire, traced and measured by snodo.Instrument: what Request calls
+	traced  snodo.Requester // wire, traced and measured by snodo's instrument (internal/seam): what Request calls
 	nc      *nats.Conn
 	owned   bool // Dial opened nc: Close closes it
 	name    string
@@ -104,7 +105,7 @@ func NewClient(nc *nats.Conn, name string, opts ...ClientOption) (*Client, error
 		calls: map[string]*pending{},
 		subs:  map[string]*hosted{},
 	}
-	c.traced = snodo.Instrument(wire{c}, cfg.tracers, cfg.meters, telemetry.TransportTCP, name)
+	c.traced = seam.Instrument(wire{c}, cfg.tracers, cfg.meters, telemetry.TransportTCP, name).(snodo.Requester)
 	c.Calls = snodo.NewCalls(c)
 	if c.sub, err = nc.Subscribe(c.inbox+"*", c.dispatch); err != nil {
 		return nil, fmt.Errorf("remote: subscribing to the reply inbox: %w", err)
@@ -282,7 +283,7 @@ func (c *Client) Request(ctx context.Context, method string, params any, opts ..
 }
 
 // wire is the Client's requests as they go over NATS, untraced: what
-// snodo.Instrument wraps.
+// snodo's instrument wraps (internal/seam).
 type wire struct{ c *Client }
 
 func (w wire) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {

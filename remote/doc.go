@@ -12,10 +12,10 @@
 // through the embedded snodo.Calls (input_required rounds answered by the
 // caller's own handler), and Listen for subscriptions (to the Events
 // channel, or with snodo.ListenTo to an actor). Each request is traced
-// and measured as a local one is (snodo.Instrument: a CLIENT span whose
+// and measured as a local one is (snodo's instrument, through internal/seam: a CLIENT span whose
 // context the host's spans join; WithTracerProvider, WithMeterProvider),
 // and each subscription traced and measured as a local one is
-// (snodo.TraceSubscription).
+// (snodo's traceSubscription).
 // Legacy resource subscriptions (SubscribeResource) stay on the host:
 // their updates go to the host's handler, never back to the caller. A
 // host refuses, with -32600, the methods its own connection manages

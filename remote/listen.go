@@ -17,6 +17,7 @@ import (
 	"github.com/snodo/snodo/internal/bytebound"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/listening"
+	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 )
@@ -48,7 +49,7 @@ type hosted struct {
 	done   chan struct{}
 	actor  *protoactor.PID // ListenTo, or nil
 	sys    *protoactor.ActorSystem
-	trace  *snodo.SubscriptionTrace // nil when tracing and metrics are off
+	trace  seam.SubscriptionTrace // nil when tracing and metrics are off
 
 	// maxBytes bounds the params bytes of the events waiting in events,
 	// which bytes counts (run's alone).
@@ -87,7 +88,7 @@ type hosted struct {
 // it.
 //
 // The subscription is traced and measured as a local one is, by the same
-// code (snodo.TraceSubscription): a CLIENT span subscriptions/listen,
+// code (snodo's traceSubscription, through internal/seam): a CLIENT span subscriptions/listen,
 // child of the span in ctx, until it ends, whose context goes to the
 // host; a SERVER span per event; the queue depth at each event queued on
 // Events, and an overflow when it ends with snodo.ErrQueueFull.
@@ -99,7 +100,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 		// Sent, it would open a subscription for nobody.
 		return nil, fmt.Errorf("remote: %s on %s ended before the server acknowledged it: %w", subscription.Method, c.name, ownerLeft(ctx))
 	}
-	o, err := snodo.ListenSettingsOf(opts...)
+	o, err := listening.SettingsOf(opts)
 	if err != nil {
 		return nil, fmt.Errorf("remote: %w", err)
 	}
@@ -118,7 +119,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	// The subscription's CLIENT span and metrics, as a local Listen makes
 	// them (the same code): the span's context goes to the host in the
 	// request's headers.
-	ctx, trace := snodo.TraceSubscription(ctx, c.traced)
+	ctx, trace := seam.TraceSubscription(ctx, c.traced)
 	s := &hosted{
 		c: c, owner: ctx,
 		in:       make(chan *nats.Msg, inboxQueue),
@@ -138,7 +139,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	}
 	token, err := c.register(nil, s)
 	if err != nil {
-		trace.End(err)
+		traceEnd(trace, err)
 		return nil, err
 	}
 	s.token = token
@@ -153,12 +154,12 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	if err := c.nc.PublishMsg(m); err != nil {
 		c.unregister(token)
 		err = closedErr(fmt.Sprintf("cannot send %s to %s over NATS: %v", subscription.Method, c.name, err), err)
-		trace.End(err)
+		traceEnd(trace, err)
 		return nil, err
 	}
 	if err := s.awaitAck(ctx); err != nil {
 		c.unregister(token)
-		trace.End(err)
+		traceEnd(trace, err)
 		close(s.done) // for a Client.Close racing with this Listen
 		return nil, err
 	}
@@ -281,7 +282,7 @@ loop:
 				select {
 				case s.events <- ev:
 					s.bytes.Sent(len(ev.Params))
-					s.trace.Queued(len(s.events))
+					traceQueued(s.trace, len(s.events))
 					s.traceEvent(ev)
 				default:
 					why = fmt.Errorf("%w: the subscription on %s has %d events waiting for a slow reader; read Events faster or raise the queue bound",
@@ -316,7 +317,7 @@ loop:
 	s.mu.Lock()
 	s.err = why
 	s.mu.Unlock()
-	s.trace.End(why)
+	traceEnd(s.trace, why)
 	// Done first: a reader that sees Events close reads the final Err
 	// (Err is nil until Done closes).
 	close(s.done)
@@ -327,7 +328,7 @@ loop:
 }
 
 // traceEvent records an event of the MCP server's as a local
-// subscription's queued event is recorded (snodo.SubscriptionTrace.Event).
+// subscription's queued event is recorded (its SubscriptionTrace's Event).
 // A resubscribed marker is the host's, not the server's: no span (it is
 // in the queue depth all the same: it waits for the reader).
 func (s *hosted) traceEvent(ev snodo.Event) {
@@ -410,4 +411,18 @@ func (s *hosted) Close() error {
 	s.stop(snodo.ErrSubscriptionClosed)
 	<-s.done
 	return nil
+}
+
+// traceQueued records the queue depth when the subscription is measured.
+func traceQueued(t seam.SubscriptionTrace, depth int) {
+	if t != nil {
+		t.Queued(depth)
+	}
+}
+
+// traceEnd ends the subscription's span and measurements, if any.
+func traceEnd(t seam.SubscriptionTrace, err error) {
+	if t != nil {
+		t.End(err)
+	}
 }

@@ -100,7 +100,7 @@ func TestRemoteListenMetricsAllocation(t *testing.T) {
 	defer sub.Close()
 	require.Nil(t, hostedOf(sub).trace, "no provider: nothing to record")
 	assert.Zero(t, testing.AllocsPerRun(1000, func() {
-		hostedOf(sub).trace.Queued(1)
+		traceQueued(hostedOf(sub).trace, 1)
 		hostedOf(sub).traceEvent(ev)
 	}))
 
@@ -111,7 +111,7 @@ func TestRemoteListenMetricsAllocation(t *testing.T) {
 	defer measured.Close()
 	require.NotNil(t, hostedOf(measured).trace)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() {
-		hostedOf(measured).trace.Queued(1)
+		traceQueued(hostedOf(measured).trace, 1)
 		hostedOf(measured).traceEvent(ev)
 	}), "metrics on, tracing off")
 }

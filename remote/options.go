@@ -232,8 +232,8 @@ func WithClientCapabilities(caps snodo.ClientCapabilities) ClientOption {
 
 // WithTracerProvider makes the client's spans with tp: one CLIENT span
 // per request, and per subscription with a SERVER span per event, made by
-// the same code as a local snodo.Client's (snodo.Instrument,
-// snodo.TraceSubscription), with network.transport "tcp"; its trace context
+// the same code as a local snodo.Client's (snodo's instrument and
+// traceSubscription, through internal/seam), with network.transport "tcp"; its trace context
 // crosses to the host in NATS headers, so the host's spans are its
 // children. Default: the global provider, followed as it changes. Hosts
 // trace with their pools' own snodo.WithTracerProvider. Callers.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -97,11 +98,7 @@ func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *pro
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
 	}
-	named, err := supervisor.ActorSystemOf(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("servers: %w", err)
-	}
-	logger, err := supervisor.LoggerOf(opts...)
+	named, logger, err := seam.SupervisorSetup(opts)
 	if err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
 	}

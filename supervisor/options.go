@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/seam"
 )
 
 // Defaults for the options below.
@@ -237,29 +238,17 @@ func WithActorSystem(sys *protoactor.ActorSystem) Option {
 	}
 }
 
-// ActorSystemOf is the system WithActorSystem names among opts (the last
-// one wins, as when they are applied), or nil when none does. It lets code
-// that builds on supervisors, such as servers.Router, run its own actors
-// on the system its supervisors will run on. Invalid options are an error.
-func ActorSystemOf(opts ...Option) (*protoactor.ActorSystem, error) {
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
+func init() {
+	// What code that builds on supervisors (servers.Router) needs of the
+	// options it passes on: the system their actors run on, to run its
+	// own there too, and the logger they log to, to log there too.
+	seam.SupervisorSetup = func(opts any) (*protoactor.ActorSystem, *slog.Logger, error) {
+		cfg, err := newConfig(opts.([]Option))
+		if err != nil {
+			return nil, nil, err
+		}
+		return cfg.system, cfg.logger, nil
 	}
-	return cfg.system, nil
-}
-
-// LoggerOf is the logger WithLogger names among opts (the last one wins),
-// or one that discards everything when none does: the logger the
-// supervisors built from opts log to. Code that builds on supervisors,
-// such as servers.Router, logs its own records there too. Invalid options
-// are an error.
-func LoggerOf(opts ...Option) (*slog.Logger, error) {
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	return cfg.logger, nil
 }
 
 // WithName labels the supervisor in logs and events (LifecycleEvent.Name).

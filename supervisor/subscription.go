@@ -83,7 +83,7 @@ func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []
 			c.s.release()
 		}
 	}()
-	set, err := snodo.ListenSettingsOf(opts...)
+	set, err := listening.SettingsOf(opts)
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}

@@ -4,7 +4,19 @@
 // Package snodo registers the wrapper at init; nothing else is global.
 package listening
 
-import "github.com/snodo/snodo/subscription"
+import (
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo/subscription"
+)
+
+// Settings are the values a subscription's options (snodo.ListenTo,
+// snodo.MaxQueuedEvents, snodo.MaxQueuedEventBytes) set.
+type Settings struct {
+	Actor         *protoactor.PID // ListenTo: nil delivers on the Events channel
+	MaxQueue      int             // MaxQueuedEvents: 0 the default
+	MaxQueueBytes int             // MaxQueuedEventBytes: 0 the default
+}
 
 // Impl serves a *snodo.Subscription: its methods are the Subscription's,
 // with the meanings documented there.
@@ -18,13 +30,21 @@ type Impl interface {
 }
 
 var (
-	wrap   func(Impl) any
-	unwrap func(any) Impl
+	wrap       func(Impl) any
+	unwrap     func(any) Impl
+	settingsOf func(any) (Settings, error)
 )
 
 // Register is called once, by package snodo's init: w wraps an Impl as
-// a *snodo.Subscription, u returns the Impl of one.
-func Register(w func(Impl) any, u func(any) Impl) { wrap, unwrap = w, u }
+// a *snodo.Subscription, u returns the Impl of one, s applies a
+// []snodo.ListenOption.
+func Register(w func(Impl) any, u func(any) Impl, s func(any) (Settings, error)) {
+	wrap, unwrap, settingsOf = w, u, s
+}
+
+// SettingsOf applies opts ([]snodo.ListenOption) in order; the first
+// invalid one is an error.
+func SettingsOf(opts any) (Settings, error) { return settingsOf(opts) }
 
 // Wrap is impl as a *snodo.Subscription (T).
 func Wrap[T any](impl Impl) T { return wrap(impl).(T) }
