@@ -195,11 +195,13 @@ func TestTaskOwnerCtxCancels(t *testing.T) {
 		require.ErrorIs(t, err, context.Canceled)
 		assert.Len(t, seen(t, c, "tasks/cancel"), 1)
 
-		// CallTool's ctx: the same, and nothing outlives the call.
-		ctx, cancel = context.WithTimeout(t.Context(), 300*time.Millisecond)
+		// CallTool's ctx: the same, and nothing outlives the call. It
+		// ends once the task exists (its first status).
+		ctx, cancel = context.WithCancel(t.Context())
 		defer cancel()
-		_, err = c.CallTool(ctx, "research", map[string]any{"ms": 60000})
-		require.ErrorIs(t, err, context.DeadlineExceeded)
+		_, err = c.CallTool(ctx, "research", map[string]any{"ms": 60000}, OnTaskStatus(func(TaskStatus) { cancel() }))
+		require.ErrorIs(t, err, context.Canceled)
+		require.ErrorIs(t, err, ErrTaskCancelled)
 		assert.Len(t, seen(t, c, "tasks/cancel"), 2)
 	})
 }
