@@ -91,3 +91,30 @@ func TestHTTPGoEverythingBothEras(t *testing.T) {
 		})
 	}
 }
+
+// Listen over modern HTTP: subscriptions/listen is a long-lived POST
+// whose SSE stream carries the events; closing it ends the subscription.
+func TestHTTPGoEverythingListenModern(t *testing.T) {
+	url := goEverythingHTTP(t, true)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c, err := ConnectHTTP(ctx, url)
+	require.NoError(t, err)
+	defer c.Close()
+	require.Equal(t, EraModern, c.Era())
+	sub, err := c.Listen(ctx, Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	assert.True(t, sub.Acknowledged().ToolsListChanged)
+	_, err = c.CallTool(ctx, "test_trigger_tool_change", map[string]any{})
+	require.NoError(t, err)
+	select {
+	case ev := <-sub.Events():
+		assert.Equal(t, "notifications/tools/list_changed", ev.Method)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event on the listen stream within 10 s")
+	}
+	sub.Close()
+	<-sub.Done()
+	_, err = c.ListTools(ctx)
+	assert.NoError(t, err, "the client lives on after the subscription")
+}
