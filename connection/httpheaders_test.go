@@ -33,7 +33,7 @@ func TestHTTPHeaderSpecs(t *testing.T) {
 		assert.True(t, ok, s.name)
 		assert.Equal(t, map[string]string{"Region": "eu", "N": "42"}[s.name], v)
 	}
-	_, ok = paramHeader{name: "Region", path: []string{"region"}}.value([]byte(`{"region":null}`))
+	_, ok := paramHeader{name: "Region", path: []string{"region"}}.value([]byte(`{"region":null}`))
 	assert.False(t, ok, "null omits the header")
 
 	for name, schema := range map[string]string{
