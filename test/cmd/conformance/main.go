@@ -66,11 +66,27 @@ func run(ctx context.Context, scenario, url string, sctx *scenarioContext) error
 			fmt.Fprintf(os.Stderr, "%s %s %s\n", time.Now().Format("15:04:05.000"), dir, line)
 		}))
 	}
+	if isAuthScenario(scenario) {
+		auth, err := authOption(scenario)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, auth)
+	}
 	c, err := snodo.ConnectHTTP(ctx, url, opts...)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if isAuthScenario(scenario) {
+		// Listing needs the token; calling may need more scopes (the
+		// step-up scenario's 403).
+		if _, err := c.ListTools(ctx); err != nil {
+			return err
+		}
+		_, err := c.CallTool(ctx, "test-tool", map[string]any{})
+		return err
+	}
 	switch scenario {
 	case "initialize", "request-metadata", "json-schema-ref-no-deref":
 		if scenario != "request-metadata" {
