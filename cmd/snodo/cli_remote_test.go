@@ -63,6 +63,12 @@ func TestRemoteFlagMisuse(t *testing.T) {
 		{[]string{"--nats", "nats://127.0.0.1:1", "--config", "f.json", "servers"}, "--config does not go with --nats"},
 		{[]string{"--config", "f.json", "--server", "x", "servers"}, "--server does not go with it"},
 		{[]string{"--nats", "nats://127.0.0.1:1", "--server", "x", "servers"}, "--server does not go with it"},
+		{[]string{"bridge", "--server", "x"}, "bridge: give --nats URL and --server NAME"},
+		{[]string{"bridge", "--nats", "nats://127.0.0.1:1"}, "bridge: give --nats URL and --server NAME"},
+		{[]string{"bridge", "--nats", "nats://127.0.0.1:1", "--server", "x", "--json"}, "--json does not go with bridge"},
+		{[]string{"bridge", "--nats", "nats://127.0.0.1:1", "--server", "x", "--config", "f.json"}, "--config does not go with bridge"},
+		{[]string{"bridge", "--nats", "nats://127.0.0.1:1", "--server", "x", "--", "cmd"}, "bridge takes no server command"},
+		{[]string{"bridge", "--nats", "nats://127.0.0.1:1", "--server", "a.b"}, `--server "a.b"`},
 	} {
 		r := snodo(t, tc.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {

@@ -97,6 +97,8 @@ Named servers over NATS:
                                                     a NATS server and print its URL)
   snodo --nats URL --server NAME info|tools|call|request|listen ...
   snodo --nats URL servers                          every served name and its hosts
+  snodo bridge --nats URL --server NAME             a stdio MCP server forwarding to a served
+                                                    name: list it as a command in an mcpServers file
 
 Example:
   snodo call echo '{"message":"hi"}' -- npx -y @modelcontextprotocol/server-everything
@@ -275,12 +277,12 @@ func cutDashDash(args []string) (before, after []string, found bool) {
 }
 
 // commandNames lists the commands for usage errors.
-const commandNames = "info, tools, call, request, listen, servers, node or demo"
+const commandNames = "info, tools, call, request, listen, servers, node, bridge or demo"
 
 // argCounts is how many positional arguments each command takes.
 var argCounts = map[string][2]int{
 	"info": {0, 0}, "tools": {0, 0}, "call": {1, 2}, "request": {1, 2},
-	"listen": {0, 0}, "demo": {0, 0}, "help": {0, 0}, "node": {0, 0}, "servers": {0, 0},
+	"listen": {0, 0}, "demo": {0, 0}, "help": {0, 0}, "node": {0, 0}, "servers": {0, 0}, "bridge": {0, 0},
 }
 
 func (cfg *config) validate() error {
@@ -299,7 +301,7 @@ func (cfg *config) validate() error {
 		return err
 	}
 	switch cfg.command {
-	case "demo", "help", "node", "servers":
+	case "demo", "help", "node", "servers", "bridge":
 		if len(cfg.server) > 0 {
 			return usagef("%s takes no server command", cfg.command)
 		}
@@ -311,8 +313,8 @@ func (cfg *config) validate() error {
 		return err
 	}
 	switch cfg.command {
-	case "demo", "help", "node":
-		return nil // validateRemote checked node's flags; demo takes none
+	case "demo", "help", "node", "bridge":
+		return nil // validateRemote checked node's and bridge's flags; demo takes none
 	case "servers":
 		// No server command, but it starts every server of the file
 		// with the flags' settings: they are checked below as for any
@@ -432,6 +434,7 @@ var commandSyntax = map[string]string{
 	"listen":  "snodo listen [--tools] [--prompts] [--resources] [--resource URI]... -- SERVER_CMD",
 	"demo":    "snodo demo", "help": "snodo help",
 	"node": "snodo node --config FILE [--nats URL]", "servers": "snodo --config FILE servers",
+	"bridge": "snodo bridge --nats URL --server NAME",
 }
 
 // natsFlags are the flags of NATS connections: with --nats URL or node.
@@ -446,12 +449,19 @@ var serverFlags = []string{"env", "unset", "dir", "max-line-bytes", "era", "prob
 var notNodeFlags = append([]string{"timeout", "max-input-rounds", "json", "trace",
 	"tools", "prompts", "resources", "resource", "count", "for"}, serverFlags...)
 
+// notBridgeFlags are the flags a bridge has no use for: its client
+// sends the requests, and it prints only protocol messages.
+var notBridgeFlags = append([]string{"max-input-rounds", "json", "trace", "quiet", "root", "sampling-reply",
+	"tools", "prompts", "resources", "resource", "count", "for", "drain", "config"}, serverFlags...)
+
 // validateRemote checks the flags of the NATS commands. Flags that would
 // be silently ignored are usage errors.
 func (cfg *config) validateRemote() error {
-	overNATS := cfg.command == "node" || (cfg.natsURL != "" && (cfg.serverName != "" || cfg.command == "servers"))
+	overNATS := cfg.command == "node" || cfg.command == "bridge" || (cfg.natsURL != "" && (cfg.serverName != "" || cfg.command == "servers"))
 	for _, name := range cfg.given {
 		switch {
+		case cfg.command == "bridge" && slices.Contains(notBridgeFlags, name):
+			return usagef("--%s does not go with bridge: its client sends the requests, and the server runs on its host", name)
 		case cfg.command == "demo":
 			return usagef("demo takes no flags (--%s): it runs its own server with its own settings", name)
 		case name == "nats" && !overNATS:
@@ -485,6 +495,8 @@ func (cfg *config) validateRemote() error {
 		}
 	}
 	switch {
+	case cfg.command == "bridge" && (cfg.natsURL == "" || cfg.serverName == ""):
+		return usagef("bridge: give --nats URL and --server NAME (%s)", commandSyntax["bridge"])
 	case cfg.command == "node" && cfg.configFile == "":
 		return usagef("node: give --config FILE (the mcpServers file naming the servers to serve)")
 	case cfg.command == "servers" && cfg.natsURL == "" && cfg.configFile == "":

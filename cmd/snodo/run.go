@@ -84,6 +84,8 @@ func run(args []string, sio stdio) int {
 		return runDemo(sio)
 	case "node":
 		return runNode(cfg, sio)
+	case "bridge":
+		return runBridge(cfg, sio)
 	}
 	if cfg.natsURL != "" && (cfg.serverName != "" || cfg.command == "servers") {
 		return runRemote(cfg, sio)

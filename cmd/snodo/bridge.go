@@ -1,0 +1,523 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/remote"
+)
+
+// `snodo bridge --nats URL --server NAME` is a stdio MCP server that
+// forwards its client's requests to a name served over NATS, so that any
+// MCP host can use a served name as a plain command of its mcpServers
+// file.
+//
+//	MCP host ──stdio──▶ bridge ──remote.Client──▶ NATS ──▶ a host of NAME ──▶ MCP server
+//
+// Toward its client it speaks the legacy era (initialize, ping,
+// notifications/cancelled, progress). Each request is forwarded as it
+// came and its raw result written back under the client's id; the
+// bridge itself answers only initialize and ping.
+
+// Bounds of the bridge.
+const (
+	// bridgeMaxInFlight bounds the client's requests forwarded at once;
+	// one over it is answered at once with a -32000 saying so (the reader
+	// never blocks, so the client's answers to server requests still
+	// get through).
+	bridgeMaxInFlight = 256
+	// bridgeInfoWait bounds the look-up of the served server's info that
+	// answers initialize.
+	bridgeInfoWait = 10 * time.Second
+	// bridgeDrain bounds the wait for the forwarded requests to end once
+	// the client closed stdin or a signal came.
+	bridgeDrain = 5 * time.Second
+)
+
+// runBridge runs the bridge until its stdin ends or a signal comes.
+func runBridge(cfg *config, sio stdio) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(sio.err, &slog.HandlerOptions{Level: bridgeLogLevel(cfg)}))
+	opts := []remote.ClientOption{
+		remote.WithNATSOptions(natsOptions(cfg)...),
+		remote.WithTimeout(cfg.timeout),
+		remote.WithLogger(log),
+	}
+	if cfg.prefix != "" {
+		opts = append(opts, remote.WithPrefix(cfg.prefix))
+	}
+	b := newBridge(sio.out, cfg.serverName, log)
+	opts = append(opts, remote.WithServerRequestHandler(b.serverRequest))
+	c, err := remote.Dial(ctx, cfg.natsURL, cfg.serverName, opts...)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(sio.err, "snodo bridge: interrupted while connecting to NATS")
+			return exitInterrupted
+		}
+		fmt.Fprintf(sio.err, "snodo bridge: %v\n", err)
+		return exitFailure
+	}
+	defer c.Close()
+	b.c = c
+	log.Info("snodo bridge: forwarding stdio to a served name", "server", cfg.serverName)
+	err = b.serve(ctx, sio.in)
+	if err != nil {
+		fmt.Fprintf(sio.err, "snodo bridge: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+func bridgeLogLevel(cfg *config) slog.Level {
+	if cfg.verbose {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
+}
+
+// bridge is one run: the client on stdio, the served name behind c.
+type bridge struct {
+	c    *remote.Client
+	name string
+	log  *slog.Logger
+
+	outMu sync.Mutex
+	out   io.Writer
+	wrote error // the first failed write: stdout's reader went away
+
+	slots chan struct{} // one per forwarded request, bridgeMaxInFlight
+	wg    sync.WaitGroup
+
+	mu       sync.Mutex
+	inFlight map[string]context.CancelFunc // by the client's id, as it wrote it
+	asked    map[int64]chan jsonrpc.Envelope
+	nextID   atomic.Int64
+}
+
+func newBridge(out io.Writer, name string, log *slog.Logger) *bridge {
+	return &bridge{
+		out: out, name: name, log: log,
+		slots:    make(chan struct{}, bridgeMaxInFlight),
+		inFlight: map[string]context.CancelFunc{},
+		asked:    map[int64]chan jsonrpc.Envelope{},
+	}
+}
+
+// serve reads the client's messages until in ends or ctx is done, then
+// cancels what is still forwarded and waits for it (at most bridgeDrain).
+func (b *bridge) serve(ctx context.Context, in io.Reader) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, err := readLine(r, connection.DefaultMaxLineBytes)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			select {
+			case lines <- line:
+			case <-ctx.Done():
+				readErr <- nil
+				return
+			}
+		}
+	}()
+	var err error
+loop:
+	for {
+		select {
+		case line := <-lines:
+			b.dispatch(ctx, line)
+		case err = <-readErr:
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	cancel()
+	done := make(chan struct{})
+	go func() { b.wg.Wait(); close(done) }()
+	t := time.NewTimer(bridgeDrain)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		b.log.Warn("snodo bridge: requests still forwarded after the drain; leaving them", "after", bridgeDrain)
+	}
+	return err
+}
+
+// errLineTooLong: a line of the client's over the bound; it is skipped.
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one line (without its line break) of at most max bytes.
+// A longer line is read to its end and skipped, logged by the caller as
+// a parse error.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	tooLong := false
+	for {
+		frag, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(frag) > max {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		switch {
+		case err == nil:
+			if tooLong {
+				return nil, nil
+			}
+			return bytes.TrimRight(line, "\r\n"), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case len(line) > 0 && errors.Is(err, io.EOF):
+			return bytes.TrimRight(line, "\r\n"), nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// dispatch handles one line of the client's. It never blocks on the
+// served name: requests run on goroutines of their own.
+func (b *bridge) dispatch(ctx context.Context, line []byte) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		if line == nil {
+			b.writeError(nil, &snodo.Error{Code: jsonrpc.CodeParseError, Message: fmt.Sprintf("message longer than %d bytes: skipped", connection.DefaultMaxLineBytes)})
+		}
+		return
+	}
+	env, err := jsonrpc.Scan(line)
+	if err != nil {
+		b.writeError(nil, &snodo.Error{Code: jsonrpc.CodeParseError, Message: "parse error: " + err.Error()})
+		return
+	}
+	switch env.Kind {
+	case jsonrpc.KindResponse:
+		b.answered(env)
+	case jsonrpc.KindNotification:
+		b.notified(env)
+	case jsonrpc.KindRequest:
+		b.request(ctx, env)
+	default:
+		b.writeError(env.ID, &snodo.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request: not a JSON-RPC 2.0 request, notification or response"})
+	}
+}
+
+// notified handles a notification of the client's: a cancel cancels the
+// forwarded request; the others concern the bridge's own session.
+func (b *bridge) notified(env jsonrpc.Envelope) {
+	switch env.MethodName() {
+	case "notifications/cancelled":
+		id, err := jsonrpc.Member(env.Params, "requestId")
+		if err != nil || len(id) == 0 {
+			return
+		}
+		b.mu.Lock()
+		cancel := b.inFlight[string(id)]
+		b.mu.Unlock()
+		if cancel != nil {
+			b.log.Debug("snodo bridge: the client cancelled a request", "id", string(id))
+			cancel()
+		}
+	default: // notifications/initialized, roots/list_changed, …: nothing to forward
+	}
+}
+
+// request answers initialize and ping here and forwards every other
+// request to the served name.
+func (b *bridge) request(ctx context.Context, env jsonrpc.Envelope) {
+	id := slices.Clone(env.ID)
+	method := env.MethodName()
+	switch method {
+	case "ping":
+		b.writeResult(id, []byte("{}"))
+		return
+	case "server/discover":
+		// The legacy era toward the client: a modern client falls back
+		// to initialize.
+		b.writeError(id, &snodo.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: server/discover (this bridge speaks the legacy era; send initialize)"})
+		return
+	}
+	select {
+	case b.slots <- struct{}{}:
+	default:
+		b.writeError(id, jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
+			fmt.Sprintf("snodo bridge: %d requests are forwarded already (its bound); send this one again once some have ended", bridgeMaxInFlight)))
+		return
+	}
+	params := slices.Clone(env.Params)
+	rctx, cancel := context.WithCancel(ctx)
+	key := string(id)
+	b.mu.Lock()
+	_, dup := b.inFlight[key]
+	if !dup {
+		b.inFlight[key] = cancel
+	}
+	b.mu.Unlock()
+	if dup {
+		cancel()
+		<-b.slots
+		b.writeError(id, &snodo.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request: id " + key + " is already in use by a request in flight"})
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer func() { <-b.slots }()
+		defer func() {
+			b.mu.Lock()
+			delete(b.inFlight, key)
+			b.mu.Unlock()
+			cancel()
+		}()
+		if method == "initialize" {
+			b.initialize(rctx, id, params)
+			return
+		}
+		b.forward(rctx, id, method, params)
+	}()
+}
+
+// forward sends one request to the served name and writes its outcome
+// back under the client's id. A request the client cancelled gets no
+// answer, as the protocol asks.
+func (b *bridge) forward(ctx context.Context, id []byte, method string, params []byte) {
+	var opts []snodo.RequestOption
+	if meta, _ := jsonrpc.Member(params, "_meta"); len(meta) > 0 {
+		if token, _ := jsonrpc.Member(meta, "progressToken"); len(token) > 0 {
+			token = slices.Clone(token)
+			opts = append(opts, snodo.ResetTimeoutOnProgress(), snodo.OnProgress(func(p snodo.Progress) {
+				b.progress(token, p)
+			}))
+		}
+	}
+	var ps any
+	if len(params) > 0 {
+		ps = json.RawMessage(params)
+	}
+	res, err := b.c.Request(ctx, method, ps, opts...)
+	if ctx.Err() != nil {
+		return // cancelled by the client, or the bridge is ending
+	}
+	if err != nil {
+		b.writeError(id, asRPCError(err))
+		return
+	}
+	b.writeResult(id, res)
+}
+
+// asRPCError is err as the client sees it: the MCP server's or the
+// host's *snodo.Error as it is, anything else a -32603 saying what.
+func asRPCError(err error) *snodo.Error {
+	var e *snodo.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &snodo.Error{Code: jsonrpc.CodeInternalError, Message: "snodo bridge: " + err.Error()}
+}
+
+// progress sends the client a progress notification for its token.
+func (b *bridge) progress(token []byte, p snodo.Progress) {
+	params := struct {
+		Token    json.RawMessage `json:"progressToken"`
+		Progress float64         `json:"progress"`
+		Total    float64         `json:"total,omitempty"`
+		Message  string          `json:"message,omitempty"`
+	}{token, p.Progress, p.Total, p.Message}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return
+	}
+	b.write(jsonrpc.AppendNotification(nil, "notifications/progress", raw))
+}
+
+// initialize answers the client's initialize with what a host of the
+// name reports about its server, as far as the bridge can forward it.
+func (b *bridge) initialize(ctx context.Context, id, params []byte) {
+	var req struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(params, &req)
+	ictx, cancel := context.WithTimeout(ctx, bridgeInfoWait)
+	defer cancel()
+	si, err := b.c.Info(ictx)
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		b.writeError(id, asRPCError(fmt.Errorf("snodo bridge: initialize: %w", err)))
+		return
+	}
+	_, legacy := snodo.SupportedVersions()
+	version := legacy[0]
+	switch {
+	case slices.Contains(legacy, req.ProtocolVersion):
+		version = req.ProtocolVersion
+	case si.Era == snodo.EraLegacy.String() && slices.Contains(legacy, si.ProtocolVersion):
+		version = si.ProtocolVersion
+	}
+	res := struct {
+		ProtocolVersion string                   `json:"protocolVersion"`
+		Capabilities    snodo.ServerCapabilities `json:"capabilities"`
+		ServerInfo      snodo.Implementation     `json:"serverInfo"`
+		Instructions    string                   `json:"instructions,omitempty"`
+	}{version, bridgedCapabilities(si.Capabilities), si.ServerInfo, si.Instructions}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		b.writeError(id, asRPCError(err))
+		return
+	}
+	b.log.Debug("snodo bridge: initialized", "protocolVersion", version, "server", si.ServerInfo.Name, "era", si.Era)
+	b.writeResult(id, raw)
+}
+
+// bridgedCapabilities is what the bridge can offer of the served
+// server's capabilities: no notifications reach a remote caller in this
+// era (list changes, resource updates, log messages), the hosts keep
+// resource subscriptions and the log level, and tasks are not pinned to
+// one host, so those are left out.
+func bridgedCapabilities(c snodo.ServerCapabilities) snodo.ServerCapabilities {
+	out := snodo.ServerCapabilities{Completions: c.Completions, Experimental: c.Experimental}
+	if c.Tools != nil {
+		out.Tools = &snodo.ListChangedCapability{}
+	}
+	if c.Prompts != nil {
+		out.Prompts = &snodo.ListChangedCapability{}
+	}
+	if c.Resources != nil {
+		out.Resources = &snodo.ResourcesCapability{}
+	}
+	return out
+}
+
+// serverRequest sends a request of the served server's (an input
+// request: sampling, elicitation, roots) to the client under a fresh id
+// and returns its answer, bounded by ctx.
+func (b *bridge) serverRequest(ctx context.Context, req *snodo.ServerRequest) (any, error) {
+	n := b.nextID.Add(1)
+	id := "snodo-bridge-" + strconv.FormatInt(n, 10)
+	ch := make(chan jsonrpc.Envelope, 1)
+	b.mu.Lock()
+	if len(b.asked) >= bridgeMaxInFlight {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("snodo bridge: %d requests wait for the client's answer already (its bound)", bridgeMaxInFlight)
+	}
+	b.asked[n] = ch
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.asked, n)
+		b.mu.Unlock()
+	}()
+	params := req.Params
+	if len(params) == 0 {
+		params = nil
+	}
+	buf := append([]byte(`{"jsonrpc":"2.0","id":`), jsonrpc.AppendString(nil, id)...)
+	buf = append(buf, `,"method":`...)
+	buf = jsonrpc.AppendString(buf, req.Method)
+	if params != nil {
+		buf = append(buf, `,"params":`...)
+		buf = append(buf, params...)
+	}
+	buf = append(buf, "}\n"...)
+	if !b.write(buf) {
+		return nil, errors.New("snodo bridge: the client's stdout is closed")
+	}
+	select {
+	case env := <-ch:
+		if env.Error != nil {
+			var e snodo.Error
+			if err := json.Unmarshal(env.Error, &e); err != nil {
+				return nil, fmt.Errorf("snodo bridge: the client answered %s with a malformed error: %w", req.Method, err)
+			}
+			return nil, &e
+		}
+		return json.RawMessage(slices.Clone(env.Result)), nil
+	case <-ctx.Done():
+		cancelled, _ := json.Marshal(map[string]any{"requestId": id, "reason": "the served server no longer waits"})
+		b.write(jsonrpc.AppendNotification(nil, "notifications/cancelled", cancelled))
+		return nil, ctx.Err()
+	}
+}
+
+// answered routes the client's answer to a request of the bridge's.
+func (b *bridge) answered(env jsonrpc.Envelope) {
+	var id string
+	if json.Unmarshal(env.ID, &id) != nil {
+		return
+	}
+	var n int64
+	if _, err := fmt.Sscanf(id, "snodo-bridge-%d", &n); err != nil {
+		return
+	}
+	b.mu.Lock()
+	ch := b.asked[n]
+	b.mu.Unlock()
+	if ch == nil {
+		b.log.Debug("snodo bridge: an answer to no request of the bridge's", "id", id)
+		return
+	}
+	env.Result, env.Error = slices.Clone(env.Result), slices.Clone(env.Error)
+	select {
+	case ch <- env:
+	default: // a second answer: the first wins
+	}
+}
+
+func (b *bridge) writeResult(id, result []byte) {
+	line, err := jsonrpc.OneLine(result)
+	if err != nil {
+		b.writeError(id, &snodo.Error{Code: jsonrpc.CodeInternalError, Message: "snodo bridge: the served server's result is not valid JSON: " + err.Error()})
+		return
+	}
+	b.write(jsonrpc.AppendResult(nil, id, line))
+}
+
+func (b *bridge) writeError(id []byte, e *snodo.Error) {
+	b.write(jsonrpc.AppendError(nil, id, e))
+}
+
+// write writes one message line to the client; false once stdout failed.
+func (b *bridge) write(line []byte) bool {
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	if b.wrote != nil {
+		return false
+	}
+	if _, err := b.out.Write(line); err != nil {
+		b.wrote = err
+		b.log.Warn("snodo bridge: cannot write to the client", "error", err)
+		return false
+	}
+	return true
+}

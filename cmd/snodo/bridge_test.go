@@ -1,0 +1,186 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	mcp "github.com/snodo/snodo"
+	"github.com/snodo/snodo/remote"
+	"github.com/snodo/snodo/remote/embedded"
+	"github.com/snodo/snodo/supervisor"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// bridgedNATS starts an embedded NATS server for one test and returns its
+// URL.
+func bridgedNATS(t *testing.T) string {
+	t.Helper()
+	e, err := embedded.Start(embedded.Options{})
+	require.NoError(t, err)
+	t.Cleanup(e.Shutdown)
+	return e.URL()
+}
+
+// bridgedHost serves a pool of one test server (with flags) as name on
+// the NATS server at url, in this process.
+func bridgedHost(t *testing.T, url, name string, flags ...string) {
+	t.Helper()
+	cmd, args := testutil.Server(t, flags...)
+	p, err := supervisor.NewPool(context.Background(), mcp.Command(cmd, args...), 1)
+	require.NoError(t, err)
+	h, err := remote.NewHost(context.Background(), url, remote.Serve(name, p))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = h.Close()
+		testutil.Receive(t, h.Done(), 10*time.Second, "the host's servers reaped")
+	})
+}
+
+// connectBridge connects snodo, as any MCP host would, to `snodo bridge`
+// forwarding to name.
+func connectBridge(t *testing.T, url, name string, opts ...mcp.Option) *mcp.Client {
+	t.Helper()
+	c, err := mcp.Connect(t.Context(), snodoBin, []string{"bridge", "--nats", url, "--server", name}, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = c.Close()
+		testutil.Receive(t, c.Done(), 10*time.Second, "the bridge process reaped")
+	})
+	return c
+}
+
+// A client of the bridge lists, calls and sees progress as it would on
+// the served server itself, in the legacy era, with the served server's
+// own info.
+func TestBridgeForwardsCallsAndProgress(t *testing.T) {
+	url := bridgedNATS(t)
+	bridgedHost(t, url, "bridged")
+	c := connectBridge(t, url, "bridged")
+	assert.Equal(t, mcp.EraLegacy, c.Era())
+	assert.Equal(t, "snodo-testserver", c.ServerInfo().Name)
+	require.NotNil(t, c.Capabilities().Tools)
+
+	ctx := t.Context()
+	tools, err := c.ListTools(ctx) // pages of 2: the cursor goes through
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool.Name)
+	}
+	assert.Subset(t, names, []string{"echo", "add", "slow"})
+
+	res, err := c.CallTool(ctx, "echo", map[string]any{"message": "through the bridge"})
+	require.NoError(t, err)
+	assert.Equal(t, "through the bridge", res.Text())
+
+	var updates atomic.Int32
+	_, err = c.CallTool(ctx, "slow", map[string]any{"ms": 300}, mcp.OnProgress(func(mcp.Progress) { updates.Add(1) }))
+	require.NoError(t, err)
+	assert.Positive(t, updates.Load(), "progress reached the bridge's client")
+
+	_, err = c.Request(ctx, "no/such/method", nil)
+	var e *mcp.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, mcp.CodeMethodNotFound, e.Code, "the served server's own error: %v", err)
+	assert.False(t, e.Local())
+}
+
+// A client that cancels a call (its ctx ends) has it cancelled on the
+// served server: notifications/cancelled reaches the MCP server behind
+// the host.
+func TestBridgeCancelReachesTheServer(t *testing.T) {
+	url := bridgedNATS(t)
+	journal := filepath.Join(t.TempDir(), "journal")
+	bridgedHost(t, url, "bridged", "-journal", journal)
+	c := connectBridge(t, url, "bridged")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	started := make(chan struct{}, 1)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(ctx, "slow", map[string]any{"ms": 60000}, mcp.OnProgress(func(mcp.Progress) {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+		}))
+		errc <- err
+	}()
+	testutil.Receive(t, started, 20*time.Second, "the first progress update of the slow call")
+	cancel()
+	err := testutil.Receive(t, errc, 10*time.Second, "the cancelled call's return")
+	require.ErrorIs(t, err, context.Canceled)
+	testutil.Eventually(t, func() bool {
+		b, _ := os.ReadFile(journal)
+		return strings.Contains(string(b), `"method":"notifications/cancelled"`)
+	}, 10*time.Second, "notifications/cancelled at the MCP server")
+}
+
+// A name no host serves: each request gets a JSON-RPC error saying so,
+// and the bridge lives on (the client may try again once a host is up);
+// every line it writes is one JSON value.
+func TestBridgeWithoutAHost(t *testing.T) {
+	url := bridgedNATS(t)
+	cmd := exec.Command(snodoBin, "bridge", "--nats", url, "--server", "nobody")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr testutil.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	answer := func(req string) map[string]any {
+		t.Helper()
+		_, err := io.WriteString(stdin, req+"\n")
+		require.NoError(t, err)
+		line := testutil.Receive(t, lines, 10*time.Second, "the bridge's answer to "+req)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "one JSON value per line: %q", line)
+		return m
+	}
+	for i, req := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{}}}`,
+	} {
+		m := answer(req)
+		assert.EqualValues(t, i+1, m["id"])
+		e, _ := m["error"].(map[string]any)
+		require.NotNil(t, e, "an error answer: %v", m)
+		assert.EqualValues(t, -32000, e["code"])
+		assert.Contains(t, e["message"], `no host serves "nobody"`)
+	}
+	assert.Equal(t, "{}", strings.TrimSpace(mustJSON(t, answer(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)["result"])))
+	require.NoError(t, stdin.Close())
+	for range lines {
+	}
+	require.NoError(t, cmd.Wait(), "the bridge exits 0 at the end of its stdin; stderr:\n%s", stderr.String())
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
