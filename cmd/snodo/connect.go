@@ -32,6 +32,7 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 	var command string
 	var args []string
 	var target snodo.Target
+	stopAuth := func() {}
 	if s.cfg.url != "" {
 		target = snodo.HTTP(s.cfg.url)
 		for _, kv := range s.cfg.headers {
@@ -40,6 +41,18 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		}
 		opts = append(opts, s.probeTimeout(0)...)
 		opts = append(opts, s.eraOption()...)
+		// A protected server: authorize on its first 401, the user's
+		// browser coming back to a loopback port; the probe waits for
+		// the user unless --probe-timeout says otherwise.
+		auth, stop, err := httpAuth("", nil, s.io.err)
+		if err != nil {
+			return nil, err
+		}
+		stopAuth = stop
+		opts = append(opts, auth)
+		if s.cfg.probeTimeout == 0 {
+			opts = append(opts, snodo.WithProbeTimeout(authorizeTimeout))
+		}
 	} else if s.cfg.serverName != "" {
 		spec, err := s.named()
 		if err != nil {
@@ -61,6 +74,11 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 	owner, cancelOwner := context.WithCancel(trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx)))
 	stopWatch := context.AfterFunc(ctx, cancelOwner)
 	c, err := target.Connect(owner, opts...)
+	if err == nil {
+		go func() { <-c.Done(); stopAuth() }() // the loopback listener lasts as long as the connection
+	} else {
+		stopAuth()
+	}
 	if !stopWatch() || err != nil {
 		cancelOwner()
 		if err == nil {
