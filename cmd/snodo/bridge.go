@@ -72,8 +72,7 @@ func runBridge(cfg *config, sio stdio) int {
 			fmt.Fprintln(sio.err, "snodo bridge: interrupted while connecting to NATS")
 			return exitInterrupted
 		}
-		fmt.Fprintf(sio.err, "snodo bridge: %v\n", err)
-		return exitFailure
+		return (&session{cfg: cfg, io: sio}).exitCode(ctx, err) // says what to check, as the other commands do
 	}
 	defer c.Close()
 	b.c = c
@@ -325,6 +324,9 @@ func (b *bridge) forward(ctx context.Context, id []byte, method string, params [
 		ps = json.RawMessage(params)
 	}
 	res, err := b.c.Request(ctx, method, ps, opts...)
+	if err == nil && inputRequired(res) {
+		res, err = b.completeInput(ctx, method, params, res, opts)
+	}
 	if ctx.Err() != nil {
 		return // cancelled by the client, or the bridge is ending
 	}
@@ -334,6 +336,77 @@ func (b *bridge) forward(ctx context.Context, id []byte, method string, params [
 	}
 	b.writeResult(id, res)
 }
+
+// inputRequired tells an input_required result (a modern server's), which
+// a legacy client cannot read.
+func inputRequired(res []byte) bool {
+	rt, _ := jsonrpc.Member(res, "resultType")
+	return string(rt) == `"input_required"`
+}
+
+// completeInput completes the input_required rounds of a call for the
+// legacy client, which knows none: snodo's typed call runs the rounds
+// (each input request goes to the client as a request of its era, by
+// serverRequest), starting from the result already in hand, and the
+// final round's raw result is the answer.
+func (b *bridge) completeInput(ctx context.Context, method string, params, first []byte, opts []snodo.RequestOption) (json.RawMessage, error) {
+	r := &rounds{c: b.c, first: first}
+	calls := snodo.NewCalls(r)
+	var err error
+	switch method {
+	case "tools/call":
+		var p struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		if err = json.Unmarshal(params, &p); err == nil {
+			_, err = calls.CallTool(ctx, p.Name, p.Arguments, opts...)
+		}
+	case "resources/read":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if err = json.Unmarshal(params, &p); err == nil {
+			_, err = calls.ReadResource(ctx, p.URI, opts...)
+		}
+	case "prompts/get":
+		var p struct {
+			Name      string            `json:"name"`
+			Arguments map[string]string `json:"arguments"`
+		}
+		if err = json.Unmarshal(params, &p); err == nil {
+			_, err = calls.GetPrompt(ctx, p.Name, p.Arguments, opts...)
+		}
+	default:
+		return nil, &snodo.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("snodo bridge: the served server asked for input (input_required) in answer to %s, which the bridge cannot complete for a legacy client", method)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.last, nil
+}
+
+// rounds is the Requester of one call's input rounds: its first request
+// is answered with the result already in hand (it was sent), the others
+// go to the served name; the last raw result is kept.
+type rounds struct {
+	c     *remote.Client
+	first json.RawMessage
+	last  json.RawMessage
+}
+
+func (r *rounds) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
+	if r.first != nil {
+		r.last, r.first = r.first, nil
+		return r.last, nil
+	}
+	raw, err := r.c.Request(ctx, method, params, opts...)
+	r.last = raw
+	return raw, err
+}
+func (r *rounds) Era() snodo.Era                     { return r.c.Era() }
+func (r *rounds) InputHandling() snodo.InputHandling { return r.c.InputHandling() }
 
 // asRPCError is err as the client sees it: the MCP server's or the
 // host's *snodo.Error as it is, anything else a -32603 saying what.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -95,6 +96,28 @@ func TestBridgeForwardsCallsAndProgress(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, mcp.CodeMethodNotFound, e.Code, "the served server's own error: %v", err)
 	assert.False(t, e.Local())
+}
+
+// A modern served server that needs input (input_required) gets it from
+// the bridge's legacy client: each input request reaches the client as
+// a request of its own era (elicitation/create), and the client sees
+// only the final result.
+func TestBridgeInputRoundsReachTheClient(t *testing.T) {
+	url := bridgedNATS(t)
+	bridgedHost(t, url, "bridged")
+	var asked atomic.Int32
+	c := connectBridge(t, url, "bridged", mcp.WithServerRequestHandler(func(_ context.Context, req *mcp.ServerRequest) (any, error) {
+		if req.Method != "elicitation/create" {
+			return nil, &mcp.Error{Code: mcp.CodeMethodNotFound, Message: req.Method}
+		}
+		n := asked.Add(1)
+		return map[string]any{"action": "accept", "content": map[string]any{"name": fmt.Sprint("name", n)}}, nil
+	}))
+	res, err := c.CallTool(t.Context(), "ask", map[string]any{"rounds": 2})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, res.Text())
+	assert.Equal(t, "Hello, name2!", res.Text())
+	assert.EqualValues(t, 2, asked.Load(), "one elicitation/create per round")
 }
 
 // A client that cancels a call (its ctx ends) has it cancelled on the

@@ -27,7 +27,7 @@ func TestRemoteUsageErrors(t *testing.T) {
 // No NATS server at the URL: exit 1 and a connection error that says
 // what to check, for a call and for servers.
 func TestRemoteNoNATS(t *testing.T) {
-	for _, args := range [][]string{{"--server", "nobody", "tools"}, {"servers"}} {
+	for _, args := range [][]string{{"--server", "nobody", "tools"}, {"servers"}, {"bridge", "--server", "nobody"}} {
 		r := snodo(t, append([]string{"--nats", "nats://127.0.0.1:1"}, args...)...).want(t, 1)
 		r.oneErrorLine(t, "connecting to NATS at nats://127.0.0.1:1", "is a NATS server running there", "snodo node")
 	}
