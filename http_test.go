@@ -15,13 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/test/testserver"
+	"github.com/snodo/snodo/test/httpserver"
 )
 
 // dialHTTPTest serves the test server's HTTP mode on a local port and
 // connects to it; the client is closed, its Done awaited and the server
 // stopped when the test ends.
-func dialHTTPTest(t *testing.T, srv *testserver.HTTP, opts ...Option) (*Client, *httptest.Server) {
+func dialHTTPTest(t *testing.T, srv *httpserver.HTTP, opts ...Option) (*Client, *httptest.Server) {
 	t.Helper()
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
@@ -41,7 +41,7 @@ func dialHTTPTest(t *testing.T, srv *testserver.HTTP, opts ...Option) (*Client, 
 func TestHTTPTestServerBothEras(t *testing.T) {
 	for _, era := range []string{"modern", "legacy"} {
 		t.Run(era, func(t *testing.T) {
-			srv := &testserver.HTTP{Era: era}
+			srv := &httpserver.HTTP{Era: era}
 			c, _ := dialHTTPTest(t, srv)
 			assert.Equal(t, era, c.Era().String())
 			res, err := c.CallTool(t.Context(), "echo", map[string]any{"text": "hi"})
@@ -92,7 +92,7 @@ func TestHTTPMisbehavingServers(t *testing.T) {
 	} {
 		t.Run(tc.misbehave+"-"+tc.era, func(t *testing.T) {
 			timeout := cmp.Or(tc.timeout, 3*time.Second)
-			srv := &testserver.HTTP{Era: tc.era, Misbehave: tc.misbehave, MaxEvent: 64 << 10}
+			srv := &httpserver.HTTP{Era: tc.era, Misbehave: tc.misbehave, MaxEvent: 64 << 10}
 			c, _ := dialHTTPTest(t, srv, WithTimeout(timeout), WithMaxLineBytes(32<<10))
 			start := time.Now()
 			res, err := c.CallTool(t.Context(), "echo", map[string]any{"text": "hi"})
@@ -144,7 +144,7 @@ func TestHTTPCloseLeavesNoConnection(t *testing.T) {
 		t.Run(era, func(t *testing.T) {
 			var mu sync.Mutex
 			open := map[net.Conn]bool{}
-			hs := httptest.NewUnstartedServer(&testserver.HTTP{Era: era})
+			hs := httptest.NewUnstartedServer(&httpserver.HTTP{Era: era})
 			hs.Config.ConnState = func(conn net.Conn, state http.ConnState) {
 				mu.Lock()
 				defer mu.Unlock()

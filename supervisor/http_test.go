@@ -12,14 +12,14 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/test/testserver"
+	"github.com/snodo/snodo/test/httpserver"
 )
 
 // A supervised HTTP client answers the end of its session (404) with a
 // new connection, and so a new session: the call that met the end fails
 // with ErrSessionExpired, the next one works on the new session.
 func TestSupervisedHTTPNewSessionAfterExpiry(t *testing.T) {
-	srv := &testserver.HTTP{Era: "legacy", Misbehave: "expire"}
+	srv := &httpserver.HTTP{Era: "legacy", Misbehave: "expire"}
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snodo/snodo/test/testserver"
+	"github.com/snodo/snodo/test/httpserver"
 )
 
 // --url reaches a Streamable HTTP server (snodo's HTTP test server, in
@@ -16,7 +16,7 @@ import (
 func TestURLBothEras(t *testing.T) {
 	for _, era := range []string{"modern", "legacy"} {
 		t.Run(era, func(t *testing.T) {
-			hs := httptest.NewServer(&testserver.HTTP{Era: era})
+			hs := httptest.NewServer(&httpserver.HTTP{Era: era})
 			defer hs.Close()
 			url := hs.URL + "/mcp"
 			r := snodo(t, "info", "--url", url).want(t, 0)

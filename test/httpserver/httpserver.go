@@ -1,4 +1,9 @@
-package testserver
+// Package httpserver is a small MCP server on Streamable HTTP, in both
+// eras, with named misbehaviours, for the tests of snodo's HTTP
+// transport. It is apart from package testserver so that the stdio test
+// server's binary does not link net/http (its start-up time is part of
+// some timing tests).
+package httpserver
 
 import (
 	"crypto/rand"
@@ -13,11 +18,11 @@ import (
 	"time"
 )
 
-// HTTP is a small MCP server on Streamable HTTP, for the tests of snodo's
+// HTTP is the server on Streamable HTTP, for the tests of snodo's
 // HTTP transport: discover (modern) or initialize with a session
 // (legacy), tools/list and tools/call of an echo tool, and one named
 // misbehaviour on tools/call. It is an http.Handler: serve it with
-// httptest or net/http (test/cmd/testserver -http ADDR).
+// httptest or net/http.
 type HTTP struct {
 	// Era is "modern" (stateless; server/discover) or "legacy"
 	// (initialize, Mcp-Session-Id, the GET stream; server/discover is
