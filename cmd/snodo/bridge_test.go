@@ -120,6 +120,44 @@ func TestBridgeInputRoundsReachTheClient(t *testing.T) {
 	assert.EqualValues(t, 2, asked.Load(), "one elicitation/create per round")
 }
 
+// The TypeScript SDK's client uses the bridge as it would any stdio
+// server: it lists, calls with progress, and answers the input rounds of
+// a modern served server as elicitation/create requests.
+func TestBridgeFromTheTypeScriptClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not on PATH: install Node.js >= 20, then run bash test/peers/install.sh")
+	}
+	if _, err := os.Stat("../../test/peers/node_modules/@modelcontextprotocol/sdk/package.json"); err != nil {
+		t.Fatalf("the TypeScript SDK is not installed (%v): run bash test/peers/install.sh", err)
+	}
+	url := bridgedNATS(t)
+	bridgedHost(t, url, "bridged")
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "../../test/peers/ts-client/bridge-client.mjs", snodoBin, url, "bridged")
+	var stderr testutil.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.Output()
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+	var seen struct {
+		Server   string   `json:"server"`
+		Tools    []string `json:"tools"`
+		Echo     string   `json:"echo"`
+		Progress int      `json:"progress"`
+		Ask      string   `json:"ask"`
+		Elicited int      `json:"elicited"`
+	}
+	require.NoError(t, json.Unmarshal(out, &seen), "stdout: %s", out)
+	assert.Equal(t, "snodo-testserver", seen.Server)
+	assert.Subset(t, seen.Tools, []string{"echo", "add", "slow", "ask"})
+	assert.Equal(t, "from TypeScript", seen.Echo)
+	assert.Positive(t, seen.Progress, "progress reached the TypeScript client")
+	assert.Equal(t, "Hello, ts2!", seen.Ask)
+	assert.Equal(t, 2, seen.Elicited)
+}
+
 // A client that cancels a call (its ctx ends) has it cancelled on the
 // served server: notifications/cancelled reaches the MCP server behind
 // the host.
