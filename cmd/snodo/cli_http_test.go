@@ -61,3 +61,10 @@ func TestURLUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// logout forgets a server's token; it needs --url.
+func TestLogout(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	snodo(t, "logout", "--url", "https://mcp.example.com/mcp").want(t, 0)
+	snodo(t, "logout").want(t, 2)
+}

@@ -84,6 +84,7 @@ const usageText = `Usage:
   snodo [flags] listen [--tools] [--prompts] [--resources] [--resource URI]...
                 [--count N] [--for D] -- SERVER_CMD [ARGS...]
   snodo demo                                        tour the features with a built-in server
+  snodo logout --url URL                            forget the OAuth token kept for URL
 
 A Streamable HTTP server instead of a command (both eras; docs/http.md):
   snodo [flags] info|tools|call|request|listen ... --url URL [--header K=V]...
@@ -277,12 +278,13 @@ func cutDashDash(args []string) (before, after []string, found bool) {
 }
 
 // commandNames lists the commands for usage errors.
-const commandNames = "info, tools, call, request, listen, servers, node, bridge or demo"
+const commandNames = "info, tools, call, request, listen, servers, node, bridge, logout or demo"
 
 // argCounts is how many positional arguments each command takes.
 var argCounts = map[string][2]int{
 	"info": {0, 0}, "tools": {0, 0}, "call": {1, 2}, "request": {1, 2},
 	"listen": {0, 0}, "demo": {0, 0}, "help": {0, 0}, "node": {0, 0}, "servers": {0, 0}, "bridge": {0, 0},
+	"logout": {0, 0},
 }
 
 func (cfg *config) validate() error {
@@ -299,6 +301,12 @@ func (cfg *config) validate() error {
 	}
 	if err := cfg.validateRemote(); err != nil {
 		return err
+	}
+	if cfg.command == "logout" {
+		if cfg.url == "" || len(cfg.server) > 0 || cfg.serverName != "" {
+			return usagef("logout: give --url URL, the server whose token to forget (%s)", commandSyntax["logout"])
+		}
+		return cfg.validateURL()
 	}
 	switch cfg.command {
 	case "demo", "help", "node", "servers", "bridge":
@@ -433,7 +441,8 @@ var commandSyntax = map[string]string{
 	"request": "snodo request METHOD [JSON_PARAMS] -- SERVER_CMD",
 	"listen":  "snodo listen [--tools] [--prompts] [--resources] [--resource URI]... -- SERVER_CMD",
 	"demo":    "snodo demo", "help": "snodo help",
-	"node": "snodo node --config FILE [--nats URL]", "servers": "snodo --config FILE servers",
+	"logout": "snodo logout --url URL",
+	"node":   "snodo node --config FILE [--nats URL]", "servers": "snodo --config FILE servers",
 	"bridge": "snodo bridge --nats URL --server NAME",
 }
 

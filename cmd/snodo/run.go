@@ -86,6 +86,12 @@ func run(args []string, sio stdio) int {
 		return runNode(cfg, sio)
 	case "bridge":
 		return runBridge(cfg, sio)
+	case "logout":
+		if err := logout(context.Background(), cfg.url); err != nil {
+			fmt.Fprintln(sio.err, "snodo: logout:", err)
+			return exitFailure
+		}
+		return exitOK
 	}
 	if cfg.natsURL != "" && (cfg.serverName != "" || cfg.command == "servers") {
 		return runRemote(cfg, sio)
