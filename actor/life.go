@@ -18,6 +18,9 @@ import (
 //   - an owner link: an owner context (LinkContext) or an owner actor
 //     (Owner, watched from Started), or both;
 //   - ExitSignal stops it with the signal's reason;
+//   - the system's Shutdown stops it, as its owner's end would
+//     (ErrOwnerExited): protoactor-go's Shutdown stops no actor, but
+//     snodo's leave nothing running;
 //   - a panic in its Receive is recovered, logged, and stops it with
 //     ErrPanicked: it never restarts with empty state while what it
 //     owns lives on;
@@ -58,6 +61,7 @@ func (l *Life) Spawn(system *protoactor.ActorSystem, prefix string, receive prot
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.system = system
+	watchShutdown(system, l)
 	l.pid = system.Root.SpawnPrefix(props, prefix)
 	return l.pid
 }
@@ -165,6 +169,7 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 		}
 	case *protoactor.Stopped:
 		l.stopped.Store(true)
+		unwatchShutdown(ctx.ActorSystem(), l)
 	}
 	next(ctx)
 }

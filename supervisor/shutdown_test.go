@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"syscall"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -53,5 +55,38 @@ func TestStdinOnlyCloseLeavesAServerIgnoringEOFRunning(t *testing.T) {
 	assert.True(t, testutil.Running(pid))
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	testutil.Receive(t, c.Done(), 5*time.Second, "Done once the server is killed")
+	testutil.VerifyNone(t)
+}
+
+// An actor system's Shutdown takes the pools, supervised clients and
+// connections on it with it, as their owner's end would: protoactor-go's
+// Shutdown stops no actor, snodo's actors watch for it. Servers that
+// ignore EOF are signalled after the grace.
+func TestSystemShutdownLeavesNoServer(t *testing.T) {
+	sys := snodoactor.NewQuietSystem(nil)
+	cmd, args := testutil.Server(t)
+	stubborn, sargs := testutil.Server(t, "-ignore-eof", "-ignore-sigterm")
+	p, err := NewPool(context.Background(), cmd, args, 2, fast, WithActorSystem(sys))
+	require.NoError(t, err)
+	c, err := Connect(context.Background(), stubborn, sargs, fast, WithActorSystem(sys))
+	require.NoError(t, err)
+	plain, err := snodo.Connect(context.Background(), cmd, args, snodo.WithActorSystem(sys))
+	require.NoError(t, err)
+	pids := []int{c.ServerPID(), plain.ServerPID()}
+	for _, m := range p.Members() {
+		pids = append(pids, m.ServerPID())
+	}
+
+	sys.Shutdown()
+	testutil.Receive(t, p.Done(), 10*time.Second, "the pool's Done")
+	testutil.Receive(t, plain.Done(), 10*time.Second, "the plain client's Done")
+	testutil.Receive(t, c.Done(), 2*DefaultShutdownGrace+5*time.Second, "the supervised client's Done")
+	assert.ErrorIs(t, p.Err(), snodo.ErrOwnerExited)
+	assert.ErrorContains(t, p.Err(), "shut down")
+	assert.ErrorIs(t, c.Err(), snodo.ErrOwnerExited)
+	assert.ErrorIs(t, plain.Err(), snodo.ErrOwnerExited)
+	for _, pid := range pids {
+		testutil.AssertReaped(t, pid, 0)
+	}
 	testutil.VerifyNone(t)
 }
