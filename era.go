@@ -129,7 +129,10 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	c.notes.meters = c.meters
 	c.notes.observe = c.notificationReceived
 	cfg.conn.OnNotification = c.onNotification // tasks' status, then c.notes.push
-	c.calls = &CallHandler{R: c}
+	c.calls = &CallHandler{R: c, Listen: func(ctx context.Context, f Filter, opts ...ListenOption) error {
+		_, err := c.Listen(ctx, f, opts...)
+		return err
+	}}
 	cfg.conn.OnMessage = c.calls.Handle
 	if err := checkOwner(&cfg.conn); err != nil {
 		return err

@@ -164,12 +164,13 @@ func ExampleNotificationsTo() {
 	// info: indexing done
 }
 
-// Subscription events arrive as messages with ListenTo, then one
-// *snodo.SubscriptionEnded.
-func ExampleListenTo() {
+// A *snodo.ListenCall opens a subscription as a message: one
+// *snodo.ListenReply, then the events, then one *snodo.SubscriptionEnded.
+func ExampleListenCall() {
 	system := snodoactor.Shared()
 	cmd, args := exampleServer()
 	out := make(chan string, 4)
+	var mcp *snodo.Client
 	var sub *snodo.Subscription
 	system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		switch msg := ctx.Message().(type) {
@@ -179,14 +180,16 @@ func ExampleListenTo() {
 			if msg.Err != nil {
 				log.Fatal(msg.Err)
 			}
-			var err error
-			sub, err = msg.Client.Listen(context.Background(), snodo.Filter{ToolsListChanged: true},
-				snodo.ListenTo(ctx.Self()))
-			if err != nil {
-				log.Fatal(err)
+			mcp = msg.Client
+			ctx.Request(mcp.PID(), &snodo.ListenCall{Filter: snodo.Filter{ToolsListChanged: true}, Tag: "tools"})
+		case *snodo.ListenReply:
+			if msg.Err != nil {
+				log.Fatal(msg.Err)
 			}
+			sub = msg.Subscription
+			out <- fmt.Sprintf("%v: listening", msg.Tag)
 			// Make the test server announce a change to its tools.
-			ctx.Request(msg.Client.PID(), &snodo.Call{Method: "test/emit",
+			ctx.Request(mcp.PID(), &snodo.Call{Method: "test/emit",
 				Params: map[string]string{"method": "notifications/tools/list_changed"}})
 		case *snodo.SubscriptionEvent:
 			out <- msg.Method
@@ -198,7 +201,9 @@ func ExampleListenTo() {
 	}))
 	fmt.Println(<-out)
 	fmt.Println(<-out)
+	fmt.Println(<-out)
 	// Output:
+	// tools: listening
 	// notifications/tools/list_changed
 	// ended: true
 }

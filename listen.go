@@ -216,6 +216,12 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	}
 	o := subscription.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, MaxQueueBytes: set.MaxQueueBytes, AckTimeout: c.mcp.timeout,
 		Logger: c.notes.logger, Message: message}
+	if set.Opened != nil {
+		o.First = func(*subscription.Subscription) any {
+			<-ready
+			return set.Opened(outer)
+		}
+	}
 	params, err := json.Marshal(struct {
 		Notifications Filter `json:"notifications"`
 	}{f})

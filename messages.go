@@ -156,6 +156,13 @@ var ErrTooManyCalls = errors.New("snodo: too many call messages in flight")
 type CallHandler struct {
 	R   Requester
 	Max int
+	// Listen runs the *ListenCall messages (the connection, supervisor
+	// and pool actors set their own Listen); nil answers them with an
+	// error wrapping ErrListenUnsupported. *SubscribeResourceCall
+	// messages run on R when it has SubscribeResource and
+	// UnsubscribeResource methods (they are answered with that error
+	// otherwise).
+	Listen ListenFunc
 
 	running atomic.Int64
 
@@ -212,6 +219,34 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 		to = replyTarget(ctx, msg.ReplyTo, "ToolCall", msg.Name)
 		refuse = func(err error) any { return &ToolReply{Tag: msg.Tag, Err: err} }
 		run = func(c context.Context) any { return runToolCall(c, sys, self, to, msg, h.R) }
+	case *ListenCall:
+		if msg == nil {
+			nilCall(ctx, &ListenReply{Err: NewLocalError(CodeInvalidParams, "a nil *snodo.ListenCall was sent: send &snodo.ListenCall{Filter: …}")})
+			return true
+		}
+		to = replyTarget(ctx, msg.ReplyTo, "ListenCall", "subscriptions/listen")
+		refuse = func(err error) any { return &ListenReply{Tag: msg.Tag, Err: err} }
+		listen := h.Listen
+		if listen == nil {
+			listen = func(context.Context, Filter, ...ListenOption) error {
+				return fmt.Errorf("%w: this actor's CallHandler has no Listen", ErrListenUnsupported)
+			}
+		}
+		run = func(context.Context) any { return runListenCall(msg, to, listen) }
+	case *SubscribeResourceCall:
+		if msg == nil {
+			nilCall(ctx, &Reply{Err: NewLocalError(CodeInvalidParams, "a nil *snodo.SubscribeResourceCall was sent: send &snodo.SubscribeResourceCall{URI: …}")})
+			return true
+		}
+		to = replyTarget(ctx, msg.ReplyTo, "SubscribeResourceCall", msg.URI)
+		refuse = func(err error) any { return &Reply{Tag: msg.Tag, Err: err} }
+		run = func(c context.Context) any {
+			rs, ok := h.R.(resourceSubscriber)
+			if !ok {
+				return refuse(fmt.Errorf("%w: %T has no SubscribeResource", ErrSubscribeUnsupported, h.R))
+			}
+			return runSubscribeResourceCall(c, msg, rs)
+		}
 	default:
 		return false
 	}
@@ -244,7 +279,9 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 			// calls again as soon as it is answered is never refused.
 			h.running.Add(-1)
 			h.release(t)
-			sendFrom(sys, self, to, reply)
+			if reply != nil { // nil: sent already (a ListenCall's ListenReply)
+				sendFrom(sys, self, to, reply)
+			}
 		}()
 		reply = run(callCtx)
 	}()
@@ -427,6 +464,14 @@ func AnswerDeadCalls(sys *protoactor.ActorSystem) {
 		case *ToolCall:
 			if to := cmpPID(m.ReplyTo, dl.Sender); to != nil {
 				sendFrom(sys, dl.PID, to, &ToolReply{Tag: m.Tag, Err: gone()})
+			}
+		case *ListenCall:
+			if to := cmpPID(m.ReplyTo, dl.Sender); to != nil {
+				sendFrom(sys, dl.PID, to, &ListenReply{Tag: m.Tag, Err: gone()})
+			}
+		case *SubscribeResourceCall:
+			if to := cmpPID(m.ReplyTo, dl.Sender); to != nil {
+				sendFrom(sys, dl.PID, to, &Reply{Tag: m.Tag, Err: gone()})
 			}
 		}
 	})

@@ -11,6 +11,18 @@ import (
 // pump waits for room while the queue behind it fills up to its bound.
 func (s *Subscription) pump() {
 	root, message := s.opts.System.Root, s.opts.Message
+	if first := s.opts.First; first != nil {
+		select {
+		case <-s.acked:
+		case <-s.done:
+		}
+		s.mu.Lock()
+		acked := s.isAcked
+		s.mu.Unlock()
+		if acked {
+			root.Send(s.opts.Actor, first(s))
+		}
+	}
 	for ev := range s.events {
 		root.Send(s.opts.Actor, message(s, &ev, nil))
 	}

@@ -86,7 +86,7 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, me
 			jsonrpc.ErrTimeout)
 		s.end(err) // cancels the request: notifications/cancelled, then Done
 		<-s.done
-		return nil, fmt.Errorf("snodo: %w", err)
+		return nil, err // a local error says "snodo:" itself
 	case <-s.done:
 		select {
 		case <-s.acked: // acknowledged, then ended at once: the caller sees the end

@@ -78,6 +78,10 @@ type Options struct {
 	// (ev the event, err nil), then one for the end (ev nil, err what Err
 	// returns; not sent when Open failed). Required with Actor.
 	Message func(s *Subscription, ev *Event, err error) any
+	// First, with Actor, builds the message Actor receives first, once
+	// the server acknowledged the subscription and before any event; nil:
+	// none. It is not sent when Open fails.
+	First func(s *Subscription) any
 	// Hooks observe the subscription, for telemetry; nil members are
 	// skipped.
 	Hooks Hooks

@@ -79,7 +79,11 @@ func start(ctx context.Context, target snodo.Target, cfg *config) (*Client, erro
 	snodo.AnswerDeadCalls(sys)
 	s.life, s.stopLife = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.owned = snodoactor.Life{Name: "supervisor", Logger: cfg.logger.With("supervisor", cfg.name), Owner: cfg.owner}
-	a := &supervisorActor{s: s, calls: &snodo.CallHandler{R: c}, rs: intensity{max: cfg.maxRestarts, window: cfg.window}}
+	calls := &snodo.CallHandler{R: c, Listen: func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
+		_, err := c.Listen(ctx, f, opts...)
+		return err
+	}}
+	a := &supervisorActor{s: s, calls: calls, rs: intensity{max: cfg.maxRestarts, window: cfg.window}}
 	pid := s.owned.Spawn(sys, "snodo-supervisor", a.Receive)
 	s.mu.Lock()
 	s.pid = pid

@@ -57,8 +57,9 @@ func ExampleStartPool() {
 	// ready: 3 members
 }
 
-// A supervised subscription keeps delivering to its ListenTo actor across
-// a restart, with the resubscribed marker in between.
+// A supervised subscription opened with a *snodo.ListenCall keeps
+// delivering to its actor across a restart, with the resubscribed marker
+// in between.
 func ExampleClient_Listen() {
 	system := snodoactor.Shared()
 	cmd, args := exampleServer()
@@ -74,6 +75,13 @@ func ExampleClient_Listen() {
 	emit := &snodo.Call{Method: "test/emit", Params: map[string]string{"method": "notifications/tools/list_changed"}}
 	listener := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		switch msg := ctx.Message().(type) {
+		case *actor.Started:
+			ctx.Request(c.PID(), &snodo.ListenCall{Filter: snodo.Filter{ToolsListChanged: true}})
+		case *snodo.ListenReply:
+			if msg.Err != nil {
+				log.Fatal(msg.Err)
+			}
+			ctx.Request(c.PID(), emit)
 		case *snodo.SubscriptionEvent:
 			out <- msg.Method
 			if msg.Method == supervisor.ResubscribedMethod {
@@ -82,10 +90,6 @@ func ExampleClient_Listen() {
 		}
 	}))
 	defer system.Root.Stop(listener)
-	if _, err := c.Listen(context.Background(), snodo.Filter{ToolsListChanged: true}, snodo.ListenTo(listener)); err != nil {
-		log.Fatal(err)
-	}
-	system.Root.RequestWithCustomSender(c.PID(), emit, listener)
 	fmt.Println(<-out)
 	_ = syscall.Kill(c.ServerPID(), syscall.SIGKILL)
 	fmt.Println(<-out)

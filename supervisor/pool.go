@@ -176,7 +176,10 @@ func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) 
 	}
 	p.starts, p.cancel = context.WithCancelCause(ctx)
 	p.Calls = snodo.NewCalls(p)
-	p.calls = &snodo.CallHandler{R: p}
+	p.calls = &snodo.CallHandler{R: p, Listen: func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
+		_, err := p.Listen(ctx, f, opts...)
+		return err
+	}}
 	snodo.AnswerDeadCalls(sys)
 	p.owned = snodoactor.Life{Name: "pool", Logger: cfg.logger, Owner: cfg.owner}
 	pid := p.owned.Spawn(sys, "snodo-pool", (&poolActor{p: p}).Receive)

@@ -40,6 +40,7 @@ type supervised struct {
 	filter  snodo.Filter
 	opts    []snodo.ListenOption // for each server's subscription
 	actor   *protoactor.PID      // ListenTo, or nil
+	opened  func(any) any        // listening.Settings.Opened: the actor's first message
 	owner   context.Context      // Listen's ctx
 	unwatch func()               // ends the watch on actor
 
@@ -110,7 +111,7 @@ func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s := &supervised{
-		sys: c.s.sys, pool: pool, c: c, filter: f, opts: each, actor: set.Actor, owner: ctx,
+		sys: c.s.sys, pool: pool, c: c, filter: f, opts: each, actor: set.Actor, opened: set.Opened, owner: ctx,
 		ctx: sctx, cancel: cancel,
 		events: make(chan snodo.Event),
 		done:   make(chan struct{}),
@@ -227,6 +228,9 @@ func (s *supervised) run(inner *snodo.Subscription, cl *snodo.Client) {
 	defer s.cancel()
 	if s.unwatch != nil {
 		defer s.unwatch()
+	}
+	if s.actor != nil && s.opened != nil {
+		s.sys.Root.Send(s.actor, s.opened(s.outer)) // before any event
 	}
 	for {
 		if !s.forward(inner) {

@@ -16,6 +16,11 @@ type Settings struct {
 	Actor         *protoactor.PID // ListenTo: nil delivers on the Events channel
 	MaxQueue      int             // MaxQueuedEvents: 0 the default
 	MaxQueueBytes int             // MaxQueuedEventBytes: 0 the default
+	// Opened, set when a *snodo.ListenCall opens the subscription, builds
+	// the message (its *snodo.ListenReply) Actor receives first, once the
+	// subscription (a *snodo.Subscription) is open and before its first
+	// event: every Listen that delivers to an actor sends it. nil: none.
+	Opened func(sub any) any
 }
 
 // Impl serves a *snodo.Subscription: its methods are the Subscription's,
