@@ -70,6 +70,7 @@ const (
 
 // mcpConfig holds the MCP-level options.
 type mcpConfig struct {
+	origin         Origin // WithOrigin
 	handler        ServerRequestHandler
 	notify         NotificationHandler
 	notifyItems    int // 0: DefaultNotificationQueueItems
@@ -85,6 +86,7 @@ type mcpConfig struct {
 // mcpState is what Connect settled about the server. Everything but meta
 // is written before Connect returns and read-only afterwards.
 type mcpState struct {
+	origin       Origin // names the server in messages to actors
 	era          Era
 	version      string
 	serverInfo   Implementation
@@ -108,6 +110,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	if cfg.mcp.clientInfo.Name == "" {
 		cfg.mcp.clientInfo = Implementation{Name: defaultClientName, Version: defaultClientVersion}
 	}
+	c.mcp.origin = cfg.mcp.origin
 	c.mcp.serve = c.observed(cfg.mcp.handler)
 	c.mcp.maxRounds = cmp.Or(cfg.mcp.maxInputRounds, DefaultMaxInputRounds)
 	c.mcp.timeout = cfg.conn.Timeout
@@ -126,10 +129,11 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 		cfg.conn.Logger = slog.New(eraHandler{Handler: cfg.conn.Logger.Handler(), era: &c.era})
 	}
 	c.notes = newNotifier(&cfg.mcp, cfg.conn.Logger)
+	c.notes.origin = cfg.mcp.origin
 	c.notes.meters = c.meters
 	c.notes.observe = c.notificationReceived
 	cfg.conn.OnNotification = c.onNotification // tasks' status, then c.notes.push
-	c.calls = &CallHandler{R: c, Listen: func(ctx context.Context, f Filter, opts ...ListenOption) error {
+	c.calls = &CallHandler{R: c, Origin: cfg.mcp.origin, Listen: func(ctx context.Context, f Filter, opts ...ListenOption) error {
 		_, err := c.Listen(ctx, f, opts...)
 		return err
 	}}
@@ -190,7 +194,7 @@ func (c *Client) startConn(ctx context.Context, cfg *config) (*connection.Conn, 
 	cfg.conn.OnStop = func(reason error) {
 		ended(reason)
 		if owner != nil && c.connected.Load() { // a Connect that failed reports on its own
-			c.conn.System().Root.Send(owner, &Closed{Client: c, Err: reason})
+			c.conn.System().Root.Send(owner, &Closed{Client: c, Err: reason, Origin: c.mcp.origin})
 		}
 	}
 	return connection.Start(ctx, cfg.conn)

@@ -82,6 +82,7 @@ func (s *Subscription) Close() error { return s.impl.Close() }
 type SubscriptionEvent struct {
 	Subscription *Subscription
 	Event
+	Origin // the server that sent it (see Origin)
 }
 
 // SubscriptionEnded is the last message an actor given to ListenTo
@@ -91,6 +92,7 @@ type SubscriptionEvent struct {
 type SubscriptionEnded struct {
 	Subscription *Subscription
 	Err          error
+	Origin       // the server that held it (see Origin)
 }
 
 // IgnoreDeadLetterLogging keeps events for a stopped actor out of the
@@ -102,11 +104,11 @@ func (*SubscriptionEvent) IgnoreDeadLetterLogging() {}
 func (*SubscriptionEnded) IgnoreDeadLetterLogging() {}
 
 // subscriptionMessage builds the ListenTo actor's messages.
-func subscriptionMessage(s *Subscription, ev *Event, err error) any {
+func subscriptionMessage(s *Subscription, ev *Event, err error, origin Origin) any {
 	if ev != nil {
-		return &SubscriptionEvent{Subscription: s, Event: *ev}
+		return &SubscriptionEvent{Subscription: s, Event: *ev, Origin: origin}
 	}
-	return &SubscriptionEnded{Subscription: s, Err: err}
+	return &SubscriptionEnded{Subscription: s, Err: err, Origin: origin}
 }
 
 // Why a subscription ended (errors.Is on Subscription.Err). A graceful
@@ -212,14 +214,14 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	defer close(ready)
 	message := func(_ *subscription.Subscription, ev *Event, err error) any {
 		<-ready
-		return subscriptionMessage(outer, ev, err)
+		return subscriptionMessage(outer, ev, err, c.mcp.origin)
 	}
 	o := subscription.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, MaxQueueBytes: set.MaxQueueBytes, AckTimeout: c.mcp.timeout,
 		Logger: c.notes.logger, Message: message}
 	if set.Opened != nil {
 		o.First = func(*subscription.Subscription) any {
 			<-ready
-			return set.Opened(outer)
+			return set.Opened(outer, c.mcp.origin)
 		}
 	}
 	params, err := json.Marshal(struct {

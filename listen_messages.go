@@ -34,6 +34,7 @@ type ListenReply struct {
 	Tag          any
 	Subscription *Subscription
 	Err          error
+	Origin       // the server that holds the subscription (see Origin)
 }
 
 // SubscribeResourceCall is SubscribeResource (or, with Unsubscribe,
@@ -68,7 +69,9 @@ func (*SubscribeResourceCall) IgnoreDeadLetterLogging() {}
 // returned, the reply could come after events already posted.
 func listenOpened(tag any) ListenOption {
 	return ListenOption{func(o *listening.Settings) error {
-		o.Opened = func(sub any) any { return &ListenReply{Tag: tag, Subscription: sub.(*Subscription)} }
+		o.Opened = func(sub, origin any) any {
+			return &ListenReply{Tag: tag, Subscription: sub.(*Subscription), Origin: origin.(Origin)}
+		}
 		return nil
 	}}
 }

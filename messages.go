@@ -56,6 +56,7 @@ type Reply struct {
 	Tag    any
 	Result json.RawMessage
 	Err    error
+	Origin // the server that answered (for a pool, the member that ran it last)
 }
 
 // ToolCall is CallTool as a message: the answer comes back as a
@@ -76,6 +77,7 @@ type ToolReply struct {
 	Tag    any
 	Result *CallToolResult
 	Err    error
+	Origin // as for Reply
 }
 
 // CallProgress is one progress update of a *Call or *ToolCall sent with
@@ -83,6 +85,7 @@ type ToolReply struct {
 type CallProgress struct {
 	Tag      any
 	Progress Progress
+	Origin   // as for Reply
 }
 
 // Closed tells the owner actor (WithOwner, ConnectTo) that a connection
@@ -93,6 +96,7 @@ type CallProgress struct {
 type Closed struct {
 	Client *Client
 	Err    error
+	Origin // the client's (WithOrigin)
 }
 
 // IgnoreDeadLetterLogging keeps calls sent to an actor that is gone out
@@ -163,6 +167,10 @@ type CallHandler struct {
 	// UnsubscribeResource methods (they are answered with that error
 	// otherwise).
 	Listen ListenFunc
+	// Origin is put on the replies and progress of calls that no client
+	// with an Origin of its own served (one refused before reaching a
+	// server, say); a client records its own on the calls it serves.
+	Origin Origin
 
 	running atomic.Int64
 
@@ -283,7 +291,8 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 				sendFrom(sys, self, to, reply)
 			}
 		}()
-		reply = run(callCtx)
+		c, slot := withOriginSlot(callCtx, h.Origin)
+		reply = withOrigin(run(c), slot.get())
 	}()
 	return true
 }
@@ -400,24 +409,24 @@ func sendFrom(sys *protoactor.ActorSystem, from, to *protoactor.PID, msg any) {
 	sys.Root.RequestWithCustomSender(to, msg, from)
 }
 
-func callOptions(sys *protoactor.ActorSystem, from, to *protoactor.PID, tag any, opts []RequestOption, progress bool) []RequestOption {
+func callOptions(ctx context.Context, sys *protoactor.ActorSystem, from, to *protoactor.PID, tag any, opts []RequestOption, progress bool) []RequestOption {
 	if !progress {
 		return opts
 	}
 	return append(append([]RequestOption(nil), opts...), OnProgress(func(p Progress) {
-		sendFrom(sys, from, to, &CallProgress{Tag: tag, Progress: p})
+		sendFrom(sys, from, to, &CallProgress{Tag: tag, Progress: p, Origin: originFrom(ctx)})
 	}))
 }
 
 func runCall(ctx context.Context, sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *Call, r Requester) *Reply {
 	res, err := r.Request(ctx, msg.Method, msg.Params,
-		callOptions(sys, from, to, msg.Tag, msg.Options, msg.Progress)...)
+		callOptions(ctx, sys, from, to, msg.Tag, msg.Options, msg.Progress)...)
 	return &Reply{Tag: msg.Tag, Result: res, Err: err}
 }
 
 func runToolCall(ctx context.Context, sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *ToolCall, r Requester) *ToolReply {
 	res, err := NewCalls(r).CallTool(ctx, msg.Name, msg.Args,
-		callOptions(sys, from, to, msg.Tag, msg.Options, msg.Progress)...)
+		callOptions(ctx, sys, from, to, msg.Tag, msg.Options, msg.Progress)...)
 	return &ToolReply{Tag: msg.Tag, Result: res, Err: err}
 }
 
@@ -481,7 +490,7 @@ func AnswerDeadCalls(sys *protoactor.ActorSystem) {
 // passes it on (servers.To, to a router): if it reaches a stopped actor,
 // AnswerDeadCalls answers the call it wraps.
 type CallWrapper interface {
-	WrappedCall() any // a *Call or a *ToolCall
+	WrappedCall() any // a *Call, *ToolCall, *ListenCall or *SubscribeResourceCall
 }
 
 func cmpPID(a, b *protoactor.PID) *protoactor.PID {

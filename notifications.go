@@ -128,7 +128,12 @@ func (n *Notification) decode(method string, v any) error {
 type NotificationMessage struct {
 	Ctx          context.Context
 	Notification *Notification
+	Origin       // the server that sent it (WithOrigin; a supervisor's names)
 }
+
+// IgnoreDeadLetterLogging keeps notifications for an actor that is gone
+// (or stopping with many queued) out of the dead-letter log.
+func (*NotificationMessage) IgnoreDeadLetterLogging() {}
 
 // Defaults of the notification queue (WithNotificationQueue).
 const (
@@ -205,7 +210,7 @@ func NotificationsTo(system *protoactor.ActorSystem, pid *protoactor.PID) Notifi
 		return nil
 	}
 	return func(ctx context.Context, n *Notification) {
-		system.Root.Send(pid, &NotificationMessage{Ctx: ctx, Notification: n})
+		system.Root.Send(pid, &NotificationMessage{Ctx: ctx, Notification: n, Origin: originOf(ctx)})
 	}
 }
 
@@ -213,6 +218,7 @@ func NotificationsTo(system *protoactor.ActorSystem, pid *protoactor.PID) Notifi
 // OnNotification hook pushes, one drain goroutine (started when the queue
 // fills from empty, gone when it empties) delivers.
 type notifier struct {
+	origin   Origin // the client's, for NotificationsTo
 	handler  NotificationHandler
 	logger   *slog.Logger
 	maxItems int
@@ -335,6 +341,9 @@ func (q *notifier) deliver(ctx context.Context, n *Notification) {
 	var end func(panicked bool)
 	if q.observe != nil {
 		ctx, end = q.observe(ctx, n)
+	}
+	if q.origin != (Origin{}) {
+		ctx = context.WithValue(ctx, notifyOriginKey{}, q.origin)
 	}
 	defer func() {
 		r := recover()

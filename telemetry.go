@@ -360,6 +360,7 @@ func classify(method string, raw json.RawMessage, err error) (errType, statusCod
 // Client passes (typed calls, Request, supervisors and pools, the era
 // negotiation).
 func (c *Client) send(ctx context.Context, method string, params any, meta []byte, opts *connection.CallOptions) (json.RawMessage, error) {
+	c.recordOrigin(ctx)
 	ctx, o, params, opts := c.site.begin(ctx, method, params, opts)
 	var withMeta connection.CallOptions // stays on the stack: Request keeps no pointer to it
 	if meta != nil {

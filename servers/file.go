@@ -64,6 +64,12 @@ type Server struct {
 	Window        time.Duration // "window"
 	FailFast      bool          // "failFast": calls during a restart fail at once (supervisor.FailFast)
 	MaxWait       time.Duration // "maxWait": how long calls wait for a restart (supervisor.WithMaxWait)
+
+	// Options are the program's own supervisor options for this server
+	// only (never read from the file): a Router and NewPool apply them
+	// after the file's and after those given to every server, so a
+	// gateway gives each server its handlers, events actor or grace.
+	Options []supervisor.Option
 }
 
 // DefaultPool is the pool size of a server whose snodo block gives none.

@@ -92,9 +92,9 @@ func (s *Server) Connect(ctx context.Context, opts ...snodo.Option) (*snodo.Clie
 	return s.Target().Connect(ctx, append(s.ConnectOptions(), opts...)...)
 }
 
-// NewPool starts the server as a supervised pool of Pool members; opts
-// come after the file's own, so they win. Its errors are
+// NewPool starts the server as a supervised pool of Pool members; its
+// Options come after the file's own, and opts last, so they win. Its errors are
 // supervisor.NewPool's.
 func (s *Server) NewPool(ctx context.Context, opts ...supervisor.Option) (*supervisor.Pool, error) {
-	return supervisor.NewPool(ctx, s.Target(), s.Pool, append(s.SupervisorOptions(), opts...)...)
+	return supervisor.NewPool(ctx, s.Target(), s.Pool, slices.Concat(s.SupervisorOptions(), s.Options, opts)...)
 }

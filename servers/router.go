@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
@@ -37,8 +38,9 @@ type Router struct {
 	done    chan struct{}
 }
 
-// To asks the router to send Call (a *snodo.Call or a *snodo.ToolCall)
-// to the server called Server. The reply comes from that server's pool,
+// To asks the router to send Call (a *snodo.Call, *snodo.ToolCall,
+// *snodo.ListenCall or *snodo.SubscribeResourceCall) to the server called
+// Server. The reply comes from that server's pool,
 // to the Call's ReplyTo or else the sender of the To. A name the file
 // does not have is answered at once with an error wrapping
 // ErrUnknownServer.
@@ -75,7 +77,8 @@ func (*RouterReady) IgnoreDeadLetterLogging() {}
 // returns the router without waiting for them. owner, when not nil, owns
 // the router (it stops when owner terminates) and receives a
 // *RouterReady; ctx owns it too. opts apply to every pool after the
-// file's own. Calls sent before a pool is ready wait for its first
+// file's own, and each Server's Options after them, for that server
+// only. Calls sent before a pool is ready wait for its first
 // member, as described at supervisor.StartPool.
 //
 // The router and its pools run on one actor system: system, or when it
@@ -235,7 +238,8 @@ func (r *Router) startPools(ctx protoactor.Context) {
 	for _, s := range r.file.Servers {
 		// The router's system and ownership come last: the pools run
 		// with the router, whatever opts say.
-		opts := append(append(s.SupervisorOptions(), r.opts...), supervisor.WithActorSystem(r.sys), supervisor.WithOwner(ctx.Self()))
+		opts := slices.Concat(s.SupervisorOptions(), r.opts, s.Options,
+			[]supervisor.Option{supervisor.WithActorSystem(r.sys), supervisor.WithOwner(ctx.Self())})
 		p, err := supervisor.StartPool(r.ctx, r.sys, ctx.Self(), s.Target(), s.Pool, opts...)
 		r.mu.Lock()
 		if err != nil {
@@ -321,8 +325,20 @@ func (r *Router) route(ctx protoactor.Context, msg *To) {
 		} else {
 			send(c.ReplyTo, &snodo.ToolReply{Tag: c.Tag, Err: err})
 		}
+	case *snodo.ListenCall:
+		if c == nil {
+			send(nil, &snodo.ListenReply{Err: err})
+		} else {
+			send(c.ReplyTo, &snodo.ListenReply{Tag: c.Tag, Err: err})
+		}
+	case *snodo.SubscribeResourceCall:
+		if c == nil {
+			send(nil, &snodo.Reply{Err: err})
+		} else {
+			send(c.ReplyTo, &snodo.Reply{Tag: c.Tag, Err: err})
+		}
 	default:
-		ctx.Logger().Warn("servers: a *To whose Call is not a *snodo.Call or *snodo.ToolCall was dropped",
+		ctx.Logger().Warn("servers: a *To whose Call is not a call message (*snodo.Call, ToolCall, ListenCall, SubscribeResourceCall) was dropped",
 			"server", msg.Server, "type", fmt.Sprintf("%T", msg.Call))
 	}
 }

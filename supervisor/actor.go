@@ -82,7 +82,8 @@ func (a *supervisorActor) connect(ctx protoactor.Context) {
 	// actor: the actor closes it in its Stopping, and no watch in either
 	// direction outlives one of them (each would be a dead letter).
 	attempt, self, s := a.attempt, ctx.Self(), a.s
-	opts := append(append([]snodo.Option{snodo.WithShutdownGrace(DefaultShutdownGrace)}, s.cfg.connect...), snodo.WithActorSystem(s.sys))
+	opts := append(append([]snodo.Option{snodo.WithShutdownGrace(DefaultShutdownGrace)}, s.cfg.connect...),
+		snodo.WithActorSystem(s.sys), snodo.WithOrigin(s.cfg.origin()))
 	s.bg.Go(func() {
 		c, err := s.target.Connect(s.life, opts...)
 		if err == nil {
@@ -187,7 +188,7 @@ func (a *supervisorActor) schedule(ctx protoactor.Context, reason error) (time.D
 
 // emit logs ev and hands it to the observers.
 func (a *supervisorActor) emit(ctx protoactor.Context, ev LifecycleEvent) {
-	ev.Name = a.s.cfg.name
+	ev.Origin = a.s.cfg.origin()
 	ev.Total = int(a.s.restarts.Load())
 	l := a.log()
 	switch ev.Kind {

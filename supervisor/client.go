@@ -79,7 +79,7 @@ func start(ctx context.Context, target snodo.Target, cfg *config) (*Client, erro
 	snodo.AnswerDeadCalls(sys)
 	s.life, s.stopLife = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.owned = snodoactor.Life{Name: "supervisor", Logger: cfg.logger.With("supervisor", cfg.name), Owner: cfg.owner}
-	calls := &snodo.CallHandler{R: c, Listen: func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
+	calls := &snodo.CallHandler{R: c, Origin: cfg.origin(), Listen: func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
 		_, err := c.Listen(ctx, f, opts...)
 		return err
 	}}
@@ -117,6 +117,11 @@ func checkEventsTo(sys *protoactor.ActorSystem, pid *protoactor.PID) error {
 func errNilContext(fn string) error {
 	return fmt.Errorf("supervisor: %s: nil context.Context; pass context.Background() or a ctx that owns what is started", fn)
 }
+
+// Origin names this supervised client's server in the messages sent to
+// actors: Server its name (a pool's, for a member), Member its own name
+// ("name#N" for a pool's member N).
+func (c *Client) Origin() snodo.Origin { return c.s.cfg.origin() }
 
 // PID is the supervisor actor. Stopping it (Stop, Poison, snodo.Exit)
 // ends supervision like Close, with that reason.

@@ -3,6 +3,8 @@ package supervisor
 import (
 	"fmt"
 	"time"
+
+	"github.com/snodo/snodo"
 )
 
 // EventKind says what happened to a supervised connection.
@@ -43,14 +45,14 @@ func (k EventKind) String() string {
 // LifecycleEvent reports a change in a supervised connection. WithEventHandler
 // and WithEventsTo receive them; the logger gets the same.
 type LifecycleEvent struct {
-	Kind      EventKind
-	Name      string        // WithName, or the target's String
-	Restarts  int           // restarts inside the intensity window so far
-	Total     int           // restarts since Connect
-	ServerPID int           // ServerConnected: the new server's process id; ServerExited: the one that went away (0 for a failed start)
-	Delay     time.Duration // ServerExited: the back-off before the next attempt
-	Downtime  time.Duration // ServerConnected after a restart: since the exit
-	Err       error         // ServerExited, GaveUp, Stopped: why
+	Kind         EventKind
+	snodo.Origin               // the server (WithName, or the target's String) and the member: "name#N" in a pool
+	Restarts     int           // restarts inside the intensity window so far
+	Total        int           // restarts since Connect
+	ServerPID    int           // ServerConnected: the new server's process id; ServerExited: the one that went away (0 for a failed start)
+	Delay        time.Duration // ServerExited: the back-off before the next attempt
+	Downtime     time.Duration // ServerConnected after a restart: since the exit
+	Err          error         // ServerExited, GaveUp, Stopped: why
 }
 
 // IgnoreDeadLetterLogging keeps events sent to a stopped actor out of the

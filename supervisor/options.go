@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,6 +52,7 @@ type config struct {
 	owner       *protoactor.PID
 	system      *protoactor.ActorSystem
 	name        string               // for logs and events; pools number their members
+	server      string               // a pool member's pool's name; "" for a supervised client (its name)
 	level       snodo.LoggingLevel   // a pool's SetLoggingLevel, for a member it adds
 	meter       metric.MeterProvider // nil: the global one
 	// onChange, set for a pool's members, wakes the pool's calls waiting
@@ -61,6 +63,11 @@ type config struct {
 	// rather than closed as supervision ends: a pool whose start failed
 	// sets it, and its members share it (they copy the pool's config).
 	kill *atomic.Bool
+}
+
+// origin names the supervised client's server in messages to actors.
+func (c *config) origin() snodo.Origin {
+	return snodo.Origin{Server: cmp.Or(c.server, c.name), Member: c.name}
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -251,8 +258,10 @@ func init() {
 	}
 }
 
-// WithName labels the supervisor in logs and events (LifecycleEvent.Name).
-// Default: the target's String (a command's name); pools use "name#N".
+// WithName names the server in logs and in every message sent to actors
+// (their snodo.Origin: Server is the name; Member is the name too for a
+// supervised client, "name#N" for a pool's member N). Default: the
+// target's String (a command's name).
 func WithName(name string) Option {
 	return func(c *config) error { c.name = name; return nil }
 }

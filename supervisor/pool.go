@@ -93,8 +93,9 @@ func NewPool(ctx context.Context, target snodo.Target, size int, opts ...Option)
 // pool is closed and, as for a failed NewPool, every server it started is
 // stopped and reaped: Done is closed).
 type PoolReady struct {
-	Pool *Pool
-	Err  error
+	Pool         *Pool
+	Err          error
+	snodo.Origin // the pool's server (Member empty)
 }
 
 // IgnoreDeadLetterLogging keeps a readiness for an actor that is gone out
@@ -123,7 +124,7 @@ func StartPool(ctx context.Context, system *protoactor.ActorSystem, pid *protoac
 	}
 	go func() {
 		err := p.start(size)
-		system.Root.Send(pid, &PoolReady{Pool: p, Err: err})
+		system.Root.Send(pid, &PoolReady{Pool: p, Err: err, Origin: snodo.Origin{Server: p.cfg.name}})
 	}()
 	return p, nil
 }
@@ -176,7 +177,7 @@ func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) 
 	}
 	p.starts, p.cancel = context.WithCancelCause(ctx)
 	p.Calls = snodo.NewCalls(p)
-	p.calls = &snodo.CallHandler{R: p, Listen: func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
+	p.calls = &snodo.CallHandler{R: p, Origin: snodo.Origin{Server: cfg.name}, Listen: func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
 		_, err := p.Listen(ctx, f, opts...)
 		return err
 	}}
@@ -228,7 +229,7 @@ func (p *Pool) Grow(n int) error {
 			// Owned by the pool's ctx (cancelled as the pool stops, which
 			// aborts a start in progress) and stopped by the pool actor's
 			// Stopping, not by a watch of the pool actor: see shutdown.
-			cfg.name, cfg.owner, cfg.system, cfg.level = name, nil, p.sys, level
+			cfg.name, cfg.server, cfg.owner, cfg.system, cfg.level = name, p.cfg.name, nil, p.sys, level
 			cfg.onChange = p.wake
 			m, err := start(p.starts, p.target, &cfg)
 			if err != nil {

@@ -71,7 +71,7 @@ func TestPoolKeepsAnsweringWhenAMemberIsKilled(t *testing.T) {
 	var back LifecycleEvent
 	for {
 		back = ev.waitFor(t, ServerConnected, 5*time.Second)
-		if back.Name == victim.s.cfg.name && back.Total > 0 {
+		if back.Member == victim.s.cfg.name && back.Total > 0 {
 			break
 		}
 	}

@@ -38,11 +38,11 @@ type supervised struct {
 	sys     *protoactor.ActorSystem
 	pool    *Pool // Pool.Listen's: where it moves when its member leaves
 	filter  snodo.Filter
-	opts    []snodo.ListenOption // for each server's subscription
-	actor   *protoactor.PID      // ListenTo, or nil
-	opened  func(any) any        // listening.Settings.Opened: the actor's first message
-	owner   context.Context      // Listen's ctx
-	unwatch func()               // ends the watch on actor
+	opts    []snodo.ListenOption      // for each server's subscription
+	actor   *protoactor.PID           // ListenTo, or nil
+	opened  func(sub, origin any) any // listening.Settings.Opened: the actor's first message
+	owner   context.Context           // Listen's ctx
+	unwatch func()                    // ends the watch on actor
 
 	ctx    context.Context // owner, or Close
 	cancel context.CancelFunc
@@ -230,7 +230,7 @@ func (s *supervised) run(inner *snodo.Subscription, cl *snodo.Client) {
 		defer s.unwatch()
 	}
 	if s.actor != nil && s.opened != nil {
-		s.sys.Root.Send(s.actor, s.opened(s.outer)) // before any event
+		s.sys.Root.Send(s.actor, s.opened(s.outer, s.Member().Origin())) // before any event
 	}
 	for {
 		if !s.forward(inner) {
@@ -313,7 +313,7 @@ func (s *supervised) ended() {
 		return
 	}
 	s.mu.Lock()
-	end := &snodo.SubscriptionEnded{Subscription: s.outer, Err: s.err}
+	end := &snodo.SubscriptionEnded{Subscription: s.outer, Err: s.err, Origin: s.c.Origin()}
 	s.mu.Unlock()
 	s.sys.Root.Send(s.actor, end)
 }
@@ -322,7 +322,7 @@ func (s *supervised) ended() {
 // when the subscription was closed or its owner is done first.
 func (s *supervised) deliver(inner *snodo.Subscription, ev snodo.Event) bool {
 	if s.actor != nil {
-		s.sys.Root.Send(s.actor, &snodo.SubscriptionEvent{Subscription: s.outer, Event: ev})
+		s.sys.Root.Send(s.actor, &snodo.SubscriptionEvent{Subscription: s.outer, Event: ev, Origin: s.Member().Origin()})
 		return s.ctx.Err() == nil
 	}
 	select {

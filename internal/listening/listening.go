@@ -20,7 +20,7 @@ type Settings struct {
 	// the message (its *snodo.ListenReply) Actor receives first, once the
 	// subscription (a *snodo.Subscription) is open and before its first
 	// event: every Listen that delivers to an actor sends it. nil: none.
-	Opened func(sub any) any
+	Opened func(sub, origin any) any // origin: a snodo.Origin
 }
 
 // Impl serves a *snodo.Subscription: its methods are the Subscription's,
