@@ -21,7 +21,7 @@ import (
 // (its message says "snodo:" once).
 func TestPoolListenCallBlocksNoMailbox(t *testing.T) {
 	cmd, args := testutil.Server(t, "-silent-listen")
-	p, err := NewPool(t.Context(), cmd, args, 1, fast,
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 1, fast,
 		WithConnectOptions(snodo.WithTimeout(time.Second)))
 	require.NoError(t, err)
 	defer p.Close()
@@ -61,7 +61,7 @@ func TestPoolListenCallBlocksNoMailbox(t *testing.T) {
 // ListenReply comes before the events, and the events go to the sender.
 func TestPoolListenCallDeliversAfterItsReply(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	p, err := NewPool(t.Context(), cmd, args, 2, fast)
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast)
 	require.NoError(t, err)
 	defer p.Close()
 	sys := snodoactor.Shared()
