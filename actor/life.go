@@ -37,11 +37,17 @@ type Life struct {
 	Name   string          // for logs: "connection", "supervisor", "pool"
 	Logger *slog.Logger    // receives the panic; nil discards it
 	Owner  *protoactor.PID // an owner actor, or nil
+	// Parent, when set, spawns the actor as its child (it must be the
+	// context of the actor running Receive now): the actor then shows in
+	// the parent's Children and stops with it, as protoactor-go's own
+	// children do. nil spawns it at the root.
+	Parent protoactor.SpawnerContext
 
 	mu        sync.Mutex
 	reason    error
 	system    *protoactor.ActorSystem
 	pid       *protoactor.PID
+	parent    *protoactor.PID // the parent it was spawned under, nil at the root
 	unwatch   func() bool // releases the owner context's AfterFunc
 	ending    bool        // Stopping has run
 	ownerGone bool        // the owner's Terminated came
@@ -55,14 +61,21 @@ type Life struct {
 // passes them on), so a call message queued behind the stop is still
 // answered (snodo.AnswerDeadCalls).
 func (l *Life) Spawn(system *protoactor.ActorSystem, prefix string, receive protoactor.ReceiveFunc) *protoactor.PID {
-	props := protoactor.PropsFromFunc(func(ctx protoactor.Context) { l.receive(ctx, receive) },
-		protoactor.WithGuardian(StopOnFailure),
-		protoactor.WithMailbox(protoactor.Unbounded(lateMail{l})))
+	run := func(ctx protoactor.Context) { l.receive(ctx, receive) }
+	mailbox := protoactor.WithMailbox(protoactor.Unbounded(lateMail{l}))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.system = system
 	watchShutdown(system, l)
-	l.pid = system.Root.SpawnPrefix(props, prefix)
+	if l.Parent != nil {
+		// A child takes no guardian (protoactor-go panics): its failures
+		// would go to its parent's strategy, but receive recovers them.
+		l.pid = l.Parent.SpawnPrefix(protoactor.PropsFromFunc(run, mailbox), prefix)
+		l.parent = l.Parent.Self()
+		l.Parent = nil // valid only during the parent's Receive
+		return l.pid
+	}
+	l.pid = system.Root.SpawnPrefix(protoactor.PropsFromFunc(run, protoactor.WithGuardian(StopOnFailure), mailbox), prefix)
 	return l.pid
 }
 
@@ -153,7 +166,11 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 		return
 	case *protoactor.Stopping:
 		l.mu.Lock()
-		if l.reason == nil {
+		switch {
+		case l.reason == nil && l.parent != nil:
+			// Most likely its parent stopping (a child stops first).
+			l.reason = fmt.Errorf("%w (%w: a child of %s stops with it)", ErrStopped, ErrOwnerExited, l.parent.Id)
+		case l.reason == nil:
 			l.reason = ErrStopped
 		}
 		unwatch, ownerGone := l.unwatch, l.ownerGone

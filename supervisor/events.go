@@ -58,3 +58,33 @@ type LifecycleEvent struct {
 // IgnoreDeadLetterLogging keeps events sent to a stopped actor out of the
 // dead-letter log.
 func (*LifecycleEvent) IgnoreDeadLetterLogging() {}
+
+// Ended tells the owner actor of a pool or a supervised client (WithOwner,
+// StartPool's pid, WithParent) that it has stopped: Err is why, as its
+// Err() (snodo.ErrClosed, snodo.ErrOwnerExited, a *GaveUpError…). One of
+// Pool and Client is set. Its servers may still be exiting: a *Reaped
+// follows once every one has been reaped (Done closed). A pool or client
+// whose start failed sends neither: its PoolReady (or Connect) carried the
+// error, as a failed snodo.ConnectTo sends no snodo.Closed.
+type Ended struct {
+	Pool   *Pool
+	Client *Client
+	Err    error
+	snodo.Origin
+}
+
+// Reaped follows Ended once every server of the pool or supervised client
+// has exited and been reaped: nothing it started runs any more.
+type Reaped struct {
+	Pool   *Pool
+	Client *Client
+	snodo.Origin
+}
+
+// IgnoreDeadLetterLogging keeps the end of a pool or client whose owner
+// is gone out of the dead-letter log.
+func (*Ended) IgnoreDeadLetterLogging() {}
+
+// IgnoreDeadLetterLogging keeps the reaping of a pool or client whose
+// owner is gone out of the dead-letter log.
+func (*Reaped) IgnoreDeadLetterLogging() {}

@@ -13,9 +13,9 @@ import (
 	"github.com/snodo/snodo/supervisor"
 )
 
-// An actor starts a pool without blocking its mailbox, sends calls to the
-// pool's PID (even before it is ready: they wait for its first member),
-// and closes it from its Stopping.
+// An actor starts a pool as its child without blocking its mailbox, and
+// sends calls to the pool's PID (even before it is ready: they wait for
+// its first member); the pool stops with the actor.
 func ExampleStartPool() {
 	system := snodoactor.Shared()
 	cmd, args := exampleServer()
@@ -25,7 +25,8 @@ func ExampleStartPool() {
 		switch msg := ctx.Message().(type) {
 		case *actor.Started:
 			var err error
-			pool, err = supervisor.StartPool(context.Background(), ctx.ActorSystem(), ctx.Self(), snodo.Command(cmd, args...), 3)
+			pool, err = supervisor.StartPool(context.Background(), ctx.ActorSystem(), ctx.Self(), snodo.Command(cmd, args...), 3,
+				supervisor.WithParent(ctx))
 			if err != nil {
 				log.Fatal(err)
 			}
@@ -34,14 +35,12 @@ func ExampleStartPool() {
 			if msg.Err != nil {
 				log.Fatal(msg.Err)
 			}
-			out <- fmt.Sprint("ready: ", msg.Pool.Size(), " members")
+			out <- fmt.Sprint("ready: ", msg.Pool.Size(), " members; children: ", len(ctx.Children()))
 		case *snodo.ToolReply:
 			if msg.Err != nil {
 				log.Fatal(msg.Err)
 			}
 			out <- fmt.Sprintf("%v: %s", msg.Tag, msg.Result.StructuredContent)
-		case *actor.Stopping:
-			_ = pool.Close() // returns once stdin is closed and callers answered
 		}
 	}))
 	got := []string{<-out, <-out}
@@ -50,11 +49,11 @@ func ExampleStartPool() {
 	}
 	fmt.Println(got[0])
 	fmt.Println(got[1])
-	system.Root.Stop(service)
-	<-pool.Done() // every server reaped
+	system.Root.Stop(service) // the pool, its child, stops first
+	<-pool.Done()             // every server reaped
 	// Output:
 	// early: {"sum":5}
-	// ready: 3 members
+	// ready: 3 members; children: 1
 }
 
 // A supervised subscription opened with a *snodo.ListenCall keeps

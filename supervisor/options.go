@@ -50,6 +50,7 @@ type config struct {
 	onEvent     func(LifecycleEvent)
 	eventsTo    *protoactor.PID
 	owner       *protoactor.PID
+	parent      protoactor.Context // WithParent: spawn as its child
 	system      *protoactor.ActorSystem
 	name        string               // for logs and events; pools number their members
 	server      string               // a pool member's pool's name; "" for a supervised client (its name)
@@ -63,6 +64,15 @@ type config struct {
 	// rather than closed as supervision ends: a pool whose start failed
 	// sets it, and its members share it (they copy the pool's config).
 	kill *atomic.Bool
+}
+
+// parentOf is WithParent's context as a spawner, nil without one (a
+// typed nil would not be).
+func parentOf(c *config) protoactor.SpawnerContext {
+	if c.parent == nil {
+		return nil
+	}
+	return c.parent
 }
 
 // origin names the supervised client's server in messages to actors.
@@ -229,6 +239,24 @@ func WithOwner(pid *protoactor.PID) Option {
 			return errors.New("WithOwner: nil PID")
 		}
 		c.owner = pid
+		return nil
+	}
+}
+
+// WithParent makes the actor whose Receive is running now, ctx, the
+// parent of the pool (or supervised client): its actor is spawned as
+// ctx's child, so it shows in ctx.Children() and stops with ctx, as
+// protoactor-go's children do; ctx is also its owner (WithOwner) and its
+// system is ctx's (WithActorSystem). Call Connect, NewPool or StartPool
+// from that Receive: ctx is valid only there. A panic in snodo's actor
+// still stops it (it owns processes and never restarts empty); the parent
+// gets its *actor.Terminated, and the owner its *Ended.
+func WithParent(ctx protoactor.Context) Option {
+	return func(c *config) error {
+		if ctx == nil {
+			return errors.New("WithParent: nil actor context")
+		}
+		c.parent, c.owner, c.system = ctx, ctx.Self(), ctx.ActorSystem()
 		return nil
 	}
 }

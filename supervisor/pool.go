@@ -182,7 +182,7 @@ func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) 
 		return err
 	}}
 	snodo.AnswerDeadCalls(sys)
-	p.owned = snodoactor.Life{Name: "pool", Logger: cfg.logger, Owner: cfg.owner}
+	p.owned = snodoactor.Life{Name: "pool", Logger: cfg.logger, Owner: cfg.owner, Parent: parentOf(cfg)}
 	pid := p.owned.Spawn(sys, "snodo-pool", (&poolActor{p: p}).Receive)
 	p.mu.Lock()
 	p.pid = pid
@@ -229,7 +229,7 @@ func (p *Pool) Grow(n int) error {
 			// Owned by the pool's ctx (cancelled as the pool stops, which
 			// aborts a start in progress) and stopped by the pool actor's
 			// Stopping, not by a watch of the pool actor: see shutdown.
-			cfg.name, cfg.server, cfg.owner, cfg.system, cfg.level = name, p.cfg.name, nil, p.sys, level
+			cfg.name, cfg.server, cfg.owner, cfg.parent, cfg.system, cfg.level = name, p.cfg.name, nil, nil, p.sys, level
 			cfg.onChange = p.wake
 			m, err := start(p.starts, p.target, &cfg)
 			if err != nil {

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo"
 )
 
 // memberEnded takes a stopped member out of rotation (Done still waits
@@ -52,10 +54,19 @@ func (p *Pool) shutdown(ctx protoactor.Context) {
 
 func (p *Pool) actorStopped() {
 	close(p.stopped)
+	// A pool whose start failed (cfg.kill) tells through its PoolReady.
+	owner, tell := p.cfg.owner, p.cfg.owner != nil && !p.cfg.kill.Load()
+	origin := snodo.Origin{Server: p.cfg.name}
+	if tell {
+		p.sys.Root.Send(owner, &Ended{Pool: p, Err: p.owned.Reason(), Origin: origin})
+	}
 	go func() {
 		p.bg.Wait()
 		p.growing.Wait()
 		close(p.done)
+		if tell {
+			p.sys.Root.Send(owner, &Reaped{Pool: p, Origin: origin})
+		}
 	}()
 }
 

@@ -22,6 +22,7 @@ type state struct {
 	target snodo.Target
 	sys    *protoactor.ActorSystem
 	pid    *protoactor.PID
+	facade *Client // the Client the owner's Ended and Reaped name
 
 	life     context.Context         // owner of every connection; ends with supervision
 	stopLife context.CancelCauseFunc // cancelled once the last Close returned
@@ -204,15 +205,16 @@ func (s *state) current() *snodo.Client {
 	return s.client
 }
 
-// settleFirst reports Connect's outcome once.
-func (s *state) settleFirst(err error) {
+// settleFirst reports Connect's outcome once; it says whether it did now.
+func (s *state) settleFirst(err error) bool {
 	select {
 	case <-s.first:
-		return
+		return false
 	default:
 	}
 	s.firstErr = err
 	close(s.first)
+	return true
 }
 
 // shutdown runs on the actor while it stops: every connection is closed
@@ -253,10 +255,17 @@ func (s *state) reap(c *snodo.Client) {
 
 // actorStopped runs in *Stopped: Done closes once every server is reaped.
 func (s *state) actorStopped() {
-	s.settleFirst(s.why())
+	started := !s.settleFirst(s.why()) // else Connect fails with the reason
 	close(s.stopped)
+	owner, c := s.cfg.owner, s.facade
+	if started && owner != nil {
+		s.sys.Root.Send(owner, &Ended{Client: c, Err: s.why(), Origin: s.cfg.origin()})
+	}
 	go func() {
 		s.bg.Wait()
 		close(s.done)
+		if started && owner != nil {
+			s.sys.Root.Send(owner, &Reaped{Client: c, Origin: s.cfg.origin()})
+		}
 	}()
 }
