@@ -48,9 +48,9 @@ type Life struct {
 	system    *protoactor.ActorSystem
 	pid       *protoactor.PID
 	parent    *protoactor.PID // the parent it was spawned under, nil at the root
-	unwatch   func() bool // releases the owner context's AfterFunc
-	ending    bool        // Stopping has run
-	ownerGone bool        // the owner's Terminated came
+	unwatch   func() bool     // releases the owner context's AfterFunc
+	ending    bool            // Stopping has run
+	ownerGone bool            // the owner's Terminated came
 
 	stopped atomic.Bool // Stopped has run: later mail is dead letters (lateMail)
 }
