@@ -141,3 +141,24 @@ func TestServerThatAsksButNeverReadsIsStopped(t *testing.T) {
 	require.ErrorIs(t, c.Err(), ErrNotReading)
 	require.Contains(t, c.Err().Error(), "not reading its stdin")
 }
+
+// A caller's own line, half written to a server that stopped reading, is
+// that caller's: when it times out, the cancellation queued behind the
+// rest of its line does not make the connection take the server for one
+// that stopped reading (the line may be far past twice the bound). The
+// line cannot be cut short without corrupting the stream, so the server
+// reads all of it once it reads again, and then the cancellation: it is
+// sent, after the line.
+func TestCancelAfterAHalfWrittenLineDoesNotStopTheConnection(t *testing.T) {
+	c := start(t, Config{MaxWriteQueue: 64 << 10, Timeout: 20 * time.Second})
+	mustCall(t, c, "test/pauseReading", map[string]int{"ms": 1500})
+	huge := map[string]string{"pad": strings.Repeat("p", 4<<20)} // past the pipe, and 32 times the bound
+	_, err := c.Request(context.Background(), "test/echo", huge, &CallOptions{Timeout: 300 * time.Millisecond})
+	require.ErrorIs(t, err, jsonrpc.ErrTimeout)
+	require.NoError(t, c.Err(), "the connection lives on")
+
+	testutil.Eventually(t, func() bool { return c.queued() == 0 }, 20*time.Second, "the server reads again")
+	got := mustCall(t, c, "test/waitNotification", map[string]any{"method": "notifications/cancelled"})
+	require.Len(t, testutil.CancelledIDs(t, got), 1, "the cancellation is sent, after the whole line")
+	require.NoError(t, c.Err())
+}

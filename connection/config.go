@@ -141,9 +141,12 @@ type Config struct {
 	// long). The connection's own lines (answers to server requests,
 	// refusals, cancellations) may use as much again; past twice the bound
 	// the server is taken to have stopped reading its stdin and the
-	// connection stops with ErrNotReading. A line whose caller gave up
-	// (timeout, cancelled ctx) before it was written is dropped from the
-	// queue and never sent.
+	// connection stops with ErrNotReading; the callers' lines count for at
+	// most the bound there, so a caller's long line alone never makes the
+	// connection stop. A line whose caller gave up (timeout, cancelled
+	// ctx) before it was written is dropped from the queue and never sent
+	// (nor cancelled); one whose writing had begun is written whole, and a
+	// request's notifications/cancelled follows it.
 	MaxWriteQueue int
 
 	// ShutdownGrace, when positive, signals a server that has not exited

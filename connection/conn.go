@@ -212,7 +212,7 @@ func (c *Conn) closedErr() error {
 // see stdout's EOF and report the exit status, which says more.
 func (c *Conn) writeFailed(err error) {
 	if errors.Is(err, errNotReading) {
-		c.terminate(&exitReason{what: fmt.Sprintf("server is not reading its stdin: its requests' answers exceed %d bytes waiting to be written (twice WithMaxWriteQueue)", 2*c.cfg.MaxWriteQueue),
+		c.terminate(&exitReason{what: fmt.Sprintf("server is not reading its stdin: the lines snodo writes to it on its own (answers to its requests, cancellations) would pass %d bytes waiting to be written, the callers' share counted up to WithMaxWriteQueue (twice WithMaxWriteQueue in all)", 2*c.cfg.MaxWriteQueue),
 			stderr: c.proc.stderr.lastLines(stderrTailLine), cause: ErrNotReading})
 		return
 	}

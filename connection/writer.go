@@ -91,6 +91,7 @@ type writer struct {
 	segs    []segment
 	segHead int
 	live    int // bytes of queued lines not dropped
+	ownLive int // of which the connection's own lines (lineOwn)
 	dead    int // bytes of dropped lines still in queue[head:]
 	// taken counts the bytes of every line taken, in the order they go to
 	// the wire (dropped lines included): a line's ticket is taken+1 as it
@@ -125,6 +126,7 @@ type segment struct {
 	n       int
 	ticket  uint64
 	pinned  bool       // partly written already: cannot be dropped
+	own     bool       // a lineOwn line: counted in ownLive
 	dropped bool       // its caller gave up: skipped, never written
 	done    chan error // notified once written (appendAndWait); nil: nobody waits
 }
@@ -197,8 +199,11 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, don
 			}
 			return 0, err
 		}
-		w.segs = append(w.segs, segment{n: n, ticket: t, done: done})
+		w.segs = append(w.segs, segment{n: n, ticket: t, done: done, own: kind == lineOwn})
 		w.live += n
+		if kind == lineOwn {
+			w.ownLive += n
+		}
 		w.taken += uint64(n)
 		if w.trace != nil {
 			w.traceSent(w.queue[before:])
@@ -229,7 +234,7 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, don
 	w.mu.Lock()
 	w.idleLocked()
 	if n < len(line) { // the rest goes first, before lines queued meanwhile
-		w.pushFront(line[n:], t)
+		w.pushFront(line[n:], t, kind == lineOwn)
 	}
 	if add != nil && cap(line) <= batchBytes {
 		w.direct = line[:0]
@@ -243,7 +248,13 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, don
 }
 
 // admit applies the bound to a line of n bytes of the given kind. A line
-// is always admitted into an empty queue, however long.
+// is always admitted into an empty queue, however long. The callers'
+// lines count for at most the bound against the connection's own: one
+// caller's line admitted alone, however long (and still being written,
+// the server reading it slowly or not at all), is that caller's, and
+// cannot make the connection take the server for one that stopped
+// reading the connection's own lines (the cancellation of that very
+// request, say).
 func (w *writer) admit(kind int, n int) error {
 	if w.live == 0 {
 		return nil
@@ -251,15 +262,18 @@ func (w *writer) admit(kind int, n int) error {
 	switch {
 	case kind == lineCaller && (w.live+n > w.max || w.live >= w.max):
 		return errQueueFull
-	case kind == lineOwn && (w.live+n > 2*w.max || w.live >= 2*w.max):
-		return errNotReading
+	case kind == lineOwn:
+		waiting := min(w.live-w.ownLive, w.max) + w.ownLive
+		if waiting+n > 2*w.max || waiting >= 2*w.max {
+			return errNotReading
+		}
 	}
 	return nil
 }
 
 // pushFront puts the unwritten rest of a direct write before everything
 // queued. The caller holds mu.
-func (w *writer) pushFront(rest []byte, t uint64) {
+func (w *writer) pushFront(rest []byte, t uint64, own bool) {
 	n := len(rest)
 	if w.head >= n {
 		w.head -= n
@@ -269,7 +283,7 @@ func (w *writer) pushFront(rest []byte, t uint64) {
 		w.queue = append(append(q, rest...), w.queue[w.head:]...)
 		w.head = 0
 	}
-	s := segment{n: n, ticket: t, pinned: true}
+	s := segment{n: n, ticket: t, pinned: true, own: own}
 	if w.segHead > 0 {
 		w.segHead--
 		w.segs[w.segHead] = s
@@ -279,6 +293,9 @@ func (w *writer) pushFront(rest []byte, t uint64) {
 		w.segs[0] = s
 	}
 	w.live += n
+	if own {
+		w.ownLive += n
+	}
 }
 
 // drop removes the line with ticket t from the queue if it has not begun
@@ -297,6 +314,9 @@ func (w *writer) drop(t uint64) bool {
 	}
 	q[i].dropped = true
 	w.live -= q[i].n
+	if q[i].own {
+		w.ownLive -= q[i].n
+	}
 	w.dropped += uint64(q[i].n)
 	w.dead += q[i].n
 	w.compact()
@@ -358,6 +378,9 @@ func (w *writer) take() (waiters []chan error) {
 		} else {
 			w.batch = append(w.batch, w.queue[pos:pos+s.n]...)
 			w.live -= s.n
+			if s.own {
+				w.ownLive -= s.n
+			}
 			if s.done != nil {
 				waiters = append(waiters, s.done)
 			}
@@ -543,7 +566,7 @@ func (w *writer) fail(err error) {
 			waiters = append(waiters, s.done)
 		}
 	}
-	w.segs, w.segHead, w.queue, w.head, w.live, w.dead = nil, 0, nil, 0, 0, 0
+	w.segs, w.segHead, w.queue, w.head, w.live, w.ownLive, w.dead = nil, 0, nil, 0, 0, 0, 0
 	w.mu.Unlock()
 	for _, ch := range waiters {
 		ch <- err

@@ -78,3 +78,31 @@ func TestWriterKeepsLinesWholeInOrderAndDropsOnlyQueuedOnes(t *testing.T) {
 	t.Logf("%d of %d lines dropped or refused", total, writers*lines)
 	require.Zero(t, w.live)
 }
+
+// The rest of a caller's line, however long, counts for at most the bound
+// against the connection's own lines: a cancellation queued behind it is
+// admitted, while the connection's own lines past twice the bound still
+// fail the writer with errNotReading.
+func TestWriterCountsACallersLongLineOnlyUpToTheBound(t *testing.T) {
+	r, wf, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	failed := make(chan error, 1)
+	w := newWriter(wf, 64<<10, func(err error) { failed <- err })
+	defer w.close()
+	w.mu.Lock()
+	w.busy = true // a write under way: nothing else is written meanwhile
+	w.pushFront(make([]byte, 4<<20), 1, false)
+	w.mu.Unlock()
+	_, err = w.append(lineOwn, func(b []byte) []byte { return append(b, "cancel\n"...) })
+	require.NoError(t, err, "a cancellation behind a caller's long line")
+	own := make([]byte, 32<<10)
+	_, err = w.append(lineOwn, func(b []byte) []byte { return append(b, own...) })
+	require.NoError(t, err, "the own lines are within the bound still")
+	_, err = w.append(lineOwn, func(b []byte) []byte { return append(b, own...) })
+	require.ErrorIs(t, err, errNotReading, "the bound plus as much again of own lines")
+	require.ErrorIs(t, <-failed, errNotReading)
+	w.mu.Lock()
+	w.busy = false
+	w.mu.Unlock()
+}

@@ -68,7 +68,7 @@ func (a *supervisorActor) Receive(ctx protoactor.Context) {
 		}
 		a.s.shutdown()
 	case *protoactor.Stopped:
-		a.emit(ctx, LifecycleEvent{Kind: Stopped, Err: a.s.why()})
+		a.emit(ctx, LifecycleEvent{Kind: Stopped, Restarts: a.rs.inWindow(time.Now()), Err: a.s.why()})
 		a.s.actorStopped()
 	default:
 		a.calls.Handle(ctx) // call messages, run off the mailbox
@@ -121,7 +121,7 @@ func (a *supervisorActor) onConnected(ctx protoactor.Context, msg *connected) {
 	ev := LifecycleEvent{Kind: ServerConnected, ServerPID: a.serverPID}
 	if a.started {
 		ev.Downtime = time.Since(a.exitAt)
-		ev.Restarts = len(a.rs.times)
+		ev.Restarts = a.rs.inWindow(time.Now())
 	}
 	a.started = true
 	a.s.install(c)

@@ -71,5 +71,16 @@ func (in *intensity) add(now time.Time) int {
 	return len(in.times)
 }
 
+// inWindow counts the restarts recorded inside the window at now.
+func (in *intensity) inWindow(now time.Time) int {
+	n := 0
+	for _, t := range in.times {
+		if now.Sub(t) < in.window {
+			n++
+		}
+	}
+	return n
+}
+
 // exceeded reports whether n restarts in the window pass the limit.
 func (in *intensity) exceeded(n int) bool { return n > in.max }

@@ -47,7 +47,9 @@ func TestRestartAfterKill(t *testing.T) {
 	_, err = c.Request(t.Context(), "test/echo", nil)
 	assert.ErrorIs(t, err, snodo.ErrConnectionClosed)
 	assert.ErrorIs(t, err, snodo.ErrClosed)
-	assert.Equal(t, Stopped, ev.waitFor(t, Stopped, time.Second).Kind)
+	stopped := ev.waitFor(t, Stopped, time.Second)
+	assert.Equal(t, 1, stopped.Restarts, "the restart is still inside the window as supervision stops")
+	assert.Equal(t, 1, stopped.Total)
 }
 
 // A server that closes its stdout and lives on, ignoring EOF and SIGTERM,
