@@ -18,8 +18,8 @@ type Origin struct {
 	// Member is the supervised client that served it: for a pool, the
 	// member ("NAME#N"); for a supervised client, its name, the same as
 	// Server; empty for a plain client without WithOrigin. It is the
-	// supervisor.LifecycleEvent's Member and the Name of a supervised
-	// subscription's Member().
+	// supervisor.LifecycleEvent's Member and supervisor.Client.Origin's;
+	// a supervised subscription's events name the member holding it now.
 	Member string
 }
 
