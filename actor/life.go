@@ -70,8 +70,13 @@ func (l *Life) Spawn(system *protoactor.ActorSystem, prefix string, receive prot
 	if l.Parent != nil {
 		// A child takes no guardian (protoactor-go panics): its failures
 		// would go to its parent's strategy, but receive recovers them.
-		l.pid = l.Parent.SpawnPrefix(protoactor.PropsFromFunc(run, mailbox), prefix)
 		l.parent = l.Parent.Self()
+		if l.Owner.Equal(l.parent) {
+			// A child stops with its parent: no watch, whose Terminated
+			// would reach the child gone by then (a dead letter).
+			l.Owner = nil
+		}
+		l.pid = l.Parent.SpawnPrefix(protoactor.PropsFromFunc(run, mailbox), prefix)
 		l.Parent = nil // valid only during the parent's Receive
 		return l.pid
 	}

@@ -31,7 +31,10 @@ func WatchOwner(system *protoactor.ActorSystem, owner *protoactor.PID, onExit fu
 				onExit()
 			}
 		case *protoactor.Stopping:
-			if !gone { // an Unwatch to a gone owner is a dead letter
+			// An Unwatch to a gone owner is a dead letter: one that died
+			// just now, its Terminated still queued behind this stop,
+			// is no longer registered.
+			if _, alive := system.ProcessRegistry.Get(owner); !gone && alive {
 				ctx.Unwatch(owner)
 			}
 		}

@@ -172,9 +172,10 @@ func (r *Router) Pool(name string) (*supervisor.Pool, error) {
 // Ready is closed once every pool has reported its start.
 func (r *Router) Ready() <-chan struct{} { return r.ready }
 
-// Close stops the router and closes every pool, as supervisor.Pool.Close
-// does: it returns without waiting for the servers to exit; Done tells
-// when they have. Idempotent; it returns nil.
+// Close stops the router and with it every pool, its children (their
+// calls end with a -32000 wrapping snodo.ErrOwnerExited): it returns
+// without waiting for the servers to exit (each gets its shutdown grace);
+// Done tells when they have. Idempotent; it returns nil.
 func (r *Router) Close() error {
 	r.life.Stop(snodo.ErrClosed)
 	<-r.stopped
@@ -220,9 +221,9 @@ func (r *Router) receive(ctx protoactor.Context) {
 			pools = append(pools, p)
 		}
 		r.mu.Unlock()
-		for _, p := range pools {
-			_ = p.Close() // stdin closed, callers answered; reaping goes on
-		}
+		// The pools are children: protoactor-go stops them right after
+		// this (a Close here would make its own Stop of each a dead
+		// letter); their calls end with the router's end.
 		go func() {
 			for _, p := range pools {
 				<-p.Done()
@@ -236,10 +237,11 @@ func (r *Router) receive(ctx protoactor.Context) {
 
 func (r *Router) startPools(ctx protoactor.Context) {
 	for _, s := range r.file.Servers {
-		// The router's system and ownership come last: the pools run
-		// with the router, whatever opts say.
+		// The router's system and ownership come last: the pools are the
+		// router's children (in its Children, stopped with it), whatever
+		// opts say.
 		opts := slices.Concat(s.SupervisorOptions(), r.opts, s.Options,
-			[]supervisor.Option{supervisor.WithActorSystem(r.sys), supervisor.WithOwner(ctx.Self())})
+			[]supervisor.Option{supervisor.WithParent(ctx)})
 		p, err := supervisor.StartPool(r.ctx, r.sys, ctx.Self(), s.Target(), s.Pool, opts...)
 		r.mu.Lock()
 		if err != nil {

@@ -250,7 +250,9 @@ func WithOwner(pid *protoactor.PID) Option {
 // system is ctx's (WithActorSystem). Call Connect, NewPool or StartPool
 // from that Receive: ctx is valid only there. A panic in snodo's actor
 // still stops it (it owns processes and never restarts empty); the parent
-// gets its *actor.Terminated, and the owner its *Ended.
+// gets its *actor.Terminated, and the owner its *Ended. Do not Close it
+// from the parent's Stopping: protoactor-go stops the children right
+// after, and a Stop to a child that is already gone is a dead letter.
 func WithParent(ctx protoactor.Context) Option {
 	return func(c *config) error {
 		if ctx == nil {
