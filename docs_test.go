@@ -21,7 +21,7 @@ func TestDocsActorsSnippets(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sources [][]string
-	for _, name := range []string{"example_actors_test.go", "supervisor/example_actors_test.go", "servers/example_router_test.go"} {
+	for _, name := range []string{"example_actors_test.go", "supervisor/example_actors_test.go", "servers/example_router_test.go", "servers/gateway_test.go"} {
 		src, err := os.ReadFile(filepath.FromSlash(name))
 		if err != nil {
 			t.Fatal(err)
