@@ -206,7 +206,7 @@ func TestGatewayEndToEnd(t *testing.T) {
 	}
 
 	t0 := time.Now()
-	testutil.StopActor(t, sys, pid, 5*time.Second)
+	sys.Root.Stop(pid) // the router it owns follows, and the router's pools
 	testutil.Receive(t, g.router.Done(), 2*supervisor.DefaultShutdownGrace+10*time.Second, "every server reaped")
 	t.Logf("every server reaped %s after the gateway stopped", time.Since(t0).Round(time.Millisecond))
 	assert.Empty(t, testutil.ChildPIDs(), "no server left")
