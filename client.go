@@ -44,14 +44,14 @@ type ServerRequest = handlers.Request
 //
 //	func(ctx context.Context, req *snodo.ServerRequest) (any, error) {
 //		switch req.Method {
-//		case snodo.MethodElicitation:
+//		case handlers.MethodElicitation:
 //			p, err := req.Elicitation()
 //			if err != nil {
 //				return nil, err // -32602, as the server should hear it
 //			}
-//			return &snodo.ElicitResult{Action: snodo.ElicitAccept, Content: askUser(p)}, nil
-//		case snodo.MethodListRoots:
-//			return &snodo.ListRootsResult{Roots: []snodo.Root{{URI: "file:///work", Name: "work"}}}, nil
+//			return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: askUser(p)}, nil
+//		case handlers.MethodListRoots:
+//			return &handlers.ListRootsResult{Roots: []handlers.Root{{URI: "file:///work", Name: "work"}}}, nil
 //		}
 //		return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: req.Method}
 //	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/handlers"
 )
 
 func ExampleConnect() {
@@ -84,10 +85,10 @@ func ExampleClient_Listen() {
 // A legacy server asks the client for its roots; the handler answers.
 func ExampleServerRequestHandler() {
 	roots := func(ctx context.Context, req *snodo.ServerRequest) (any, error) {
-		if req.Method != snodo.MethodListRoots {
+		if req.Method != handlers.MethodListRoots {
 			return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: "not supported: " + req.Method}
 		}
-		return &snodo.ListRootsResult{Roots: []snodo.Root{{URI: "file:///srv/project", Name: "project"}}}, nil
+		return &handlers.ListRootsResult{Roots: []handlers.Root{{URI: "file:///srv/project", Name: "project"}}}, nil
 	}
 	cmd, args := exampleServer("-era", "legacy") // legacy servers send requests to the client
 	c, err := snodo.Connect(context.Background(), cmd, args, snodo.WithServerRequestHandler(roots))

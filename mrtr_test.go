@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/handlers"
 )
 
 // nameHandler answers elicitation/create with the names in order and
@@ -195,7 +197,7 @@ func TestServeInputsWithIsBounded(t *testing.T) {
 		<-release // ignores ctx
 		return "late", nil
 	})
-	slow := []*ServerRequest{{Method: MethodListRoots}}
+	slow := []*ServerRequest{{Method: handlers.MethodListRoots}}
 	bounded := func(ctx context.Context, reqs []*ServerRequest, timeout time.Duration) error {
 		t.Helper()
 		done := make(chan error, 1)
@@ -218,7 +220,7 @@ func TestServeInputsWithIsBounded(t *testing.T) {
 	defer cancel()
 	require.ErrorIs(t, bounded(ctx, slow, 0), context.DeadlineExceeded)
 
-	err = bounded(context.Background(), []*ServerRequest{{Method: MethodListRoots}, {Method: "fail"}}, 0)
+	err = bounded(context.Background(), []*ServerRequest{{Method: handlers.MethodListRoots}, {Method: "fail"}}, 0)
 	var ie *InputError
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, 1, ie.Index)
@@ -228,9 +230,9 @@ func TestServeInputsWithIsBounded(t *testing.T) {
 // as the connection's handler path does, before the answer goes anywhere.
 func TestServeInputsWithChecksElicitationAnswers(t *testing.T) {
 	serve := ServeInputsWith(func(context.Context, *ServerRequest) (any, error) {
-		return &ElicitResult{Action: ElicitAccept, Content: map[string]any{"name": 42}}, nil
+		return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: map[string]any{"name": 42}}, nil
 	})
-	req := &ServerRequest{Method: MethodElicitation, Params: json.RawMessage(
+	req := &ServerRequest{Method: handlers.MethodElicitation, Params: json.RawMessage(
 		`{"message":"name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}`)}
 	_, err := serve(t.Context(), []*ServerRequest{req}, 0)
 	var ie *InputError

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -83,20 +84,20 @@ func (a *answers) handler(_ context.Context, req *ServerRequest) (any, error) {
 	a.methods = append(a.methods, req.Method)
 	a.mu.Unlock()
 	switch req.Method {
-	case MethodSampling:
+	case handlers.MethodSampling:
 		if _, err := req.Sampling(); err != nil {
 			return nil, err
 		}
-		return &CreateMessageResult{Role: "assistant", Model: "test-model", StopReason: "endTurn",
-			Content: SamplingContents{{Type: "text", Text: "four"}}}, nil
-	case MethodElicitation:
+		return &handlers.CreateMessageResult{Role: "assistant", Model: "test-model", StopReason: "endTurn",
+			Content: handlers.SamplingContents{{Type: "text", Text: "four"}}}, nil
+	case handlers.MethodElicitation:
 		p, err := req.Elicitation()
 		if err != nil {
 			return nil, err
 		}
-		return &ElicitResult{Action: ElicitAccept, Content: fillForm(p)}, nil
-	case MethodListRoots:
-		return &ListRootsResult{Roots: []Root{{URI: "file:///work", Name: "work"}}}, nil
+		return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: fillForm(p)}, nil
+	case handlers.MethodListRoots:
+		return &handlers.ListRootsResult{Roots: []handlers.Root{{URI: "file:///work", Name: "work"}}}, nil
 	}
 	return nil, &Error{Code: CodeMethodNotFound, Message: "not handled: " + req.Method}
 }
@@ -104,7 +105,7 @@ func (a *answers) handler(_ context.Context, req *ServerRequest) (any, error) {
 // fillForm answers every field of a form: the values the peers' tools
 // expect where they name them, otherwise a valid value of the field's
 // type (every answer is checked against the schema before it is sent).
-func fillForm(p *ElicitParams) map[string]any {
+func fillForm(p *handlers.ElicitParams) map[string]any {
 	known := map[string]any{"name": "Ada", "username": "ada", "color": "blue", "ok": true}
 	content := map[string]any{}
 	if p.RequestedSchema == nil {
@@ -495,7 +496,7 @@ func TestTypedElicitationOfReferenceForms(t *testing.T) {
 		"everything forms (legacy)": {tsEverything, EraLegacy, "trigger-elicitation-request"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var forms []*ElicitParams
+			var forms []*handlers.ElicitParams
 			var mu sync.Mutex
 			a := &answers{}
 			c := dialPeer(t, tc.peer(t), a, WithEra(tc.era), WithServerRequestHandler(func(ctx context.Context, req *ServerRequest) (any, error) {

@@ -63,7 +63,7 @@ func (c *Client) observed(user ServerRequestHandler) ServerRequestHandler {
 		}()
 		res, err = serve(ctx, req)
 		answered = err
-		if err == nil && req.Method == MethodElicitation && (metering || span != nil && span.IsRecording()) {
+		if err == nil && req.Method == handlers.MethodElicitation && (metering || span != nil && span.IsRecording()) {
 			res, answered = checkedAnswer(req, res)
 		}
 		return res, err
@@ -89,41 +89,9 @@ func checkedAnswer(req *ServerRequest, res any) (any, error) {
 	return json.RawMessage(b), nil
 }
 
-// Typed server requests: the params a ServerRequestHandler decodes
-// (req.Elicitation, req.Sampling) and the results it returns, in both
-// eras. They are the handlers package's types; ServerRequestHandler shows
-// a handler using them.
-type (
-	ElicitParams        = handlers.ElicitParams        // elicitation/create params (form or URL mode)
-	ElicitSchema        = handlers.ElicitSchema        // a form's restricted JSON Schema
-	PropertySchema      = handlers.PropertySchema      // one form field
-	EnumOption          = handlers.EnumOption          // a titled enum choice
-	EnumItems           = handlers.EnumItems           // a multi-select enum's choices
-	ElicitResult        = handlers.ElicitResult        // the answer to elicitation/create
-	CreateMessageParams = handlers.CreateMessageParams // sampling/createMessage params
-	SamplingMessage     = handlers.SamplingMessage     // one message of a sampling conversation
-	SamplingContents    = handlers.SamplingContents    // a message's content blocks
-	SamplingContent     = handlers.SamplingContent     // one content block (text, image, audio, tool_use, tool_result)
-	ModelPreferences    = handlers.ModelPreferences    // the server's model hints and priorities
-	ModelHint           = handlers.ModelHint           // a preferred model name
-	SamplingTool        = handlers.SamplingTool        // a tool the model may call while sampling
-	ToolChoice          = handlers.ToolChoice          // whether the model must, may or must not call tools
-	CreateMessageResult = handlers.CreateMessageResult // the answer to sampling/createMessage
-	Root                = handlers.Root                // one root (a file:// URI)
-	ListRootsResult     = handlers.ListRootsResult     // the answer to roots/list
-)
-
-// The server-to-client request methods, and the elicitation modes and
-// actions.
-const (
-	MethodElicitation = handlers.MethodElicitation // elicitation/create
-	MethodSampling    = handlers.MethodSampling    // sampling/createMessage
-	MethodListRoots   = handlers.MethodListRoots   // roots/list
-	MethodPing        = handlers.MethodPing        // ping (answered by snodo itself)
-
-	ElicitForm    = handlers.ElicitForm
-	ElicitURL     = handlers.ElicitURL
-	ElicitAccept  = handlers.ElicitAccept
-	ElicitDecline = handlers.ElicitDecline
-	ElicitCancel  = handlers.ElicitCancel
-)
+// The typed server requests (the params a ServerRequestHandler decodes,
+// req.Elicitation and req.Sampling, and the results it returns, in both
+// eras), the server-to-client request methods and the elicitation modes
+// and actions have one home, the handlers package: handlers.ElicitParams,
+// handlers.ElicitResult, handlers.CreateMessageParams, handlers.Root,
+// handlers.MethodElicitation, handlers.ElicitAccept, … .

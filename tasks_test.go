@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -43,10 +44,10 @@ func TestToolExecutionRoundTrips(t *testing.T) {
 
 // adaHandler answers every elicitation with the name Ada.
 func adaHandler(_ context.Context, req *ServerRequest) (any, error) {
-	if req.Method != MethodElicitation {
+	if req.Method != handlers.MethodElicitation {
 		return nil, &Error{Code: CodeMethodNotFound, Message: "not handled: " + req.Method}
 	}
-	return &ElicitResult{Action: ElicitAccept, Content: map[string]any{"name": "Ada"}}, nil
+	return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: map[string]any{"name": "Ada"}}, nil
 }
 
 // forEachTaskEra runs fn against the test server offering tasks in each

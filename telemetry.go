@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/serverproc"
 	"github.com/snodo/snodo/internal/telemetry"
@@ -612,7 +613,7 @@ func (c *Client) served(ctx context.Context, method string, span trace.Span, met
 // program.
 func servedMethod(method string) string {
 	switch method {
-	case MethodSampling, MethodElicitation, MethodListRoots, MethodPing,
+	case handlers.MethodSampling, handlers.MethodElicitation, handlers.MethodListRoots, handlers.MethodPing,
 		NotificationToolsListChanged, NotificationPromptsListChanged,
 		NotificationResourcesListChanged, NotificationResourceUpdated,
 		"notifications/message", "notifications/progress", "notifications/cancelled",

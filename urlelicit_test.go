@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/handlers"
 )
 
 // urlUser accepts every URL elicitation and records the URLs.
@@ -27,9 +29,9 @@ func (u *urlUser) handler(_ context.Context, req *ServerRequest) (any, error) {
 	defer u.mu.Unlock()
 	u.urls = append(u.urls, p.URL)
 	if u.deny {
-		return &ElicitResult{Action: ElicitDecline}, nil
+		return &handlers.ElicitResult{Action: handlers.ElicitDecline}, nil
 	}
-	return &ElicitResult{Action: ElicitAccept}, nil
+	return &handlers.ElicitResult{Action: handlers.ElicitAccept}, nil
 }
 
 func TestURLElicitationRequiredIsTyped(t *testing.T) {

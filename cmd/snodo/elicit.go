@@ -14,7 +14,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/safetext"
 )
 
@@ -76,7 +76,7 @@ func (p *prompter) elicit(ctx context.Context, raw json.RawMessage) (any, error)
 		}
 		return map[string]string{"action": "accept"}, nil
 	}
-	var schema snodo.ElicitSchema
+	var schema handlers.ElicitSchema
 	_ = json.Unmarshal(params.RequestedSchema, &schema)
 	content := map[string]any{}
 	for _, name := range propertyOrder(params.RequestedSchema) {
@@ -96,7 +96,7 @@ func (p *prompter) elicit(ctx context.Context, raw json.RawMessage) (any, error)
 // check snodo makes before sending the answer: type, choices, lengths,
 // format, range); an empty answer skips an optional one. ok is false when
 // stdin ended.
-func (p *prompter) field(ctx context.Context, name string, prop snodo.PropertySchema, required bool) (v any, ok bool) {
+func (p *prompter) field(ctx context.Context, name string, prop handlers.PropertySchema, required bool) (v any, ok bool) {
 	label := oneLine(cmp.Or(prop.Title, name))
 	hint := cmp.Or(prop.Type, "string")
 	if choices := choiceList(prop); choices != "" {
@@ -134,9 +134,9 @@ func (p *prompter) field(ctx context.Context, name string, prop snodo.PropertySc
 // fits checks one answer against its field's schema, as snodo checks the
 // whole form before sending it, so that a wrong answer is asked again
 // instead of failing the server's request.
-func fits(name string, prop snodo.PropertySchema, v any) error {
-	form := snodo.ElicitParams{RequestedSchema: &snodo.ElicitSchema{Type: "object",
-		Properties: map[string]snodo.PropertySchema{name: prop}}}
+func fits(name string, prop handlers.PropertySchema, v any) error {
+	form := handlers.ElicitParams{RequestedSchema: &handlers.ElicitSchema{Type: "object",
+		Properties: map[string]handlers.PropertySchema{name: prop}}}
 	err := form.Check(map[string]any{name: v})
 	if err != nil {
 		return errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("the field %q: ", name)))
@@ -147,7 +147,7 @@ func fits(name string, prop snodo.PropertySchema, v any) error {
 // choiceList lists an enum field's values (a multi-select's items), each
 // with its title when the schema gives one; "" for a field that is no
 // enum.
-func choiceList(prop snodo.PropertySchema) string {
+func choiceList(prop handlers.PropertySchema) string {
 	opts := prop.Options()
 	if len(opts) == 0 {
 		return ""
@@ -188,7 +188,7 @@ func (p *prompter) ask(ctx context.Context, question string) (string, bool) {
 
 // convert turns an answer into the JSON type the schema asks for: a
 // multi-select (type array) takes its values separated by commas.
-func convert(s string, prop snodo.PropertySchema) (any, error) {
+func convert(s string, prop handlers.PropertySchema) (any, error) {
 	if s == "" {
 		return nil, fmt.Errorf("an answer is required")
 	}

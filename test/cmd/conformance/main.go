@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/handlers"
 )
 
 func main() {
@@ -196,7 +197,7 @@ func everyVerb(ctx context.Context, c *snodo.Client) error {
 // answer is the server-request handler: it accepts every form with the
 // defaults its schema gives (and confirms what asks to be confirmed).
 func answer(ctx context.Context, req *snodo.ServerRequest) (any, error) {
-	if req.Method != snodo.MethodElicitation {
+	if req.Method != handlers.MethodElicitation {
 		return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: req.Method}
 	}
 	p, err := req.Elicitation()
@@ -214,7 +215,7 @@ func answer(ctx context.Context, req *snodo.ServerRequest) (any, error) {
 			}
 		}
 	}
-	return &snodo.ElicitResult{Action: snodo.ElicitAccept, Content: content}, nil
+	return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: content}, nil
 }
 
 // skill is one entry of skills/list (the skills extension).
