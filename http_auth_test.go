@@ -2,6 +2,7 @@ package snodo
 
 import (
 	"context"
+	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"sync/atomic"
@@ -24,7 +25,11 @@ func TestHTTPOAuthAgainstAProtectedServer(t *testing.T) {
 	peer, err := url.Parse(goEverythingHTTP(t, true))
 	require.NoError(t, err)
 	as := oauthserver.NewAS(t, func(a *oauthserver.AS) { a.Refresh = true })
-	rs := oauthserver.NewResource(t, as, func(r *oauthserver.Resource) { r.Handler = httputil.NewSingleHostReverseProxy(peer) })
+	proxy := httputil.NewSingleHostReverseProxy(peer)
+	toPeer := &http.Transport{}
+	proxy.Transport = toPeer
+	t.Cleanup(toPeer.CloseIdleConnections) // no keep-alive goroutine outlives the test
+	rs := oauthserver.NewResource(t, as, func(r *oauthserver.Resource) { r.Handler = proxy })
 
 	var asked atomic.Int32
 	auth := WithOAuth(OAuth{Authorize: func(ctx context.Context, authURL string) (url.Values, error) {
