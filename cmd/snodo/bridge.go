@@ -31,10 +31,14 @@ import (
 //
 //	MCP host ──stdio──▶ bridge ──remote.Client──▶ NATS ──▶ a host of NAME ──▶ MCP server
 //
-// Toward its client it speaks the legacy era (initialize, ping,
-// notifications/cancelled, progress). Each request is forwarded as it
-// came and its raw result written back under the client's id; the
-// bridge itself answers only initialize and ping.
+// Toward its client it speaks both eras. A modern client's requests,
+// server/discover included, carry their _meta and are forwarded as they
+// came, and their results come back raw (input_required included: the
+// client completes the rounds). A legacy client's initialize and ping are
+// answered here, its other requests forwarded, and the input rounds of a
+// modern served server completed for it, each input request sent to it as
+// a request of its era. Every result is written back under the client's
+// id.
 
 // Bounds of the bridge.
 const (
@@ -260,11 +264,6 @@ func (b *bridge) request(ctx context.Context, env jsonrpc.Envelope) {
 	case "ping":
 		b.writeResult(id, []byte("{}"))
 		return
-	case "server/discover":
-		// The legacy era toward the client: a modern client falls back
-		// to initialize.
-		b.writeError(id, &snodo.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: server/discover (this bridge speaks the legacy era; send initialize)"})
-		return
 	}
 	select {
 	case b.slots <- struct{}{}:
@@ -324,7 +323,7 @@ func (b *bridge) forward(ctx context.Context, id []byte, method string, params [
 		ps = json.RawMessage(params)
 	}
 	res, err := b.c.Request(ctx, method, ps, opts...)
-	if err == nil && inputRequired(res) {
+	if err == nil && inputRequired(res) && !modernRequest(params) {
 		res, err = b.completeInput(ctx, method, params, res, opts)
 	}
 	if ctx.Err() != nil {
@@ -335,6 +334,20 @@ func (b *bridge) forward(ctx context.Context, id []byte, method string, params [
 		return
 	}
 	b.writeResult(id, res)
+}
+
+// metaProtocolVersion is the _meta member of a modern request.
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// modernRequest tells a request of a modern client (its _meta names its
+// protocol version): it completes input_required rounds itself.
+func modernRequest(params []byte) bool {
+	meta, _ := jsonrpc.Member(params, "_meta")
+	if len(meta) == 0 {
+		return false
+	}
+	v, _ := jsonrpc.Member(meta, metaProtocolVersion)
+	return len(v) > 0
 }
 
 // inputRequired tells an input_required result (a modern server's), which

@@ -68,7 +68,7 @@ func connectBridge(t *testing.T, url, name string, opts ...mcp.Option) *mcp.Clie
 func TestBridgeForwardsCallsAndProgress(t *testing.T) {
 	url := bridgedNATS(t)
 	bridgedHost(t, url, "bridged")
-	c := connectBridge(t, url, "bridged")
+	c := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy))
 	assert.Equal(t, mcp.EraLegacy, c.Era())
 	assert.Equal(t, "snodo-testserver", c.ServerInfo().Name)
 	require.NotNil(t, c.Capabilities().Tools)
@@ -106,7 +106,7 @@ func TestBridgeInputRoundsReachTheClient(t *testing.T) {
 	url := bridgedNATS(t)
 	bridgedHost(t, url, "bridged")
 	var asked atomic.Int32
-	c := connectBridge(t, url, "bridged", mcp.WithServerRequestHandler(func(_ context.Context, req *mcp.ServerRequest) (any, error) {
+	c := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy), mcp.WithServerRequestHandler(func(_ context.Context, req *mcp.ServerRequest) (any, error) {
 		if req.Method != "elicitation/create" {
 			return nil, &mcp.Error{Code: mcp.CodeMethodNotFound, Message: req.Method}
 		}
@@ -156,6 +156,35 @@ func TestBridgeFromTheTypeScriptClient(t *testing.T) {
 	assert.Positive(t, seen.Progress, "progress reached the TypeScript client")
 	assert.Equal(t, "Hello, ts2!", seen.Ask)
 	assert.Equal(t, 2, seen.Elicited)
+}
+
+// A modern client's requests go through with their _meta: server/discover
+// settles the era with the served server itself, and the client
+// completes input rounds on its own.
+func TestBridgeModernClient(t *testing.T) {
+	url := bridgedNATS(t)
+	bridgedHost(t, url, "bridged")
+	var asked atomic.Int32
+	c := connectBridge(t, url, "bridged", mcp.WithServerRequestHandler(func(_ context.Context, req *mcp.ServerRequest) (any, error) {
+		n := asked.Add(1)
+		return map[string]any{"action": "accept", "content": map[string]any{"name": fmt.Sprint("modern", n)}}, nil
+	}))
+	assert.Equal(t, mcp.EraModern, c.Era())
+	assert.Equal(t, "snodo-testserver", c.ServerInfo().Name)
+	ctx := t.Context()
+	tools, err := c.ListTools(ctx)
+	require.NoError(t, err)
+	assert.NotEmpty(t, tools)
+	res, err := c.CallTool(ctx, "echo", map[string]any{"message": "modern"})
+	require.NoError(t, err)
+	assert.Equal(t, "modern", res.Text())
+	var updates atomic.Int32
+	_, err = c.CallTool(ctx, "slow", map[string]any{"ms": 300}, mcp.OnProgress(func(mcp.Progress) { updates.Add(1) }))
+	require.NoError(t, err)
+	assert.Positive(t, updates.Load())
+	res, err = c.CallTool(ctx, "ask", map[string]any{"rounds": 2})
+	require.NoError(t, err)
+	assert.Equal(t, "Hello, modern2!", res.Text())
 }
 
 // A client that cancels a call (its ctx ends) has it cancelled on the
