@@ -297,8 +297,12 @@ func (b *bridge) request(ctx context.Context, env jsonrpc.Envelope) {
 			b.mu.Unlock()
 			cancel()
 		}()
-		if method == "initialize" {
+		switch method {
+		case "initialize":
 			b.initialize(rctx, id, params)
+			return
+		case "subscriptions/listen":
+			b.listen(rctx, id, params)
 			return
 		}
 		b.forward(rctx, id, method, params)
@@ -336,8 +340,89 @@ func (b *bridge) forward(ctx context.Context, id []byte, method string, params [
 	b.writeResult(id, res)
 }
 
-// metaProtocolVersion is the _meta member of a modern request.
-const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+// The _meta members of a modern request and of a subscription's
+// messages.
+const (
+	metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+	metaSubscriptionID  = "io.modelcontextprotocol/subscriptionId"
+)
+
+// listen opens a subscription on a host of the name for a modern
+// client's subscriptions/listen: its acknowledgement and events go to the
+// client under the client's request id, and its end is the request's
+// answer. The client ends it with notifications/cancelled (no answer).
+func (b *bridge) listen(ctx context.Context, id, params []byte) {
+	var p struct {
+		Notifications snodo.Filter `json:"notifications"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		b.writeError(id, &snodo.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params of subscriptions/listen: " + err.Error()})
+		return
+	}
+	sub, err := b.c.Listen(ctx, p.Notifications)
+	if ctx.Err() != nil {
+		if sub != nil {
+			_ = sub.Close()
+		}
+		return
+	}
+	if err != nil {
+		b.writeError(id, asRPCError(err))
+		return
+	}
+	defer sub.Close()
+	ack, err := json.Marshal(map[string]any{"_meta": map[string]json.RawMessage{metaSubscriptionID: id}, "notifications": sub.Acknowledged()})
+	if err != nil {
+		b.writeError(id, asRPCError(err))
+		return
+	}
+	b.write(jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged", ack))
+	for {
+		select {
+		case ev, ok := <-sub.Events():
+			if !ok {
+				if err := sub.Err(); err != nil && !errors.Is(err, snodo.ErrSubscriptionClosed) {
+					b.writeError(id, asRPCError(err))
+					return
+				}
+				end, _ := json.Marshal(map[string]any{"resultType": "complete", "_meta": map[string]json.RawMessage{metaSubscriptionID: id}})
+				b.writeResult(id, end)
+				return
+			}
+			params, err := withSubscriptionID(ev.Params, id)
+			if err != nil {
+				b.log.Warn("snodo bridge: an event with malformed params; dropped", "method", ev.Method, "error", err)
+				continue
+			}
+			b.write(jsonrpc.AppendNotification(nil, ev.Method, params))
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// withSubscriptionID is an event's params with _meta's subscription id
+// set to the client's (the host's server knows its own).
+func withSubscriptionID(params, id []byte) ([]byte, error) {
+	members := map[string]json.RawMessage{}
+	if len(params) > 0 && string(params) != "null" {
+		if err := json.Unmarshal(params, &members); err != nil {
+			return nil, err
+		}
+	}
+	meta := map[string]json.RawMessage{}
+	if raw := members["_meta"]; len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, err
+		}
+	}
+	meta[metaSubscriptionID] = id
+	var err error
+	if members["_meta"], err = json.Marshal(meta); err != nil {
+		return nil, err
+	}
+	return json.Marshal(members)
+}
 
 // modernRequest tells a request of a modern client (its _meta names its
 // protocol version): it completes input_required rounds itself.

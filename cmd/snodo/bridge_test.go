@@ -187,6 +187,25 @@ func TestBridgeModernClient(t *testing.T) {
 	assert.Equal(t, "Hello, modern2!", res.Text())
 }
 
+// A modern client's subscriptions/listen is served by a host of the
+// name: the acknowledgement and the events reach the client, marked with
+// its own subscription.
+func TestBridgeListen(t *testing.T) {
+	url := bridgedNATS(t)
+	bridgedHost(t, url, "bridged")
+	c := connectBridge(t, url, "bridged")
+	require.Equal(t, mcp.EraModern, c.Era())
+	ctx := t.Context()
+	sub, err := c.Listen(ctx, mcp.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	defer sub.Close()
+	assert.True(t, sub.Acknowledged().ToolsListChanged)
+	_, err = c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed"})
+	require.NoError(t, err)
+	ev := testutil.Receive(t, sub.Events(), 10*time.Second, "the list_changed event through the bridge")
+	assert.Equal(t, "notifications/tools/list_changed", ev.Method)
+}
+
 // A client that cancels a call (its ctx ends) has it cancelled on the
 // served server: notifications/cancelled reaches the MCP server behind
 // the host.
