@@ -2,8 +2,6 @@ package snodo
 
 import (
 	"context"
-	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"sync/atomic"
 	"testing"
@@ -12,24 +10,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo/test/httpserver"
 	"github.com/snodo/snodo/test/oauthserver"
 )
 
-// TestHTTPOAuthAgainstAProtectedServer puts go-sdk's conformance server
+// TestHTTPOAuthAgainstAProtectedServer puts snodo's HTTP test server
 // behind the test authorization server's protected resource: ConnectHTTP
 // authorizes on the first 401 (discovery, registration, the user's step,
 // the token), and a second connection made with the same option (a
 // supervised client's new session) refreshes the token without asking
 // the user again.
 func TestHTTPOAuthAgainstAProtectedServer(t *testing.T) {
-	peer, err := url.Parse(goEverythingHTTP(t, true))
-	require.NoError(t, err)
 	as := oauthserver.NewAS(t, func(a *oauthserver.AS) { a.Refresh = true })
-	proxy := httputil.NewSingleHostReverseProxy(peer)
-	toPeer := &http.Transport{}
-	proxy.Transport = toPeer
-	t.Cleanup(toPeer.CloseIdleConnections) // no keep-alive goroutine outlives the test
-	rs := oauthserver.NewResource(t, as, func(r *oauthserver.Resource) { r.Handler = proxy })
+	rs := oauthserver.NewResource(t, as, func(r *oauthserver.Resource) { r.Handler = &httpserver.HTTP{Era: "modern"} })
 
 	var asked atomic.Int32
 	auth := WithOAuth(OAuth{Authorize: func(ctx context.Context, authURL string) (url.Values, error) {
