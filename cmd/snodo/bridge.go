@@ -59,6 +59,12 @@ const (
 func runBridge(cfg *config, sio stdio) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A client that goes away must not kill the bridge with SIGPIPE before
+	// it cancelled what it forwarded: writes fail with EPIPE instead, which
+	// ends the run (exit status 141).
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
 	log := slog.New(slog.NewTextHandler(sio.err, &slog.HandlerOptions{Level: bridgeLogLevel(cfg)}))
 	opts := []remote.ClientOption{
 		remote.WithNATSOptions(natsOptions(cfg)...),
@@ -82,6 +88,9 @@ func runBridge(cfg *config, sio stdio) int {
 	b.c = c
 	log.Info("snodo bridge: forwarding stdio to a served name", "server", cfg.serverName)
 	err = b.serve(ctx, sio.in)
+	if b.outGone() {
+		return exitBrokenPipe
+	}
 	if err != nil {
 		fmt.Fprintf(sio.err, "snodo bridge: %v\n", err)
 		return exitFailure
@@ -104,7 +113,8 @@ type bridge struct {
 
 	outMu sync.Mutex
 	out   io.Writer
-	wrote error // the first failed write: stdout's reader went away
+	wrote error              // the first failed write: stdout's reader went away
+	gone  context.CancelFunc // ends serve once a write failed
 
 	slots chan struct{} // one per forwarded request, bridgeMaxInFlight
 	wg    sync.WaitGroup
@@ -129,6 +139,9 @@ func newBridge(out io.Writer, name string, log *slog.Logger) *bridge {
 func (b *bridge) serve(ctx context.Context, in io.Reader) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	b.outMu.Lock()
+	b.gone = cancel
+	b.outMu.Unlock()
 	lines := make(chan []byte)
 	readErr := make(chan error, 1)
 	go func() {
@@ -687,8 +700,18 @@ func (b *bridge) write(line []byte) bool {
 	}
 	if _, err := b.out.Write(line); err != nil {
 		b.wrote = err
-		b.log.Warn("snodo bridge: cannot write to the client", "error", err)
+		b.log.Warn("snodo bridge: cannot write to the client; ending", "error", err)
+		if b.gone != nil {
+			b.gone()
+		}
 		return false
 	}
 	return true
+}
+
+// outGone reports whether a write to the client failed.
+func (b *bridge) outGone() bool {
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	return b.wrote != nil
 }

@@ -293,3 +293,26 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// A client that goes away (its end of the bridge's stdout closed) ends
+// the bridge at its next write, with exit status 141, not a SIGPIPE
+// death, and nothing left running.
+func TestBridgeClientGone(t *testing.T) {
+	url := bridgedNATS(t)
+	cmd := exec.Command(snodoBin, "bridge", "--nats", url, "--server", "nobody")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	require.NoError(t, stdout.Close())
+	_, err = io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	err = testutil.Receive(t, done, 10*time.Second, "the bridge's exit after its client went away")
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 141, ee.ExitCode(), "exit status (-1 is a signal)")
+	_ = stdin.Close()
+}
