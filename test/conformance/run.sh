@@ -48,7 +48,34 @@ echo "$summary" | grep -v '^✗ auth/' || true
 passed=$(echo "$summary" | grep -c '^✓' || true)
 total=$(echo "$summary" | grep -c '^[✓✗]' || true)
 auth=$(echo "$summary" | grep -c '^✗ auth/' || true)
-echo "conformance: $passed of $total client scenarios pass; $auth authorization scenarios fail, as expected-failures.yml allows"
+
+# The suite starts every scenario at once in one node process, so on a
+# loaded machine a scenario can miss its time for reasons that are not
+# the client's. A few failed scenarios are each run once more, alone; a
+# run with more of them than that is a failure as it stands.
+failed=$(echo "$summary" | sed -n 's/^✗ \([^:]*\):.*/\1/p' | grep -vxF -f <(sed -n 's/^ *- *//p' "$here/expected-failures.yml") || true)
+nfailed=$(printf '%s' "$failed" | grep -c . || true)
+if [ "$status" -ne 0 ] && [ "$nfailed" -gt 0 ] && [ "$nfailed" -le 3 ]; then
+	retried=0
+	for name in $failed; do
+		echo "conformance: $name failed in the parallel run; running it once more, alone"
+		if "$node22" "$suite" client --command "$client" --scenario "$name" --timeout 60000 -o "$out/retry" >"$out/retry.log" 2>&1; then
+			retried=$((retried + 1))
+		else
+			sed 's/\x1b\[[0-9;]*m//g' "$out/retry.log" | tail -40
+		fi
+	done
+	if [ "$retried" -eq "$nfailed" ]; then
+		echo "conformance: every scenario that failed in the parallel run passed alone"
+		passed=$((passed + retried))
+		status=0
+	fi
+fi
+if [ "$auth" -gt 0 ]; then
+	echo "conformance: $passed of $total client scenarios pass; $auth authorization scenarios fail, as expected-failures.yml allows"
+else
+	echo "conformance: $passed of $total client scenarios pass"
+fi
 if [ "$status" -ne 0 ]; then
 	# What the suite says about the baseline, and each failed non-auth
 	# scenario's client output.
@@ -63,3 +90,4 @@ if [ "$status" -ne 0 ]; then
 	echo "conformance: FAILED (a failure expected-failures.yml does not list, or a listed scenario that now passes)" >&2
 	exit 1
 fi
+echo "conformance: $passed passed, $((total - passed)) failed"
