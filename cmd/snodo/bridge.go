@@ -119,6 +119,8 @@ type bridge struct {
 	slots chan struct{} // one per forwarded request, bridgeMaxInFlight
 	wg    sync.WaitGroup
 
+	caps atomic.Pointer[snodo.ClientCapabilities] // a legacy client's, from its initialize
+
 	mu       sync.Mutex
 	inFlight map[string]context.CancelFunc // by the client's id, as it wrote it
 	asked    map[int64]chan jsonrpc.Envelope
@@ -548,9 +550,11 @@ func (b *bridge) progress(token []byte, p snodo.Progress) {
 // name reports about its server, as far as the bridge can forward it.
 func (b *bridge) initialize(ctx context.Context, id, params []byte) {
 	var req struct {
-		ProtocolVersion string `json:"protocolVersion"`
+		ProtocolVersion string                   `json:"protocolVersion"`
+		Capabilities    snodo.ClientCapabilities `json:"capabilities"`
 	}
 	_ = json.Unmarshal(params, &req)
+	b.caps.Store(&req.Capabilities)
 	ictx, cancel := context.WithTimeout(ctx, bridgeInfoWait)
 	defer cancel()
 	si, err := b.c.Info(ictx)
@@ -607,6 +611,11 @@ func bridgedCapabilities(c snodo.ServerCapabilities) snodo.ServerCapabilities {
 // request: sampling, elicitation, roots) to the client under a fresh id
 // and returns its answer, bounded by ctx.
 func (b *bridge) serverRequest(ctx context.Context, req *snodo.ServerRequest) (any, error) {
+	if caps := b.caps.Load(); caps != nil && !declares(caps, req.Method) {
+		// The client said it cannot answer it: it is not sent.
+		return nil, &snodo.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: fmt.Sprintf("snodo bridge: the client did not declare the capability %s needs, so it was not asked", req.Method)}
+	}
 	n := b.nextID.Add(1)
 	id := "snodo-bridge-" + strconv.FormatInt(n, 10)
 	ch := make(chan jsonrpc.Envelope, 1)
@@ -652,6 +661,19 @@ func (b *bridge) serverRequest(ctx context.Context, req *snodo.ServerRequest) (a
 		b.write(jsonrpc.AppendNotification(nil, "notifications/cancelled", cancelled))
 		return nil, ctx.Err()
 	}
+}
+
+// declares tells whether a client with caps answers method.
+func declares(caps *snodo.ClientCapabilities, method string) bool {
+	switch method {
+	case "sampling/createMessage":
+		return caps.Sampling != nil
+	case "elicitation/create":
+		return caps.Elicitation != nil
+	case "roots/list":
+		return caps.Roots != nil
+	}
+	return true // one snodo does not know: the client says
 }
 
 // answered routes the client's answer to a request of the bridge's.

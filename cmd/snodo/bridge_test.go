@@ -106,18 +106,26 @@ func TestBridgeInputRoundsReachTheClient(t *testing.T) {
 	url := bridgedNATS(t)
 	bridgedHost(t, url, "bridged")
 	var asked atomic.Int32
-	c := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy), mcp.WithServerRequestHandler(func(_ context.Context, req *mcp.ServerRequest) (any, error) {
-		if req.Method != "elicitation/create" {
-			return nil, &mcp.Error{Code: mcp.CodeMethodNotFound, Message: req.Method}
-		}
-		n := asked.Add(1)
-		return map[string]any{"action": "accept", "content": map[string]any{"name": fmt.Sprint("name", n)}}, nil
-	}))
+	c := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy),
+		mcp.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}), mcp.WithServerRequestHandler(func(_ context.Context, req *mcp.ServerRequest) (any, error) {
+			if req.Method != "elicitation/create" {
+				return nil, &mcp.Error{Code: mcp.CodeMethodNotFound, Message: req.Method}
+			}
+			n := asked.Add(1)
+			return map[string]any{"action": "accept", "content": map[string]any{"name": fmt.Sprint("name", n)}}, nil
+		}))
 	res, err := c.CallTool(t.Context(), "ask", map[string]any{"rounds": 2})
 	require.NoError(t, err)
 	assert.False(t, res.IsError, res.Text())
 	assert.Equal(t, "Hello, name2!", res.Text())
 	assert.EqualValues(t, 2, asked.Load(), "one elicitation/create per round")
+
+	// A client that did not declare elicitation is not asked: the call
+	// fails, saying why.
+	plain := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy))
+	_, err = plain.CallTool(t.Context(), "ask", map[string]any{"rounds": 1})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "did not declare")
 }
 
 // The TypeScript SDK's client uses the bridge as it would any stdio
