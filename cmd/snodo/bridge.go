@@ -177,21 +177,27 @@ loop:
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
-	cancel()
 	done := make(chan struct{})
 	go func() { b.wg.Wait(); close(done) }()
+	// At the end of stdin the requests in flight may end (a client that
+	// sent its last request and closed gets its answer) within
+	// bridgeDrain; a signal or a lost stdout cancels them at once.
 	t := time.NewTimer(bridgeDrain)
 	defer t.Stop()
 	select {
 	case <-done:
+	case <-ctx.Done():
 	case <-t.C:
-		b.log.Warn("snodo bridge: requests still forwarded after the drain; leaving them", "after", bridgeDrain)
+	}
+	cancel()
+	t.Reset(bridgeDrain)
+	select {
+	case <-done:
+	case <-t.C:
+		b.log.Warn("snodo bridge: requests still forwarded after their cancel; leaving them", "after", bridgeDrain)
 	}
 	return err
 }
-
-// errLineTooLong: a line of the client's over the bound; it is skipped.
-var errLineTooLong = errors.New("line too long")
 
 // readLine reads one line (without its line break) of at most max bytes.
 // A longer line is read to its end and skipped, logged by the caller as

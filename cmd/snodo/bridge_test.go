@@ -324,3 +324,26 @@ func TestBridgeClientGone(t *testing.T) {
 	assert.Equal(t, 141, ee.ExitCode(), "exit status (-1 is a signal)")
 	_ = stdin.Close()
 }
+
+// A client that sends its last request and closes stdin still gets the
+// answer: the bridge waits for the requests in flight (within its drain)
+// before it exits.
+func TestBridgeAnswersAfterStdinEnds(t *testing.T) {
+	url := bridgedNATS(t)
+	bridgedHost(t, url, "bridged")
+	cmd := exec.Command(snodoBin, "bridge", "--nats", url, "--server", "bridged")
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":200}}}` + "\n")
+	var stderr testutil.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.Output()
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+	var m struct {
+		ID     int             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(out, &m), "one JSON line: %q", out)
+	assert.Equal(t, 7, m.ID)
+	assert.NotEmpty(t, m.Result, "a result: %s", out)
+}
