@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/jsonrpc"
+)
+
+// The bridge's sessions with its client: a legacy client's initialize
+// (answered with the served server's info) and a modern client's
+// subscriptions.
+// The _meta members of a modern request and of a subscription's
+// messages.
+const (
+	metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+	metaSubscriptionID  = "io.modelcontextprotocol/subscriptionId"
+)
+
+// listen opens a subscription on a host of the name for a modern
+// client's subscriptions/listen: its acknowledgement and events go to the
+// client under the client's request id, and its end is the request's
+// answer. The client ends it with notifications/cancelled (no answer).
+func (b *bridge) listen(ctx context.Context, id, params []byte) {
+	var p struct {
+		Notifications snodo.Filter `json:"notifications"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		b.writeError(id, &snodo.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params of subscriptions/listen: " + err.Error()})
+		return
+	}
+	sub, err := b.c.Listen(ctx, p.Notifications)
+	if ctx.Err() != nil {
+		if sub != nil {
+			_ = sub.Close()
+		}
+		return
+	}
+	if err != nil {
+		b.writeError(id, asRPCError(err))
+		return
+	}
+	defer sub.Close()
+	ack, err := json.Marshal(map[string]any{"_meta": map[string]json.RawMessage{metaSubscriptionID: id}, "notifications": sub.Acknowledged()})
+	if err != nil {
+		b.writeError(id, asRPCError(err))
+		return
+	}
+	b.write(jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged", ack))
+	for {
+		select {
+		case ev, ok := <-sub.Events():
+			if !ok {
+				if err := sub.Err(); err != nil && !errors.Is(err, snodo.ErrSubscriptionClosed) {
+					b.writeError(id, asRPCError(err))
+					return
+				}
+				end, _ := json.Marshal(map[string]any{"resultType": "complete", "_meta": map[string]json.RawMessage{metaSubscriptionID: id}})
+				b.writeResult(id, end)
+				return
+			}
+			params, err := withSubscriptionID(ev.Params, id)
+			if err != nil {
+				b.log.Warn("snodo bridge: an event with malformed params; dropped", "method", ev.Method, "error", err)
+				continue
+			}
+			b.write(jsonrpc.AppendNotification(nil, ev.Method, params))
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// withSubscriptionID is an event's params with _meta's subscription id
+// set to the client's (the host's server knows its own).
+func withSubscriptionID(params, id []byte) ([]byte, error) {
+	members := map[string]json.RawMessage{}
+	if len(params) > 0 && string(params) != "null" {
+		if err := json.Unmarshal(params, &members); err != nil {
+			return nil, err
+		}
+	}
+	meta := map[string]json.RawMessage{}
+	if raw := members["_meta"]; len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, err
+		}
+	}
+	meta[metaSubscriptionID] = id
+	var err error
+	if members["_meta"], err = json.Marshal(meta); err != nil {
+		return nil, err
+	}
+	return json.Marshal(members)
+}
+
+// initialize answers the client's initialize with what a host of the
+// name reports about its server, as far as the bridge can forward it.
+func (b *bridge) initialize(ctx context.Context, id, params []byte) {
+	var req struct {
+		ProtocolVersion string                   `json:"protocolVersion"`
+		Capabilities    snodo.ClientCapabilities `json:"capabilities"`
+	}
+	_ = json.Unmarshal(params, &req)
+	b.caps.Store(&req.Capabilities)
+	ictx, cancel := context.WithTimeout(ctx, bridgeInfoWait)
+	defer cancel()
+	si, err := b.c.Info(ictx)
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		b.writeError(id, asRPCError(fmt.Errorf("snodo bridge: initialize: %w", err)))
+		return
+	}
+	_, legacy := snodo.SupportedVersions()
+	version := legacy[0]
+	switch {
+	case slices.Contains(legacy, req.ProtocolVersion):
+		version = req.ProtocolVersion
+	case si.Era == snodo.EraLegacy.String() && slices.Contains(legacy, si.ProtocolVersion):
+		version = si.ProtocolVersion
+	}
+	res := struct {
+		ProtocolVersion string                   `json:"protocolVersion"`
+		Capabilities    snodo.ServerCapabilities `json:"capabilities"`
+		ServerInfo      snodo.Implementation     `json:"serverInfo"`
+		Instructions    string                   `json:"instructions,omitempty"`
+	}{version, bridgedCapabilities(si.Capabilities), si.ServerInfo, si.Instructions}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		b.writeError(id, asRPCError(err))
+		return
+	}
+	b.log.Debug("snodo bridge: initialized", "protocolVersion", version, "server", si.ServerInfo.Name, "era", si.Era)
+	b.writeResult(id, raw)
+}
+
+// bridgedCapabilities is what the bridge can offer of the served
+// server's capabilities: no notifications reach a remote caller in this
+// era (list changes, resource updates, log messages), the hosts keep
+// resource subscriptions and the log level, and tasks are not pinned to
+// one host, so those are left out.
+func bridgedCapabilities(c snodo.ServerCapabilities) snodo.ServerCapabilities {
+	out := snodo.ServerCapabilities{Completions: c.Completions, Experimental: c.Experimental}
+	if c.Tools != nil {
+		out.Tools = &snodo.ListChangedCapability{}
+	}
+	if c.Prompts != nil {
+		out.Prompts = &snodo.ListChangedCapability{}
+	}
+	if c.Resources != nil {
+		out.Resources = &snodo.ResourcesCapability{}
+	}
+	return out
+}
