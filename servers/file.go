@@ -51,6 +51,15 @@ type Server struct {
 	// empty.
 	URL     string
 	Headers map[string]string
+	// OAuthClientID and OAuthScopes are an http server's "oauth" object:
+	// "clientId", the client registered for snodo with the server's
+	// authorization server (none: snodo registers itself), and "scopes"
+	// to ask for (none: the server's challenge or metadata says). The
+	// snodo command line authorizes with them when the server answers
+	// 401; a program gives snodo.WithOAuth in Options, since only it can
+	// ask its user.
+	OAuthClientID string
+	OAuthScopes   []string
 
 	// Pool is how many servers a pool of this one runs (the snodo "pool"
 	// key). Default 1 (DefaultPool).
@@ -346,6 +355,8 @@ func (p *parser) server(name string, data json.RawMessage) (s *Server, skip stri
 			err = p.decode(name, m, &s.URL, "a string")
 		case "headers":
 			err = p.headers(s, m)
+		case "oauth":
+			err = p.oauth(s, m)
 		case "disabled":
 			err = p.decode(name, m, &disabled, "true or false")
 		case "snodo":
@@ -371,12 +382,39 @@ func (p *parser) server(name string, data json.RawMessage) (s *Server, skip stri
 			return nil, "", p.fail(name, "command", "an http server has a url, not a command: leave one out")
 		}
 		return s, "", nil
+	case s.OAuthClientID != "" || s.OAuthScopes != nil:
+		return nil, "", p.fail(name, "oauth", "only an http server (a \"url\") is authorized with OAuth: leave it out")
 	case transport != "" && transport != "stdio":
 		return nil, fmt.Sprintf("transport %q (snodo speaks stdio and Streamable HTTP: \"http\")", transport), nil
 	case s.Command == "":
 		return nil, "", p.fail(name, "command", "missing or empty: say which program to start")
 	}
 	return s, "", nil
+}
+
+// oauth reads an http server's "oauth": {"clientId": "…", "scopes": ["…"]}.
+func (p *parser) oauth(s *Server, m member) error {
+	fields, err := members(m.value)
+	if err != nil {
+		return p.fail(s.Name, "oauth", "want an object with clientId and scopes: %w", err)
+	}
+	for _, f := range fields {
+		switch f.key {
+		case "clientId":
+			err = p.decode(s.Name, member{key: "oauth.clientId", value: f.value}, &s.OAuthClientID, "a string")
+		case "scopes":
+			err = p.decode(s.Name, member{key: "oauth.scopes", value: f.value}, &s.OAuthScopes, "an array of strings")
+			if err == nil && s.OAuthScopes == nil {
+				s.OAuthScopes = []string{}
+			}
+		default:
+			p.warn(s.Name, "oauth."+f.key, "unknown key, ignored")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // headers reads an http server's "headers": an object of strings.

@@ -33,6 +33,21 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 	var args []string
 	var target snodo.Target
 	stopAuth := func() {}
+	// A protected server: authorize on its first 401, the user's browser
+	// coming back to a loopback port; the probe waits for the user unless
+	// --probe-timeout says otherwise.
+	authorize := func(clientID string, scopes []string, probeSet bool) error {
+		auth, stop, err := httpAuth(clientID, scopes, s.io.err)
+		if err != nil {
+			return err
+		}
+		stopAuth = stop
+		opts = append(opts, auth)
+		if s.cfg.probeTimeout == 0 && !probeSet {
+			opts = append(opts, snodo.WithProbeTimeout(authorizeTimeout))
+		}
+		return nil
+	}
 	if s.cfg.url != "" {
 		target = snodo.HTTP(s.cfg.url)
 		for _, kv := range s.cfg.headers {
@@ -41,17 +56,8 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		}
 		opts = append(opts, s.probeTimeout(0)...)
 		opts = append(opts, s.eraOption()...)
-		// A protected server: authorize on its first 401, the user's
-		// browser coming back to a loopback port; the probe waits for
-		// the user unless --probe-timeout says otherwise.
-		auth, stop, err := httpAuth("", nil, s.io.err)
-		if err != nil {
+		if err := authorize("", nil, false); err != nil {
 			return nil, err
-		}
-		stopAuth = stop
-		opts = append(opts, auth)
-		if s.cfg.probeTimeout == 0 {
-			opts = append(opts, snodo.WithProbeTimeout(authorizeTimeout))
 		}
 	} else if s.cfg.serverName != "" {
 		spec, err := s.named()
@@ -64,6 +70,11 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		target = spec.Target()
 		s.fileTimeout = spec.Timeout
 		opts = s.withFile(opts, spec)
+		if spec.URL != "" {
+			if err := authorize(spec.OAuthClientID, spec.OAuthScopes, spec.Timeout > 0); err != nil { // the file's timeout bounds the probe
+				return nil, err
+			}
+		}
 	} else {
 		command, args = s.cfg.server[0], s.cfg.server[1:]
 		target = snodo.Command(command, args...)

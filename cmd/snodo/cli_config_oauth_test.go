@@ -1,0 +1,76 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/test/httpserver"
+	"github.com/snodo/snodo/test/oauthserver"
+)
+
+// An "http" entry of the --config file that names its OAuth client and
+// scopes is authorized with them: the snodo binary prints the
+// authorization URL, the user's browser (played here) comes back to its
+// loopback port, and the call goes through; the next run uses the stored
+// token without the browser.
+func TestConfigHTTPEntryAuthorizesWithItsOAuthBlock(t *testing.T) {
+	as := oauthserver.NewAS(t, nil)
+	rs := oauthserver.NewResource(t, as, func(r *oauthserver.Resource) { r.Handler = &httpserver.HTTP{Era: "legacy"} })
+	config := t.TempDir()
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"mcpServers": {"web": {"type": "http", "url": "`+rs.URL()+
+		`", "oauth": {"clientId": "snodo-test-client", "scopes": ["tools:read", "tools:call"]}}}}`), 0o600))
+
+	run := func() (stdout string, opened int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, snodoBin, "--config", path, "--server", "web", "tools")
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+config, "HOME="+config)
+		var out strings.Builder
+		cmd.Stdout = &out
+		stderr, err := cmd.StderrPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		var wg sync.WaitGroup
+		wg.Go(func() { // the browser: opens each authorization URL snodo prints
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				line := strings.TrimSpace(sc.Text())
+				if i := strings.Index(line, "http"); i >= 0 && strings.Contains(line, "/authorize?") {
+					opened++
+					resp, err := http.Get(strings.Fields(line[i:])[0])
+					if assert.NoError(t, err) {
+						_, _ = io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				}
+			}
+		})
+		wg.Wait()
+		require.NoError(t, cmd.Wait(), "snodo tools; stdout:\n%s", out.String())
+		return out.String(), opened
+	}
+
+	out, opened := run()
+	assert.Contains(t, out, "echo")
+	assert.Equal(t, 1, opened, "the user is asked once")
+	require.NotEmpty(t, as.AuthRequests)
+	assert.Equal(t, "snodo-test-client", as.AuthRequests[0].Get("client_id"), "the entry's clientId")
+	assert.Equal(t, "tools:read tools:call", as.AuthRequests[0].Get("scope"), "the entry's scopes")
+
+	out, opened = run()
+	assert.Contains(t, out, "echo")
+	assert.Zero(t, opened, "the stored token serves the next run")
+}
