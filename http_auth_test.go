@@ -2,16 +2,23 @@ package snodo
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo/test/httpserver"
 	"github.com/snodo/snodo/test/oauthserver"
+	"github.com/snodo/snodo/test/testutil"
 )
 
 // TestHTTPOAuthAgainstAProtectedServer puts snodo's HTTP test server
@@ -50,4 +57,54 @@ func TestHTTPOAuthAgainstAProtectedServer(t *testing.T) {
 	_, tokens, _ = as.Counts()
 	assert.Equal(t, 2, tokens)
 	assert.Equal(t, "refresh_token", as.TokenForms[1].Get("grant_type"))
+}
+
+// TestOAuthTokensReachNoSpanOrLog: with tracing, metrics and a debug log
+// on, and the wire trace taken, the access token, the refresh token and
+// the authorization code the connection used appear in no span (its
+// name, attributes, events or status), no log record and no wire line.
+func TestOAuthTokensReachNoSpanOrLog(t *testing.T) {
+	as := oauthserver.NewAS(t, func(a *oauthserver.AS) { a.Refresh = true })
+	rs := oauthserver.NewResource(t, as, func(r *oauthserver.Resource) { r.Handler = &httpserver.HTTP{Era: "legacy"} })
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	var logs testutil.Buffer
+	var wire testutil.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c, err := ConnectHTTP(ctx, rs.URL(),
+		WithOAuth(OAuth{Authorize: oauthserver.Consent}),
+		WithTracerProvider(tp),
+		WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		WithWireTrace(func(d Direction, line []byte) { wire.Write(line) }))
+	require.NoError(t, err)
+	_, err = c.CallTool(ctx, "echo", map[string]any{"text": "hi"})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	<-c.Done()
+	require.NoError(t, tp.Shutdown(context.Background()))
+
+	var secrets []string
+	for _, h := range rs.RequestHeaders() {
+		if tok, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok {
+			secrets = append(secrets, tok)
+		}
+	}
+	for _, f := range as.TokenForms {
+		secrets = append(secrets, f.Get("code"), f.Get("code_verifier"), f.Get("refresh_token"))
+	}
+	require.NotEmpty(t, secrets, "the server saw a token")
+	var seen strings.Builder
+	for _, s := range spans.Ended() {
+		fmt.Fprintf(&seen, "%s %v %v %v\n", s.Name(), s.Attributes(), s.Events(), s.Status())
+	}
+	require.NotZero(t, seen.Len(), "spans were recorded")
+	for _, secret := range secrets {
+		if secret == "" {
+			continue
+		}
+		assert.NotContains(t, seen.String(), secret, "a span")
+		assert.NotContains(t, logs.String(), secret, "a log record")
+		assert.NotContains(t, wire.String(), secret, "the wire trace")
+	}
 }
