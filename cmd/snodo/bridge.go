@@ -115,10 +115,13 @@ type bridge struct {
 	wrote error              // the first failed write: stdout's reader went away
 	gone  context.CancelFunc // ends serve once a write failed
 
-	slots chan struct{} // one per forwarded request, bridgeMaxInFlight
-	wg    sync.WaitGroup
+	slots chan struct{}  // one per forwarded request, bridgeMaxInFlight
+	wg    sync.WaitGroup // the forwarded requests
+	bg    sync.WaitGroup // what lives as long as the bridge (a legacy client's list changes)
 
-	caps atomic.Pointer[snodo.ClientCapabilities] // a legacy client's, from its initialize
+	caps      atomic.Pointer[snodo.ClientCapabilities] // a legacy client's, from its initialize
+	listening atomic.Bool                              // a legacy client's list changes are forwarded
+	life      context.Context                          // serve's: ends with the bridge
 
 	mu       sync.Mutex
 	inFlight map[string]context.CancelFunc // by the client's id, as it wrote it
@@ -143,6 +146,7 @@ func (b *bridge) serve(ctx context.Context, in io.Reader) error {
 	b.outMu.Lock()
 	b.gone = cancel
 	b.outMu.Unlock()
+	b.life = ctx
 	lines := make(chan []byte)
 	readErr := make(chan error, 1)
 	go func() {
@@ -189,9 +193,11 @@ loop:
 	case <-t.C:
 	}
 	cancel()
+	all := make(chan struct{})
+	go func() { <-done; b.bg.Wait(); close(all) }()
 	t.Reset(bridgeDrain)
 	select {
-	case <-done:
+	case <-all:
 	case <-t.C:
 		b.log.Warn("snodo bridge: requests still forwarded after their cancel; leaving them", "after", bridgeDrain)
 	}

@@ -347,3 +347,22 @@ func TestBridgeAnswersAfterStdinEnds(t *testing.T) {
 	assert.Equal(t, 7, m.ID)
 	assert.NotEmpty(t, m.Result, "a result: %s", out)
 }
+
+// A legacy client of a modern served server gets its list changes as
+// plain notifications: the bridge listens on a host for it.
+func TestBridgeListChangesReachALegacyClient(t *testing.T) {
+	url := bridgedNATS(t)
+	bridgedHost(t, url, "bridged")
+	changed := make(chan string, 4)
+	c := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy), mcp.WithNotificationHandler(func(_ context.Context, n *mcp.Notification) {
+		select {
+		case changed <- n.Method:
+		default:
+		}
+	}))
+	require.NotNil(t, c.Capabilities().Tools)
+	require.True(t, c.Capabilities().Tools.ListChanged, "the bridge promises the list changes it forwards")
+	_, err := c.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed"})
+	require.NoError(t, err)
+	assert.Equal(t, "notifications/tools/list_changed", testutil.Receive(t, changed, 10*time.Second, "the list change at the legacy client"))
+}

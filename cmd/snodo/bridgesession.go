@@ -9,6 +9,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/supervisor"
 )
 
 // The bridge's sessions with its client: a legacy client's initialize
@@ -131,6 +132,20 @@ func (b *bridge) initialize(ctx context.Context, id, params []byte) {
 		ServerInfo      snodo.Implementation     `json:"serverInfo"`
 		Instructions    string                   `json:"instructions,omitempty"`
 	}{version, bridgedCapabilities(si.Capabilities), si.ServerInfo, si.Instructions}
+	if si.Era == snodo.EraModern.String() && b.listening.CompareAndSwap(false, true) {
+		f := snodo.Filter{
+			ToolsListChanged:     si.Capabilities.Tools != nil && si.Capabilities.Tools.ListChanged,
+			PromptsListChanged:   si.Capabilities.Prompts != nil && si.Capabilities.Prompts.ListChanged,
+			ResourcesListChanged: si.Capabilities.Resources != nil && si.Capabilities.Resources.ListChanged,
+		}
+		if b.listChanges(b.life, f) {
+			res.Capabilities.Tools = keepListChanged(res.Capabilities.Tools, f.ToolsListChanged)
+			res.Capabilities.Prompts = keepListChanged(res.Capabilities.Prompts, f.PromptsListChanged)
+			if res.Capabilities.Resources != nil {
+				res.Capabilities.Resources.ListChanged = f.ResourcesListChanged
+			}
+		}
+	}
 	raw, err := json.Marshal(res)
 	if err != nil {
 		b.writeError(id, asRPCError(err))
@@ -140,9 +155,53 @@ func (b *bridge) initialize(ctx context.Context, id, params []byte) {
 	b.writeResult(id, raw)
 }
 
-// bridgedCapabilities is what the bridge can offer of the served
-// server's capabilities: no notifications reach a remote caller in this
-// era (list changes, resource updates, log messages), the hosts keep
+// listChanges forwards the list changes of a modern served server to a
+// legacy client, as plain notifications: a subscription on a host of
+// the name, open until the bridge ends (ctx). It returns false when none
+// could be opened (the capabilities then promise none).
+func (b *bridge) listChanges(ctx context.Context, f snodo.Filter) bool {
+	if !f.ToolsListChanged && !f.PromptsListChanged && !f.ResourcesListChanged {
+		return false
+	}
+	sub, err := b.c.Listen(ctx, f)
+	if err != nil {
+		b.log.Warn("snodo bridge: the served server's list changes will not reach the client", "error", err)
+		return false
+	}
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		defer sub.Close()
+		for {
+			select {
+			case ev, ok := <-sub.Events():
+				if !ok {
+					b.log.Warn("snodo bridge: the subscription to the served server's list changes ended", "error", sub.Err())
+					return
+				}
+				if ev.Method == supervisor.ResubscribedMethod {
+					continue // a host's marker: nothing a legacy client knows
+				}
+				b.write(jsonrpc.AppendNotification(nil, ev.Method, nil))
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return true
+}
+
+func keepListChanged(c *snodo.ListChangedCapability, on bool) *snodo.ListChangedCapability {
+	if c != nil {
+		c.ListChanged = on
+	}
+	return c
+}
+
+// bridgedCapabilities is what the bridge can offer a legacy client of
+// the served server's capabilities: no notification of a legacy server
+// reaches a remote caller (list changes, resource updates, log messages;
+// initialize turns a modern server's list changes back on), the hosts keep
 // resource subscriptions and the log level, and tasks are not pinned to
 // one host, so those are left out.
 func bridgedCapabilities(c snodo.ServerCapabilities) snodo.ServerCapabilities {
