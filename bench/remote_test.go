@@ -30,21 +30,9 @@ func BenchmarkRemote(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				var r interface {
-					Request(context.Context, string, any, ...snodo.RequestOption) (json.RawMessage, error)
-				} = pool
+				var r snodo.Session = pool
 				if transport == "remote" {
-					srv, err := embedded.Start(embedded.Options{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer srv.Shutdown()
-					h, err := remote.NewHost(context.Background(), srv.URL(), remote.Serve("fast", pool))
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer h.Close()
-					nc, err := nats.Connect(srv.URL())
+					nc, err := nats.Connect(servedPool(b, pool))
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -109,17 +97,7 @@ func BenchmarkRemoteVsBareNATS(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv, err := embedded.Start(embedded.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer srv.Shutdown()
-		h, err := remote.NewHost(context.Background(), srv.URL(), remote.Serve("fast", pool))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer h.Close()
-		c, err := remote.Dial(context.Background(), srv.URL(), "fast")
+		c, err := remote.Dial(context.Background(), servedPool(b, pool), "fast")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -129,4 +107,21 @@ func BenchmarkRemoteVsBareNATS(b *testing.B) {
 			return err
 		})
 	})
+}
+
+// servedPool serves pool under the name "fast" from a host on a NATS
+// server embedded for b, and returns the server's URL; the host and the
+// server stop when b ends.
+func servedPool(b *testing.B, pool *supervisor.Pool) string {
+	srv, err := embedded.Start(embedded.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Shutdown)
+	h, err := remote.NewHost(context.Background(), srv.URL(), remote.Serve("fast", pool))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = h.Close() })
+	return srv.URL()
 }
