@@ -338,6 +338,8 @@ func TestDemo(t *testing.T) {
 		"4. Call greet", "What should I call you?", "Hello, Ada!",
 		"5. Listen for tool changes", "notifications/tools/list_changed", "time ",
 		"6. Close", "exited",
+		"7. Over Streamable HTTP", "modern, protocol 2026-07-28", "progress 3/3", "Liftoff! (counted down from 3)",
+		"closed; no connection left open",
 	} {
 		if !strings.Contains(r.stdout, s) {
 			t.Errorf("demo output lacks %q", s)

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/demoserver"
 )
 
 // indent is how far the demo indents what happens under each caption.
@@ -48,7 +51,7 @@ func runDemo(sio stdio) int {
 		fmt.Fprintf(sio.err, "snodo demo: %s\n", oneLine(trim(err)))
 		return exitFailure
 	}
-	fmt.Fprintf(sio.out, "\nDone in %.1fs. Now try your own server:  snodo tools -- SERVER_CMD [ARGS...]\n",
+	fmt.Fprintf(sio.out, "\nDone in %.1fs. Now try your own server:  snodo tools -- SERVER_CMD [ARGS...]  or  snodo tools --url URL\n",
 		time.Since(start).Seconds())
 	return exitOK
 }
@@ -108,6 +111,59 @@ func (t *tour) run(ctx context.Context, sio stdio) error {
 		t.say("server (pid %d) exited; nothing left running", pid)
 	case <-time.After(shutdownWait):
 		return fmt.Errorf("the demo server (pid %d) did not exit within %v of Close", pid, shutdownWait)
+	}
+
+	t.caption("Over Streamable HTTP. This process serves the same server on a local port;\n" +
+		indent + "ConnectHTTP gives the same client: each request is a POST of its own.")
+	return t.overHTTP(ctx, sio)
+}
+
+// overHTTP serves the demo server over HTTP on a local port, in this
+// process, and calls it through ConnectHTTP.
+func (t *tour) overHTTP(ctx context.Context, sio stdio) error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("cannot listen on a local port for the HTTP step: %w", err)
+	}
+	handler := demoserver.NewHTTP(demoserver.Options{})
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(l)
+	}()
+	defer func() {
+		handler.Close()
+		_ = srv.Close()
+		<-served
+	}()
+	url := "http://" + l.Addr().String() + "/mcp"
+	c, err := snodo.ConnectHTTP(ctx, url,
+		snodo.WithServerRequestHandler(t.answer),
+		snodo.WithClientCapabilities(snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{Form: true}}),
+		snodo.WithTimeout(10*time.Second))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	t.say("%s: %s, protocol %s", url, c.Era(), c.ProtocolVersion())
+	bar := &progressBar{w: t.w, tty: sio.outTTY, fd: sio.outFd, prefix: indent, keep: true, every: true}
+	res, err := c.CallTool(ctx, "countdown", map[string]int{"from": 3}, bar.options()...)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	t.say("→ %s (the progress came on the POST's SSE stream, before the answer)", resultText(res))
+	if res, err = c.CallTool(ctx, "greet", nil); err != nil {
+		return err
+	}
+	t.say("→ %s", resultText(res))
+	_ = c.Close()
+	select {
+	case <-c.Done():
+		t.say("closed; no connection left open")
+	case <-time.After(shutdownWait):
+		return fmt.Errorf("the HTTP client did not end within %v of Close", shutdownWait)
 	}
 	return nil
 }

@@ -22,5 +22,7 @@
 // The files follow the message flow: wire.go (JSON-RPC framing), server.go
 // (the read loop, dispatch and cancellation), tools.go (the tools, progress
 // and the multi round-trip request), listen.go (subscriptions and the
-// plugin that changes the tool list).
+// plugin that changes the tool list), http.go (the same server on
+// Streamable HTTP, which `snodo demo` serves in its own process for its
+// HTTP step).
 package demoserver

@@ -16,17 +16,18 @@ type subscriptions struct {
 	s *server
 
 	mu      sync.Mutex
-	open    []openSub
+	open    []*openSub
 	plugin  *time.Timer // started by the first subscription to tool changes
 	loaded  bool
 	stopped bool
 }
 
-// openSub is one stream: its ID (the listen request's ID) and whether it
-// asked for tools/list_changed.
+// openSub is one stream: its ID (the listen request's ID), whether it
+// asked for tools/list_changed, and where its messages go.
 type openSub struct {
 	id    json.RawMessage
 	tools bool
+	send  func(any)
 }
 
 // filter is the "notifications" member of subscriptions/listen.
@@ -40,7 +41,7 @@ type filter struct {
 // listen opens a stream. The server acknowledges the part of the filter it
 // honours (only tool changes: it has no prompts or resources) and leaves
 // the request unanswered: it stays open until the client cancels it.
-func (s *server) listen(_ context.Context, m *message, _ *requestMeta) (any, *rpcError) {
+func (s *server) listen(ctx context.Context, m *message, _ *requestMeta) (any, *rpcError) {
 	var p struct {
 		Notifications filter `json:"notifications"`
 	}
@@ -52,11 +53,17 @@ func (s *server) listen(_ context.Context, m *message, _ *requestMeta) (any, *rp
 	t := &s.subs
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s.notify("notifications/subscriptions/acknowledged", obj{
+	s.notify(ctx, "notifications/subscriptions/acknowledged", obj{
 		"_meta":         obj{metaSubscriptionID: m.ID},
 		"notifications": honoured,
 	})
-	t.open = append(t.open, openSub{id: m.ID, tools: honoured.ToolsListChanged})
+	sub := &openSub{id: m.ID, tools: honoured.ToolsListChanged, send: s.sender(ctx)}
+	t.open = append(t.open, sub)
+	if _, overHTTP := ctx.Value(streamKey{}).(func(any)); overHTTP {
+		// Over HTTP the stream is the POST's response: it ends when the
+		// client closes it, and with it the subscription.
+		context.AfterFunc(ctx, func() { t.remove(sub) })
+	}
 	if honoured.ToolsListChanged && t.plugin == nil && !t.stopped {
 		// Someone is watching: "load" the plugin, which adds a tool.
 		t.plugin = time.AfterFunc(s.opts.PluginDelay, t.loadPlugin)
@@ -74,7 +81,8 @@ func (t *subscriptions) loadPlugin() {
 	t.loaded = true
 	for _, sub := range t.open {
 		if sub.tools {
-			t.s.notify("notifications/tools/list_changed", obj{"_meta": obj{metaSubscriptionID: sub.id}})
+			sub.send(notification{JSONRPC: "2.0", Method: "notifications/tools/list_changed",
+				Params: obj{"_meta": obj{metaSubscriptionID: sub.id}}})
 		}
 	}
 }
@@ -90,7 +98,14 @@ func (t *subscriptions) pluginLoaded() bool {
 func (t *subscriptions) cancel(id json.RawMessage) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.open = slices.DeleteFunc(t.open, func(sub openSub) bool { return idKey(sub.id) == idKey(id) })
+	t.open = slices.DeleteFunc(t.open, func(sub *openSub) bool { return idKey(sub.id) == idKey(id) })
+}
+
+// remove closes one stream.
+func (t *subscriptions) remove(sub *openSub) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.open = slices.DeleteFunc(t.open, func(o *openSub) bool { return o == sub })
 }
 
 // stop ends the plugin timer when the server stops.

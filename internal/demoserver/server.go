@@ -179,9 +179,22 @@ func (s *server) send(v any) {
 	_, _ = s.out.Write(append(b, '\n'))
 }
 
-// notify sends a notification.
-func (s *server) notify(method string, params any) {
-	s.send(notification{JSONRPC: "2.0", Method: method, Params: params})
+// notify sends a notification about the request ctx belongs to: on its
+// own response stream over HTTP (http.go), else on stdout.
+func (s *server) notify(ctx context.Context, method string, params any) {
+	s.sender(ctx)(notification{JSONRPC: "2.0", Method: method, Params: params})
+}
+
+// streamKey carries, in a request's context, the stream its messages go
+// to when the server is served over HTTP.
+type streamKey struct{}
+
+// sender is where the messages about the request ctx belongs to go.
+func (s *server) sender(ctx context.Context) func(any) {
+	if send, ok := ctx.Value(streamKey{}).(func(any)); ok {
+		return send
+	}
+	return s.send
 }
 
 // serverInfo names this server, in discover's result and its _meta.

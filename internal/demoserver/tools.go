@@ -94,7 +94,7 @@ func (s *server) countdown(ctx context.Context, args json.RawMessage, token json
 		case <-time.After(s.opts.Tick):
 		}
 		if len(token) > 0 {
-			s.notify("notifications/progress", obj{
+			s.notify(ctx, "notifications/progress", obj{
 				"progressToken": token,
 				"progress":      step,
 				"total":         a.From,
