@@ -43,7 +43,9 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 		err = errors.New("not a JSON-RPC request with params")
 	}
 	if err != nil {
-		h.end(events, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "remote: bad subscriptions/listen request: " + err.Error()}, true)
+		why := "remote: bad subscriptions/listen request: " + err.Error()
+		s.listenStats.fail(why)
+		h.end(events, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: why}, true)
 		return
 	}
 	beat := beatOf(hdr)
@@ -71,6 +73,7 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 			e, local = &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: cause.Error()}, true
 		}
+		s.listenStats.fail(e.Message)
 		m := h.endMsg(events, e, local)
 		if errors.Is(err, snodo.ErrListenUnsupported) {
 			m.Header.Set(hdrNoListen, "1")
@@ -139,9 +142,14 @@ loop:
 	case why != nil && errors.Is(why, snodo.ErrSubscriptionClosed):
 		h.end(events, nil, false) // the caller closed it: it knows why
 	case why != nil:
-		h.end(events, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: "host " + h.label + ": " + why.Error()}, true)
+		msg := "host " + h.label + ": " + why.Error()
+		if !errors.Is(why, errDraining) {
+			s.listenStats.fail(msg) // a drain ends subscriptions on purpose
+		}
+		h.end(events, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: msg}, true)
 	case sub.Err() != nil:
 		e, local := rpcError(sub.Err())
+		s.listenStats.fail(e.Message)
 		m := h.endMsg(events, e, local)
 		if errors.Is(sub.Err(), snodo.ErrServerTeardown) {
 			m.Header.Set(hdrTeardown, "1")

@@ -11,6 +11,8 @@ import (
 	"weak"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/snodo/snodo/subscription"
 )
 
 // NATS reports a permissions violation asynchronously: the server
@@ -118,7 +120,11 @@ func (r *asyncRouter) dispatch(err error) {
 // publishDenied fails the calls of c sent to subject that have heard
 // nothing from a host yet: the NATS server refused to publish them.
 func (c *Client) publishDenied(subject string, err error) {
-	if subject != c.subj.call && subject != c.subj.listen {
+	if subject == c.subj.listen {
+		c.listenDenied(err)
+		return
+	}
+	if subject != c.subj.call && !strings.HasPrefix(subject, c.subj.call+".") {
 		return
 	}
 	c.mu.Lock()
@@ -134,5 +140,21 @@ func (c *Client) publishDenied(subject string, err error) {
 		case p.denied <- err:
 		default:
 		}
+	}
+}
+
+// listenDenied fails the Listens of c that no host has acknowledged yet:
+// the NATS server refused to publish their requests.
+func (c *Client) listenDenied(err error) {
+	c.mu.Lock()
+	var ss []*hosted
+	for _, s := range c.subs {
+		if s.Host() == "" {
+			ss = append(ss, s)
+		}
+	}
+	c.mu.Unlock()
+	for _, s := range ss {
+		s.stop(permissionError(fmt.Sprintf("remote: %s on %s was not sent", subscription.Method, c.name), err))
 	}
 }

@@ -22,7 +22,9 @@ import (
 //   - othername: may publish only to snodo.other.> and
 //     $SRV.>, and subscribe to _INBOX.> (a caller of another name);
 //   - nosrv: may publish to snodo.> only (no $SRV.>), and subscribe to
-//     _INBOX.> (cannot discover).
+//     _INBOX.> (cannot discover);
+//   - nolisten: a caller of test that may call but not listen (no
+//     publish to snodo.test.listen).
 func permServer(t *testing.T) string {
 	t.Helper()
 	perms := func(pub, sub []string) *server.Permissions {
@@ -42,6 +44,8 @@ func permServer(t *testing.T) string {
 			{Username: "srvonly", Password: "pw", Permissions: perms(nil, []string{"$SRV.>"})},
 			{Username: "othername", Password: "pw", Permissions: perms([]string{"snodo.other.>", "$SRV.>"}, []string{"_INBOX.>"})},
 			{Username: "nosrv", Password: "pw", Permissions: perms([]string{"snodo.>"}, []string{"_INBOX.>"})},
+			{Username: "nolisten", Password: "pw", Permissions: perms([]string{"snodo.test.call", "snodo.test.call.>", "snodo.test.hosts",
+				"snodo.test.info", "snodo.test.cancel", "snodo._host.>"}, []string{"_INBOX.>"})},
 		},
 	})
 	require.NoError(t, err)
@@ -103,6 +107,32 @@ func TestCallerWithoutPublishPermissionIsToldAtOnce(t *testing.T) {
 		_, err = c.Request(ctxFor(t, 20*time.Second), "test/echo", nil)
 		require.ErrorIs(t, err, nats.ErrPermissionViolation)
 		assert.Contains(t, err.Error(), `Publish to "snodo.test.call"`)
+		assert.Less(t, time.Since(t0), time.Second, "at once, not after the heartbeat watch")
+	}
+}
+
+// A Listen whose publish the NATS server refuses fails at once, naming
+// the violation; before, it waited for the heartbeat watch (1.75 s) and
+// blamed the host.
+func TestListenWithoutPublishPermissionIsToldAtOnce(t *testing.T) {
+	url := permServer(t)
+	cmd, args := testutil.Server(t)
+	p, err := supervisor.NewPool(bg(), snodo.Command(cmd, args...), 1)
+	require.NoError(t, err)
+	h, err := NewHost(ctxFor(t, 20*time.Second), url, Serve("test", p), WithNATSOptions(nats.UserInfo("full", "pw")))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	c, err := Dial(ctxFor(t, 20*time.Second), url, "test", WithNATSOptions(nats.UserInfo("nolisten", "pw")))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	_, err = c.Request(ctxFor(t, 20*time.Second), "test/echo", nil)
+	require.NoError(t, err, "calls are allowed")
+	for range 3 {
+		t0 := time.Now()
+		_, err = c.Listen(ctxFor(t, 20*time.Second), snodo.Filter{ToolsListChanged: true})
+		require.ErrorIs(t, err, nats.ErrPermissionViolation)
+		assert.Contains(t, err.Error(), `Publish to "snodo.test.listen"`)
+		assert.NotErrorIs(t, err, ErrHostGone)
 		assert.Less(t, time.Since(t0), time.Second, "at once, not after the heartbeat watch")
 	}
 }

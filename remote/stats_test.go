@@ -9,6 +9,9 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/test/testutil"
 )
 
 // stats asks the hosts of name for their micro stats ($SRV.STATS.NAME),
@@ -72,4 +75,41 @@ func TestStatsTimeWholeCallsAndCountErrors(t *testing.T) {
 	require.NotNil(t, si.Pool)
 	assert.Equal(t, 2, si.Pool.Up)
 	assert.Equal(t, 1, stats(t, c, "ts").Endpoints[1].NumRequests, "the info request is counted on its own endpoint")
+}
+
+// Listen errors are counted on the listen endpoint's standard stats: a
+// subscription its server cannot open (a legacy server) and one its
+// server tore down. Before, the listen endpoint counted none.
+func TestStatsCountListenErrors(t *testing.T) {
+	e := natsServer(t)
+	hostWith(t, e, "old", 1, []snodo.Option{snodo.WithEra(snodo.EraLegacy)}, "-era", "legacy")
+	host(t, e, "new", 1)
+	old, c := client(t, e, "old"), client(t, e, "new")
+	_, err := old.Listen(ctxFor(t, 20*time.Second), snodo.Filter{ToolsListChanged: true})
+	require.ErrorIs(t, err, snodo.ErrListenUnsupported)
+	st := stats(t, old, "old")
+	assert.Equal(t, 1, st.Endpoints[2].NumRequests)
+	assert.Equal(t, 1, st.Endpoints[2].NumErrors, "the refused listen is an error")
+	assert.NotEmpty(t, st.Endpoints[2].LastError)
+
+	// One its server tore down is an error; one closed by its caller is not.
+	ctx := ctxFor(t, 20*time.Second)
+	sub, err := c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	raw, err := c.Request(ctx, "test/subscriptions", nil)
+	require.NoError(t, err)
+	var open struct{ Open []json.RawMessage }
+	require.NoError(t, json.Unmarshal(raw, &open))
+	require.Len(t, open.Open, 1)
+	_, err = c.Request(ctx, "test/endSubscription", map[string]any{"subscription": open.Open[0], "mode": "teardown"})
+	require.NoError(t, err)
+	testutil.Receive(t, sub.Done(), 20*time.Second, "the torn-down subscription ended")
+	require.ErrorIs(t, sub.Err(), snodo.ErrServerTeardown)
+	sub, err = c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	require.NoError(t, sub.Close())
+	require.Eventually(t, func() bool {
+		ep := stats(t, c, "new").Endpoints[2]
+		return ep.NumRequests == 2 && ep.NumErrors == 1
+	}, 20*time.Second, 20*time.Millisecond, "2 listens, 1 error: %+v", stats(t, c, "new").Endpoints[2])
 }
