@@ -71,6 +71,7 @@ type Client struct {
 	era     atomic.Int32 // snodo.Era learnt from replies; 0 until then
 	unwatch func()       // ends the log of nc's state changes
 	unroute func()       // ends the routing of nc's permission violations to this client
+	peers   peers        // the name's hosts and their room, for calls refused before they ran
 
 	mu     sync.Mutex
 	calls  map[string]*pending
@@ -306,12 +307,19 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 	t0 := time.Now()
 	timeout := cmp.Or(o.Timeout, c.cfg.timeout) // negative: none
 	retried := false
+	to := c.subj.call
 	for attempt, refused := 1, 0; ; attempt++ {
 		o1 := o
 		if timeout > 0 && attempt > 1 {
 			o1.Timeout = max(timeout-time.Since(t0), time.Millisecond) // the retries count against it
 		}
-		res, notRun, err := c.once(ctx, method, raw, &o1)
+		res, refusedBy, notRun, err := c.once(ctx, to, method, raw, &o1)
+		if !notRun && to != c.subj.call && errors.Is(err, ErrNoHost) {
+			// The host chosen for a retry stopped taking calls: the call
+			// did not run; another host may take it.
+			refusedBy, notRun = to[len(c.subj.call)+1:], true
+			c.forget(refusedBy)
+		}
 		switch {
 		case ctx.Err() != nil || err == nil:
 			return res, err
@@ -329,6 +337,7 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 				t.Stop()
 				return nil, ctx.Err()
 			}
+			to = c.retryTo(ctx, refusedBy)
 		case o.Idempotent && !retried && errors.Is(err, ErrHostGone):
 			// Safe to run twice: send it once more, to a surviving host,
 			// within what is left of its timeout.
@@ -341,21 +350,23 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 				o.Timeout = left
 			}
 			c.cfg.logger.Debug("remote: retrying an idempotent call after its host went away", "server", c.name, "method", method, "error", err)
+			to = c.subj.call
 		default:
 			return res, err
 		}
 	}
 }
 
-// once sends the call once. notRun reports a refusal before it ran.
-func (c *Client) once(ctx context.Context, method string, params []byte, o *snodo.RequestSettings) (json.RawMessage, bool, error) {
+// once sends the call once, to subject to. notRun reports a refusal
+// before it ran, and refusedBy the host that refused it.
+func (c *Client) once(ctx context.Context, to, method string, params []byte, o *snodo.RequestSettings) (_ json.RawMessage, refusedBy string, notRun bool, _ error) {
 	if err := ctx.Err(); err != nil {
-		return nil, false, err
+		return nil, "", false, err
 	}
 	p := &pending{final: make(chan *nats.Msg, 1), msgs: make(chan *nats.Msg, progressQueue), denied: make(chan error, 1)}
 	token, err := c.register(p, nil)
 	if err != nil {
-		return nil, false, err
+		return nil, "", false, err
 	}
 	defer c.unregister(token)
 	reply := c.inbox + token
@@ -369,7 +380,7 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 	if dl, ok := ctx.Deadline(); ok && (hostTimeout <= 0 || time.Until(dl) < hostTimeout) {
 		hostTimeout = max(time.Until(dl), time.Millisecond)
 	}
-	m := nats.NewMsg(c.subj.call)
+	m := nats.NewMsg(to)
 	m.Reply = reply
 	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, method, params))
 	m.Header.Set(hdrBeat, millis(c.cfg.beat))
@@ -407,7 +418,7 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 	defer watchdog.Stop()
 
 	if err := c.send(m, method); err != nil {
-		return nil, false, err // not run, but not to be sent again: NATS is down
+		return nil, "", false, err // not run, but not to be sent again: NATS is down
 	}
 	cancel := func() { _ = c.nc.Publish(c.subj.cancel, []byte(reply)) }
 	// onProgress runs the caller's progress function for a progress update
@@ -429,7 +440,7 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 		select {
 		case m := <-p.final:
 			if m == nil {
-				return nil, false, closedErr("the client was closed", ErrClientClosed)
+				return nil, "", false, closedErr("the client was closed", ErrClientClosed)
 			}
 			// Progress runs before the result, as on a local call: the
 			// updates the host sent before its reply are already queued
@@ -443,7 +454,11 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 					drained = true
 				}
 			}
-			return c.result(method, m)
+			res, notRun, err := c.result(method, m)
+			if notRun {
+				refusedBy = m.Header.Get(hdrHost)
+			}
+			return res, refusedBy, notRun, err
 		case m := <-p.msgs:
 			watchdog.Reset(silence)
 			if m.Header.Get(hdrKind) == kindBeat {
@@ -451,24 +466,24 @@ func (c *Client) once(ctx context.Context, method string, params []byte, o *snod
 			}
 			onProgress(m)
 		case err := <-p.denied:
-			return nil, false, permissionError(fmt.Sprintf("remote: %s on %s was not sent", method, c.name), err)
+			return nil, "", false, permissionError(fmt.Sprintf("remote: %s on %s was not sent", method, c.name), err)
 		case <-watchdog.C:
 			cancel()
 			why := "it died or is cut off"
 			if !c.nc.IsConnected() {
 				why = "NATS unreachable (reconnecting)"
 			}
-			return nil, false, closedErr(fmt.Sprintf("%s on %s: the host running it sent nothing for %s (%s)",
+			return nil, "", false, closedErr(fmt.Sprintf("%s on %s: the host running it sent nothing for %s (%s)",
 				method, c.name, silence.Round(time.Millisecond), why), ErrHostGone)
 		case <-deadline:
 			cancel()
-			return nil, false, timeoutErr(method, c.name, time.Since(t0))
+			return nil, "", false, timeoutErr(method, c.name, time.Since(t0))
 		case <-total:
 			cancel()
-			return nil, false, timeoutErr(method, c.name, time.Since(t0))
+			return nil, "", false, timeoutErr(method, c.name, time.Since(t0))
 		case <-ctx.Done():
 			cancel()
-			return nil, false, ctx.Err()
+			return nil, "", false, ctx.Err()
 		}
 	}
 }

@@ -66,7 +66,7 @@ func (e *endpointStats) snapshot(name, subject, queue string, data any) *micro.E
 type service struct {
 	id      string
 	started time.Time
-	subs    []*nats.Subscription // call, info, listen (queue group)
+	subs    []*nats.Subscription // call, info, listen (queue group); call.HOSTID, hosts
 	ctl     []*nats.Subscription // $SRV.PING|INFO|STATS[.NAME[.ID]]
 }
 
@@ -103,6 +103,22 @@ func (h *Host) addService(s *served) error {
 			return fail(err)
 		}
 		_ = sub.SetPendingLimits(-1, -1) // as micro's: the bound is the host's held calls
+		v.subs = append(v.subs, sub)
+	}
+	// This host's own call subject, and its answer to "which hosts, with
+	// how much room": not in the queue group.
+	for _, ep := range []struct {
+		subject string
+		handle  func(*nats.Msg)
+	}{
+		{s.subj.callTo(h.id), func(m *nats.Msg) { h.onCall(s, m) }},
+		{s.subj.hosts, func(m *nats.Msg) { h.onHosts(s, m) }},
+	} {
+		sub, err := h.serve.Subscribe(ep.subject, ep.handle)
+		if err != nil {
+			return fail(err)
+		}
+		_ = sub.SetPendingLimits(-1, -1)
 		v.subs = append(v.subs, sub)
 	}
 	identity := micro.ServiceIdentity{Name: s.name, ID: v.id, Version: serviceVersion, Metadata: map[string]string{
@@ -167,4 +183,23 @@ func (h *Host) callData(s *served) any {
 		InFlight  int64 `json:"in_flight"`
 		Cancelled int64 `json:"cancelled"`
 	}{h.poolState(s), s.inFlight.Load(), s.cancels.Load()}
+}
+
+// hostRoom is a host's answer on a name's hosts subject.
+type hostRoom struct {
+	ID   string `json:"id"`   // the host's id: it takes calls on call.ID
+	Free int    `json:"free"` // calls it can take now, before its bound
+}
+
+// onHosts tells a caller looking for room this host's id and free slots.
+func (h *Host) onHosts(s *served, r *nats.Msg) {
+	if r.Reply == "" {
+		return
+	}
+	free := cap(h.slots) - len(h.slots)
+	if ok, _ := canServe(s); !ok {
+		free = 0
+	}
+	b, _ := json.Marshal(hostRoom{ID: h.id, Free: free})
+	_ = r.Respond(b)
 }

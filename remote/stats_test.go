@@ -46,8 +46,12 @@ func TestStatsTimeWholeCallsAndCountErrors(t *testing.T) {
 		_, err := c.Request(ctxFor(t, 20*time.Second), "test/error", map[string]any{"code": -32050, "message": "no"})
 		require.Error(t, err)
 	}
-	st := stats(t, c, "ts")
-	require.Len(t, st.Endpoints, 3)
+	// A call is counted once its answer has gone out: wait for the last.
+	var st micro.Stats
+	require.Eventually(t, func() bool {
+		st = stats(t, c, "ts")
+		return len(st.Endpoints) == 3 && st.Endpoints[0].NumRequests == 7
+	}, 20*time.Second, 10*time.Millisecond)
 	byName := map[string]*micro.EndpointStats{}
 	for _, ep := range st.Endpoints {
 		byName[ep.Name] = ep
@@ -87,8 +91,11 @@ func TestStatsCountListenErrors(t *testing.T) {
 	old, c := client(t, e, "old"), client(t, e, "new")
 	_, err := old.Listen(ctxFor(t, 20*time.Second), snodo.Filter{ToolsListChanged: true})
 	require.ErrorIs(t, err, snodo.ErrListenUnsupported)
-	st := stats(t, old, "old")
-	assert.Equal(t, 1, st.Endpoints[2].NumRequests)
+	var st micro.Stats
+	require.Eventually(t, func() bool {
+		st = stats(t, old, "old")
+		return st.Endpoints[2].NumRequests == 1
+	}, 20*time.Second, 10*time.Millisecond)
 	assert.Equal(t, 1, st.Endpoints[2].NumErrors, "the refused listen is an error")
 	assert.NotEmpty(t, st.Endpoints[2].LastError)
 

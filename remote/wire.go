@@ -91,15 +91,22 @@ func checkName(what, name string) error {
 	return nil
 }
 
-// subjects are the subjects of one served name.
+// subjects are the subjects of one served name. Besides the call
+// endpoint every host serves in a queue group (call), each host takes
+// calls meant for it alone on call.HOSTID (a caller sends a refused call
+// there, to a host with room, and a task's later calls to the host that
+// holds the task), and answers hosts (every host: its id and free slots).
 type subjects struct {
-	call, listen, cancel, info string
+	call, listen, cancel, info, hosts string
 }
 
 func subjectsOf(prefix, name string) subjects {
 	base := prefix + "." + name
-	return subjects{call: base + ".call", listen: base + ".listen", cancel: base + ".cancel", info: base + ".info"}
+	return subjects{call: base + ".call", listen: base + ".listen", cancel: base + ".cancel", info: base + ".info", hosts: base + ".hosts"}
 }
+
+// callTo is the subject on which only host id takes calls of the name.
+func (s subjects) callTo(id string) string { return s.call + "." + id }
 
 // controlSubject is a host's own subject for subscription keep-alives.
 func controlSubject(prefix, hostID string) string { return prefix + "._host." + hostID }
