@@ -24,6 +24,7 @@ import (
 var serverBin string
 
 func TestMain(m *testing.M) {
+	benchChildMain()
 	dir, err := os.MkdirTemp("", "benchserver")
 	if err != nil {
 		panic(err)

@@ -1,10 +1,20 @@
 package bench_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -14,114 +24,309 @@ import (
 	"github.com/snodo/snodo/supervisor"
 )
 
-// BenchmarkRemote compares one tools/call through a local pool with the
-// same call to the same pool served over NATS (an embedded server, host
-// and caller in this process: one machine, loopback TCP), at 1 and 64 in
-// flight, against the fast server. The difference is the cost of the hop:
-// two NATS messages (request and reply) through the NATS server, and the
-// host's bookkeeping.
+// BenchmarkRemote measures a remote call against its floor and its
+// parts, in one run, on one NATS server: the same tools/call to a
+// one-member pool of the fast server through the pool directly (local),
+// a bare nats.go request/reply answered by a subscriber that echoes the
+// payload (bare-nats: two messages through the NATS server and nothing
+// else), and a remote.Client call to a remote.Host serving the pool
+// (remote), at 1 and 16 in flight.
 //
-//	go test -run '^$' -bench Remote -count 5 -benchmem | benchstat -
+// Three processes, so that each side's allocations are its own: the NATS
+// server (remote/embedded, in a child process of its own), the host and
+// the bare responder (another child), and the callers (this process).
+// Each row reports the wall time per call, calls/s, p50 and p99 latency,
+// the caller's allocations (allocs/op) and CPU (cpu-ns/op), and the host
+// or responder's allocations (host-allocs/op) and CPU (host-cpu-ns/op).
+// The benchmark then logs the goals of issue 30 against the figures of
+// this run: met or missed.
+//
+//	go test -run '^$' -bench 'Remote$' -benchtime 5000x -v   # -v prints the goals
 func BenchmarkRemote(b *testing.B) {
-	for _, transport := range []string{"local", "remote"} {
-		for _, inFlight := range []int{1, 64} {
-			b.Run(fmt.Sprintf("transport=%s/inflight=%d", transport, inFlight), func(b *testing.B) {
-				pool, err := supervisor.NewPool(context.Background(), snodo.Command(serverBin, "-fast"), 1)
-				if err != nil {
-					b.Fatal(err)
+	natsURL, _, stopNATS := startChild(b, "nats")
+	defer stopNATS()
+	_, host, stopHost := startChild(b, "host", natsURL)
+	defer stopHost()
+
+	pool, err := supervisor.NewPool(context.Background(), snodo.Command(serverBin, "-fast"), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	c, err := remote.NewClient(nc, "fast")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	bare, err := nats.Connect(natsURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bare.Close()
+
+	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"}}`)
+	calls := map[string]func() error{
+		"local": func() error {
+			_, err := pool.Request(context.Background(), "tools/call", params)
+			return err
+		},
+		"bare-nats": func() error {
+			_, err := bare.RequestWithContext(context.Background(), "bare.call", params)
+			return err
+		},
+		"remote": func() error {
+			_, err := c.Request(context.Background(), "tools/call", params)
+			return err
+		},
+	}
+	got := map[string]remoteFigures{}
+	for _, inFlight := range []int{1, 16} {
+		for _, transport := range []string{"local", "bare-nats", "remote"} {
+			name := fmt.Sprintf("transport=%s/inflight=%d", transport, inFlight)
+			b.Run(name, func(b *testing.B) {
+				var side func() (int64, time.Duration)
+				if transport != "local" {
+					side = host.stats
 				}
-				var r snodo.Session = pool
-				if transport == "remote" {
-					nc, err := nats.Connect(servedPool(b, pool))
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer nc.Close()
-					c, err := remote.NewClient(nc, "fast")
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer c.Close()
-					r = c
-				} else {
-					defer pool.Close()
-				}
-				params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"}}`)
-				call := func() error {
-					_, err := r.Request(context.Background(), "tools/call", params)
-					return err
-				}
-				timeCalls(b, inFlight, call)
+				got[name] = timeRemoteCalls(b, inFlight, calls[transport], side)
 			})
 		}
 	}
+	logRemoteGoals(b, got)
 }
 
-// BenchmarkRemoteVsBareNATS compares 16 remote calls in flight with 16
-// bare nats.go request/replies on the same embedded NATS server, each
-// answered by a subscriber that echoes the payload: the floor a call over
-// NATS cannot go below (two messages through the server), against what a
-// remote call adds (headers, the host's goroutine, the MCP server's
-// answer over stdio, heartbeat and keep-alive bookkeeping).
-//
-//	go test -run '^$' -bench RemoteVsBareNATS -benchtime 5000x -count 3 -benchmem
-func BenchmarkRemoteVsBareNATS(b *testing.B) {
-	const inFlight = 16
-	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"}}`)
-	b.Run("transport=bare-nats/inflight=16", func(b *testing.B) {
-		srv, err := embedded.Start(embedded.Options{})
-		if err != nil {
+// remoteFigures are one row's figures, for the goals.
+type remoteFigures struct {
+	p50, callsPerSec, allocs, hostAllocs float64
+}
+
+// timeRemoteCalls warms call up, then times b.N calls of it, one at a
+// time or inFlight at once, and reports calls/s, p50 and p99 latency,
+// this process's allocations and CPU per call, and, with side, the other
+// side's (host-allocs/op, host-cpu-ns/op).
+func timeRemoteCalls(b *testing.B, inFlight int, call func() error, side func() (int64, time.Duration)) remoteFigures {
+	for range 1000 {
+		if err := call(); err != nil {
 			b.Fatal(err)
 		}
-		defer srv.Shutdown()
-		responder, err := nats.Connect(srv.URL())
+	}
+	lat := make([]time.Duration, b.N)
+	var next atomic.Int64
+	timed := func() error {
+		t0 := time.Now()
+		err := call()
+		if i := next.Add(1) - 1; i < int64(len(lat)) {
+			lat[i] = time.Since(t0)
+		}
+		return err
+	}
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	var sideMallocs0 int64
+	var sideCPU0 time.Duration
+	if side != nil {
+		sideMallocs0, sideCPU0 = side()
+	}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	t0 := time.Now()
+	b.ResetTimer()
+	if inFlight == 1 {
+		for i := 0; i < b.N; i++ {
+			if err := timed(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	} else {
+		b.SetParallelism((inFlight + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := timed(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	b.StopTimer()
+	wall := time.Since(t0)
+	cpu := cpuTime() - cpu0
+	var m1 runtime.MemStats
+	runtime.ReadMemStats(&m1)
+	n := float64(b.N)
+	f := remoteFigures{callsPerSec: n / wall.Seconds(), allocs: float64(m1.Mallocs-m0.Mallocs) / n}
+	lat = lat[:min(int(next.Load()), len(lat))]
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		f.p50 = float64(lat[len(lat)/2].Nanoseconds()) / 1e3
+		b.ReportMetric(f.p50, "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+	}
+	b.ReportMetric(f.callsPerSec, "calls/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/op")
+	if side != nil {
+		mallocs, sideCPU := side()
+		f.hostAllocs = float64(mallocs-sideMallocs0) / n
+		b.ReportMetric(f.hostAllocs, "host-allocs/op")
+		b.ReportMetric(float64((sideCPU-sideCPU0).Nanoseconds())/n, "host-cpu-ns/op")
+	}
+	return f
+}
+
+// logRemoteGoals logs issue 30's goals for remote calls against this
+// run's figures.
+func logRemoteGoals(b *testing.B, got map[string]remoteFigures) {
+	local1, bare1, remote1 := got["transport=local/inflight=1"], got["transport=bare-nats/inflight=1"], got["transport=remote/inflight=1"]
+	bare16, remote16 := got["transport=bare-nats/inflight=16"], got["transport=remote/inflight=16"]
+	if remote1.p50 == 0 || remote16.callsPerSec == 0 || bare16.callsPerSec == 0 {
+		return // a -bench filter left a row out
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "missed"
+	}
+	bound := bare1.p50 + local1.p50 + 50
+	b.Logf("goal p50 at 1 in flight <= bare + local + 50 µs: %.0f µs against %.0f + %.0f + 50 = %.0f µs: %s",
+		remote1.p50, bare1.p50, local1.p50, bound, verdict(remote1.p50 <= bound))
+	ratio := remote16.callsPerSec / bare16.callsPerSec
+	b.Logf("goal calls/s at 16 in flight >= 0.7x bare: %.0f against %.0f, %.2fx: %s",
+		remote16.callsPerSec, bare16.callsPerSec, ratio, verdict(ratio >= 0.7))
+	worst := max(remote1.allocs, remote16.allocs, remote1.hostAllocs, remote16.hostAllocs)
+	b.Logf("goal allocations per remote call <= 20 each side: caller %.1f / %.1f, host %.1f / %.1f (1 / 16 in flight; bare nats.go caller %.1f, responder %.1f): %s",
+		remote1.allocs, remote16.allocs, remote1.hostAllocs, remote16.hostAllocs, bare16.allocs, bare16.hostAllocs, verdict(worst <= 20))
+}
+
+// The children of BenchmarkRemote: the test binary run again with
+// benchChildEnv set to its role.
+const (
+	benchChildEnv  = "SNODO_BENCH_CHILD"
+	benchServerEnv = "SNODO_BENCH_SERVER"
+)
+
+// startChild runs this test binary as role (nats or host) with args,
+// and returns the first line it prints (the NATS URL, or "ready"), the
+// child, and a stop that closes its stdin and waits for it to exit.
+func startChild(b *testing.B, role string, args ...string) (string, *benchChild, func()) {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), benchChildEnv+"="+role, benchServerEnv+"="+serverBin)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	ch := &benchChild{in: stdin, out: bufio.NewReader(stdout)}
+	line, err := ch.out.ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		b.Fatalf("bench child %s: %v", role, err)
+	}
+	return strings.TrimSpace(line), ch, func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	}
+}
+
+// benchChild is a running child's pipes.
+type benchChild struct {
+	in  io.Writer
+	out *bufio.Reader
+}
+
+// stats asks the child for its allocations and CPU time so far.
+func (ch *benchChild) stats() (int64, time.Duration) {
+	if _, err := io.WriteString(ch.in, "stats\n"); err != nil {
+		return 0, 0
+	}
+	line, err := ch.out.ReadString('\n')
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(line)
+	if len(f) != 2 {
+		return 0, 0
+	}
+	mallocs, _ := strconv.ParseInt(f[0], 10, 64)
+	cpu, _ := strconv.ParseInt(f[1], 10, 64)
+	return mallocs, time.Duration(cpu)
+}
+
+// benchChildMain runs this process as a child of BenchmarkRemote when
+// benchChildEnv says so, and exits; it returns otherwise.
+func benchChildMain() {
+	role := os.Getenv(benchChildEnv)
+	if role == "" {
+		return
+	}
+	if err := runBenchChild(role); err != nil {
+		fmt.Fprintf(os.Stderr, "bench child %s: %v\n", role, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func runBenchChild(role string) error {
+	in := bufio.NewScanner(os.Stdin)
+	switch role {
+	case "nats":
+		srv, err := embedded.Start(embedded.Options{})
 		if err != nil {
-			b.Fatal(err)
+			return err
+		}
+		defer srv.Shutdown()
+		fmt.Println(srv.URL())
+		for in.Scan() {
+			fmt.Println("nats")
+		}
+		return nil
+	case "host":
+		url := os.Args[len(os.Args)-1]
+		pool, err := supervisor.NewPool(context.Background(), snodo.Command(os.Getenv(benchServerEnv), "-fast"), 1)
+		if err != nil {
+			return err
+		}
+		h, err := remote.NewHost(context.Background(), url, remote.Serve("fast", pool))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = h.Close(); <-h.Done() }()
+		responder, err := nats.Connect(url)
+		if err != nil {
+			return err
 		}
 		defer responder.Close()
 		if _, err := responder.QueueSubscribe("bare.call", "bare", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
-			b.Fatal(err)
-		}
-		nc, err := nats.Connect(srv.URL())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer nc.Close()
-		timeCalls(b, inFlight, func() error {
-			_, err := nc.RequestWithContext(context.Background(), "bare.call", params)
 			return err
-		})
-	})
-	b.Run("transport=remote/inflight=16", func(b *testing.B) {
-		pool, err := supervisor.NewPool(context.Background(), snodo.Command(serverBin, "-fast"), 1)
-		if err != nil {
-			b.Fatal(err)
 		}
-		c, err := remote.Dial(context.Background(), servedPool(b, pool), "fast")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		timeCalls(b, inFlight, func() error {
-			_, err := c.Request(context.Background(), "tools/call", params)
+		if err := responder.Flush(); err != nil {
 			return err
-		})
-	})
-}
-
-// servedPool serves pool under the name "fast" from a host on a NATS
-// server embedded for b, and returns the server's URL; the host and the
-// server stop when b ends.
-func servedPool(b *testing.B, pool *supervisor.Pool) string {
-	srv, err := embedded.Start(embedded.Options{})
-	if err != nil {
-		b.Fatal(err)
+		}
+		fmt.Println("ready")
+		for in.Scan() {
+			switch in.Text() {
+			case "stats":
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				fmt.Println(m.Mallocs, cpuTime().Nanoseconds())
+			default:
+				fmt.Println("?")
+			}
+		}
+		return nil
 	}
-	b.Cleanup(srv.Shutdown)
-	h, err := remote.NewHost(context.Background(), srv.URL(), remote.Serve("fast", pool))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = h.Close() })
-	return srv.URL()
+	return fmt.Errorf("unknown role %q", role)
 }
