@@ -13,7 +13,25 @@ type Progress = connection.Progress
 // RequestOption tunes one request. Build it with Timeout, OnProgress,
 // ResetTimeoutOnProgress, MaxTotalTimeout or Idempotent; a Requester reads
 // the values back with SettingsOf.
-type RequestOption struct{ set func(*RequestSettings) }
+//
+// An option is applied to a copy of the settings (set takes and returns
+// them by value, so that SettingsOf allocates nothing), and the
+// durations of Timeout and MaxTotalTimeout travel in the option itself
+// (d, for the setting named by dur) instead of in a closure.
+type RequestOption struct {
+	set func(RequestSettings) RequestSettings
+	d   time.Duration
+	dur durationSetting
+}
+
+// durationSetting names the duration a RequestOption's d sets.
+type durationSetting uint8
+
+const (
+	noDuration durationSetting = iota
+	timeoutSetting
+	maxTotalSetting
+)
 
 // RequestSettings are the values a request's options set: what a
 // Requester implementation (a pool, a remote client) needs to honour
@@ -34,8 +52,13 @@ type RequestSettings struct {
 func SettingsOf(opts ...RequestOption) RequestSettings {
 	var s RequestSettings
 	for _, o := range opts {
-		if o.set != nil {
-			o.set(&s)
+		switch {
+		case o.dur == timeoutSetting:
+			s.Timeout = o.d
+		case o.dur == maxTotalSetting:
+			s.MaxTotalTimeout = o.d
+		case o.set != nil:
+			s = o.set(s)
 		}
 	}
 	return s
@@ -51,14 +74,14 @@ const DefaultMaxPages = 1000
 // a fresh cursor for ever. n <= 0 means DefaultMaxPages. Other calls
 // ignore it.
 func MaxPages(n int) RequestOption {
-	return RequestOption{func(s *RequestSettings) { s.MaxPages = n }}
+	return RequestOption{set: func(s RequestSettings) RequestSettings { s.MaxPages = n; return s }}
 }
 
 // Timeout overrides the connection's timeout for this request; a negative
 // value waits for ever. On expiry the caller gets a -32001 *Error
 // (errors.Is(err, ErrTimeout)) and the server notifications/cancelled.
 func Timeout(d time.Duration) RequestOption {
-	return RequestOption{func(s *RequestSettings) { s.Timeout = d }}
+	return RequestOption{d: d, dur: timeoutSetting}
 }
 
 // OnProgress asks the server for progress (a progressToken in
@@ -66,7 +89,7 @@ func Timeout(d time.Duration) RequestOption {
 // order, before Request returns. If fn panics, the request is cancelled on
 // the server and the panic continues in the caller.
 func OnProgress(fn func(Progress)) RequestOption {
-	return RequestOption{func(s *RequestSettings) { s.OnProgress = fn }}
+	return RequestOption{set: func(s RequestSettings) RequestSettings { s.OnProgress = fn; return s }}
 }
 
 // ResetTimeoutOnProgress restarts the request's timeout at each progress
@@ -74,7 +97,7 @@ func OnProgress(fn func(Progress)) RequestOption {
 // It asks the server for progress (a progressToken) by itself; OnProgress
 // is not needed.
 func ResetTimeoutOnProgress() RequestOption {
-	return RequestOption{func(s *RequestSettings) { s.ResetTimeoutOnProgress = true }}
+	return RequestOption{set: func(s RequestSettings) RequestSettings { s.ResetTimeoutOnProgress = true; return s }}
 }
 
 // MaxTotalTimeout caps the whole wait, whatever the progress (with
@@ -82,7 +105,7 @@ func ResetTimeoutOnProgress() RequestOption {
 // and the server notifications/cancelled. Zero or a negative d sets no
 // cap.
 func MaxTotalTimeout(d time.Duration) RequestOption {
-	return RequestOption{func(s *RequestSettings) { s.MaxTotalTimeout = d }}
+	return RequestOption{d: d, dur: maxTotalSetting}
 }
 
 // Idempotent marks a request as safe to run twice. A supervised client or
@@ -92,7 +115,7 @@ func MaxTotalTimeout(d time.Duration) RequestOption {
 // retried: one may have run on the server before it died. A plain Client
 // has no next server and ignores it.
 func Idempotent() RequestOption {
-	return RequestOption{func(s *RequestSettings) { s.Idempotent = true }}
+	return RequestOption{set: func(s RequestSettings) RequestSettings { s.Idempotent = true; return s }}
 }
 
 // connOptions are opts in the connection's terms; nil when there are none.

@@ -98,7 +98,7 @@ func (s TaskStatus) Terminal() bool {
 // another). The TTL the server grants also bounds the wait: a task not
 // done by then fails with ErrTaskExpired. Other calls ignore it.
 func TaskTTL(d time.Duration) RequestOption {
-	return RequestOption{func(s *RequestSettings) { s.TaskTTL = d }}
+	return RequestOption{set: func(s RequestSettings) RequestSettings { s.TaskTTL = d; return s }}
 }
 
 // OnTaskStatus runs fn for each new status of a task (a status or status
@@ -107,7 +107,7 @@ func TaskTTL(d time.Duration) RequestOption {
 // then. A panic in fn is logged and fn is not called again. CallTool
 // honours it too when it runs a tool as a task. Other calls ignore it.
 func OnTaskStatus(fn func(TaskStatus)) RequestOption {
-	return RequestOption{func(s *RequestSettings) { s.OnTaskStatus = fn }}
+	return RequestOption{set: func(s RequestSettings) RequestSettings { s.OnTaskStatus = fn; return s }}
 }
 
 // TaskStatusMessage is a task's status delivered to an actor

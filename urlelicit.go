@@ -83,7 +83,7 @@ func urlElicitationRequired(err error) *URLElicitationRequiredError {
 // *URLElicitationRequiredError. Declare URL mode
 // (ElicitationCapability.URL) so servers use it.
 func RetryURLElicitation() RequestOption {
-	return RequestOption{func(s *RequestSettings) { s.RetryURLElicitation = true }}
+	return RequestOption{set: func(s RequestSettings) RequestSettings { s.RetryURLElicitation = true; return s }}
 }
 
 // elicitURLs hands each elicitation of ue to the handler; nil when the
