@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -208,7 +209,30 @@ func logRemoteGoals(b *testing.B, got map[string]remoteFigures) {
 const (
 	benchChildEnv  = "SNODO_BENCH_CHILD"
 	benchServerEnv = "SNODO_BENCH_SERVER"
+	// benchProfileEnv, set when running the benchmark, makes the host
+	// child write PREFIX.cpu and PREFIX.mem (allocations, sampled) profiles.
+	benchProfileEnv = "SNODO_BENCH_HOST_PROFILE"
 )
+
+// profileHost starts the host child's CPU profile and returns what ends
+// it and writes the allocation profile.
+func profileHost(prefix string) (func(), error) {
+	cpu, err := os.Create(prefix + ".cpu")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = cpu.Close()
+		if mem, err := os.Create(prefix + ".mem"); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(mem, 0)
+			_ = mem.Close()
+		}
+	}, nil
+}
 
 // startChild runs this test binary as role (nats or host) with args,
 // and returns the first line it prints (the NATS URL, or "ready"), the
@@ -295,6 +319,13 @@ func runBenchChild(role string) error {
 		return nil
 	case "host":
 		url := os.Args[len(os.Args)-1]
+		if prof := os.Getenv(benchProfileEnv); prof != "" {
+			stop, err := profileHost(prof)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
 		pool, err := supervisor.NewPool(context.Background(), snodo.Command(os.Getenv(benchServerEnv), "-fast"), 1)
 		if err != nil {
 			return err

@@ -59,32 +59,25 @@ const progressQueue = 16
 type Client struct {
 	snodo.Calls // every typed call: ListTools, CallTool (input_required rounds answered here), ReadResource, …
 
-	traced  snodo.Requester // wire, traced and measured by snodo's instrument (internal/seam): what Request calls
-	nc      *nats.Conn
-	owned   bool // Dial opened nc: Close closes it
-	name    string
-	cfg     config
-	subj    subjects
-	inbox   string // "_INBOX.<nuid>." — every reply of this client
-	sub     *nats.Subscription
-	seq     atomic.Int64
-	era     atomic.Int32 // snodo.Era learnt from replies; 0 until then
-	unwatch func()       // ends the log of nc's state changes
-	unroute func()       // ends the routing of nc's permission violations to this client
-	peers   peers        // the name's hosts and their room, for calls refused before they ran
+	traced   snodo.Requester // wire, traced and measured by snodo's instrument (internal/seam): what Request calls
+	nc       *nats.Conn
+	owned    bool // Dial opened nc: Close closes it
+	name     string
+	cfg      config
+	subj     subjects
+	inbox    string // "_INBOX.<nuid>." — every reply of this client
+	sub      *nats.Subscription
+	seq      atomic.Int64
+	era      atomic.Int32           // snodo.Era learnt from replies; 0 until then
+	lastOpts atomic.Pointer[string] // the last Snodo-Opts value sent (optsValue)
+	unwatch  func()                 // ends the log of nc's state changes
+	unroute  func()                 // ends the routing of nc's permission violations to this client
+	peers    peers                  // the name's hosts and their room, for calls refused before they ran
 
 	mu     sync.Mutex
-	calls  map[string]*pending
+	calls  map[int64]*pending // by token
 	subs   map[string]*hosted
 	closed bool
-}
-
-// pending is one call waiting for its host.
-type pending struct {
-	final  chan *nats.Msg // the reply (or the no-responders status)
-	msgs   chan *nats.Msg // heartbeats and progress, bounded by progressQueue
-	denied chan error     // the NATS server refused to publish the call
-	heard  atomic.Bool    // a host has sent something for it
 }
 
 // NewClient calls the server served as name through nc, which stays the
@@ -103,7 +96,7 @@ func NewClient(nc *nats.Conn, name string, opts ...ClientOption) (*Client, error
 	c := &Client{
 		nc: nc, name: name, cfg: cfg, subj: subjectsOf(cfg.prefix, name),
 		inbox: nc.NewRespInbox() + ".",
-		calls: map[string]*pending{},
+		calls: map[int64]*pending{},
 		subs:  map[string]*hosted{},
 	}
 	c.traced = seam.Instrument(wire{c}, cfg.tracers, cfg.meters, telemetry.TransportTCP, name).(snodo.Requester)
@@ -169,19 +162,21 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	calls, subs := c.calls, c.subs
-	c.calls, c.subs = map[string]*pending{}, map[string]*hosted{}
+	c.calls, c.subs = map[int64]*pending{}, map[string]*hosted{}
+	for _, p := range calls { // under mu: the calls reuse their pendings once they end
+		select {
+		case p.final <- nil:
+		default:
+		}
+	}
 	c.mu.Unlock()
 	for _, s := range subs {
 		s.stop(closedErr("the client was closed", ErrClientClosed))
 		<-s.done
 	}
 	_ = c.sub.Unsubscribe()
-	for token, p := range calls {
-		_ = c.nc.Publish(c.subj.cancel, []byte(c.inbox+token)) // the hosts cancel them on their servers
-		select {
-		case p.final <- nil:
-		default:
-		}
+	for token := range calls {
+		_ = c.nc.Publish(c.subj.cancel, []byte(c.inbox+strconv.FormatInt(token, 10))) // the hosts cancel them on their servers
 	}
 	// The cancels reach the NATS server before Close returns, when it is
 	// there: while nats.go reconnects they wait in its buffer instead.
@@ -197,51 +192,75 @@ func (c *Client) Close() error {
 }
 
 // dispatch routes one message of the inbox to its call or subscription.
-// It never blocks: it runs on the subscription's delivery goroutine.
+// It never blocks: it runs on the subscription's delivery goroutine. A
+// call's message is handed over while mu is held, so that none reaches a
+// call that has ended (its pending is reused).
 func (c *Client) dispatch(m *nats.Msg) {
 	token := m.Subject[len(c.inbox):]
+	n, err := strconv.ParseInt(token, 10, 64)
 	c.mu.Lock()
-	p, s := c.calls[token], c.subs[token]
+	if p := c.calls[n]; p != nil && err == nil {
+		c.deliver(p, m)
+		c.mu.Unlock()
+		return
+	}
+	s := c.subs[token]
 	c.mu.Unlock()
-	switch {
-	case p != nil:
-		p.heard.Store(true)
-		kind := m.Header.Get(hdrKind)
-		if kind == "" {
-			select {
-			case p.final <- m:
-			default: // a second final reply: the first wins
-			}
-			return
-		}
-		select {
-		case p.msgs <- m:
-		default:
-		}
-	case s != nil:
+	if s != nil {
 		s.deliver(m)
 	}
 }
 
-// register adds a call or subscription under a fresh token.
+// deliver hands m to the call p. c.mu is held.
+func (c *Client) deliver(p *pending, m *nats.Msg) {
+	p.heard.Store(true)
+	if m.Header.Get(hdrKind) == "" {
+		select {
+		case p.final <- m:
+		default: // a second final reply: the first wins
+		}
+		return
+	}
+	select {
+	case p.msgs <- m:
+	default:
+	}
+}
+
+// registerCall adds a call under a fresh token.
+func (c *Client) registerCall(p *pending) (int64, error) {
+	token := c.seq.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, closedErr("the client was closed", ErrClientClosed)
+	}
+	c.calls[token] = p
+	return token, nil
+}
+
+func (c *Client) unregisterCall(token int64) {
+	c.mu.Lock()
+	delete(c.calls, token)
+	c.mu.Unlock()
+}
+
+// register adds a subscription under a fresh token (of the same
+// sequence as the calls').
 func (c *Client) register(p *pending, s *hosted) (token string, err error) {
+	_ = p // always nil: calls use registerCall
 	token = strconv.FormatInt(c.seq.Add(1), 10)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return "", closedErr("the client was closed", ErrClientClosed)
 	}
-	if p != nil {
-		c.calls[token] = p
-	} else {
-		c.subs[token] = s
-	}
+	c.subs[token] = s
 	return token, nil
 }
 
 func (c *Client) unregister(token string) {
 	c.mu.Lock()
-	delete(c.calls, token)
 	delete(c.subs, token)
 	c.mu.Unlock()
 }
@@ -363,14 +382,17 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 	if err := ctx.Err(); err != nil {
 		return nil, "", false, err
 	}
-	p := &pending{final: make(chan *nats.Msg, 1), msgs: make(chan *nats.Msg, progressQueue), denied: make(chan error, 1)}
-	token, err := c.register(p, nil)
+	p := getPending()
+	token, err := c.registerCall(p)
 	if err != nil {
+		putPending(p)
 		return nil, "", false, err
 	}
-	defer c.unregister(token)
-	reply := c.inbox + token
-	id, _ := strconv.ParseInt(token, 10, 64)
+	defer func() {
+		c.unregisterCall(token) // nothing sends to p from here on
+		putPending(p)
+	}()
+	reply := c.inbox + strconv.FormatInt(token, 10)
 
 	timeout := c.cfg.timeout
 	if o.Timeout != 0 {
@@ -380,42 +402,38 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 	if dl, ok := ctx.Deadline(); ok && (hostTimeout <= 0 || time.Until(dl) < hostTimeout) {
 		hostTimeout = max(time.Until(dl), time.Millisecond)
 	}
-	m := nats.NewMsg(to)
-	m.Reply = reply
-	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, method, params))
-	m.Header.Set(hdrBeat, millis(c.cfg.beat))
-	m.Header.Set(hdrAlive, "1")
-	if hostTimeout > 0 {
-		m.Header.Set(hdrTimeout, millis(hostTimeout))
-	}
-	if o.OnProgress != nil || o.ResetTimeoutOnProgress {
-		m.Header.Set(hdrProgress, "1")
-	}
-	if o.ResetTimeoutOnProgress {
-		m.Header.Set(hdrReset, "1")
-	}
-	if o.MaxTotalTimeout > 0 {
-		m.Header.Set(hdrTotal, millis(o.MaxTotalTimeout))
-	}
+	p.buf = trimNL(jsonrpc.AppendRequest(p.buf[:0], token, method, params))
+	m := &p.msg
+	*m = nats.Msg{Subject: to, Reply: reply, Data: p.buf, Header: p.header()}
+	m.Header[hdrOpts] = append(p.opts[:0], c.optsValue(callOpts{
+		beat: c.cfg.beat, timeout: max(hostTimeout, 0), total: o.MaxTotalTimeout, alive: true,
+		progress: o.OnProgress != nil || o.ResetTimeoutOnProgress, reset: o.ResetTimeoutOnProgress,
+		era: c.era.Load() == 0,
+	}))
 	injectTrace(ctx, m.Header)
 
+	// One timer for the call: it fires at the soonest of its timeout, its
+	// MaxTotalTimeout and the end of its host's allowed silence.
 	t0 := time.Now()
-	var deadline <-chan time.Time
-	var timer *time.Timer
+	var timeoutAt, totalAt time.Time
 	if timeout > 0 {
-		timer = time.NewTimer(timeout)
-		defer timer.Stop()
-		deadline = timer.C
+		timeoutAt = t0.Add(timeout)
 	}
-	var total <-chan time.Time
 	if o.MaxTotalTimeout > 0 {
-		tt := time.NewTimer(o.MaxTotalTimeout)
-		defer tt.Stop()
-		total = tt.C
+		totalAt = t0.Add(o.MaxTotalTimeout)
 	}
 	silence := time.Duration(missedBeats)*c.cfg.beat + c.cfg.beat/2
-	watchdog := time.NewTimer(silence)
-	defer watchdog.Stop()
+	silentAt := t0.Add(silence)
+	arm := func(now time.Time) {
+		next := silentAt
+		for _, at := range [...]time.Time{timeoutAt, totalAt} {
+			if !at.IsZero() && at.Before(next) {
+				next = at
+			}
+		}
+		p.timer.Reset(next.Sub(now))
+	}
+	arm(t0)
 
 	if err := c.send(m, method); err != nil {
 		return nil, "", false, err // not run, but not to be sent again: NATS is down
@@ -427,8 +445,8 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 		if m.Header.Get(hdrKind) != kindProgress {
 			return
 		}
-		if o.ResetTimeoutOnProgress && timer != nil {
-			timer.Reset(timeout)
+		if o.ResetTimeoutOnProgress && timeout > 0 {
+			timeoutAt = time.Now().Add(timeout)
 		}
 		var wp wireProgress
 		if o.OnProgress == nil || json.Unmarshal(m.Data, &wp) != nil {
@@ -460,32 +478,96 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 			}
 			return res, refusedBy, notRun, err
 		case m := <-p.msgs:
-			watchdog.Reset(silence)
 			if m.Header.Get(hdrKind) == kindBeat {
 				c.keepAlive(m.Header.Get(hdrHost), reply)
 			}
 			onProgress(m)
+			now := time.Now()
+			silentAt = now.Add(silence)
+			arm(now)
 		case err := <-p.denied:
 			return nil, "", false, permissionError(fmt.Sprintf("remote: %s on %s was not sent", method, c.name), err)
-		case <-watchdog.C:
-			cancel()
-			why := "it died or is cut off"
-			if !c.nc.IsConnected() {
-				why = "NATS unreachable (reconnecting)"
+		case <-p.timer.C:
+			now := time.Now()
+			switch {
+			case !timeoutAt.IsZero() && !now.Before(timeoutAt), !totalAt.IsZero() && !now.Before(totalAt):
+				cancel()
+				return nil, "", false, timeoutErr(method, c.name, now.Sub(t0))
+			case !now.Before(silentAt):
+				cancel()
+				why := "it died or is cut off"
+				if !c.nc.IsConnected() {
+					why = "NATS unreachable (reconnecting)"
+				}
+				return nil, "", false, closedErr(fmt.Sprintf("%s on %s: the host running it sent nothing for %s (%s)",
+					method, c.name, silence.Round(time.Millisecond), why), ErrHostGone)
 			}
-			return nil, "", false, closedErr(fmt.Sprintf("%s on %s: the host running it sent nothing for %s (%s)",
-				method, c.name, silence.Round(time.Millisecond), why), ErrHostGone)
-		case <-deadline:
-			cancel()
-			return nil, "", false, timeoutErr(method, c.name, time.Since(t0))
-		case <-total:
-			cancel()
-			return nil, "", false, timeoutErr(method, c.name, time.Since(t0))
+			arm(now) // a progress update moved the timeout on
 		case <-ctx.Done():
 			cancel()
 			return nil, "", false, ctx.Err()
 		}
 	}
+}
+
+// pending is one call waiting for its host. Pendings are reused (see
+// getPending): only dispatch, publishDenied and Close send to one, each
+// while holding the client's mu and finding it in the client's calls.
+type pending struct {
+	final  chan *nats.Msg // the reply (or the no-responders status; nil: the client closed)
+	msgs   chan *nats.Msg // heartbeats and progress, bounded by progressQueue
+	denied chan error     // the NATS server refused to publish the call
+	heard  atomic.Bool    // a host has sent something for it
+	timer  *time.Timer    // the call's timeout, MaxTotalTimeout and watchdog, whichever comes first
+	msg    nats.Msg       // the call as sent (nats.go copies it when publishing)
+	hdr    nats.Header
+	opts   []string // the Snodo-Opts header's value
+	buf    []byte   // the request's bytes
+}
+
+// pendings are the pendings of calls that ended, for the next calls:
+// their channels, timer and buffers cost nothing more per call.
+var pendings = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &pending{final: make(chan *nats.Msg, 1), msgs: make(chan *nats.Msg, progressQueue), denied: make(chan error, 1),
+		timer: t, hdr: nats.Header{}, opts: make([]string, 0, 1)}
+}}
+
+// maxPooledRequest bounds the request buffer a pending keeps for the
+// next call.
+const maxPooledRequest = 16 << 10
+
+func getPending() *pending { return pendings.Get().(*pending) }
+
+// putPending empties p (no one sends to it any more) and keeps it for
+// the next call.
+func putPending(p *pending) {
+	p.timer.Stop()
+	for drained := false; !drained; {
+		select {
+		case <-p.final:
+		case <-p.msgs:
+		case <-p.denied:
+		default:
+			drained = true
+		}
+	}
+	p.heard.Store(false)
+	p.msg = nats.Msg{}
+	if cap(p.buf) > maxPooledRequest {
+		p.buf = nil
+	}
+	pendings.Put(p)
+}
+
+// header is p's call header, emptied of what the last call put there (a
+// trace context).
+func (p *pending) header() nats.Header {
+	if len(p.hdr) > 1 {
+		clear(p.hdr)
+	}
+	return p.hdr
 }
 
 // ErrNATSUnreachable: the client's NATS connection is down and

@@ -150,6 +150,7 @@ type Host struct {
 // served is one name served by the host.
 type served struct {
 	name                              string
+	run                               func(reply string, hdr nats.Header, data []byte) // runs one call (runCall), made once
 	pool                              *supervisor.Pool
 	subj                              subjects
 	svc                               *service // nil while withdrawn (its pool cannot serve); guarded by the host's mu once serving
@@ -279,6 +280,7 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 	for _, name := range h.cfg.order {
 		s := &served{name: name, pool: h.cfg.pools[name], subj: subjectsOf(h.cfg.prefix, name)}
 		s.size0 = s.pool.Size()
+		s.run = func(reply string, hdr nats.Header, data []byte) { h.runCall(s, reply, hdr, data) }
 		h.served = append(h.served, s)
 		if s.cancelSub, err = h.reply.Subscribe(s.subj.cancel, func(m *nats.Msg) { h.cancelCall(string(m.Data), s) }); err != nil {
 			return fmt.Errorf("remote: subscribing to %s: %w", s.subj.cancel, err)
@@ -493,9 +495,7 @@ func (h *Host) publish(m *nats.Msg) {
 
 // onCall takes one call from the service endpoint.
 func (h *Host) onCall(s *served, r *nats.Msg) {
-	h.admit(r, &h.held, &s.callStats, func(reply string, hdr nats.Header, data []byte) {
-		h.runCall(s, reply, hdr, data)
-	})
+	h.admit(r, &h.held, &s.callStats, s.run)
 }
 
 // admit is the one way in for calls and subscriptions. It runs on the
@@ -539,6 +539,7 @@ func (h *Host) refuse(st *endpointStats, reply string, data []byte, why string) 
 
 func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	env, err := jsonrpc.Scan(data)
+	opts := callOptsOf(hdr)
 	if err != nil || env.Kind != jsonrpc.KindRequest || len(env.ID) == 0 {
 		h.answer(s, reply, env.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: "remote: the payload is not a JSON-RPC request"}, true)
@@ -551,9 +552,10 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 			Message: "remote: the payload is not valid UTF-8 (JSON text must be); nothing was sent to the server"}, true)
 		return
 	}
-	if why := refusedMethod(env.MethodName()); why != "" {
+	method := methodName(&env)
+	if why := refusedMethod(method); why != "" {
 		h.answer(s, reply, env.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("remote: host %s refuses %s: %s", h.label, env.MethodName(), why)}, true)
+			Message: fmt.Sprintf("remote: host %s refuses %s: %s", h.label, method, why)}, true)
 		return
 	}
 	if ok, why := canServe(s); !ok {
@@ -562,9 +564,13 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 		h.refuse(&s.callStats, reply, data, fmt.Sprintf("host %s cannot serve %s now (%v)", h.label, s.name, why))
 		return
 	}
-	ctx, cancel := context.WithCancelCause(extractTrace(h.callCtx, hdr))
+	ctx := h.callCtx
+	if len(hdr) > 1 || hdr.Get(hdrOpts) == "" { // more than the call's settings: trace context, maybe
+		ctx = extractTrace(ctx, hdr)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	hc := &heldCall{cancel: cancel, alive: hdr.Get(hdrAlive) == "1"}
+	hc := &heldCall{cancel: cancel, alive: opts.alive, h: h, reply: reply, beat: beatWithin(opts.beat)}
 	hc.lastSeen.Store(time.Now().UnixNano())
 	switch h.hold(reply, hc) {
 	case heldCancelled:
@@ -583,36 +589,25 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 
-	beat := beatOf(hdr)
-	var check func() bool
-	if hc.alive {
-		// The caller answers each beat with a keep-alive: after 3.5
-		// beats without one it has died or is cut off, and nobody waits
-		// for this call any more.
-		silence := time.Duration(missedBeats)*beat + beat/2
-		check = func() bool {
-			if time.Since(time.Unix(0, hc.lastSeen.Load())) <= silence {
-				return true
-			}
-			cancel(errCallerGone)
-			return false
-		}
-	}
-	defer h.startBeats(reply, beat, check)()
+	// While it runs the host sends a heartbeat every beat; a caller that
+	// answers each with a keep-alive (alive) and then stops for 3.5 beats
+	// has died or is cut off, and nobody waits for this call any more.
+	hc.startBeats()
+	defer hc.stopBeats()
 
 	// The caller's own timers fire first and send the cancel; the host's,
 	// a grace later, are a backstop for a cancel that never arrives.
 	var ro []snodo.RequestOption
-	if t := headerMillis(hdr, hdrTimeout); t > 0 {
-		ro = append(ro, snodo.Timeout(plusGrace(t)))
+	if opts.timeout > 0 {
+		ro = append(ro, snodo.Timeout(plusGrace(opts.timeout)))
 	}
-	if hdr.Get(hdrReset) == "1" {
+	if opts.reset {
 		ro = append(ro, snodo.ResetTimeoutOnProgress())
 	}
-	if t := headerMillis(hdr, hdrTotal); t > 0 {
-		ro = append(ro, snodo.MaxTotalTimeout(plusGrace(t)))
+	if opts.total > 0 {
+		ro = append(ro, snodo.MaxTotalTimeout(plusGrace(opts.total)))
 	}
-	if hdr.Get(hdrProgress) == "1" {
+	if opts.progress {
 		ro = append(ro, snodo.OnProgress(func(p snodo.Progress) {
 			m := nats.NewMsg(reply)
 			m.Header.Set(hdrKind, kindProgress)
@@ -624,12 +619,12 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	if env.Params != nil {
 		params = json.RawMessage(withoutProgressToken(env.Params))
 	}
-	raw, err := s.pool.Request(ctx, env.MethodName(), params, ro...)
+	raw, err := s.pool.Request(ctx, method, params, ro...)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && (errors.Is(cause, errCallerCancelled) || errors.Is(cause, errCallerGone)) {
 			s.cancels.Add(1)
 			if errors.Is(cause, errCallerGone) {
-				h.cfg.logger.Info("remote: call cancelled: its caller stopped sending keep-alives", "server", s.name, "method", env.MethodName())
+				h.cfg.logger.Info("remote: call cancelled: its caller stopped sending keep-alives", "server", s.name, "method", method)
 			}
 			return // the caller has stopped waiting
 		}
@@ -641,7 +636,7 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 		h.answer(s, reply, env.ID, nil, e, local)
 		return
 	}
-	h.answer(s, reply, env.ID, raw, nil, false)
+	h.answerResult(s, reply, env.ID, raw, opts.era)
 }
 
 // wireProgress is a progress update on the wire.
@@ -676,6 +671,58 @@ func (h *Host) answer(s *served, reply string, id, result []byte, e *jsonrpc.Err
 	h.publish(m)
 }
 
+// answerResult publishes a call's result: the JSON-RPC response and no
+// header, but Snodo-Era when the caller asked for it (withEra). Its bytes
+// are built in a reused buffer: nats.go copies them when publishing.
+func (h *Host) answerResult(s *served, reply string, id, result []byte, withEra bool) {
+	era := ""
+	if withEra {
+		era = s.era()
+	}
+	bp := replyBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledReply {
+			replyBufs.Put(bp)
+		}
+	}()
+	*bp = trimNL(jsonrpc.AppendResult((*bp)[:0], id, result))
+	if era == "" && int64(len(*bp)) <= h.reply.MaxPayload()-1024 {
+		if err := h.reply.Publish(reply, *bp); err != nil {
+			h.cfg.logger.Debug("remote: publish failed", "subject", reply, "error", err)
+		}
+		return
+	}
+	h.answer(s, reply, id, result, nil, false)
+}
+
+// replyBufs are the buffers answerResult builds replies in.
+var replyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledReply bounds the buffer replyBufs keeps.
+const maxPooledReply = 64 << 10
+
+// methodName is env's method, without a copy for the methods most calls
+// use.
+func methodName(env *jsonrpc.Envelope) string {
+	switch string(env.Method) {
+	case `"tools/call"`:
+		return "tools/call"
+	case `"tools/list"`:
+		return "tools/list"
+	case `"resources/read"`:
+		return "resources/read"
+	case `"resources/list"`:
+		return "resources/list"
+	case `"prompts/get"`:
+		return "prompts/get"
+	case `"prompts/list"`:
+		return "prompts/list"
+	case `"ping"`:
+		return "ping"
+	}
+	return env.MethodName()
+}
+
 // rpcError turns a call's error into the JSON-RPC error sent back, and
 // says whether the host (not the MCP server) raised it.
 func rpcError(err error) (*jsonrpc.Error, bool) {
@@ -697,8 +744,10 @@ func plusGrace(t time.Duration) time.Duration {
 }
 
 // beatOf is the heartbeat interval the caller asked for, within bounds.
-func beatOf(hdr nats.Header) time.Duration {
-	d := headerMillis(hdr, hdrBeat)
+func beatOf(hdr nats.Header) time.Duration { return beatWithin(headerMillis(hdr, hdrBeat)) }
+
+// beatWithin is the heartbeat interval d (0: the default) within bounds.
+func beatWithin(d time.Duration) time.Duration {
 	if d == 0 {
 		return DefaultHeartbeat
 	}
@@ -750,6 +799,52 @@ type heldCall struct {
 	cancel   context.CancelCauseFunc
 	alive    bool         // its caller sends keep-alives (Snodo-Alive)
 	lastSeen atomic.Int64 // unix nanoseconds of the last one
+
+	// Its heartbeats: on a timer, not a goroutine of their own (most
+	// calls end before the first beat).
+	h       *Host
+	reply   string
+	beat    time.Duration
+	mu      sync.Mutex
+	stopped bool
+	timer   *time.Timer
+}
+
+// startBeats sends a heartbeat to the caller every beat until stopBeats.
+// Beats carry the host's id: the caller sends its keep-alives to the
+// host's control subject.
+func (hc *heldCall) startBeats() {
+	hc.mu.Lock()
+	hc.timer = time.AfterFunc(hc.beat, hc.onBeat)
+	hc.mu.Unlock()
+}
+
+// onBeat sends one heartbeat, or cancels the call when its caller has
+// sent no keep-alive for 3.5 beats.
+func (hc *heldCall) onBeat() {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if hc.stopped {
+		return
+	}
+	if hc.alive && time.Since(time.Unix(0, hc.lastSeen.Load())) > time.Duration(missedBeats)*hc.beat+hc.beat/2 {
+		hc.cancel(errCallerGone)
+		return
+	}
+	m := nats.NewMsg(hc.reply)
+	m.Header.Set(hdrKind, kindBeat)
+	m.Header.Set(hdrHost, hc.h.id)
+	hc.h.publish(m)
+	hc.timer.Reset(hc.beat)
+}
+
+// stopBeats ends the heartbeats; a beat already on its way may still go
+// out (callers ignore beats of calls they no longer wait for).
+func (hc *heldCall) stopBeats() {
+	hc.mu.Lock()
+	hc.stopped = true
+	hc.timer.Stop()
+	hc.mu.Unlock()
 }
 
 // hold registers a running call under its reply subject.

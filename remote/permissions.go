@@ -128,17 +128,13 @@ func (c *Client) publishDenied(subject string, err error) {
 		return
 	}
 	c.mu.Lock()
-	var ps []*pending
-	for _, p := range c.calls {
+	defer c.mu.Unlock()
+	for _, p := range c.calls { // under mu: the calls reuse their pendings once they end
 		if !p.heard.Load() {
-			ps = append(ps, p)
-		}
-	}
-	c.mu.Unlock()
-	for _, p := range ps {
-		select {
-		case p.denied <- err:
-		default:
+			select {
+			case p.denied <- err:
+			default:
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -145,8 +146,10 @@ func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(),
 // headerMillis reads a duration header in milliseconds; 0 when absent or
 // not a positive number. A value past what a time.Duration holds (about
 // 292 years) reads as the longest one, never as a wrapped-around number.
-func headerMillis(h nats.Header, key string) time.Duration {
-	v := h.Get(key)
+func headerMillis(h nats.Header, key string) time.Duration { return parseMillis(h.Get(key)) }
+
+// parseMillis reads a duration in milliseconds as headerMillis does.
+func parseMillis(v string) time.Duration {
 	if v == "" {
 		return 0
 	}
@@ -158,4 +161,105 @@ func headerMillis(h nats.Header, key string) time.Duration {
 		return math.MaxInt64
 	}
 	return time.Duration(n) * time.Millisecond
+}
+
+// hdrOpts carries a call's settings in one header (one header is what a
+// call costs NATS to encode and a host to decode): space-separated
+// fields, each a name or name=milliseconds:
+//
+//	beat=500 timeout=60000 total=120000 alive progress reset era
+//
+// beat is the heartbeat interval the caller wants, timeout its remaining
+// timeout, total its MaxTotalTimeout; alive says it answers beats with
+// keep-alives, progress that it wants progress updates, reset that
+// progress restarts the timeout, era that it has not learnt the era yet
+// (the final reply then carries Snodo-Era). A call without it is read
+// from the one-header-per-setting form of earlier callers (Snodo-Timeout,
+// Snodo-Heartbeat, Snodo-Alive, Snodo-Progress, Snodo-Reset,
+// Snodo-Total), whose final replies always carry Snodo-Era.
+const hdrOpts = "Snodo-Opts"
+
+// callOpts are a call's settings as they travel in hdrOpts.
+type callOpts struct {
+	beat, timeout, total        time.Duration
+	alive, progress, reset, era bool
+}
+
+// appendOpts appends o's hdrOpts value.
+func appendOpts(b []byte, o callOpts) []byte {
+	field := func(name string, d time.Duration) {
+		if d > 0 {
+			if len(b) > 0 {
+				b = append(b, ' ')
+			}
+			b = append(b, name...)
+			b = append(b, '=')
+			b = strconv.AppendInt(b, max(d.Milliseconds(), 1), 10)
+		}
+	}
+	flag := func(name string, on bool) {
+		if on {
+			if len(b) > 0 {
+				b = append(b, ' ')
+			}
+			b = append(b, name...)
+		}
+	}
+	field("beat", o.beat)
+	field("timeout", o.timeout)
+	field("total", o.total)
+	flag("alive", o.alive)
+	flag("progress", o.progress)
+	flag("reset", o.reset)
+	flag("era", o.era)
+	return b
+}
+
+// optsValue is o's hdrOpts value; the client keeps the last one made, so
+// that calls with the same settings (the common case) share one string.
+func (c *Client) optsValue(o callOpts) string {
+	var buf [96]byte
+	b := appendOpts(buf[:0], o)
+	if last := c.lastOpts.Load(); last != nil && *last == string(b) {
+		return *last
+	}
+	v := string(b)
+	c.lastOpts.Store(&v)
+	return v
+}
+
+// callOptsOf reads a call's settings from its headers: hdrOpts, or the
+// one-header-per-setting form of earlier callers.
+func callOptsOf(hdr nats.Header) callOpts {
+	v := hdr.Get(hdrOpts)
+	if v == "" {
+		return callOpts{
+			beat: headerMillis(hdr, hdrBeat), timeout: headerMillis(hdr, hdrTimeout), total: headerMillis(hdr, hdrTotal),
+			alive: hdr.Get(hdrAlive) == "1", progress: hdr.Get(hdrProgress) == "1", reset: hdr.Get(hdrReset) == "1",
+			era: true,
+		}
+	}
+	var o callOpts
+	for v != "" {
+		var f string
+		f, v, _ = strings.Cut(v, " ")
+		name, ms, _ := strings.Cut(f, "=")
+		switch name {
+		case "beat":
+			o.beat = parseMillis(ms)
+		case "timeout":
+			o.timeout = parseMillis(ms)
+		case "total":
+			o.total = parseMillis(ms)
+		case "alive":
+			o.alive = true
+		case "progress":
+			o.progress = true
+		case "reset":
+			o.reset = true
+		case "era":
+			o.era = true
+		}
+	}
+	return o
 }
