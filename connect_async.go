@@ -10,13 +10,10 @@ import (
 // Connected is the message ConnectTo sends when Connect has finished:
 // Client is set on success, Err otherwise.
 type Connected struct {
+	quiet
 	Client *Client
 	Err    error
 }
-
-// IgnoreDeadLetterLogging keeps a result for an actor that is gone out of
-// the dead-letter log.
-func (*Connected) IgnoreDeadLetterLogging() {}
 
 // ConnectTo is Connect for actors: it returns at once and sends the
 // outcome to pid as a *Connected message, so an actor can connect from its

@@ -80,6 +80,7 @@ func (s *Subscription) Close() error { return s.impl.Close() }
 // SubscriptionEvent is the message an actor given to ListenTo receives
 // for each event, in order.
 type SubscriptionEvent struct {
+	quiet
 	Subscription *Subscription
 	Event
 	Origin // the server that sent it (see Origin)
@@ -90,18 +91,11 @@ type SubscriptionEvent struct {
 // Subscription.Err() (nil after a graceful end). It is not sent when
 // Listen failed.
 type SubscriptionEnded struct {
+	quiet
 	Subscription *Subscription
 	Err          error
 	Origin       // the server that held it (see Origin)
 }
-
-// IgnoreDeadLetterLogging keeps events for a stopped actor out of the
-// dead-letter log.
-func (*SubscriptionEvent) IgnoreDeadLetterLogging() {}
-
-// IgnoreDeadLetterLogging keeps ends for a stopped actor out of the
-// dead-letter log.
-func (*SubscriptionEnded) IgnoreDeadLetterLogging() {}
 
 // subscriptionMessage builds the ListenTo actor's messages.
 func subscriptionMessage(s *Subscription, ev *Event, err error, origin Origin) any {

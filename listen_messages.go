@@ -20,6 +20,7 @@ import (
 // when it terminates; Close the ListenReply's Subscription to end it
 // sooner.
 type ListenCall struct {
+	quiet
 	Filter  Filter
 	Tag     any            // returned in the ListenReply
 	Options []ListenOption // MaxQueuedEvents, MaxQueuedEventBytes; the events go to the reply target
@@ -31,6 +32,7 @@ type ListenCall struct {
 // follows restarts): Close it to cancel the subscription. Err says why it could not be opened, as Listen would
 // return it; then no event and no SubscriptionEnded follow.
 type ListenReply struct {
+	quiet
 	Tag          any
 	Subscription *Subscription
 	Err          error
@@ -43,26 +45,13 @@ type ListenReply struct {
 // answered. The updates come through the WithNotificationHandler handler,
 // as for the method.
 type SubscribeResourceCall struct {
+	quiet
 	URI         string
 	Unsubscribe bool
 	Tag         any
 	Options     []RequestOption
 	ReplyTo     *protoactor.PID
 }
-
-// IgnoreDeadLetterLogging keeps listen calls sent to an actor that is
-// gone out of the dead-letter log (they are answered; see
-// AnswerDeadCalls).
-func (*ListenCall) IgnoreDeadLetterLogging() {}
-
-// IgnoreDeadLetterLogging keeps listen replies to an actor that is gone
-// out of the dead-letter log.
-func (*ListenReply) IgnoreDeadLetterLogging() {}
-
-// IgnoreDeadLetterLogging keeps resource subscriptions sent to an actor
-// that is gone out of the dead-letter log (they are answered; see
-// AnswerDeadCalls).
-func (*SubscribeResourceCall) IgnoreDeadLetterLogging() {}
 
 // listenOpened has the subscription send the reply target its
 // ListenReply once it is open, before its first event: sent after Listen

@@ -34,6 +34,7 @@ import (
 // that asks for input ("resultType":"input_required") is returned as it
 // is; send a *ToolCall to have those rounds completed.
 type Call struct {
+	quiet
 	Method  string
 	Params  any
 	Tag     any             // returned in the Reply, to match it to the call
@@ -53,6 +54,7 @@ type Call struct {
 // Reply answers a *Call: Result on success, Err otherwise (a *Error from
 // the server or a local one, as Request returns).
 type Reply struct {
+	quiet
 	Tag    any
 	Result json.RawMessage
 	Err    error
@@ -63,6 +65,7 @@ type Reply struct {
 // *ToolReply with the same Tag, after every input_required round has been
 // completed with the server-request handler.
 type ToolCall struct {
+	quiet
 	Name     string
 	Args     any // nil, a json.RawMessage or []byte of JSON, or anything that marshals to a JSON object
 	Tag      any
@@ -74,6 +77,7 @@ type ToolCall struct {
 // ToolReply answers a *ToolCall: Result on success (a tool that failed is
 // a Result with IsError set), Err otherwise.
 type ToolReply struct {
+	quiet
 	Tag    any
 	Result *CallToolResult
 	Err    error
@@ -83,6 +87,7 @@ type ToolReply struct {
 // CallProgress is one progress update of a *Call or *ToolCall sent with
 // Progress set.
 type CallProgress struct {
+	quiet
 	Tag      any
 	Progress Progress
 	Origin   // as for Reply
@@ -94,34 +99,11 @@ type CallProgress struct {
 // stops, once every caller has been answered; its stdin is closed right
 // after, and the server may still be exiting (Client.Done).
 type Closed struct {
+	quiet
 	Client *Client
 	Err    error
 	Origin // the client's (WithOrigin)
 }
-
-// IgnoreDeadLetterLogging keeps calls sent to an actor that is gone out
-// of the dead-letter log (they are answered; see AnswerDeadCalls).
-func (*Call) IgnoreDeadLetterLogging() {}
-
-// IgnoreDeadLetterLogging keeps replies to an actor that is gone out of
-// the dead-letter log.
-func (*Reply) IgnoreDeadLetterLogging() {}
-
-// IgnoreDeadLetterLogging keeps tool calls sent to an actor that is gone
-// out of the dead-letter log (they are answered; see AnswerDeadCalls).
-func (*ToolCall) IgnoreDeadLetterLogging() {}
-
-// IgnoreDeadLetterLogging keeps tool replies to an actor that is gone out
-// of the dead-letter log.
-func (*ToolReply) IgnoreDeadLetterLogging() {}
-
-// IgnoreDeadLetterLogging keeps progress for an actor that is gone out of
-// the dead-letter log.
-func (*CallProgress) IgnoreDeadLetterLogging() {}
-
-// IgnoreDeadLetterLogging keeps the end of a connection whose owner is
-// gone out of the dead-letter log.
-func (*Closed) IgnoreDeadLetterLogging() {}
 
 // DefaultMaxCallMessages is how many call messages one actor runs at once
 // unless its CallHandler says otherwise.
@@ -499,3 +481,11 @@ func cmpPID(a, b *protoactor.PID) *protoactor.PID {
 	}
 	return b
 }
+
+// quiet, embedded in a message type, keeps that message out of
+// protoactor's dead-letter log when its receiver is gone: the methods
+// protoactor looks for are plumbing, not part of the message's API.
+type quiet struct{}
+
+// IgnoreDeadLetterLogging marks the message for protoactor.
+func (quiet) IgnoreDeadLetterLogging() {}

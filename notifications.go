@@ -126,14 +126,11 @@ func (n *Notification) decode(method string, v any) error {
 // for each notification, in order. Ctx is done once the connection that
 // received it stops.
 type NotificationMessage struct {
+	quiet
 	Ctx          context.Context
 	Notification *Notification
 	Origin       // the server that sent it (WithOrigin; a supervisor's names)
 }
-
-// IgnoreDeadLetterLogging keeps notifications for an actor that is gone
-// (or stopping with many queued) out of the dead-letter log.
-func (*NotificationMessage) IgnoreDeadLetterLogging() {}
 
 // Defaults of the notification queue (WithNotificationQueue).
 const (

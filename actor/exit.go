@@ -21,12 +21,9 @@ var (
 // signal. Actors that understand it record Reason before stopping; others
 // ignore it. Send it with Exit.
 type ExitSignal struct {
+	quiet
 	Reason error
 }
-
-// IgnoreDeadLetterLogging keeps exit signals to stopped actors out of the
-// dead-letter log.
-func (*ExitSignal) IgnoreDeadLetterLogging() {}
 
 // Exit sends pid an exit signal with reason. It returns at once; an actor
 // that has already stopped ignores it, and a nil system or pid means no
@@ -40,3 +37,11 @@ func Exit(system *protoactor.ActorSystem, pid *protoactor.PID, reason error) {
 	}
 	system.Root.Send(pid, &ExitSignal{Reason: reason})
 }
+
+// quiet, embedded in a message type, keeps that message out of
+// protoactor's dead-letter log when its receiver is gone: the methods
+// protoactor looks for are plumbing, not part of the message's API.
+type quiet struct{}
+
+// IgnoreDeadLetterLogging marks the message for protoactor.
+func (quiet) IgnoreDeadLetterLogging() {}

@@ -45,6 +45,7 @@ type Router struct {
 // does not have is answered at once with an error wrapping
 // ErrUnknownServer.
 type To struct {
+	quiet
 	Server string
 	Call   any
 }
@@ -53,6 +54,7 @@ type To struct {
 // started; Err joins the errors of the servers that could not (their
 // pools are closed, and calls to them fail with -32000 wrapping it).
 type RouterReady struct {
+	quiet
 	Router *Router
 	Err    error
 }
@@ -64,14 +66,6 @@ func (t *To) WrappedCall() any { return t.Call }
 // ErrUnknownServer: a To named a server the router does not have, or
 // File.Lookup a name its file does not have.
 var ErrUnknownServer = errors.New("servers: no such server")
-
-// IgnoreDeadLetterLogging keeps a To for an actor that is gone out of the
-// dead-letter log (AnswerDeadCalls answers the call it carries).
-func (*To) IgnoreDeadLetterLogging() {}
-
-// IgnoreDeadLetterLogging keeps a RouterReady for an owner that is gone
-// out of the dead-letter log.
-func (*RouterReady) IgnoreDeadLetterLogging() {}
 
 // StartRouter starts a pool for every server of f, all at once, and
 // returns the router without waiting for them. owner, when not nil, owns
@@ -344,3 +338,11 @@ func (r *Router) route(ctx protoactor.Context, msg *To) {
 			"server", msg.Server, "type", fmt.Sprintf("%T", msg.Call))
 	}
 }
+
+// quiet, embedded in a message type, keeps that message out of
+// protoactor's dead-letter log when its receiver is gone: the methods
+// protoactor looks for are plumbing, not part of the message's API.
+type quiet struct{}
+
+// IgnoreDeadLetterLogging marks the message for protoactor.
+func (quiet) IgnoreDeadLetterLogging() {}

@@ -45,6 +45,7 @@ func (k EventKind) String() string {
 // LifecycleEvent reports a change in a supervised connection. WithEventHandler
 // and WithEventsTo receive them; the logger gets the same.
 type LifecycleEvent struct {
+	quiet
 	Kind         EventKind
 	snodo.Origin               // the server (WithName, or the target's String) and the member: "name#N" in a pool
 	Restarts     int           // restarts inside the intensity window so far
@@ -55,10 +56,6 @@ type LifecycleEvent struct {
 	Err          error         // ServerExited, GaveUp, Stopped: why
 }
 
-// IgnoreDeadLetterLogging keeps events sent to a stopped actor out of the
-// dead-letter log.
-func (*LifecycleEvent) IgnoreDeadLetterLogging() {}
-
 // Ended tells the owner actor of a pool or a supervised client (WithOwner,
 // StartPool's pid, WithParent) that it has stopped: Err is why, as its
 // Err() (snodo.ErrClosed, snodo.ErrOwnerExited, a *GaveUpError…). One of
@@ -67,6 +64,7 @@ func (*LifecycleEvent) IgnoreDeadLetterLogging() {}
 // whose start failed sends neither: its PoolReady (or Connect) carried the
 // error, as a failed snodo.ConnectTo sends no snodo.Closed.
 type Ended struct {
+	quiet
 	Pool   *Pool
 	Client *Client
 	Err    error
@@ -76,15 +74,16 @@ type Ended struct {
 // Reaped follows Ended once every server of the pool or supervised client
 // has exited and been reaped: nothing it started runs any more.
 type Reaped struct {
+	quiet
 	Pool   *Pool
 	Client *Client
 	snodo.Origin
 }
 
-// IgnoreDeadLetterLogging keeps the end of a pool or client whose owner
-// is gone out of the dead-letter log.
-func (*Ended) IgnoreDeadLetterLogging() {}
+// quiet, embedded in a message type, keeps that message out of
+// protoactor's dead-letter log when its receiver is gone: the methods
+// protoactor looks for are plumbing, not part of the message's API.
+type quiet struct{}
 
-// IgnoreDeadLetterLogging keeps the reaping of a pool or client whose
-// owner is gone out of the dead-letter log.
-func (*Reaped) IgnoreDeadLetterLogging() {}
+// IgnoreDeadLetterLogging marks the message for protoactor.
+func (quiet) IgnoreDeadLetterLogging() {}

@@ -93,14 +93,11 @@ func NewPool(ctx context.Context, target snodo.Target, size int, opts ...Option)
 // pool is closed and, as for a failed NewPool, every server it started is
 // stopped and reaped: Done is closed).
 type PoolReady struct {
+	quiet
 	Pool         *Pool
 	Err          error
 	snodo.Origin // the pool's server (Member empty)
 }
-
-// IgnoreDeadLetterLogging keeps a readiness for an actor that is gone out
-// of the dead-letter log.
-func (*PoolReady) IgnoreDeadLetterLogging() {}
 
 // StartPool is NewPool for actors: it returns the pool at once and sends
 // a *PoolReady to pid when its size members have started, so an actor can
