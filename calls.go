@@ -169,7 +169,7 @@ func callToolParams(name string, args any) (json.RawMessage, error) {
 
 // ReadResource reads the resource at uri, completing input_required
 // rounds like CallTool. An unknown resource is a *Error: -32602 from
-// modern servers, CodeResourceNotFound (-32002) from legacy ones; test
+// modern servers, codeResourceNotFound (-32002) from legacy ones; test
 // for both with IsResourceNotFound (errors.As to *Error works as well).
 func (c Calls) ReadResource(ctx context.Context, uri string, opts ...RequestOption) (*ReadResourceResult, error) {
 	params := struct {
@@ -200,7 +200,7 @@ func IsResourceNotFound(err error) bool {
 		return true
 	}
 	var e *Error
-	return errors.As(err, &e) && !e.Local() && e.Code == CodeResourceNotFound
+	return errors.As(err, &e) && !e.Local() && e.Code == codeResourceNotFound
 }
 
 // readError marks the server's -32602 answer to resources/read, which

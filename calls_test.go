@@ -110,7 +110,7 @@ func TestResources(t *testing.T) {
 }
 
 func TestResourceNotFoundInBothEras(t *testing.T) {
-	for era, code := range map[string]int{"legacy": CodeResourceNotFound, "modern": CodeInvalidParams} {
+	for era, code := range map[string]int{"legacy": codeResourceNotFound, "modern": CodeInvalidParams} {
 		t.Run(era, func(t *testing.T) {
 			_, err := dialTest(t, []string{"-era", era}).ReadResource(t.Context(), "test://missing")
 			var e *Error

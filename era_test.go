@@ -127,14 +127,14 @@ func TestModernRequestsCarryMetaAndKeepCallerMeta(t *testing.T) {
 
 func TestSetLoggingLevelByEra(t *testing.T) {
 	modern := dialTest(t, []string{"-era", "modern"})
-	require.NoError(t, modern.SetLoggingLevel(t.Context(), LogWarning))
+	require.NoError(t, modern.SetLoggingLevel(t.Context(), "warning"))
 	raw, err := modern.Request(t.Context(), "test/echo", nil)
 	require.NoError(t, err)
 	assert.JSONEq(t, `"warning"`, string(metaOf(t, raw)[metaLogLevel]))
 	assert.Empty(t, seen(t, modern, "logging/setLevel"), "modern servers have no logging/setLevel")
 
 	legacy := dialTest(t, []string{"-era", "legacy"})
-	require.NoError(t, legacy.SetLoggingLevel(t.Context(), LogDebug))
+	require.NoError(t, legacy.SetLoggingLevel(t.Context(), "debug"))
 	sets := seen(t, legacy, "logging/setLevel")
 	require.Len(t, sets, 1)
 	assert.JSONEq(t, `{"level":"debug"}`, string(sets[0].Params))

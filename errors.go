@@ -25,10 +25,10 @@ type Error = jsonrpc.Error
 const (
 	CodeConnectionClosed    = jsonrpc.CodeConnectionClosed    // -32000: server exited, stdin write failed, or the connection closed
 	CodeTimeout             = jsonrpc.CodeTimeout             // -32001: the request timed out (local)
-	CodeResourceNotFound    = jsonrpc.CodeResourceNotFound    // -32002: resources/read of an unknown URI (legacy servers)
-	CodeUnsupportedProtocol = jsonrpc.CodeUnsupportedProtocol // -32022: the server does not speak the requested version
-	CodeParseError          = jsonrpc.CodeParseError          // -32700
-	CodeInvalidRequest      = jsonrpc.CodeInvalidRequest      // -32600
+	codeResourceNotFound    = jsonrpc.CodeResourceNotFound    // -32002: resources/read of an unknown URI (legacy servers)
+	codeUnsupportedProtocol = jsonrpc.CodeUnsupportedProtocol // -32022: the server does not speak the requested version
+	codeParseError          = jsonrpc.CodeParseError          // -32700
+	codeInvalidRequest      = jsonrpc.CodeInvalidRequest      // -32600
 	CodeMethodNotFound      = jsonrpc.CodeMethodNotFound      // -32601
 	CodeInvalidParams       = jsonrpc.CodeInvalidParams       // -32602
 	CodeInternalError       = jsonrpc.CodeInternalError       // -32603

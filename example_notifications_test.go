@@ -22,7 +22,7 @@ func ExampleWithNotificationHandler() {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	if err := c.SetLoggingLevel(ctx, snodo.LogInfo); err != nil {
+	if err := c.SetLoggingLevel(ctx, "info"); err != nil {
 		log.Fatal(err)
 	}
 	if err := c.SubscribeResource(ctx, "test://a"); err != nil {
@@ -36,13 +36,13 @@ func ExampleWithNotificationHandler() {
 	for range 2 {
 		n := <-notes
 		switch n.Method {
-		case snodo.NotificationLogMessage:
+		case "notifications/message":
 			m, err := n.LogMessage()
 			if err != nil {
 				log.Fatal(err)
 			}
 			fmt.Printf("log %s %s: %s\n", m.Level, m.Logger, m.Text())
-		case snodo.NotificationResourceUpdated:
+		case "notifications/resources/updated":
 			u, err := n.ResourceUpdated()
 			if err != nil {
 				log.Fatal(err)

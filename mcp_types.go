@@ -96,18 +96,18 @@ type Tool struct {
 }
 
 // ToolExecution is how a tool runs (legacy era, 2025-11-25). TaskSupport
-// says whether it runs as a task: TaskRequired (CallTool runs it as one
-// and waits), TaskOptional (CallTool calls it plainly; CallToolAsTask
-// runs it as a task), or TaskForbidden and "" (never as a task).
+// says whether it runs as a task: "required" (CallTool runs it as one
+// and waits), "optional" (CallTool calls it plainly; CallToolAsTask
+// runs it as a task), or "forbidden" and "" (never as a task).
 type ToolExecution struct {
 	TaskSupport string `json:"taskSupport,omitempty"`
 }
 
 // The values of ToolExecution.TaskSupport.
 const (
-	TaskRequired  = "required"
-	TaskOptional  = "optional"
-	TaskForbidden = "forbidden"
+	taskRequired  = "required"
+	taskOptional  = "optional"
+	taskForbidden = "forbidden"
 )
 
 // ToolAnnotations are the server's hints about a tool's behaviour. They
@@ -289,25 +289,14 @@ type Completion struct {
 	HasMore bool     `json:"hasMore,omitempty"`
 }
 
-// LoggingLevel is a syslog severity, from LogDebug (most verbose) to
-// LogEmergency.
+// LoggingLevel is a syslog severity, as MCP names it: "debug" (most
+// verbose), "info", "notice", "warning", "error", "critical", "alert" or
+// "emergency". Pass the name: c.SetLoggingLevel(ctx, "warning").
 type LoggingLevel string
-
-// The logging levels, most verbose first.
-const (
-	LogDebug     LoggingLevel = "debug"
-	LogInfo      LoggingLevel = "info"
-	LogNotice    LoggingLevel = "notice"
-	LogWarning   LoggingLevel = "warning"
-	LogError     LoggingLevel = "error"
-	LogCritical  LoggingLevel = "critical"
-	LogAlert     LoggingLevel = "alert"
-	LogEmergency LoggingLevel = "emergency"
-)
 
 func (l LoggingLevel) valid() bool {
 	switch l {
-	case LogDebug, LogInfo, LogNotice, LogWarning, LogError, LogCritical, LogAlert, LogEmergency:
+	case "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency":
 		return true
 	}
 	return false

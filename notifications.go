@@ -30,12 +30,12 @@ type Notification struct {
 // Notification methods a server sends outside any request or
 // subscription.
 const (
-	NotificationLogMessage           = "notifications/message"
-	NotificationToolsListChanged     = "notifications/tools/list_changed"
-	NotificationPromptsListChanged   = "notifications/prompts/list_changed"
-	NotificationResourcesListChanged = "notifications/resources/list_changed"
-	NotificationResourceUpdated      = "notifications/resources/updated"
-	NotificationElicitationComplete  = "notifications/elicitation/complete"
+	methodLogMessage           = "notifications/message"
+	methodToolsListChanged     = "notifications/tools/list_changed"
+	methodPromptsListChanged   = "notifications/prompts/list_changed"
+	methodResourcesListChanged = "notifications/resources/list_changed"
+	methodResourceUpdated      = "notifications/resources/updated"
+	methodElicitationComplete  = "notifications/elicitation/complete"
 )
 
 // NotificationHandler receives the notifications no request or
@@ -76,7 +76,7 @@ type ElicitationComplete struct {
 // another method or malformed params.
 func (n *Notification) LogMessage() (*LogMessage, error) {
 	var m LogMessage
-	if err := n.decode(NotificationLogMessage, &m); err != nil {
+	if err := n.decode(methodLogMessage, &m); err != nil {
 		return nil, err
 	}
 	if !m.Level.valid() {
@@ -89,7 +89,7 @@ func (n *Notification) LogMessage() (*LogMessage, error) {
 // It fails for another method, malformed params or a missing uri.
 func (n *Notification) ResourceUpdated() (*ResourceUpdated, error) {
 	var r ResourceUpdated
-	if err := n.decode(NotificationResourceUpdated, &r); err != nil {
+	if err := n.decode(methodResourceUpdated, &r); err != nil {
 		return nil, err
 	}
 	if r.URI == "" {
@@ -103,7 +103,7 @@ func (n *Notification) ResourceUpdated() (*ResourceUpdated, error) {
 // missing elicitationId.
 func (n *Notification) ElicitationComplete() (*ElicitationComplete, error) {
 	var e ElicitationComplete
-	if err := n.decode(NotificationElicitationComplete, &e); err != nil {
+	if err := n.decode(methodElicitationComplete, &e); err != nil {
 		return nil, err
 	}
 	if e.ElicitationID == "" {
@@ -255,8 +255,8 @@ func newNotifier(cfg *mcpConfig, logger *slog.Logger) *notifier {
 // subscriptions/listen stream, tagged with its id.
 func subscriptionOnly(method string) bool {
 	switch method {
-	case NotificationToolsListChanged, NotificationPromptsListChanged,
-		NotificationResourcesListChanged, NotificationResourceUpdated:
+	case methodToolsListChanged, methodPromptsListChanged,
+		methodResourcesListChanged, methodResourceUpdated:
 		return true
 	}
 	return false

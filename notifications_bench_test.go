@@ -19,7 +19,7 @@ func BenchmarkNotificationPath(b *testing.B) {
 	wg.Add(b.N)
 	b.ResetTimer()
 	for range b.N {
-		q.push(ctx, NotificationLogMessage, params)
+		q.push(ctx, methodLogMessage, params)
 	}
 	wg.Wait()
 }

@@ -65,21 +65,21 @@ func TestNotificationsOfEachKindReachTheHandler(t *testing.T) {
 		t.Run(era, func(t *testing.T) {
 			l := newNoteLog()
 			c := dialTest(t, []string{"-era", era}, WithNotificationHandler(l.handle))
-			notify(t, c, NotificationLogMessage, map[string]any{"level": "warning", "logger": "db", "data": "disk almost full"})
-			notify(t, c, NotificationLogMessage, map[string]any{"level": "info", "data": map[string]int{"rows": 3}})
-			notify(t, c, NotificationElicitationComplete, map[string]any{"elicitationId": "e-1"})
+			notify(t, c, methodLogMessage, map[string]any{"level": "warning", "logger": "db", "data": "disk almost full"})
+			notify(t, c, methodLogMessage, map[string]any{"level": "info", "data": map[string]int{"rows": 3}})
+			notify(t, c, methodElicitationComplete, map[string]any{"elicitationId": "e-1"})
 			notify(t, c, "notifications/custom", nil)
-			want := []string{NotificationLogMessage, NotificationLogMessage, NotificationElicitationComplete, "notifications/custom"}
+			want := []string{methodLogMessage, methodLogMessage, methodElicitationComplete, "notifications/custom"}
 			if era == "legacy" {
-				notify(t, c, NotificationToolsListChanged, nil)
-				notify(t, c, NotificationPromptsListChanged, nil)
-				notify(t, c, NotificationResourcesListChanged, nil)
+				notify(t, c, methodToolsListChanged, nil)
+				notify(t, c, methodPromptsListChanged, nil)
+				notify(t, c, methodResourcesListChanged, nil)
 				require.NoError(t, c.SubscribeResource(t.Context(), "test://a"))
 				touch(t, c, "test://a", true)
 				require.NoError(t, c.UnsubscribeResource(t.Context(), "test://a"))
 				touch(t, c, "test://a", false)
-				want = append(want, NotificationToolsListChanged, NotificationPromptsListChanged,
-					NotificationResourcesListChanged, NotificationResourceUpdated)
+				want = append(want, methodToolsListChanged, methodPromptsListChanged,
+					methodResourcesListChanged, methodResourceUpdated)
 			}
 			got := l.wait(t, len(want))
 			for i, n := range got {
@@ -87,7 +87,7 @@ func TestNotificationsOfEachKindReachTheHandler(t *testing.T) {
 			}
 			m, err := got[0].LogMessage()
 			require.NoError(t, err)
-			assert.Equal(t, LogWarning, m.Level)
+			assert.Equal(t, LoggingLevel("warning"), m.Level)
 			assert.Equal(t, "db", m.Logger)
 			assert.Equal(t, "disk almost full", m.Text())
 			m, err = got[1].LogMessage()
@@ -127,19 +127,19 @@ func TestModernUntaggedSubscriptionNotificationsWarnOnce(t *testing.T) {
 	require.NoError(t, err)
 	defer sub.Close()
 	for range 3 {
-		notify(t, c, NotificationToolsListChanged, nil)
-		notify(t, c, NotificationResourceUpdated, map[string]string{"uri": "test://a"})
+		notify(t, c, methodToolsListChanged, nil)
+		notify(t, c, methodResourceUpdated, map[string]string{"uri": "test://a"})
 	}
-	notify(t, c, NotificationLogMessage, map[string]any{"level": "info", "data": "after"})
+	notify(t, c, methodLogMessage, map[string]any{"level": "info", "data": "after"})
 	got := l.wait(t, 1)
-	assert.Equal(t, NotificationLogMessage, got[0].Method, "the untagged ones never reach the handler")
+	assert.Equal(t, methodLogMessage, got[0].Method, "the untagged ones never reach the handler")
 	assert.Equal(t, 1, logs.Count("subscriptionId _meta the protocol requires"), "one warning per connection")
 
-	_, err = c.Request(t.Context(), "test/emit", map[string]any{"method": NotificationToolsListChanged, "subscription": sub.ID()})
+	_, err = c.Request(t.Context(), "test/emit", map[string]any{"method": methodToolsListChanged, "subscription": sub.ID()})
 	require.NoError(t, err)
 	select {
 	case ev := <-sub.Events():
-		assert.Equal(t, NotificationToolsListChanged, ev.Method)
+		assert.Equal(t, methodToolsListChanged, ev.Method)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the tagged notification did not reach its subscription")
 	}
@@ -173,9 +173,9 @@ func TestSlowNotificationHandlerNeverBlocksResponses(t *testing.T) {
 	for i, n := range got[1:] {
 		assert.JSONEq(t, fmt.Sprintf(`{"i":%d}`, i+1), string(n.Params), "the first 10, in order")
 	}
-	notify(t, c, NotificationLogMessage, map[string]any{"level": "info", "data": "resumed"})
+	notify(t, c, methodLogMessage, map[string]any{"level": "info", "data": "resumed"})
 	got = l.wait(t, 12)
-	assert.Equal(t, NotificationLogMessage, got[11].Method)
+	assert.Equal(t, methodLogMessage, got[11].Method)
 	assert.True(t, logs.Has("caught up"), "the count of dropped notifications logged on resuming")
 	assert.True(t, logs.Has("dropped=990"))
 }
@@ -189,8 +189,8 @@ func TestNotificationHandlerPanicDeliversTheNext(t *testing.T) {
 		l.handle(ctx, n)
 	}))
 	notify(t, c, "notifications/boom", nil)
-	notify(t, c, NotificationToolsListChanged, nil)
-	assert.Equal(t, NotificationToolsListChanged, l.wait(t, 1)[0].Method)
+	notify(t, c, methodToolsListChanged, nil)
+	assert.Equal(t, methodToolsListChanged, l.wait(t, 1)[0].Method)
 }
 
 // noteActor forwards what it receives to a channel.
@@ -211,7 +211,7 @@ func TestNotificationsToAnActor(t *testing.T) {
 			defer system.Root.Stop(pid)
 			c := dialTest(t, []string{"-era", era}, WithNotificationHandler(NotificationsTo(system, pid)))
 			for i := range 20 {
-				notify(t, c, NotificationLogMessage, map[string]any{"level": "info", "data": i})
+				notify(t, c, methodLogMessage, map[string]any{"level": "info", "data": i})
 			}
 			for i := range 20 {
 				select {

@@ -187,7 +187,7 @@ func assertRemovedInModern(t *testing.T, c *Client) {
 		assert.Equal(t, CodeMethodNotFound, e.Code, method)
 	}
 	require.NoError(t, c.Ping(t.Context()))
-	require.NoError(t, c.SetLoggingLevel(t.Context(), LogInfo))
+	require.NoError(t, c.SetLoggingLevel(t.Context(), "info"))
 }
 
 func TestGoSDKServerModern(t *testing.T) {
@@ -238,7 +238,7 @@ func TestGoSDKServerLegacy(t *testing.T) {
 	require.Equal(t, EraLegacy, c.Era())
 	assert.Equal(t, "2025-11-25", c.ProtocolVersion())
 	require.NoError(t, c.Ping(t.Context()))
-	require.NoError(t, c.SetLoggingLevel(t.Context(), LogDebug))
+	require.NoError(t, c.SetLoggingLevel(t.Context(), "debug"))
 
 	// Pushed sampling and elicitation requests go to the same handler.
 	res, err := c.CallTool(t.Context(), "test_sampling", map[string]string{"prompt": "2+2?"})
@@ -281,7 +281,7 @@ func TestTypeScriptEverythingServerLegacy(t *testing.T) {
 	assert.Contains(t, res.Text(), "four")
 	assert.True(t, a.saw("sampling/createMessage"))
 
-	require.NoError(t, c.SetLoggingLevel(t.Context(), LogInfo))
+	require.NoError(t, c.SetLoggingLevel(t.Context(), "info"))
 	require.NoError(t, c.Ping(t.Context()))
 
 	// ~350 ms after initialized the server asks for the roots; the
@@ -412,12 +412,12 @@ func TestTypeScriptEverythingNotificationsReachAnActor(t *testing.T) {
 			}
 		}
 	}
-	waitFor(NotificationToolsListChanged, nil) // the capability-gated tools arrive after initialized
+	waitFor(methodToolsListChanged, nil) // the capability-gated tools arrive after initialized
 
-	require.NoError(t, c.SetLoggingLevel(t.Context(), LogDebug))
+	require.NoError(t, c.SetLoggingLevel(t.Context(), "debug"))
 	_, err := c.CallTool(t.Context(), "toggle-simulated-logging", nil)
 	require.NoError(t, err)
-	n := waitFor(NotificationLogMessage, nil)
+	n := waitFor(methodLogMessage, nil)
 	m, err := n.LogMessage()
 	require.NoError(t, err)
 	assert.NotEmpty(t, m.Text())
@@ -429,7 +429,7 @@ func TestTypeScriptEverythingNotificationsReachAnActor(t *testing.T) {
 	require.NoError(t, c.SubscribeResource(t.Context(), uri))
 	_, err = c.CallTool(t.Context(), "toggle-subscriber-updates", nil)
 	require.NoError(t, err)
-	waitFor(NotificationResourceUpdated, func(n *Notification) bool {
+	waitFor(methodResourceUpdated, func(n *Notification) bool {
 		u, err := n.ResourceUpdated()
 		return err == nil && u.URI == uri
 	})
@@ -467,7 +467,7 @@ func TestGoSDKServerLogMessagesReachTheHandler(t *testing.T) {
 			got := make(chan *Notification, 64)
 			c := dialPeer(t, goEverything(t), &answers{}, WithEra(era),
 				WithNotificationHandler(func(_ context.Context, n *Notification) { got <- n }))
-			require.NoError(t, c.SetLoggingLevel(t.Context(), LogDebug))
+			require.NoError(t, c.SetLoggingLevel(t.Context(), "debug"))
 			_, err := c.CallTool(t.Context(), "test_tool_with_logging", nil)
 			require.NoError(t, err)
 			require.NoError(t, c.FlushNotifications(t.Context()))

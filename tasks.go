@@ -788,7 +788,7 @@ func (c Calls) refusedForTask(res *CallToolResult, err error) bool {
 	}
 	var e *Error
 	if err != nil {
-		return errors.As(err, &e) && !e.Local() && (e.Code == CodeMethodNotFound || e.Code == CodeInvalidRequest)
+		return errors.As(err, &e) && !e.Local() && (e.Code == CodeMethodNotFound || e.Code == codeInvalidRequest)
 	}
 	return res.IsError && strings.Contains(strings.ToLower(res.Text()), "task")
 }
@@ -801,7 +801,7 @@ func (c Calls) toolRequiresTask(ctx context.Context, name string, opts []Request
 			return false
 		}
 		if tool.Name == name {
-			return tool.Execution != nil && tool.Execution.TaskSupport == TaskRequired
+			return tool.Execution != nil && tool.Execution.TaskSupport == taskRequired
 		}
 	}
 	return false

@@ -29,7 +29,7 @@ func TestEverythingServerResearchTask(t *testing.T) {
 			support[tool.Name] = tool.Execution.TaskSupport
 		}
 	}
-	assert.Equal(t, TaskRequired, support["simulate-research-query"])
+	assert.Equal(t, taskRequired, support["simulate-research-query"])
 
 	// A second task, cancelled while the first runs.
 	second, err := c.CallToolAsTask(t.Context(), "simulate-research-query", map[string]any{"topic": "actors"})

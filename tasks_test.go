@@ -36,7 +36,7 @@ func TestToolExecutionRoundTrips(t *testing.T) {
 	var tool Tool
 	require.NoError(t, json.Unmarshal([]byte(in), &tool))
 	require.NotNil(t, tool.Execution)
-	assert.Equal(t, TaskRequired, tool.Execution.TaskSupport)
+	assert.Equal(t, taskRequired, tool.Execution.TaskSupport)
 	out, err := json.Marshal(tool)
 	require.NoError(t, err)
 	assert.JSONEq(t, in, string(out))
@@ -114,7 +114,7 @@ func TestCallToolRunsATaskRequiredTool(t *testing.T) {
 		}
 		require.NotNil(t, research)
 		require.NotNil(t, research.Execution)
-		assert.Equal(t, TaskRequired, research.Execution.TaskSupport)
+		assert.Equal(t, taskRequired, research.Execution.TaskSupport)
 
 		var st statuses
 		res, err := c.CallTool(t.Context(), "research", map[string]any{"topic": "go"}, OnTaskStatus(st.add))

@@ -492,7 +492,7 @@ func (s *site) receiverSpan(ctx context.Context, method string, params json.RawM
 		if v := s.protocolVersion(); v != "" {
 			attrs = append(attrs, attribute.String(telemetry.AttrProtocolVersion, v))
 		}
-		if method == NotificationResourceUpdated {
+		if method == methodResourceUpdated {
 			var p struct {
 				URI string `json:"uri"`
 			}
@@ -614,8 +614,8 @@ func (c *Client) served(ctx context.Context, method string, span trace.Span, met
 func servedMethod(method string) string {
 	switch method {
 	case handlers.MethodSampling, handlers.MethodElicitation, handlers.MethodListRoots, handlers.MethodPing,
-		NotificationToolsListChanged, NotificationPromptsListChanged,
-		NotificationResourcesListChanged, NotificationResourceUpdated,
+		methodToolsListChanged, methodPromptsListChanged,
+		methodResourcesListChanged, methodResourceUpdated,
 		"notifications/message", "notifications/progress", "notifications/cancelled",
 		"notifications/elicitation/complete":
 		return method
@@ -644,7 +644,7 @@ func classifyServed(cancelled bool, err error) (errType, statusCode, desc string
 	}
 	statusCode = strconv.Itoa(code)
 	switch code {
-	case CodeParseError, CodeInvalidRequest, CodeMethodNotFound, CodeInvalidParams, CodeResourceNotFound:
+	case codeParseError, codeInvalidRequest, CodeMethodNotFound, CodeInvalidParams, codeResourceNotFound:
 		return "", statusCode, ""
 	}
 	return statusCode, statusCode, telemetry.Bound(msg, telemetry.MaxText)

@@ -205,7 +205,7 @@ func TestTraceSubscriptionOffIsNil(t *testing.T) {
 	tr.End(ErrQueueFull)
 
 	var off *subscriptionTrace
-	ev := Event{Method: NotificationToolsListChanged, Params: json.RawMessage(`{}`)}
+	ev := Event{Method: methodToolsListChanged, Params: json.RawMessage(`{}`)}
 	require.Zero(t, testing.AllocsPerRun(1000, func() {
 		off.Queued(1)
 		off.Event(ev)

@@ -17,9 +17,9 @@ import (
 // RetryURLElicitation each URL goes to the server-request handler as a
 // URL-mode elicitation/create and the request is sent once more.
 
-// CodeURLElicitationRequired is the -32042 a legacy server answers when
+// codeURLElicitationRequired is the -32042 a legacy server answers when
 // the user must open a URL before the request can be served.
-const CodeURLElicitationRequired = -32042
+const codeURLElicitationRequired = -32042
 
 // URLElicitation is one page the user must open: URL, with Message saying
 // why; ElicitationID names it in a later notifications/elicitation/complete.
@@ -62,7 +62,7 @@ func (e *URLElicitationRequiredError) Unwrap() error { return e.Err }
 // when it is a server's -32042 that names at least one URL; else nil.
 func urlElicitationRequired(err error) *URLElicitationRequiredError {
 	var e *Error
-	if !errors.As(err, &e) || e.Local() || e.Code != CodeURLElicitationRequired {
+	if !errors.As(err, &e) || e.Local() || e.Code != codeURLElicitationRequired {
 		return nil
 	}
 	var data struct {

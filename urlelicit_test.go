@@ -46,7 +46,7 @@ func TestURLElicitationRequiredIsTyped(t *testing.T) {
 		assert.Contains(t, err.Error(), "open https://example.com/auth/a")
 		var e *Error
 		require.ErrorAs(t, err, &e, "the server's *Error is still there")
-		assert.Equal(t, CodeURLElicitationRequired, e.Code)
+		assert.Equal(t, codeURLElicitationRequired, e.Code)
 
 		res, err := c.CallTool(t.Context(), "url", map[string]string{"id": "a"})
 		require.NoError(t, err, "once through, the call is served")

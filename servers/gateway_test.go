@@ -74,7 +74,7 @@ func (g *gateway) Receive(ctx actor.Context) {
 			g.tell("slow done from %s", msg.Server)
 		}
 	case *snodo.NotificationMessage:
-		if msg.Notification.Method == snodo.NotificationLogMessage {
+		if msg.Notification.Method == "notifications/message" {
 			g.tell("log from %s", msg.Server)
 		}
 	case *snodo.ListenReply:
@@ -86,7 +86,7 @@ func (g *gateway) Receive(ctx actor.Context) {
 		g.emit(ctx, msg.Member)
 	case *snodo.SubscriptionEvent:
 		switch msg.Method {
-		case snodo.NotificationToolsListChanged:
+		case "notifications/tools/list_changed":
 			g.tell("tools changed on %s", msg.Server)
 			if !g.seen["killed"] {
 				g.seen["killed"] = true
@@ -130,7 +130,7 @@ func (g *gateway) emit(ctx actor.Context, member string) {
 	for _, m := range pool.Members() {
 		if m.Origin().Member == member {
 			ctx.Request(m.PID(), &snodo.Call{Method: "test/emit", Tag: "emit",
-				Params: map[string]string{"method": snodo.NotificationToolsListChanged}})
+				Params: map[string]string{"method": "notifications/tools/list_changed"}})
 		}
 	}
 }

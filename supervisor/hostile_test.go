@@ -311,7 +311,7 @@ func TestPoolNotifyWaitsOnceForRestartingMembers(t *testing.T) {
 	}
 	for name, fn := range map[string]func() error{
 		"Notify":          func() error { return p.Notify(t.Context(), "notifications/roots/list_changed", nil) },
-		"SetLoggingLevel": func() error { return p.SetLoggingLevel(t.Context(), snodo.LogDebug) },
+		"SetLoggingLevel": func() error { return p.SetLoggingLevel(t.Context(), "debug") },
 	} {
 		t0 := time.Now()
 		err := fn()

@@ -179,7 +179,7 @@ func TestLoggingLevelSurvivesARestart(t *testing.T) {
 	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, ev.option())
 	require.NoError(t, err)
 	defer c.Close()
-	require.NoError(t, c.SetLoggingLevel(t.Context(), snodo.LogWarning))
+	require.NoError(t, c.SetLoggingLevel(t.Context(), "warning"))
 	kill(t, c.ServerPID())
 	ev.waitFor(t, ServerExited, 5*time.Second)
 	cur, err := c.Await(t.Context())

@@ -183,9 +183,9 @@ func (s *session) askForLogs(ctx context.Context, c *snodo.Client) {
 	if s.cfg.quiet || c.Capabilities().Logging == nil {
 		return
 	}
-	level := snodo.LogInfo
+	level := snodo.LoggingLevel("info")
 	if s.cfg.verbose {
-		level = snodo.LogDebug
+		level = "debug"
 	}
 	if err := c.SetLoggingLevel(ctx, level); err != nil && s.cfg.verbose {
 		fmt.Fprintf(s.io.err, "snodo: the server refused logging/setLevel: %s\n", oneLine(trim(err)))

@@ -148,7 +148,7 @@ func hint(command string, code int) string {
 			return " (check the tool name and arguments: 'snodo tools' lists the tools, 'snodo --json tools' their input schemas)"
 		}
 		return " (check the parameters)"
-	case snodo.CodeUnsupportedProtocol:
+	case -32022:
 		return " (the server speaks another MCP version)"
 	case snodo.CodeInternalError:
 		return " (a failure inside the server; its stderr may say more)"

@@ -157,7 +157,7 @@ func TestRejectsWrongVersion(t *testing.T) {
 	_, err := c.Request(context.Background(), "tools/list", json.RawMessage(
 		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}}`))
 	var e *snodo.Error
-	if !errors.As(err, &e) || e.Code != snodo.CodeUnsupportedProtocol {
+	if !errors.As(err, &e) || e.Code != -32022 {
 		t.Fatalf("err = %v, want -32022", err)
 	}
 }
