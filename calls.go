@@ -311,7 +311,7 @@ func pages[T any](ctx context.Context, c Calls, method, field string, opts []Req
 		seen := map[string]bool{}
 		limit := SettingsOf(opts...).MaxPages
 		if limit <= 0 {
-			limit = DefaultMaxPages
+			limit = defaultMaxPages
 		}
 		var params any // nil, not a nil map: a request without params has none, not null
 		for page := 1; ; page++ {

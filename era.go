@@ -73,8 +73,8 @@ type mcpConfig struct {
 	origin         Origin // WithOrigin
 	handler        ServerRequestHandler
 	notify         NotificationHandler
-	notifyItems    int // 0: DefaultNotificationQueueItems
-	notifyBytes    int // 0: DefaultNotificationQueueBytes
+	notifyItems    int // 0: defaultNotificationQueueItems
+	notifyBytes    int // 0: defaultNotificationQueueBytes
 	clientInfo     Implementation
 	capabilities   ClientCapabilities
 	probeTimeout   time.Duration // 0: DefaultProbeTimeout

@@ -105,9 +105,9 @@ type Closed struct {
 	Origin // the client's (WithOrigin)
 }
 
-// DefaultMaxCallMessages is how many call messages one actor runs at once
+// defaultMaxCallMessages is how many call messages one actor runs at once
 // unless its CallHandler says otherwise.
-const DefaultMaxCallMessages = 1024
+const defaultMaxCallMessages = 1024
 
 // ErrTooManyCalls: a call message came while its actor already ran its
 // bound of them (CallHandler.Max); it was answered at once with a -32603
@@ -119,7 +119,7 @@ var ErrTooManyCalls = errors.New("snodo: too many call messages in flight")
 // receives by running them on R, off the actor's mailbox. The connection,
 // supervisor and pool actors each have one; so can an actor of yours
 // that fronts a Requester (a router choosing among pools, say). The zero
-// Max means DefaultMaxCallMessages; a call over it is answered at once
+// Max means 1024 at once; a call over it is answered at once
 // with a -32603 wrapping ErrTooManyCalls; a call that panics (its own
 // OnProgress option, say) is answered with a -32603 saying so, and the
 // panic is logged. Replies and progress go to the
@@ -363,7 +363,7 @@ func isFuture(sys *protoactor.ActorSystem, pid *protoactor.PID) bool {
 
 // admit takes a slot for one call, or says why there is none.
 func (h *CallHandler) admit() error {
-	limit := int64(cmp.Or(h.Max, DefaultMaxCallMessages))
+	limit := int64(cmp.Or(h.Max, defaultMaxCallMessages))
 	if h.running.Add(1) > limit {
 		h.running.Add(-1)
 		return NewLocalError(CodeInternalError,

@@ -251,8 +251,8 @@ func floodCalls(t *testing.T, to *protoactor.PID, n, sleepMs int, during func(i 
 // answers).
 func TestCallFloodPastTheBoundAndClose(t *testing.T) {
 	c := dialTest(t, nil)
-	counts := floodCalls(t, c.PID(), 2*DefaultMaxCallMessages, 500, func(int) {})
-	assert.Equal(t, 2*DefaultMaxCallMessages, counts["ok"]+counts["too many"], "%v", counts)
+	counts := floodCalls(t, c.PID(), 2*defaultMaxCallMessages, 500, func(int) {})
+	assert.Equal(t, 2*defaultMaxCallMessages, counts["ok"]+counts["too many"], "%v", counts)
 	assert.Positive(t, counts["too many"], "%v", counts)
 	assert.Positive(t, counts["ok"], "%v", counts)
 	t.Logf("past the bound: %v", counts)

@@ -134,8 +134,8 @@ type NotificationMessage struct {
 
 // Defaults of the notification queue (WithNotificationQueue).
 const (
-	DefaultNotificationQueueItems = 1024
-	DefaultNotificationQueueBytes = 8 << 20
+	defaultNotificationQueueItems = 1024
+	defaultNotificationQueueBytes = 8 << 20
 )
 
 // WithNotificationHandler receives every notification the server sends
@@ -148,8 +148,8 @@ const (
 // goroutine of its own, never on the connection's reader: a slow handler
 // never delays responses, progress or subscriptions. Between the reader
 // and the handler sits a bounded queue (WithNotificationQueue; default
-// DefaultNotificationQueueItems notifications and
-// DefaultNotificationQueueBytes of params). When it is full, the
+// 1024 notifications and 8 MiB
+// of params). When it is full, the
 // notification that arrives is dropped: it is counted
 // (Client.DroppedNotifications) and logged to WithLogger at warn level,
 // once when dropping starts and once with the count when delivery
@@ -246,8 +246,8 @@ func newNotifier(cfg *mcpConfig, logger *slog.Logger) *notifier {
 	return &notifier{
 		handler:  cfg.notify,
 		logger:   logger,
-		maxItems: cmp.Or(cfg.notifyItems, DefaultNotificationQueueItems),
-		maxBytes: cmp.Or(cfg.notifyBytes, DefaultNotificationQueueBytes),
+		maxItems: cmp.Or(cfg.notifyItems, defaultNotificationQueueItems),
+		maxBytes: cmp.Or(cfg.notifyBytes, defaultNotificationQueueBytes),
 	}
 }
 

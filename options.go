@@ -67,7 +67,7 @@ func WithoutEnv(name string) Option {
 func WithCleanEnv(allow ...string) Option {
 	return func(c *config) error {
 		if len(allow) == 0 {
-			allow = DefaultCleanEnv
+			allow = defaultCleanEnv
 		}
 		for _, name := range allow {
 			if err := serverproc.CheckEnvName(name); err != nil {
@@ -80,8 +80,8 @@ func WithCleanEnv(allow ...string) Option {
 	}
 }
 
-// DefaultCleanEnv is the allow-list WithCleanEnv uses when given no names.
-var DefaultCleanEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}
+// defaultCleanEnv is the allow-list WithCleanEnv uses when given no names.
+var defaultCleanEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}
 
 // WithDir sets the server's working directory. Default: the caller's.
 // A dir that does not exist or is no directory fails Connect, naming it,

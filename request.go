@@ -42,7 +42,7 @@ type RequestSettings struct {
 	ResetTimeoutOnProgress bool             // ResetTimeoutOnProgress
 	MaxTotalTimeout        time.Duration    // MaxTotalTimeout: 0 none
 	Idempotent             bool             // Idempotent
-	MaxPages               int              // MaxPages: 0 DefaultMaxPages
+	MaxPages               int              // MaxPages: 0 defaultMaxPages
 	TaskTTL                time.Duration    // TaskTTL: 0 the server's
 	OnTaskStatus           func(TaskStatus) // OnTaskStatus: nil asks for none
 	RetryURLElicitation    bool             // RetryURLElicitation
@@ -64,14 +64,14 @@ func SettingsOf(opts ...RequestOption) RequestSettings {
 	return s
 }
 
-// DefaultMaxPages is how many pages a list call or iterator (ListTools,
+// defaultMaxPages is how many pages a list call or iterator (ListTools,
 // Tools, …) follows at most when MaxPages is not given.
-const DefaultMaxPages = 1000
+const defaultMaxPages = 1000
 
 // MaxPages bounds the pages a list call or iterator follows through
-// nextCursor (default DefaultMaxPages): past it the call fails with an
+// nextCursor (default 1000): past it the call fails with an
 // error naming this option, instead of following a server that hands out
-// a fresh cursor for ever. n <= 0 means DefaultMaxPages. Other calls
+// a fresh cursor for ever. n <= 0 means 1000. Other calls
 // ignore it.
 func MaxPages(n int) RequestOption {
 	return RequestOption{set: func(s RequestSettings) RequestSettings { s.MaxPages = n; return s }}

@@ -53,13 +53,13 @@ const (
 
 // Poll interval bounds.
 const (
-	// DefaultTaskPollInterval is how often a task is polled when the
+	// defaultTaskPollInterval is how often a task is polled when the
 	// server suggests no interval.
-	DefaultTaskPollInterval = time.Second
-	// MinTaskPollInterval is the shortest interval a task is polled at,
+	defaultTaskPollInterval = time.Second
+	// minTaskPollInterval is the shortest interval a task is polled at,
 	// whatever the server suggests: 1,000 tasks poll at most 10,000 times
 	// a second between them.
-	MinTaskPollInterval = 100 * time.Millisecond
+	minTaskPollInterval = 100 * time.Millisecond
 )
 
 // Errors of a task, for errors.Is.
@@ -581,16 +581,16 @@ func (t *Task) ended() {
 const cancelGrace = 5 * time.Second
 
 // nextPoll is how long to wait before the next poll: the server's
-// interval (at least MinTaskPollInterval; DefaultTaskPollInterval when it
+// interval (at least minTaskPollInterval; defaultTaskPollInterval when it
 // gives none) plus up to a quarter more at random (half on the first
 // poll), cut short by the TTL. expired is true once the TTL is out.
 func (t *Task) nextPoll(first bool) (wait time.Duration, expired bool) {
 	s := t.Status()
 	interval := s.PollInterval
 	if interval == 0 {
-		interval = DefaultTaskPollInterval
+		interval = defaultTaskPollInterval
 	}
-	interval = max(interval, MinTaskPollInterval)
+	interval = max(interval, minTaskPollInterval)
 	spread := interval / 4
 	if first {
 		spread = interval / 2

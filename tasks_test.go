@@ -276,7 +276,7 @@ func TestThousandTasksPollBounded(t *testing.T) {
 		}
 		elapsed := time.Since(start)
 		polls := len(seen(t, c, "tasks/get"))
-		bound := n * (int(elapsed/MinTaskPollInterval) + 1)
+		bound := n * (int(elapsed/minTaskPollInterval) + 1)
 		t.Logf("%d tasks: %d polls in %s (bound %d)", n, polls, elapsed, bound)
 		assert.LessOrEqual(t, polls, bound)
 		assert.GreaterOrEqual(t, polls, n)
