@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -185,7 +186,7 @@ func TestClientStateFollowsTheStop(t *testing.T) {
 	<-c.Done()
 	assert.Equal(t, StateReaped, c.State())
 	assert.Equal(t, "reaped", c.State().String())
-	assert.ErrorIs(t, c.Err(), ErrClosed)
+	assert.ErrorIs(t, c.Err(), connection.ErrClosed)
 }
 
 // The longest timeouts a time.Duration holds (a remote host adds its

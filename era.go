@@ -338,7 +338,7 @@ func commonLegacy(versions []string) bool {
 // away (exit, closed pipes) rather than because of the caller.
 func diedOfProbe(err error) bool {
 	return errors.Is(err, ErrConnectionClosed) &&
-		(errors.Is(err, ErrServerExited) || errors.Is(err, ErrStdoutClosed) || errors.Is(err, ErrStdinClosed))
+		(errors.Is(err, connection.ErrServerExited) || errors.Is(err, connection.ErrStdoutClosed) || errors.Is(err, connection.ErrStdinClosed))
 }
 
 // restart replaces a connection whose server died of the probe. The old

@@ -1,10 +1,6 @@
 package snodo
 
-import (
-	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/jsonrpc"
-)
+import "github.com/snodo/snodo/internal/jsonrpc"
 
 // Error is a JSON-RPC error object: one a server sent, one a handler
 // returns to answer a server request (&snodo.Error{Code: 4242, Message:
@@ -48,32 +44,14 @@ func NewLocalError(code int, message string, causes ...error) *Error {
 // ErrConnectionClosed and reason.
 func ClosedError(reason error) *Error { return jsonrpc.ClosedError(reason) }
 
-// Sentinels for errors.Is. ErrTimeout and ErrConnectionClosed match only
-// errors raised by snodo; the others tell why a connection stopped.
+// Sentinels for errors.Is. They match only errors raised by snodo. Why a
+// connection stopped is told by the sentinels of the layer that stopped
+// it: the transport's in package connection (connection.ErrServerExited,
+// connection.ErrNotSent, …), the owner's in package actor
+// (actor.ErrOwnerExited); a subscription's end by package subscription's
+// (subscription.ErrQueueFull, …). docs/errors.md lists them all.
 var (
 	ErrTimeout          = jsonrpc.ErrTimeout          // a request's timeout expired
 	ErrConnectionClosed = jsonrpc.ErrConnectionClosed // the connection is gone, for whatever reason
 	ErrInvalidParams    = jsonrpc.ErrInvalidParams    // local -32602: the params cannot go on the wire (not JSON, not an object where one is needed); nothing was sent
-
-	ErrClosed       = connection.ErrClosed       // Close was called
-	ErrServerExited = connection.ErrServerExited // the server process exited
-	ErrStdinClosed  = connection.ErrStdinClosed  // the server closed its stdin (a write failed)
-	ErrStdoutClosed = connection.ErrStdoutClosed // the server closed its stdout and lives on
-	ErrNotReading   = connection.ErrNotReading   // the server stopped reading while answers to its requests piled up past twice WithMaxWriteQueue
-
-	// ErrWriteQueueFull: a request or notification was refused before it
-	// was sent because WithMaxWriteQueue bytes already wait to be written
-	// to a server that is not reading; the connection lives on.
-	ErrWriteQueueFull = connection.ErrWriteQueueFull
-
-	// ErrNotSent: the request never reached the server (it was not
-	// written, or the server went away without reading it): sending it
-	// again cannot run it twice. A -32000 wraps it besides the reason the
-	// connection stopped; a supervisor sends such a call to the next
-	// server, Idempotent or not.
-	ErrNotSent = connection.ErrNotSent
-
-	ErrOwnerExited = snodoactor.ErrOwnerExited // the owner (a context or an actor) went away
-	ErrStopped     = snodoactor.ErrStopped     // the connection actor was stopped without a reason
-	ErrPanicked    = snodoactor.ErrPanicked    // the connection actor panicked
 )

@@ -10,7 +10,9 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/subscription"
 )
 
 // The examples below are the code of docs/actors.md; TestDocsActorsSnippets
@@ -79,7 +81,7 @@ func ExampleClosed() {
 			// Ask the test server to crash.
 			ctx.Request(msg.Client.PID(), &snodo.Call{Method: "test/crash", Params: map[string]int{"code": 3}})
 		case *snodo.Closed:
-			out <- fmt.Sprint("closed; server exited: ", errors.Is(msg.Err, snodo.ErrServerExited))
+			out <- fmt.Sprint("closed; server exited: ", errors.Is(msg.Err, connection.ErrServerExited))
 			ctx.Stop(ctx.Self())
 		}
 	}))
@@ -195,7 +197,7 @@ func ExampleListenCall() {
 			out <- msg.Method
 			_ = sub.Close()
 		case *snodo.SubscriptionEnded:
-			out <- fmt.Sprint("ended: ", errors.Is(msg.Err, snodo.ErrSubscriptionClosed))
+			out <- fmt.Sprint("ended: ", errors.Is(msg.Err, subscription.ErrClosed))
 			ctx.Stop(ctx.Self())
 		}
 	}))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snodo/snodo/connection"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -87,7 +88,7 @@ func TestHTTPGoEverythingBothEras(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("Done not closed 10 s after Close")
 			}
-			assert.ErrorIs(t, c.Err(), ErrClosed)
+			assert.ErrorIs(t, c.Err(), connection.ErrClosed)
 		})
 	}
 }

@@ -54,7 +54,7 @@ func (s *Subscription) Acknowledged() Filter { return s.impl.Acknowledged() }
 // (after Done: Err is final by then). With ListenTo it is closed at
 // once: the actor gets the events. A reader that falls behind by more
 // than the queue bound (MaxQueuedEvents, MaxQueuedEventBytes) ends it
-// with ErrQueueFull.
+// with subscription.ErrQueueFull.
 func (s *Subscription) Events() <-chan Event { return s.impl.Events() }
 
 // Done is closed once the subscription has ended, whatever the cause.
@@ -63,15 +63,15 @@ func (s *Subscription) Done() <-chan struct{} { return s.impl.Done() }
 // Err is why the subscription ended: nil while it runs and after a
 // graceful end (the server answered the listen request); a -32000 *Error
 // when the connection went away; the server's *Error when it answered the
-// listen request with one; otherwise it wraps ErrSubscriptionClosed,
-// ErrServerTeardown, ErrQueueFull or ErrOwnerExited. A supervised one
+// listen request with one; otherwise it wraps subscription.ErrClosed,
+// subscription.ErrServerTeardown, subscription.ErrQueueFull or actor.ErrOwnerExited. A supervised one
 // may also end with the supervisor's *GaveUpError, a remote one with
 // remote.ErrHostGone or remote.ErrHostEnded.
 func (s *Subscription) Err() error { return s.impl.Err() }
 
 // Close cancels the subscription: the server is sent
 // notifications/cancelled for the listen request (Close does not wait for
-// an answer to it), Err becomes ErrSubscriptionClosed unless the
+// an answer to it), Err becomes subscription.ErrClosed unless the
 // subscription had already ended, and Events is closed after the events
 // already queued. Close returns once the subscription has ended; it always
 // returns nil.
@@ -104,14 +104,6 @@ func subscriptionMessage(s *Subscription, ev *Event, err error, origin Origin) a
 	}
 	return &SubscriptionEnded{Subscription: s, Err: err, Origin: origin}
 }
-
-// Why a subscription ended (errors.Is on Subscription.Err). A graceful
-// end leaves Err nil; a server that went away gives a -32000 *Error.
-var (
-	ErrSubscriptionClosed = subscription.ErrClosed         // Close was called
-	ErrServerTeardown     = subscription.ErrServerTeardown // the server sent notifications/cancelled for it
-	ErrQueueFull          = subscription.ErrQueueFull      // the reader fell behind by more than the queue bound
-)
 
 // ErrListenUnsupported: the server has no subscriptions/listen (a legacy
 // MCP server, 2025-11-25 or earlier). With such servers, receive the
@@ -155,7 +147,7 @@ func ListenTo(pid *protoactor.PID) ListenOption {
 }
 
 // MaxQueuedEvents bounds the events waiting for a slow reader; past it
-// the subscription ends with ErrQueueFull and is cancelled on the server.
+// the subscription ends with subscription.ErrQueueFull and is cancelled on the server.
 // Default 1024 (subscription.DefaultMaxQueue). The same policy holds past
 // 16 MiB of their params (subscription.DefaultMaxQueueBytes; see
 // MaxQueuedEventBytes).
@@ -171,7 +163,7 @@ func MaxQueuedEvents(n int) ListenOption {
 
 // MaxQueuedEventBytes bounds the events waiting for a slow reader by the
 // size of their params, with the policy of MaxQueuedEvents: past it the
-// subscription ends with ErrQueueFull and is cancelled on the server. An
+// subscription ends with subscription.ErrQueueFull and is cancelled on the server. An
 // event arriving at an empty queue is always taken, however large.
 // Default 16 MiB (subscription.DefaultMaxQueueBytes).
 func MaxQueuedEventBytes(n int) ListenOption {

@@ -124,10 +124,10 @@ func WithMaxLineBytes(n int) Option {
 // WithMaxWriteQueue bounds, in bytes, what waits to be written to a
 // server that reads more slowly than it is written to. A request or
 // notification past the bound fails at once with a local -32603 wrapping
-// ErrWriteQueueFull and is not sent; the connection lives on. Answers to
+// connection.ErrWriteQueueFull and is not sent; the connection lives on. Answers to
 // the server's own requests may use as much again; past that the server
 // is taken to have stopped reading and the connection closes with
-// ErrNotReading. A request that times out or is cancelled while still
+// connection.ErrNotReading. A request that times out or is cancelled while still
 // queued is dropped, never sent. Default 16 MiB.
 func WithMaxWriteQueue(bytes int) Option {
 	return func(c *config) error {

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/jsonrpc"
@@ -335,7 +336,7 @@ func classify(method string, raw json.RawMessage, err error) (errType, statusCod
 		return "timeout", "", desc
 	case errors.Is(err, ErrConnectionClosed):
 		return "connection_closed", "", desc
-	case errors.Is(err, ErrWriteQueueFull):
+	case errors.Is(err, connection.ErrWriteQueueFull):
 		return "write_queue_full", "", desc
 	case errors.Is(err, ErrInvalidParams):
 		return "invalid_params", "", desc
@@ -808,12 +809,12 @@ func (t *subscriptionTrace) Event(ev Event) {
 }
 
 // End ends the subscriptions/listen span with why the subscription ended,
-// as Subscription.Err reads: nil (a graceful end), ErrSubscriptionClosed
-// and ErrOwnerExited (the caller ended it) leave the status unset; any
-// other reason sets error.type and an Error status (ErrQueueFull
-// "queue_full", ErrServerTeardown "server_teardown", an error response
+// as Subscription.Err reads: nil (a graceful end), subscription.ErrClosed
+// and actor.ErrOwnerExited (the caller ended it) leave the status unset; any
+// other reason sets error.type and an Error status (subscription.ErrQueueFull
+// "queue_full", subscription.ErrServerTeardown "server_teardown", an error response
 // its code, a closed connection "connection_closed", …). A subscription
-// that ended with ErrQueueFull is counted once in
+// that ended with subscription.ErrQueueFull is counted once in
 // snodo.client.subscription.overflows. Call it once.
 func (t *subscriptionTrace) End(err error) {
 	if t != nil {
@@ -824,7 +825,7 @@ func (t *subscriptionTrace) End(err error) {
 // end is End with the listen request's JSON-RPC id (0: none, as across
 // NATS, where the host's span has it).
 func (t *subscriptionTrace) end(id int64, err error) {
-	if t.metering && errors.Is(err, ErrQueueFull) {
+	if t.metering && errors.Is(err, subscription.ErrQueueFull) {
 		t.s.meters.Overflow()
 	}
 	if t.span == nil {
@@ -837,12 +838,12 @@ func (t *subscriptionTrace) end(id int64, err error) {
 	if id != 0 {
 		t.span.SetAttributes(attribute.String(telemetry.AttrRequestID, strconv.FormatInt(id, 10)))
 	}
-	if err != nil && !errors.Is(err, ErrSubscriptionClosed) && !errors.Is(err, ErrOwnerExited) {
+	if err != nil && !errors.Is(err, subscription.ErrClosed) && !errors.Is(err, actor.ErrOwnerExited) {
 		errType, code, desc := classify(subscription.Method, nil, err)
 		switch {
-		case errors.Is(err, ErrQueueFull):
+		case errors.Is(err, subscription.ErrQueueFull):
 			errType = "queue_full"
-		case errors.Is(err, ErrServerTeardown):
+		case errors.Is(err, subscription.ErrServerTeardown):
 			errType = "server_teardown"
 		}
 		t.span.SetAttributes(attribute.String(telemetry.AttrErrorType, errType))

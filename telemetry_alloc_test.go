@@ -14,6 +14,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -202,7 +203,7 @@ func TestTraceSubscriptionOffIsNil(t *testing.T) {
 	got, tr = traceSubscription(ctx, instrument(nil, nil, mp, "tcp", "test"))
 	require.NotNil(t, tr, "metrics alone: measured, not traced")
 	require.Equal(t, ctx, got, "no span: ctx as it was")
-	tr.End(ErrQueueFull)
+	tr.End(subscription.ErrQueueFull)
 
 	var off *subscriptionTrace
 	ev := Event{Method: methodToolsListChanged, Params: json.RawMessage(`{}`)}
@@ -210,5 +211,5 @@ func TestTraceSubscriptionOffIsNil(t *testing.T) {
 		off.Queued(1)
 		off.Event(ev)
 	}))
-	off.End(ErrQueueFull) // nothing to end
+	off.End(subscription.ErrQueueFull) // nothing to end
 }

@@ -18,6 +18,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/telemetry"
 	"github.com/snodo/snodo/test/testutil"
@@ -108,8 +109,8 @@ func TestClassifyWords(t *testing.T) {
 		{&Error{Code: -32602, Message: "bad"}, "-32602", "-32602"},
 		{NewLocalError(CodeTimeout, "t", ErrTimeout), "timeout", ""},
 		{NewLocalError(CodeTimeout, "a Requester's own, no sentinel", errors.New("its cause")), "timeout", ""},
-		{ClosedError(ErrServerExited), "connection_closed", ""},
-		{NewLocalError(CodeInternalError, "q", ErrWriteQueueFull), "write_queue_full", ""},
+		{ClosedError(connection.ErrServerExited), "connection_closed", ""},
+		{NewLocalError(CodeInternalError, "q", connection.ErrWriteQueueFull), "write_queue_full", ""},
 		{context.DeadlineExceeded, "deadline_exceeded", ""},
 		{errors.Join(ErrInputRequest, &Error{Code: 4242, Message: "the handler's"}), "input_request_failed", ""},
 		{errors.New("other"), "_OTHER", ""},

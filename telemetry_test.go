@@ -21,6 +21,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -465,7 +467,7 @@ func TestMetricsOfSubscriptionsAndDroppedNotifications(t *testing.T) {
 	_, err = modern.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed", "count": 3})
 	require.NoError(t, err)
 	<-sub.Done() // nobody reads: the third event overflows the queue
-	require.ErrorIs(t, sub.Err(), ErrQueueFull)
+	require.ErrorIs(t, sub.Err(), subscription.ErrQueueFull)
 
 	legacy := dialTest(t, []string{"-era", "legacy"}, WithMeterProvider(mp)) // no notification handler
 	_, err = legacy.Request(t.Context(), "test/notify", map[string]any{"method": "notifications/message", "params": map[string]any{"level": "info", "data": "x"}})
@@ -569,7 +571,7 @@ func TestInstrumentNilRequester(t *testing.T) {
 }
 
 // When Listen's ctx ends before the server acknowledged the subscription,
-// the owner left: Listen fails with an error wrapping ErrOwnerExited and
+// the owner left: Listen fails with an error wrapping actor.ErrOwnerExited and
 // the ctx's cause, and the span has no error (the rule of
 // SubscriptionTrace.End), as for a remote Listen
 // (TestRemoteListenOwnerLeavingBeforeAckIsNoError in remote).
@@ -588,7 +590,7 @@ func TestListenOwnerLeavingBeforeAckIsNoError(t *testing.T) {
 	}, 10*time.Second, "the server never received the listen request")
 	cancel()
 	err := testutil.Receive(t, done, 10*time.Second, "Listen's return")
-	require.ErrorIs(t, err, ErrOwnerExited)
+	require.ErrorIs(t, err, actor.ErrOwnerExited)
 	require.ErrorIs(t, err, context.Canceled)
 
 	spans := spansNamed(rec, "subscriptions/listen")

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/subscription"
 )
 
 func TestTraceContextCrossesTheHop(t *testing.T) {
@@ -158,7 +159,7 @@ func TestHostSideEndsTellWhy(t *testing.T) {
 	<-sub.Done()
 	require.ErrorIs(t, sub.Err(), ErrHostEnded)
 	assert.Contains(t, sub.Err().Error(), "tore the subscription down")
-	require.ErrorIs(t, sub.Err(), snodo.ErrServerTeardown, "as a local subscription's Err")
+	require.ErrorIs(t, sub.Err(), subscription.ErrServerTeardown, "as a local subscription's Err")
 
 	// The host drains.
 	sub, err = c.Listen(ctx, snodo.Filter{ToolsListChanged: true})

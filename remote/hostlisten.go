@@ -13,6 +13,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/subscription"
 )
 
 // hostSub is one subscription a host runs for a remote caller.
@@ -139,7 +140,7 @@ loop:
 	case why != nil && errors.Is(why, errCallerGone):
 		h.cfg.logger.Info("remote: subscription cancelled: its caller went away", "server", s.name, "sub", hs.id)
 		h.end(events, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: why.Error()}, true)
-	case why != nil && errors.Is(why, snodo.ErrSubscriptionClosed):
+	case why != nil && errors.Is(why, subscription.ErrClosed):
 		h.end(events, nil, false) // the caller closed it: it knows why
 	case why != nil:
 		msg := "host " + h.label + ": " + why.Error()
@@ -151,7 +152,7 @@ loop:
 		e, local := rpcError(sub.Err())
 		s.listenStats.fail(e.Message)
 		m := h.endMsg(events, e, local)
-		if errors.Is(sub.Err(), snodo.ErrServerTeardown) {
+		if errors.Is(sub.Err(), subscription.ErrServerTeardown) {
 			m.Header.Set(hdrTeardown, "1")
 		}
 		h.publish(m)
@@ -202,6 +203,6 @@ func (h *Host) onControl(m *nats.Msg) {
 	case opKeepalive:
 		hs.lastSeen.Store(time.Now().UnixNano())
 	case opClose:
-		hs.cancel(snodo.ErrSubscriptionClosed)
+		hs.cancel(subscription.ErrClosed)
 	}
 }

@@ -29,7 +29,7 @@ var ErrHostEnded = errors.New("remote: the host ended the subscription")
 
 // inboxQueue bounds the messages of one subscription between the NATS
 // delivery goroutine and the subscription's own; past it the
-// subscription ends with snodo.ErrQueueFull.
+// subscription ends with subscription.ErrQueueFull.
 const inboxQueue = 256
 
 // hosted serves a *snodo.Subscription served by a host: events arrive
@@ -70,7 +70,7 @@ type hosted struct {
 // cancel it, as on Close. snodo.MaxQueuedEvents bounds the events waiting
 // for the reader (default 1024), and snodo.MaxQueuedEventBytes their
 // params (default 16 MiB): past either the subscription ends with
-// snodo.ErrQueueFull and is cancelled on the host.
+// subscription.ErrQueueFull and is cancelled on the host.
 //
 // With snodo.ListenTo(pid) the events go to the actor instead, as for a
 // supervised or pooled subscription: *snodo.SubscriptionEvent messages
@@ -79,11 +79,11 @@ type hosted struct {
 // only closes. Their Subscription field is the one Listen returned.
 // pid lives in the client's actor system
 // (WithActorSystem); the subscription watches it and is cancelled on
-// the host when it terminates (Err wraps snodo.ErrOwnerExited).
+// the host when it terminates (Err wraps snodoactor.ErrOwnerExited).
 //
 // When ctx is done before the host acknowledged the subscription, Listen
 // fails as a local Listen does: with an error wrapping
-// snodo.ErrOwnerExited and ctx's cause (errors.Is context.Canceled or
+// snodoactor.ErrOwnerExited and ctx's cause (errors.Is context.Canceled or
 // context.DeadlineExceeded), and the host, hearing no keep-alive, cancels
 // it.
 //
@@ -91,7 +91,7 @@ type hosted struct {
 // code (snodo's traceSubscription, through internal/seam): a CLIENT span subscriptions/listen,
 // child of the span in ctx, until it ends, whose context goes to the
 // host; a SERVER span per event; the queue depth at each event queued on
-// Events, and an overflow when it ends with snodo.ErrQueueFull.
+// Events, and an overflow when it ends with subscription.ErrQueueFull.
 func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*snodo.Subscription, error) {
 	if ctx == nil {
 		return nil, nilContextError(subscription.Method)
@@ -166,7 +166,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	var unwatch func()
 	if s.actor != nil {
 		unwatch = snodoactor.WatchOwner(s.sys, s.actor, func() {
-			s.stop(fmt.Errorf("%w: the ListenTo actor terminated", snodo.ErrOwnerExited))
+			s.stop(fmt.Errorf("%w: the ListenTo actor terminated", snodoactor.ErrOwnerExited))
 		})
 	}
 	go s.run(unwatch)
@@ -210,10 +210,10 @@ func (s *hosted) awaitAck(ctx context.Context) error {
 }
 
 // ownerLeft is why a subscription ends when ctx, its owner, is done: the
-// error a local subscription ends with then (snodo.ErrOwnerExited and the
+// error a local subscription ends with then (snodoactor.ErrOwnerExited and the
 // ctx's cause).
 func ownerLeft(ctx context.Context) error {
-	return fmt.Errorf("%w: the context given to Listen is done: %w", snodo.ErrOwnerExited, context.Cause(ctx))
+	return fmt.Errorf("%w: the context given to Listen is done: %w", snodoactor.ErrOwnerExited, context.Cause(ctx))
 }
 
 // endError is why a host ended a subscription: nil for a graceful end.
@@ -231,7 +231,7 @@ func endError(m *nats.Msg) error {
 			causes = append(causes, snodo.ErrListenUnsupported)
 		}
 		if m.Header.Get(hdrTeardown) != "" {
-			causes = append(causes, snodo.ErrServerTeardown)
+			causes = append(causes, subscription.ErrServerTeardown)
 		}
 		return jsonrpc.NewLocalError(e.Code, "host "+m.Header.Get(hdrHost)+" ended the subscription: "+e.Message, causes...)
 	}
@@ -244,7 +244,7 @@ func (s *hosted) deliver(m *nats.Msg) {
 	case s.in <- m:
 	default:
 		select {
-		case s.quit <- snodo.ErrQueueFull:
+		case s.quit <- subscription.ErrQueueFull:
 		default:
 		}
 	}
@@ -276,7 +276,7 @@ loop:
 				}
 				if waiting, ok := s.bytes.Admit(len(s.events), len(ev.Params), s.maxBytes); !ok {
 					why = fmt.Errorf("%w: the subscription on %s has %d bytes of events waiting for a slow reader, and the next has %d (bound %d bytes); read Events faster or raise the queue bound",
-						snodo.ErrQueueFull, s.c.name, waiting, len(ev.Params), s.maxBytes)
+						subscription.ErrQueueFull, s.c.name, waiting, len(ev.Params), s.maxBytes)
 					break loop
 				}
 				select {
@@ -286,7 +286,7 @@ loop:
 					s.traceEvent(ev)
 				default:
 					why = fmt.Errorf("%w: the subscription on %s has %d events waiting for a slow reader; read Events faster or raise the queue bound",
-						snodo.ErrQueueFull, s.c.name, cap(s.events))
+						subscription.ErrQueueFull, s.c.name, cap(s.events))
 					break loop
 				}
 			case kindEnd:
@@ -359,7 +359,7 @@ func (s *hosted) stop(why error) {
 // Events delivers the events in order and is closed once the
 // subscription has ended (after Done: Err is final by then). A reader that falls behind by more than the
 // queue bound (snodo.MaxQueuedEvents, snodo.MaxQueuedEventBytes) ends it
-// with snodo.ErrQueueFull.
+// with subscription.ErrQueueFull.
 // With ListenTo it only closes: the events go to the actor.
 func (s *hosted) Events() <-chan snodo.Event { return s.events }
 
@@ -367,12 +367,12 @@ func (s *hosted) Events() <-chan snodo.Event { return s.events }
 func (s *hosted) Done() <-chan struct{} { return s.done }
 
 // Err is why the subscription ended: nil while it runs and after a
-// graceful end; snodo.ErrSubscriptionClosed after Close; snodo.ErrOwnerExited
+// graceful end; subscription.ErrClosed after Close; snodoactor.ErrOwnerExited
 // when Listen's ctx is done or the ListenTo actor terminated;
-// snodo.ErrQueueFull; a -32000 wrapping
+// subscription.ErrQueueFull; a -32000 wrapping
 // ErrHostGone when the host stopped sending heartbeats, or ErrClientClosed;
 // an error wrapping ErrHostEnded, with the host's reason, when the host
-// ended it (and snodo.ErrServerTeardown when its MCP server tore it
+// ended it (and subscription.ErrServerTeardown when its MCP server tore it
 // down, as for a local subscription).
 func (s *hosted) Err() error {
 	select {
@@ -408,7 +408,7 @@ func (s *hosted) Host() string {
 // Close tells the host to cancel the subscription on its MCP server and
 // returns once it has ended here. It always returns nil.
 func (s *hosted) Close() error {
-	s.stop(snodo.ErrSubscriptionClosed)
+	s.stop(subscription.ErrClosed)
 	<-s.done
 	return nil
 }

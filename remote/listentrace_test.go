@@ -16,6 +16,7 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -154,7 +155,7 @@ func TestRemoteListenSpanEndsWithItsReason(t *testing.T) {
 
 	sub = serverEnds("teardown")
 	require.ErrorIs(t, sub.Err(), ErrHostEnded)
-	require.ErrorIs(t, sub.Err(), snodo.ErrServerTeardown, "as a local subscription's")
+	require.ErrorIs(t, sub.Err(), subscription.ErrServerTeardown, "as a local subscription's")
 	assert.Equal(t, codes.Error, last().Status().Code)
 	assert.Equal(t, "server_teardown", attrsOf(last())["error.type"])
 
@@ -163,7 +164,7 @@ func TestRemoteListenSpanEndsWithItsReason(t *testing.T) {
 	_, err = c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "count": 3})
 	require.NoError(t, err)
 	<-sub.Done() // nobody reads: the second event overflows the queue
-	require.ErrorIs(t, sub.Err(), snodo.ErrQueueFull)
+	require.ErrorIs(t, sub.Err(), subscription.ErrQueueFull)
 	assert.Equal(t, "queue_full", attrsOf(last())["error.type"])
 	assert.Len(t, ended(rec, "notifications/tools/list_changed"), 1, "only the queued event")
 
@@ -172,7 +173,7 @@ func TestRemoteListenSpanEndsWithItsReason(t *testing.T) {
 	require.NoError(t, err)
 	cancel()
 	<-sub.Done()
-	require.ErrorIs(t, sub.Err(), snodo.ErrOwnerExited)
+	require.ErrorIs(t, sub.Err(), snodoactor.ErrOwnerExited)
 	assert.Equal(t, codes.Unset, last().Status().Code, "the owner leaving is no error")
 
 	sub, err = c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
@@ -213,7 +214,7 @@ func TestRemoteListenToIsTraced(t *testing.T) {
 	testutil.Receive(t, got, 5*time.Second, "an event")
 	sys.Root.Stop(pid)
 	<-sub.Done()
-	require.ErrorIs(t, sub.Err(), snodo.ErrOwnerExited)
+	require.ErrorIs(t, sub.Err(), snodoactor.ErrOwnerExited)
 
 	listen := ended(rec, "subscriptions/listen")
 	require.Len(t, listen, 1)

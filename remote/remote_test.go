@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -85,7 +86,7 @@ func TestListenEvents(t *testing.T) {
 		}
 	}
 	require.NoError(t, sub.Close())
-	assert.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionClosed)
+	assert.ErrorIs(t, sub.Err(), subscription.ErrClosed)
 }
 
 func TestManyInFlight(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/connection"
 )
 
 // Client is a supervised connection: a supervisor actor that owns one
@@ -181,12 +182,12 @@ func (c *Client) Healthy() bool {
 // stdin is closed, and a server still running DefaultShutdownGrace later
 // (or the snodo.WithShutdownGrace given in WithConnectOptions; 0: never)
 // is sent SIGTERM, then SIGKILL, to its process group; calls in flight, waiting calls and
-// later ones get a -32000 wrapping snodo.ErrClosed, and Close returns
+// later ones get a -32000 wrapping connection.ErrClosed, and Close returns
 // without waiting for the server to exit: it is reaped in the
 // background, and Done tells when. It never waits on the caller's actor,
 // so an actor may call it from its Stopping. Idempotent; it returns nil.
 func (c *Client) Close() error {
-	c.s.stop(snodo.ErrClosed)
+	c.s.stop(connection.ErrClosed)
 	<-c.s.stopped
 	return nil
 }
@@ -195,8 +196,8 @@ func (c *Client) Close() error {
 // has exited and been reaped.
 func (c *Client) Done() <-chan struct{} { return c.s.done }
 
-// Err is why supervision ended (nil while it runs): snodo.ErrClosed,
-// snodo.ErrOwnerExited, or a *GaveUpError (errors.Is ErrGaveUp).
+// Err is why supervision ended (nil while it runs): connection.ErrClosed,
+// snodoactor.ErrOwnerExited, or a *GaveUpError (errors.Is ErrGaveUp).
 func (c *Client) Err() error { return c.s.Err() }
 
 var (

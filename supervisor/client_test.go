@@ -12,6 +12,7 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -26,7 +27,7 @@ func TestRestartAfterKill(t *testing.T) {
 
 	kill(t, old)
 	exited := ev.waitFor(t, ServerExited, 5*time.Second)
-	assert.ErrorIs(t, exited.Err, snodo.ErrServerExited)
+	assert.ErrorIs(t, exited.Err, connection.ErrServerExited)
 	assert.Contains(t, exited.Err.Error(), "killed by signal")
 	assert.Equal(t, old, exited.ServerPID, "Exited names the process that died")
 	back := ev.waitFor(t, ServerConnected, 5*time.Second)
@@ -41,12 +42,12 @@ func TestRestartAfterKill(t *testing.T) {
 	assert.Equal(t, 1, c.Restarts())
 
 	require.NoError(t, c.Close())
-	assert.ErrorIs(t, c.Err(), snodo.ErrClosed)
+	assert.ErrorIs(t, c.Err(), connection.ErrClosed)
 	testutil.AssertReaped(t, old, 5*time.Second)
 	testutil.AssertReaped(t, back.ServerPID, 5*time.Second)
 	_, err = c.Request(t.Context(), "test/echo", nil)
 	assert.ErrorIs(t, err, snodo.ErrConnectionClosed)
-	assert.ErrorIs(t, err, snodo.ErrClosed)
+	assert.ErrorIs(t, err, connection.ErrClosed)
 	stopped := ev.waitFor(t, Stopped, time.Second)
 	assert.Equal(t, 1, stopped.Restarts, "the restart is still inside the window as supervision stops")
 	assert.Equal(t, 1, stopped.Total)
@@ -64,9 +65,9 @@ func TestAbandonedServerIgnoringEOFIsKilled(t *testing.T) {
 	old := ev.waitFor(t, ServerConnected, 5*time.Second).ServerPID
 
 	_, err = c.Request(t.Context(), "test/closeStdout", nil)
-	assert.ErrorIs(t, err, snodo.ErrStdoutClosed, "the call fails as its server goes away")
+	assert.ErrorIs(t, err, connection.ErrStdoutClosed, "the call fails as its server goes away")
 	exited := ev.waitFor(t, ServerExited, 5*time.Second)
-	assert.ErrorIs(t, exited.Err, snodo.ErrStdoutClosed)
+	assert.ErrorIs(t, exited.Err, connection.ErrStdoutClosed)
 	back := ev.waitFor(t, ServerConnected, 5*time.Second)
 	assert.NotEqual(t, old, back.ServerPID)
 	testutil.AssertReaped(t, old, 5*time.Second)
@@ -93,7 +94,7 @@ func TestGiveUpWhenTheServerCrashesAtStart(t *testing.T) {
 		fast, WithIntensity(3, 10*time.Second), ev.option())
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrGaveUp)
-	assert.ErrorIs(t, err, snodo.ErrServerExited)
+	assert.ErrorIs(t, err, connection.ErrServerExited)
 	assert.Contains(t, err.Error(), "gave up after 3 restarts in 10s: server exited with status 3")
 	var gu *GaveUpError
 	require.ErrorAs(t, err, &gu)
@@ -169,7 +170,7 @@ func TestInFlightCallFailsAndIsNotRetried(t *testing.T) {
 	var e *snodo.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, snodo.CodeConnectionClosed, e.Code)
-	assert.ErrorIs(t, err, snodo.ErrServerExited)
+	assert.ErrorIs(t, err, connection.ErrServerExited)
 
 	ev.waitFor(t, ServerConnected, time.Second)
 	ev.waitFor(t, ServerConnected, 5*time.Second)
@@ -267,7 +268,7 @@ func TestOwnerContextEndsSupervision(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("not done after the owner context ended")
 	}
-	assert.ErrorIs(t, c.Err(), snodo.ErrOwnerExited)
+	assert.ErrorIs(t, c.Err(), snodoactor.ErrOwnerExited)
 	assert.Zero(t, c.Restarts())
 	testutil.AssertReaped(t, pid, 5*time.Second)
 }
@@ -351,5 +352,5 @@ func TestEventHandlerPanicStopsSupervision(t *testing.T) {
 		}
 		err = c.Err()
 	}
-	require.ErrorIs(t, err, snodo.ErrPanicked)
+	require.ErrorIs(t, err, snodoactor.ErrPanicked)
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/connection"
 )
 
 // Why a supervised call failed without reaching a server, or why
@@ -29,7 +31,7 @@ var (
 // GaveUpError is why supervision stopped when the server kept exiting:
 // more than Restarts restarts within Window (the OTP intensity rule).
 // Last is the last exit; errors.Is(err, ErrGaveUp) and errors.Is on
-// Last's causes (snodo.ErrServerExited, say) both hold.
+// Last's causes (connection.ErrServerExited, say) both hold.
 type GaveUpError struct {
 	Restarts int           // the limit that was passed
 	Window   time.Duration // the window it applies to
@@ -59,7 +61,7 @@ func (e *GaveUpError) Unwrap() []error { return []error{ErrGaveUp, e.Last} }
 // Err, or the -32000 its callers got) should be restarted: anything but
 // Close and the owner's exit, like an OTP transient child.
 func unexpected(reason error) bool {
-	return reason != nil && !errors.Is(reason, snodo.ErrClosed) && !errors.Is(reason, snodo.ErrOwnerExited)
+	return reason != nil && !errors.Is(reason, connection.ErrClosed) && !errors.Is(reason, actor.ErrOwnerExited)
 }
 
 // lostConnection reports whether a call failed because its server went
@@ -74,8 +76,8 @@ func lostConnection(err error) bool {
 // start, bad options, or a protocol mismatch: only crashes are retried at
 // start.
 func crashed(err error) bool {
-	return errors.Is(err, snodo.ErrServerExited) || errors.Is(err, snodo.ErrStdinClosed) ||
-		errors.Is(err, snodo.ErrStdoutClosed)
+	return errors.Is(err, connection.ErrServerExited) || errors.Is(err, connection.ErrStdinClosed) ||
+		errors.Is(err, connection.ErrStdoutClosed)
 }
 
 // exitWords is the shortest description of an exit: the error that says
@@ -90,7 +92,7 @@ func exitWords(err error) string {
 	return err.Error()
 }
 
-var exitSentinels = []error{snodo.ErrServerExited, snodo.ErrStdinClosed, snodo.ErrStdoutClosed}
+var exitSentinels = []error{connection.ErrServerExited, connection.ErrStdinClosed, connection.ErrStdoutClosed}
 
 // deepest finds, in err's tree, the innermost error that is not itself an
 // exit sentinel but wraps one.

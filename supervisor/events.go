@@ -22,7 +22,7 @@ const (
 	// GaveUp: the intensity limit was passed; Err is the *GaveUpError and
 	// the supervisor stops.
 	GaveUp
-	// Stopped: supervision ended (Err: snodo.ErrClosed, snodo.ErrOwnerExited, or the
+	// Stopped: supervision ended (Err: connection.ErrClosed, actor.ErrOwnerExited, or the
 	// *GaveUpError).
 	Stopped
 )
@@ -58,7 +58,7 @@ type LifecycleEvent struct {
 
 // Ended tells the owner actor of a pool or a supervised client (WithOwner,
 // StartPool's pid, WithParent) that it has stopped: Err is why, as its
-// Err() (snodo.ErrClosed, snodo.ErrOwnerExited, a *GaveUpError…). One of
+// Err() (connection.ErrClosed, actor.ErrOwnerExited, a *GaveUpError…). One of
 // Pool and Client is set. Its servers may still be exiting: a *Reaped
 // follows once every one has been reaped (Done closed). A pool or client
 // whose start failed sends neither: its PoolReady (or Connect) carried the

@@ -20,6 +20,7 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -211,7 +212,7 @@ func TestPoolSubscriptionMovesWhenItsMemberLeaves(t *testing.T) {
 
 	require.NoError(t, p.Close())
 	testutil.Receive(t, sub.Done(), 5*time.Second, "the subscription's end")
-	assert.ErrorIs(t, sub.Err(), snodo.ErrClosed)
+	assert.ErrorIs(t, sub.Err(), connection.ErrClosed)
 }
 
 // A pool member that gives up leaves the pool, and the legacy resource
@@ -281,7 +282,7 @@ func TestPoolCallMessagesWhileAllMembersAreDownThenClose(t *testing.T) {
 		r := testutil.Receive(t, got, 5*time.Second, "a reply")
 		seen[r.Tag.(int)]++
 		require.Equal(t, 1, seen[r.Tag.(int)], "a second reply to call %v", r.Tag)
-		require.ErrorIs(t, r.Err, snodo.ErrClosed)
+		require.ErrorIs(t, r.Err, connection.ErrClosed)
 	}
 	t.Logf("%d calls answered %s after Close", n, time.Since(t0).Round(time.Millisecond))
 	select {
@@ -481,7 +482,7 @@ func TestPoolStopsAfterAGrowWhenNoMemberIsLeft(t *testing.T) {
 	require.ErrorIs(t, testutil.Receive(t, grown, 10*time.Second, "Grow's end"), ErrGaveUp)
 	testutil.Receive(t, p.Done(), 10*time.Second, "the pool's end")
 	require.ErrorIs(t, p.Err(), ErrGaveUp)
-	assert.ErrorIs(t, p.Err(), snodo.ErrServerExited)
+	assert.ErrorIs(t, p.Err(), connection.ErrServerExited)
 }
 
 // An Idempotent call whose server dies under it is sent once more even

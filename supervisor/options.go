@@ -206,7 +206,7 @@ func WithLogger(l *slog.Logger) Option {
 // supervisor actor: fn must return quickly (send to a buffered channel or
 // an actor) and must not call the supervised client. A panic in fn stops
 // supervision, as any panic of the supervisor actor does (Err wraps
-// snodo.ErrPanicked).
+// actor.ErrPanicked).
 func WithEventHandler(fn func(LifecycleEvent)) Option {
 	return func(c *config) error {
 		if fn == nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -67,7 +68,7 @@ func TestActorOnlyServiceThroughAPoolWhileAMemberIsKilled(t *testing.T) {
 			switch {
 			case msg.Err == nil:
 				res.answered++
-			case errors.Is(msg.Err, snodo.ErrConnectionClosed) && errors.Is(msg.Err, snodo.ErrServerExited):
+			case errors.Is(msg.Err, snodo.ErrConnectionClosed) && errors.Is(msg.Err, connection.ErrServerExited):
 				res.failed++
 			default:
 				res.others = append(res.others, msg.Err)
@@ -108,7 +109,7 @@ func TestActorOnlyServiceThroughAPoolWhileAMemberIsKilled(t *testing.T) {
 		t.Fatal("the pool's servers were not reaped")
 	}
 	testutil.AssertReaped(t, got.victimPID, 5*time.Second)
-	assert.ErrorIs(t, pool.Err(), snodo.ErrClosed)
+	assert.ErrorIs(t, pool.Err(), connection.ErrClosed)
 }
 
 // A supervised client's PID takes call messages too; once it has stopped,

@@ -13,6 +13,7 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/listening"
+	"github.com/snodo/snodo/subscription"
 )
 
 // listenMethod is the request a subscription sends.
@@ -93,7 +94,7 @@ func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []
 		// this system): otherwise the subscription would end at once.
 		if _, ok := c.s.sys.ProcessRegistry.Get(set.Actor); !ok {
 			return nil, fmt.Errorf("supervisor: %s: %w: actor %s does not exist (has it stopped? is it in another actor system than the supervisor's?)",
-				listenMethod, snodo.ErrOwnerExited, set.Actor.Id)
+				listenMethod, snodoactor.ErrOwnerExited, set.Actor.Id)
 		}
 	}
 	var each []snodo.ListenOption
@@ -175,17 +176,17 @@ func (s *supervised) Resubscriptions() int {
 // ListenTo it only closes: the events go to the actor. Delivery
 // is unbuffered past the inner subscription's queue: a reader that falls
 // behind by more than that queue (snodo.MaxQueuedEvents,
-// snodo.MaxQueuedEventBytes) ends it with snodo.ErrQueueFull.
+// snodo.MaxQueuedEventBytes) ends it with subscription.ErrQueueFull.
 func (s *supervised) Events() <-chan snodo.Event { return s.events }
 
 // Done is closed once the subscription has ended.
 func (s *supervised) Done() <-chan struct{} { return s.done }
 
 // Err is why the subscription ended: nil while it runs and after a
-// graceful end; snodo.ErrSubscriptionClosed after Close; the owner's
-// end (snodo.ErrOwnerExited: Listen's ctx, or the ListenTo actor), a
+// graceful end; subscription.ErrClosed after Close; the owner's
+// end (snodoactor.ErrOwnerExited: Listen's ctx, or the ListenTo actor), a
 // server teardown or a full queue as for snodo.Subscription; a -32000
-// wrapping snodo.ErrClosed after Close of the supervised client or pool,
+// wrapping connection.ErrClosed after Close of the supervised client or pool,
 // or the *GaveUpError when supervision gave up.
 func (s *supervised) Err() error {
 	select {
@@ -234,7 +235,7 @@ func (s *supervised) run(inner *snodo.Subscription, cl *snodo.Client) {
 	}
 	for {
 		if !s.forward(inner) {
-			s.end(inner, snodo.ErrSubscriptionClosed)
+			s.end(inner, subscription.ErrClosed)
 			return
 		}
 		ended := inner.Err()
@@ -368,11 +369,11 @@ func (s *supervised) end(inner *snodo.Subscription, err error) {
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		s.err = snodo.ErrSubscriptionClosed
+		s.err = subscription.ErrClosed
 	case s.actorGone:
-		s.err = fmt.Errorf("%w: actor %s terminated", snodo.ErrOwnerExited, s.actor.Id)
-	case s.owner.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || err == snodo.ErrSubscriptionClosed):
-		s.err = fmt.Errorf("%w: the context given to Listen is done: %w", snodo.ErrOwnerExited, context.Cause(s.owner))
+		s.err = fmt.Errorf("%w: actor %s terminated", snodoactor.ErrOwnerExited, s.actor.Id)
+	case s.owner.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || err == subscription.ErrClosed):
+		s.err = fmt.Errorf("%w: the context given to Listen is done: %w", snodoactor.ErrOwnerExited, context.Cause(s.owner))
 	default:
 		s.err = err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -123,7 +124,7 @@ func TestPoolCloseFromStoppingAgainstAServerIgnoringEOF(t *testing.T) {
 	select {
 	case err := <-inflight:
 		assert.ErrorIs(t, err, snodo.ErrConnectionClosed)
-		assert.ErrorIs(t, err, snodo.ErrClosed)
+		assert.ErrorIs(t, err, connection.ErrClosed)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the call in flight was not answered")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -56,7 +57,7 @@ func (b *bridge) listen(ctx context.Context, id, params []byte) {
 		select {
 		case ev, ok := <-sub.Events():
 			if !ok {
-				if err := sub.Err(); err != nil && !errors.Is(err, snodo.ErrSubscriptionClosed) {
+				if err := sub.Err(); err != nil && !errors.Is(err, subscription.ErrClosed) {
 					b.writeError(id, asRPCError(err))
 					return
 				}
