@@ -181,10 +181,10 @@ func TestCapabilitiesMarshalAsMCPObjects(t *testing.T) {
 
 func TestClientStateFollowsTheStop(t *testing.T) {
 	c := dialTest(t, nil)
-	assert.Equal(t, StateRunning, c.State())
+	assert.Equal(t, connection.StateRunning, c.State())
 	require.NoError(t, c.Close())
 	<-c.Done()
-	assert.Equal(t, StateReaped, c.State())
+	assert.Equal(t, connection.StateReaped, c.State())
 	assert.Equal(t, "reaped", c.State().String())
 	assert.ErrorIs(t, c.Err(), connection.ErrClosed)
 }

@@ -205,33 +205,10 @@ func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
 // Err is why the connection stopped, nil while it runs.
 func (c *Client) Err() error { return c.conn.Err() }
 
-// State is where the connection is in its life now: StateRunning, then,
-// once it stops (Err says why), StateStopping, StateDraining and
-// StateReaped, when Done is closed.
-func (c *Client) State() State { return State(c.conn.State()) }
-
-// State is where a connection is in its life. It only moves forward,
-// though a state may be skipped.
-type State int32
-
-// The states of a connection.
-const (
-	// StateRunning: requests are sent and answered.
-	StateRunning = State(connection.StateRunning)
-	// StateStopping: a stop reason is recorded (Close, the owner, an exit
-	// signal, the server going away); callers fail with -32000 and what
-	// is queued for the server is flushed, then its stdin is closed.
-	StateStopping = State(connection.StateStopping)
-	// StateDraining: the connection actor has stopped and the server's
-	// stdin is closed; its output is read and discarded until it exits.
-	StateDraining = State(connection.StateDraining)
-	// StateReaped: the server has exited and been reaped, and the actor
-	// has stopped: Done is closed.
-	StateReaped = State(connection.StateReaped)
-)
-
-// String is "running", "stopping", "draining" or "reaped".
-func (s State) String() string { return connection.State(s).String() }
+// State is where the connection is in its life now:
+// connection.StateRunning, then, once it stops (Err says why),
+// StateStopping, StateDraining and StateReaped, when Done is closed.
+func (c *Client) State() connection.State { return c.conn.State() }
 
 // PID is the connection actor. Any actor may stop it (Stop, Poison), which
 // closes the connection; Exit stops it with a reason.

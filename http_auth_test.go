@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/httpserver"
 	"github.com/snodo/snodo/test/oauthserver"
 	"github.com/snodo/snodo/test/testutil"
@@ -76,7 +77,7 @@ func TestOAuthTokensReachNoSpanOrLog(t *testing.T) {
 		WithOAuth(OAuth{Authorize: oauthserver.Consent}),
 		WithTracerProvider(tp),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
-		WithWireTrace(func(d Direction, line []byte) { wire.Write(line) }))
+		WithWireTrace(func(d connection.Direction, line []byte) { wire.Write(line) }))
 	require.NoError(t, err)
 	_, err = c.CallTool(ctx, "echo", map[string]any{"text": "hi"})
 	require.NoError(t, err)

@@ -306,19 +306,6 @@ func WithEra(e Era) Option {
 	}
 }
 
-// Direction tells which way a line travelled on the wire; see
-// WithWireTrace.
-type Direction int
-
-// The directions a WithWireTrace hook is called with.
-const (
-	Sent     = Direction(connection.Sent)     // a line the client wrote to the server's stdin
-	Received = Direction(connection.Received) // a line the server wrote to its stdout
-)
-
-// String is "sent" or "received".
-func (d Direction) String() string { return connection.Direction(d).String() }
-
 // WithWireTrace calls fn with every JSON-RPC line exchanged with the
 // server, without its newline: lines sent in the order they go on the
 // wire, lines received before they are acted on. fn may be called from
@@ -331,17 +318,17 @@ func (d Direction) String() string { return connection.Direction(d).String() }
 // For example, to log the wire to stderr:
 //
 //	var mu sync.Mutex
-//	snodo.WithWireTrace(func(dir snodo.Direction, line []byte) {
+//	snodo.WithWireTrace(func(dir connection.Direction, line []byte) {
 //		mu.Lock()
 //		defer mu.Unlock()
 //		fmt.Fprintf(os.Stderr, "%s %s\n", dir, line)
 //	})
-func WithWireTrace(fn func(dir Direction, line []byte)) Option {
+func WithWireTrace(fn func(dir connection.Direction, line []byte)) Option {
 	return func(c *config) error {
 		if fn == nil {
 			return errors.New("WithWireTrace: nil function")
 		}
-		c.conn.Trace = func(dir connection.Direction, line []byte) { fn(Direction(dir), line) }
+		c.conn.Trace = fn
 		return nil
 	}
 }

@@ -58,7 +58,7 @@ func TestTelemetryOffAddsNoAllocation(t *testing.T) {
 // tracing off): at most metricsExtra more (13 with a background ctx, 15
 // with a cancellable one, before). Tracing on with a sampler that drops
 // everything (metrics off): at most droppedExtra more (14 before): the
-// op, its Sent hook, the target read from params, the span's name, the
+// op, its connection.Sent hook, the target read from params, the span's name, the
 // SDK's non-recording span and its ctx, the unsampled trace context in
 // _meta.
 func TestTelemetryOnAllocations(t *testing.T) {

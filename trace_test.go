@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -20,7 +21,7 @@ func TestWithWireTrace(t *testing.T) {
 	)
 	// The legacy era makes the handshake predictable: initialize, its
 	// answer, notifications/initialized.
-	c := dialTest(t, nil, WithEra(EraLegacy), WithWireTrace(func(dir Direction, line []byte) {
+	c := dialTest(t, nil, WithEra(EraLegacy), WithWireTrace(func(dir connection.Direction, line []byte) {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
@@ -59,7 +60,7 @@ func TestWithWireTraceRejectsNil(t *testing.T) {
 // on, and every call is answered.
 func TestWithWireTraceThatPanics(t *testing.T) {
 	logs := &testutil.LogRecorder{}
-	c := dialTest(t, nil, WithLogger(logs.Logger()), WithWireTrace(func(dir Direction, line []byte) {
+	c := dialTest(t, nil, WithLogger(logs.Logger()), WithWireTrace(func(dir connection.Direction, line []byte) {
 		panic("trace hook: " + dir.String())
 	}))
 	for range 3 {

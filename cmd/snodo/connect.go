@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/servers"
 )
@@ -263,9 +264,9 @@ func hasControl(line []byte) bool {
 	return !utf8.Valid(line)
 }
 
-func (l *wireLog) trace(dir snodo.Direction, line []byte) {
+func (l *wireLog) trace(dir connection.Direction, line []byte) {
 	arrow := "snodo ← "
-	if dir == snodo.Sent {
+	if dir == connection.Sent {
 		arrow = "snodo → "
 	}
 	l.mu.Lock()

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
 )
 
@@ -63,7 +64,7 @@ func run(ctx context.Context, scenario, url string, sctx *scenarioContext) error
 		snodo.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	}
 	if os.Getenv("SNODO_TRACE") != "" { // every message on the wire, to stderr
-		opts = append(opts, snodo.WithWireTrace(func(dir snodo.Direction, line []byte) {
+		opts = append(opts, snodo.WithWireTrace(func(dir connection.Direction, line []byte) {
 			fmt.Fprintf(os.Stderr, "%s %s %s\n", time.Now().Format("15:04:05.000"), dir, line)
 		}))
 	}
