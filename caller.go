@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/snodo/snodo/internal/jsonrpc"
 	"time"
 
 	"github.com/snodo/snodo/connection"
@@ -115,7 +116,7 @@ func ServeInputsWith(h ServerRequestHandler) func(context.Context, []*ServerRequ
 			case <-ctx.Done():
 				return nil, fmt.Errorf("snodo: waiting for the handler of %d input request(s): %w", len(reqs), ctx.Err())
 			case <-expired:
-				return nil, NewLocalError(CodeTimeout,
+				return nil, jsonrpc.NewLocalError(CodeTimeout,
 					fmt.Sprintf("the handlers of %d input request(s) did not answer within %s; raise it with the Timeout request option", len(reqs), timeout),
 					ErrTimeout)
 			}

@@ -146,7 +146,7 @@ func callToolParams(name string, args any) (json.RawMessage, error) {
 	if !raw && !noValue(args) {
 		b, err := json.Marshal(args)
 		if err != nil {
-			return nil, NewLocalError(CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments cannot be marshalled (%v); nothing was sent: pass a struct, a map, or json.RawMessage(`{…}`)", name, err), ErrInvalidParams, err)
+			return nil, jsonrpc.NewLocalError(CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments cannot be marshalled (%v); nothing was sent: pass a struct, a map, or json.RawMessage(`{…}`)", name, err), ErrInvalidParams, err)
 		}
 		encoded = b
 	}
@@ -157,7 +157,7 @@ func callToolParams(name string, args any) (json.RawMessage, error) {
 		if len(t) > 40 {
 			t = append(t[:40:40], "…"...)
 		}
-		return nil, NewLocalError(CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments must be a JSON object, got %s; nothing was sent: pass a struct, a map, or json.RawMessage(`{…}`)", name, t), ErrInvalidParams)
+		return nil, jsonrpc.NewLocalError(CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments must be a JSON object, got %s; nothing was sent: pass a struct, a map, or json.RawMessage(`{…}`)", name, t), ErrInvalidParams)
 	}
 	p := make(json.RawMessage, 0, len(name)+len(encoded)+len(`{"name":"","arguments":}`))
 	p = append(p, `{"name":`...)

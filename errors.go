@@ -30,20 +30,6 @@ const (
 	CodeInternalError       = jsonrpc.CodeInternalError       // -32603
 )
 
-// NewLocalError returns an error raised on this side of the wire, as
-// snodo's own are, with code and message, wrapping causes for errors.Is:
-// give ErrConnectionClosed with CodeConnectionClosed and ErrTimeout with
-// CodeTimeout so callers can tell it from a server's. For Requester
-// implementations.
-func NewLocalError(code int, message string, causes ...error) *Error {
-	return jsonrpc.NewLocalError(code, message, causes...)
-}
-
-// ClosedError is the -32000 every caller gets once a connection, a
-// supervisor or a pool has stopped for reason: it wraps
-// ErrConnectionClosed and reason.
-func ClosedError(reason error) *Error { return jsonrpc.ClosedError(reason) }
-
 // Sentinels for errors.Is. They match only errors raised by snodo. Why a
 // connection stopped is told by the sentinels of the layer that stopped
 // it: the transport's in package connection (connection.ErrServerExited,

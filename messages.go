@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/snodo/snodo/internal/jsonrpc"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -195,7 +196,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 	switch msg := ctx.Message().(type) {
 	case *Call:
 		if msg == nil { // a typed nil: nothing to run, nobody but the sender to tell
-			nilCall(ctx, &Reply{Err: NewLocalError(CodeInvalidParams, "a nil *snodo.Call was sent: send &snodo.Call{Method: …}")})
+			nilCall(ctx, &Reply{Err: jsonrpc.NewLocalError(CodeInvalidParams, "a nil *snodo.Call was sent: send &snodo.Call{Method: …}")})
 			return true
 		}
 		to = replyTarget(ctx, msg.ReplyTo, "Call", msg.Method)
@@ -203,7 +204,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 		run = func(c context.Context) any { return runCall(c, sys, self, to, msg, h.R) }
 	case *ToolCall:
 		if msg == nil {
-			nilCall(ctx, &ToolReply{Err: NewLocalError(CodeInvalidParams, "a nil *snodo.ToolCall was sent: send &snodo.ToolCall{Name: …}")})
+			nilCall(ctx, &ToolReply{Err: jsonrpc.NewLocalError(CodeInvalidParams, "a nil *snodo.ToolCall was sent: send &snodo.ToolCall{Name: …}")})
 			return true
 		}
 		to = replyTarget(ctx, msg.ReplyTo, "ToolCall", msg.Name)
@@ -211,7 +212,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 		run = func(c context.Context) any { return runToolCall(c, sys, self, to, msg, h.R) }
 	case *ListenCall:
 		if msg == nil {
-			nilCall(ctx, &ListenReply{Err: NewLocalError(CodeInvalidParams, "a nil *snodo.ListenCall was sent: send &snodo.ListenCall{Filter: …}")})
+			nilCall(ctx, &ListenReply{Err: jsonrpc.NewLocalError(CodeInvalidParams, "a nil *snodo.ListenCall was sent: send &snodo.ListenCall{Filter: …}")})
 			return true
 		}
 		to = replyTarget(ctx, msg.ReplyTo, "ListenCall", "subscriptions/listen")
@@ -225,7 +226,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 		run = func(context.Context) any { return runListenCall(msg, to, listen) }
 	case *SubscribeResourceCall:
 		if msg == nil {
-			nilCall(ctx, &Reply{Err: NewLocalError(CodeInvalidParams, "a nil *snodo.SubscribeResourceCall was sent: send &snodo.SubscribeResourceCall{URI: …}")})
+			nilCall(ctx, &Reply{Err: jsonrpc.NewLocalError(CodeInvalidParams, "a nil *snodo.SubscribeResourceCall was sent: send &snodo.SubscribeResourceCall{URI: …}")})
 			return true
 		}
 		to = replyTarget(ctx, msg.ReplyTo, "SubscribeResourceCall", msg.URI)
@@ -244,7 +245,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 		return true
 	}
 	if h.R == nil {
-		sendFrom(sys, self, to, refuse(NewLocalError(CodeInternalError,
+		sendFrom(sys, self, to, refuse(jsonrpc.NewLocalError(CodeInternalError,
 			"the CallHandler of this actor has no Requester; set CallHandler.R", ErrNoRequester)))
 		return true
 	}
@@ -263,7 +264,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 			if r := recover(); r != nil {
 				logger.Error("snodo: a call message panicked; answering it with -32603", "to", self, "panic", r,
 					"stack", string(debug.Stack()))
-				reply = refuse(NewLocalError(CodeInternalError, fmt.Sprintf("the call panicked: %v", r)))
+				reply = refuse(jsonrpc.NewLocalError(CodeInternalError, fmt.Sprintf("the call panicked: %v", r)))
 			}
 			// The slot is free before the reply goes: a sender that
 			// calls again as soon as it is answered is never refused.
@@ -366,7 +367,7 @@ func (h *CallHandler) admit() error {
 	limit := int64(cmp.Or(h.Max, defaultMaxCallMessages))
 	if h.running.Add(1) > limit {
 		h.running.Add(-1)
-		return NewLocalError(CodeInternalError,
+		return jsonrpc.NewLocalError(CodeInternalError,
 			fmt.Sprintf("%d call messages already running on this actor; send fewer at once or raise CallHandler.Max", limit),
 			ErrTooManyCalls)
 	}
@@ -441,7 +442,7 @@ func AnswerDeadCalls(sys *protoactor.ActorSystem) {
 			return
 		}
 		gone := func() error {
-			return ClosedError(fmt.Errorf("actor %s has stopped", dl.PID.GetId()))
+			return jsonrpc.ClosedError(fmt.Errorf("actor %s has stopped", dl.PID.GetId()))
 		}
 		msg := dl.Message
 		if w, ok := msg.(CallWrapper); ok {

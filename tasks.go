@@ -548,7 +548,7 @@ func (t *Task) run(w *wireTask) {
 			t.ended()
 			return
 		case <-gone:
-			t.finish(nil, fmt.Errorf("snodo: task %s of tool %s: %w", t.id, t.tool, ClosedError(l.Err())), "", "")
+			t.finish(nil, fmt.Errorf("snodo: task %s of tool %s: %w", t.id, t.tool, jsonrpc.ClosedError(l.Err())), "", "")
 			return
 		}
 		var err error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/snodo/snodo/internal/jsonrpc"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -107,10 +108,10 @@ func TestClassifyWords(t *testing.T) {
 		errType, got string
 	}{
 		{&Error{Code: -32602, Message: "bad"}, "-32602", "-32602"},
-		{NewLocalError(CodeTimeout, "t", ErrTimeout), "timeout", ""},
-		{NewLocalError(CodeTimeout, "a Requester's own, no sentinel", errors.New("its cause")), "timeout", ""},
-		{ClosedError(connection.ErrServerExited), "connection_closed", ""},
-		{NewLocalError(CodeInternalError, "q", connection.ErrWriteQueueFull), "write_queue_full", ""},
+		{jsonrpc.NewLocalError(CodeTimeout, "t", ErrTimeout), "timeout", ""},
+		{jsonrpc.NewLocalError(CodeTimeout, "a Requester's own, no sentinel", errors.New("its cause")), "timeout", ""},
+		{jsonrpc.ClosedError(connection.ErrServerExited), "connection_closed", ""},
+		{jsonrpc.NewLocalError(CodeInternalError, "q", connection.ErrWriteQueueFull), "write_queue_full", ""},
 		{context.DeadlineExceeded, "deadline_exceeded", ""},
 		{errors.Join(ErrInputRequest, &Error{Code: 4242, Message: "the handler's"}), "input_request_failed", ""},
 		{errors.New("other"), "_OTHER", ""},

@@ -12,6 +12,7 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/supervisor"
 )
@@ -289,7 +290,7 @@ func (r *Router) maybeReady(ctx protoactor.Context) {
 func (r *Router) route(ctx protoactor.Context, msg *To) {
 	if msg == nil {
 		if ctx.Sender() != nil {
-			ctx.Respond(&snodo.Reply{Err: snodo.NewLocalError(snodo.CodeInvalidParams, "servers: a nil *servers.To was sent: send &servers.To{Server: …, Call: …}")})
+			ctx.Respond(&snodo.Reply{Err: jsonrpc.NewLocalError(snodo.CodeInvalidParams, "servers: a nil *servers.To was sent: send &servers.To{Server: …, Call: …}")})
 		}
 		return
 	}

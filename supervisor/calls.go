@@ -8,6 +8,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // Request sends a JSON-RPC request to the current server and returns the
@@ -176,7 +177,7 @@ func (s *state) acquire(ctx context.Context, method string, prev *snodo.Client, 
 		if s.ended {
 			reason := s.owned.Reason()
 			s.mu.Unlock()
-			return nil, snodo.ClosedError(reason)
+			return nil, jsonrpc.ClosedError(reason)
 		}
 		if c := s.client; c != nil && c != prev && c.Err() == nil {
 			s.mu.Unlock()

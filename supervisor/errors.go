@@ -8,6 +8,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // Why a supervised call failed without reaching a server, or why
@@ -135,7 +136,7 @@ func restartingError(last error, next time.Time) error {
 	if d := time.Until(next); d > 0 {
 		when = "in " + d.Round(time.Millisecond).String()
 	}
-	return snodo.NewLocalError(snodo.CodeConnectionClosed,
+	return jsonrpc.NewLocalError(snodo.CodeConnectionClosed,
 		fmt.Sprintf("connection closed: the server is restarting after %s (next attempt %s); retry later, or leave out FailFast to wait for it",
 			exitWords(last), when),
 		snodo.ErrConnectionClosed, ErrRestarting)
@@ -144,7 +145,7 @@ func restartingError(last error, next time.Time) error {
 // startingError is what a FailFast call gets before a pool's first member
 // is up.
 func startingError() error {
-	return snodo.NewLocalError(snodo.CodeConnectionClosed,
+	return jsonrpc.NewLocalError(snodo.CodeConnectionClosed,
 		"connection closed: the pool is starting and no member is up yet; wait for its PoolReady, or leave out FailFast to wait for it",
 		snodo.ErrConnectionClosed, ErrStarting)
 }
@@ -152,7 +153,7 @@ func startingError() error {
 // waitTimeoutError is what a waiting call gets when no server came back
 // within its timeout.
 func waitTimeoutError(method string, waited time.Duration) error {
-	return snodo.NewLocalError(snodo.CodeTimeout,
+	return jsonrpc.NewLocalError(snodo.CodeTimeout,
 		fmt.Sprintf("%s: no server came back within %s while a restart was under way; raise the Timeout request option or WithMaxWait", method, waited.Round(time.Millisecond)),
 		snodo.ErrTimeout, ErrRestarting)
 }
@@ -160,7 +161,7 @@ func waitTimeoutError(method string, waited time.Duration) error {
 // startWaitTimeoutError is what a call waiting for a starting pool gets
 // when no member came up within its timeout.
 func startWaitTimeoutError(method string, waited time.Duration) error {
-	return snodo.NewLocalError(snodo.CodeTimeout,
+	return jsonrpc.NewLocalError(snodo.CodeTimeout,
 		fmt.Sprintf("%s: no pool member came up within %s while the pool was starting; raise the Timeout request option or WithMaxWait", method, waited.Round(time.Millisecond)),
 		snodo.ErrTimeout, ErrStarting)
 }

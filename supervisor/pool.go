@@ -15,6 +15,7 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // Pool is N supervised connections to the same server (a snodo.Target). Each call
@@ -203,7 +204,7 @@ func (p *Pool) Grow(n int) error {
 	if p.closing {
 		reason := p.owned.Reason()
 		p.mu.Unlock()
-		return snodo.ClosedError(reason)
+		return jsonrpc.ClosedError(reason)
 	}
 	if size := len(p.members) + p.adding; n > MaxPoolSize-size {
 		p.mu.Unlock()
@@ -267,7 +268,7 @@ func (p *Pool) add(m *Client) error {
 		reason := p.owned.Reason()
 		p.mu.Unlock()
 		_ = m.Close()
-		return snodo.ClosedError(reason)
+		return jsonrpc.ClosedError(reason)
 	}
 	p.members = append(p.members, m)
 	p.notifyLocked()
@@ -291,7 +292,7 @@ func (p *Pool) Shrink(n int) error {
 	if p.closing {
 		reason := p.owned.Reason()
 		p.mu.Unlock()
-		return snodo.ClosedError(reason)
+		return jsonrpc.ClosedError(reason)
 	}
 	if n < 1 || n >= len(p.members) {
 		size := len(p.members)
@@ -321,7 +322,7 @@ func (p *Pool) Shrink(n int) error {
 	closing := p.closing
 	p.mu.Unlock()
 	if closing {
-		return snodo.ClosedError(p.owned.Reason())
+		return jsonrpc.ClosedError(p.owned.Reason())
 	}
 	return p.moveResources(gone)
 }
@@ -424,7 +425,7 @@ func (p *Pool) pick(ctx context.Context, method string, avoid *Client, timeout t
 			if reason == nil {
 				reason = connection.ErrClosed
 			}
-			return nil, snodo.ClosedError(reason)
+			return nil, jsonrpc.ClosedError(reason)
 		}
 		if best := p.leastLoadedLocked(avoid, wait); best != nil {
 			p.mu.Unlock()
@@ -700,7 +701,7 @@ func (p *Pool) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenO
 			"member", m.s.cfg.name, "error", err)
 		prev, left = m, err
 	}
-	return nil, snodo.ClosedError(fmt.Errorf("supervisor: every pool member ended while Listen opened a subscription: %w", left))
+	return nil, jsonrpc.ClosedError(fmt.Errorf("supervisor: every pool member ended while Listen opened a subscription: %w", left))
 }
 
 // left reports whether err, met on c, is c's end: it left its pool

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/listening"
 	"github.com/snodo/snodo/subscription"
 )
@@ -305,7 +306,7 @@ func (s *supervised) move() (*snodo.Subscription, *snodo.Client, error) {
 			return next, ncl, err
 		}
 	}
-	return nil, nil, snodo.ClosedError(errors.New("supervisor: every pool member ended while a subscription moved"))
+	return nil, nil, jsonrpc.ClosedError(errors.New("supervisor: every pool member ended while a subscription moved"))
 }
 
 // ended tells the ListenTo actor, with one *snodo.SubscriptionEnded.
