@@ -4,12 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"github.com/snodo/snodo/internal/jsonrpc"
 	"time"
-
-	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/dispatch"
 )
 
 // Requester is the raw-request side of an MCP client: the one part that
@@ -35,8 +30,7 @@ import (
 //     EraLegacy. Calls uses it to pick the method Ping sends.
 //   - InputHandling says how Calls completes input_required rounds: how
 //     one round's input requests are answered (the caller's
-//     server-request handler; ServeInputsWith builds that from a plain
-//     handler) and the bound on rounds. Each round is a new Request, so
+//     server-request handler) and the bound on rounds. Each round is a new Request, so
 //     the rounds of one call may reach different servers of a pool:
 //     modern servers keep no state between rounds (it travels in
 //     requestState).
@@ -51,7 +45,7 @@ type Requester interface {
 type InputHandling struct {
 	// Serve answers the input requests of one round and returns their
 	// results (the JSON each handler returned) in the same order. The
-	// first failure ends the round as an *InputError naming the request.
+	// first failure ends the round.
 	// ctx and timeout (the call's Timeout option: 0 the default, negative
 	// none) bound the wait. A nil Serve answers every request with -32601,
 	// so the call fails with ErrInputRequest.
@@ -59,91 +53,6 @@ type InputHandling struct {
 	// MaxRounds bounds the rounds of one call; 0 means
 	// DefaultMaxInputRounds.
 	MaxRounds int
-}
-
-// InputError says which input request of a round failed, and why.
-type InputError struct {
-	Index int   // in the round's requests
-	Err   error // the handler's error, or its panic
-}
-
-// Error is Err's message.
-func (e *InputError) Error() string { return e.Err.Error() }
-
-// Unwrap returns Err.
-func (e *InputError) Unwrap() error { return e.Err }
-
-// ServeInputsWith is an InputHandling.Serve that runs h for every request
-// of a round at once, on goroutines of its own, for a Requester that has
-// no connection to run them on (a remote client, say). A panic in h is an
-// error, and so is an accepted elicitation form that does not fit its
-// schema (ElicitParams.Check), as on a connection. A nil h answers every
-// request with -32601. The first failure
-// ends the round at once; so do ctx and timeout (when positive: past it,
-// a local -32001 wrapping ErrTimeout), even for a handler that ignores
-// its ctx, which is cancelled as the round ends.
-func ServeInputsWith(h ServerRequestHandler) func(context.Context, []*ServerRequest, time.Duration) ([]json.RawMessage, error) {
-	h = serverRequests(h)
-	return func(ctx context.Context, reqs []*ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
-		var expired <-chan time.Time
-		if timeout > 0 {
-			t := time.NewTimer(timeout)
-			defer t.Stop()
-			expired = t.C
-		}
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel() // the handlers still running when the round ends
-		type reply struct {
-			i      int
-			result json.RawMessage
-			err    error
-		}
-		replies := make(chan reply, len(reqs)) // never blocks a handler's goroutine
-		for i, req := range reqs {
-			go func() {
-				result, err := answer(ctx, h, req)
-				replies <- reply{i, result, err}
-			}()
-		}
-		results := make([]json.RawMessage, len(reqs))
-		for range reqs {
-			select {
-			case r := <-replies:
-				if r.err != nil {
-					return nil, &InputError{Index: r.i, Err: r.err}
-				}
-				results[r.i] = r.result
-			case <-ctx.Done():
-				return nil, fmt.Errorf("snodo: waiting for the handler of %d input request(s): %w", len(reqs), ctx.Err())
-			case <-expired:
-				return nil, jsonrpc.NewLocalError(CodeTimeout,
-					fmt.Sprintf("the handlers of %d input request(s) did not answer within %s; raise it with the Timeout request option", len(reqs), timeout),
-					ErrTimeout)
-			}
-		}
-		return results, nil
-	}
-}
-
-// answer runs h for one request, turning a panic into an error.
-func answer(ctx context.Context, h ServerRequestHandler, req *ServerRequest) (result json.RawMessage, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("the server-request handler panicked: %v", r)
-		}
-	}()
-	res, err := h(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, fmt.Errorf("the handler's result cannot be marshalled: %w", err)
-	}
-	if _, refused := dispatch.CheckElicitAnswer(req, b); refused != nil {
-		return nil, refused
-	}
-	return b, nil
 }
 
 // Calls is every typed MCP call (ListTools and the iterators, CallTool,
@@ -192,14 +101,5 @@ func (noRequester) InputHandling() InputHandling { return InputHandling{} }
 // connection, under the WithMaxServerRequests bound) and bounds the rounds
 // with WithMaxInputRounds.
 func (c *Client) InputHandling() InputHandling {
-	return InputHandling{Serve: c.serveInputs, MaxRounds: c.mcp.maxRounds}
-}
-
-func (c *Client) serveInputs(ctx context.Context, reqs []*ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
-	results, err := c.conn.ServeInputs(ctx, reqs, timeout)
-	var ie *connection.InputError
-	if errors.As(err, &ie) {
-		return nil, &InputError{Index: ie.Index, Err: ie.Err}
-	}
-	return results, err
+	return InputHandling{Serve: c.conn.ServeInputs, MaxRounds: c.mcp.maxRounds}
 }

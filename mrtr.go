@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
+	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
@@ -181,11 +183,13 @@ func fulfil(ctx context.Context, in InputHandling, method string, reqs map[strin
 	}
 	serve := in.Serve
 	if serve == nil {
-		serve = ServeInputsWith(nil)
+		serve = func(ctx context.Context, reqs []*ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
+			return dispatch.Serve(ctx, nil, nil, reqs, timeout)
+		}
 	}
 	results, err := serve(ctx, batch, SettingsOf(opts...).Timeout)
 	if err != nil {
-		var ie *InputError
+		var ie *dispatch.InputError
 		if !errors.As(err, &ie) {
 			return nil, fmt.Errorf("snodo: %s: %w", method, err)
 		}

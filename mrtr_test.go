@@ -3,16 +3,13 @@ package snodo
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/snodo/snodo/handlers"
 )
 
 // nameHandler answers elicitation/create with the names in order and
@@ -182,60 +179,4 @@ func TestServerPingIsAnsweredBeforeTheUserHandler(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), `"result":{}`)
 	assert.Zero(t, calls.Load())
-}
-
-// ServeInputsWith (the input handling of a Requester without a
-// connection, a remote client's) is bounded by its timeout and ctx even
-// when a handler ignores ctx, and a failure ends the round at once.
-func TestServeInputsWithIsBounded(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	serve := ServeInputsWith(func(_ context.Context, req *ServerRequest) (any, error) {
-		if req.Method == "fail" {
-			return nil, errors.New("no")
-		}
-		<-release // ignores ctx
-		return "late", nil
-	})
-	slow := []*ServerRequest{{Method: handlers.MethodListRoots}}
-	bounded := func(ctx context.Context, reqs []*ServerRequest, timeout time.Duration) error {
-		t.Helper()
-		done := make(chan error, 1)
-		go func() { _, err := serve(ctx, reqs, timeout); done <- err }()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(5 * time.Second):
-			t.Fatal("ServeInputsWith waits for a handler that ignores its ctx")
-			return nil
-		}
-	}
-	err := bounded(context.Background(), slow, 100*time.Millisecond)
-	require.ErrorIs(t, err, ErrTimeout)
-	var e *Error
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, CodeTimeout, e.Code)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	require.ErrorIs(t, bounded(ctx, slow, 0), context.DeadlineExceeded)
-
-	err = bounded(context.Background(), []*ServerRequest{{Method: handlers.MethodListRoots}, {Method: "fail"}}, 0)
-	var ie *InputError
-	require.ErrorAs(t, err, &ie)
-	assert.Equal(t, 1, ie.Index)
-}
-
-// ServeInputsWith checks an accepted elicitation form against its schema,
-// as the connection's handler path does, before the answer goes anywhere.
-func TestServeInputsWithChecksElicitationAnswers(t *testing.T) {
-	serve := ServeInputsWith(func(context.Context, *ServerRequest) (any, error) {
-		return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: map[string]any{"name": 42}}, nil
-	})
-	req := &ServerRequest{Method: handlers.MethodElicitation, Params: json.RawMessage(
-		`{"message":"name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}`)}
-	_, err := serve(t.Context(), []*ServerRequest{req}, 0)
-	var ie *InputError
-	require.ErrorAs(t, err, &ie)
-	assert.ErrorContains(t, err, `does not match the requested schema: the field "name": want a string, got 42`)
 }

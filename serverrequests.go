@@ -16,18 +16,7 @@ import (
 // not depend on user code), everything else goes to user, and without a
 // user handler it is answered with -32601. The same function fulfils the
 // inputRequests of modern input_required results (mrtr.go).
-func serverRequests(user ServerRequestHandler) ServerRequestHandler {
-	return func(ctx context.Context, req *ServerRequest) (any, error) {
-		if req.Method == "ping" {
-			return struct{}{}, nil
-		}
-		if user == nil {
-			return nil, &Error{Code: CodeMethodNotFound, Message: "method not found: " + req.Method +
-				" (the client has no server-request handler)"}
-		}
-		return user(ctx, req)
-	}
-}
+func serverRequests(user ServerRequestHandler) ServerRequestHandler { return dispatch.Defaults(user) }
 
 // errHandlerPanicked marks the span of a handler run that panicked.
 var errHandlerPanicked = errors.New("the server-request handler panicked")

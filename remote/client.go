@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
@@ -145,7 +146,10 @@ func Dial(ctx context.Context, url, name string, opts ...ClientOption) (*Client,
 // with the WithServerRequestHandler handler, here on the caller's side;
 // the retry goes to whichever host takes it.
 func (c *Client) InputHandling() snodo.InputHandling {
-	return snodo.InputHandling{Serve: snodo.ServeInputsWith(c.cfg.handler), MaxRounds: c.cfg.maxRounds}
+	serve := func(ctx context.Context, reqs []*snodo.ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
+		return dispatch.Serve(ctx, c.cfg.handler, c.cfg.logger, reqs, timeout)
+	}
+	return snodo.InputHandling{Serve: serve, MaxRounds: c.cfg.maxRounds}
 }
 
 // Name is the served name this client calls.

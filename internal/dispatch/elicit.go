@@ -11,7 +11,7 @@ import (
 // CheckElicitAnswer checks a handler's answer to elicitation/create
 // against the requested schema, as it will be sent: result is the
 // handler's encoded result. Every path a handler's answer takes uses it:
-// this package's children and the root's ServeInputsWith. A form accepted with content that does not
+// this package's children and Serve. A form accepted with content that does not
 // fit is refused: wire is the -32603 for the server, cause what a local
 // caller is told. Other methods, URL mode,
 // declined or cancelled forms and malformed params pass.
