@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 )
 
@@ -25,7 +26,10 @@ const (
 type Options struct {
 	Command string
 	Args    []string
-	Era     string // Modern or Legacy; the adapter must end up in it
+	// URL, when set, connects over Streamable HTTP to this endpoint
+	// instead of starting Command. The peers get PeerHTTPClient.
+	URL string
+	Era string // Modern or Legacy; the adapter must end up in it
 	// OnEvent, when set, opens a subscription for tools list changes
 	// (subscriptions/listen, modern era) before Connect returns... or as
 	// near to that as the client allows; it runs once per event.
@@ -78,6 +82,16 @@ func Connect(ctx context.Context, name string, o Options) (Client, error) {
 		return nil, fmt.Errorf("unknown era %q", o.Era)
 	}
 	return c(ctx, o)
+}
+
+// PeerHTTPClient is the *http.Client the other clients get over HTTP: a
+// clone of http.DefaultTransport that keeps up to 64 idle connections per
+// host, as snodo's own default does, so that 64 calls in flight reuse
+// their connections instead of dialling anew (the default keeps 2).
+func PeerHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: t}
 }
 
 // firstText returns the text of the first content block, or an error when

@@ -32,8 +32,11 @@ func connectGoSDK(ctx context.Context, o Options) (Client, error) {
 	if o.Era == Legacy {
 		version = LegacyVersion
 	}
-	cmd := exec.Command(o.Command, o.Args...)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	var t mcp.Transport = &mcp.CommandTransport{Command: exec.Command(o.Command, o.Args...)}
+	if o.URL != "" {
+		t = &mcp.StreamableClientTransport{Endpoint: o.URL, HTTPClient: PeerHTTPClient()}
+	}
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		return nil, err
 	}

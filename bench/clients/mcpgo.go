@@ -25,7 +25,14 @@ func (declineElicitation) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.
 }
 
 func connectMCPGo(ctx context.Context, o Options) (Client, error) {
-	t := transport.NewStdioWithOptions(o.Command, nil, o.Args, transport.WithCommandStderrWriter(io.Discard))
+	var t transport.Interface = transport.NewStdioWithOptions(o.Command, nil, o.Args, transport.WithCommandStderrWriter(io.Discard))
+	if o.URL != "" {
+		ht, err := transport.NewStreamableHTTP(o.URL, transport.WithHTTPBasicClient(PeerHTTPClient()))
+		if err != nil {
+			return nil, err
+		}
+		t = ht
+	}
 	c := client.NewClient(t, client.WithElicitationHandler(declineElicitation{}))
 	// Start starts the transport and installs the notification and
 	// server-request handlers.

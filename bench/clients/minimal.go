@@ -56,6 +56,9 @@ type toolResult struct {
 }
 
 func connectMinimal(ctx context.Context, o Options) (Client, error) {
+	if o.URL != "" {
+		return connectMinimalHTTP(ctx, o)
+	}
 	cmd := exec.Command(o.Command, o.Args...)
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -49,11 +49,18 @@ func connectSnodo(ctx context.Context, o Options) (Client, error) {
 	if o.Era == Legacy {
 		era = snodo.EraLegacy
 	}
-	c, err := snodo.Connect(context.Background(), o.Command, o.Args,
+	opts := []snodo.Option{
 		snodo.WithEra(era),
 		snodo.WithServerRequestHandler(declineAll),
 		snodo.WithClientCapabilities(snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{}}),
-	)
+	}
+	var c *snodo.Client
+	var err error
+	if o.URL != "" {
+		c, err = snodo.ConnectHTTP(context.Background(), o.URL, opts...)
+	} else {
+		c, err = snodo.Connect(context.Background(), o.Command, o.Args, opts...)
+	}
 	if err != nil {
 		return nil, err
 	}

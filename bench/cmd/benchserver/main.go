@@ -1,12 +1,16 @@
-// Command benchserver is the stdio MCP server of the client comparison:
-// by default the realistic one (package server's Serve); with -fast the
-// one that is never the bottleneck (ServeFast: canned answers, the id
-// spliced in, one write per read).
+// Command benchserver is the MCP server of the client comparison: by
+// default the realistic stdio one (package server's Serve); with -fast
+// the stdio one that is never the bottleneck (ServeFast: canned answers,
+// the id spliced in, one write per read); with -http ADDR the Streamable
+// HTTP one that is never the bottleneck (HTTPFast), which prints its
+// endpoint URL on stdout and serves until its stdin ends.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"os"
 
 	"github.com/snodo/snodo/bench/server"
@@ -14,7 +18,19 @@ import (
 
 func main() {
 	fast := flag.Bool("fast", false, "answer from canned lines (calls only): a server that is never the bottleneck")
+	httpAddr := flag.String("http", "", "serve Streamable HTTP on this address (127.0.0.1:0 for any port) instead of stdio; the endpoint URL is printed on stdout, and the server exits when stdin ends")
 	flag.Parse()
+	if *httpAddr != "" {
+		l, err := net.Listen("tcp", *httpAddr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchserver:", err)
+			os.Exit(1)
+		}
+		go func() { _ = server.NewHTTPFast().Serve(l) }()
+		fmt.Printf("http://%s/mcp\n", l.Addr())
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return
+	}
 	enlargePipe(os.Stdout)
 	serve := server.Serve
 	if *fast {
