@@ -58,8 +58,9 @@ func ConnectHTTP(ctx context.Context, url string, opts ...Option) (*Client, erro
 // (GetBody is set), so a RoundTripper may retry. Leave client.Timeout
 // zero: SSE streams last as long as their request, and each request has
 // its own timeout (WithTimeout). Default: a client of the connection's
-// own (a clone of http.DefaultTransport), whose idle connections Close
-// closes; a client given here is left as it is.
+// own (a clone of http.DefaultTransport keeping up to 100 idle
+// connections to the endpoint, so that many calls in flight reuse
+// theirs), whose idle connections Close closes; a client given here is left as it is.
 func WithHTTPClient(client *http.Client) Option {
 	return func(c *config) error {
 		if client == nil {

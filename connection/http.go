@@ -84,6 +84,10 @@ const (
 	httpErrorBody = 64 << 10
 	// httpDeleteTimeout bounds the DELETE that ends a legacy session.
 	httpDeleteTimeout = 2 * time.Second
+	// httpMaxIdlePerHost is how many idle connections to the endpoint
+	// the connection's own transport keeps (http.DefaultTransport's
+	// MaxIdleConns).
+	httpMaxIdlePerHost = 100
 )
 
 // startHTTP makes the peer of a Streamable HTTP endpoint and the two
@@ -110,6 +114,11 @@ func startHTTP(cfg *Config) (*process, error) {
 	}
 	if p.client == nil {
 		p.idle = http.DefaultTransport.(*http.Transport).Clone()
+		// Every call in flight is a POST of its own: keep as many idle
+		// connections to the one endpoint as the transport keeps in all
+		// (100), not the default 2, or 64 calls in flight dial a new
+		// connection for most requests.
+		p.idle.MaxIdleConnsPerHost = httpMaxIdlePerHost
 		p.client = &http.Client{Transport: p.idle}
 	}
 	if cfg.WrapTransport != nil {
