@@ -38,6 +38,7 @@ import (
 type httpPeer struct {
 	c      *Conn // set by Start before the pump runs
 	url    string
+	u      *url.URL // url parsed once; each request gets a copy
 	client *http.Client
 	idle   *http.Transport // the transport made here, whose idle connections are closed at the end; nil: the caller's
 	header http.Header     // the caller's extra headers
@@ -51,14 +52,21 @@ type httpPeer struct {
 	ctx    context.Context // done once the peer ends: aborts every exchange
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // running exchanges and the GET stream
+	// work hands an exchange to an idle worker (unbuffered: a send
+	// succeeds only when one waits); workers counts the running ones.
+	work    chan *exchange
+	workers sync.WaitGroup
 
-	mu        sync.Mutex
-	over      bool   // ended: no new exchange starts
-	session   string // Mcp-Session-Id (legacy), once the server gave one
-	version   string // the negotiated legacy version, for MCP-Protocol-Version
-	exchanges map[int64]*exchange
-	tools     map[string][]paramHeader // x-mcp-header annotations by tool name
-	listening bool                     // the legacy GET stream was started
+	mu      sync.Mutex
+	over    bool   // ended: no new exchange starts
+	session string // Mcp-Session-Id (legacy), once the server gave one
+	version string // the negotiated legacy version, for MCP-Protocol-Version
+	// sessionValue and versionValue are session and version as header
+	// values, made once (nil while empty).
+	sessionValue, versionValue []string
+	exchanges                  map[int64]*exchange
+	tools                      map[string][]paramHeader // x-mcp-header annotations by tool name
+	listening                  bool                     // the legacy GET stream was started
 
 	endOnce  sync.Once
 	reason   error         // why it ended, before ended is closed
@@ -107,7 +115,7 @@ func startHTTP(cfg *Config) (*process, error) {
 		return nil, fmt.Errorf("snodo: cannot create the answer pipe: %w", err)
 	}
 	p := &httpPeer{
-		url: cfg.URL, client: cfg.HTTPClient, header: cfg.Header.Clone(), max: cfg.MaxLineBytes,
+		url: cfg.URL, u: u, client: cfg.HTTPClient, work: make(chan *exchange), header: cfg.Header.Clone(), max: cfg.MaxLineBytes,
 		in: inR, out: outW,
 		exchanges: map[int64]*exchange{}, tools: map[string][]paramHeader{},
 		ended: make(chan struct{}), finished: make(chan struct{}), pumpDone: make(chan struct{}),
@@ -191,7 +199,7 @@ func (p *httpPeer) send(line []byte) {
 			ex.abort()
 			return // ended: the connection's stop fails the request
 		}
-		go ex.run()
+		p.start(ex)
 	case jsonrpc.KindNotification:
 		if env.MethodName() == "notifications/cancelled" {
 			if ex := p.cancelled(env.Params); ex != nil && ex.modern {
@@ -206,6 +214,44 @@ func (p *httpPeer) send(line []byte) {
 		p.post(env.MethodName(), body, h)
 	case jsonrpc.KindResponse:
 		p.post("a response", body, h)
+	}
+}
+
+// httpWorkerIdle is how long a worker goroutine waits for its next
+// exchange before it exits.
+const httpWorkerIdle = 2 * time.Second
+
+// start runs ex on an idle worker goroutine, or on a new one. A worker
+// takes exchange after exchange while they keep coming: its stack, grown
+// by the HTTP client's deep calls, is not grown anew for each request.
+func (p *httpPeer) start(ex *exchange) {
+	select {
+	case p.work <- ex:
+	default:
+		p.workers.Add(1)
+		go p.worker(ex)
+	}
+}
+
+func (p *httpPeer) worker(ex *exchange) {
+	defer p.workers.Done()
+	var idle *time.Timer
+	for {
+		ex.run()
+		ex = nil // not kept alive while waiting
+		if idle == nil {
+			idle = time.NewTimer(httpWorkerIdle)
+		} else {
+			idle.Reset(httpWorkerIdle)
+		}
+		select {
+		case ex = <-p.work:
+		case <-idle.C:
+			return
+		case <-p.ctx.Done():
+			idle.Stop()
+			return
+		}
 	}
 }
 
@@ -278,11 +324,12 @@ func (p *httpPeer) post(what string, body []byte, h http.Header) {
 // message carries. The body is a bytes.Reader, so GetBody is set: a
 // redirect or a RoundTripper that retries (authorization) can replay it.
 func (p *httpPeer) newRequest(ctx context.Context, method string, body []byte, h http.Header) *http.Request {
-	var r io.Reader
-	if body != nil {
-		r = bytes.NewReader(body)
-	}
-	req, _ := http.NewRequestWithContext(ctx, method, p.url, r) // the URL was checked at start
+	// The URL was parsed at start; an empty one parses for nothing, and
+	// each request gets its own copy of the parsed one.
+	req, _ := http.NewRequestWithContext(ctx, method, "", nil)
+	u := *p.u
+	req.URL, req.Host = &u, u.Host
+	req.Header = make(http.Header, len(p.header)+len(h)+4)
 	for k, v := range p.header {
 		req.Header[k] = append([]string(nil), v...)
 	}
@@ -290,22 +337,33 @@ func (p *httpPeer) newRequest(ctx context.Context, method string, body []byte, h
 		req.Header[k] = v
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.ContentLength = int64(len(body))
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.Header["Content-Type"] = contentTypeJSON
+		req.Header["Accept"] = acceptPost
 	} else {
-		req.Header.Set("Accept", "text/event-stream")
+		req.Header["Accept"] = acceptGet
 	}
 	p.mu.Lock()
-	session, version := p.session, p.version
+	session, version := p.sessionValue, p.versionValue
 	p.mu.Unlock()
-	if session != "" {
-		req.Header.Set(headerSession, session)
+	if session != nil {
+		req.Header[headerSession] = session
 	}
-	if version != "" && req.Header.Get(headerVersion) == "" {
-		req.Header.Set(headerVersion, version)
+	if version != nil && req.Header[headerVersion] == nil {
+		req.Header[headerVersion] = version
 	}
 	return req
 }
+
+// Header values every request of a kind carries, shared: the transport
+// only reads them.
+var (
+	contentTypeJSON = []string{"application/json"}
+	acceptPost      = []string{"application/json, text/event-stream"}
+	acceptGet       = []string{"text/event-stream"}
+)
 
 // emit puts one message the server sent onto the stdout pipe, as one line.
 func (p *httpPeer) emit(msg []byte) {
@@ -377,6 +435,7 @@ func (p *httpPeer) end(reason error) {
 
 func (p *httpPeer) finish(session string, closed bool) {
 	p.wg.Wait()
+	p.workers.Wait() // they see p.ctx done and exit
 	if closed && session != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), httpDeleteTimeout)
 		req := p.newRequest(ctx, http.MethodDelete, nil, nil)
@@ -450,7 +509,7 @@ func (ex *exchange) do() error {
 			if ex.method == "initialize" {
 				if sid := resp.Header.Get(headerSession); sid != "" {
 					p.mu.Lock()
-					p.session = sid
+					p.session, p.sessionValue = sid, []string{sid}
 					p.mu.Unlock()
 				}
 			}
@@ -539,13 +598,12 @@ func serverError(raw []byte) *jsonrpc.Error {
 
 // answer reads a 2xx answer: one JSON message or an SSE stream.
 func (ex *exchange) answer(resp *http.Response) error {
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	switch ct {
+	switch ct := mediaType(resp.Header); ct {
 	case "text/event-stream":
 		return ex.stream(resp.Body)
 	case "application/json":
 		defer drain(resp.Body)
-		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(ex.p.max)+1))
+		body, err := readBody(resp, ex.p.max)
 		if err != nil {
 			if ex.ctx.Err() != nil {
 				return nil
@@ -554,6 +612,9 @@ func (ex *exchange) answer(resp *http.Response) error {
 		}
 		if len(body) > ex.p.max {
 			return tooLarge(ex.method, ex.p.max)
+		}
+		if ex.deliverDirect(body) {
+			return nil
 		}
 		if !ex.deliver(body) {
 			return httpError(jsonrpc.CodeInternalError, ex.method+": the server's answer is not a JSON-RPC message: "+sample(bytes.TrimSpace(body)), ErrNotJSONRPC)
@@ -622,6 +683,60 @@ func (ex *exchange) stream(body io.ReadCloser) error {
 		}
 		body = resp.Body
 	}
+}
+
+// mediaType is the media type of h's Content-Type, without parameters:
+// the two forms servers send are recognised without parsing.
+func mediaType(h http.Header) string {
+	v := h.Get("Content-Type")
+	switch v {
+	case "application/json", "text/event-stream":
+		return v
+	}
+	ct, _, _ := mime.ParseMediaType(v)
+	return ct
+}
+
+// readBody reads a JSON answer's body, up to max+1 bytes (more means too
+// large): in one buffer of the declared length when there is one.
+func readBody(resp *http.Response, max int) ([]byte, error) {
+	n := resp.ContentLength
+	if n < 0 || n > int64(max) {
+		return io.ReadAll(io.LimitReader(resp.Body, int64(max)+1))
+	}
+	body := make([]byte, n, n+1) // room for the newline emit adds
+	if _, err := io.ReadFull(resp.Body, body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// deliverDirect completes the exchange's request with the JSON answer
+// body straight from this goroutine, without the trip through the
+// stdout pipe and the reader: when body is the success response to it,
+// the only message of the answer (so nothing the server sent before it
+// can be overtaken), and no wire trace wants the line. It reports
+// whether it did; otherwise deliver takes the usual path.
+func (ex *exchange) deliverDirect(body []byte) bool {
+	p := ex.p
+	if p.c.cfg.Trace != nil || ex.method == "initialize" || ex.method == "tools/list" {
+		return false // traced, or an answer the transport reads itself (sniff)
+	}
+	env, err := jsonrpc.Scan(body)
+	if err != nil || env.Kind != jsonrpc.KindResponse || env.Result == nil || env.Error != nil {
+		return false
+	}
+	if id, ok := env.IntID(); !ok || id != ex.id {
+		return false
+	}
+	if !p.c.table.complete(ex.id, env.Result[:len(env.Result):len(env.Result)], nil) {
+		return false // nobody waits: the reader says so as it does for stdio
+	}
+	ex.answered = true
+	if m := p.c.cfg.Metrics; m != nil {
+		m.Read(len(body) + 1) // as the line would have been counted
+	}
+	return true
 }
 
 // deliver hands one message of the exchange's answer to the reader; false

@@ -25,6 +25,24 @@ const (
 
 var jsonUnmarshal = json.Unmarshal
 
+// modernVersion is the modern era's protocol version, whose header value
+// is made once (modernVersionValue).
+const modernVersion = "2026-07-28"
+
+// Header values made once, shared by every request (the transport only
+// reads them): the modern version and the common methods' Mcp-Method.
+var (
+	modernVersionValue = []string{modernVersion}
+	methodValues       = func() map[string][]string {
+		m := map[string][]string{}
+		for _, method := range []string{"tools/call", "tools/list", "resources/read", "resources/list",
+			"prompts/get", "prompts/list", "ping", "subscriptions/listen", "completion/complete", "server/discover"} {
+			m[method] = []string{method}
+		}
+		return m
+	}()
+)
+
 // messageHeaders are the headers that mirror a message's body: the
 // protocol version its _meta names (modern), Mcp-Method, Mcp-Name for the
 // calls that name a tool, a resource or a prompt, and a tool call's
@@ -38,7 +56,11 @@ func (p *httpPeer) messageHeaders(env *jsonrpc.Envelope) http.Header {
 	if params != nil {
 		if meta, _ := jsonrpc.Member(params, "_meta"); len(meta) > 0 && meta[0] == '{' {
 			if v, _ := jsonrpc.Member(meta, metaVersionKey); len(v) > 0 && v[0] == '"' {
-				h.Set(headerVersion, jsonrpc.Unquote(v))
+				if string(v) == `"`+modernVersion+`"` {
+					h[headerVersion] = modernVersionValue
+				} else {
+					h.Set(headerVersion, jsonrpc.Unquote(v))
+				}
 			}
 		}
 	}
@@ -46,7 +68,11 @@ func (p *httpPeer) messageHeaders(env *jsonrpc.Envelope) http.Header {
 		return h
 	}
 	method := env.MethodName()
-	h.Set(headerMethod, method)
+	if v := methodValues[method]; v != nil {
+		h[headerMethod] = v
+	} else {
+		h.Set(headerMethod, method)
+	}
 	if params == nil {
 		return h
 	}
@@ -152,6 +178,7 @@ func (p *httpPeer) sniff(method string, id int64, env *jsonrpc.Envelope, msg []b
 		if v, _ := jsonrpc.Member(env.Result, "protocolVersion"); len(v) > 0 && v[0] == '"' {
 			p.mu.Lock()
 			p.version = jsonrpc.Unquote(v)
+			p.versionValue = []string{p.version}
 			p.mu.Unlock()
 		}
 	case "tools/list":
