@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test api-count conformance peers vet fmt-check demo build bench bench-compare bench-notes soak fuzz fuzz-short fmt
+.PHONY: test api-count conformance peers vet fmt-check demo build bench bench-compare bench-http bench-notes soak fuzz fuzz-short fmt
 
 # The test command the README gives and CI runs: formatting and vet gates
 # (both modules), the race-enabled suite (real child processes, goleak,
@@ -51,6 +51,11 @@ bench:
 # The comparison with the official Go SDK and mcp-go (its own module under bench/).
 bench-compare:
 	cd bench && $(GO) run ./cmd/compare -out ../docs/performance.md
+
+# Only the Streamable HTTP section of docs/performance.md (snodo.ConnectHTTP against go-sdk's and
+# mcp-go's HTTP clients and the minimal net/http ceiling), measured again and spliced in place.
+bench-http:
+	cd bench && $(GO) run ./cmd/compare -runs 5 -only http,http-subs -out ../docs/performance.md
 
 # Copies bench/notes/*.md into the end of docs/performance.md without measuring again.
 bench-notes:

@@ -35,6 +35,9 @@ type job struct {
 	// Raw calls through clients.Requester (params encoded beforehand, the
 	// result left raw) instead of the typed Call.
 	Raw bool `json:"raw,omitempty"`
+	// HTTP connects over Streamable HTTP to the fast HTTP server
+	// (benchserver -http), which the child starts.
+	HTTP bool `json:"http,omitempty"`
 }
 
 // Measurements, each a child process.
@@ -48,7 +51,15 @@ const (
 	mIdle      = "idle"    // heap and goroutines of idle connections
 	mAsk       = "ask"     // server-request round trips/s
 	mSubs      = "subs"    // subscription events/s
+	// mHTTP is mCalls over Streamable HTTP against the fast HTTP server;
+	// mHTTPSubs is mSubs over it. Their jobs say so with HTTP.
+	mHTTP     = "http"
+	mHTTPSubs = "http-subs"
 )
+
+// httpServer is the child's fast HTTP server, started by connect for an
+// HTTP job and stopped as the child ends.
+var httpServer *server.HTTPProcess
 
 var echoArgs = json.RawMessage(`{"text":"hello"}`)
 
@@ -100,6 +111,9 @@ func runChild(spec string) {
 	default:
 		err = fmt.Errorf("unknown measurement %q", j.Measure)
 	}
+	if httpServer != nil {
+		httpServer.Close()
+	}
 	out := childResult{Metrics: res}
 	if err != nil {
 		out.Error = err.Error()
@@ -125,7 +139,18 @@ func connect(j job, onEvent func()) (clients.Client, error) {
 	if j.Fast {
 		args = []string{"-fast"}
 	}
-	return clients.Connect(ctx, j.Client, clients.Options{Command: j.Server, Args: args, Era: j.Era, OnEvent: onEvent})
+	o := clients.Options{Command: j.Server, Args: args, Era: j.Era, OnEvent: onEvent}
+	if j.HTTP {
+		if httpServer == nil {
+			srv, err := server.StartHTTP(j.Server)
+			if err != nil {
+				return nil, err
+			}
+			httpServer = srv
+		}
+		o.URL = httpServer.URL
+	}
+	return clients.Connect(ctx, j.Client, o)
 }
 
 func callCtx() (context.Context, context.CancelFunc) {
@@ -181,6 +206,15 @@ var (
 	hello      = []byte(`"hello"`)
 )
 
+// serverCPU is the CPU time the child's HTTP server has used (0 when it
+// has none).
+func serverCPU() time.Duration {
+	if httpServer == nil {
+		return 0
+	}
+	return httpServer.CPU()
+}
+
 // cpuTime is the user plus system CPU time the process has used.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -221,6 +255,7 @@ func measureCalls(j job) (map[string]float64, error) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	rates := make([]float64, 0, 4*phaseSlices) // allocated before the phase
+	srv0 := serverCPU()
 	cpu0 := cpuTime()
 	start := time.Now()
 	deadline := start.Add(j.Dur)
@@ -243,6 +278,7 @@ func measureCalls(j job) (map[string]float64, error) {
 		}
 	}
 	cpu1 := cpuTime() - cpu0
+	srv1 := serverCPU() - srv0
 	runtime.ReadMemStats(&after)
 	res := map[string]float64{
 		"calls1":  medianOf(rates),
@@ -253,12 +289,16 @@ func measureCalls(j job) (map[string]float64, error) {
 		"allocs":  float64(after.Mallocs-before.Mallocs) / float64(calls),
 		"samples": float64(calls),
 	}
+	if j.HTTP {
+		res["srv_cpu1_us"] = float64(srv1) / float64(time.Microsecond) / float64(calls)
+	}
 
 	const inFlight = 64
 	var total atomic.Int64
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
+	srv0 = serverCPU()
 	cpu0 = cpuTime()
 	start = time.Now()
 	deadline = start.Add(j.Dur)
@@ -289,6 +329,9 @@ func measureCalls(j job) (map[string]float64, error) {
 	}
 	res["calls64"] = medianOf(rates)
 	res["cpu64_us"] = float64(cpuTime()-cpu0) / float64(time.Microsecond) / float64(total.Load())
+	if j.HTTP {
+		res["srv_cpu64_us"] = float64(serverCPU()-srv0) / float64(time.Microsecond) / float64(total.Load())
+	}
 	res["peak_rss_kib"] = procStatusKiB("VmHWM")
 	return res, nil
 }

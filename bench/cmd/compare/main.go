@@ -6,6 +6,11 @@
 //
 //	go run ./cmd/compare -out ../docs/performance.md [-runs 3] [-quick]
 //
+// The same clients over Streamable HTTP (the http and http-subs
+// measurements) make a section of their own between markers; -only
+// http,http-subs measures just those and rewrites only that section of
+// -out (make bench-http).
+//
 // Every bench/notes/*.md file is copied verbatim, sorted by name, to the
 // end of the report; -notes-only rewrites just that tail of -out.
 package main
@@ -51,7 +56,7 @@ func main() {
 	quick := flag.Bool("quick", false, "one short run: a smoke test, not numbers to publish")
 	idle := flag.Int("idle", 1000, "idle connections held at once")
 	notesDir := flag.String("notes", "notes", "directory whose *.md files end the report, verbatim and sorted")
-	only := flag.String("only", "", "comma-separated measurements to run (calls, calls-fast, big, connect, ask, subs, idle); default all")
+	only := flag.String("only", "", "comma-separated measurements to run (calls, calls-fast, big, connect, ask, subs, idle, http, http-subs); default all. Only http and http-subs: measure just those and rewrite only the Streamable HTTP section of -out (between its markers), keeping the rest")
 	clientList := flag.String("clients", "", "comma-separated clients to run (the ceiling is always run); default all")
 	notesOnly := flag.Bool("notes-only", false, "measure nothing: rewrite the bench/notes tail of -out")
 	flag.Parse()
@@ -105,7 +110,16 @@ func main() {
 	started := time.Now()
 	s.loadStart = loadAvg()
 	res := collect(s)
-	report := render(s, res, time.Since(started))
+	var report []byte
+	if s.httpOnly() && *out != "" {
+		old, err := os.ReadFile(*out)
+		if err != nil {
+			fatal(err)
+		}
+		report = spliceHTTP(old, renderHTTP(s, res, time.Since(started)))
+	} else {
+		report = render(s, res, time.Since(started))
+	}
 	if *out == "" {
 		os.Stdout.Write(report)
 		return
@@ -132,7 +146,7 @@ func collect(s settings) *results {
 	if err != nil {
 		fatal(err)
 	}
-	measures := []string{mCalls, mCallsFast, mBig, mConnect, mAsk, mSubs, mIdle}
+	measures := []string{mCalls, mCallsFast, mBig, mConnect, mAsk, mSubs, mIdle, mHTTP, mHTTPSubs}
 	for run := range max(s.runs, s.fastRuns) {
 		for _, m := range measures {
 			if (m == mIdle && run >= s.idleRuns) || (s.only != nil && !slices.Contains(s.only, m)) {
@@ -142,10 +156,13 @@ func collect(s settings) *results {
 				continue
 			}
 			for _, era := range s.eras {
+				if m == mHTTPSubs && era != clients.Modern {
+					continue // subscriptions/listen is modern only
+				}
 				// Rotate the order of the clients from run to run so that
 				// drift on the machine does not favour one of them.
 				order := slices.Clone(s.clients)
-				if m == mCalls || m == mCallsFast {
+				if m == mCalls || m == mCallsFast || m == mHTTP {
 					order = callRows(s.clients)
 				}
 				k := run % len(order)
@@ -155,8 +172,13 @@ func collect(s settings) *results {
 						continue // the extra fast runs are for the Request rows' ratios
 					}
 					j := job{Measure: m, Client: c, Era: era, Server: s.serverBin, Dur: s.dur}
-					if m == mCallsFast {
+					switch m {
+					case mCallsFast:
 						j.Measure, j.Fast = mCalls, true
+					case mHTTP:
+						j.Measure, j.HTTP = mCalls, true
+					case mHTTPSubs:
+						j.Measure, j.HTTP = mSubs, true
 					}
 					if name, ok := strings.CutSuffix(c, rawSuffix); ok {
 						j.Client, j.Raw = name, true
@@ -166,7 +188,7 @@ func collect(s settings) *results {
 						j.Count = s.bigCalls
 					case mConnect:
 						j.Count = s.connects
-					case mSubs:
+					case mSubs, mHTTPSubs:
 						j.Count = s.events
 					case mIdle:
 						j.Count = s.idle

@@ -163,6 +163,9 @@ func render(s settings, r *results, took time.Duration) []byte {
 	p("The first rows call the `echo` tool through each client's typed API (snodo: `CallTool`; the minimal client decodes the result with encoding/json). The `Request` rows are the transports alone: snodo's `Client.Request` and the minimal client's raw request, with params encoded beforehand (`{\"name\":\"echo\",\"arguments\":{\"text\":\"hello\"}}`, the era's `_meta` added by the client) and the result left raw; their ratios are to `minimal Request`.\n\n")
 	p("Calls/s is the median rate of the ten slices of each phase, which a burst of load from other processes moves less than the mean. Latency is measured with 1 in flight (%s per phase per run). Bytes and allocations per call are everything the client process allocated during the 1-in-flight phase divided by the calls (`runtime.MemStats`), so reader and writer goroutines count. Peak RSS is the child's `VmHWM`.\n\n", s.dur)
 
+	b.Write(renderHTTP(s, r, took))
+	p("\n")
+
 	p("## A 16 MiB response (the `big` tool: one 16 MiB line)\n\n")
 	p("| client | era | MB/s | × ceiling | CPU ms/call | client RSS growth MiB | × line | peak RSS MiB |\n|---|---|---|---|---|---|---|---|\n")
 	for _, era := range s.eras {
