@@ -10,8 +10,12 @@
 #   test/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 #       the TypeScript reference server, run as `node <that file> stdio` (legacy)
 #   test/peers/ts-modern/server.mjs
-#       our modern-only server on the TypeScript SDK v2 (@modelcontextprotocol/server),
-#       run with node; its packages resolve from test/peers/node_modules
+#       our server on the TypeScript SDK v2 (@modelcontextprotocol/server), run with
+#       node: modern-only on stdio, both eras with --http; its packages resolve from
+#       test/peers/node_modules
+#   test/peers/bin/mcpgo-server
+#       our server on mcp-go's Streamable HTTP server (test/peers/mcpgo-server, a module of
+#       its own so the library never depends on mcp-go), both eras
 # plus `node` (>= 20) on PATH.
 #
 # Usage: bash test/peers/install.sh     (idempotent; safe to re-run)
@@ -28,10 +32,14 @@ echo "install.sh: go install everything-server@${GO_SDK_VERSION} into test/peers
 GOBIN="$PWD/bin" go install \
 	"github.com/modelcontextprotocol/go-sdk/conformance/everything-server@${GO_SDK_VERSION}"
 
+echo "install.sh: go install ./mcpgo-server (mcp-go's Streamable HTTP server) into test/peers/bin"
+(cd mcpgo-server && GOBIN="$PWD/../bin" go install .)
+
 echo "install.sh: npm ci in test/peers (locked by package-lock.json)"
 npm ci --no-audit --no-fund --loglevel=error
 
 test -x bin/everything-server
+test -x bin/mcpgo-server
 test -f node_modules/@modelcontextprotocol/server-everything/dist/index.js
 test -f node_modules/@modelcontextprotocol/server/package.json
 echo "install.sh: peers installed"
