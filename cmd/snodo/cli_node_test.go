@@ -6,15 +6,19 @@ import (
 	"bufio"
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/snodo/snodo/test/httpserver"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -266,6 +270,63 @@ func TestInterruptedWhileConnectingToNATS(t *testing.T) {
 					t.Errorf("server %d outlived snodo", pid)
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
+			}
+		})
+	}
+}
+
+// `snodo node` serves an "http" entry of its file as it serves a command:
+// the node reaches the server over Streamable HTTP (snodo's HTTP test
+// server, in this process, both eras) with the entry's headers, and a
+// caller on NATS lists and calls it by name through remote, beside a
+// command entry. Stopping the node ends the legacy session (DELETE).
+func TestNodeServesAnHTTPEntry(t *testing.T) {
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) {
+			srv := &httpserver.HTTP{Era: era}
+			var keyed, unkeyed atomic.Int64
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("X-Api-Key") == "k" {
+					keyed.Add(1)
+				} else {
+					unkeyed.Add(1)
+				}
+				srv.ServeHTTP(w, r)
+			}))
+			defer hs.Close()
+			config := filepath.Join(t.TempDir(), "servers.json")
+			doc := `{"mcpServers": {
+				"web": {"type": "http", "url": "` + hs.URL + `/mcp", "headers": {"X-Api-Key": "k"}},
+				"calc": {"command": "` + testutil.ServerPath(t) + `"}}}`
+			if err := os.WriteFile(config, []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			p, _, url := startServingNode(t, config, 1) // one process: calc's
+			r := snodo(t, "--nats", url, "--server", "web", "tools").want(t, 0)
+			if !strings.Contains(r.stdout, "echo") {
+				t.Errorf("tools of web over NATS:\n%s", r.stdout)
+			}
+			var res struct {
+				Content []struct{ Text string } `json:"content"`
+			}
+			snodo(t, "--nats", url, "--server", "web", "--json", "call", "echo", `{"text":"over NATS"}`).want(t, 0).decode(t, &res)
+			if len(res.Content) != 1 || res.Content[0].Text != "over NATS" {
+				t.Errorf("call of web over NATS: %+v", res)
+			}
+			r = snodo(t, "--nats", url, "--server", "web", "info").want(t, 0)
+			if !strings.Contains(r.stdout, "snodo-http-testserver") || !strings.Contains(r.stdout, era+", protocol") {
+				t.Errorf("info of web over NATS:\n%s", r.stdout)
+			}
+			snodo(t, "--nats", url, "--server", "calc", "tools").want(t, 0)
+			if srv.Calls() != 1 || keyed.Load() == 0 || unkeyed.Load() != 0 {
+				t.Errorf("the server saw %d calls, %d requests with the entry's header and %d without", srv.Calls(), keyed.Load(), unkeyed.Load())
+			}
+			p.signal(t, syscall.SIGTERM, "SIGTERM")
+			if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("exit status %d, want 0; stderr:\n%s", code, p.stderr.String())
+			}
+			if era == "legacy" && srv.Deletes() == 0 {
+				t.Error("the node stopped without ending its session (no DELETE)")
 			}
 		})
 	}
