@@ -121,30 +121,33 @@ type Host struct {
 	served []*served
 	ctl    *nats.Subscription
 
-	callCtx    context.Context // calls run under it; cancelled by Close or an expired drain
-	stopCalls  context.CancelCauseFunc
-	subCtx     context.Context // subscriptions; cancelled when the drain starts
-	stopSubs   context.CancelCauseFunc
-	serveDone  chan struct{} // closed when the serving connection has closed
-	replyDone  chan struct{} // closed when the reply connection has closed
-	unwatch    func() bool
-	slots      chan struct{} // one per held call or subscription
-	held       sync.WaitGroup
-	subsHeld   sync.WaitGroup
-	stopOnce   sync.Once
-	stopped    chan struct{} // closed when Shutdown's work is done
-	done       chan struct{} // closed when the pools' servers have been reaped too
-	stopErr    error
-	mu         sync.Mutex
-	calls      map[string]*heldCall // by reply subject
-	cancelled  map[string]struct{}  // cancels that came before their call
-	cancelList []string
-	subs       map[string]*hostSub
-	draining   bool
-	lost       error          // why the host stopped on its own (its NATS connection closed for good)
-	unwatch2   []func()       // stop the NATS state watches
-	healthStop chan struct{}  // closed when the drain starts: the health watches end
-	healthWG   sync.WaitGroup // the health watches
+	callCtx     context.Context // calls run under it; cancelled by Close or an expired drain
+	stopCalls   context.CancelCauseFunc
+	subCtx      context.Context // subscriptions; cancelled when the drain starts
+	stopSubs    context.CancelCauseFunc
+	serveDone   chan struct{} // closed when the serving connection has closed
+	replyDone   chan struct{} // closed when the reply connection has closed
+	unwatch     func() bool
+	slots       chan struct{} // one per held call or subscription
+	held        sync.WaitGroup
+	work        chan job       // admitted jobs, to an idle worker (unbuffered)
+	workers     sync.WaitGroup // the workers
+	stopWorkers chan struct{}  // closed once the jobs are done: the idle workers end
+	subsHeld    sync.WaitGroup
+	stopOnce    sync.Once
+	stopped     chan struct{} // closed when Shutdown's work is done
+	done        chan struct{} // closed when the pools' servers have been reaped too
+	stopErr     error
+	mu          sync.Mutex
+	calls       map[string]*heldCall // by reply subject
+	cancelled   map[string]struct{}  // cancels that came before their call
+	cancelList  []string
+	subs        map[string]*hostSub
+	draining    bool
+	lost        error          // why the host stopped on its own (its NATS connection closed for good)
+	unwatch2    []func()       // stop the NATS state watches
+	healthStop  chan struct{}  // closed when the drain starts: the health watches end
+	healthWG    sync.WaitGroup // the health watches
 }
 
 // served is one name served by the host.
@@ -196,15 +199,17 @@ func NewHost(ctx context.Context, url string, opts ...HostOption) (*Host, error)
 	}
 	h := &Host{
 		id: nuid.Next(), cfg: cfg, label: cfg.label,
-		serveDone:  make(chan struct{}),
-		replyDone:  make(chan struct{}),
-		slots:      make(chan struct{}, cfg.maxHeld),
-		stopped:    make(chan struct{}),
-		done:       make(chan struct{}),
-		calls:      map[string]*heldCall{},
-		cancelled:  map[string]struct{}{},
-		subs:       map[string]*hostSub{},
-		healthStop: make(chan struct{}),
+		serveDone:   make(chan struct{}),
+		replyDone:   make(chan struct{}),
+		slots:       make(chan struct{}, cfg.maxHeld),
+		stopped:     make(chan struct{}),
+		done:        make(chan struct{}),
+		calls:       map[string]*heldCall{},
+		cancelled:   map[string]struct{}{},
+		subs:        map[string]*hostSub{},
+		healthStop:  make(chan struct{}),
+		work:        make(chan job),
+		stopWorkers: make(chan struct{}),
 	}
 	if h.label == "" {
 		hn, _ := os.Hostname()
@@ -449,6 +454,8 @@ func (h *Host) shutdown(ctx context.Context) error {
 		}
 		<-waited
 	}
+	close(h.stopWorkers) // every job is done: the idle workers end
+	h.workers.Wait()
 	h.stopCalls(errHostClosed)
 	for _, s := range h.served {
 		_ = s.pool.Close()
@@ -517,12 +524,56 @@ func (h *Host) admit(r *nats.Msg, wg *sync.WaitGroup, st *endpointStats, run fun
 		return
 	}
 	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer h.release()
-		run(reply, hdr, data)
-		st.record(time.Since(t0)) // the whole call, not the hand-off
-	}()
+	j := job{wg: wg, st: st, run: run, reply: reply, hdr: hdr, data: data, t0: t0}
+	select {
+	case h.work <- j: // an idle worker takes it
+	default:
+		h.workers.Add(1)
+		go h.worker(j)
+	}
+}
+
+// job is one call or subscription admitted, for a worker to run.
+type job struct {
+	wg    *sync.WaitGroup
+	st    *endpointStats
+	run   func(reply string, hdr nats.Header, data []byte)
+	reply string
+	hdr   nats.Header
+	data  []byte
+	t0    time.Time
+}
+
+// workerIdle is how long a worker waits for its next job before it
+// ends.
+const workerIdle = 10 * time.Second
+
+// worker runs j, then the jobs admit hands it while it waits, until it
+// has waited workerIdle for one or the host stops. Reusing workers
+// spares each call a goroutine of its own, and the growth of that
+// goroutine's stack as deep as a pool call goes.
+func (h *Host) worker(j job) {
+	defer h.workers.Done()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		h.runJob(j)
+		idle.Reset(workerIdle)
+		select {
+		case j = <-h.work:
+		case <-idle.C:
+			return
+		case <-h.stopWorkers:
+			return
+		}
+	}
+}
+
+func (h *Host) runJob(j job) {
+	defer j.wg.Done()
+	defer h.release()
+	j.run(j.reply, j.hdr, j.data)
+	j.st.record(time.Since(j.t0)) // the whole call, not the hand-off
 }
 
 // refuse answers a call that never ran: the caller may send it again.
