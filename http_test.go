@@ -61,35 +61,43 @@ func TestHTTPTestServerBothEras(t *testing.T) {
 // (but for the session's end, which stops it); goleak checks nothing is
 // left running.
 func TestHTTPMisbehavingServers(t *testing.T) {
-	for _, tc := range []struct {
+	statusCheck := func(code int, text string) func(t *testing.T, err error) {
+		return func(t *testing.T, err error) {
+			var se *connection.HTTPStatusError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, code, se.StatusCode)
+			assert.ErrorContains(t, err, text)
+		}
+	}
+	type misbehaviour struct {
 		misbehave string
 		era       string
 		check     func(t *testing.T, err error)
 		stops     bool          // the client stops with the error
 		timeout   time.Duration // default 3 s
-	}{
-		{misbehave: "garbage", era: "modern", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, connection.ErrNotJSONRPC) }},
-		{misbehave: "never-ending", era: "modern", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrTimeout) }},
-		{misbehave: "never-ending", era: "legacy", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrTimeout) }},
-		{misbehave: "5xx", era: "modern", check: func(t *testing.T, err error) {
-			var se *connection.HTTPStatusError
-			require.ErrorAs(t, err, &se)
-			assert.Equal(t, http.StatusInternalServerError, se.StatusCode)
-			assert.ErrorContains(t, err, "upstream exploded")
-		}},
-		{misbehave: "429", era: "modern", check: func(t *testing.T, err error) { assert.NoError(t, err, "answered after honouring Retry-After") }},
-		{misbehave: "429-forever", era: "modern", timeout: 6 * time.Second, check: func(t *testing.T, err error) {
-			var se *connection.HTTPStatusError
-			require.ErrorAs(t, err, &se)
-			assert.Equal(t, http.StatusTooManyRequests, se.StatusCode)
-		}},
-		{misbehave: "redirect-loop", era: "modern", check: func(t *testing.T, err error) { assert.ErrorContains(t, err, "redirects") }},
-		{misbehave: "expire", era: "legacy", stops: true, check: func(t *testing.T, err error) {
+	}
+	var cases []misbehaviour
+	for _, era := range []string{"modern", "legacy"} { // each in both eras
+		cases = append(cases,
+			misbehaviour{misbehave: "garbage", era: era, check: func(t *testing.T, err error) { assert.ErrorIs(t, err, connection.ErrNotJSONRPC) }},
+			misbehaviour{misbehave: "garbage-sse", era: era, check: func(t *testing.T, err error) {
+				assert.ErrorContains(t, err, "the stream ended before the response") // the event that is no JSON-RPC is dropped
+			}},
+			misbehaviour{misbehave: "never-ending", era: era, check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrTimeout) }},
+			misbehaviour{misbehave: "5xx", era: era, check: statusCheck(http.StatusInternalServerError, "upstream exploded")},
+			misbehaviour{misbehave: "429", era: era, check: func(t *testing.T, err error) { assert.NoError(t, err, "answered after honouring Retry-After") }},
+			misbehaviour{misbehave: "redirect-loop", era: era, check: func(t *testing.T, err error) { assert.ErrorContains(t, err, "redirects") }},
+			misbehaviour{misbehave: "oversized", era: era, check: func(t *testing.T, err error) { assert.ErrorIs(t, err, connection.ErrMessageTooLarge) }},
+		)
+	}
+	cases = append(cases,
+		misbehaviour{misbehave: "429-forever", era: "modern", timeout: 6 * time.Second, check: statusCheck(http.StatusTooManyRequests, "Retry-After")},
+		misbehaviour{misbehave: "expire", era: "legacy", stops: true, check: func(t *testing.T, err error) {
 			assert.ErrorIs(t, err, connection.ErrSessionExpired)
 			assert.ErrorIs(t, err, ErrConnectionClosed)
 		}},
-		{misbehave: "oversized", era: "modern", check: func(t *testing.T, err error) { assert.ErrorIs(t, err, connection.ErrMessageTooLarge) }},
-	} {
+	)
+	for _, tc := range cases {
 		t.Run(tc.misbehave+"-"+tc.era, func(t *testing.T) {
 			timeout := cmp.Or(tc.timeout, 3*time.Second)
 			srv := &httpserver.HTTP{Era: tc.era, Misbehave: tc.misbehave, MaxEvent: 64 << 10}
@@ -102,7 +110,7 @@ func TestHTTPMisbehavingServers(t *testing.T) {
 				assert.Equal(t, "hi", res.Text())
 			}
 			tc.check(t, err)
-			assert.Less(t, took, timeout+2*time.Second, "held past its timeout")
+			assert.Less(t, took, timeout+5*time.Second, "held past its timeout")
 			if err != nil && !errors.Is(err, ErrTimeout) {
 				assert.True(t, err.(*Error).Local(), "an HTTP failure is a local error: %v", err)
 			}
@@ -122,6 +130,38 @@ func TestHTTPMisbehavingServers(t *testing.T) {
 					"the timed-out call's stream is closed")
 			}
 		})
+	}
+}
+
+// A server that misbehaves from its first answer (server/discover,
+// initialize) fails ConnectHTTP with a clear error, within the probe's
+// timeout and then initialize's, and leaves nothing running (goleak).
+func TestHTTPMisbehavingServerAtConnect(t *testing.T) {
+	for _, era := range []string{"modern", "legacy"} {
+		for misbehave, want := range map[string]string{
+			"garbage":       "not a JSON-RPC message",
+			"garbage-sse":   "the stream ended before the response",
+			"never-ending":  "no answer within 3s",
+			"5xx":           "upstream exploded",
+			"redirect-loop": "redirects",
+			"oversized":     "larger than 32768 bytes",
+		} {
+			t.Run(misbehave+"-"+era, func(t *testing.T) {
+				hs := httptest.NewServer(&httpserver.HTTP{Era: era, Misbehave: misbehave, OnConnect: true, MaxEvent: 64 << 10})
+				defer hs.Close()
+				const timeout = 3 * time.Second
+				start := time.Now()
+				c, err := ConnectHTTP(t.Context(), hs.URL+"/mcp", WithTimeout(timeout), WithProbeTimeout(timeout), WithMaxLineBytes(32<<10))
+				took := time.Since(start)
+				if err == nil {
+					_ = c.Close()
+					<-c.Done()
+					t.Fatal("connected")
+				}
+				assert.ErrorContains(t, err, want)
+				assert.Less(t, took, 2*timeout+5*time.Second, "held past its timeouts")
+			})
+		}
 	}
 }
 

@@ -31,6 +31,9 @@ type HTTP struct {
 	// Misbehave names what tools/call does instead of answering (see
 	// HTTPMisbehaviours); "" answers.
 	Misbehave string
+	// OnConnect makes server/discover and initialize misbehave instead
+	// of tools/call, so that the client cannot even connect.
+	OnConnect bool
 	// MaxEvent is the size of the event "oversized" sends (default 1 MiB).
 	MaxEvent int
 
@@ -44,6 +47,7 @@ type HTTP struct {
 // HTTPMisbehaviours lists what HTTP.Misbehave may name:
 //
 //	garbage        200 application/json with a body that is no JSON
+//	garbage-sse    200 text/event-stream: an event that is no JSON, then the end
 //	never-ending   an SSE stream of keep-alive comments that never answers
 //	5xx            500 with a plain-text body
 //	429            429 with Retry-After: 1 twice, then the answer
@@ -51,7 +55,7 @@ type HTTP struct {
 //	redirect-loop  307 to the endpoint itself, every time
 //	expire         the session is forgotten: 404 (legacy)
 //	oversized      an SSE event of MaxEvent bytes before the answer
-var HTTPMisbehaviours = []string{"garbage", "never-ending", "5xx", "429", "429-forever", "redirect-loop", "expire", "oversized"}
+var HTTPMisbehaviours = []string{"garbage", "garbage-sse", "never-ending", "5xx", "429", "429-forever", "redirect-loop", "expire", "oversized"}
 
 // Calls counts the tools/call requests received.
 func (h *HTTP) Calls() int64 { return h.calls.Load() }
@@ -114,6 +118,10 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	if h.OnConnect && h.Misbehave != "" && (m.Method == "server/discover" || m.Method == "initialize") {
+		h.misbehave(w, r, m, `{}`)
+		return
+	}
 	switch m.Method {
 	case "server/discover":
 		if legacy {
@@ -154,11 +162,18 @@ func (h *HTTP) call(w http.ResponseWriter, r *http.Request, m httpMessage) {
 	}
 	_ = json.Unmarshal(m.Params, &p)
 	text, _ := json.Marshal(p.Arguments.Text)
-	result := `{"content":[{"type":"text","text":` + string(text) + `}]}`
+	h.misbehave(w, r, m, `{"content":[{"type":"text","text":`+string(text)+`}]}`)
+}
+
+// misbehave answers m with result, or misbehaves.
+func (h *HTTP) misbehave(w http.ResponseWriter, r *http.Request, m httpMessage, result string) {
 	switch h.Misbehave {
 	case "garbage":
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, "<html>this is not JSON{")
+	case "garbage-sse":
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: <html>this is not JSON{\n\n")
 	case "never-ending":
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
