@@ -66,6 +66,7 @@ type httpPeer struct {
 	sessionValue, versionValue []string
 	exchanges                  map[int64]*exchange
 	tools                      map[string][]paramHeader // x-mcp-header annotations by tool name
+	names                      map[string]nameValue     // Mcp-Name values by the raw JSON string of the name
 	listening                  bool                     // the legacy GET stream was started
 
 	endOnce  sync.Once
@@ -117,7 +118,7 @@ func startHTTP(cfg *Config) (*process, error) {
 	p := &httpPeer{
 		url: cfg.URL, u: u, client: cfg.HTTPClient, work: make(chan *exchange), header: cfg.Header.Clone(), max: cfg.MaxLineBytes,
 		in: inR, out: outW,
-		exchanges: map[int64]*exchange{}, tools: map[string][]paramHeader{},
+		exchanges: map[int64]*exchange{}, tools: map[string][]paramHeader{}, names: map[string]nameValue{},
 		ended: make(chan struct{}), finished: make(chan struct{}), pumpDone: make(chan struct{}),
 	}
 	if p.client == nil {
@@ -602,8 +603,12 @@ func (ex *exchange) answer(resp *http.Response) error {
 	case "text/event-stream":
 		return ex.stream(resp.Body)
 	case "application/json":
-		defer drain(resp.Body)
 		body, err := readBody(resp, ex.p.max)
+		if err == nil && int64(len(body)) == resp.ContentLength {
+			resp.Body.Close() // read to its end: the connection is free again
+		} else {
+			defer drain(resp.Body)
+		}
 		if err != nil {
 			if ex.ctx.Err() != nil {
 				return nil

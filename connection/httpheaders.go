@@ -90,14 +90,22 @@ func (p *httpPeer) messageHeaders(env *jsonrpc.Envelope) http.Header {
 	if len(raw) == 0 || raw[0] != '"' {
 		return h
 	}
-	name := jsonrpc.Unquote(raw)
-	h.Set(headerName, headerValue(name))
+	p.mu.Lock()
+	nv, ok := p.names[string(raw)]
+	if !ok {
+		name := jsonrpc.Unquote(raw)
+		nv = nameValue{name: name, value: []string{headerValue(name)}}
+		if len(p.names) >= maxNameValues {
+			clear(p.names)
+		}
+		p.names[string(raw)] = nv
+	}
+	specs := p.tools[nv.name]
+	p.mu.Unlock()
+	h[headerName] = nv.value
 	if method != "tools/call" {
 		return h
 	}
-	p.mu.Lock()
-	specs := p.tools[name]
-	p.mu.Unlock()
 	if len(specs) == 0 {
 		return h
 	}
@@ -109,6 +117,18 @@ func (p *httpPeer) messageHeaders(env *jsonrpc.Envelope) http.Header {
 	}
 	return h
 }
+
+// nameValue is a name a message's params give (a tool's, a prompt's, a
+// resource's URI) and its Mcp-Name header value, kept by the raw JSON
+// string they were read from so that calling the same tool again makes
+// neither anew.
+type nameValue struct {
+	name  string
+	value []string
+}
+
+// maxNameValues bounds the names kept (then they are all forgotten).
+const maxNameValues = 256
 
 // headerValue encodes v for a header: as it is when it is plain visible
 // ASCII (spaces inside allowed), else as =?base64?…?=, as is a plain
