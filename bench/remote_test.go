@@ -72,14 +72,15 @@ func BenchmarkRemote(b *testing.B) {
 	}
 	defer bare.Close()
 
-	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"}}`)
+	raw := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"}}`)
+	var params any = raw // boxed once: the callers' allocations are the calls' own
 	calls := map[string]func() error{
 		"local": func() error {
 			_, err := pool.Request(context.Background(), "tools/call", params)
 			return err
 		},
 		"bare-nats": func() error {
-			_, err := bare.RequestWithContext(context.Background(), "bare.call", params)
+			_, err := bare.RequestWithContext(context.Background(), "bare.call", raw)
 			return err
 		},
 		"remote": func() error {
@@ -219,6 +220,8 @@ const (
 	// benchProfileEnv, set when running the benchmark, makes the host
 	// child write PREFIX.cpu and PREFIX.mem (allocations, sampled) profiles.
 	benchProfileEnv = "SNODO_BENCH_HOST_PROFILE"
+	// benchNATSProfileEnv does the same for the NATS server's child.
+	benchNATSProfileEnv = "SNODO_BENCH_NATS_PROFILE"
 )
 
 // profileHost starts the host child's CPU profile and returns what ends
@@ -314,6 +317,13 @@ func runBenchChild(role string) error {
 	in := bufio.NewScanner(os.Stdin)
 	switch role {
 	case "nats":
+		if prof := os.Getenv(benchNATSProfileEnv); prof != "" {
+			stop, err := profileHost(prof)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
 		srv, err := embedded.Start(embedded.Options{})
 		if err != nil {
 			return err

@@ -396,7 +396,8 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 		c.unregisterCall(token) // nothing sends to p from here on
 		putPending(p)
 	}()
-	reply := c.inbox + strconv.FormatInt(token, 10)
+	var subj [96]byte
+	reply := string(strconv.AppendInt(append(subj[:0], c.inbox...), token, 10)) // one allocation, not two
 
 	timeout := c.cfg.timeout
 	if o.Timeout != 0 {
