@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/test/testutil"
 )
 
 // What the real servers do that the specification does not lead one to
@@ -126,5 +128,89 @@ func TestMCPGoProgressOnTheWire(t *testing.T) {
 			}
 			t.Logf("%d of mcp-go's %d progress updates did not reach their call", lost, steps*calls)
 		})
+	}
+}
+
+// mcp-go (v1.2.1) over stdio writes a call's notifications through a
+// queue another goroutine drains, and its result directly: the result
+// usually overtakes the progress updates, which then arrive for a call
+// that is over (snodo drops them, their token done). snodo delivers the
+// updates that come before the result, all of them.
+func TestMCPGoStdioProgressAfterTheResult(t *testing.T) {
+	for _, era := range []snodo.Era{snodo.EraModern, snodo.EraLegacy} {
+		t.Run(era.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			var mu sync.Mutex
+			var lines []string // what came, in order: "progress" or "result"
+			opts := append(clientOptions(era, newAnswers()), snodo.WithShutdownGrace(10*time.Second),
+				snodo.WithWireTrace(func(dir connection.Direction, line []byte) {
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case dir != connection.Received:
+					case bytes.Contains(line, []byte(`"notifications/progress"`)):
+						lines = append(lines, "progress")
+					case bytes.Contains(line, []byte(`"counted 5"`)):
+						lines = append(lines, "result")
+					}
+				}))
+			c, err := snodo.Connect(ctx, peerPath(t, "bin/mcpgo-server"), []string{"-stdio"}, opts...)
+			require.NoError(t, err)
+			defer closeAndWait(t, c)
+			var delivered atomic.Int32
+			res, err := c.CallTool(ctx, "count", map[string]any{"steps": 5}, snodo.OnProgress(func(snodo.Progress) { delivered.Add(1) }))
+			require.NoError(t, err)
+			require.Equal(t, "counted 5", res.Text())
+			var before int
+			require.Eventually(t, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				before = slices.Index(lines, "result")
+				return len(lines) == 6
+			}, 20*time.Second, 10*time.Millisecond, "all five updates are written, before or after the result")
+			assert.Equal(t, int32(before), delivered.Load(), "the updates before the result are delivered")
+			t.Logf("%d of 5 progress updates came after the result", 5-before)
+		})
+	}
+}
+
+// mcp-go (v1.2.1) over stdio sends the events of a subscriptions/listen
+// stream without the io.modelcontextprotocol/subscriptionId their _meta
+// must carry (over HTTP they carry it). snodo cannot tell which
+// subscription an event belongs to: it drops it, with one warning per
+// connection, and the subscription hears nothing.
+func TestMCPGoStdioListenEventsCarryNoSubscriptionID(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var logs testutil.LogRecorder
+	var untagged atomic.Int32
+	c, err := snodo.Connect(ctx, peerPath(t, "bin/mcpgo-server"), []string{"-stdio"},
+		append(clientOptions(snodo.EraModern, newAnswers()), snodo.WithShutdownGrace(10*time.Second), snodo.WithLogger(logs.Logger()),
+			snodo.WithWireTrace(func(dir connection.Direction, line []byte) {
+				if dir == connection.Received && bytes.Contains(line, []byte(`"notifications/tools/list_changed"`)) &&
+					!bytes.Contains(line, []byte("subscriptionId")) {
+					untagged.Add(1)
+				}
+			}))...)
+	require.NoError(t, err)
+	defer closeAndWait(t, c)
+	require.Equal(t, snodo.EraModern, c.Era())
+	sub, err := c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	defer sub.Close()
+	assert.True(t, sub.Acknowledged().ToolsListChanged)
+	for range 2 {
+		_, err = c.CallTool(ctx, "add_tool", nil)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return untagged.Load() == 2 }, 20*time.Second, 10*time.Millisecond,
+		"two list_changed events without a subscriptionId")
+	require.NoError(t, c.FlushNotifications(ctx))
+	assert.Equal(t, 1, logs.Count("without the io.modelcontextprotocol/subscriptionId"), "one warning per connection")
+	select {
+	case ev := <-sub.Events():
+		t.Errorf("the subscription got %s", ev.Method)
+	default:
 	}
 }

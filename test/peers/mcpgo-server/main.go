@@ -1,9 +1,11 @@
 // Command mcpgo-server is an MCP server on mcp-go's Streamable HTTP
-// server (github.com/mark3labs/mcp-go/server), for snodo's interop tests.
+// server (github.com/mark3labs/mcp-go/server), or on its stdio server
+// with -stdio, for snodo's interop tests (test/interop).
 // It is a module of its own so that the library never depends on mcp-go;
 // test/peers/install.sh builds it into test/peers/bin/mcpgo-server.
 //
 //	mcpgo-server -http 127.0.0.1:PORT [-stateful | -stateless]
+//	mcpgo-server -stdio
 //
 // serves on /mcp. By default (mcp-go's default) a legacy client gets an
 // Mcp-Session-Id and the GET stream, but the server checks only the form
@@ -43,12 +45,19 @@ func main() {
 	addr := flag.String("http", "", "address to serve Streamable HTTP on (required)")
 	stateless := flag.Bool("stateless", false, "serve without sessions")
 	stateful := flag.Bool("stateful", false, "track sessions: an unknown session ID is answered 404")
+	stdio := flag.Bool("stdio", false, "serve on stdin and stdout instead")
 	flag.Parse()
-	if *addr == "" || (*stateless && *stateful) {
-		fmt.Fprintln(os.Stderr, "usage: mcpgo-server -http HOST:PORT [-stateful | -stateless]")
+	if (*addr == "") == !*stdio || (*stateless && *stateful) {
+		fmt.Fprintln(os.Stderr, "usage: mcpgo-server -http HOST:PORT [-stateful | -stateless]  or  mcpgo-server -stdio")
 		os.Exit(2)
 	}
 	s := build()
+	if *stdio {
+		if err := server.ServeStdio(s); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	httpServer := &http.Server{Addr: *addr, ReadHeaderTimeout: 10 * time.Second}
 	handler := server.NewStreamableHTTPServer(s,
 		server.WithEndpointPath("/mcp"),
