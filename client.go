@@ -141,7 +141,7 @@ func (c *Client) Request(ctx context.Context, method string, params any, opts ..
 // level in its _meta, and nothing is sent now.
 func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error {
 	if !level.valid() {
-		return fmt.Errorf("snodo: SetLoggingLevel: unknown level %q (use one of the Log… constants)", level)
+		return fmt.Errorf("snodo: SetLoggingLevel: unknown level %q (use one of debug, info, notice, warning, error, critical, alert, emergency)", level)
 	}
 	if c.mcp.era == EraModern {
 		c.setMeta(level)
