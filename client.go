@@ -123,18 +123,6 @@ func Connect(ctx context.Context, command string, args []string, opts ...Option)
 	return c, nil
 }
 
-// Request sends a JSON-RPC request and returns the raw result. params may
-// be nil, a json.RawMessage, or anything json.Marshal accepts. It is raw:
-// an input_required result (modern era) is returned as it is; the typed
-// calls (CallTool…) complete those rounds. Errors: a
-// *Error the server sent; a local *Error (-32001 on timeout, errors.Is
-// ErrTimeout; -32000 when the connection is gone, errors.Is
-// ErrConnectionClosed); or ctx's error. On timeout or cancellation the
-// server is sent notifications/cancelled.
-func (c *Client) Request(ctx context.Context, method string, params any, opts ...RequestOption) (json.RawMessage, error) {
-	return c.request(ctx, method, params, connOptions(opts))
-}
-
 // SetLoggingLevel asks the server for log messages (notifications/message)
 // at level and above. Legacy era: a logging/setLevel request. Modern era,
 // where that request no longer exists: every later request carries the

@@ -357,29 +357,6 @@ func classify(method string, raw json.RawMessage, err error) (errType, statusCod
 	return telemetry.ErrorTypeOther, "", desc
 }
 
-// send makes one request through the connection, traced and measured as
-// one operation when telemetry is on: the one place every request of a
-// Client passes (typed calls, Request, supervisors and pools, the era
-// negotiation).
-func (c *Client) send(ctx context.Context, method string, params any, meta []byte, opts *connection.CallOptions) (json.RawMessage, error) {
-	c.recordOrigin(ctx)
-	ctx, o, params, opts := c.site.begin(ctx, method, params, opts)
-	var withMeta connection.CallOptions // stays on the stack: Request keeps no pointer to it
-	if meta != nil {
-		if opts != nil {
-			withMeta = *opts
-		}
-		withMeta.Meta = meta
-		opts = &withMeta
-	}
-	if o == nil {
-		return c.conn.Request(ctx, method, params, opts)
-	}
-	raw, err := c.conn.Request(ctx, method, params, opts)
-	o.end(raw, err)
-	return raw, err
-}
-
 // notification is one notification the client sends, traced (a CLIENT
 // span, whose context the connection carries in params._meta) and
 // measured (mcp.client.operation.duration, until the line is written:

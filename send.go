@@ -1,10 +1,20 @@
 package snodo
 
 import (
+	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
+
+// Sending: every request of a Client, typed or raw, passes Request's one
+// path here. Request options (RequestOption) are read into the
+// connection's CallOptions; request adds the modern era's _meta; send is
+// the one send point, where telemetry (telemetry.go) hooks in with begin
+// and end around the connection's Request, which owns the request table,
+// timeouts and cancellation (connection/request.go).
 
 // Progress is one progress update for a request: Progress increases, Total
 // is 0 when unknown, Message is an optional status line.
@@ -130,4 +140,89 @@ func connOptions(opts []RequestOption) *connection.CallOptions {
 		ResetTimeoutOnProgress: s.ResetTimeoutOnProgress,
 		MaxTotalTimeout:        s.MaxTotalTimeout,
 	}
+}
+
+// Request sends a JSON-RPC request and returns the raw result. params may
+// be nil, a json.RawMessage, or anything json.Marshal accepts. It is raw:
+// an input_required result (modern era) is returned as it is; the typed
+// calls (CallTool…) complete those rounds. Errors: a
+// *Error the server sent; a local *Error (-32001 on timeout, errors.Is
+// ErrTimeout; -32000 when the connection is gone, errors.Is
+// ErrConnectionClosed); or ctx's error. On timeout or cancellation the
+// server is sent notifications/cancelled.
+func (c *Client) Request(ctx context.Context, method string, params any, opts ...RequestOption) (json.RawMessage, error) {
+	return c.request(ctx, method, params, connOptions(opts))
+}
+
+// The per-request _meta of the modern era: what every request carries,
+// encoded once per change (the log level) and spliced into each request's
+// params by the connection as the line is written. Negotiation (era.go)
+// builds the base members; nothing decodes them again.
+
+// Keys of the modern per-request _meta object.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+)
+
+// buildMeta is the required modern _meta for version.
+func buildMeta(version string, cfg *mcpConfig) map[string]json.RawMessage {
+	v, _ := json.Marshal(version)
+	info, _ := json.Marshal(cfg.clientInfo)
+	caps, _ := json.Marshal(cfg.capabilities)
+	return map[string]json.RawMessage{metaProtocolVersion: v, metaClientInfo: info, metaClientCapabilities: caps}
+}
+
+// request sends one request, adding what the negotiated era requires:
+// in the modern era the connection merges the encoded _meta into params
+// as it writes the line (the caller's own _meta members win).
+func (c *Client) request(ctx context.Context, method string, params any, opts *connection.CallOptions) (json.RawMessage, error) {
+	return c.send(ctx, method, params, c.encodedMeta(), opts)
+}
+
+// setMeta sets the modern _meta to baseMeta plus level, if any: the
+// base itself without one (an idle client keeps one copy), else the base
+// with the level's member added before its closing brace.
+func (c *Client) setMeta(level LoggingLevel) {
+	encoded := c.mcp.baseMeta
+	if base := c.mcp.baseMeta; level != "" && len(base) > len("{}") {
+		encoded = append(append(make([]byte, 0, len(base)+len(metaLogLevel)+len(level)+8), base[:len(base)-1]...), `,"`+metaLogLevel+`":`...)
+		encoded = append(jsonrpc.AppendString(encoded, string(level)), '}')
+	}
+	c.mcp.meta.Store(&encoded)
+}
+
+// encodedMeta is the _meta every request carries in the negotiated era,
+// as one JSON object; nil in the legacy era. Callers must not change it.
+func (c *Client) encodedMeta() []byte {
+	if p := c.mcp.meta.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// send makes one request through the connection, traced and measured as
+// one operation when telemetry is on: the one place every request of a
+// Client passes (typed calls, Request, supervisors and pools, the era
+// negotiation).
+func (c *Client) send(ctx context.Context, method string, params any, meta []byte, opts *connection.CallOptions) (json.RawMessage, error) {
+	c.recordOrigin(ctx)
+	ctx, o, params, opts := c.site.begin(ctx, method, params, opts)
+	var withMeta connection.CallOptions // stays on the stack: Request keeps no pointer to it
+	if meta != nil {
+		if opts != nil {
+			withMeta = *opts
+		}
+		withMeta.Meta = meta
+		opts = &withMeta
+	}
+	if o == nil {
+		return c.conn.Request(ctx, method, params, opts)
+	}
+	raw, err := c.conn.Request(ctx, method, params, opts)
+	o.end(raw, err)
+	return raw, err
 }
