@@ -3,7 +3,6 @@ package snodo
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -85,42 +84,6 @@ type Client struct {
 	site           site                 // where its requests are traced and measured (send)
 	sessionVersion atomic.Pointer[string]
 	era            atomic.Pointer[string] // for log records, once settled
-}
-
-// Connect starts command with args (no shell) and connects to it over
-// stdio. ctx is the connection's owner: when it is done, the connection
-// closes. Connect returns once the MCP era is settled; a command that
-// cannot be started is an error at once.
-//
-// A Connect that fails after the server started (its ctx ends, or the
-// server does not answer the probe in time) leaves nothing running: it
-// closes the server's stdin, waits a 500 ms grace for it to exit, then
-// sends SIGTERM to its process group (the server and the helpers it
-// started) and, after another 500 ms, SIGKILL, and returns once the
-// server is reaped. So a failed Connect returns up to about 1 s after its
-// ctx ends: at once for a server that exits at EOF, about 0.5 s for one
-// that ignores EOF but exits on SIGTERM, about 1 s for one that ignores
-// both.
-func Connect(ctx context.Context, command string, args []string, opts ...Option) (*Client, error) {
-	if ctx == nil {
-		return nil, errors.New("snodo: Connect: nil context.Context; pass context.Background() or a ctx that bounds the connect (it also owns the connection)")
-	}
-	var cfg config
-	for i, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("snodo: Connect: option %d is nil; leave it out of the list instead", i+1)
-		}
-		if err := opt(&cfg); err != nil {
-			return nil, fmt.Errorf("snodo: %w", err)
-		}
-	}
-	cfg.conn.Command, cfg.conn.Args = command, args
-	c := &Client{}
-	c.Calls = NewCalls(c)
-	if err := c.start(ctx, &cfg); err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 // SetLoggingLevel asks the server for log messages (notifications/message)

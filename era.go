@@ -6,15 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync/atomic"
 	"time"
 
-	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
-	"github.com/snodo/snodo/internal/telemetry"
 )
 
 // Era is the generation of MCP a server speaks, settled by Connect.
@@ -103,107 +100,6 @@ type mcpState struct {
 	// once per change, not per request, and read without a lock.
 	meta atomic.Pointer[[]byte]
 }
-
-// start starts the server and settles the era: the server/discover probe,
-// then the legacy fallback (restarting a server the probe killed, once).
-func (c *Client) start(ctx context.Context, cfg *config) error {
-	if cfg.mcp.clientInfo.Name == "" {
-		cfg.mcp.clientInfo = Implementation{Name: defaultClientName, Version: defaultClientVersion}
-	}
-	c.mcp.origin = cfg.mcp.origin
-	c.mcp.serve = c.observed(cfg.mcp.handler)
-	c.mcp.maxRounds = cmp.Or(cfg.mcp.maxInputRounds, DefaultMaxInputRounds)
-	c.mcp.timeout = cfg.conn.Timeout
-	cfg.conn.Handler = c.mcp.serve
-	c.tel = telemetry.New(cfg.tracerProvider, cfg.meterProvider)
-	transport := telemetry.TransportPipe
-	if cfg.conn.URL != "" {
-		transport = telemetry.TransportTCP
-		c.meters = c.tel.ForEndpoint(transport, cfg.name())
-	} else {
-		c.meters = c.tel.ForConn(cfg.conn.Command)
-	}
-	cfg.conn.Metrics = c.meters
-	c.site = site{tel: c.tel, meters: c.meters, transport: transport, version: c.version}
-	if cfg.conn.Logger != nil {
-		cfg.conn.Logger = slog.New(eraHandler{Handler: cfg.conn.Logger.Handler(), era: &c.era})
-	}
-	c.notes = newNotifier(&cfg.mcp, cfg.conn.Logger)
-	c.notes.origin = cfg.mcp.origin
-	c.notes.meters = c.meters
-	c.notes.observe = c.notificationReceived
-	cfg.conn.OnNotification = c.onNotification // tasks' status, then c.notes.push
-	c.calls = &CallHandler{R: c, Origin: cfg.mcp.origin, Listen: func(ctx context.Context, f Filter, opts ...ListenOption) error {
-		_, err := c.Listen(ctx, f, opts...)
-		return err
-	}}
-	cfg.conn.OnMessage = c.calls.Handle
-	if err := checkOwner(&cfg.conn); err != nil {
-		return err
-	}
-	conn, err := c.startConn(ctx, cfg)
-	if err != nil {
-		return err // already says which command could not start, and why
-	}
-	c.conn = conn
-	AnswerDeadCalls(conn.System())
-	err = c.negotiate(ctx, cfg)
-	if err == nil {
-		era, version := c.mcp.era.String(), c.mcp.version
-		c.era.Store(&era)
-		c.sessionVersion.Store(&version)
-	}
-	if err != nil {
-		// Nobody can stop a server Connect did not return: close its
-		// stdin, give it a moment to exit at EOF, then stop its process
-		// group (it and its helpers).
-		c.Kill()
-		return err
-	}
-	c.notes.era.Store(int32(c.mcp.era))
-	c.connected.Store(true)
-	return nil
-}
-
-// name is the server as messages name it: the command, or the URL
-// without credentials or query (as Target.String shows it).
-func (c *config) name() string {
-	if c.conn.URL != "" {
-		return HTTP(c.conn.URL).String()
-	}
-	return c.conn.Command
-}
-
-// checkOwner refuses, before anything starts, a WithOwner actor that the
-// connection's actor system does not know (snodoactor.CheckOwner).
-func checkOwner(cfg *connection.Config) error {
-	sys := cfg.System
-	if sys == nil {
-		sys = snodoactor.Shared()
-	}
-	if err := snodoactor.CheckOwner(sys, cfg.Owner, "connection"); err != nil {
-		return fmt.Errorf("snodo: %w", err)
-	}
-	return nil
-}
-
-// startConn starts a connection (the first, or a restart) with its
-// session clock.
-func (c *Client) startConn(ctx context.Context, cfg *config) (*connection.Conn, error) {
-	ended, owner := c.sessionEnded(time.Now()), cfg.conn.Owner
-	cfg.conn.OnStop = func(reason error) {
-		ended(reason)
-		if owner != nil && c.connected.Load() { // a Connect that failed reports on its own
-			c.conn.System().Root.Send(owner, &Closed{Client: c, Err: reason, Origin: c.mcp.origin})
-		}
-	}
-	return connection.Start(ctx, cfg.conn)
-}
-
-// failedConnectGrace is how long a failed Connect (a restart, Kill) lets
-// the server it gave up on exit at EOF before SIGTERM to its process group,
-// and then before SIGKILL.
-const failedConnectGrace = 500 * time.Millisecond
 
 // negotiate probes with server/discover and falls back to initialize on
 // any answer that is not modern, as the stdio binding prescribes.

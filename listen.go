@@ -77,34 +77,6 @@ func (s *Subscription) Err() error { return s.impl.Err() }
 // returns nil.
 func (s *Subscription) Close() error { return s.impl.Close() }
 
-// SubscriptionEvent is the message an actor given to ListenTo receives
-// for each event, in order.
-type SubscriptionEvent struct {
-	quiet
-	Subscription *Subscription
-	Event
-	Origin // the server that sent it (see Origin)
-}
-
-// SubscriptionEnded is the last message an actor given to ListenTo
-// receives from a subscription, after its last event: Err is
-// Subscription.Err() (nil after a graceful end). It is not sent when
-// Listen failed.
-type SubscriptionEnded struct {
-	quiet
-	Subscription *Subscription
-	Err          error
-	Origin       // the server that held it (see Origin)
-}
-
-// subscriptionMessage builds the ListenTo actor's messages.
-func subscriptionMessage(s *Subscription, ev *Event, err error, origin Origin) any {
-	if ev != nil {
-		return &SubscriptionEvent{Subscription: s, Event: *ev, Origin: origin}
-	}
-	return &SubscriptionEnded{Subscription: s, Err: err, Origin: origin}
-}
-
 // ErrListenUnsupported: the server has no subscriptions/listen (a legacy
 // MCP server, 2025-11-25 or earlier). With such servers, receive the
 // server's unsolicited list_changed notifications with
@@ -227,4 +199,40 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	}
 	outer.impl = sub
 	return outer, nil
+}
+
+// SubscribeResource asks a legacy-era server to send
+// notifications/resources/updated whenever the resource at uri changes
+// (the server must declare Capabilities().Resources.Subscribe). The
+// updates arrive through the WithNotificationHandler handler
+// (Notification.ResourceUpdated). In the modern era it fails with
+// ErrSubscribeUnsupported.
+//
+// It is not one of the typed calls of Calls: the subscription belongs to
+// the server process that took it, which sends the updates on its own
+// connection. supervisor.Client (subscribing again after restarts) and
+// supervisor.Pool (keeping each URI on one member) have it as methods of
+// their own; a remote client has none, since the updates would reach the
+// host, never the caller.
+func (c *Client) SubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error {
+	return c.resourceSubscription(ctx, "resources/subscribe", uri, opts)
+}
+
+// UnsubscribeResource ends a SubscribeResource subscription (legacy era;
+// ErrSubscribeUnsupported in the modern era).
+func (c *Client) UnsubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error {
+	return c.resourceSubscription(ctx, "resources/unsubscribe", uri, opts)
+}
+
+func (c *Client) resourceSubscription(ctx context.Context, method, uri string, opts []RequestOption) error {
+	if c.mcp.era == EraModern {
+		return ErrSubscribeUnsupported
+	}
+	if uri == "" {
+		return fmt.Errorf("snodo: %s: empty uri", method)
+	}
+	_, err := c.completeRequest(ctx, method, struct {
+		URI string `json:"uri"`
+	}{uri}, opts)
+	return err
 }

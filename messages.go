@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/snodo/snodo/internal/jsonrpc"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -14,9 +13,12 @@ import (
 	"sync/atomic"
 	"weak"
 
+	"github.com/snodo/snodo/internal/jsonrpc"
+
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/listening"
 )
 
 // Calls as actor messages. An actor sends a *Call (or a *ToolCall) with
@@ -490,3 +492,174 @@ type quiet struct{}
 
 // IgnoreDeadLetterLogging marks the message for protoactor.
 func (quiet) IgnoreDeadLetterLogging() {}
+
+// ListenCall is Listen as a message: sent with ctx.Request (or with
+// ReplyTo) to the PID of a *Client, a supervisor.Client or a
+// supervisor.Pool, it opens a subscription without blocking any mailbox
+// while the server acknowledges it. The reply target (ReplyTo, else the
+// sender) receives exactly one *ListenReply first, then, if it opened,
+// the subscription's events as ListenTo delivers them: a
+// *SubscriptionEvent per event, in order (restart markers included on a
+// supervised client or pool), then one *SubscriptionEnded. The
+// subscription watches the reply target and is cancelled on the server
+// when it terminates; Close the ListenReply's Subscription to end it
+// sooner.
+type ListenCall struct {
+	quiet
+	Filter  Filter
+	Tag     any            // returned in the ListenReply
+	Options []ListenOption // MaxQueuedEvents, MaxQueuedEventBytes; the events go to the reply target
+	ReplyTo *protoactor.PID
+}
+
+// ListenReply answers a *ListenCall, before any of its events.
+// Subscription is what was opened (a supervised client's or a pool's
+// follows restarts): Close it to cancel the subscription. Err says why it could not be opened, as Listen would
+// return it; then no event and no SubscriptionEnded follow.
+type ListenReply struct {
+	quiet
+	Tag          any
+	Subscription *Subscription
+	Err          error
+	Origin       // the server that holds the subscription (see Origin)
+}
+
+// SubscribeResourceCall is SubscribeResource (or, with Unsubscribe,
+// UnsubscribeResource) as a message, for legacy-era servers: the reply
+// target receives one *Reply with its Tag (Result empty) once the server
+// answered. The updates come through the WithNotificationHandler handler,
+// as for the method.
+type SubscribeResourceCall struct {
+	quiet
+	URI         string
+	Unsubscribe bool
+	Tag         any
+	Options     []RequestOption
+	ReplyTo     *protoactor.PID
+}
+
+// listenOpened has the subscription send the reply target its
+// ListenReply once it is open, before its first event: sent after Listen
+// returned, the reply could come after events already posted.
+func listenOpened(tag any) ListenOption {
+	return ListenOption{func(o *listening.Settings) error {
+		o.Opened = func(sub, origin any) any {
+			return &ListenReply{Tag: tag, Subscription: sub.(*Subscription), Origin: origin.(Origin)}
+		}
+		return nil
+	}}
+}
+
+// resourceSubscriber is a Requester that also takes legacy resource
+// subscriptions: *Client, supervisor.Client and supervisor.Pool are.
+type resourceSubscriber interface {
+	SubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error
+	UnsubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error
+}
+
+func runListenCall(msg *ListenCall, to *protoactor.PID, listen ListenFunc) any {
+	opts := append(append([]ListenOption(nil), msg.Options...), ListenTo(to), listenOpened(msg.Tag))
+	// The subscription outlives the call: its owner is the reply target
+	// (ListenTo watches it), not the call's ctx, which ends with the call.
+	if err := listen(context.Background(), msg.Filter, opts...); err != nil {
+		return &ListenReply{Tag: msg.Tag, Err: err}
+	}
+	return nil // the subscription sent the ListenReply before its events
+}
+
+func runSubscribeResourceCall(ctx context.Context, msg *SubscribeResourceCall, r resourceSubscriber) *Reply {
+	var err error
+	if msg.Unsubscribe {
+		err = r.UnsubscribeResource(ctx, msg.URI, msg.Options...)
+	} else {
+		err = r.SubscribeResource(ctx, msg.URI, msg.Options...)
+	}
+	return &Reply{Tag: msg.Tag, Err: err}
+}
+
+// ListenFunc opens a subscription, as Client.Listen does; see
+// CallHandler.Listen. It must honour ListenTo and
+// the ListenReply the call's option asks for, which send the
+// subscription's messages.
+type ListenFunc func(ctx context.Context, f Filter, opts ...ListenOption) error
+
+// SubscriptionEvent is the message an actor given to ListenTo receives
+// for each event, in order.
+type SubscriptionEvent struct {
+	quiet
+	Subscription *Subscription
+	Event
+	Origin // the server that sent it (see Origin)
+}
+
+// SubscriptionEnded is the last message an actor given to ListenTo
+// receives from a subscription, after its last event: Err is
+// Subscription.Err() (nil after a graceful end). It is not sent when
+// Listen failed.
+type SubscriptionEnded struct {
+	quiet
+	Subscription *Subscription
+	Err          error
+	Origin       // the server that held it (see Origin)
+}
+
+// subscriptionMessage builds the ListenTo actor's messages.
+func subscriptionMessage(s *Subscription, ev *Event, err error, origin Origin) any {
+	if ev != nil {
+		return &SubscriptionEvent{Subscription: s, Event: *ev, Origin: origin}
+	}
+	return &SubscriptionEnded{Subscription: s, Err: err, Origin: origin}
+}
+
+// NotificationMessage is what an actor given to NotificationsTo receives
+// for each notification, in order. Ctx is done once the connection that
+// received it stops.
+type NotificationMessage struct {
+	quiet
+	Ctx          context.Context
+	Notification *Notification
+	Origin       // the server that sent it (WithOrigin; a supervisor's names)
+}
+
+// NotificationsTo returns a notification handler that posts each
+// notification to the actor pid as a *NotificationMessage, in order. It
+// does not wait for the actor: with an ordinary (unbounded) mailbox an
+// actor that falls behind grows its mailbox; give the actor a bounded
+// mailbox (protoactor's mailbox.Bounded) to make delivery wait for room,
+// so that the notification queue's bound holds end to end. Messages to a
+// pid that is not running go to the system's dead letters.
+//
+// To tell several clients apart, give each its own actor, or wrap the
+// returned handler. With a nil system or pid it returns nil, which
+// WithNotificationHandler refuses.
+func NotificationsTo(system *protoactor.ActorSystem, pid *protoactor.PID) NotificationHandler {
+	if system == nil || pid == nil {
+		return nil
+	}
+	return func(ctx context.Context, n *Notification) {
+		system.Root.Send(pid, &NotificationMessage{Ctx: ctx, Notification: n, Origin: originOf(ctx)})
+	}
+}
+
+// TaskStatusMessage is a task's status delivered to an actor
+// (TaskStatusTo).
+type TaskStatusMessage struct {
+	Status TaskStatus
+}
+
+// TaskStatusTo is an OnTaskStatus function that sends each status to pid
+// as a *TaskStatusMessage. A nil system or pid gives nil (no updates).
+func TaskStatusTo(system *protoactor.ActorSystem, pid *protoactor.PID) func(TaskStatus) {
+	if system == nil || pid == nil {
+		return nil
+	}
+	return func(s TaskStatus) { system.Root.Send(pid, &TaskStatusMessage{Status: s}) }
+}
+
+// Connected is the message ConnectTo sends when Connect has finished:
+// Client is set on success, Err otherwise.
+type Connected struct {
+	quiet
+	Client *Client
+	Err    error
+}

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	protoactor "github.com/asynkron/protoactor-go/actor"
-
 	"github.com/snodo/snodo/internal/recovered"
 	"github.com/snodo/snodo/internal/telemetry"
 )
@@ -122,16 +120,6 @@ func (n *Notification) decode(method string, v any) error {
 	return nil
 }
 
-// NotificationMessage is what an actor given to NotificationsTo receives
-// for each notification, in order. Ctx is done once the connection that
-// received it stops.
-type NotificationMessage struct {
-	quiet
-	Ctx          context.Context
-	Notification *Notification
-	Origin       // the server that sent it (WithOrigin; a supervisor's names)
-}
-
 // Defaults of the notification queue (WithNotificationQueue).
 const (
 	defaultNotificationQueueItems = 1024
@@ -188,26 +176,6 @@ func WithNotificationQueue(items, bytes int) Option {
 		}
 		c.mcp.notifyItems, c.mcp.notifyBytes = items, bytes
 		return nil
-	}
-}
-
-// NotificationsTo returns a notification handler that posts each
-// notification to the actor pid as a *NotificationMessage, in order. It
-// does not wait for the actor: with an ordinary (unbounded) mailbox an
-// actor that falls behind grows its mailbox; give the actor a bounded
-// mailbox (protoactor's mailbox.Bounded) to make delivery wait for room,
-// so that the notification queue's bound holds end to end. Messages to a
-// pid that is not running go to the system's dead letters.
-//
-// To tell several clients apart, give each its own actor, or wrap the
-// returned handler. With a nil system or pid it returns nil, which
-// WithNotificationHandler refuses.
-func NotificationsTo(system *protoactor.ActorSystem, pid *protoactor.PID) NotificationHandler {
-	if system == nil || pid == nil {
-		return nil
-	}
-	return func(ctx context.Context, n *Notification) {
-		system.Root.Send(pid, &NotificationMessage{Ctx: ctx, Notification: n, Origin: originOf(ctx)})
 	}
 }
 
@@ -393,39 +361,3 @@ func (c *Client) DroppedNotifications() uint64 { return c.notes.droppedCount() }
 // do not exist in the modern era; watch resources with Listen and
 // Filter.ResourceSubscriptions instead.
 var ErrSubscribeUnsupported = errors.New("snodo: resources/subscribe does not exist in the modern era; use Listen with Filter.ResourceSubscriptions")
-
-// SubscribeResource asks a legacy-era server to send
-// notifications/resources/updated whenever the resource at uri changes
-// (the server must declare Capabilities().Resources.Subscribe). The
-// updates arrive through the WithNotificationHandler handler
-// (Notification.ResourceUpdated). In the modern era it fails with
-// ErrSubscribeUnsupported.
-//
-// It is not one of the typed calls of Calls: the subscription belongs to
-// the server process that took it, which sends the updates on its own
-// connection. supervisor.Client (subscribing again after restarts) and
-// supervisor.Pool (keeping each URI on one member) have it as methods of
-// their own; a remote client has none, since the updates would reach the
-// host, never the caller.
-func (c *Client) SubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error {
-	return c.resourceSubscription(ctx, "resources/subscribe", uri, opts)
-}
-
-// UnsubscribeResource ends a SubscribeResource subscription (legacy era;
-// ErrSubscribeUnsupported in the modern era).
-func (c *Client) UnsubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error {
-	return c.resourceSubscription(ctx, "resources/unsubscribe", uri, opts)
-}
-
-func (c *Client) resourceSubscription(ctx context.Context, method, uri string, opts []RequestOption) error {
-	if c.mcp.era == EraModern {
-		return ErrSubscribeUnsupported
-	}
-	if uri == "" {
-		return fmt.Errorf("snodo: %s: empty uri", method)
-	}
-	_, err := c.completeRequest(ctx, method, struct {
-		URI string `json:"uri"`
-	}{uri}, opts)
-	return err
-}

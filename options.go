@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"net/http"
+
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/oauth"
 	"github.com/snodo/snodo/internal/serverproc"
@@ -329,6 +331,45 @@ func WithWireTrace(fn func(dir connection.Direction, line []byte)) Option {
 			return errors.New("WithWireTrace: nil function")
 		}
 		c.conn.Trace = fn
+		return nil
+	}
+}
+
+// WithHTTPClient makes every HTTP request of ConnectHTTP with client: its
+// Transport (proxy, TLS, a RoundTripper that adds authorization),
+// redirect policy and cookie jar. Every request body can be replayed
+// (GetBody is set), so a RoundTripper may retry. Leave client.Timeout
+// zero: SSE streams last as long as their request, and each request has
+// its own timeout (WithTimeout). Default: a client of the connection's
+// own (a clone of http.DefaultTransport keeping up to 100 idle
+// connections to the endpoint, so that many calls in flight reuse
+// theirs), whose idle connections Close closes; a client given here is left as it is.
+func WithHTTPClient(client *http.Client) Option {
+	return func(c *config) error {
+		if client == nil {
+			return errors.New("WithHTTPClient: nil *http.Client; leave the option out for the default")
+		}
+		c.conn.HTTPClient = client
+		return nil
+	}
+}
+
+// WithHTTPHeader adds a header to every HTTP request of ConnectHTTP (an
+// API key, say). The headers the transport sets itself (Content-Type,
+// Accept, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name,
+// Mcp-Param-*) win over one given here. A value is never logged.
+func WithHTTPHeader(name, value string) Option {
+	return func(c *config) error {
+		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
+			return fmt.Errorf("WithHTTPHeader: %q is not a header name", name)
+		}
+		if strings.ContainsAny(value, "\r\n\x00") {
+			return fmt.Errorf("WithHTTPHeader: the value of %s contains a line break or NUL", name)
+		}
+		if c.conn.Header == nil {
+			c.conn.Header = http.Header{}
+		}
+		c.conn.Header.Add(name, value)
 		return nil
 	}
 }

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	protoactor "github.com/asynkron/protoactor-go/actor"
-
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/recovered"
 )
@@ -108,21 +106,6 @@ func TaskTTL(d time.Duration) RequestOption {
 // honours it too when it runs a tool as a task. Other calls ignore it.
 func OnTaskStatus(fn func(TaskStatus)) RequestOption {
 	return RequestOption{set: func(s RequestSettings) RequestSettings { s.OnTaskStatus = fn; return s }}
-}
-
-// TaskStatusMessage is a task's status delivered to an actor
-// (TaskStatusTo).
-type TaskStatusMessage struct {
-	Status TaskStatus
-}
-
-// TaskStatusTo is an OnTaskStatus function that sends each status to pid
-// as a *TaskStatusMessage. A nil system or pid gives nil (no updates).
-func TaskStatusTo(system *protoactor.ActorSystem, pid *protoactor.PID) func(TaskStatus) {
-	if system == nil || pid == nil {
-		return nil
-	}
-	return func(s TaskStatus) { system.Root.Send(pid, &TaskStatusMessage{Status: s}) }
 }
 
 // Task is a tool call the server runs as a task. Its methods are safe for

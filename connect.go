@@ -1,0 +1,281 @@
+package snodo
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	protoactor "github.com/asynkron/protoactor-go/actor"
+	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/telemetry"
+)
+
+// Connect starts command with args (no shell) and connects to it over
+// stdio. ctx is the connection's owner: when it is done, the connection
+// closes. Connect returns once the MCP era is settled; a command that
+// cannot be started is an error at once.
+//
+// A Connect that fails after the server started (its ctx ends, or the
+// server does not answer the probe in time) leaves nothing running: it
+// closes the server's stdin, waits a 500 ms grace for it to exit, then
+// sends SIGTERM to its process group (the server and the helpers it
+// started) and, after another 500 ms, SIGKILL, and returns once the
+// server is reaped. So a failed Connect returns up to about 1 s after its
+// ctx ends: at once for a server that exits at EOF, about 0.5 s for one
+// that ignores EOF but exits on SIGTERM, about 1 s for one that ignores
+// both.
+func Connect(ctx context.Context, command string, args []string, opts ...Option) (*Client, error) {
+	if ctx == nil {
+		return nil, errors.New("snodo: Connect: nil context.Context; pass context.Background() or a ctx that bounds the connect (it also owns the connection)")
+	}
+	var cfg config
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("snodo: Connect: option %d is nil; leave it out of the list instead", i+1)
+		}
+		if err := opt(&cfg); err != nil {
+			return nil, fmt.Errorf("snodo: %w", err)
+		}
+	}
+	cfg.conn.Command, cfg.conn.Args = command, args
+	c := &Client{}
+	c.Calls = NewCalls(c)
+	if err := c.start(ctx, &cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ConnectHTTP connects to the MCP server at a Streamable HTTP endpoint
+// (an http:// or https:// URL) and returns the same *Client Connect
+// returns: every call, Listen, notifications, input rounds, progress,
+// cancellation, telemetry and call messages work as they do over stdio.
+// ctx is the connection's owner, as for Connect. The era is settled as
+// over stdio: a server/discover probe (modern, stateless POSTs), else
+// initialize (legacy: a session with Mcp-Session-Id, the optional GET
+// stream, resumable streams). docs/http.md says what goes on the wire.
+//
+// The options that start a process (WithEnv, WithDir, WithStderr, …) do
+// nothing here; WithHTTPClient and WithHTTPHeader are HTTP's own. Close
+// ends a legacy session with a DELETE. A server that ends the session
+// (404) or cannot be reached stops the client, with
+// connection.ErrSessionExpired or connection.ErrServerUnreachable as its
+// Err: a supervised client then connects
+// again, opening a new session.
+func ConnectHTTP(ctx context.Context, url string, opts ...Option) (*Client, error) {
+	if ctx == nil {
+		return nil, errors.New("snodo: ConnectHTTP: nil context.Context; pass context.Background() or a ctx that bounds the connect (it also owns the connection)")
+	}
+	var cfg config
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("snodo: ConnectHTTP: option %d is nil; leave it out of the list instead", i+1)
+		}
+		if err := opt(&cfg); err != nil {
+			return nil, fmt.Errorf("snodo: %w", err)
+		}
+	}
+	if url == "" {
+		return nil, errors.New("snodo: ConnectHTTP: empty URL; pass the MCP endpoint, such as https://example.com/mcp")
+	}
+	cfg.conn.URL = url
+	if cfg.oauth != nil {
+		cfg.conn.WrapTransport = func(base http.RoundTripper) (http.RoundTripper, error) { return cfg.authorized(url, base) }
+	}
+	c := &Client{}
+	c.Calls = NewCalls(c)
+	if err := c.start(ctx, &cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// start starts the server and settles the era: the server/discover probe,
+// then the legacy fallback (restarting a server the probe killed, once).
+func (c *Client) start(ctx context.Context, cfg *config) error {
+	if cfg.mcp.clientInfo.Name == "" {
+		cfg.mcp.clientInfo = Implementation{Name: defaultClientName, Version: defaultClientVersion}
+	}
+	c.mcp.origin = cfg.mcp.origin
+	c.mcp.serve = c.observed(cfg.mcp.handler)
+	c.mcp.maxRounds = cmp.Or(cfg.mcp.maxInputRounds, DefaultMaxInputRounds)
+	c.mcp.timeout = cfg.conn.Timeout
+	cfg.conn.Handler = c.mcp.serve
+	c.tel = telemetry.New(cfg.tracerProvider, cfg.meterProvider)
+	transport := telemetry.TransportPipe
+	if cfg.conn.URL != "" {
+		transport = telemetry.TransportTCP
+		c.meters = c.tel.ForEndpoint(transport, cfg.name())
+	} else {
+		c.meters = c.tel.ForConn(cfg.conn.Command)
+	}
+	cfg.conn.Metrics = c.meters
+	c.site = site{tel: c.tel, meters: c.meters, transport: transport, version: c.version}
+	if cfg.conn.Logger != nil {
+		cfg.conn.Logger = slog.New(eraHandler{Handler: cfg.conn.Logger.Handler(), era: &c.era})
+	}
+	c.notes = newNotifier(&cfg.mcp, cfg.conn.Logger)
+	c.notes.origin = cfg.mcp.origin
+	c.notes.meters = c.meters
+	c.notes.observe = c.notificationReceived
+	cfg.conn.OnNotification = c.onNotification // tasks' status, then c.notes.push
+	c.calls = &CallHandler{R: c, Origin: cfg.mcp.origin, Listen: func(ctx context.Context, f Filter, opts ...ListenOption) error {
+		_, err := c.Listen(ctx, f, opts...)
+		return err
+	}}
+	cfg.conn.OnMessage = c.calls.Handle
+	if err := checkOwner(&cfg.conn); err != nil {
+		return err
+	}
+	conn, err := c.startConn(ctx, cfg)
+	if err != nil {
+		return err // already says which command could not start, and why
+	}
+	c.conn = conn
+	AnswerDeadCalls(conn.System())
+	err = c.negotiate(ctx, cfg)
+	if err == nil {
+		era, version := c.mcp.era.String(), c.mcp.version
+		c.era.Store(&era)
+		c.sessionVersion.Store(&version)
+	}
+	if err != nil {
+		// Nobody can stop a server Connect did not return: close its
+		// stdin, give it a moment to exit at EOF, then stop its process
+		// group (it and its helpers).
+		c.Kill()
+		return err
+	}
+	c.notes.era.Store(int32(c.mcp.era))
+	c.connected.Store(true)
+	return nil
+}
+
+// name is the server as messages name it: the command, or the URL
+// without credentials or query (as Target.String shows it).
+func (c *config) name() string {
+	if c.conn.URL != "" {
+		return HTTP(c.conn.URL).String()
+	}
+	return c.conn.Command
+}
+
+// checkOwner refuses, before anything starts, a WithOwner actor that the
+// connection's actor system does not know (snodoactor.CheckOwner).
+func checkOwner(cfg *connection.Config) error {
+	sys := cfg.System
+	if sys == nil {
+		sys = snodoactor.Shared()
+	}
+	if err := snodoactor.CheckOwner(sys, cfg.Owner, "connection"); err != nil {
+		return fmt.Errorf("snodo: %w", err)
+	}
+	return nil
+}
+
+// startConn starts a connection (the first, or a restart) with its
+// session clock.
+func (c *Client) startConn(ctx context.Context, cfg *config) (*connection.Conn, error) {
+	ended, owner := c.sessionEnded(time.Now()), cfg.conn.Owner
+	cfg.conn.OnStop = func(reason error) {
+		ended(reason)
+		if owner != nil && c.connected.Load() { // a Connect that failed reports on its own
+			c.conn.System().Root.Send(owner, &Closed{Client: c, Err: reason, Origin: c.mcp.origin})
+		}
+	}
+	return connection.Start(ctx, cfg.conn)
+}
+
+// failedConnectGrace is how long a failed Connect (a restart, Kill) lets
+// the server it gave up on exit at EOF before SIGTERM to its process group,
+// and then before SIGKILL.
+const failedConnectGrace = 500 * time.Millisecond
+
+// ConnectTo is Connect for actors: it returns at once and sends the
+// outcome to pid as a *Connected message, so an actor can connect from its
+// Receive without blocking its mailbox for the era negotiation. The
+// connection is owned by pid (WithOwner) and runs on system unless opts
+// say otherwise. If pid has stopped by the time the connection is ready,
+// the connection closes by itself (its owner is gone).
+//
+// Mistakes that leave nobody to tell — a nil ctx, system or pid — are
+// returned at once and nothing is started; every other outcome, errors
+// included, arrives as the message.
+func ConnectTo(ctx context.Context, system *protoactor.ActorSystem, pid *protoactor.PID, command string, args []string, opts ...Option) error {
+	switch {
+	case ctx == nil:
+		return errors.New("snodo: ConnectTo: nil context.Context; pass context.Background() or a ctx that bounds the connect")
+	case system == nil:
+		return errors.New("snodo: ConnectTo: nil actor system; pass the system pid lives in (ctx.ActorSystem() in Receive)")
+	case pid == nil:
+		return errors.New("snodo: ConnectTo: nil PID; pass the actor that receives *Connected (ctx.Self() in Receive)")
+	}
+	opts = append([]Option{WithActorSystem(system), WithOwner(pid)}, opts...)
+	go func() {
+		c, err := Connect(ctx, command, args, opts...)
+		system.Root.Send(pid, &Connected{Client: c, Err: err})
+	}()
+	return nil
+}
+
+// Target is how to reach a server, for whatever connects to one more
+// than once (a supervisor restarting it, a pool's members): a command to
+// start (Command) or a Streamable HTTP endpoint (HTTP). The zero Target
+// names nothing and cannot be connected. A Target is a value: copy it
+// freely.
+type Target struct {
+	command string
+	args    []string
+	url     string
+}
+
+// Command is the Target of a server started as name with args (no
+// shell), reached over its stdio, as Connect does.
+func Command(name string, args ...string) Target {
+	return Target{command: name, args: append([]string(nil), args...)}
+}
+
+// HTTP is the Target of a server reached at a Streamable HTTP endpoint
+// url, as ConnectHTTP does.
+func HTTP(url string) Target {
+	return Target{url: url}
+}
+
+// String names the target in logs, events and metrics: the command name
+// (not its arguments, which may carry secrets), or the URL with any
+// password and query left out.
+func (t Target) String() string {
+	if t.url == "" {
+		return t.command
+	}
+	u, err := url.Parse(t.url)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.RawQuery, u.Fragment = "", ""
+	return u.Redacted()
+}
+
+// Connect connects to the target once, as Connect or ConnectHTTP would,
+// with opts.
+func (t Target) Connect(ctx context.Context, opts ...Option) (*Client, error) {
+	switch {
+	case t.url != "":
+		return connectHTTPTarget(ctx, t.url, opts)
+	case t.command != "":
+		return Connect(ctx, t.command, t.args, opts...)
+	}
+	return nil, errors.New("snodo: empty Target: make one with snodo.Command(name, args...) or snodo.HTTP(url)")
+}
+
+// connectHTTPTarget is the one place an HTTP Target is connected: each
+// connect opens a new session.
+func connectHTTPTarget(ctx context.Context, url string, opts []Option) (*Client, error) {
+	return ConnectHTTP(ctx, url, opts...)
+}
