@@ -106,6 +106,7 @@ func WithOAuth(o OAuth) Option {
 		if _, err := oauth.NewTransport("https://check.invalid/", http.DefaultTransport, cfg); err != nil {
 			return errors.New("WithOAuth: " + err.Error())
 		}
+		c.httpOption("WithOAuth")
 		c.oauth = &cfg
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -34,19 +35,14 @@ func Connect(ctx context.Context, command string, args []string, opts ...Option)
 	if ctx == nil {
 		return nil, errors.New("snodo: Connect: nil context.Context; pass context.Background() or a ctx that bounds the connect (it also owns the connection)")
 	}
-	var cfg config
-	for i, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("snodo: Connect: option %d is nil; leave it out of the list instead", i+1)
-		}
-		if err := opt(&cfg); err != nil {
-			return nil, fmt.Errorf("snodo: %w", err)
-		}
+	cfg, err := applyOptions("Connect", opts, false)
+	if err != nil {
+		return nil, err
 	}
 	cfg.conn.Command, cfg.conn.Args = command, args
 	c := &Client{}
 	c.Calls = NewCalls(c)
-	if err := c.start(ctx, &cfg); err != nil {
+	if err := c.start(ctx, cfg); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -61,8 +57,10 @@ func Connect(ctx context.Context, command string, args []string, opts ...Option)
 // initialize (legacy: a session with Mcp-Session-Id, the optional GET
 // stream, resumable streams). docs/http.md says what goes on the wire.
 //
-// The options that start a process (WithEnv, WithDir, WithStderr, …) do
-// nothing here; WithHTTPClient and WithHTTPHeader are HTTP's own. Close
+// The options of a started process (WithEnv, WithoutEnv, WithCleanEnv,
+// WithDir, WithStderr, a positive WithShutdownGrace) are refused with an
+// error, as Connect refuses HTTP's own (WithHTTPClient, WithHTTPHeader,
+// WithOAuth). Close
 // ends a legacy session with a DELETE. A server that ends the session
 // (404) or cannot be reached stops the client, with
 // connection.ErrSessionExpired or connection.ErrServerUnreachable as its
@@ -72,14 +70,9 @@ func ConnectHTTP(ctx context.Context, url string, opts ...Option) (*Client, erro
 	if ctx == nil {
 		return nil, errors.New("snodo: ConnectHTTP: nil context.Context; pass context.Background() or a ctx that bounds the connect (it also owns the connection)")
 	}
-	var cfg config
-	for i, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("snodo: ConnectHTTP: option %d is nil; leave it out of the list instead", i+1)
-		}
-		if err := opt(&cfg); err != nil {
-			return nil, fmt.Errorf("snodo: %w", err)
-		}
+	cfg, err := applyOptions("ConnectHTTP", opts, true)
+	if err != nil {
+		return nil, err
 	}
 	if url == "" {
 		return nil, errors.New("snodo: ConnectHTTP: empty URL; pass the MCP endpoint, such as https://example.com/mcp")
@@ -90,7 +83,7 @@ func ConnectHTTP(ctx context.Context, url string, opts ...Option) (*Client, erro
 	}
 	c := &Client{}
 	c.Calls = NewCalls(c)
-	if err := c.start(ctx, &cfg); err != nil {
+	if err := c.start(ctx, cfg); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -272,6 +265,10 @@ func (t Target) Connect(ctx context.Context, opts ...Option) (*Client, error) {
 		return Connect(ctx, t.command, t.args, opts...)
 	}
 	return nil, errors.New("snodo: empty Target: make one with snodo.Command(name, args...) or snodo.HTTP(url)")
+}
+
+func init() {
+	seam.TargetIsHTTP = func(t any) bool { return t.(Target).url != "" }
 }
 
 // connectHTTPTarget is the one place an HTTP Target is connected: each

@@ -1,6 +1,7 @@
 package snodo
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -31,12 +32,44 @@ type config struct {
 	tracerProvider trace.TracerProvider // nil: the global one
 	meterProvider  metric.MeterProvider // nil: the global one
 	oauth          *oauth.Config        // WithOAuth; nil: no authorization
+
+	// The first option given that only one transport has, by name: a
+	// connect over the other transport refuses it (checkTransport).
+	processOnly, httpOnly string
+}
+
+// processOption and httpOption record that the option named name was
+// given, which only a started process (stdio) or only HTTP has.
+func (c *config) processOption(name string) { c.processOnly = cmp.Or(c.processOnly, name) }
+func (c *config) httpOption(name string)    { c.httpOnly = cmp.Or(c.httpOnly, name) }
+
+// applyOptions applies opts in order for fn (Connect, ConnectHTTP),
+// refusing a nil option, an invalid one, and one of the other
+// transport's: no option is silently ignored.
+func applyOptions(fn string, opts []Option, http bool) (*config, error) {
+	cfg := &config{}
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("snodo: %s: option %d is nil; leave it out of the list instead", fn, i+1)
+		}
+		if err := opt(cfg); err != nil {
+			return nil, fmt.Errorf("snodo: %w", err)
+		}
+	}
+	switch {
+	case http && cfg.processOnly != "":
+		return nil, fmt.Errorf("snodo: %s: %s applies to a server snodo starts as a command; a Streamable HTTP server runs elsewhere: leave it out", fn, cfg.processOnly)
+	case !http && cfg.httpOnly != "":
+		return nil, fmt.Errorf("snodo: %s: %s applies to a Streamable HTTP server (ConnectHTTP); a server started as a command is reached over its stdio: leave it out", fn, cfg.httpOnly)
+	}
+	return cfg, nil
 }
 
 // WithEnv sets an environment variable for the server, on top of the
 // inherited environment.
 func WithEnv(name, value string) Option {
 	return func(c *config) error {
+		c.processOption("WithEnv")
 		if err := serverproc.CheckEnvName(name); err != nil {
 			return fmt.Errorf("WithEnv: %w", err)
 		}
@@ -52,6 +85,7 @@ func WithEnv(name, value string) Option {
 // environment.
 func WithoutEnv(name string) Option {
 	return func(c *config) error {
+		c.processOption("WithoutEnv")
 		if err := serverproc.CheckEnvName(name); err != nil {
 			return fmt.Errorf("WithoutEnv: %w", err)
 		}
@@ -68,6 +102,7 @@ func WithoutEnv(name string) Option {
 // variable can have (empty, or with '=' or a NUL byte) is an error.
 func WithCleanEnv(allow ...string) Option {
 	return func(c *config) error {
+		c.processOption("WithCleanEnv")
 		if len(allow) == 0 {
 			allow = defaultCleanEnv
 		}
@@ -90,6 +125,7 @@ var defaultCleanEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG
 // before anything starts.
 func WithDir(dir string) Option {
 	return func(c *config) error {
+		c.processOption("WithDir")
 		if dir != "" {
 			fi, err := os.Stat(dir)
 			if err != nil {
@@ -189,7 +225,11 @@ func WithTimeout(d time.Duration) Option {
 // server or the connection (output it cannot take is dropped; one
 // goroutine stays parked in a Write that never returns until it does).
 func WithStderr(w io.Writer) Option {
-	return func(c *config) error { c.conn.Stderr = w; return nil }
+	return func(c *config) error {
+		c.processOption("WithStderr")
+		c.conn.Stderr = w
+		return nil
+	}
 }
 
 // WithLogger receives the anomalies snodo sees on the wire (malformed
@@ -237,6 +277,9 @@ func WithActorSystem(sys *protoactor.ActorSystem) Option {
 // stdin-only.
 func WithShutdownGrace(d time.Duration) Option {
 	return func(c *config) error {
+		if d > 0 {
+			c.processOption("WithShutdownGrace")
+		}
 		if d < 0 {
 			return fmt.Errorf("WithShutdownGrace: %s must not be negative (0 turns forced shutdown off)", d)
 		}
@@ -346,6 +389,7 @@ func WithWireTrace(fn func(dir connection.Direction, line []byte)) Option {
 // theirs), whose idle connections Close closes; a client given here is left as it is.
 func WithHTTPClient(client *http.Client) Option {
 	return func(c *config) error {
+		c.httpOption("WithHTTPClient")
 		if client == nil {
 			return errors.New("WithHTTPClient: nil *http.Client; leave the option out for the default")
 		}
@@ -360,6 +404,7 @@ func WithHTTPClient(client *http.Client) Option {
 // Mcp-Param-*) win over one given here. A value is never logged.
 func WithHTTPHeader(name, value string) Option {
 	return func(c *config) error {
+		c.httpOption("WithHTTPHeader")
 		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
 			return fmt.Errorf("WithHTTPHeader: %q is not a header name", name)
 		}

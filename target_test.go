@@ -1,7 +1,12 @@
 package snodo
 
 import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -30,4 +35,41 @@ func TestTargetKeepsItsArgs(t *testing.T) {
 	tg := Command("x", args...)
 	args[0] = "changed"
 	require.Equal(t, []string{"a", "b"}, tg.args)
+}
+
+// No option is silently ignored: each transport refuses the options only
+// the other one has, before anything starts or is dialled.
+func TestConnectRefusesTheOtherTransportsOptions(t *testing.T) {
+	for _, opt := range []struct {
+		name string
+		opt  Option
+	}{
+		{"WithHTTPClient", WithHTTPClient(&http.Client{})},
+		{"WithHTTPHeader", WithHTTPHeader("X-Key", "v")},
+		{"WithOAuth", WithOAuth(OAuth{ClientID: "id", Authorize: func(context.Context, string) (url.Values, error) { return nil, nil }})},
+	} {
+		_, err := Connect(t.Context(), "no-such-command-is-started", nil, opt.opt)
+		require.ErrorContains(t, err, "Connect: "+opt.name+" applies to a Streamable HTTP server")
+		_, err = Command("no-such-command-is-started").Connect(t.Context(), opt.opt)
+		require.ErrorContains(t, err, opt.name)
+	}
+	for _, opt := range []struct {
+		name string
+		opt  Option
+	}{
+		{"WithEnv", WithEnv("K", "v")},
+		{"WithoutEnv", WithoutEnv("K")},
+		{"WithCleanEnv", WithCleanEnv()},
+		{"WithDir", WithDir("/")},
+		{"WithStderr", WithStderr(io.Discard)},
+		{"WithShutdownGrace", WithShutdownGrace(time.Second)},
+	} {
+		_, err := ConnectHTTP(t.Context(), "http://127.0.0.1:1/mcp", opt.opt)
+		require.ErrorContains(t, err, "ConnectHTTP: "+opt.name+" applies to a server snodo starts as a command")
+		_, err = HTTP("http://127.0.0.1:1/mcp").Connect(t.Context(), opt.opt)
+		require.ErrorContains(t, err, opt.name)
+	}
+	_, err := ConnectHTTP(t.Context(), "http://127.0.0.1:1/mcp", WithShutdownGrace(0), WithTimeout(time.Second), WithProbeTimeout(time.Second))
+	require.Error(t, err) // nothing listens there: the options themselves were accepted
+	require.NotContains(t, err.Error(), "applies to")
 }

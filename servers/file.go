@@ -47,8 +47,7 @@ type Server struct {
 	// URL is a Streamable HTTP server's endpoint (an entry with "type":
 	// "http" or "streamable-http" and a "url"), reached with
 	// snodo.ConnectHTTP instead of starting Command; Headers ("headers")
-	// go on each of its requests. Command, Args, Env and Cwd are then
-	// empty.
+	// go on each of its requests. Command, Args, Env, Cwd and shutdownGrace must then be absent.
 	URL     string
 	Headers map[string]string
 	// OAuthClientID and OAuthScopes are an http server's "oauth" object:
@@ -378,8 +377,17 @@ func (p *parser) server(name string, data json.RawMessage) (s *Server, skip stri
 		if u, err := neturl.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, "", p.fail(name, "url", "not an http:// or https:// URL")
 		}
-		if s.Command != "" {
+		switch {
+		case s.Command != "":
 			return nil, "", p.fail(name, "command", "an http server has a url, not a command: leave one out")
+		case len(s.Args) > 0:
+			return nil, "", p.fail(name, "args", "an http server runs elsewhere and takes no arguments: leave them out")
+		case len(s.Env) > 0:
+			return nil, "", p.fail(name, "env", "an http server runs elsewhere and takes no environment: leave it out (headers carry what it needs)")
+		case s.Cwd != "":
+			return nil, "", p.fail(name, "cwd", "an http server runs elsewhere and has no working directory here: leave it out")
+		case s.ShutdownGrace > 0:
+			return nil, "", p.fail(name, "snodo.shutdownGrace", "an http server is no process of snodo's to stop: leave it out")
 		}
 		return s, "", nil
 	case s.OAuthClientID != "" || s.OAuthScopes != nil:
@@ -388,6 +396,8 @@ func (p *parser) server(name string, data json.RawMessage) (s *Server, skip stri
 		return nil, fmt.Sprintf("transport %q (snodo speaks stdio and Streamable HTTP: \"http\")", transport), nil
 	case s.Command == "":
 		return nil, "", p.fail(name, "command", "missing or empty: say which program to start")
+	case len(s.Headers) > 0:
+		return nil, "", p.fail(name, "headers", "only an http server (a \"url\") is sent headers: leave them out, or give the environment with \"env\"")
 	}
 	return s, "", nil
 }

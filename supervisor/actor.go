@@ -7,6 +7,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/seam"
 )
 
 // supervisorActor owns one supervised connection. It starts the server
@@ -82,8 +83,11 @@ func (a *supervisorActor) connect(ctx protoactor.Context) {
 	// actor: the actor closes it in its Stopping, and no watch in either
 	// direction outlives one of them (each would be a dead letter).
 	attempt, self, s := a.attempt, ctx.Self(), a.s
-	opts := append(append([]snodo.Option{snodo.WithShutdownGrace(DefaultShutdownGrace)}, s.cfg.connect...),
-		snodo.WithActorSystem(s.sys), snodo.WithOrigin(s.cfg.origin()))
+	var opts []snodo.Option
+	if !seam.TargetIsHTTP(s.target) { // an HTTP server is no process of ours to stop
+		opts = append(opts, snodo.WithShutdownGrace(DefaultShutdownGrace))
+	}
+	opts = append(append(opts, s.cfg.connect...), snodo.WithActorSystem(s.sys), snodo.WithOrigin(s.cfg.origin()))
 	s.bg.Go(func() {
 		c, err := s.target.Connect(s.life, opts...)
 		if err == nil {

@@ -38,6 +38,10 @@ var (
 	// traces and measures nothing.
 	TraceSubscription func(ctx context.Context, r any) (context.Context, SubscriptionTrace)
 
+	// TargetIsHTTP (set by snodo) reports whether t, a snodo.Target,
+	// names a Streamable HTTP endpoint rather than a command.
+	TargetIsHTTP func(t any) bool
+
 	// SupervisorSetup (set by supervisor) is the actor system (nil: none
 	// named) and the logger (one that discards: none named) that opts, a
 	// []supervisor.Option, name; invalid options are an error.
