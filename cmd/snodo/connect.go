@@ -50,6 +50,9 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		return nil
 	}
 	if s.cfg.url != "" {
+		if len(s.cfg.env) > 0 || len(s.cfg.unset) > 0 || s.cfg.dir != "" {
+			return nil, usagef("--env, --unset and --dir set up a server snodo starts; the --url server runs elsewhere: leave them out")
+		}
 		target = snodo.HTTP(s.cfg.url)
 		for _, kv := range s.cfg.headers {
 			k, v, _ := strings.Cut(kv, "=")
@@ -80,6 +83,8 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		command, args = s.cfg.server[0], s.cfg.server[1:]
 		target = snodo.Command(command, args...)
 		opts = append(opts, s.probeTimeout(0)...)
+		opts = append(opts, snodo.WithShutdownGrace(shutdownGrace))
+		opts = append(opts, s.processOptions()...)
 	}
 	// The connection's own work (the handshake) belongs to the run's
 	// trace, without taking Ctrl-C from ctx.
@@ -128,20 +133,16 @@ func (s *session) withFile(opts []snodo.Option, spec *servers.Server) []snodo.Op
 		file.Cwd = ""
 		spec = &file
 	}
+	if spec.URL == "" {
+		opts = append(opts, snodo.WithShutdownGrace(shutdownGrace)) // before the file's own
+	}
 	opts = append(opts, spec.ConnectOptions()...)
 	opts = append(opts, s.probeTimeout(spec.Timeout)...)
 	if s.cfg.timeoutSet {
 		opts = append(opts, snodo.WithTimeout(s.cfg.timeout))
 	}
-	for _, kv := range s.cfg.env {
-		k, v, _ := strings.Cut(kv, "=")
-		opts = append(opts, snodo.WithEnv(k, v))
-	}
-	for _, k := range s.cfg.unset {
-		opts = append(opts, snodo.WithoutEnv(k)) // the file's env may set it
-	}
-	if s.cfg.dir != "" {
-		opts = append(opts, snodo.WithDir(s.cfg.dir))
+	if spec.URL == "" { // the flags' --env, --unset (the file's env may set it) and --dir, for a command server
+		opts = append(opts, s.processOptions()...)
 	}
 	return append(opts, s.eraOption()...)
 }
@@ -193,7 +194,28 @@ func (s *session) askForLogs(ctx context.Context, c *snodo.Client) {
 	}
 }
 
-// options turns the flags into Connect options.
+// processOptions are the flags' options that only a server started as a
+// command has (--env, --unset, --dir); the common ones come from
+// options, and the shutdown grace goes first, before a file's. A
+// Streamable HTTP server is refused them, so they go to command servers
+// only.
+func (s *session) processOptions() []snodo.Option {
+	var opts []snodo.Option
+	for _, kv := range s.cfg.env {
+		k, v, _ := strings.Cut(kv, "=")
+		opts = append(opts, snodo.WithEnv(k, v))
+	}
+	for _, k := range s.cfg.unset {
+		opts = append(opts, snodo.WithoutEnv(k))
+	}
+	if s.cfg.dir != "" {
+		opts = append(opts, snodo.WithDir(s.cfg.dir))
+	}
+	return opts
+}
+
+// options turns the flags into Connect options: those every server
+// takes (processOptions has a command server's own).
 func (s *session) options() ([]snodo.Option, error) {
 	cfg := s.cfg
 	h := &answers{roots: cfg.roots, samplingReply: cfg.samplingReply, io: s.io, verbose: cfg.verbose}
@@ -203,18 +225,10 @@ func (s *session) options() ([]snodo.Option, error) {
 		snodo.WithServerRequestHandler(h.serve),
 		snodo.WithClientCapabilities(h.capabilities()),
 		snodo.WithClientInfo("snodo-cli", version),
-		snodo.WithShutdownGrace(shutdownGrace),
 		snodo.WithMaxInputRounds(cfg.maxInputRounds),
 		snodo.WithNotificationHandler(newNotes(s.io.err, cfg.quiet, cfg.verbose).handle),
 	}
 	opts = append(opts, s.eraOption()...)
-	for _, kv := range cfg.env {
-		k, v, _ := strings.Cut(kv, "=")
-		opts = append(opts, snodo.WithEnv(k, v))
-	}
-	for _, k := range cfg.unset {
-		opts = append(opts, snodo.WithoutEnv(k))
-	}
 	if cfg.dir != "" {
 		why := "not a directory"
 		fi, err := os.Stat(cfg.dir)
@@ -225,7 +239,6 @@ func (s *session) options() ([]snodo.Option, error) {
 		if err != nil || !fi.IsDir() {
 			return nil, &usageError{fmt.Sprintf("--dir %s: %s", cfg.dir, why)}
 		}
-		opts = append(opts, snodo.WithDir(cfg.dir))
 	}
 	if s.spans != nil {
 		opts = append(opts, snodo.WithTracerProvider(s.spans.tp))
