@@ -96,10 +96,13 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 		cfg.mcp.clientInfo = Implementation{Name: defaultClientName, Version: defaultClientVersion}
 	}
 	c.mcp.origin = cfg.mcp.origin
-	c.mcp.serve = c.observed(cfg.mcp.handler)
+	c.mcp.serve = serverRequests(cfg.mcp.handler)
 	c.mcp.maxRounds = cmp.Or(cfg.mcp.maxInputRounds, DefaultMaxInputRounds)
 	c.mcp.timeout = cfg.conn.Timeout
 	cfg.conn.Handler = c.mcp.serve
+	if cfg.mcp.handler != nil {
+		cfg.conn.ObserveHandler = c.observeHandler
+	}
 	c.tel = telemetry.New(cfg.tracerProvider, cfg.meterProvider)
 	transport := telemetry.TransportPipe
 	if cfg.conn.URL != "" {

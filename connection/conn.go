@@ -124,6 +124,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		Respond: c.respond,
 		Logger:  cfg.Logger,
 		Refused: cfg.Metrics.HandlerRefused,
+		Observe: cfg.ObserveHandler,
 	})
 	c.life = snodoactor.Life{Name: "connection", Logger: cfg.Logger, Owner: cfg.Owner}
 	c.pid = c.life.Spawn(c.system, "snodo-conn", c.receive)

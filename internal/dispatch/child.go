@@ -78,8 +78,14 @@ func (c *child) run(system *protoactor.ActorSystem, self *protoactor.PID) {
 
 // call runs the handler, turning a panic into -32603, and checks an
 // elicitation answer against the requested schema. It is the one place
-// where a handler runs, whatever the era.
+// where a handler runs, whatever the era, and Observe (telemetry) wraps
+// it here.
 func call(cfg *Config, ctx context.Context, req *handlers.Request) (out *outcome) {
+	end := func(error, bool) {}
+	if cfg.Observe != nil {
+		ctx, end = cfg.Observe(ctx, req)
+	}
+	settled := false
 	defer func() {
 		if r := recover(); r != nil {
 			cfg.Logger.Error("snodo: server-request handler panicked; answered -32603",
@@ -88,6 +94,9 @@ func call(cfg *Config, ctx context.Context, req *handlers.Request) (out *outcome
 				err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 					Message: "internal error: the client's handler for " + req.Method + " panicked"},
 				cause: fmt.Errorf("the server-request handler panicked: %v", r),
+			}
+			if !settled {
+				end(out.cause, true)
 			}
 		}
 	}()
@@ -100,6 +109,12 @@ func call(cfg *Config, ctx context.Context, req *handlers.Request) (out *outcome
 			out = &outcome{err: wire, cause: cause}
 		}
 	}
+	settled = true
+	var answered error
+	if out.err != nil {
+		answered = out.cause
+	}
+	end(answered, false)
 	return out
 }
 

@@ -59,4 +59,11 @@ type Config struct {
 	// each input refused over MaxWaiting (for metrics). It runs on the
 	// connection actor and must not block.
 	Refused func()
+	// Observe, when set, wraps each run of Handler (the connection's
+	// telemetry): call calls it before the run with the run's ctx and
+	// runs the handler with the ctx it returns; the function it returns
+	// is called once the answer is settled (encoded, and an elicitation
+	// answer checked), with the error the server is answered with
+	// instead of a result (nil for a result) or panicked set.
+	Observe func(ctx context.Context, req *handlers.Request) (context.Context, func(answered error, panicked bool))
 }

@@ -8,6 +8,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/snodo/snodo/handlers"
 )
 
 // Meters are the instruments of one meter provider. Every method is safe
@@ -339,4 +341,8 @@ type ConnConfig struct {
 	// notifications, refused server requests and its stop (by cause).
 	// Nil: nothing is counted.
 	Metrics *Conn
+	// ObserveHandler, when set, wraps each run of the server-request
+	// handler (dispatch.Config.Observe): tracing and counting it. Nil:
+	// runs are not observed.
+	ObserveHandler func(ctx context.Context, req *handlers.Request) (context.Context, func(answered error, panicked bool))
 }
