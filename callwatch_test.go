@@ -252,7 +252,7 @@ func TestJoiningAWatchAllocatesNothing(t *testing.T) {
 	sys := snodoactor.NewQuietSystem(nil)
 	defer sys.Shutdown()
 	target := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
-	var h CallHandler // the zero value works
+	var h callHandler // the zero value works
 	_, first := h.watch(sys, target)
 	allocs := testing.AllocsPerRun(1000, func() {
 		_, w := h.watch(sys, target)

@@ -73,7 +73,7 @@ type ServerRequestHandler = handlers.Func
 type Client struct {
 	Calls                  // every typed call: ListTools, CallTool, ReadResource, …
 	connected atomic.Bool  // Connect returned it: its owner is told when it stops
-	calls     *CallHandler // answers call messages sent to its PID
+	calls     *callHandler // answers call messages sent to its PID
 	conn      *connection.Conn
 	mcp       mcpState
 	notes     *notifier    // the notification path (notifications.go)

@@ -121,7 +121,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	c.notes.meters = c.meters
 	c.notes.observe = c.notificationReceived
 	cfg.conn.OnNotification = c.onNotification // tasks' status, then c.notes.push
-	c.calls = &CallHandler{R: c, Origin: cfg.mcp.origin, Listen: func(ctx context.Context, f Filter, opts ...ListenOption) error {
+	c.calls = &callHandler{R: c, Origin: cfg.mcp.origin, Listen: func(ctx context.Context, f Filter, opts ...ListenOption) error {
 		_, err := c.Listen(ctx, f, opts...)
 		return err
 	}}
@@ -134,7 +134,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 		return err // already says which command could not start, and why
 	}
 	c.conn = conn
-	AnswerDeadCalls(conn.System())
+	answerDeadCalls(conn.System())
 	err = c.negotiate(ctx, cfg)
 	if err == nil {
 		era, version := c.mcp.era.String(), c.mcp.version

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/snodo/snodo/internal/seam"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -29,7 +30,7 @@ import (
 // a goroutine of its own, bounded by the call's Timeout option (default:
 // the connection's timeout), and nothing uses protoactor futures. A call
 // lives no longer than its reply target: when that actor terminates, the
-// call is cancelled (see CallHandler).
+// call is cancelled (see callHandler).
 
 // Call is a raw request as a message: the answer to Request(ctx, Method,
 // Params, Options...) comes back as a *Reply with the same Tag. Params
@@ -109,19 +110,18 @@ type Closed struct {
 }
 
 // defaultMaxCallMessages is how many call messages one actor runs at once
-// unless its CallHandler says otherwise.
+// unless its callHandler says otherwise.
 const defaultMaxCallMessages = 1024
 
 // ErrTooManyCalls: a call message came while its actor already ran its
-// bound of them (CallHandler.Max); it was answered at once with a -32603
-// wrapping this, without reaching the server. Send fewer at once, or
-// raise the bound.
+// bound of them (1024); it was answered at once with a -32603 wrapping
+// this, without reaching the server. Send fewer at once.
 var ErrTooManyCalls = errors.New("snodo: too many call messages in flight")
 
-// CallHandler answers the call messages (*Call, *ToolCall) an actor
+// callHandler answers the call messages (*Call, *ToolCall) an actor
 // receives by running them on R, off the actor's mailbox. The connection,
-// supervisor and pool actors each have one; so can an actor of yours
-// that fronts a Requester (a router choosing among pools, say). The zero
+// supervisor and pool actors each have one (the supervisor's through
+// internal/seam). The zero
 // Max means 1024 at once; a call over it is answered at once
 // with a -32603 wrapping ErrTooManyCalls; a call that panics (its own
 // OnProgress option, say) is answered with a -32603 saying so, and the
@@ -140,9 +140,9 @@ var ErrTooManyCalls = errors.New("snodo: too many call messages in flight")
 // not exist when the call comes (a ReplyTo that never lived, or already
 // stopped) cancels the call at once, for the same reason. A protoactor
 // future (RequestFuture) is not watched, since a watch would complete
-// it: such a call runs to its end as before. The zero CallHandler (R
+// it: such a call runs to its end as before. The zero callHandler (R
 // aside) is ready to use; Handle is safe from several actors at once.
-type CallHandler struct {
+type callHandler struct {
 	R   Requester
 	Max int
 	// Listen runs the *ListenCall messages (the connection, supervisor
@@ -151,7 +151,7 @@ type CallHandler struct {
 	// messages run on R when it has SubscribeResource and
 	// UnsubscribeResource methods (they are answered with that error
 	// otherwise).
-	Listen ListenFunc
+	Listen listenFunc
 	// Origin is put on the replies and progress of calls that no client
 	// with an Origin of its own served (one refused before reaching a
 	// server, say); a client records its own on the calls it serves.
@@ -173,7 +173,7 @@ type replyWatch struct {
 	key    targetKey
 	ctx    context.Context
 	cancel context.CancelFunc
-	calls  int    // running calls registered here; guarded by CallHandler.mu
+	calls  int    // running calls registered here; guarded by callHandler.mu
 	stop   func() // ends the watch
 }
 
@@ -188,7 +188,7 @@ func nilCall(ctx protoactor.Context, reply any) {
 
 // Handle answers ctx's message if it is a call message, and reports
 // whether it was. Call it from the actor's Receive.
-func (h *CallHandler) Handle(ctx protoactor.Context) bool {
+func (h *callHandler) Handle(ctx protoactor.Context) bool {
 	sys, self := ctx.ActorSystem(), ctx.Self() // the goroutines must not touch ctx
 	var (
 		to     *protoactor.PID
@@ -222,7 +222,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 		listen := h.Listen
 		if listen == nil {
 			listen = func(context.Context, Filter, ...ListenOption) error {
-				return fmt.Errorf("%w: this actor's CallHandler has no Listen", ErrListenUnsupported)
+				return fmt.Errorf("%w: this actor's callHandler has no Listen", ErrListenUnsupported)
 			}
 		}
 		run = func(context.Context) any { return runListenCall(msg, to, listen) }
@@ -248,7 +248,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 	}
 	if h.R == nil {
 		sendFrom(sys, self, to, refuse(jsonrpc.NewLocalError(CodeInternalError,
-			"the CallHandler of this actor has no Requester; set CallHandler.R", ErrNoRequester)))
+			"the callHandler of this actor has no Requester; set callHandler.R", ErrNoRequester)))
 		return true
 	}
 	if err := h.admit(); err != nil {
@@ -287,7 +287,7 @@ func (h *CallHandler) Handle(ctx protoactor.Context) bool {
 // The first call of a target starts its watch; release ends it with the
 // last. A protoactor future is not watched (t is nil): a Watch would be
 // taken for its result.
-func (h *CallHandler) watch(sys *protoactor.ActorSystem, to *protoactor.PID) (context.Context, *replyWatch) {
+func (h *callHandler) watch(sys *protoactor.ActorSystem, to *protoactor.PID) (context.Context, *replyWatch) {
 	if isFuture(sys, to) {
 		return context.Background(), nil
 	}
@@ -314,7 +314,7 @@ func (h *CallHandler) watch(sys *protoactor.ActorSystem, to *protoactor.PID) (co
 // the table, so a call that comes later starts a watch of its own (which
 // finds the target gone, and cancels it at once); the watcher itself is
 // stopped by release, with the last call.
-func (h *CallHandler) gone(t *replyWatch) {
+func (h *callHandler) gone(t *replyWatch) {
 	h.mu.Lock()
 	if h.targets[t.key] == t {
 		delete(h.targets, t.key)
@@ -324,7 +324,7 @@ func (h *CallHandler) gone(t *replyWatch) {
 }
 
 // release ends one call of t; the last one ends the watch.
-func (h *CallHandler) release(t *replyWatch) {
+func (h *callHandler) release(t *replyWatch) {
 	if t == nil {
 		return
 	}
@@ -342,7 +342,7 @@ func (h *CallHandler) release(t *replyWatch) {
 }
 
 // watchedTargets is how many reply targets have a watch (for tests).
-func (h *CallHandler) watchedTargets() int {
+func (h *callHandler) watchedTargets() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.targets)
@@ -365,12 +365,12 @@ func isFuture(sys *protoactor.ActorSystem, pid *protoactor.PID) bool {
 }
 
 // admit takes a slot for one call, or says why there is none.
-func (h *CallHandler) admit() error {
+func (h *callHandler) admit() error {
 	limit := int64(cmp.Or(h.Max, defaultMaxCallMessages))
 	if h.running.Add(1) > limit {
 		h.running.Add(-1)
 		return jsonrpc.NewLocalError(CodeInternalError,
-			fmt.Sprintf("%d call messages already running on this actor; send fewer at once or raise CallHandler.Max", limit),
+			fmt.Sprintf("%d call messages already running on this actor; send fewer at once or raise callHandler.Max", limit),
 			ErrTooManyCalls)
 	}
 	return nil
@@ -415,21 +415,21 @@ func runToolCall(ctx context.Context, sys *protoactor.ActorSystem, from, to *pro
 	return &ToolReply{Tag: msg.Tag, Result: res, Err: err}
 }
 
-// answered holds the actor systems whose dead letters AnswerDeadCalls
+// answered holds the actor systems whose dead letters answerDeadCalls
 // watches, so each is watched once. Its keys are weak: a system that is
 // shut down and dropped is collected, and its entry removed.
 var answered sync.Map // weak.Pointer[protoactor.ActorSystem] → struct{}
 
-// AnswerDeadCalls makes sure a call message sent to an actor of sys that
+// answerDeadCalls makes sure a call message sent to an actor of sys that
 // has stopped still gets its one reply: a -32000 *Error wrapping
 // ErrConnectionClosed. It answers the dead letters of sys; an actor of
 // yours that takes call messages must make the ones still in its mailbox
 // when it stops dead letters too (protoactor-go drops them): spawn it
 // with actor.Life, as snodo's actors are. (protoactor-go also sends the sender an
 // *actor.DeadLetterResponse; ignore it.) Connect and the supervisor
-// package call it for the systems they use; call it for the system of an
-// actor of yours that has a CallHandler. Idempotent.
-func AnswerDeadCalls(sys *protoactor.ActorSystem) {
+// package call it for the systems they use (through internal/seam).
+// Idempotent.
+func answerDeadCalls(sys *protoactor.ActorSystem) {
 	if sys == nil {
 		return // no system, no dead letters
 	}
@@ -447,7 +447,7 @@ func AnswerDeadCalls(sys *protoactor.ActorSystem) {
 			return jsonrpc.ClosedError(fmt.Errorf("actor %s has stopped", dl.PID.GetId()))
 		}
 		msg := dl.Message
-		if w, ok := msg.(CallWrapper); ok {
+		if w, ok := msg.(interface{ WrappedCall() any }); ok { // servers.To, to a router
 			msg = w.WrappedCall()
 		}
 		switch m := msg.(type) {
@@ -469,13 +469,6 @@ func AnswerDeadCalls(sys *protoactor.ActorSystem) {
 			}
 		}
 	})
-}
-
-// CallWrapper is a message that carries a call message to an actor that
-// passes it on (servers.To, to a router): if it reaches a stopped actor,
-// AnswerDeadCalls answers the call it wraps.
-type CallWrapper interface {
-	WrappedCall() any // a *Call, *ToolCall, *ListenCall or *SubscribeResourceCall
 }
 
 func cmpPID(a, b *protoactor.PID) *protoactor.PID {
@@ -557,7 +550,7 @@ type resourceSubscriber interface {
 	UnsubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error
 }
 
-func runListenCall(msg *ListenCall, to *protoactor.PID, listen ListenFunc) any {
+func runListenCall(msg *ListenCall, to *protoactor.PID, listen listenFunc) any {
 	opts := append(append([]ListenOption(nil), msg.Options...), ListenTo(to), listenOpened(msg.Tag))
 	// The subscription outlives the call: its owner is the reply target
 	// (ListenTo watches it), not the call's ctx, which ends with the call.
@@ -577,11 +570,11 @@ func runSubscribeResourceCall(ctx context.Context, msg *SubscribeResourceCall, r
 	return &Reply{Tag: msg.Tag, Err: err}
 }
 
-// ListenFunc opens a subscription, as Client.Listen does; see
-// CallHandler.Listen. It must honour ListenTo and
+// listenFunc opens a subscription, as Client.Listen does; see
+// callHandler.Listen. It must honour ListenTo and
 // the ListenReply the call's option asks for, which send the
 // subscription's messages.
-type ListenFunc func(ctx context.Context, f Filter, opts ...ListenOption) error
+type listenFunc func(ctx context.Context, f Filter, opts ...ListenOption) error
 
 // SubscriptionEvent is the message an actor given to ListenTo receives
 // for each event, in order.
@@ -662,4 +655,15 @@ type Connected struct {
 	quiet
 	Client *Client
 	Err    error
+}
+
+func init() {
+	seam.NewCallHandler = func(r, origin, listen any) func(protoactor.Context) bool {
+		h := &callHandler{R: r.(Requester), Origin: origin.(Origin)}
+		if listen != nil {
+			h.Listen = listen.(func(context.Context, Filter, ...ListenOption) error)
+		}
+		return h.Handle
+	}
+	seam.AnswerDeadCalls = answerDeadCalls
 }

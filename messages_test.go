@@ -137,11 +137,11 @@ func TestOwnerGetsClosed(t *testing.T) {
 	<-conn.Client.Done()
 }
 
-// An actor of one's own fronts a client with a CallHandler; over its
+// An actor of one's own fronts a client with a callHandler; over its
 // bound, a call is answered at once with ErrTooManyCalls.
 func TestCallHandlerBound(t *testing.T) {
 	c := dialTest(t, nil)
-	h := &CallHandler{R: c, Max: 1}
+	h := &callHandler{R: c, Max: 1}
 	sys := snodoactor.Shared()
 	front := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) { h.Handle(ctx) }))
 	defer sys.Root.Stop(front)
@@ -179,7 +179,7 @@ func TestCallMessagePanicIsAnswered(t *testing.T) {
 	assert.Equal(t, CodeInternalError, e.Code)
 	assert.ErrorContains(t, r.Err, "boom")
 
-	h := &CallHandler{} // no Requester
+	h := &callHandler{} // no Requester
 	sys := snodoactor.Shared()
 	front := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) { h.Handle(ctx) }))
 	defer sys.Root.Stop(front)
@@ -248,7 +248,7 @@ func floodCalls(t *testing.T, to *protoactor.PID, n, sleepMs int, during func(i 
 // A flood of call messages past the bound, then one with Close in the
 // middle of it: every call gets exactly one reply, also those still in
 // the connection actor's mailbox when it stops (protoactor-go drops
-// those; actor.Life makes them dead letters, which AnswerDeadCalls
+// those; actor.Life makes them dead letters, which answerDeadCalls
 // answers).
 func TestCallFloodPastTheBoundAndClose(t *testing.T) {
 	c := dialTest(t, nil)
@@ -314,20 +314,20 @@ func benchClient(b *testing.B) *Client {
 	return c
 }
 
-// AnswerDeadCalls keeps no actor system alive: a program that makes
+// answerDeadCalls keeps no actor system alive: a program that makes
 // systems and shuts them down (one per tenant, per test) gets them back.
 func TestAnswerDeadCallsDoesNotPinTheSystem(t *testing.T) {
 	sys := snodoactor.NewQuietSystem(nil)
-	AnswerDeadCalls(sys)
-	AnswerDeadCalls(sys) // idempotent
-	AnswerDeadCalls(nil) // nothing to watch
+	answerDeadCalls(sys)
+	answerDeadCalls(sys) // idempotent
+	answerDeadCalls(nil) // nothing to watch
 	gone := weak.Make(sys)
 	sys.Shutdown()
 	sys = nil //nolint:ineffassign,wastedassign // drop the last reference
 	testutil.Eventually(t, func() bool {
 		runtime.GC()
 		return gone.Value() == nil
-	}, 5*time.Second, "the actor system is never collected after AnswerDeadCalls")
+	}, 5*time.Second, "the actor system is never collected after answerDeadCalls")
 }
 
 // A nil *Call or *ToolCall (a typed nil in an interface: a router's

@@ -27,7 +27,7 @@ import (
 //   - the messages still in its mailbox when it stops become dead
 //     letters, as those sent after the stop do (protoactor-go drops
 //     them), so a call message is always answered
-//     (snodo.AnswerDeadCalls).
+//     (snodo answers the call messages among the dead letters).
 //
 // The actor's own Receive sees every message but ExitSignal and the
 // owner's Terminated; its Stopping comes after the reason is settled
@@ -59,7 +59,7 @@ type Life struct {
 // StopOnFailure guardian. Messages still in its mailbox when it stops
 // become dead letters, as messages sent after it stopped do (its mailbox
 // passes them on), so a call message queued behind the stop is still
-// answered (snodo.AnswerDeadCalls).
+// answered (snodo answers the call messages among the dead letters).
 func (l *Life) Spawn(system *protoactor.ActorSystem, prefix string, receive protoactor.ReceiveFunc) *protoactor.PID {
 	run := func(ctx protoactor.Context) { l.receive(ctx, receive) }
 	mailbox := protoactor.WithMailbox(protoactor.Unbounded(lateMail{l}))

@@ -62,7 +62,7 @@ type RouterReady struct {
 }
 
 // WrappedCall is the call To carries: sent to a router that has stopped,
-// it is still answered, with a -32000 (snodo.AnswerDeadCalls).
+// it is still answered, with a -32000 (as snodo answers every call message sent to an actor that is gone).
 func (t *To) WrappedCall() any { return t.Call }
 
 // ErrUnknownServer: a To named a server the router does not have, or
@@ -121,7 +121,7 @@ func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *pro
 		done:    make(chan struct{}),
 	}
 	r.life = snodoactor.Life{Name: "router", Logger: logger, Owner: owner}
-	snodo.AnswerDeadCalls(system)
+	seam.AnswerDeadCalls(system)
 	r.life.Spawn(system, "snodo-router", r.receive)
 	r.life.LinkContext(ctx)
 	return r, nil

@@ -17,7 +17,7 @@ import (
 // to it; it never blocks and never uses ReceiveTimeout or futures.
 type supervisorActor struct {
 	s         *state
-	calls     *snodo.CallHandler // runs call messages on the Client facade
+	calls     func(protoactor.Context) bool // runs call messages on the Client facade
 	rs        intensity
 	conn      *snodo.Client // the connection it watches; nil while restarting
 	attempt   int           // numbers connect attempts; stale results are ignored
@@ -72,7 +72,7 @@ func (a *supervisorActor) Receive(ctx protoactor.Context) {
 		a.emit(ctx, LifecycleEvent{Kind: Stopped, Restarts: a.rs.inWindow(time.Now()), Err: a.s.why()})
 		a.s.actorStopped()
 	default:
-		a.calls.Handle(ctx) // call messages, run off the mailbox
+		a.calls(ctx) // call messages, run off the mailbox
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/seam"
 )
 
 // Client is a supervised connection: a supervisor actor that owns one
@@ -78,13 +79,13 @@ func start(ctx context.Context, target snodo.Target, cfg *config) (*Client, erro
 	c := &Client{s: s}
 	s.facade = c
 	c.Calls = snodo.NewCalls(c)
-	snodo.AnswerDeadCalls(sys)
+	seam.AnswerDeadCalls(sys)
 	s.life, s.stopLife = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.owned = snodoactor.Life{Name: "supervisor", Logger: cfg.logger.With("supervisor", cfg.name), Owner: cfg.owner, Parent: parentOf(cfg)}
-	calls := &snodo.CallHandler{R: c, Origin: cfg.origin(), Listen: func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
+	calls := seam.NewCallHandler(c, cfg.origin(), func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
 		_, err := c.Listen(ctx, f, opts...)
 		return err
-	}}
+	})
 	a := &supervisorActor{s: s, calls: calls, rs: intensity{max: cfg.maxRestarts, window: cfg.window}}
 	pid := s.owned.Spawn(sys, "snodo-supervisor", a.Receive)
 	s.mu.Lock()

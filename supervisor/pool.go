@@ -16,6 +16,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/seam"
 )
 
 // Pool is N supervised connections to the same server (a snodo.Target). Each call
@@ -29,8 +30,8 @@ import (
 // embedded snodo.Calls; its PID takes calls as messages (snodo.Call,
 // snodo.ToolCall).
 type Pool struct {
-	snodo.Calls                    // every typed call: ListTools, CallTool, ReadResource, …
-	calls       *snodo.CallHandler // runs call messages sent to its PID
+	snodo.Calls                               // every typed call: ListTools, CallTool, ReadResource, …
+	calls       func(protoactor.Context) bool // runs call messages sent to its PID
 
 	ctx    context.Context
 	starts context.Context // members start under it: ctx, cancelled as the pool stops
@@ -176,11 +177,11 @@ func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) 
 	}
 	p.starts, p.cancel = context.WithCancelCause(ctx)
 	p.Calls = snodo.NewCalls(p)
-	p.calls = &snodo.CallHandler{R: p, Origin: snodo.Origin{Server: cfg.name}, Listen: func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
+	p.calls = seam.NewCallHandler(p, snodo.Origin{Server: cfg.name}, func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
 		_, err := p.Listen(ctx, f, opts...)
 		return err
-	}}
-	snodo.AnswerDeadCalls(sys)
+	})
+	seam.AnswerDeadCalls(sys)
 	p.owned = snodoactor.Life{Name: "pool", Logger: cfg.logger, Owner: cfg.owner, Parent: parentOf(cfg)}
 	pid := p.owned.Spawn(sys, "snodo-pool", (&poolActor{p: p}).Receive)
 	p.mu.Lock()

@@ -106,6 +106,6 @@ func (a *poolActor) Receive(ctx protoactor.Context) {
 	case *protoactor.Stopped:
 		p.actorStopped()
 	default:
-		p.calls.Handle(ctx) // call messages, run off the mailbox
+		p.calls(ctx) // call messages, run off the mailbox
 	}
 }

@@ -38,6 +38,20 @@ var (
 	// traces and measures nothing.
 	TraceSubscription func(ctx context.Context, r any) (context.Context, SubscriptionTrace)
 
+	// NewCallHandler (set by snodo) returns the Handle of a new handler
+	// of the call messages (snodo.Call, ToolCall, ListenCall,
+	// SubscribeResourceCall) an actor receives, run on r, a
+	// snodo.Requester, off the actor's mailbox: origin (a snodo.Origin)
+	// goes on replies no client served, and listen (nil, or a
+	// func(context.Context, snodo.Filter, ...snodo.ListenOption) error)
+	// runs the ListenCall messages. Handle reports whether the message
+	// was a call message.
+	NewCallHandler func(r, origin, listen any) func(ctx protoactor.Context) bool
+
+	// AnswerDeadCalls (set by snodo) makes sure a call message sent to
+	// an actor of sys that is gone is still answered, with a -32000.
+	AnswerDeadCalls func(sys *protoactor.ActorSystem)
+
 	// TargetIsHTTP (set by snodo) reports whether t, a snodo.Target,
 	// names a Streamable HTTP endpoint rather than a command.
 	TargetIsHTTP func(t any) bool
