@@ -81,7 +81,9 @@ func TestHTTPMisbehavingServers(t *testing.T) {
 		cases = append(cases,
 			misbehaviour{misbehave: "garbage", era: era, check: func(t *testing.T, err error) { assert.ErrorIs(t, err, connection.ErrNotJSONRPC) }},
 			misbehaviour{misbehave: "garbage-sse", era: era, check: func(t *testing.T, err error) {
-				assert.ErrorContains(t, err, "the stream ended before the response") // the event that is no JSON-RPC is dropped
+				assert.ErrorContains(t, err, "the stream ended, after 1 event(s) that are no JSON-RPC message, before the response")
+				assert.ErrorIs(t, err, connection.ErrStreamBroken)
+				assert.ErrorIs(t, err, connection.ErrNotJSONRPC)
 			}},
 			misbehaviour{misbehave: "never-ending", era: era, check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrTimeout) }},
 			misbehaviour{misbehave: "5xx", era: era, check: statusCheck(http.StatusInternalServerError, "upstream exploded")},
@@ -140,7 +142,7 @@ func TestHTTPMisbehavingServerAtConnect(t *testing.T) {
 	for _, era := range []string{"modern", "legacy"} {
 		for misbehave, want := range map[string]string{
 			"garbage":       "not a JSON-RPC message",
-			"garbage-sse":   "the stream ended before the response",
+			"garbage-sse":   "after 1 event(s) that are no JSON-RPC message",
 			"never-ending":  "no answer within 3s",
 			"5xx":           "upstream exploded",
 			"redirect-loop": "redirects",

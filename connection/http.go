@@ -472,6 +472,7 @@ type exchange struct {
 	ctx      context.Context
 	abort    context.CancelFunc
 	answered bool // the response for id was delivered
+	ignored  int  // events of its streams that were no JSON-RPC message
 }
 
 // run performs the exchange and settles the request if the server did not.
@@ -653,7 +654,12 @@ func (ex *exchange) stream(body io.ReadCloser) error {
 			if err != nil {
 				why = "the stream broke (" + err.Error() + ")"
 			}
-			return httpError(jsonrpc.CodeInternalError, ex.method+": "+why+" before the response; the request may be sent again", ErrStreamBroken)
+			causes := []error{ErrStreamBroken}
+			if ex.ignored > 0 {
+				why += fmt.Sprintf(", after %d event(s) that are no JSON-RPC message,", ex.ignored)
+				causes = append(causes, ErrNotJSONRPC)
+			}
+			return httpError(jsonrpc.CodeInternalError, ex.method+": "+why+" before the response; the request may be sent again", causes...)
 		}
 		if events > 0 {
 			resumes = 0
@@ -764,6 +770,7 @@ func (ex *exchange) deliver(msg []byte) bool {
 // deliverStream is deliver for an SSE event, logging what is dropped.
 func (ex *exchange) deliverStream(msg []byte) {
 	if !ex.deliver(msg) {
+		ex.ignored++
 		ex.p.logger.Warn("snodo: ignored an SSE event that is not a JSON-RPC message", "method", ex.method, "data", sample(msg))
 	}
 }
