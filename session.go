@@ -20,6 +20,10 @@ type Session interface {
 	ListTools(ctx context.Context, opts ...RequestOption) ([]Tool, error)
 	Tools(ctx context.Context, opts ...RequestOption) iter.Seq2[Tool, error]
 	CallTool(ctx context.Context, name string, args any, opts ...RequestOption) (*CallToolResult, error)
+	// CallToolAsTask runs a tool call as a task; see Calls.CallToolAsTask.
+	// A supervised client or a pool keeps the task on its server, a remote
+	// client on the host and pool member that created it.
+	CallToolAsTask(ctx context.Context, name string, args any, opts ...RequestOption) (*Task, error)
 	ListResources(ctx context.Context, opts ...RequestOption) ([]Resource, error)
 	Resources(ctx context.Context, opts ...RequestOption) iter.Seq2[Resource, error]
 	ListResourceTemplates(ctx context.Context, opts ...RequestOption) ([]ResourceTemplate, error)

@@ -60,20 +60,21 @@ const progressQueue = 16
 type Client struct {
 	snodo.Calls // every typed call: ListTools, CallTool (input_required rounds answered here), ReadResource, …
 
-	traced   snodo.Requester // wire, traced and measured by snodo's instrument (internal/seam): what Request calls
-	nc       *nats.Conn
-	owned    bool // Dial opened nc: Close closes it
-	name     string
-	cfg      config
-	subj     subjects
-	inbox    string // "_INBOX.<nuid>." — every reply of this client
-	sub      *nats.Subscription
-	seq      atomic.Int64
-	era      atomic.Int32           // snodo.Era learnt from replies; 0 until then
-	lastOpts atomic.Pointer[string] // the last Snodo-Opts value sent (optsValue)
-	unwatch  func()                 // ends the log of nc's state changes
-	unroute  func()                 // ends the routing of nc's permission violations to this client
-	peers    peers                  // the name's hosts and their room, for calls refused before they ran
+	traced    snodo.Requester // wire, traced and measured by snodo's instrument (internal/seam): what Request calls
+	nc        *nats.Conn
+	owned     bool // Dial opened nc: Close closes it
+	name      string
+	cfg       config
+	subj      subjects
+	inbox     string // "_INBOX.<nuid>." — every reply of this client
+	sub       *nats.Subscription
+	seq       atomic.Int64
+	era       atomic.Int32           // snodo.Era learnt from replies; 0 until then
+	lastOpts  atomic.Pointer[string] // the last Snodo-Opts value sent (optsValue)
+	unwatch   func()                 // ends the log of nc's state changes
+	unroute   func()                 // ends the routing of nc's permission violations to this client
+	peers     peers                  // the name's hosts and their room, for calls refused before they ran
+	taskHosts taskHosts              // the host holding each task this client created
 
 	mu     sync.Mutex
 	calls  map[int64]*pending // by token
@@ -330,21 +331,38 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 	t0 := time.Now()
 	timeout := cmp.Or(o.Timeout, c.cfg.timeout) // negative: none
 	retried := false
-	to := c.subj.call
+	to, taskHost := c.subj.call, ""
+	if taskMethods[method] {
+		// A task's later calls go to the host that holds it.
+		if taskHost = c.taskHosts.get(taskIDOf(raw)); taskHost != "" {
+			to = c.subj.callTo(taskHost)
+		}
+	}
 	for attempt, refused := 1, 0; ; attempt++ {
 		o1 := o
 		if timeout > 0 && attempt > 1 {
 			o1.Timeout = max(timeout-time.Since(t0), time.Millisecond) // the retries count against it
 		}
-		res, refusedBy, notRun, err := c.once(ctx, to, method, raw, &o1)
+		res, host, notRun, err := c.once(ctx, to, method, raw, &o1)
 		if !notRun && to != c.subj.call && errors.Is(err, ErrNoHost) {
+			if taskHost != "" {
+				return nil, closedErr(fmt.Sprintf("%s on %s: the host that held task %s serves it no more (it stopped or withdrew the name): the task was lost with it",
+					method, c.name, taskIDOf(raw)), ErrHostGone, snodo.ErrTaskLost)
+			}
 			// The host chosen for a retry stopped taking calls: the call
 			// did not run; another host may take it.
-			refusedBy, notRun = to[len(c.subj.call)+1:], true
-			c.forget(refusedBy)
+			host, notRun = to[len(c.subj.call)+1:], true
+			c.forget(host)
 		}
 		switch {
-		case ctx.Err() != nil || err == nil:
+		case err == nil:
+			if method == "tools/call" && host != "" {
+				if id := createdTaskID(res); id != "" {
+					c.taskHosts.put(id, host)
+				}
+			}
+			return res, nil
+		case ctx.Err() != nil:
 			return res, err
 		case notRun:
 			refused++
@@ -360,7 +378,9 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 				t.Stop()
 				return nil, ctx.Err()
 			}
-			to = c.retryTo(ctx, refusedBy)
+			if taskHost == "" {
+				to = c.retryTo(ctx, host)
+			}
 		case o.Idempotent && !retried && errors.Is(err, ErrHostGone):
 			// Safe to run twice: send it once more, to a surviving host,
 			// within what is left of its timeout.
@@ -373,16 +393,19 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 				o.Timeout = left
 			}
 			c.cfg.logger.Debug("remote: retrying an idempotent call after its host went away", "server", c.name, "method", method, "error", err)
-			to = c.subj.call
+			if taskHost == "" {
+				to = c.subj.call
+			}
 		default:
 			return res, err
 		}
 	}
 }
 
-// once sends the call once, to subject to. notRun reports a refusal
-// before it ran, and refusedBy the host that refused it.
-func (c *Client) once(ctx context.Context, to, method string, params []byte, o *snodo.RequestSettings) (_ json.RawMessage, refusedBy string, notRun bool, _ error) {
+// once sends the call once, to subject to. host is the host that
+// answered (ran or refused it), and notRun reports a refusal before it
+// ran.
+func (c *Client) once(ctx context.Context, to, method string, params []byte, o *snodo.RequestSettings) (_ json.RawMessage, host string, notRun bool, _ error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", false, err
 	}
@@ -478,10 +501,7 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 				}
 			}
 			res, notRun, err := c.result(method, m)
-			if notRun {
-				refusedBy = m.Header.Get(hdrHost)
-			}
-			return res, refusedBy, notRun, err
+			return res, m.Header.Get(hdrHost), notRun, err
 		case m := <-p.msgs:
 			if m.Header.Get(hdrKind) == kindBeat {
 				c.keepAlive(m.Header.Get(hdrHost), reply)

@@ -164,6 +164,8 @@ type served struct {
 	callStats, infoStats, listenStats endpointStats
 	cancels                           atomic.Int64
 	eraName                           atomic.Pointer[string]
+	tasks                             taskTable    // the tasks it created, by id: the member holding each
+	taskExt                           atomic.Int32 // taskExtUnknown, No or Yes
 }
 
 // NewHost connects to the NATS server at url and serves the pools given
@@ -666,11 +668,11 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 			h.publish(m)
 		}))
 	}
-	var params any
+	var params json.RawMessage
 	if env.Params != nil {
 		params = json.RawMessage(withoutProgressToken(env.Params))
 	}
-	raw, err := s.pool.Request(ctx, method, params, ro...)
+	raw, created, err := h.request(ctx, s, method, params, ro)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && (errors.Is(cause, errCallerCancelled) || errors.Is(cause, errCallerGone)) {
 			s.cancels.Add(1)
@@ -685,6 +687,10 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 		}
 		e, local := rpcError(err)
 		h.answer(s, reply, env.ID, nil, e, local)
+		return
+	}
+	if created {
+		h.answer(s, reply, env.ID, raw, nil, false) // with Snodo-Host: where the task's later calls go
 		return
 	}
 	h.answerResult(s, reply, env.ID, raw, opts.era)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
@@ -218,9 +219,17 @@ func WithMaxInputRounds(n int) ClientOption {
 // params._meta ("io.modelcontextprotocol/clientCapabilities"), where it
 // wins over the host's own, so a modern server asks this caller only for
 // input it can give. Legacy servers settle capabilities once, with the
-// host, at initialize. Callers.
+// host, at initialize. The tasks extension is declared too (the typed
+// calls run tasks, through the host that holds each). Callers.
 func WithClientCapabilities(caps snodo.ClientCapabilities) ClientOption {
 	return clientOption(func(c *config) error {
+		caps.Extensions = maps.Clone(caps.Extensions)
+		if caps.Extensions == nil {
+			caps.Extensions = map[string]json.RawMessage{}
+		}
+		if _, ok := caps.Extensions[snodo.TasksExtension]; !ok {
+			caps.Extensions[snodo.TasksExtension] = json.RawMessage("{}")
+		}
 		b, err := json.Marshal(caps)
 		if err != nil {
 			return fmt.Errorf("remote: WithClientCapabilities: %w", err)

@@ -82,10 +82,43 @@ func useSession(ctx context.Context, s snodo.Session) error {
 // a supervised client, a pool and a remote client (a host serving a pool
 // over a real NATS server).
 func TestOneFunctionForEverySession(t *testing.T) {
-	cmd, args := testutil.Server(t)
-	target := snodo.Command(cmd, args...)
 	ctx := ctxFor(t, 60*time.Second)
-	sessions := map[string]func(t *testing.T) snodo.Session{
+	sessions := sessionsOf(t, ctx)
+	for _, kind := range []string{"plain", "supervised", "pool", "remote"} {
+		t.Run(kind, func(t *testing.T) {
+			s := sessions[kind](t)
+			require.NoError(t, useSession(ctx, s))
+			require.NoError(t, s.Close())
+		})
+	}
+}
+
+// Tasks are part of every session: CallToolAsTask and Wait, the same
+// code on the four kinds (a pool of 2 and a remote pool of 2, where the
+// task's later calls must reach the member that holds it).
+func TestOneTaskFunctionForEverySession(t *testing.T) {
+	ctx := ctxFor(t, 60*time.Second)
+	sessions := sessionsOf(t, ctx, "-tasks")
+	for _, kind := range []string{"plain", "supervised", "pool", "remote"} {
+		t.Run(kind, func(t *testing.T) {
+			s := sessions[kind](t)
+			for i := range 3 {
+				task, err := s.CallToolAsTask(ctx, "research", map[string]any{"topic": kind, "ms": 100, "pollMs": 20})
+				require.NoError(t, err, "task %d", i)
+				res, err := task.Wait(ctx)
+				require.NoError(t, err, "task %d", i)
+				require.Equal(t, "Report on "+kind, res.Text())
+			}
+			require.NoError(t, s.Close())
+		})
+	}
+}
+
+// sessionsOf makes each kind of session to the test server with flags.
+func sessionsOf(t *testing.T, ctx context.Context, flags ...string) map[string]func(t *testing.T) snodo.Session {
+	cmd, args := testutil.Server(t, flags...)
+	target := snodo.Command(cmd, args...)
+	return map[string]func(t *testing.T) snodo.Session{
 		"plain": func(t *testing.T) snodo.Session {
 			c, err := target.Connect(ctx)
 			require.NoError(t, err)
@@ -106,17 +139,10 @@ func TestOneFunctionForEverySession(t *testing.T) {
 		},
 		"remote": func(t *testing.T) snodo.Session {
 			e := natsServer(t)
-			host(t, e, "session", 1)
+			host(t, e, "session", 2, flags...)
 			c, err := NewClient(conn(t, e), "session")
 			require.NoError(t, err)
 			return c
 		},
-	}
-	for _, kind := range []string{"plain", "supervised", "pool", "remote"} {
-		t.Run(kind, func(t *testing.T) {
-			s := sessions[kind](t)
-			require.NoError(t, useSession(ctx, s))
-			require.NoError(t, s.Close())
-		})
 	}
 }

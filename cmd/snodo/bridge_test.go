@@ -98,6 +98,29 @@ func TestBridgeForwardsCallsAndProgress(t *testing.T) {
 	assert.False(t, e.Local())
 }
 
+// A legacy served server's tasks work through the bridge: its tasks
+// capability reaches the client, and each task's later calls reach the
+// host, and the member, that holds it (two hosts here). Before, the
+// capability was left out, so a client could not run the task-required
+// tool at all.
+func TestBridgeRunsTasks(t *testing.T) {
+	url := bridgedNATS(t)
+	bridgedHost(t, url, "bridged", "-tasks", "-era", "legacy")
+	bridgedHost(t, url, "bridged", "-tasks", "-era", "legacy")
+	c := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy))
+	require.NotNil(t, c.Capabilities().Tasks, "the tasks capability reached the bridge's client")
+	for i := range 4 {
+		task, err := c.CallToolAsTask(t.Context(), "research", map[string]any{"topic": fmt.Sprint(i), "ms": 100, "pollMs": 20})
+		require.NoError(t, err)
+		res, err := task.Wait(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf("Report on %d", i), res.Text())
+	}
+	res, err := c.CallTool(t.Context(), "research", map[string]any{"topic": "plain", "pollMs": 20})
+	require.NoError(t, err)
+	assert.Equal(t, "Report on plain", res.Text())
+}
+
 // A modern served server that needs input (input_required) gets it from
 // the bridge's legacy client: each input request reaches the client as
 // a request of its own era (elicitation/create), and the client sees

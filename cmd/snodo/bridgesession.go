@@ -203,10 +203,11 @@ func keepListChanged(c *snodo.ListChangedCapability, on bool) *snodo.ListChanged
 // the served server's capabilities: no notification of a legacy server
 // reaches a remote caller (list changes, resource updates, log messages;
 // initialize turns a modern server's list changes back on), the hosts keep
-// resource subscriptions and the log level, and tasks are not pinned to
-// one host, so those are left out.
+// resource subscriptions and the log level, so those are left out. A
+// legacy server's tasks stay: the remote client sends a task's later
+// calls to the host, and the host to the member, that holds it.
 func bridgedCapabilities(c snodo.ServerCapabilities) snodo.ServerCapabilities {
-	out := snodo.ServerCapabilities{Completions: c.Completions, Experimental: c.Experimental}
+	out := snodo.ServerCapabilities{Completions: c.Completions, Experimental: c.Experimental, Tasks: c.Tasks}
 	if c.Tools != nil {
 		out.Tools = &snodo.ListChangedCapability{}
 	}
