@@ -76,8 +76,9 @@ type Client struct {
 	calls     *callHandler // answers call messages sent to its PID
 	conn      *connection.Conn
 	mcp       mcpState
-	notes     *notifier    // the notification path (notifications.go)
-	tasks     taskRegistry // tasks polled on this connection, for their status notifications (tasks.go)
+	notes     *notifier        // the notification path (notifications.go)
+	tasks     taskRegistry     // tasks polled on this connection, for their status notifications (tasks.go)
+	taps      notificationTaps // lent through internal/seam: a remote host forwards a legacy server's notifications (taps.go)
 
 	tel            *telemetry.Telemetry // tracer and instruments (telemetry.go)
 	meters         *telemetry.Conn      // this client's measurements; nil when metrics are off

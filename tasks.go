@@ -465,6 +465,7 @@ func (c *Client) onNotification(ctx context.Context, method string, params json.
 	if method == notificationTaskStatus {
 		c.tasks.push(params)
 	}
+	c.taps.call(method, params)
 	c.notes.push(ctx, method, params)
 }
 

@@ -67,6 +67,10 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 	}()
 
 	stopBeats := h.startBeats(events, beat, nil)
+	if s.pool.Era() == snodo.EraLegacy {
+		h.runLegacyListen(ctx, cancel, s, events, hs, beat, p.Notifications, stopBeats)
+		return
+	}
 	sub, err := s.pool.Listen(ctx, p.Notifications)
 	if err != nil {
 		stopBeats()

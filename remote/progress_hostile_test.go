@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/subscription"
 )
 
 // TestCallerCannotForgeAnotherCallersProgress: the progress token on the
@@ -90,13 +91,47 @@ func TestRemoteProgressRunsBeforeTheResult(t *testing.T) {
 }
 
 // TestRemoteListenOnALegacyServerIsUnsupported: a remote Listen on a host
-// whose server speaks the legacy era fails with snodo.ErrListenUnsupported,
-// as a local one does, so a caller (and the CLI's hint) can tell why.
+// whose server speaks the legacy era, for nothing such a server sends
+// unasked (resource updates need resources/subscribe), fails with
+// snodo.ErrListenUnsupported, as a local one does, so a caller (and the
+// CLI's hint) can tell why.
 func TestRemoteListenOnALegacyServerIsUnsupported(t *testing.T) {
 	e := natsServer(t)
 	hostWith(t, e, "old", 1, []snodo.Option{snodo.WithEra(snodo.EraLegacy)}, "-era", "legacy")
 	c := client(t, e, "old")
-	_, err := c.Listen(ctxFor(t, 20*time.Second), snodo.Filter{ToolsListChanged: true})
+	_, err := c.Listen(ctxFor(t, 20*time.Second), snodo.Filter{ResourceSubscriptions: []string{"test://a"}})
 	require.ErrorIs(t, err, snodo.ErrListenUnsupported)
 	require.ErrorIs(t, err, ErrHostEnded)
+}
+
+// A legacy server's list changes reach a remote subscriber: the host
+// acknowledges those the server declares and forwards each one any
+// member sends (two members here). Before, a remote Listen on a legacy
+// server failed with ErrListenUnsupported, so they reached no remote
+// caller (nor a bridge's client).
+func TestRemoteListenOnALegacyServerGetsItsListChanges(t *testing.T) {
+	e := natsServer(t)
+	hostWith(t, e, "old", 2, []snodo.Option{snodo.WithEra(snodo.EraLegacy)}, "-era", "legacy")
+	c := client(t, e, "old")
+	ctx := ctxFor(t, 30*time.Second)
+	sub, err := c.Listen(ctx, snodo.Filter{ToolsListChanged: true, ResourceSubscriptions: []string{"test://a"}})
+	require.NoError(t, err)
+	defer sub.Close()
+	assert.Equal(t, snodo.Filter{ToolsListChanged: true}, sub.Acknowledged(), "what a legacy server sends unasked")
+	for range 4 { // to either member
+		_, err = c.Request(ctx, "test/notify", map[string]any{"method": "notifications/prompts/list_changed"})
+		require.NoError(t, err)
+		_, err = c.Request(ctx, "test/notify", map[string]any{"method": "notifications/tools/list_changed"})
+		require.NoError(t, err)
+	}
+	for range 4 {
+		select {
+		case ev := <-sub.Events():
+			assert.Equal(t, "notifications/tools/list_changed", ev.Method, "only what was asked for")
+		case <-ctx.Done():
+			t.Fatal("no list change reached the subscriber")
+		}
+	}
+	require.NoError(t, sub.Close())
+	require.ErrorIs(t, sub.Err(), subscription.ErrClosed)
 }

@@ -90,7 +90,7 @@ func TestStatsCountListenErrors(t *testing.T) {
 	hostWith(t, e, "old", 1, []snodo.Option{snodo.WithEra(snodo.EraLegacy)}, "-era", "legacy")
 	host(t, e, "new", 1)
 	old, c := client(t, e, "old"), client(t, e, "new")
-	_, err := old.Listen(ctxFor(t, 20*time.Second), snodo.Filter{ToolsListChanged: true})
+	_, err := old.Listen(ctxFor(t, 20*time.Second), snodo.Filter{ResourceSubscriptions: []string{"test://a"}})
 	require.ErrorIs(t, err, snodo.ErrListenUnsupported)
 	var st micro.Stats
 	require.Eventually(t, func() bool {

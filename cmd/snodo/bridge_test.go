@@ -389,3 +389,51 @@ func TestBridgeListChangesReachALegacyClient(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "notifications/tools/list_changed", testutil.Receive(t, changed, 10*time.Second, "the list change at the legacy client"))
 }
+
+// A legacy served server's list changes reach the bridge's client (a
+// legacy one: the served server's era) as plain notifications, which its
+// capabilities promise. Before, a host refused a Listen on a legacy
+// server, so none reached any client of the bridge.
+func TestBridgeLegacyServerNotificationsReachTheClient(t *testing.T) {
+	url := bridgedNATS(t)
+	bridgedHost(t, url, "bridged", "-era", "legacy")
+	changed := make(chan string, 4)
+	c := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy), mcp.WithNotificationHandler(func(_ context.Context, n *mcp.Notification) {
+		select {
+		case changed <- n.Method:
+		default:
+		}
+	}))
+	require.NotNil(t, c.Capabilities().Tools)
+	require.True(t, c.Capabilities().Tools.ListChanged, "the bridge promises the list changes it forwards")
+	_, err := c.Request(t.Context(), "test/notify", map[string]any{"method": "notifications/tools/list_changed"})
+	require.NoError(t, err)
+	assert.Equal(t, "notifications/tools/list_changed", testutil.Receive(t, changed, 10*time.Second, "the list change at the legacy client"))
+}
+
+// The TypeScript SDK's client gets a legacy served server's list changes
+// through the bridge.
+func TestBridgeLegacyNotificationsReachTheTypeScriptClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not on PATH: install Node.js >= 20, then run bash test/peers/install.sh")
+	}
+	if _, err := os.Stat("../../test/peers/node_modules/@modelcontextprotocol/sdk/package.json"); err != nil {
+		t.Fatalf("the TypeScript SDK is not installed (%v): run bash test/peers/install.sh", err)
+	}
+	url := bridgedNATS(t)
+	bridgedHost(t, url, "bridged", "-era", "legacy")
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "../../test/peers/ts-client/bridge-client.mjs", snodoBin, url, "bridged", "notifications")
+	var stderr testutil.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.Output()
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+	var seen struct {
+		ListChanged bool `json:"listChanged"`
+	}
+	require.NoError(t, json.Unmarshal(out, &seen), "stdout: %s", out)
+	assert.True(t, seen.ListChanged, "the list change reached the TypeScript client")
+}

@@ -133,7 +133,7 @@ func (b *bridge) initialize(ctx context.Context, id, params []byte) {
 		ServerInfo      snodo.Implementation     `json:"serverInfo"`
 		Instructions    string                   `json:"instructions,omitempty"`
 	}{version, bridgedCapabilities(si.Capabilities), si.ServerInfo, si.Instructions}
-	if si.Era == snodo.EraModern.String() && b.listening.CompareAndSwap(false, true) {
+	if b.listening.CompareAndSwap(false, true) {
 		f := snodo.Filter{
 			ToolsListChanged:     si.Capabilities.Tools != nil && si.Capabilities.Tools.ListChanged,
 			PromptsListChanged:   si.Capabilities.Prompts != nil && si.Capabilities.Prompts.ListChanged,
@@ -156,10 +156,12 @@ func (b *bridge) initialize(ctx context.Context, id, params []byte) {
 	b.writeResult(id, raw)
 }
 
-// listChanges forwards the list changes of a modern served server to a
+// listChanges forwards the list changes of the served server to a
 // legacy client, as plain notifications: a subscription on a host of
-// the name, open until the bridge ends (ctx). It returns false when none
-// could be opened (the capabilities then promise none).
+// the name (a host serves one on a legacy server too, from the
+// notifications its members send), open until the bridge ends (ctx). It
+// returns false when none could be opened (the capabilities then
+// promise none).
 func (b *bridge) listChanges(ctx context.Context, f snodo.Filter) bool {
 	if !f.ToolsListChanged && !f.PromptsListChanged && !f.ResourcesListChanged {
 		return false
@@ -200,9 +202,9 @@ func keepListChanged(c *snodo.ListChangedCapability, on bool) *snodo.ListChanged
 }
 
 // bridgedCapabilities is what the bridge can offer a legacy client of
-// the served server's capabilities: no notification of a legacy server
-// reaches a remote caller (list changes, resource updates, log messages;
-// initialize turns a modern server's list changes back on), the hosts keep
+// the served server's capabilities: list changes only through a
+// subscription (initialize turns them back on once it is open), no
+// resource updates or log messages of a legacy server, the hosts keep
 // resource subscriptions and the log level, so those are left out. A
 // legacy server's tasks stay: the remote client sends a task's later
 // calls to the host, and the host to the member, that holds it.

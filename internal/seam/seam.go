@@ -56,6 +56,11 @@ var (
 	// names a Streamable HTTP endpoint rather than a command.
 	TargetIsHTTP func(t any) bool
 
+	// TapNotifications (set by snodo) makes fn see every notification
+	// c, a *snodo.Client, receives (on its reader: fn must not block),
+	// until stop is called.
+	TapNotifications func(c any, fn func(method string, params []byte)) (stop func())
+
 	// SupervisorSetup (set by supervisor) is the actor system (nil: none
 	// named) and the logger (one that discards: none named) that opts, a
 	// []supervisor.Option, name; invalid options are an error.
