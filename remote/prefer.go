@@ -25,9 +25,10 @@ const (
 	// peersStale is how long the answers are used.
 	peersStale = time.Second
 	// peersWait bounds one ask; peersQuiet ends it early once answers
-	// stop coming.
-	peersWait  = 250 * time.Millisecond
-	peersQuiet = 25 * time.Millisecond
+	// stop coming (generous: a host's answer late under load would leave
+	// it out, and the retries with it).
+	peersWait  = 500 * time.Millisecond
+	peersQuiet = 100 * time.Millisecond
 	// maxPeers bounds the answers one ask reads.
 	maxPeers = 1024
 	// busyFor is how long a host that refused a call is avoided.
