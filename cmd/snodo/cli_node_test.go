@@ -279,7 +279,8 @@ func TestInterruptedWhileConnectingToNATS(t *testing.T) {
 // the node reaches the server over Streamable HTTP (snodo's HTTP test
 // server, in this process, both eras) with the entry's headers, and a
 // caller on NATS lists and calls it by name through remote, beside a
-// command entry. Stopping the node ends the legacy session (DELETE).
+// command entry. A legacy session the server forgets is replaced by a
+// new one; stopping the node ends the session (DELETE).
 func TestNodeServesAnHTTPEntry(t *testing.T) {
 	for _, era := range []string{"modern", "legacy"} {
 		t.Run(era, func(t *testing.T) {
@@ -320,6 +321,31 @@ func TestNodeServesAnHTTPEntry(t *testing.T) {
 			snodo(t, "--nats", url, "--server", "calc", "tools").want(t, 0)
 			if srv.Calls() != 1 || keyed.Load() == 0 || unkeyed.Load() != 0 {
 				t.Errorf("the server saw %d calls, %d requests with the entry's header and %d without", srv.Calls(), keyed.Load(), unkeyed.Load())
+			}
+			if era == "legacy" {
+				// The server forgets its sessions (as a restarted one
+				// does): the node's supervised client meets the 404 and
+				// opens a new session, and the name answers again.
+				opened := srv.Sessions()
+				srv.Expire()
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					r := snodo(t, "--nats", url, "--server", "web", "call", "echo", `{"text":"again"}`)
+					if r.code == 0 {
+						break
+					}
+					t.Logf("after the end: %s", strings.TrimSpace(r.stderr))
+					if !strings.Contains(r.stderr, "session") && !strings.Contains(r.stderr, "restart") {
+						t.Errorf("a call that met the expired session says: %s", r.stderr)
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("web did not answer within 30 s of its session's end: %s", r.stderr)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if srv.Sessions() <= opened {
+					t.Errorf("no new session: %d opened before the end, %d after", opened, srv.Sessions())
+				}
 			}
 			p.signal(t, syscall.SIGTERM, "SIGTERM")
 			if code := p.cmd.ProcessState.ExitCode(); code != 0 {

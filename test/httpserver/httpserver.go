@@ -42,6 +42,7 @@ type HTTP struct {
 	calls    atomic.Int64 // tools/call requests received
 	deletes  atomic.Int64 // DELETEs of a live session
 	aborted  atomic.Int64 // "never-ending" streams the client closed
+	opened   atomic.Int64 // sessions opened
 }
 
 // HTTPMisbehaviours lists what HTTP.Misbehave may name:
@@ -56,6 +57,17 @@ type HTTP struct {
 //	expire         the session is forgotten: 404 (legacy)
 //	oversized      an SSE event of MaxEvent bytes before the answer
 var HTTPMisbehaviours = []string{"garbage", "garbage-sse", "never-ending", "5xx", "429", "429-forever", "redirect-loop", "expire", "oversized"}
+
+// Expire forgets every session, as a server restarted does: the next
+// request of a session is answered 404.
+func (h *HTTP) Expire() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	clear(h.sessions)
+}
+
+// Sessions counts the sessions the server has opened (initialize).
+func (h *HTTP) Sessions() int64 { return h.opened.Load() }
 
 // Calls counts the tools/call requests received.
 func (h *HTTP) Calls() int64 { return h.calls.Load() }
@@ -141,6 +153,7 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.sessions[sid] = true
 		h.mu.Unlock()
+		h.opened.Add(1)
 		w.Header().Set("Mcp-Session-Id", sid)
 		answer(w, m.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"snodo-http-testserver","version":"1.0.0"}}`)
 	case "tools/list":
