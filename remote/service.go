@@ -15,8 +15,7 @@ import (
 // see it), answered here rather than by nats.go's micro package: micro
 // times an endpoint only while its handler runs, and counts only the
 // errors the handler reports, but a host's handler hands each call to a
-// goroutine of its own at once (so that one slow call holds up no
-// other). Its statistics timed that hand-off (some 15 µs for calls of
+// worker at once (so that one slow call holds up no other). Its statistics timed that hand-off (some 15 µs for calls of
 // 2 s) and counted no error. Here each endpoint counts its requests, its
 // errors (answers with an error, refusals) and the time from a request's
 // arrival to its answer.
