@@ -322,3 +322,31 @@ func TestDurationHeadersSaturate(t *testing.T) {
 	assert.Equal(t, time.Duration(math.MaxInt64), plusGrace(math.MaxInt64-timeoutGrace+1))
 	assert.Equal(t, time.Second+timeoutGrace, plusGrace(time.Second))
 }
+
+// TestCallOptsHeader: a call's Snodo-Opts reads back as it was written,
+// its durations saturate as the one-header-per-setting form's do, unknown
+// or malformed fields are ignored, and a call without it is read from the
+// earlier form (and asks for the era).
+func TestCallOptsHeader(t *testing.T) {
+	o := callOpts{beat: 500 * time.Millisecond, timeout: time.Minute, total: 2 * time.Minute,
+		alive: true, progress: true, reset: true, era: true}
+	h := nats.Header{}
+	h.Set(hdrOpts, string(appendOpts(nil, o)))
+	assert.Equal(t, "beat=500 timeout=60000 total=120000 alive progress reset era", h.Get(hdrOpts))
+	assert.Equal(t, o, callOptsOf(h))
+
+	h.Set(hdrOpts, "alive")
+	assert.Equal(t, callOpts{alive: true}, callOptsOf(h), "defaults: no beat, timeout or total")
+
+	h.Set(hdrOpts, "timeout=999999999999999999999999 beat=-5 total=abc  bogus=1 =2 alive=no")
+	assert.Equal(t, callOpts{timeout: math.MaxInt64, alive: true}, callOptsOf(h))
+
+	old := nats.Header{}
+	old.Set(hdrBeat, "250")
+	old.Set(hdrAlive, "1")
+	old.Set(hdrTimeout, "1500")
+	old.Set(hdrProgress, "1")
+	assert.Equal(t, callOpts{beat: 250 * time.Millisecond, timeout: 1500 * time.Millisecond, alive: true, progress: true, era: true},
+		callOptsOf(old))
+	assert.Equal(t, callOpts{era: true}, callOptsOf(nats.Header{}))
+}
