@@ -364,6 +364,13 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 			return res, nil
 		case ctx.Err() != nil:
 			return res, err
+		case taskHost != "" && !notRun && errors.Is(err, snodo.ErrConnectionClosed) &&
+			!errors.Is(err, ErrNATSUnreachable) && !errors.Is(err, ErrClientClosed) && !errors.Is(err, snodo.ErrTaskLost):
+			// The host that holds the task stopped or went away in the
+			// middle of one of its calls: the task is lost with it.
+			return nil, jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
+				fmt.Sprintf("%s on %s: the task was lost with the host that held it: %v", method, c.name, err),
+				jsonrpc.ErrConnectionClosed, snodo.ErrTaskLost, err)
 		case notRun:
 			refused++
 			pause := backoff(refused, notRunWait, notRunMaxWait)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,4 +86,45 @@ func TestRemoteTasksStayOnTheirHostAndMember(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A task whose host stops is lost with it: Wait fails with a -32000
+// wrapping snodo.ErrTaskLost (its later calls find no host on the host's
+// own subject), while the other host serves new tasks.
+func TestRemoteTaskLostWithItsHost(t *testing.T) {
+	e := natsServer(t)
+	hosts := []*Host{host(t, e, "tasks", 1, "-tasks"), host(t, e, "tasks", 1, "-tasks")}
+	c := client(t, e, "tasks")
+	task, err := c.CallToolAsTask(ctxFor(t, 60*time.Second), "research", map[string]any{"ms": 60000, "pollMs": 20})
+	require.NoError(t, err)
+	holder := c.taskHosts.get(task.ID())
+	require.NotEmpty(t, holder)
+	for _, h := range hosts {
+		if h.ID() == holder {
+			require.NoError(t, h.Close())
+		}
+	}
+	_, err = task.Wait(ctxFor(t, 30*time.Second))
+	require.ErrorIs(t, err, snodo.ErrTaskLost)
+	require.ErrorIs(t, err, snodo.ErrConnectionClosed)
+
+	res, err := c.CallTool(ctxFor(t, 60*time.Second), "research", map[string]any{"topic": "again", "pollMs": 20})
+	require.NoError(t, err)
+	assert.Equal(t, "Report on again", res.Text())
+}
+
+// A task whose member's server dies is lost with it, though its host
+// lives on: Wait fails with a -32000 wrapping snodo.ErrTaskLost.
+func TestRemoteTaskLostWithItsMembersServer(t *testing.T) {
+	e := natsServer(t)
+	h := host(t, e, "tasks", 2, "-tasks")
+	c := client(t, e, "tasks")
+	task, err := c.CallToolAsTask(ctxFor(t, 60*time.Second), "research", map[string]any{"ms": 60000, "pollMs": 20})
+	require.NoError(t, err)
+	conn := h.served[0].tasks.get(task.ID())
+	require.NotNil(t, conn)
+	require.NoError(t, syscall.Kill(conn.ServerPID(), syscall.SIGKILL))
+	_, err = task.Wait(ctxFor(t, 30*time.Second))
+	require.ErrorIs(t, err, snodo.ErrTaskLost)
+	require.ErrorIs(t, err, snodo.ErrConnectionClosed)
 }
