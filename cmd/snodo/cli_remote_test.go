@@ -47,6 +47,7 @@ func TestRemoteFlagMisuse(t *testing.T) {
 		{[]string{"--prefix", "p", "tools", "--", "cmd"}, "--prefix goes with --nats URL or node"},
 		{[]string{"--nats-user", "u", "tools", "--", "cmd"}, "--nats-user goes with --nats URL or node"},
 		{[]string{"--drain", "5s", "tools", "--", "cmd"}, "--drain goes with node"},
+		{[]string{"--max-held", "2", "tools", "--", "cmd"}, "--max-held goes with node"},
 		{[]string{"node", "--config", "f.json", "--server", "x"}, "node serves every server of the file"},
 		{[]string{"node", "--config", "f.json", "--env", "A=1"}, "--env does not go with node"},
 		{[]string{"node", "--config", "f.json", "--timeout", "5s"}, "--timeout does not go with node"},

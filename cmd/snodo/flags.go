@@ -47,6 +47,7 @@ type config struct {
 	natsCreds, natsNkey, natsUser           string
 	natsCA, natsCert, natsKey               string
 	drain                                   time.Duration
+	maxHeld                                 int
 
 	given []string // the flags given, by name
 
@@ -147,6 +148,7 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.configFile, "config", "", "the mcpServers `file` naming the servers (with --server, servers, node)")
 	fs.StringVar(&cfg.prefix, "prefix", "", "NATS subject `prefix` of hosts and callers (default snodo)")
 	fs.DurationVar(&cfg.drain, "drain", remote.DefaultDrainTimeout, "node: on SIGINT/SIGTERM, wait at most `duration` for held calls")
+	fs.IntVar(&cfg.maxHeld, "max-held", remote.DefaultMaxHeld, "node: hold at most `N` calls at once; one more is refused unrun, and the caller sends it to another host")
 	fs.StringVar(&cfg.natsCreds, "nats-creds", "", "NATS credentials `file` (JWT and nkey seed)")
 	fs.StringVar(&cfg.natsNkey, "nats-nkey", "", "NATS nkey seed `file`")
 	fs.StringVar(&cfg.natsUser, "nats-user", "", "NATS `user` (password from $SNODO_NATS_PASSWORD; a token from $SNODO_NATS_TOKEN)")
@@ -461,7 +463,7 @@ var notNodeFlags = append([]string{"timeout", "max-input-rounds", "json", "trace
 // notBridgeFlags are the flags a bridge has no use for: its client
 // sends the requests, and it prints only protocol messages.
 var notBridgeFlags = append([]string{"max-input-rounds", "json", "trace", "quiet", "root", "sampling-reply",
-	"tools", "prompts", "resources", "resource", "count", "for", "drain", "config"}, serverFlags...)
+	"tools", "prompts", "resources", "resource", "count", "for", "drain", "max-held", "config"}, serverFlags...)
 
 // validateRemote checks the flags of the NATS commands. Flags that would
 // be silently ignored are usage errors.
@@ -483,8 +485,8 @@ func (cfg *config) validateRemote() error {
 			return usagef("--config FILE goes with --server NAME, servers or node")
 		case slices.Contains(natsFlags, name) && !overNATS:
 			return usagef("--%s goes with --nats URL or node", name)
-		case name == "drain" && cfg.command != "node":
-			return usagef("--drain goes with node")
+		case (name == "drain" || name == "max-held") && cfg.command != "node":
+			return usagef("--%s goes with node", name)
 		case name == "server" && cfg.command == "node":
 			return usagef("node serves every server of the file; --server does not go with it")
 		case cfg.command == "node" && slices.Contains(notNodeFlags, name):
@@ -514,6 +516,8 @@ func (cfg *config) validateRemote() error {
 		return usagef("--server NAME goes with --config FILE (or --nats URL)")
 	case cfg.drain <= 0:
 		return usagef("--drain %s: must be positive", cfg.drain)
+	case cfg.maxHeld <= 0:
+		return usagef("--max-held %d: must be at least 1", cfg.maxHeld)
 	case (cfg.natsCert == "") != (cfg.natsKey == ""):
 		return usagef("--nats-cert and --nats-key go together")
 	}

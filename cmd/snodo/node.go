@@ -62,7 +62,7 @@ func runNode(cfg *config, sio stdio) int {
 	if cfg.verbose {
 		logger = slog.New(slog.NewTextHandler(sio.err, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	opts := []remote.HostOption{remote.WithLogger(logger), remote.WithNATSOptions(natsOptions(cfg)...)}
+	opts := []remote.HostOption{remote.WithLogger(logger), remote.WithNATSOptions(natsOptions(cfg)...), remote.WithMaxHeld(cfg.maxHeld)}
 	if cfg.prefix != "" {
 		opts = append(opts, remote.WithPrefix(cfg.prefix))
 	}
