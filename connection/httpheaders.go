@@ -45,7 +45,8 @@ var (
 
 // messageHeaders are the headers that mirror a message's body: the
 // protocol version its _meta names (modern), Mcp-Method, Mcp-Name for the
-// calls that name a tool, a resource or a prompt, and a tool call's
+// calls that name a tool, a resource, a prompt or a task (tasks/get,
+// tasks/update and tasks/cancel: its taskId), and a tool call's
 // Mcp-Param-* headers from the tool's x-mcp-header annotations.
 func (p *httpPeer) messageHeaders(env *jsonrpc.Envelope) http.Header {
 	h := http.Header{}
@@ -82,6 +83,14 @@ func (p *httpPeer) messageHeaders(env *jsonrpc.Envelope) http.Header {
 		key = "name"
 	case "resources/read":
 		key = "uri"
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		// The tasks extension routes a task's later requests by its id,
+		// so an intermediary can send them to the instance holding it.
+		// Each id is asked about a few times only: not kept.
+		if raw, _ := jsonrpc.Member(params, "taskId"); len(raw) > 0 && raw[0] == '"' {
+			h[headerName] = []string{headerValue(jsonrpc.Unquote(raw))}
+		}
+		return h
 	}
 	if key == "" {
 		return h

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 func TestHTTPHeaderValue(t *testing.T) {
@@ -47,5 +50,25 @@ func TestHTTPHeaderSpecs(t *testing.T) {
 	} {
 		_, why := headerSpecs(json.RawMessage(schema))
 		assert.NotEmpty(t, why, name)
+	}
+}
+
+// A task's later requests carry its id as Mcp-Name (the tasks extension's
+// routing header over Streamable HTTP), as a tool call carries its tool's
+// name; other requests carry none.
+func TestHTTPHeadersName(t *testing.T) {
+	p := &httpPeer{tools: map[string][]paramHeader{}, names: map[string]nameValue{}}
+	for _, tc := range []struct{ line, name string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`, "echo"},
+		{`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a"}}`, "file:///a"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"786512e2"}}`, "786512e2"},
+		{`{"jsonrpc":"2.0","id":4,"method":"tasks/update","params":{"taskId":"t 1","inputResponses":{}}}`, "t 1"},
+		{`{"jsonrpc":"2.0","id":5,"method":"tasks/cancel","params":{"taskId":"Zürich"}}`, "=?base64?WsO8cmljaA==?="},
+		{`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{}}`, ""},
+		{`{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":7}}`, ""},
+	} {
+		env, err := jsonrpc.Scan([]byte(tc.line))
+		require.NoError(t, err, tc.line)
+		assert.Equal(t, tc.name, p.messageHeaders(&env).Get(headerName), tc.line)
 	}
 }
