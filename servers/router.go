@@ -75,7 +75,12 @@ var ErrUnknownServer = errors.New("servers: no such server")
 // *RouterReady; ctx owns it too. opts apply to every pool after the
 // file's own, and each Server's Options after them, for that server
 // only. Calls sent before a pool is ready wait for its first
-// member, as described at supervisor.StartPool.
+// member, as described at supervisor.StartPool. Connect options in opts
+// (supervisor.WithConnectOptions) reach every server, so give those of
+// one transport only (snodo.WithEnv, WithDir, WithStderr for a started
+// process; WithHTTPHeader, WithOAuth for an http server) in a Server's
+// Options, or in the file: the other transport refuses them, and that
+// server's pool fails to start with the error naming the option.
 //
 // The router and its pools run on one actor system: system, or when it
 // is nil the one a supervisor.WithActorSystem among opts names, or else
