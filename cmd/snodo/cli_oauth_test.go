@@ -5,11 +5,13 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -107,4 +109,35 @@ func TestLoopbackRefusesStrayRedirects(t *testing.T) {
 	cancel()
 	_, err = l.authorize(ctx, "https://as.example.com/authorize")
 	assert.ErrorContains(t, err, "no authorization came back to "+l.redirect)
+}
+
+// TestLoopbackAnswersTheBrowserBeforeClosing: the browser gets the whole
+// page even when snodo stops listening as soon as the authorization has
+// its code (the browser read EOF when the code was handed over before the
+// page was written: 1 full-suite run in 3 under load).
+func TestLoopbackAnswersTheBrowserBeforeClosing(t *testing.T) {
+	for range 50 {
+		l, err := newLoopback(io.Discard)
+		require.NoError(t, err)
+		got := make(chan url.Values, 1)
+		go func() {
+			q, err := l.authorize(t.Context(), "https://as.example.com/authorize")
+			assert.NoError(t, err)
+			l.close()
+			got <- q
+		}()
+		require.Eventually(t, func() bool {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return l.waiting != nil
+		}, 20*time.Second, time.Millisecond, "authorize waits for the redirect")
+		resp, err := http.Get(l.redirect + "?code=c")
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Contains(t, string(body), "you can close this tab")
+		assert.Equal(t, "c", (<-got).Get("code"))
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -146,9 +147,15 @@ func (l *loopback) callback(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "snodo is not waiting for an authorization.", http.StatusNotFound)
 		return
 	}
-	ch <- r.URL.Query()
+	// The page goes out whole before the code is handed over: the
+	// authorization may then end and close the server at once, which
+	// would cut off a page still being written (the browser saw EOF).
+	const page = "snodo received the authorization; you can close this tab.\n"
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	io.WriteString(w, "snodo received the authorization; you can close this tab.\n")
+	w.Header().Set("Content-Length", strconv.Itoa(len(page)))
+	io.WriteString(w, page)
+	http.NewResponseController(w).Flush()
+	ch <- r.URL.Query()
 }
 
 // authorize prints authURL on stderr and waits for the redirect.
