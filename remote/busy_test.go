@@ -32,24 +32,7 @@ func TestRefusedCallsAreRetriedUntilAHostTakesThem(t *testing.T) {
 	// this test is about.
 	c := client(t, e, "ts", WithHeartbeat(2*time.Second))
 
-	var wg sync.WaitGroup
-	errs := make(chan error, 200)
-	for range 200 {
-		wg.Go(func() {
-			_, err := c.Request(ctxFor(t, 60*time.Second), "test/sleep", map[string]any{"ms": 1000})
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	failed := 0
-	for err := range errs {
-		if err != nil {
-			failed++
-			t.Log(err)
-		}
-	}
-	require.Zero(t, failed, "calls lost")
+	require.Zero(t, burst(t, c, 200), "calls lost")
 	// A refused call goes next to B, which has room, not back to the
 	// queue group: A refuses about the half of the first sends NATS gives
 	// it, and few more. Before, each retry landed on A as often as not
@@ -71,9 +54,21 @@ func TestRefusedCallsReachTheNodeWithRoom(t *testing.T) {
 	c := client(t, e, "ts", WithHeartbeat(2*time.Second)) // as above: beats are not what this is about
 	owners := ownerOf(a, b)
 
+	require.Zero(t, burst(t, c, 200), "calls lost")
+	seen := map[*node]int{}
+	for range 20 {
+		seen[owners[serverPID(t, c)]]++
+	}
+	t.Logf("after the burst, of 20 calls: node A %d, node B %d", seen[a], seen[b])
+}
+
+// burst makes n calls of 1 s on c at once and returns how many failed,
+// logging each failure.
+func burst(t *testing.T, c *Client, n int) (failed int) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 200)
-	for range 200 {
+	errs := make(chan error, n)
+	for range n {
 		wg.Go(func() {
 			_, err := c.Request(ctxFor(t, 60*time.Second), "test/sleep", map[string]any{"ms": 1000})
 			errs <- err
@@ -81,17 +76,11 @@ func TestRefusedCallsReachTheNodeWithRoom(t *testing.T) {
 	}
 	wg.Wait()
 	close(errs)
-	failed := 0
 	for err := range errs {
 		if err != nil {
 			failed++
 			t.Log(err)
 		}
 	}
-	require.Zero(t, failed, "calls lost")
-	seen := map[*node]int{}
-	for range 20 {
-		seen[owners[serverPID(t, c)]]++
-	}
-	t.Logf("after the burst, of 20 calls: node A %d, node B %d", seen[a], seen[b])
+	return failed
 }

@@ -79,24 +79,7 @@ func TestClusterRefusedCallsGoToAHostWithRoom(t *testing.T) {
 	// Both hosts' interest has reached node 3.
 	testutil.Eventually(t, func() bool { return len(c.askHosts(ctxFor(t, 5*time.Second))) == 2 }, 20*time.Second, "both hosts answer from node 3")
 
-	var wg sync.WaitGroup
-	errs := make(chan error, 200)
-	for range 200 {
-		wg.Go(func() {
-			_, err := c.Request(ctxFor(t, 60*time.Second), "test/sleep", map[string]any{"ms": 1000})
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	failed := 0
-	for err := range errs {
-		if err != nil {
-			failed++
-			t.Log(err)
-		}
-	}
-	require.Zero(t, failed, "calls lost")
+	require.Zero(t, burst(t, c, 200), "calls lost")
 	st := a.served[0].callStats.snapshot("call", "", "", nil)
 	t.Logf("host A: %d requests, %d refused", st.NumRequests, st.NumErrors)
 	assert.Less(t, st.NumErrors, 150, "retries went back to the full host")
