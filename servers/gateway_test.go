@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -216,7 +217,17 @@ func TestGatewayEndToEnd(t *testing.T) {
 	testutil.Receive(t, g.router.Done(), 2*supervisor.DefaultShutdownGrace+10*time.Second, "every server reaped")
 	t.Logf("every server reaped %s after the gateway stopped", time.Since(t0).Round(time.Millisecond))
 	assert.Empty(t, testutil.ChildPIDs(), "no server left")
-	assert.False(t, logs.Has("DeadLetter"), "dead letters logged: %v", logs.Messages())
+	// The one dead letter a stop can race: the gateway's Terminated reaching
+	// an owner watch (the tools subscription's, ListenTo the gateway) that
+	// its own end released at the same moment, as the router stopped it.
+	// protoactor logs that system message; nothing is lost by it.
+	var deadLetters []string
+	for _, m := range logs.Messages() {
+		if strings.Contains(m, "DeadLetter") && !(strings.Contains(m, "snodo-owner-watch") && strings.Contains(m, "message=who:")) {
+			deadLetters = append(deadLetters, m)
+		}
+	}
+	assert.Empty(t, deadLetters, "dead letters logged")
 	sys.Shutdown()
 	testutil.VerifyNone(t)
 }
