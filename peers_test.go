@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -31,26 +28,11 @@ type peer struct {
 	args    []string
 }
 
-// peerPath returns the installed file or fails the test saying how to
-// install it.
-func peerPath(t *testing.T, rel string) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("test", "peers", rel))
-	require.NoError(t, err)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("peer %s is not installed (%v): run bash test/peers/install.sh", rel, err)
-	}
-	return p
-}
+// peerPath and nodePath are testutil's, named short for this file's many
+// uses.
+func peerPath(t *testing.T, rel string) string { t.Helper(); return testutil.PeerPath(t, rel) }
 
-func nodePath(t *testing.T) string {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not on PATH: install Node.js >= 20, then run bash test/peers/install.sh")
-	}
-	return node
-}
+func nodePath(t *testing.T) string { t.Helper(); return testutil.NodePath(t) }
 
 func goEverything(t *testing.T) peer {
 	return peer{command: peerPath(t, "bin/everything-server")}

@@ -505,23 +505,8 @@ func (s *server) restart(t *testing.T) {
 	s.start(t)
 }
 
-// peerPath is an installed peer under test/peers, or fails the test
-// saying how to install it.
-func peerPath(t *testing.T, rel string) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "peers", rel))
-	require.NoError(t, err)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("peer %s is not installed (%v): run bash test/peers/install.sh", rel, err)
-	}
-	return p
-}
+// peerPath and nodePath are testutil's, named short for this file's many
+// uses.
+func peerPath(t *testing.T, rel string) string { t.Helper(); return testutil.PeerPath(t, rel) }
 
-func nodePath(t *testing.T) string {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not on PATH: install Node.js >= 20, then run bash test/peers/install.sh")
-	}
-	return node
-}
+func nodePath(t *testing.T) string { t.Helper(); return testutil.NodePath(t) }
