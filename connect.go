@@ -13,6 +13,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/ownercheck"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
 )
@@ -163,13 +164,13 @@ func (c *config) name() string {
 }
 
 // checkOwner refuses, before anything starts, a WithOwner actor that the
-// connection's actor system does not know (snodoactor.CheckOwner).
+// connection's actor system does not know (internal/ownercheck).
 func checkOwner(cfg *connection.Config) error {
 	sys := cfg.System
 	if sys == nil {
 		sys = snodoactor.Shared()
 	}
-	if err := snodoactor.CheckOwner(sys, cfg.Owner, "connection"); err != nil {
+	if err := ownercheck.Check(sys, cfg.Owner, "connection"); err != nil {
 		return fmt.Errorf("snodo: %w", err)
 	}
 	return nil

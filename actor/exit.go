@@ -17,16 +17,18 @@ var (
 	ErrPanicked = errors.New("actor panicked")
 )
 
-// ExitSignal asks an actor to stop with a reason, like an Erlang exit
-// signal. Actors that understand it record Reason before stopping; others
-// ignore it. Send it with Exit.
-type ExitSignal struct {
+// exitSignal asks an actor to stop with a reason, like an Erlang exit
+// signal. Actors that understand it (a Life's) record Reason before
+// stopping; others ignore it. Exit sends it.
+type exitSignal struct {
 	quiet
 	Reason error
 }
 
-// Exit sends pid an exit signal with reason. It returns at once; an actor
-// that has already stopped ignores it, and a nil system or pid means no
+// Exit sends pid an exit signal with reason, like an Erlang exit signal:
+// an actor under a Life (a connection, a supervised client, a pool, a
+// router) records reason and stops; others ignore it. It returns at
+// once; an actor that has already stopped ignores it, and a nil system or pid means no
 // actor: nothing is sent. A nil reason means ErrStopped.
 func Exit(system *protoactor.ActorSystem, pid *protoactor.PID, reason error) {
 	if system == nil || pid == nil {
@@ -35,7 +37,7 @@ func Exit(system *protoactor.ActorSystem, pid *protoactor.PID, reason error) {
 	if reason == nil {
 		reason = ErrStopped
 	}
-	system.Root.Send(pid, &ExitSignal{Reason: reason})
+	system.Root.Send(pid, &exitSignal{Reason: reason})
 }
 
 // quiet, embedded in a message type, keeps that message out of

@@ -14,10 +14,10 @@ import (
 // (a child process, a supervised server, a pool of them). It is the one
 // way such an actor stops:
 //
-//   - one reason, the first one recorded wins (Stop, StopSelf, Record);
+//   - one reason, the first one recorded wins (Stop, Record);
 //   - an owner link: an owner context (LinkContext) or an owner actor
 //     (Owner, watched from Started), or both;
-//   - ExitSignal stops it with the signal's reason;
+//   - an exit signal (Exit) stops it with the signal's reason;
 //   - the system's Shutdown stops it, as its owner's end would
 //     (ErrOwnerExited): protoactor-go's Shutdown stops no actor, but
 //     snodo's leave nothing running;
@@ -29,7 +29,7 @@ import (
 //     them), so a call message is always answered
 //     (snodo answers the call messages among the dead letters).
 //
-// The actor's own Receive sees every message but ExitSignal and the
+// The actor's own Receive sees every message but the exit signal and the
 // owner's Terminated; its Stopping comes after the reason is settled
 // (ErrStopped when none was given), so it can read Reason. Set the
 // fields before Spawn; the methods are safe from any goroutine.
@@ -56,7 +56,7 @@ type Life struct {
 }
 
 // Spawn starts the actor, whose messages go to receive, under the
-// StopOnFailure guardian. Messages still in its mailbox when it stops
+// stopOnFailure guardian (a failing actor stops, never restarts). Messages still in its mailbox when it stops
 // become dead letters, as messages sent after it stopped do (its mailbox
 // passes them on), so a call message queued behind the stop is still
 // answered (snodo answers the call messages among the dead letters).
@@ -80,7 +80,7 @@ func (l *Life) Spawn(system *protoactor.ActorSystem, prefix string, receive prot
 		l.Parent = nil // valid only during the parent's Receive
 		return l.pid
 	}
-	l.pid = system.Root.SpawnPrefix(protoactor.PropsFromFunc(run, protoactor.WithGuardian(StopOnFailure), mailbox), prefix)
+	l.pid = system.Root.SpawnPrefix(protoactor.PropsFromFunc(run, protoactor.WithGuardian(stopOnFailure), mailbox), prefix)
 	return l.pid
 }
 
@@ -125,7 +125,8 @@ func (l *Life) Reason() error {
 }
 
 // Stop records reason and stops the actor. Stop is a system message: it
-// overtakes queued mail. It is for goroutines other than the actor's. Once
+// overtakes queued mail. Any goroutine may call it, the actor's own
+// Receive included (the actor stops once Receive returns). Once
 // the actor is stopping, Stop only records: a Stop sent to an actor that
 // is gone would be a dead letter in the system's log.
 func (l *Life) Stop(reason error) {
@@ -138,8 +139,8 @@ func (l *Life) Stop(reason error) {
 	}
 }
 
-// StopSelf is Stop from inside the actor.
-func (l *Life) StopSelf(ctx protoactor.Context, reason error) {
+// stopSelf is Stop from inside the actor's Receive.
+func (l *Life) stopSelf(ctx protoactor.Context, reason error) {
 	l.Record(reason)
 	ctx.Stop(ctx.Self())
 }
@@ -150,7 +151,7 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 			if l.Logger != nil {
 				l.Logger.Error("snodo: "+l.Name+" actor panicked; stopping it", "panic", r)
 			}
-			l.StopSelf(ctx, fmt.Errorf("%w: %v", ErrPanicked, r))
+			l.stopSelf(ctx, fmt.Errorf("%w: %v", ErrPanicked, r))
 		}
 	}()
 	switch msg := ctx.Message().(type) {
@@ -163,11 +164,11 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 			l.mu.Lock()
 			l.ownerGone = true
 			l.mu.Unlock()
-			l.StopSelf(ctx, fmt.Errorf("%w: actor %s terminated", ErrOwnerExited, l.Owner.Id))
+			l.stopSelf(ctx, fmt.Errorf("%w: actor %s terminated", ErrOwnerExited, l.Owner.Id))
 			return
 		}
-	case *ExitSignal:
-		l.StopSelf(ctx, msg.Reason)
+	case *exitSignal:
+		l.stopSelf(ctx, msg.Reason)
 		return
 	case *protoactor.Stopping:
 		l.mu.Lock()

@@ -1,7 +1,6 @@
 package actor
 
 import (
-	"fmt"
 	"sync"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
@@ -38,28 +37,8 @@ func WatchOwner(system *protoactor.ActorSystem, owner *protoactor.PID, onExit fu
 				ctx.Unwatch(owner)
 			}
 		}
-	}, protoactor.WithGuardian(StopOnFailure))
+	}, protoactor.WithGuardian(stopOnFailure))
 	watcher := system.Root.SpawnPrefix(props, "snodo-owner-watch")
 	var once sync.Once // a second Stop would be a dead letter
 	return func() { once.Do(func() { system.Root.Stop(watcher) }) }
-}
-
-// CheckOwner says, before anything starts, whether owner can own
-// something that runs on system: it must be alive there. An actor of
-// another system can never be watched from system (what it owned would
-// stop at once as if the owner had exited), so the error names that
-// mistake and what to do; what is the thing to be owned ("connection",
-// "supervisor", …). A nil owner is fine; a nil system with an owner is
-// an error.
-func CheckOwner(system *protoactor.ActorSystem, owner *protoactor.PID, what string) error {
-	if owner == nil {
-		return nil
-	}
-	if system == nil {
-		return fmt.Errorf("WithOwner: nil actor system to find actor %s in; pass the system the owner runs on (WithActorSystem; snodo's default is actor.Shared())", owner.Id)
-	}
-	if _, ok := system.ProcessRegistry.Get(owner); !ok {
-		return fmt.Errorf("WithOwner: actor %s is not alive in the %s's actor system; if it belongs to another system, pass that system with WithActorSystem (if it has stopped, nobody is left to own the %s)", owner.Id, what, what)
-	}
-	return nil
 }

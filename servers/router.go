@@ -13,6 +13,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/ownercheck"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/supervisor"
 )
@@ -114,7 +115,7 @@ func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *pro
 	case named != nil && named != system:
 		return nil, errors.New("servers: StartRouter: supervisor.WithActorSystem names another system than the router's; the router and its pools run on one system (pass it as StartRouter's system, or drop the option)")
 	}
-	if err := snodoactor.CheckOwner(system, owner, "router"); err != nil {
+	if err := ownercheck.Check(system, owner, "router"); err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
 	}
 	r := &Router{

@@ -10,6 +10,7 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/ownercheck"
 	"github.com/snodo/snodo/internal/seam"
 )
 
@@ -61,7 +62,7 @@ func prepare(ctx context.Context, target snodo.Target, cfg *config, what string)
 	if sys == nil {
 		sys = snodoactor.Shared()
 	}
-	if err := snodoactor.CheckOwner(sys, cfg.owner, what); err != nil {
+	if err := ownercheck.Check(sys, cfg.owner, what); err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
 	if err := checkEventsTo(sys, cfg.eventsTo); err != nil {

@@ -91,7 +91,7 @@ func (a *poolActor) Receive(ctx protoactor.Context) {
 		switch {
 		case last:
 			p.cfg.logger.Error("supervisor: every pool member has stopped; stopping the pool", "error", err)
-			p.owned.StopSelf(ctx, err)
+			p.owned.Stop(err)
 		case m != nil:
 			// The resources it held are subscribed on the members that
 			// stay, as Shrink does (this makes calls: not on the actor).
