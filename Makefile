@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test api-count conformance peers vet fmt-check demo build bench bench-compare bench-http bench-notes soak fuzz fuzz-short fmt
+.PHONY: test api-count conformance peers vet fmt-check demo build bench bench-compare bench-http bench-remote bench-notes soak fuzz fuzz-short fmt
 
 # The test command the README gives and CI runs: formatting and vet gates
 # (both modules), the race-enabled suite (real child processes, goleak,
@@ -56,6 +56,11 @@ bench-compare:
 # mcp-go's HTTP clients and the minimal net/http ceiling), measured again and spliced in place.
 bench-http:
 	cd bench && $(GO) run ./cmd/compare -runs 5 -only http,http-subs -out ../docs/performance.md
+
+# Only the remote calls section of docs/performance.md (remote.Client against bare nats.go request/reply
+# and a local pool call, with issue 30's goals), measured again and spliced in place.
+bench-remote:
+	cd bench && $(GO) run ./cmd/compare -only remote -out ../docs/performance.md
 
 # Copies bench/notes/*.md into the end of docs/performance.md without measuring again.
 bench-notes:

@@ -17,6 +17,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/bench/clients"
+	"github.com/snodo/snodo/bench/internal/remotebench"
 	"github.com/snodo/snodo/bench/server"
 )
 
@@ -24,7 +25,7 @@ import (
 var serverBin string
 
 func TestMain(m *testing.M) {
-	benchChildMain()
+	remotebench.ChildMain()
 	dir, err := os.MkdirTemp("", "benchserver")
 	if err != nil {
 		panic(err)

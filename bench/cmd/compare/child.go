@@ -38,6 +38,8 @@ type job struct {
 	// HTTP connects over Streamable HTTP to the fast HTTP server
 	// (benchserver -http), which the child starts.
 	HTTP bool `json:"http,omitempty"`
+	// Run is the run's index (mRemote rotates the order of its rows by it).
+	Run int `json:"run,omitempty"`
 }
 
 // Measurements, each a child process.
@@ -55,6 +57,9 @@ const (
 	// mHTTPSubs is mSubs over it. Their jobs say so with HTTP.
 	mHTTP     = "http"
 	mHTTPSubs = "http-subs"
+	// mRemote is remote calls over NATS against bare nats.go request/reply
+	// and a local pool call (package remotebench), every row in one child.
+	mRemote = "remote"
 )
 
 // httpServer is the child's fast HTTP server, started by connect for an
@@ -108,6 +113,8 @@ func runChild(spec string) {
 		res, err = measureAsk(j)
 	case mSubs:
 		res, err = measureSubs(j)
+	case mRemote:
+		res, err = measureRemote(j)
 	default:
 		err = fmt.Errorf("unknown measurement %q", j.Measure)
 	}

@@ -33,6 +33,10 @@ func (s settings) httpOnly() bool {
 	return true
 }
 
+// remoteOnly reports whether the run measures the remote calls section
+// alone.
+func (s settings) remoteOnly() bool { return slices.Equal(s.only, []string{mRemote}) }
+
 // spliceHTTP puts section in place of report's HTTP section, or, when it
 // has none yet, before its targets table (else before its notes, else at
 // its end).

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/bench/clients"
+	"github.com/snodo/snodo/bench/internal/remotebench"
 )
 
 type settings struct {
@@ -46,9 +47,13 @@ type settings struct {
 	loadStart string
 	notesDir  string
 	only      []string // measurements to run; nil: all
+	// remoteRuns and remoteCalls: runs of the remote measurement, and its
+	// calls per row at 1 in flight (four times as many at 16).
+	remoteRuns, remoteCalls int
 }
 
 func main() {
+	remotebench.ChildMain() // the NATS server and host of a remote measurement's child
 	child := flag.String("child", "", "internal: run one measurement (JSON job) and print its result")
 	out := flag.String("out", "", "write the markdown report here (default: stdout)")
 	runs := flag.Int("runs", 3, "runs of every measurement (medians and min–max over them)")
@@ -56,7 +61,9 @@ func main() {
 	quick := flag.Bool("quick", false, "one short run: a smoke test, not numbers to publish")
 	idle := flag.Int("idle", 1000, "idle connections held at once")
 	notesDir := flag.String("notes", "notes", "directory whose *.md files end the report, verbatim and sorted")
-	only := flag.String("only", "", "comma-separated measurements to run (calls, calls-fast, big, connect, ask, subs, idle, http, http-subs); default all. Only http and http-subs: measure just those and rewrite only the Streamable HTTP section of -out (between its markers), keeping the rest")
+	only := flag.String("only", "", "comma-separated measurements to run (calls, calls-fast, big, connect, ask, subs, idle, http, http-subs, remote); default all. Only http and http-subs: measure just those and rewrite only the Streamable HTTP section of -out (between its markers), keeping the rest; only remote: the same for the remote calls section")
+	remoteRuns := flag.Int("remote-runs", 5, "runs of the remote measurement (every row of it in each run)")
+	remoteCalls := flag.Int("remote-calls", 3000, "calls per row of the remote measurement at 1 in flight (four times as many at 16)")
 	clientList := flag.String("clients", "", "comma-separated clients to run (the ceiling is always run); default all")
 	notesOnly := flag.Bool("notes-only", false, "measure nothing: rewrite the bench/notes tail of -out")
 	flag.Parse()
@@ -78,7 +85,8 @@ func main() {
 		return
 	}
 	s := settings{runs: *runs, fastRuns: max(*fastRuns, *runs), dur: time.Second, bigCalls: 8, connects: 15, events: 50000, idle: *idle, idleRuns: 1,
-		clients: clients.Names(), eras: []string{clients.Modern, clients.Legacy}, quick: *quick, notesDir: *notesDir}
+		clients: clients.Names(), eras: []string{clients.Modern, clients.Legacy}, quick: *quick, notesDir: *notesDir,
+		remoteRuns: *remoteRuns, remoteCalls: *remoteCalls}
 	if *only != "" {
 		s.only = strings.Split(*only, ",")
 	}
@@ -92,6 +100,7 @@ func main() {
 	}
 	if s.quick {
 		s.runs, s.fastRuns, s.dur, s.bigCalls, s.connects, s.events, s.idle = 1, 1, 250*time.Millisecond, 2, 3, 2000, min(*idle, 50)
+		s.remoteRuns, s.remoteCalls = 1, 300
 	}
 	if s.runs < 1 {
 		fatal(fmt.Errorf("-runs must be at least 1"))
@@ -111,14 +120,26 @@ func main() {
 	s.loadStart = loadAvg()
 	res := collect(s)
 	var report []byte
-	if s.httpOnly() && *out != "" {
+	switch {
+	case s.httpOnly() && *out != "":
 		old, err := os.ReadFile(*out)
 		if err != nil {
 			fatal(err)
 		}
 		report = spliceHTTP(old, renderHTTP(s, res, time.Since(started)))
-	} else {
+	case s.remoteOnly() && *out != "":
+		old, err := os.ReadFile(*out)
+		if err != nil {
+			fatal(err)
+		}
+		report = spliceSection(old, renderRemote(s, res), remoteBegin, remoteEnd, "## snodo against the targets\n", notesHeading)
+	default:
 		report = render(s, res, time.Since(started))
+	}
+	if s.only == nil || slices.Contains(s.only, mRemote) {
+		for _, g := range remoteGoals(res) {
+			fmt.Fprintln(os.Stderr, "compare: goal", g)
+		}
 	}
 	if *out == "" {
 		os.Stdout.Write(report)
@@ -146,9 +167,29 @@ func collect(s settings) *results {
 	if err != nil {
 		fatal(err)
 	}
-	measures := []string{mCalls, mCallsFast, mBig, mConnect, mAsk, mSubs, mIdle, mHTTP, mHTTPSubs}
-	for run := range max(s.runs, s.fastRuns) {
+	measures := []string{mCalls, mCallsFast, mBig, mConnect, mAsk, mSubs, mIdle, mHTTP, mHTTPSubs, mRemote}
+	allRuns := max(s.runs, s.fastRuns, s.remoteRuns)
+	if s.remoteOnly() {
+		allRuns = s.remoteRuns
+	}
+	for run := range allRuns {
 		for _, m := range measures {
+			if m == mRemote {
+				if run < s.remoteRuns && (s.only == nil || slices.Contains(s.only, m)) {
+					fmt.Fprintf(os.Stderr, "run %d/%d: %-7s\n", run+1, allRuns, m)
+					t0 := time.Now()
+					metrics, err := runJob(self, job{Measure: mRemote, Server: s.serverBin, Count: s.remoteCalls, Run: run})
+					fmt.Fprintf(os.Stderr, "  %s\n", time.Since(t0).Round(time.Millisecond))
+					if err != nil {
+						if _, seen := r.errs[remoteKey]; !seen {
+							r.errs[remoteKey] = err.Error()
+						}
+						fmt.Fprintf(os.Stderr, "  %v\n", err)
+					}
+					r.runs[remoteKey] = append(r.runs[remoteKey], metrics)
+				}
+				continue
+			}
 			if (m == mIdle && run >= s.idleRuns) || (s.only != nil && !slices.Contains(s.only, m)) {
 				continue
 			}
@@ -193,7 +234,7 @@ func collect(s settings) *results {
 					case mIdle:
 						j.Count = s.idle
 					}
-					fmt.Fprintf(os.Stderr, "run %d/%d: %-7s %-6s %s\n", run+1, max(s.runs, s.fastRuns), m, era, c)
+					fmt.Fprintf(os.Stderr, "run %d/%d: %-7s %-6s %s\n", run+1, allRuns, m, era, c)
 					t0 := time.Now()
 					metrics, err := runJob(self, j)
 					fmt.Fprintf(os.Stderr, "  %s\n", time.Since(t0).Round(time.Millisecond))

@@ -165,6 +165,8 @@ func render(s settings, r *results, took time.Duration) []byte {
 
 	b.Write(renderHTTP(s, r, took))
 	p("\n")
+	b.Write(renderRemote(s, r))
+	p("\n")
 
 	p("## A 16 MiB response (the `big` tool: one 16 MiB line)\n\n")
 	p("| client | era | MB/s | × ceiling | CPU ms/call | client RSS growth MiB | × line | peak RSS MiB |\n|---|---|---|---|---|---|---|---|\n")

@@ -1,0 +1,475 @@
+// Package remotebench measures remote calls over NATS against their
+// floor and their parts, in one run, on one NATS server: the same
+// tools/call to a one-member pool of the fast bench server through the
+// pool directly (Local), as a bare nats.go request/reply answered by a
+// subscriber that echoes the payload (Bare: two messages through the NATS
+// server and nothing else), and through a remote.Client to a remote.Host
+// serving the pool (Remote).
+//
+// Three processes, so that each side's allocations are its own: the NATS
+// server (remote/embedded), the host with the bare responder beside it,
+// and the callers (the process that calls Start). The first two are the
+// calling binary run again: it must call ChildMain first thing in main
+// (or TestMain).
+//
+// BenchmarkRemote (bench/remote_test.go) and make bench-compare
+// (bench/cmd/compare) both measure through it.
+package remotebench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/remote"
+	"github.com/snodo/snodo/remote/embedded"
+	"github.com/snodo/snodo/supervisor"
+)
+
+// The ways a call is made.
+const (
+	Local  = "local"     // through the pool directly
+	Bare   = "bare-nats" // bare nats.go request/reply, echoed
+	Remote = "remote"    // remote.Client to remote.Host
+)
+
+// Transports are the three ways, floor and parts first.
+var Transports = []string{Local, Bare, Remote}
+
+// The children: this binary run again with childEnv set to its role.
+const (
+	childEnv  = "SNODO_BENCH_CHILD"
+	serverEnv = "SNODO_BENCH_SERVER"
+	// HostProfileEnv, set when measuring, makes the host child write
+	// PREFIX.cpu, PREFIX.mem (allocations), PREFIX.block and PREFIX.mutex
+	// profiles.
+	HostProfileEnv = "SNODO_BENCH_HOST_PROFILE"
+	// NATSProfileEnv does the same for the NATS server's child.
+	NATSProfileEnv = "SNODO_BENCH_NATS_PROFILE"
+)
+
+// Rig is the three processes, connected.
+type Rig struct {
+	natsSrv, host *child
+	stops         []func()
+	pool          *supervisor.Pool
+	nc, bare      *nats.Conn
+	client        *remote.Client
+	calls         map[string]func() error
+}
+
+// Start starts the NATS server and the host as children (this binary run
+// again, serving serverBin's fast server), and connects the callers.
+func Start(serverBin string) (*Rig, error) {
+	r := &Rig{}
+	fail := func(err error) (*Rig, error) {
+		r.Close()
+		return nil, err
+	}
+	natsURL, natsSrv, stop, err := startChild("nats", serverBin)
+	if err != nil {
+		return fail(err)
+	}
+	r.natsSrv = natsSrv
+	r.stops = append(r.stops, stop)
+	_, host, stop, err := startChild("host", serverBin, natsURL)
+	if err != nil {
+		return fail(err)
+	}
+	r.host = host
+	r.stops = append(r.stops, stop)
+	if r.pool, err = supervisor.NewPool(context.Background(), snodo.Command(serverBin, "-fast"), 1); err != nil {
+		return fail(err)
+	}
+	if r.nc, err = nats.Connect(natsURL); err != nil {
+		return fail(err)
+	}
+	if r.client, err = remote.NewClient(r.nc, "fast"); err != nil {
+		return fail(err)
+	}
+	if r.bare, err = nats.Connect(natsURL); err != nil {
+		return fail(err)
+	}
+	raw := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"}}`)
+	var params any = raw // boxed once: the callers' allocations are the calls' own
+	r.calls = map[string]func() error{
+		Local: func() error {
+			_, err := r.pool.Request(context.Background(), "tools/call", params)
+			return err
+		},
+		Bare: func() error {
+			_, err := r.bare.RequestWithContext(context.Background(), "bare.call", raw)
+			return err
+		},
+		Remote: func() error {
+			_, err := r.client.Request(context.Background(), "tools/call", params)
+			return err
+		},
+	}
+	return r, nil
+}
+
+// Close stops everything Start started.
+func (r *Rig) Close() {
+	if r.client != nil {
+		_ = r.client.Close()
+	}
+	if r.nc != nil {
+		r.nc.Close()
+	}
+	if r.bare != nil {
+		r.bare.Close()
+	}
+	if r.pool != nil {
+		_ = r.pool.Close()
+	}
+	for i := len(r.stops) - 1; i >= 0; i-- {
+		r.stops[i]()
+	}
+}
+
+// Call is one call the given way (Local, Bare or Remote).
+func (r *Rig) Call(transport string) func() error { return r.calls[transport] }
+
+// Figures are one row's figures. Host figures are the host's (the bare
+// responder's on the Bare row) and NATS the NATS server's; both are zero
+// on the Local row. The host's CPU leaves out its MCP server's (a process
+// of its own).
+type Figures struct {
+	Calls       int
+	Wall        time.Duration
+	P50, P99    float64 // µs
+	CallsPerSec float64
+	Allocs      float64 // this process's, per call
+	CPU         float64 // this process's, ns per call
+	HostAllocs  float64
+	HostCPU     float64 // ns per call
+	NATSCPU     float64 // ns per call
+}
+
+// Hooks run around the timed calls (a benchmark's timer).
+type Hooks struct{ Start, Stop func() }
+
+// Warm makes n calls the given way, untimed.
+func (r *Rig) Warm(transport string, n int) error {
+	call := r.calls[transport]
+	for range n {
+		if err := call(); err != nil {
+			return fmt.Errorf("%s: %w", transport, err)
+		}
+	}
+	return nil
+}
+
+// Measure times n calls the given way, inFlight at once, and takes every
+// side's allocations and CPU over them.
+func (r *Rig) Measure(transport string, n, inFlight int, h Hooks) (Figures, error) {
+	call := r.calls[transport]
+	var side, server *child
+	if transport != Local {
+		side, server = r.host, r.natsSrv
+	}
+	lat := make([]time.Duration, n)
+	var m0, m1 runtime.MemStats
+	var sideMallocs0, sideCPU0, serverCPU0 int64
+	if side != nil {
+		sideMallocs0, sideCPU0 = side.stats()
+		_, serverCPU0 = server.stats()
+	}
+	runtime.ReadMemStats(&m0)
+	if h.Start != nil {
+		h.Start()
+	}
+	cpu0 := CPUTime()
+	t0 := time.Now()
+	var next atomic.Int64
+	var firstErr atomic.Pointer[error]
+	fail := func(err error) { firstErr.CompareAndSwap(nil, &err) } // err escapes here only
+	worker := func() {
+		for {
+			i := next.Add(1) - 1
+			if i >= int64(n) || firstErr.Load() != nil {
+				return
+			}
+			c0 := time.Now()
+			if err := call(); err != nil {
+				fail(err)
+				return
+			}
+			lat[i] = time.Since(c0)
+		}
+	}
+	if inFlight <= 1 {
+		worker()
+	} else {
+		var wg sync.WaitGroup
+		for range inFlight {
+			wg.Go(worker)
+		}
+		wg.Wait()
+	}
+	wall := time.Since(t0)
+	cpu := CPUTime() - cpu0
+	if h.Stop != nil {
+		h.Stop()
+	}
+	runtime.ReadMemStats(&m1)
+	if e := firstErr.Load(); e != nil {
+		return Figures{}, fmt.Errorf("%s: %w", transport, *e)
+	}
+	fn := float64(n)
+	f := Figures{Calls: n, Wall: wall, CallsPerSec: fn / wall.Seconds(),
+		Allocs: float64(m1.Mallocs-m0.Mallocs) / fn, CPU: float64(cpu.Nanoseconds()) / fn}
+	slices.Sort(lat)
+	if n > 0 {
+		f.P50 = float64(lat[n/2].Nanoseconds()) / 1e3
+		f.P99 = float64(lat[n*99/100].Nanoseconds()) / 1e3
+	}
+	if side != nil {
+		mallocs, sideCPU := side.stats()
+		_, serverCPU := server.stats()
+		f.HostAllocs = float64(mallocs-sideMallocs0) / fn
+		f.HostCPU = float64(sideCPU-sideCPU0) / fn
+		f.NATSCPU = float64(serverCPU-serverCPU0) / fn
+	}
+	return f, nil
+}
+
+// Goal is one of issue 30's goals for remote calls, against one run's
+// figures.
+type Goal struct {
+	Name   string
+	Met    bool
+	Detail string // the figures it was judged on
+}
+
+// Row names a row of figures: its transport and calls in flight.
+func Row(transport string, inFlight int) string {
+	return fmt.Sprintf("%s/%d", transport, inFlight)
+}
+
+// P50Bound is the p50 goal at 1 in flight: bare request/reply plus a
+// local call plus 50 µs.
+func P50Bound(bare1, local1 float64) float64 { return bare1 + local1 + 50 }
+
+// ThroughputGoal is the least ratio of remote to bare calls/s at 16 in
+// flight.
+const ThroughputGoal = 0.7
+
+// AllocsGoal is the most allocations per remote call, on each side.
+const AllocsGoal = 20
+
+// Goals judges issue 30's goals on one run's figures, keyed by Row.
+func Goals(got map[string]Figures) []Goal {
+	local1, bare1, remote1 := got[Row(Local, 1)], got[Row(Bare, 1)], got[Row(Remote, 1)]
+	bare16, remote16 := got[Row(Bare, 16)], got[Row(Remote, 16)]
+	bound := P50Bound(bare1.P50, local1.P50)
+	ratio := 0.0
+	if bare16.CallsPerSec > 0 {
+		ratio = remote16.CallsPerSec / bare16.CallsPerSec
+	}
+	worst := max(remote1.Allocs, remote16.Allocs, remote1.HostAllocs, remote16.HostAllocs)
+	return []Goal{
+		{"p50 at 1 in flight <= bare + local + 50 µs", remote1.P50 <= bound,
+			fmt.Sprintf("%.0f µs against %.0f + %.0f + 50 = %.0f µs", remote1.P50, bare1.P50, local1.P50, bound)},
+		{fmt.Sprintf("calls/s at 16 in flight >= %.1fx bare", ThroughputGoal), ratio >= ThroughputGoal,
+			fmt.Sprintf("%.0f against %.0f, %.2fx", remote16.CallsPerSec, bare16.CallsPerSec, ratio)},
+		{fmt.Sprintf("allocations per remote call <= %d each side", AllocsGoal), worst <= AllocsGoal,
+			fmt.Sprintf("caller %.1f / %.1f, host %.1f / %.1f (1 / 16 in flight; bare nats.go caller %.1f, responder %.1f)",
+				remote1.Allocs, remote16.Allocs, remote1.HostAllocs, remote16.HostAllocs, bare16.Allocs, bare16.HostAllocs)},
+	}
+}
+
+// CPUTime is the user plus system CPU time the process has used.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// child is a running child's pipes.
+type child struct {
+	mu  sync.Mutex
+	in  io.Writer
+	out *bufio.Reader
+}
+
+// startChild runs this binary as role (nats or host) with args, and
+// returns the first line it prints (the NATS URL, or "ready"), the child,
+// and a stop that closes its stdin and waits for it to exit.
+func startChild(role, serverBin string, args ...string) (string, *child, func(), error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), childEnv+"="+role, serverEnv+"="+serverBin)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, nil, err
+	}
+	ch := &child{in: stdin, out: bufio.NewReader(stdout)}
+	line, err := ch.out.ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return "", nil, nil, fmt.Errorf("bench child %s: %w", role, err)
+	}
+	return strings.TrimSpace(line), ch, func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	}, nil
+}
+
+// stats asks the child for its allocations and CPU time so far (ns).
+func (ch *child) stats() (int64, int64) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if _, err := io.WriteString(ch.in, "stats\n"); err != nil {
+		return 0, 0
+	}
+	line, err := ch.out.ReadString('\n')
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(line)
+	if len(f) != 2 {
+		return 0, 0
+	}
+	mallocs, _ := strconv.ParseInt(f[0], 10, 64)
+	cpu, _ := strconv.ParseInt(f[1], 10, 64)
+	return mallocs, cpu
+}
+
+// ChildMain runs this process as a child of a Rig when the environment
+// says so, and exits; it returns otherwise.
+func ChildMain() {
+	role := os.Getenv(childEnv)
+	if role == "" {
+		return
+	}
+	if err := runChild(role); err != nil {
+		fmt.Fprintf(os.Stderr, "bench child %s: %v\n", role, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// profile starts the child's CPU, blocking and mutex profiles and returns
+// what ends them and writes them with the allocation profile.
+func profile(prefix string) (func(), error) {
+	cpu, err := os.Create(prefix + ".cpu")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		return nil, err
+	}
+	runtime.SetBlockProfileRate(10_000) // one blocking event per 10 µs blocked
+	runtime.SetMutexProfileFraction(10)
+	return func() {
+		pprof.StopCPUProfile()
+		_ = cpu.Close()
+		for _, p := range []struct{ name, ext string }{{"allocs", "mem"}, {"block", "block"}, {"mutex", "mutex"}} {
+			if f, err := os.Create(prefix + "." + p.ext); err == nil {
+				_ = pprof.Lookup(p.name).WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}
+	}, nil
+}
+
+// serveStats answers each "stats" line on stdin with the process's
+// allocations and CPU time, until stdin closes.
+func serveStats() {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if in.Text() != "stats" {
+			fmt.Println("?")
+			continue
+		}
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		fmt.Println(m.Mallocs, CPUTime().Nanoseconds())
+	}
+}
+
+func runChild(role string) error {
+	switch role {
+	case "nats":
+		if prof := os.Getenv(NATSProfileEnv); prof != "" {
+			stop, err := profile(prof)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
+		srv, err := embedded.Start(embedded.Options{})
+		if err != nil {
+			return err
+		}
+		defer srv.Shutdown()
+		fmt.Println(srv.URL())
+		serveStats()
+		return nil
+	case "host":
+		url := os.Args[len(os.Args)-1]
+		if prof := os.Getenv(HostProfileEnv); prof != "" {
+			stop, err := profile(prof)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
+		pool, err := supervisor.NewPool(context.Background(), snodo.Command(os.Getenv(serverEnv), "-fast"), 1)
+		if err != nil {
+			return err
+		}
+		h, err := remote.NewHost(context.Background(), url, remote.Serve("fast", pool))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = h.Close(); <-h.Done() }()
+		responder, err := nats.Connect(url)
+		if err != nil {
+			return err
+		}
+		defer responder.Close()
+		if _, err := responder.QueueSubscribe("bare.call", "bare", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+			return err
+		}
+		if err := responder.Flush(); err != nil {
+			return err
+		}
+		fmt.Println("ready")
+		serveStats()
+		return nil
+	}
+	return fmt.Errorf("unknown role %q", role)
+}
