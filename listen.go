@@ -120,8 +120,7 @@ func ListenTo(pid *protoactor.PID) ListenOption {
 
 // MaxQueuedEvents bounds the events waiting for a slow reader; past it
 // the subscription ends with subscription.ErrQueueFull and is cancelled on the server.
-// Default 1024 (subscription.DefaultMaxQueue). The same policy holds past
-// 16 MiB of their params (subscription.DefaultMaxQueueBytes; see
+// Default 1024. The same policy holds past 16 MiB of their params (see
 // MaxQueuedEventBytes).
 func MaxQueuedEvents(n int) ListenOption {
 	return ListenOption{func(o *listening.Settings) error {
@@ -137,7 +136,7 @@ func MaxQueuedEvents(n int) ListenOption {
 // size of their params, with the policy of MaxQueuedEvents: past it the
 // subscription ends with subscription.ErrQueueFull and is cancelled on the server. An
 // event arriving at an empty queue is always taken, however large.
-// Default 16 MiB (subscription.DefaultMaxQueueBytes).
+// Default 16 MiB.
 func MaxQueuedEventBytes(n int) ListenOption {
 	return ListenOption{func(o *listening.Settings) error {
 		if n < 1 {

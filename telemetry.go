@@ -20,6 +20,7 @@ import (
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/mcpmethod"
 	"github.com/snodo/snodo/internal/serverproc"
 	"github.com/snodo/snodo/internal/telemetry"
 	"github.com/snodo/snodo/subscription"
@@ -676,9 +677,9 @@ func (c *Client) observeSubscription(ctx context.Context, o *subscription.Option
 	if t == nil {
 		return ctx
 	}
-	o.Hooks.Ended = t.end
+	o.Ended = t.end
 	if t.recording || t.metering {
-		o.Hooks.Queued = t.queued
+		o.Queued = t.queued
 	}
 	return ctx
 }
@@ -734,12 +735,12 @@ func (s *site) listenStarted(ctx context.Context) (context.Context, *subscriptio
 	if !tracing {
 		return ctx, t
 	}
-	ctx, t.span = s.tel.StartClient(ctx, subscription.Method)
+	ctx, t.span = s.tel.StartClient(ctx, mcpmethod.Listen)
 	t.ctx = ctx
 	t.recording = t.span.IsRecording()
 	if t.recording {
 		attrs := []attribute.KeyValue{
-			attribute.String(telemetry.AttrMethodName, subscription.Method),
+			attribute.String(telemetry.AttrMethodName, mcpmethod.Listen),
 			attribute.String(telemetry.AttrNetworkTransport, s.transport),
 		}
 		if v := s.protocolVersion(); v != "" {
@@ -752,9 +753,9 @@ func (s *site) listenStarted(ctx context.Context) (context.Context, *subscriptio
 
 // queued is the Queued hook of a local subscription: an event queued for
 // the reader, with the queue's depth then.
-func (t *subscriptionTrace) queued(_ int64, ev Event, depth int) {
+func (t *subscriptionTrace) queued(_ int64, method string, params json.RawMessage, depth int) {
 	t.Queued(depth)
-	t.Event(ev)
+	t.Event(Event{Method: method, Params: params})
 }
 
 // Queued records depth, the number of events waiting for the reader just
@@ -816,7 +817,7 @@ func (t *subscriptionTrace) end(id int64, err error) {
 		t.span.SetAttributes(attribute.String(telemetry.AttrRequestID, strconv.FormatInt(id, 10)))
 	}
 	if err != nil && !errors.Is(err, subscription.ErrClosed) && !errors.Is(err, actor.ErrOwnerExited) {
-		errType, code, desc := classify(subscription.Method, nil, err)
+		errType, code, desc := classify(mcpmethod.Listen, nil, err)
 		switch {
 		case errors.Is(err, subscription.ErrQueueFull):
 			errType = "queue_full"

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
@@ -207,7 +208,7 @@ func TestRemoteQueueBytesBoundEndsTheSubscription(t *testing.T) {
 		n++
 		queued += len(ev.Params)
 	}
-	assert.LessOrEqual(t, queued, subscription.DefaultMaxQueueBytes)
+	assert.LessOrEqual(t, queued, limits.MaxQueueBytes)
 	assert.Greater(t, n, 16)
 	t.Logf("%d events, %d bytes queued when the bound ended it", n, queued)
 	require.Eventually(t, func() bool { // the host cancelled it on its MCP server

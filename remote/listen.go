@@ -16,7 +16,9 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/bytebound"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/listening"
+	"github.com/snodo/snodo/internal/mcpmethod"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
@@ -94,21 +96,21 @@ type hosted struct {
 // Events, and an overflow when it ends with subscription.ErrQueueFull.
 func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*snodo.Subscription, error) {
 	if ctx == nil {
-		return nil, nilContextError(subscription.Method)
+		return nil, nilContextError(mcpmethod.Listen)
 	}
 	if ctx.Err() != nil {
 		// Sent, it would open a subscription for nobody.
-		return nil, fmt.Errorf("remote: %s on %s ended before the server acknowledged it: %w", subscription.Method, c.name, ownerLeft(ctx))
+		return nil, fmt.Errorf("remote: %s on %s ended before the server acknowledged it: %w", mcpmethod.Listen, c.name, ownerLeft(ctx))
 	}
 	o, err := listening.SettingsOf(opts)
 	if err != nil {
 		return nil, fmt.Errorf("remote: %w", err)
 	}
 	if o.MaxQueue == 0 {
-		o.MaxQueue = subscription.DefaultMaxQueue
+		o.MaxQueue = limits.MaxQueue
 	}
 	if o.MaxQueueBytes == 0 {
-		o.MaxQueueBytes = subscription.DefaultMaxQueueBytes
+		o.MaxQueueBytes = limits.MaxQueueBytes
 	}
 	params, err := json.Marshal(struct {
 		Notifications snodo.Filter `json:"notifications"`
@@ -148,12 +150,12 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	s.outer = listening.Wrap[*snodo.Subscription](s)
 	m := nats.NewMsg(c.subj.listen)
 	m.Reply = c.inbox + token
-	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, subscription.Method, params))
+	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, mcpmethod.Listen, params))
 	m.Header.Set(hdrBeat, millis(c.cfg.beat))
 	injectTrace(ctx, m.Header)
 	if err := c.nc.PublishMsg(m); err != nil {
 		c.unregister(token)
-		err = closedErr(fmt.Sprintf("cannot send %s to %s over NATS: %v", subscription.Method, c.name, err), err)
+		err = closedErr(fmt.Sprintf("cannot send %s to %s over NATS: %v", mcpmethod.Listen, c.name, err), err)
 		traceEnd(trace, err)
 		return nil, err
 	}
@@ -195,16 +197,16 @@ func (s *hosted) awaitAck(ctx context.Context) error {
 				s.mu.Unlock()
 				return nil
 			case kindEnd:
-				return fmt.Errorf("remote: %s on %s ended before the server acknowledged it: %w", subscription.Method, s.c.name, endError(m))
+				return fmt.Errorf("remote: %s on %s ended before the server acknowledged it: %w", mcpmethod.Listen, s.c.name, endError(m))
 			}
 		case <-watchdog.C:
-			return closedErr(fmt.Sprintf("%s on %s: the host sent nothing for %s", subscription.Method, s.c.name, silence), ErrHostGone)
+			return closedErr(fmt.Sprintf("%s on %s: the host sent nothing for %s", mcpmethod.Listen, s.c.name, silence), ErrHostGone)
 		case err := <-s.quit:
 			return err
 		case <-ctx.Done():
 			// The owner left, as for a local Listen: no error of the
 			// subscription's; the host sees no keep-alive and cancels it.
-			return fmt.Errorf("remote: %s on %s ended before the server acknowledged it: %w", subscription.Method, s.c.name, ownerLeft(ctx))
+			return fmt.Errorf("remote: %s on %s ended before the server acknowledged it: %w", mcpmethod.Listen, s.c.name, ownerLeft(ctx))
 		}
 	}
 }

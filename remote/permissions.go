@@ -11,8 +11,7 @@ import (
 	"weak"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/snodo/snodo/subscription"
+	"github.com/snodo/snodo/internal/mcpmethod"
 )
 
 // NATS reports a permissions violation asynchronously: the server
@@ -151,6 +150,6 @@ func (c *Client) listenDenied(err error) {
 	}
 	c.mu.Unlock()
 	for _, s := range ss {
-		s.stop(permissionError(fmt.Sprintf("remote: %s on %s was not sent", subscription.Method, c.name), err))
+		s.stop(permissionError(fmt.Sprintf("remote: %s on %s was not sent", mcpmethod.Listen, c.name), err))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -36,7 +37,7 @@ func TestListenSendsFilterAndReturnsAcknowledgedSubset(t *testing.T) {
 			} `json:"params"`
 		} `json:"requests"`
 	}
-	require.NoError(t, json.Unmarshal(call(t, c, "test/requests", map[string]string{"method": Method}), &reqs))
+	require.NoError(t, json.Unmarshal(call(t, c, "test/requests", map[string]string{"method": method}), &reqs))
 	require.Len(t, reqs.Requests, 1)
 	assert.Equal(t, want, reqs.Requests[0].Params.Notifications)
 	wire, _ := json.Marshal(s.ID())
@@ -174,7 +175,7 @@ func TestQueueBoundEndsTheSubscription(t *testing.T) {
 
 // The queue is bounded in bytes as well as in events: large events to a
 // reader that does not keep up end the subscription with ErrQueueFull
-// once DefaultMaxQueueBytes wait, long before 1024 of them do (1024 events
+// once limits.MaxQueueBytes (16 MiB) wait, long before 1024 of them do (1024 events
 // of up to MaxLineBytes each: 16 GiB with the default line cap). A reader
 // that keeps up is never near it.
 func TestQueueBytesBoundEndsTheSubscription(t *testing.T) {
@@ -193,7 +194,7 @@ func TestQueueBytesBoundEndsTheSubscription(t *testing.T) {
 	for _, ev := range evs {
 		queued += len(ev.Params)
 	}
-	assert.LessOrEqual(t, queued, DefaultMaxQueueBytes)
+	assert.LessOrEqual(t, queued, limits.MaxQueueBytes)
 	assert.Greater(t, len(evs), 16)
 	t.Logf("%d events, %d bytes queued when the bound ended it", len(evs), queued)
 	assert.Equal(t, []int64{s.ID()}, cancelledOnServer(t, c, 1))

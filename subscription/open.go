@@ -10,10 +10,11 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/mcpmethod"
 )
 
-// Method is the request that opens a subscription.
-const Method = "subscriptions/listen"
+// method is the request that opens a subscription.
+const method = mcpmethod.Listen
 
 // Open sends subscriptions/listen with params (which must carry the
 // "notifications" filter) and meta, the encoded _meta the protocol era
@@ -33,10 +34,10 @@ const Method = "subscriptions/listen"
 // server). A nil ctx or conn is an error, and nothing is started.
 func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, meta []byte, opts Options) (*Subscription, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("snodo: %s: nil context.Context; pass context.Background() or a ctx that owns the subscription", Method)
+		return nil, fmt.Errorf("snodo: %s: nil context.Context; pass context.Background() or a ctx that owns the subscription", method)
 	}
 	if conn == nil {
-		return nil, fmt.Errorf("snodo: %s: nil *connection.Conn; pass the connection to listen on (connection.Start)", Method)
+		return nil, fmt.Errorf("snodo: %s: nil *connection.Conn; pass the connection to listen on (connection.Start)", method)
 	}
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -48,7 +49,7 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, me
 		}
 		if _, ok := opts.System.ProcessRegistry.Get(opts.Actor); !ok {
 			return nil, fmt.Errorf("snodo: %s: %w: actor %s does not exist (has it stopped? is it in another actor system?)",
-				Method, snodoactor.ErrOwnerExited, opts.Actor.Id)
+				method, snodoactor.ErrOwnerExited, opts.Actor.Id)
 		}
 	}
 	subCtx, cancel := context.WithCancelCause(ctx)
@@ -82,7 +83,7 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, me
 			return s, nil
 		}
 		err := jsonrpc.NewLocalError(jsonrpc.CodeTimeout,
-			fmt.Sprintf("%s: the server did not acknowledge the subscription within %s (it does not follow the MCP subscriptions protocol, or needs longer: raise the timeout)", Method, opts.AckTimeout),
+			fmt.Sprintf("%s: the server did not acknowledge the subscription within %s (it does not follow the MCP subscriptions protocol, or needs longer: raise the timeout)", method, opts.AckTimeout),
 			jsonrpc.ErrTimeout)
 		s.end(err) // cancels the request: notifications/cancelled, then Done
 		<-s.done
@@ -94,9 +95,9 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, me
 		default:
 		}
 		if err := s.Err(); err != nil {
-			return nil, fmt.Errorf("snodo: %s ended before the server acknowledged it: %w", Method, err)
+			return nil, fmt.Errorf("snodo: %s ended before the server acknowledged it: %w", method, err)
 		}
-		return nil, fmt.Errorf("snodo: the server answered %s without acknowledging it first; it does not follow the MCP subscriptions protocol", Method)
+		return nil, fmt.Errorf("snodo: the server answered %s without acknowledging it first; it does not follow the MCP subscriptions protocol", method)
 	}
 }
 
@@ -106,7 +107,7 @@ func (s *Subscription) run(ctx context.Context, conn *connection.Conn, params js
 		s.finish(endReason(ctx))
 		return
 	}
-	_, err := conn.Request(ctx, Method, params, &connection.CallOptions{
+	_, err := conn.Request(ctx, method, params, &connection.CallOptions{
 		Timeout: -1,
 		Meta:    meta,
 		Stream:  s.sink,
@@ -141,8 +142,8 @@ func (s *Subscription) finish(err error) {
 	if s.stopWatch != nil {
 		s.stopWatch()
 	}
-	if s.opts.Hooks.Ended != nil {
-		s.opts.Hooks.Ended(s.ID(), err)
+	if s.opts.Ended != nil {
+		s.opts.Ended(s.ID(), err)
 	}
 	close(s.done)
 }

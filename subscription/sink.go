@@ -82,8 +82,8 @@ func (s *Subscription) enqueue(ev Event) {
 	select {
 	case s.events <- ev:
 		s.bytes.Sent(len(ev.Params))
-		if s.opts.Hooks.Queued != nil {
-			s.opts.Hooks.Queued(s.ID(), ev, len(s.events))
+		if s.opts.Queued != nil {
+			s.opts.Queued(s.ID(), ev.Method, ev.Params, len(s.events))
 		}
 	default:
 		s.overflow(fmt.Errorf("%w: subscription %d has %d events waiting for a slow reader; read Events faster or raise the queue bound",
@@ -95,8 +95,5 @@ func (s *Subscription) enqueue(ev Event) {
 // caller holds s.mu.
 func (s *Subscription) overflow(err error) {
 	s.full = true
-	if s.opts.Hooks.Overflowed != nil {
-		s.opts.Hooks.Overflowed()
-	}
 	s.end(err)
 }

@@ -11,20 +11,10 @@ import (
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/bytebound"
+	"github.com/snodo/snodo/internal/limits"
+	"github.com/snodo/snodo/internal/telemetry"
 )
-
-// DefaultMaxQueue is the queue bound used when Options.MaxQueue is zero.
-const DefaultMaxQueue = 1024
-
-// DefaultMaxQueueBytes is the bound on the params bytes of the events
-// waiting for the reader, used when Options.MaxQueueBytes is zero.
-const DefaultMaxQueueBytes = 16 << 20
-
-// DefaultAckTimeout bounds Open's wait for the acknowledgement when
-// Options.AckTimeout is zero: the connection's default request timeout.
-const DefaultAckTimeout = connection.DefaultTimeout
 
 // Filter selects the notifications a subscription asks for; it is the
 // "notifications" member of subscriptions/listen and of its
@@ -44,18 +34,18 @@ type Event struct {
 }
 
 // Options tune one subscription. The zero value delivers events on the
-// Events channel with a queue of DefaultMaxQueue.
+// Events channel with a queue of 1024 events.
 type Options struct {
 	// MaxQueue bounds the events waiting for the reader (the Events
 	// channel's capacity, about 40 bytes a slot, allocated up front).
-	// Passing it ends the subscription with ErrQueueFull. Default
-	// DefaultMaxQueue; negative is an error.
+	// Passing it ends the subscription with ErrQueueFull. Default 1024;
+	// negative is an error.
 	MaxQueue int
 	// MaxQueueBytes bounds the events waiting for the reader by the
 	// size of their params, with the same policy as MaxQueue: passing it
 	// ends the subscription with ErrQueueFull. An event arriving at an
-	// empty queue is always taken, however large. Default
-	// DefaultMaxQueueBytes; negative is an error.
+	// empty queue is always taken, however large. Default 16 MiB;
+	// negative is an error.
 	MaxQueueBytes int
 	// Actor, when set, receives each event and then the end as the
 	// messages Message builds, instead of the Events channel. The
@@ -69,7 +59,8 @@ type Options struct {
 	// owner ctx cannot bound it: it lives as long as the subscription).
 	// Past it the listen request is cancelled on the server and Open
 	// fails with a local -32001 *jsonrpc.Error wrapping jsonrpc.ErrTimeout.
-	// Default DefaultAckTimeout; negative: only ctx bounds the wait.
+	// Default 60 s (a connection's default request timeout); negative:
+	// only ctx bounds the wait.
 	AckTimeout time.Duration
 	// Logger receives the notifications dropped for arriving before the
 	// acknowledgement; default: discard.
@@ -82,22 +73,16 @@ type Options struct {
 	// the server acknowledged the subscription and before any event; nil:
 	// none. It is not sent when Open fails.
 	First func(s *Subscription) any
-	// Hooks observe the subscription, for telemetry; nil members are
-	// skipped.
-	Hooks Hooks
+
+	// moduleOptions holds what only snodo's own packages set (the
+	// hooks its telemetry observes the subscription with), out of this
+	// package's documentation.
+	moduleOptions
 }
 
-// Hooks observe a subscription. None may block.
-type Hooks struct {
-	// Queued runs on the connection's reader goroutine after ev was
-	// queued on subscription id, with the number of events then waiting.
-	Queued func(id int64, ev Event, depth int)
-	// Overflowed runs when the queue bound ends the subscription.
-	Overflowed func()
-	// Ended runs once, as subscription id ends, with its Err (id is 0
-	// when the request was never sent).
-	Ended func(id int64, err error)
-}
+// moduleOptions is embedded in Options: its fields are set by the root
+// package (o.Ended = …) and, their type being internal, by no one else.
+type moduleOptions = telemetry.SubscriptionHooks
 
 func (o Options) withDefaults() (Options, error) {
 	if o.MaxQueue < 0 {
@@ -110,13 +95,13 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("snodo: a subscription with Options.Actor needs Options.Message to build its messages")
 	}
 	if o.MaxQueue == 0 {
-		o.MaxQueue = DefaultMaxQueue
+		o.MaxQueue = limits.MaxQueue
 	}
 	if o.MaxQueueBytes == 0 {
-		o.MaxQueueBytes = DefaultMaxQueueBytes
+		o.MaxQueueBytes = limits.MaxQueueBytes
 	}
 	if o.AckTimeout == 0 {
-		o.AckTimeout = DefaultAckTimeout
+		o.AckTimeout = limits.Timeout // a connection's default request timeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -345,4 +346,18 @@ type ConnConfig struct {
 	// handler (dispatch.Config.Observe): tracing and counting it. Nil:
 	// runs are not observed.
 	ObserveHandler func(ctx context.Context, req *handlers.Request) (context.Context, func(answered error, panicked bool))
+}
+
+// SubscriptionHooks is the part of subscription.Options only the module
+// sets: the subscription embeds it unexported, so its fields are
+// reachable as o.Ended from the root package yet absent from the
+// subscription package's documentation. None may block.
+type SubscriptionHooks struct {
+	// Queued runs on the connection's reader goroutine after an event
+	// (method and params) was queued on subscription id, with the number
+	// of events then waiting. Nil: not called.
+	Queued func(id int64, method string, params json.RawMessage, depth int)
+	// Ended runs once, as subscription id ends, with its Err (id is 0
+	// when the request was never sent). Nil: not called.
+	Ended func(id int64, err error)
 }

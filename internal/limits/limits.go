@@ -1,0 +1,20 @@
+// Package limits holds the default bounds and timeouts that more than one
+// of snodo's packages applies, so that each is written once. Users read
+// each value in the documentation of the option or field that sets it.
+package limits
+
+import "time"
+
+// Timeout is a request's default timeout (connection.Config.Timeout,
+// snodo.WithTimeout, the CLI's --timeout) and the default bound on a
+// subscription's wait for its acknowledgement.
+const Timeout = 60 * time.Second
+
+// Subscriptions (subscription.Options, snodo.MaxQueuedEvents and
+// MaxQueuedEventBytes, the remote client's Listen).
+const (
+	// MaxQueue bounds the events of a subscription waiting for its reader.
+	MaxQueue = 1024
+	// MaxQueueBytes bounds the params bytes of those events.
+	MaxQueueBytes = 16 << 20
+)
