@@ -309,7 +309,7 @@ func pages[T any](ctx context.Context, c Calls, method, field string, opts []Req
 	return func(yield func(T, error) bool) {
 		var zero T
 		seen := map[string]bool{}
-		limit := SettingsOf(opts...).MaxPages
+		limit := settingsOf(opts...).MaxPages
 		if limit <= 0 {
 			limit = defaultMaxPages
 		}

@@ -42,7 +42,7 @@ func Connect(ctx context.Context, command string, args []string, opts ...Option)
 	}
 	cfg.conn.Command, cfg.conn.Args = command, args
 	c := &Client{}
-	c.Calls = NewCalls(c)
+	c.Calls = newCalls(c, c.inputHandling)
 	if err := c.start(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func ConnectHTTP(ctx context.Context, url string, opts ...Option) (*Client, erro
 		cfg.conn.WrapTransport = func(base http.RoundTripper) (http.RoundTripper, error) { return cfg.authorized(url, base) }
 	}
 	c := &Client{}
-	c.Calls = NewCalls(c)
+	c.Calls = newCalls(c, c.inputHandling)
 	if err := c.start(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	c.notes.meters = c.meters
 	c.notes.observe = c.notificationReceived
 	cfg.conn.OnNotification = c.onNotification // tasks' status, then c.notes.push
-	c.calls = &callHandler{R: c, Origin: cfg.mcp.origin, Listen: func(ctx context.Context, f Filter, opts ...ListenOption) error {
+	c.calls = &callHandler{Calls: c.Calls, Origin: cfg.mcp.origin, Listen: func(ctx context.Context, f Filter, opts ...ListenOption) error {
 		_, err := c.Listen(ctx, f, opts...)
 		return err
 	}}

@@ -3,6 +3,7 @@ package snodo
 import (
 	"context"
 	"encoding/json"
+
 	"github.com/snodo/snodo/internal/seam"
 
 	"go.opentelemetry.io/otel/metric"
@@ -20,7 +21,7 @@ import (
 // input_required events, error.type and status, and the
 // mcp.client.operation.duration and requests-in-flight metrics.
 //
-// It is for a Requester that reaches its servers some other way than
+// It is for a requester that reaches its servers some other way than
 // through a Client: the remote package's client wraps its requests with
 // it. A supervised client or a pool needs none: every request of theirs
 // is a request of a member Client, traced there. transport is the
@@ -28,14 +29,14 @@ import (
 // server names the server in metrics (snodo.server.name). tp and mp nil
 // mean the global providers, followed as they change; with the default
 // no-op ones a request costs nothing more. Over a nil r every request
-// fails with ErrNoRequester, as the calls of NewCalls(nil) do.
+// fails with errNoRequester, as the calls of a zero Calls do.
 func init() {
 	seam.Instrument = func(r any, tp trace.TracerProvider, mp metric.MeterProvider, transport, server string) any {
-		req, _ := r.(Requester)
+		req, _ := r.(requester)
 		return instrument(req, tp, mp, transport, server)
 	}
 	seam.TraceSubscription = func(ctx context.Context, r any) (context.Context, seam.SubscriptionTrace) {
-		req, _ := r.(Requester)
+		req, _ := r.(requester)
 		ctx, t := traceSubscription(ctx, req)
 		if t == nil {
 			return ctx, nil // an interface that is nil, not a nil *subscriptionTrace
@@ -44,7 +45,7 @@ func init() {
 	}
 }
 
-func instrument(r Requester, tp trace.TracerProvider, mp metric.MeterProvider, transport, server string) Requester {
+func instrument(r requester, tp trace.TracerProvider, mp metric.MeterProvider, transport, server string) requester {
 	if r == nil {
 		r = noRequester{}
 	}
@@ -52,9 +53,9 @@ func instrument(r Requester, tp trace.TracerProvider, mp metric.MeterProvider, t
 	return &instrumented{r: r, site: site{tel: tel, meters: tel.ForEndpoint(transport, server), transport: transport}}
 }
 
-// instrumented is a Requester whose requests go through a site.
+// instrumented is a requester whose requests go through a site.
 type instrumented struct {
-	r    Requester
+	r    requester
 	site site
 }
 
@@ -64,7 +65,7 @@ func (in *instrumented) Request(ctx context.Context, method string, params any, 
 	}
 	var co *connection.CallOptions
 	if len(opts) > 0 {
-		co = &connection.CallOptions{OnProgress: SettingsOf(opts...).OnProgress}
+		co = &connection.CallOptions{OnProgress: settingsOf(opts...).OnProgress}
 	}
 	ctx, o, params, co := in.site.begin(ctx, method, params, co)
 	if o == nil {
@@ -80,5 +81,4 @@ func (in *instrumented) Request(ctx context.Context, method string, params any, 
 	return raw, err
 }
 
-func (in *instrumented) Era() Era                     { return in.r.Era() }
-func (in *instrumented) InputHandling() InputHandling { return in.r.InputHandling() }
+func (in *instrumented) Era() Era { return in.r.Era() }

@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/snodo/snodo/internal/seam"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"weak"
+
+	"github.com/snodo/snodo/internal/seam"
 
 	"github.com/snodo/snodo/internal/jsonrpc"
 
@@ -140,11 +141,11 @@ var ErrTooManyCalls = errors.New("snodo: too many call messages in flight")
 // not exist when the call comes (a ReplyTo that never lived, or already
 // stopped) cancels the call at once, for the same reason. A protoactor
 // future (RequestFuture) is not watched, since a watch would complete
-// it: such a call runs to its end as before. The zero callHandler (R
+// it: such a call runs to its end as before. The zero callHandler (Calls
 // aside) is ready to use; Handle is safe from several actors at once.
 type callHandler struct {
-	R   Requester
-	Max int
+	Calls Calls // the typed calls of the client, supervisor or pool the actor serves
+	Max   int
 	// Listen runs the *ListenCall messages (the connection, supervisor
 	// and pool actors set their own Listen); nil answers them with an
 	// error wrapping ErrListenUnsupported. *SubscribeResourceCall
@@ -203,7 +204,7 @@ func (h *callHandler) Handle(ctx protoactor.Context) bool {
 		}
 		to = replyTarget(ctx, msg.ReplyTo, "Call", msg.Method)
 		refuse = func(err error) any { return &Reply{Tag: msg.Tag, Err: err} }
-		run = func(c context.Context) any { return runCall(c, sys, self, to, msg, h.R) }
+		run = func(c context.Context) any { return runCall(c, sys, self, to, msg, h.Calls.requester()) }
 	case *ToolCall:
 		if msg == nil {
 			nilCall(ctx, &ToolReply{Err: jsonrpc.NewLocalError(CodeInvalidParams, "a nil *snodo.ToolCall was sent: send &snodo.ToolCall{Name: …}")})
@@ -211,7 +212,7 @@ func (h *callHandler) Handle(ctx protoactor.Context) bool {
 		}
 		to = replyTarget(ctx, msg.ReplyTo, "ToolCall", msg.Name)
 		refuse = func(err error) any { return &ToolReply{Tag: msg.Tag, Err: err} }
-		run = func(c context.Context) any { return runToolCall(c, sys, self, to, msg, h.R) }
+		run = func(c context.Context) any { return runToolCall(c, sys, self, to, msg, h.Calls) }
 	case *ListenCall:
 		if msg == nil {
 			nilCall(ctx, &ListenReply{Err: jsonrpc.NewLocalError(CodeInvalidParams, "a nil *snodo.ListenCall was sent: send &snodo.ListenCall{Filter: …}")})
@@ -234,9 +235,9 @@ func (h *callHandler) Handle(ctx protoactor.Context) bool {
 		to = replyTarget(ctx, msg.ReplyTo, "SubscribeResourceCall", msg.URI)
 		refuse = func(err error) any { return &Reply{Tag: msg.Tag, Err: err} }
 		run = func(c context.Context) any {
-			rs, ok := h.R.(resourceSubscriber)
+			rs, ok := h.Calls.r.(resourceSubscriber)
 			if !ok {
-				return refuse(fmt.Errorf("%w: %T has no SubscribeResource", ErrSubscribeUnsupported, h.R))
+				return refuse(fmt.Errorf("%w: %T has no SubscribeResource", ErrSubscribeUnsupported, h.Calls.r))
 			}
 			return runSubscribeResourceCall(c, msg, rs)
 		}
@@ -246,9 +247,9 @@ func (h *callHandler) Handle(ctx protoactor.Context) bool {
 	if to == nil {
 		return true
 	}
-	if h.R == nil {
+	if h.Calls.r == nil {
 		sendFrom(sys, self, to, refuse(jsonrpc.NewLocalError(CodeInternalError,
-			"the callHandler of this actor has no Requester; set callHandler.R", ErrNoRequester)))
+			"the callHandler of this actor has no client; set callHandler.Calls", errNoRequester)))
 		return true
 	}
 	if err := h.admit(); err != nil {
@@ -260,7 +261,7 @@ func (h *callHandler) Handle(ctx protoactor.Context) bool {
 	go func() {
 		var reply any
 		defer func() {
-			// A panic (the call's own OnProgress, a Requester of the
+			// A panic (the call's own OnProgress, a requester of the
 			// user's) must neither take the program down nor leave the
 			// call unanswered.
 			if r := recover(); r != nil {
@@ -403,14 +404,14 @@ func callOptions(ctx context.Context, sys *protoactor.ActorSystem, from, to *pro
 	}))
 }
 
-func runCall(ctx context.Context, sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *Call, r Requester) *Reply {
+func runCall(ctx context.Context, sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *Call, r requester) *Reply {
 	res, err := r.Request(ctx, msg.Method, msg.Params,
 		callOptions(ctx, sys, from, to, msg.Tag, msg.Options, msg.Progress)...)
 	return &Reply{Tag: msg.Tag, Result: res, Err: err}
 }
 
-func runToolCall(ctx context.Context, sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *ToolCall, r Requester) *ToolReply {
-	res, err := NewCalls(r).CallTool(ctx, msg.Name, msg.Args,
+func runToolCall(ctx context.Context, sys *protoactor.ActorSystem, from, to *protoactor.PID, msg *ToolCall, calls Calls) *ToolReply {
+	res, err := calls.CallTool(ctx, msg.Name, msg.Args,
 		callOptions(ctx, sys, from, to, msg.Tag, msg.Options, msg.Progress)...)
 	return &ToolReply{Tag: msg.Tag, Result: res, Err: err}
 }
@@ -543,7 +544,7 @@ func listenOpened(tag any) ListenOption {
 	}}
 }
 
-// resourceSubscriber is a Requester that also takes legacy resource
+// resourceSubscriber is a requester that also takes legacy resource
 // subscriptions: *Client, supervisor.Client and supervisor.Pool are.
 type resourceSubscriber interface {
 	SubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error
@@ -658,8 +659,8 @@ type Connected struct {
 }
 
 func init() {
-	seam.NewCallHandler = func(r, origin, listen any) func(protoactor.Context) bool {
-		h := &callHandler{R: r.(Requester), Origin: origin.(Origin)}
+	seam.NewCallHandler = func(calls, origin, listen any) func(protoactor.Context) bool {
+		h := &callHandler{Calls: calls.(Calls), Origin: origin.(Origin)}
 		if listen != nil {
 			h.Listen = listen.(func(context.Context, Filter, ...ListenOption) error)
 		}

@@ -141,7 +141,7 @@ func TestOwnerGetsClosed(t *testing.T) {
 // bound, a call is answered at once with ErrTooManyCalls.
 func TestCallHandlerBound(t *testing.T) {
 	c := dialTest(t, nil)
-	h := &callHandler{R: c, Max: 1}
+	h := &callHandler{Calls: c.Calls, Max: 1}
 	sys := snodoactor.Shared()
 	front := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) { h.Handle(ctx) }))
 	defer sys.Root.Stop(front)
@@ -165,7 +165,7 @@ func TestCallHandlerBound(t *testing.T) {
 	}
 }
 
-// A call whose own OnProgress panics (or whose Requester does) is answered
+// A call whose own OnProgress panics (or whose requester does) is answered
 // with a -32603 saying so; the panic never takes the program down.
 func TestCallMessagePanicIsAnswered(t *testing.T) {
 	c := dialTest(t, nil)
@@ -179,14 +179,14 @@ func TestCallMessagePanicIsAnswered(t *testing.T) {
 	assert.Equal(t, CodeInternalError, e.Code)
 	assert.ErrorContains(t, r.Err, "boom")
 
-	h := &callHandler{} // no Requester
+	h := &callHandler{} // no requester
 	sys := snodoactor.Shared()
 	front := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) { h.Handle(ctx) }))
 	defer sys.Root.Stop(front)
 	in.send(front, &ToolCall{Name: "echo", Tag: "nil R"})
 	tr := in.next(t).(*ToolReply)
 	assert.Equal(t, "nil R", tr.Tag)
-	require.ErrorIs(t, tr.Err, ErrNoRequester)
+	require.ErrorIs(t, tr.Err, errNoRequester)
 	require.ErrorAs(t, tr.Err, &e)
 	assert.Equal(t, CodeInternalError, e.Code)
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/seam"
 )
 
 // Multi round-trip requests (modern era): a server that needs input
@@ -87,7 +88,7 @@ func resultType(method string, raw json.RawMessage) (string, error) {
 // result. The first round sends params as they are; only a retry decodes
 // them into members to add inputResponses and requestState.
 func (c Calls) requestWithInput(ctx context.Context, method string, params any, opts []RequestOption) (json.RawMessage, error) {
-	var in InputHandling // asked for at the first input_required: most calls never need it
+	var in seam.InputHandling // asked for at the first input_required: most calls never need it
 	var retry map[string]any
 	retriedURL := false
 	for round := 0; ; round++ {
@@ -97,7 +98,7 @@ func (c Calls) requestWithInput(ctx context.Context, method string, params any, 
 			if ue == nil {
 				return nil, err
 			}
-			if retriedURL || !SettingsOf(opts...).RetryURLElicitation {
+			if retriedURL || !settingsOf(opts...).RetryURLElicitation {
 				return nil, ue
 			}
 			if err := c.elicitURLs(ctx, method, ue, opts); err != nil {
@@ -111,7 +112,7 @@ func (c Calls) requestWithInput(ctx context.Context, method string, params any, 
 			return raw, err // a task (tools/call) is CallTool's to run
 		}
 		if round == 0 {
-			in = c.requester().InputHandling()
+			in = c.inputHandling()
 		}
 		if round >= cmp.Or(in.MaxRounds, DefaultMaxInputRounds) {
 			return nil, fmt.Errorf("%w: %s still needed input after %d rounds (raise the bound with WithMaxInputRounds)",
@@ -170,7 +171,7 @@ func members(params any) (map[string]any, error) {
 // WithMaxServerRequests bound, in arrival order beyond it) and collects
 // the results by key. The call's ctx and its timeout bound the wait; the
 // first failure fails the call.
-func fulfil(ctx context.Context, in InputHandling, method string, reqs map[string]inputRequest, opts []RequestOption) (map[string]json.RawMessage, error) {
+func fulfil(ctx context.Context, in seam.InputHandling, method string, reqs map[string]inputRequest, opts []RequestOption) (map[string]json.RawMessage, error) {
 	keys := make([]string, 0, len(reqs))
 	for k := range reqs {
 		keys = append(keys, k)
@@ -187,7 +188,7 @@ func fulfil(ctx context.Context, in InputHandling, method string, reqs map[strin
 			return dispatch.Serve(ctx, nil, nil, reqs, timeout)
 		}
 	}
-	results, err := serve(ctx, batch, SettingsOf(opts...).Timeout)
+	results, err := serve(ctx, batch, settingsOf(opts...).Timeout)
 	if err != nil {
 		var ie *dispatch.InputError
 		if !errors.As(err, &ie) {

@@ -21,7 +21,7 @@ import (
 type Progress = connection.Progress
 
 // RequestOption tunes one request. Build it with Timeout, OnProgress,
-// ResetTimeoutOnProgress, MaxTotalTimeout or Idempotent; a Requester reads
+// ResetTimeoutOnProgress, MaxTotalTimeout or Idempotent; a requester reads
 // the values back with SettingsOf.
 //
 // An option is applied to a copy of the settings (set takes and returns
@@ -29,7 +29,7 @@ type Progress = connection.Progress
 // durations of Timeout and MaxTotalTimeout travel in the option itself
 // (d, for the setting named by dur) instead of in a closure.
 type RequestOption struct {
-	set func(RequestSettings) RequestSettings
+	set func(requestSettings) requestSettings
 	d   time.Duration
 	dur durationSetting
 }
@@ -43,10 +43,10 @@ const (
 	maxTotalSetting
 )
 
-// RequestSettings are the values a request's options set: what a
-// Requester implementation (a pool, a remote client) needs to honour
+// requestSettings are the values a request's options set: what a
+// requester implementation (a pool, a remote client) needs to honour
 // them. The zero value means the defaults.
-type RequestSettings struct {
+type requestSettings struct {
 	Timeout                time.Duration    // Timeout: 0 the connection's, negative for ever
 	OnProgress             func(Progress)   // OnProgress: nil asks for none
 	ResetTimeoutOnProgress bool             // ResetTimeoutOnProgress
@@ -59,8 +59,8 @@ type RequestSettings struct {
 }
 
 // SettingsOf applies opts in order and returns the result.
-func SettingsOf(opts ...RequestOption) RequestSettings {
-	var s RequestSettings
+func settingsOf(opts ...RequestOption) requestSettings {
+	var s requestSettings
 	for _, o := range opts {
 		switch {
 		case o.dur == timeoutSetting:
@@ -84,7 +84,7 @@ const defaultMaxPages = 1000
 // a fresh cursor for ever. n <= 0 means 1000. Other calls
 // ignore it.
 func MaxPages(n int) RequestOption {
-	return RequestOption{set: func(s RequestSettings) RequestSettings { s.MaxPages = n; return s }}
+	return RequestOption{set: func(s requestSettings) requestSettings { s.MaxPages = n; return s }}
 }
 
 // Timeout overrides the connection's timeout for this request; a negative
@@ -99,7 +99,7 @@ func Timeout(d time.Duration) RequestOption {
 // order, before Request returns. If fn panics, the request is cancelled on
 // the server and the panic continues in the caller.
 func OnProgress(fn func(Progress)) RequestOption {
-	return RequestOption{set: func(s RequestSettings) RequestSettings { s.OnProgress = fn; return s }}
+	return RequestOption{set: func(s requestSettings) requestSettings { s.OnProgress = fn; return s }}
 }
 
 // ResetTimeoutOnProgress restarts the request's timeout at each progress
@@ -107,7 +107,7 @@ func OnProgress(fn func(Progress)) RequestOption {
 // It asks the server for progress (a progressToken) by itself; OnProgress
 // is not needed.
 func ResetTimeoutOnProgress() RequestOption {
-	return RequestOption{set: func(s RequestSettings) RequestSettings { s.ResetTimeoutOnProgress = true; return s }}
+	return RequestOption{set: func(s requestSettings) requestSettings { s.ResetTimeoutOnProgress = true; return s }}
 }
 
 // MaxTotalTimeout caps the whole wait, whatever the progress (with
@@ -125,7 +125,7 @@ func MaxTotalTimeout(d time.Duration) RequestOption {
 // retried: one may have run on the server before it died. A plain Client
 // has no next server and ignores it.
 func Idempotent() RequestOption {
-	return RequestOption{set: func(s RequestSettings) RequestSettings { s.Idempotent = true; return s }}
+	return RequestOption{set: func(s requestSettings) requestSettings { s.Idempotent = true; return s }}
 }
 
 // connOptions are opts in the connection's terms; nil when there are none.
@@ -133,7 +133,7 @@ func connOptions(opts []RequestOption) *connection.CallOptions {
 	if len(opts) == 0 {
 		return nil
 	}
-	s := SettingsOf(opts...)
+	s := settingsOf(opts...)
 	return &connection.CallOptions{
 		Timeout:                s.Timeout,
 		OnProgress:             s.OnProgress,

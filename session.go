@@ -2,6 +2,7 @@ package snodo
 
 import (
 	"context"
+	"encoding/json"
 	"iter"
 )
 
@@ -15,7 +16,10 @@ import (
 // remote client refuses Notify: notifications are its host's
 // connection's own.
 type Session interface {
-	Requester // Request, Era, InputHandling
+	// Request sends one request and returns its raw result; see Client.Request.
+	Request(ctx context.Context, method string, params any, opts ...RequestOption) (json.RawMessage, error)
+	// Era is the MCP era of the server(s) behind the session.
+	Era() Era
 
 	ListTools(ctx context.Context, opts ...RequestOption) ([]Tool, error)
 	Tools(ctx context.Context, opts ...RequestOption) iter.Seq2[Tool, error]

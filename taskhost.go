@@ -7,7 +7,7 @@ import (
 	"fmt"
 )
 
-// A task belongs to the server process that created it. A Requester whose
+// A task belongs to the server process that created it. A requester whose
 // calls may reach more than one server over time — a supervised client
 // (a restart brings a new server), a pool (each call goes to a member) —
 // offers the one connection a task is to be created on and then stays on
@@ -16,7 +16,7 @@ import (
 // left), the task is lost with its server: Wait fails with a -32000
 // wrapping ErrTaskLost.
 
-// taskHost is implemented by a Requester that spreads calls over servers.
+// taskHost is implemented by a requester that spreads calls over servers.
 type taskHost interface {
 	// TaskServer returns the connection a task is to be created on,
 	// waiting for one as a call would.
@@ -34,7 +34,7 @@ func (c Calls) forTask(ctx context.Context) (Calls, error) {
 	if err != nil {
 		return c, err
 	}
-	return NewCalls(pinned{conn: conn, owner: c.requester()}), nil
+	return newCalls(pinned{conn: conn, owner: c.requester()}, conn.inputHandling), nil
 }
 
 // modernTaskCalls reports whether a CallTool on a taskHost in the modern
@@ -53,7 +53,7 @@ func (c Calls) modernTaskCalls(ctx context.Context) (Calls, bool) {
 	if _, offered := conn.Capabilities().Extensions[TasksExtension]; !offered {
 		return c, false
 	}
-	return NewCalls(pinned{conn: conn, owner: c.requester()}), true
+	return newCalls(pinned{conn: conn, owner: c.requester()}, conn.inputHandling), true
 }
 
 // pinned sends every request of a task to the connection that created
@@ -61,7 +61,7 @@ func (c Calls) modernTaskCalls(ctx context.Context) (Calls, bool) {
 // lost.
 type pinned struct {
 	conn  *Client
-	owner Requester
+	owner requester
 }
 
 func (p pinned) Request(ctx context.Context, method string, params any, opts ...RequestOption) (json.RawMessage, error) {
@@ -73,7 +73,6 @@ func (p pinned) Request(ctx context.Context, method string, params any, opts ...
 }
 
 func (p pinned) Era() Era                         { return p.conn.Era() }
-func (p pinned) InputHandling() InputHandling     { return p.conn.InputHandling() }
 func (p pinned) Capabilities() ServerCapabilities { return p.conn.Capabilities() }
 func (p pinned) Done() <-chan struct{}            { return p.conn.Done() }
 

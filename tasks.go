@@ -96,7 +96,7 @@ func (s TaskStatus) Terminal() bool {
 // another). The TTL the server grants also bounds the wait: a task not
 // done by then fails with ErrTaskExpired. Other calls ignore it.
 func TaskTTL(d time.Duration) RequestOption {
-	return RequestOption{set: func(s RequestSettings) RequestSettings { s.TaskTTL = d; return s }}
+	return RequestOption{set: func(s requestSettings) requestSettings { s.TaskTTL = d; return s }}
 }
 
 // OnTaskStatus runs fn for each new status of a task (a status or status
@@ -105,7 +105,7 @@ func TaskTTL(d time.Duration) RequestOption {
 // then. A panic in fn is logged and fn is not called again. CallTool
 // honours it too when it runs a tool as a task. Other calls ignore it.
 func OnTaskStatus(fn func(TaskStatus)) RequestOption {
-	return RequestOption{set: func(s RequestSettings) RequestSettings { s.OnTaskStatus = fn; return s }}
+	return RequestOption{set: func(s requestSettings) requestSettings { s.OnTaskStatus = fn; return s }}
 }
 
 // Task is a tool call the server runs as a task. Its methods are safe for
@@ -224,7 +224,7 @@ func (c Calls) CallToolAsTask(ctx context.Context, name string, args any, opts .
 // param) and starts the task from the answer.
 func (c Calls) createTask(ctx context.Context, name string, params json.RawMessage, opts []RequestOption) (*Task, error) {
 	if c.requester().Era() == EraLegacy && tasksForToolCalls(c.requester()) {
-		params = withTaskParam(params, SettingsOf(opts...).TaskTTL)
+		params = withTaskParam(params, settingsOf(opts...).TaskTTL)
 	}
 	raw, err := c.requestWithInput(ctx, "tools/call", params, opts)
 	if err != nil {
@@ -235,9 +235,9 @@ func (c Calls) createTask(ctx context.Context, name string, params json.RawMessa
 
 // tasksForToolCalls reports whether a legacy server declared that it
 // runs tools/call as tasks (capabilities.tasks.requests.tools.call); a
-// client must not ask one that did not. A Requester that cannot tell is
+// client must not ask one that did not. A requester that cannot tell is
 // asked.
-func tasksForToolCalls(r Requester) bool {
+func tasksForToolCalls(r requester) bool {
 	caps, ok := r.(interface{ Capabilities() ServerCapabilities })
 	if !ok {
 		return true
@@ -330,7 +330,7 @@ func (c Calls) startTask(ctx context.Context, name string, raw json.RawMessage, 
 	if err != nil {
 		return nil, fmt.Errorf("snodo: tools/call %s: malformed task: %w", name, err)
 	}
-	s := SettingsOf(opts...)
+	s := settingsOf(opts...)
 	t := &Task{tool: name, calls: c, era: c.requester().Era(), onStatus: s.OnTaskStatus, owner: ctx,
 		born: time.Now(), done: make(chan struct{}), exited: make(chan struct{})}
 	if w == nil {
@@ -470,7 +470,7 @@ func (c *Client) onNotification(ctx context.Context, method string, params json.
 }
 
 // registryOf is the registry of the connection r sends to, if any.
-func registryOf(r Requester) *taskRegistry {
+func registryOf(r requester) *taskRegistry {
 	switch r := r.(type) {
 	case *Client:
 		return &r.tasks
@@ -480,7 +480,7 @@ func registryOf(r Requester) *taskRegistry {
 	return nil
 }
 
-// liveness is what a Requester that can stop offers (Client, supervised
+// liveness is what a requester that can stop offers (Client, supervised
 // clients, pools): a task stops waiting as soon as its requester is
 // gone.
 type liveness interface {
@@ -715,7 +715,7 @@ func (t *Task) legacyResult() {
 const maxAnswered = 1024
 
 // answer fulfils the input requests (modern) not answered yet with the
-// requester's InputHandling — for a Client, the one handler path under
+// calls' input handling — for a Client, the one handler path under
 // WithMaxServerRequests — and sends the answers with tasks/update.
 func (t *Task) answer(reqs map[string]inputRequest) error {
 	t.mu.Lock()
@@ -729,7 +729,7 @@ func (t *Task) answer(reqs map[string]inputRequest) error {
 	if len(fresh) == 0 {
 		return nil // answered already; the server has not caught up yet
 	}
-	responses, err := fulfil(t.ctx, t.calls.requester().InputHandling(), "tasks/get", fresh, nil)
+	responses, err := fulfil(t.ctx, t.calls.inputHandling(), "tasks/get", fresh, nil)
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 }
 
 // site is where requests are traced and measured: a Client (its server,
-// over a pipe), or a Requester wrapped with Instrument (a server reached
+// over a pipe), or a requester wrapped with Instrument (a server reached
 // some other way). Every request of either passes through its begin and
 // op.end: the one place operations are traced and measured.
 type site struct {
@@ -345,7 +345,7 @@ func classify(method string, raw json.RawMessage, err error) (errType, statusCod
 		return "cancelled", "", desc
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded", "", desc
-	case e != nil: // a local error of a Requester's, without the sentinels
+	case e != nil: // a local error of a requester's, without the sentinels
 		switch e.Code {
 		case CodeTimeout:
 			return "timeout", "", desc
@@ -690,7 +690,7 @@ func (c *Client) observeSubscription(ctx context.Context, o *subscription.Option
 // span per event (see Event), and the metrics
 // snodo.client.subscription.queue.depth (see Queued) and
 // snodo.client.subscription.overflows (see End). traceSubscription starts
-// one for a subscription that a Requester made by Instrument opens some
+// one for a subscription that a requester made by Instrument opens some
 // other way than a request (the remote package's Listen). Event and
 // Queued may be called from any goroutine, End once after the last of
 // them; on a nil *subscriptionTrace (tracing and metrics off) all do
@@ -704,7 +704,7 @@ type subscriptionTrace struct {
 }
 
 // traceSubscription starts tracing and measuring a subscription opened
-// through r, a Requester that instrument returned: the
+// through r, a requester that instrument returned: the
 // subscriptions/listen CLIENT span, a child of the span in ctx, with the
 // attributes of r's request spans (mcp.method.name, network.transport),
 // and the subscription metrics, with the attributes of r's other
@@ -715,7 +715,7 @@ type subscriptionTrace struct {
 // neither its tracer provider nor its meter provider records (the
 // default no-op ones), it returns ctx and nil. The remote package reaches
 // it, and instrument, through internal/seam.
-func traceSubscription(ctx context.Context, r Requester) (context.Context, *subscriptionTrace) {
+func traceSubscription(ctx context.Context, r requester) (context.Context, *subscriptionTrace) {
 	in, ok := r.(*instrumented)
 	if !ok {
 		return ctx, nil

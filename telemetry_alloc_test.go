@@ -141,7 +141,7 @@ func TestTelemetryDroppingSamplerRecordsNothing(t *testing.T) {
 }
 
 // Instrument, with no provider set, adds no allocation to the requests
-// of the Requester it wraps.
+// of the requester it wraps.
 func TestInstrumentOffAddsNoAllocation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures allocations")
@@ -181,9 +181,9 @@ func TestInstrumentOffAddsNoAllocation(t *testing.T) {
 // interface calls, as Calls makes them.
 //
 //go:noinline
-func opaque(r Requester) Requester { return r }
+func opaque(r requester) requester { return r }
 
-// TraceSubscription traces and measures only through a Requester made
+// TraceSubscription traces and measures only through a requester made
 // by Instrument, and only when one of its providers records; with none,
 // the trace is nil and its methods cost no allocation.
 func TestTraceSubscriptionOffIsNil(t *testing.T) {

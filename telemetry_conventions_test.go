@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/snodo/snodo/internal/jsonrpc"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/snodo/snodo/internal/jsonrpc"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -109,7 +110,7 @@ func TestClassifyWords(t *testing.T) {
 	}{
 		{&Error{Code: -32602, Message: "bad"}, "-32602", "-32602"},
 		{jsonrpc.NewLocalError(CodeTimeout, "t", ErrTimeout), "timeout", ""},
-		{jsonrpc.NewLocalError(CodeTimeout, "a Requester's own, no sentinel", errors.New("its cause")), "timeout", ""},
+		{jsonrpc.NewLocalError(CodeTimeout, "a requester's own, no sentinel", errors.New("its cause")), "timeout", ""},
 		{jsonrpc.ClosedError(connection.ErrServerExited), "connection_closed", ""},
 		{jsonrpc.NewLocalError(CodeInternalError, "q", connection.ErrWriteQueueFull), "write_queue_full", ""},
 		{context.DeadlineExceeded, "deadline_exceeded", ""},

@@ -552,19 +552,18 @@ func TestTraceNotificationsCarryTheirSpan(t *testing.T) {
 	}
 }
 
-// Instrument over a nil Requester fails each request with ErrNoRequester,
-// as NewCalls(nil) does, traced or not, instead of panicking.
+// Instrument over a nil requester fails each request with errNoRequester,
+// as newCalls(nil, nil) does, traced or not, instead of panicking.
 func TestInstrumentNilRequester(t *testing.T) {
 	tp, _ := traced(t)
-	for name, r := range map[string]Requester{"untraced": instrument(nil, nil, nil, "tcp", "x"), "traced": instrument(nil, tp, nil, "tcp", "x")} {
+	for name, r := range map[string]requester{"untraced": instrument(nil, nil, nil, "tcp", "x"), "traced": instrument(nil, tp, nil, "tcp", "x")} {
 		t.Run(name, func(t *testing.T) {
 			require.NotPanics(t, func() {
 				_, err := r.Request(t.Context(), "tools/list", nil)
-				require.ErrorIs(t, err, ErrNoRequester)
-				_, err = NewCalls(r).CallTool(t.Context(), "echo", nil)
-				require.ErrorIs(t, err, ErrNoRequester)
+				require.ErrorIs(t, err, errNoRequester)
+				_, err = newCalls(r, nil).CallTool(t.Context(), "echo", nil)
+				require.ErrorIs(t, err, errNoRequester)
 				_ = r.Era()
-				_ = r.InputHandling()
 			})
 		})
 	}

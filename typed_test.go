@@ -179,13 +179,13 @@ func TestToActorAnswersBothEras(t *testing.T) {
 	}
 }
 
-// Typed calls without a Requester fail with ErrNoRequester, never a panic.
+// Typed calls without a requester fail with errNoRequester, never a panic.
 func TestCallsWithoutARequester(t *testing.T) {
-	for _, c := range []Calls{NewCalls(nil), {}} {
+	for _, c := range []Calls{newCalls(nil, nil), {}} {
 		_, err := c.ListTools(t.Context())
-		require.ErrorIs(t, err, ErrNoRequester)
+		require.ErrorIs(t, err, errNoRequester)
 		_, err = c.CallTool(t.Context(), "echo", nil)
-		require.ErrorIs(t, err, ErrNoRequester)
-		require.ErrorIs(t, c.Ping(t.Context()), ErrNoRequester)
+		require.ErrorIs(t, err, errNoRequester)
+		require.ErrorIs(t, c.Ping(t.Context()), errNoRequester)
 	}
 }

@@ -83,7 +83,7 @@ func urlElicitationRequired(err error) *URLElicitationRequiredError {
 // *URLElicitationRequiredError. Declare URL mode
 // (ElicitationCapability.URL) so servers use it.
 func RetryURLElicitation() RequestOption {
-	return RequestOption{set: func(s RequestSettings) RequestSettings { s.RetryURLElicitation = true; return s }}
+	return RequestOption{set: func(s requestSettings) requestSettings { s.RetryURLElicitation = true; return s }}
 }
 
 // elicitURLs hands each elicitation of ue to the handler; nil when the
@@ -95,7 +95,7 @@ func (c Calls) elicitURLs(ctx context.Context, method string, ue *URLElicitation
 		params, _ := json.Marshal(el) // strings only: cannot fail
 		reqs[fmt.Sprintf("url-%03d", i)] = inputRequest{Method: handlers.MethodElicitation, Params: params}
 	}
-	results, err := fulfil(ctx, c.requester().InputHandling(), method, reqs, opts)
+	results, err := fulfil(ctx, c.inputHandling(), method, reqs, opts)
 	if err != nil {
 		return fmt.Errorf("%w (handling it: %w)", ue, err)
 	}

@@ -53,6 +53,12 @@ const closeFlush = time.Second
 // a dropped progress update is the next one's to show).
 const progressQueue = 16
 
+// requester is what seam.Instrument returns for wire: its Request traced
+// and measured.
+type requester interface {
+	Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error)
+}
+
 // Client calls one named server served by hosts over NATS: the same
 // calls as a local pool (raw requests, typed calls, Listen). Any host of
 // the name may take any call. Its methods are safe for concurrent use;
@@ -60,7 +66,7 @@ const progressQueue = 16
 type Client struct {
 	snodo.Calls // every typed call: ListTools, CallTool (input_required rounds answered here), ReadResource, …
 
-	traced    snodo.Requester // wire, traced and measured by snodo's instrument (internal/seam): what Request calls
+	traced    requester // wire, traced and measured by snodo's instrument (internal/seam): what Request calls
 	nc        *nats.Conn
 	owned     bool // Dial opened nc: Close closes it
 	name      string
@@ -101,8 +107,8 @@ func NewClient(nc *nats.Conn, name string, opts ...ClientOption) (*Client, error
 		calls: map[int64]*pending{},
 		subs:  map[string]*hosted{},
 	}
-	c.traced = seam.Instrument(wire{c}, cfg.tracers, cfg.meters, telemetry.TransportTCP, name).(snodo.Requester)
-	c.Calls = snodo.NewCalls(c)
+	c.traced = seam.Instrument(wire{c}, cfg.tracers, cfg.meters, telemetry.TransportTCP, name).(requester)
+	c.Calls = seam.NewCalls[snodo.Calls](c, c.inputHandling)
 	if c.sub, err = nc.Subscribe(c.inbox+"*", c.dispatch); err != nil {
 		return nil, fmt.Errorf("remote: subscribing to the reply inbox: %w", err)
 	}
@@ -143,14 +149,14 @@ func Dial(ctx context.Context, url, name string, opts ...ClientOption) (*Client,
 	return c, nil
 }
 
-// InputHandling answers the input requests of input_required results
+// inputHandling answers the input requests of input_required results
 // with the WithServerRequestHandler handler, here on the caller's side;
 // the retry goes to whichever host takes it.
-func (c *Client) InputHandling() snodo.InputHandling {
+func (c *Client) inputHandling() seam.InputHandling {
 	serve := func(ctx context.Context, reqs []*snodo.ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
 		return dispatch.Serve(ctx, c.cfg.handler, c.cfg.logger, reqs, timeout)
 	}
-	return snodo.InputHandling{Serve: serve, MaxRounds: c.cfg.maxRounds}
+	return seam.InputHandling{Serve: serve, MaxRounds: c.cfg.maxRounds}
 }
 
 // Name is the served name this client calls.
@@ -314,13 +320,12 @@ type wire struct{ c *Client }
 func (w wire) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
 	return w.c.request(ctx, method, params, opts)
 }
-func (w wire) Era() snodo.Era                     { return w.c.Era() }
-func (w wire) InputHandling() snodo.InputHandling { return w.c.InputHandling() }
+func (w wire) Era() snodo.Era { return w.c.Era() }
 
 // request sends the call, again to another host when the first refused
 // it before it ran or (for an idempotent call) went away.
 func (c *Client) request(ctx context.Context, method string, params any, opts []snodo.RequestOption) (json.RawMessage, error) {
-	o := snodo.SettingsOf(opts...)
+	o := seam.SettingsOf(opts)
 	raw, err := jsonrpc.Marshal(params)
 	if err == nil && c.cfg.meta != nil {
 		raw, err = jsonrpc.MergeMeta(raw, c.cfg.meta)
@@ -412,7 +417,7 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 // once sends the call once, to subject to. host is the host that
 // answered (ran or refused it), and notRun reports a refusal before it
 // ran.
-func (c *Client) once(ctx context.Context, to, method string, params []byte, o *snodo.RequestSettings) (_ json.RawMessage, host string, notRun bool, _ error) {
+func (c *Client) once(ctx context.Context, to, method string, params []byte, o *seam.RequestSettings) (_ json.RawMessage, host string, notRun bool, _ error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", false, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/seam"
 )
 
 // Request sends a JSON-RPC request to the current server and returns the
@@ -36,16 +37,16 @@ func (c *Client) Era() snodo.Era {
 	return 0
 }
 
-// InputHandling runs the input requests of a round on the current
+// inputHandling runs the input requests of a round on the current
 // server's connection (waiting through a restart like Request), with the
 // handler and bound given with WithConnectOptions.
-func (c *Client) InputHandling() snodo.InputHandling {
-	return snodo.InputHandling{Serve: c.serveInputs, MaxRounds: c.s.maxRounds()}
+func (c *Client) inputHandling() seam.InputHandling {
+	return seam.InputHandling{Serve: c.serveInputs, MaxRounds: c.s.maxRounds()}
 }
 
 func (c *Client) serveInputs(ctx context.Context, reqs []*snodo.ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
 	return call(ctx, c, inputMethod, nil, false, func(cl *snodo.Client, _ []snodo.RequestOption) ([]json.RawMessage, error) {
-		return cl.InputHandling().Serve(ctx, reqs, timeout)
+		return seam.InputOf(cl.Calls)().Serve(ctx, reqs, timeout)
 	})
 }
 
@@ -55,7 +56,7 @@ const inputMethod = "input requests"
 // maxRounds is the WithMaxInputRounds bound of the connections.
 func (s *state) maxRounds() int {
 	if l := s.latest(); l != nil {
-		return l.InputHandling().MaxRounds
+		return seam.InputOf(l.Calls)().MaxRounds
 	}
 	return 0
 }
@@ -93,7 +94,7 @@ func callSent[T any](ctx context.Context, c *Client, method string, opts []snodo
 		c.s.inflight.Add(1)
 	}
 	defer c.s.release()
-	cc := callConfig{opts: opts, RequestSettings: snodo.SettingsOf(opts...)}
+	cc := callConfig{opts: opts, RequestSettings: seam.SettingsOf(opts)}
 	t0 := time.Now()
 	v, used, err := once(ctx, c, method, &cc, nil, t0, fn)
 	for moved := 0; !reserved && used != nil && notSent(err) && ctx.Err() == nil && moved < MaxPoolSize; moved++ {
@@ -121,7 +122,7 @@ func notSent(err error) bool { return err != nil && errors.Is(err, connection.Er
 
 // callConfig is one call's options and what they say.
 type callConfig struct {
-	snodo.RequestSettings
+	seam.RequestSettings
 	opts []snodo.RequestOption
 }
 

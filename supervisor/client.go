@@ -79,11 +79,11 @@ func start(ctx context.Context, target snodo.Target, cfg *config) (*Client, erro
 	s := newState(cfg, target, sys)
 	c := &Client{s: s}
 	s.facade = c
-	c.Calls = snodo.NewCalls(c)
+	c.Calls = seam.NewCalls[snodo.Calls](c, c.inputHandling)
 	seam.AnswerDeadCalls(sys)
 	s.life, s.stopLife = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.owned = snodoactor.Life{Name: "supervisor", Logger: cfg.logger.With("supervisor", cfg.name), Owner: cfg.owner, Parent: parentOf(cfg)}
-	calls := seam.NewCallHandler(c, cfg.origin(), func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
+	calls := seam.NewCallHandler(c.Calls, cfg.origin(), func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
 		_, err := c.Listen(ctx, f, opts...)
 		return err
 	})

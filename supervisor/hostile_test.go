@@ -495,7 +495,7 @@ func TestPoolStopsAfterAGrowWhenNoMemberIsLeft(t *testing.T) {
 func TestIdempotentRetryWaitsEvenWithFailFast(t *testing.T) {
 	cmd, args := testutil.Server(t)
 	for _, size := range []int{0, 1, 2} { // 0: a supervised client
-		var r snodo.Requester
+		var r snodo.Session
 		var members func() []*Client
 		if size == 0 {
 			c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, FailFast())

@@ -26,7 +26,7 @@ func TestCallToAJustKilledServerGoesToTheNext(t *testing.T) {
 	for _, size := range []int{0, 1, 2} { // 0: a supervised client
 		rec := &testutil.LogRecorder{}
 		opts := []Option{fast, WithIntensity(1000, time.Minute), WithLogger(rec.Logger())}
-		var r snodo.Requester
+		var r snodo.Session
 		var members func() []*Client
 		if size == 0 {
 			c, err := Connect(t.Context(), snodo.Command(cmd, args...), opts...)
@@ -67,7 +67,7 @@ func TestCallToAJustKilledServerGoesToTheNext(t *testing.T) {
 func TestCallTheServerDiedOfIsNotSentAgain(t *testing.T) {
 	cmd, args := testutil.Server(t)
 	for _, size := range []int{0, 2} { // 0: a supervised client
-		var r snodo.Requester
+		var r snodo.Session
 		if size == 0 {
 			c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast)
 			require.NoError(t, err)

@@ -176,8 +176,8 @@ func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) 
 		done:      make(chan struct{}),
 	}
 	p.starts, p.cancel = context.WithCancelCause(ctx)
-	p.Calls = snodo.NewCalls(p)
-	p.calls = seam.NewCallHandler(p, snodo.Origin{Server: cfg.name}, func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
+	p.Calls = seam.NewCalls[snodo.Calls](p, p.inputHandling)
+	p.calls = seam.NewCallHandler(p.Calls, snodo.Origin{Server: cfg.name}, func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
 		_, err := p.Listen(ctx, f, opts...)
 		return err
 	})
@@ -515,7 +515,7 @@ func (p *Pool) leastLoadedLocked(avoid *Client, upOnly bool) *Client {
 // member.
 func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.RequestOption,
 	fn func(*snodo.Client, []snodo.RequestOption) (T, error)) (T, error) {
-	set := snodo.SettingsOf(opts...)
+	set := seam.SettingsOf(opts)
 	t0 := time.Now()
 	var (
 		m     *Client
@@ -570,7 +570,7 @@ func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.R
 	ro := remainingOpts(opts, set.Timeout, t0)
 	wait := *m2.s.cfg
 	wait.failFast = false
-	v, _, err = onceWith(ctx, m2.s, &wait, method, &callConfig{opts: ro, RequestSettings: snodo.SettingsOf(ro...)}, nil, time.Now(), fn)
+	v, _, err = onceWith(ctx, m2.s, &wait, method, &callConfig{opts: ro, RequestSettings: seam.SettingsOf(ro)}, nil, time.Now(), fn)
 	return v, err
 }
 
@@ -650,22 +650,22 @@ func (p *Pool) Era() snodo.Era {
 	return 0
 }
 
-// InputHandling runs the input requests of a round on the least-loaded
+// inputHandling runs the input requests of a round on the least-loaded
 // member's connection, with the handler and bound given with
 // WithConnectOptions.
-func (p *Pool) InputHandling() snodo.InputHandling {
+func (p *Pool) inputHandling() seam.InputHandling {
 	rounds := 0
 	for _, m := range p.Members() {
 		if rounds = m.s.maxRounds(); rounds != 0 {
 			break
 		}
 	}
-	return snodo.InputHandling{Serve: p.serveInputs, MaxRounds: rounds}
+	return seam.InputHandling{Serve: p.serveInputs, MaxRounds: rounds}
 }
 
 func (p *Pool) serveInputs(ctx context.Context, reqs []*snodo.ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
 	return poolCall(ctx, p, inputMethod, nil, func(cl *snodo.Client, _ []snodo.RequestOption) ([]json.RawMessage, error) {
-		return cl.InputHandling().Serve(ctx, reqs, timeout)
+		return seam.InputOf(cl.Calls)().Serve(ctx, reqs, timeout)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/seam"
 )
 
 // Legacy resource subscriptions (resources/subscribe) belong to one
@@ -175,7 +176,7 @@ func (p *Pool) resourceMember(ctx context.Context, method, uri string, opts []sn
 		return m, nil
 	}
 	p.mu.Unlock()
-	return p.pick(ctx, method, avoid, snodo.SettingsOf(opts...).Timeout, !p.cfg.failFast)
+	return p.pick(ctx, method, avoid, seam.SettingsOf(opts).Timeout, !p.cfg.failFast)
 }
 
 // moveResources subscribes the URIs held by members Shrink closed on the

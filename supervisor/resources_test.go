@@ -15,7 +15,7 @@ import (
 
 // touched asks r's server to send resources/updated for uri and reports
 // whether it had uri subscribed.
-func touched(t *testing.T, r snodo.Requester, uri string) bool {
+func touched(t *testing.T, r snodo.Session, uri string) bool {
 	t.Helper()
 	raw, err := r.Request(t.Context(), "test/touch", map[string]string{"uri": uri}, snodo.Idempotent())
 	require.NoError(t, err)

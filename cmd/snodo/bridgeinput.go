@@ -10,6 +10,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/remote"
 )
 
@@ -42,7 +43,7 @@ func inputRequired(res []byte) bool {
 // final round's raw result is the answer.
 func (b *bridge) completeInput(ctx context.Context, method string, params, first []byte, opts []snodo.RequestOption) (json.RawMessage, error) {
 	r := &rounds{c: b.c, first: first}
-	calls := snodo.NewCalls(r)
+	calls := seam.NewCalls[snodo.Calls](r, seam.InputOf(b.c.Calls))
 	var err error
 	switch method {
 	case "tools/call":
@@ -96,8 +97,7 @@ func (r *rounds) Request(ctx context.Context, method string, params any, opts ..
 	r.last = raw
 	return raw, err
 }
-func (r *rounds) Era() snodo.Era                     { return r.c.Era() }
-func (r *rounds) InputHandling() snodo.InputHandling { return r.c.InputHandling() }
+func (r *rounds) Era() snodo.Era { return r.c.Era() }
 
 // serverRequest sends a request of the served server's (an input
 // request: sampling, elicitation, roots) to the client under a fresh id
