@@ -16,49 +16,27 @@ import (
 // included.
 
 // ListTools returns every tool the server offers, following nextCursor
-// across pages.
+// across pages (at most MaxPages of them).
 func (c Calls) ListTools(ctx context.Context, opts ...RequestOption) ([]Tool, error) {
-	return collect(c.Tools(ctx, opts...))
-}
-
-// Tools iterates over the server's tools, fetching pages as the loop
-// needs them. A failed page yields its error once and ends the loop.
-func (c Calls) Tools(ctx context.Context, opts ...RequestOption) iter.Seq2[Tool, error] {
-	return pages[Tool](ctx, c, "tools/list", "tools", opts)
+	return collect(pages[Tool](ctx, c, "tools/list", "tools", opts))
 }
 
 // ListResources returns every resource the server lists, following
 // nextCursor across pages.
 func (c Calls) ListResources(ctx context.Context, opts ...RequestOption) ([]Resource, error) {
-	return collect(c.Resources(ctx, opts...))
-}
-
-// Resources iterates over the server's resources page by page.
-func (c Calls) Resources(ctx context.Context, opts ...RequestOption) iter.Seq2[Resource, error] {
-	return pages[Resource](ctx, c, "resources/list", "resources", opts)
+	return collect(pages[Resource](ctx, c, "resources/list", "resources", opts))
 }
 
 // ListResourceTemplates returns every resource template, following
 // nextCursor across pages.
 func (c Calls) ListResourceTemplates(ctx context.Context, opts ...RequestOption) ([]ResourceTemplate, error) {
-	return collect(c.ResourceTemplates(ctx, opts...))
-}
-
-// ResourceTemplates iterates over the server's resource templates page by
-// page.
-func (c Calls) ResourceTemplates(ctx context.Context, opts ...RequestOption) iter.Seq2[ResourceTemplate, error] {
-	return pages[ResourceTemplate](ctx, c, "resources/templates/list", "resourceTemplates", opts)
+	return collect(pages[ResourceTemplate](ctx, c, "resources/templates/list", "resourceTemplates", opts))
 }
 
 // ListPrompts returns every prompt the server offers, following
 // nextCursor across pages.
 func (c Calls) ListPrompts(ctx context.Context, opts ...RequestOption) ([]Prompt, error) {
-	return collect(c.Prompts(ctx, opts...))
-}
-
-// Prompts iterates over the server's prompts page by page.
-func (c Calls) Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[Prompt, error] {
-	return pages[Prompt](ctx, c, "prompts/list", "prompts", opts)
+	return collect(pages[Prompt](ctx, c, "prompts/list", "prompts", opts))
 }
 
 // CallTool calls the tool name with args (nil, a json.RawMessage or

@@ -28,16 +28,6 @@ func TestListToolsFollowsEveryPage(t *testing.T) {
 	})
 }
 
-func TestToolsIteratorFetchesOnlyWhatIsRead(t *testing.T) {
-	c := dialTest(t, []string{"-era", "modern"})
-	for tool, err := range c.Tools(t.Context()) {
-		require.NoError(t, err)
-		assert.Equal(t, "echo", tool.Name)
-		break
-	}
-	assert.Equal(t, 1, len(seen(t, c, "tools/list")))
-}
-
 func TestCallToolResultsAndToolErrors(t *testing.T) {
 	forEachEra(t, func(t *testing.T, c *Client) {
 		res, err := c.CallTool(t.Context(), "echo", map[string]string{"message": "hi"})

@@ -67,7 +67,7 @@ type ServerRequestHandler = handlers.Func
 // Client is a connection to one MCP server running as a child process.
 // All its methods are safe for concurrent use by any number of goroutines
 // and actors. The typed MCP calls (ListTools, CallTool, ReadResource,
-// GetPrompt, Complete, Ping, the iterators…) are the methods of its
+// GetPrompt, Complete, Ping, …) are the methods of its
 // embedded Calls, shared with supervisor.Client and supervisor.Pool. Its
 // PID also takes calls as messages (Call, ToolCall).
 type Client struct {
@@ -136,7 +136,7 @@ func (c *Client) notify(ctx context.Context, method string, params any) error {
 // is reaped when it exits. Idempotent; safe from any goroutine.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// Kill closes c as Close does, then stops its server for good as a
+// kill closes c as Close does, then stops its server for good as a
 // failed Connect stops the server it gave up on: if the server has not
 // exited 500 ms after its stdin was closed, its process group (it and
 // the helpers it started) gets SIGTERM, and SIGKILL 500 ms later. It
@@ -146,9 +146,10 @@ func (c *Client) Close() error { return c.conn.Close() }
 // its output open). It is for a server the caller gives up on rather
 // than closes, as the supervisor package does with the members of a pool
 // that could not start and with a server it replaces; Close alone never
-// signals. Safe from any
-// goroutine, after Close too.
-func (c *Client) Kill() { c.conn.Kill(failedConnectGrace) }
+// signals (a caller of the library who wants a server stopped gives the
+// client WithShutdownGrace). Safe from any goroutine, after Close too.
+// Lent to package supervisor as seam.Kill.
+func (c *Client) kill() { c.conn.Kill(failedConnectGrace) }
 
 // Done is closed once the server process has exited and the connection
 // actor has stopped.

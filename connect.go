@@ -14,6 +14,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/ownercheck"
+	"github.com/snodo/snodo/internal/defaults"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
 )
@@ -98,7 +99,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	}
 	c.mcp.origin = cfg.mcp.origin
 	c.mcp.serve = serverRequests(cfg.mcp.handler)
-	c.mcp.maxRounds = cmp.Or(cfg.mcp.maxInputRounds, DefaultMaxInputRounds)
+	c.mcp.maxRounds = cmp.Or(cfg.mcp.maxInputRounds, defaults.MaxInputRounds)
 	c.mcp.timeout = cfg.conn.Timeout
 	cfg.conn.Handler = c.mcp.serve
 	if cfg.mcp.handler != nil {
@@ -146,7 +147,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 		// Nobody can stop a server Connect did not return: close its
 		// stdin, give it a moment to exit at EOF, then stop its process
 		// group (it and its helpers).
-		c.Kill()
+		c.kill()
 		return err
 	}
 	c.notes.era.Store(int32(c.mcp.era))
@@ -273,6 +274,7 @@ func (t Target) Connect(ctx context.Context, opts ...Option) (*Client, error) {
 
 func init() {
 	seam.TargetIsHTTP = func(t any) bool { return t.(Target).url != "" }
+	seam.Kill = func(c any) { c.(*Client).kill() }
 }
 
 // connectHTTPTarget is the one place an HTTP Target is connected: each

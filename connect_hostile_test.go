@@ -96,8 +96,8 @@ func TestFailedConnectStopsTheServer(t *testing.T) {
 }
 
 // Endless pagination stops: at a repeated cursor, and at the page limit
-// (an option with a default, named in the error), for every list call and
-// iterator, in both eras.
+// (an option with a default, named in the error), for every list call, in
+// both eras.
 func TestEndlessPaginationStops(t *testing.T) {
 	for _, era := range []string{"modern", "legacy"} {
 		t.Run(era, func(t *testing.T) {
@@ -115,38 +115,6 @@ func TestEndlessPaginationStops(t *testing.T) {
 					return err
 				},
 				"ListPrompts": func(c *Client, o ...RequestOption) error { _, err := c.ListPrompts(ctx, o...); return err },
-				"Tools": func(c *Client, o ...RequestOption) error {
-					for _, err := range c.Tools(ctx, o...) {
-						if err != nil {
-							return err
-						}
-					}
-					return nil
-				},
-				"Prompts": func(c *Client, o ...RequestOption) error {
-					for _, err := range c.Prompts(ctx, o...) {
-						if err != nil {
-							return err
-						}
-					}
-					return nil
-				},
-				"Resources": func(c *Client, o ...RequestOption) error {
-					for _, err := range c.Resources(ctx, o...) {
-						if err != nil {
-							return err
-						}
-					}
-					return nil
-				},
-				"ResourceTemplates": func(c *Client, o ...RequestOption) error {
-					for _, err := range c.ResourceTemplates(ctx, o...) {
-						if err != nil {
-							return err
-						}
-					}
-					return nil
-				},
 			}
 			for name, list := range lists {
 				err := list(repeat)
@@ -240,7 +208,7 @@ func TestKillStopsAServerThatIgnoresEOF(t *testing.T) {
 	require.NoError(t, err)
 	pid := c.ServerPID()
 	began := time.Now()
-	c.Kill()
+	c.kill()
 	t.Logf("Kill returned after %v", time.Since(began).Round(time.Millisecond))
 	testutil.AssertReaped(t, pid, 0)
 	testutil.Receive(t, c.Done(), time.Second, "Done after Kill")
@@ -251,7 +219,7 @@ func TestKillStopsAServerThatIgnoresEOF(t *testing.T) {
 	gpid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
 	require.NoError(t, err)
 	testutil.Eventually(t, func() bool { return !testutil.Running(gpid) }, 5*time.Second, "the grandchild outlived Kill")
-	c.Kill() // again: nothing left to do
+	c.kill() // again: nothing left to do
 }
 
 // A WithDir that is missing or no directory is named as the mistake,

@@ -15,7 +15,7 @@
 //	defer c.Close()
 //	res, err := c.CallTool(ctx, "echo", map[string]any{"message": "hello"})
 //
-// The typed calls (ListTools and the Tools iterator, CallTool,
+// The typed calls (ListTools, CallTool,
 // ReadResource, GetPrompt, Complete, Ping, …) are the methods of Calls,
 // which Client embeds; Request sends any method and returns the raw
 // result. A ServerRequestHandler (WithServerRequestHandler) answers what

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/defaults"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
@@ -53,10 +54,6 @@ func SupportedVersions() (modern, legacy []string) {
 	return slices.Clone(modernVersions), slices.Clone(legacyVersions)
 }
 
-// DefaultProbeTimeout is how long Connect waits for an answer to its
-// server/discover probe before treating the server as legacy.
-const DefaultProbeTimeout = 10 * time.Second
-
 // Error codes that only a modern server sends: an answer carrying one of
 // them identifies the server as modern.
 const (
@@ -74,8 +71,8 @@ type mcpConfig struct {
 	notifyBytes    int // 0: defaultNotificationQueueBytes
 	clientInfo     Implementation
 	capabilities   ClientCapabilities
-	probeTimeout   time.Duration // 0: DefaultProbeTimeout
-	maxInputRounds int           // 0: DefaultMaxInputRounds
+	probeTimeout   time.Duration // 0: 10 s
+	maxInputRounds int           // 0: 10
 	era            Era           // 0: detect
 	reprobed       bool          // the probe was sent again with a version refused once
 }
@@ -140,7 +137,7 @@ func (c *Client) negotiate(ctx context.Context, cfg *config) error {
 func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern bool, err error) {
 	meta := buildMeta(version, &cfg.mcp)
 	params, _ := jsonrpc.MergeMeta(nil, meta)
-	opts := &connection.CallOptions{Timeout: cmp.Or(cfg.mcp.probeTimeout, DefaultProbeTimeout)}
+	opts := &connection.CallOptions{Timeout: cmp.Or(cfg.mcp.probeTimeout, defaults.ProbeTimeout)}
 	raw, err := c.send(ctx, "server/discover", json.RawMessage(params), nil, opts)
 	if err != nil {
 		return c.probeFailed(ctx, cfg, version, err)
@@ -241,7 +238,7 @@ func diedOfProbe(err error) bool {
 // server is stopped for good first (it may have closed its stdout and
 // live on, ignoring EOF): the wait is bounded by failedConnectGrace.
 func (c *Client) restart(ctx context.Context, cfg *config) error {
-	c.Kill()
+	c.kill()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("snodo: connecting to %s: %w", cfg.name(), err)
 	}
@@ -269,7 +266,7 @@ func (c *Client) initialize(ctx context.Context, cfg *config, probeErr error) er
 		why := ""
 		if errors.Is(probeErr, ErrTimeout) {
 			why = fmt.Sprintf(" (server/discover got no answer within %s: a server that starts slowly may need a longer WithProbeTimeout)",
-				cmp.Or(cfg.mcp.probeTimeout, DefaultProbeTimeout))
+				cmp.Or(cfg.mcp.probeTimeout, defaults.ProbeTimeout))
 		}
 		return fmt.Errorf("snodo: %s answered neither server/discover nor initialize%s: %w", cfg.name(), why, err)
 	}

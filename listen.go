@@ -53,7 +53,7 @@ func (s *Subscription) Acknowledged() Filter { return s.impl.Acknowledged() }
 // them, and is closed after the last one once the subscription ended
 // (after Done: Err is final by then). With ListenTo it is closed at
 // once: the actor gets the events. A reader that falls behind by more
-// than the queue bound (MaxQueuedEvents, MaxQueuedEventBytes) ends it
+// than the queue bound (MaxQueued) ends it
 // with subscription.ErrQueueFull.
 func (s *Subscription) Events() <-chan Event { return s.impl.Events() }
 
@@ -83,8 +83,8 @@ func (s *Subscription) Close() error { return s.impl.Close() }
 // WithNotificationHandler, and watch resources with SubscribeResource.
 var ErrListenUnsupported = errors.New("snodo: the server does not support subscriptions/listen (it speaks a legacy MCP version; its list_changed notifications come unasked, to the client's notification handler)")
 
-// ListenOption tunes one subscription. Build it with ListenTo,
-// MaxQueuedEvents or MaxQueuedEventBytes.
+// ListenOption tunes one subscription. Build it with ListenTo or
+// MaxQueued.
 type ListenOption struct {
 	set func(*listening.Settings) error
 }
@@ -118,31 +118,23 @@ func ListenTo(pid *protoactor.PID) ListenOption {
 	}}
 }
 
-// MaxQueuedEvents bounds the events waiting for a slow reader; past it
-// the subscription ends with subscription.ErrQueueFull and is cancelled on the server.
-// Default 1024. The same policy holds past 16 MiB of their params (see
-// MaxQueuedEventBytes).
-func MaxQueuedEvents(n int) ListenOption {
+// MaxQueued bounds the events waiting for a slow reader: at most events
+// of them, and bytes of their params (an event arriving at an empty queue
+// is always taken, however large). Past either bound the subscription
+// ends with subscription.ErrQueueFull and is cancelled on the server.
+// 0 keeps a bound's default: 1024 events, 16 MiB; a negative one is an
+// error.
+func MaxQueued(events, bytes int) ListenOption {
 	return ListenOption{func(o *listening.Settings) error {
-		if n < 1 {
-			return fmt.Errorf("MaxQueuedEvents: %d must be at least 1", n)
+		if events < 0 || bytes < 0 {
+			return fmt.Errorf("MaxQueued(%d, %d): a bound cannot be negative; 0 keeps its default", events, bytes)
 		}
-		o.MaxQueue = n
-		return nil
-	}}
-}
-
-// MaxQueuedEventBytes bounds the events waiting for a slow reader by the
-// size of their params, with the policy of MaxQueuedEvents: past it the
-// subscription ends with subscription.ErrQueueFull and is cancelled on the server. An
-// event arriving at an empty queue is always taken, however large.
-// Default 16 MiB.
-func MaxQueuedEventBytes(n int) ListenOption {
-	return ListenOption{func(o *listening.Settings) error {
-		if n < 1 {
-			return fmt.Errorf("MaxQueuedEventBytes: %d must be at least 1", n)
+		if events > 0 {
+			o.MaxQueue = events
 		}
-		o.MaxQueueBytes = n
+		if bytes > 0 {
+			o.MaxQueueBytes = bytes
+		}
 		return nil
 	}}
 }

@@ -59,7 +59,7 @@ func TestListenToAnActor(t *testing.T) {
 			got <- msg
 		}
 	}))
-	sub, err := c.Listen(t.Context(), Filter{ResourceSubscriptions: []string{"test://a"}}, ListenTo(pid), MaxQueuedEvents(8))
+	sub, err := c.Listen(t.Context(), Filter{ResourceSubscriptions: []string{"test://a"}}, ListenTo(pid), MaxQueued(8, 0))
 	require.NoError(t, err)
 	_, err = c.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/resources/updated", "params": map[string]string{"uri": "test://a"}})
 	require.NoError(t, err)
@@ -70,13 +70,13 @@ func TestListenToAnActor(t *testing.T) {
 	assert.ErrorIs(t, sub.Err(), actor.ErrOwnerExited)
 }
 
-// MaxQueuedEventBytes sets the byte bound of the queue as MaxQueuedEvents
+// MaxQueued sets the byte bound of the queue as it sets the count
 // sets its count: past it, a reader that reads nothing sees subscription.ErrQueueFull
 // naming the bound, and the subscription is cancelled on the server.
-func TestListenMaxQueuedEventBytes(t *testing.T) {
+func TestListenMaxQueuedBytes(t *testing.T) {
 	const size, bound = 32 << 10, 100 << 10
 	c := dialTest(t, nil)
-	sub, err := c.Listen(t.Context(), Filter{ToolsListChanged: true}, MaxQueuedEventBytes(bound))
+	sub, err := c.Listen(t.Context(), Filter{ToolsListChanged: true}, MaxQueued(0, bound))
 	require.NoError(t, err)
 	_, err = c.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed",
 		"params": map[string]any{"pad": strings.Repeat("p", size)}, "count": 8})
@@ -105,10 +105,10 @@ func TestListenOnALegacyServer(t *testing.T) {
 
 func TestListenOptionsValidate(t *testing.T) {
 	c := dialTest(t, nil)
-	_, err := c.Listen(t.Context(), Filter{}, MaxQueuedEvents(0))
-	assert.ErrorContains(t, err, "MaxQueuedEvents")
-	_, err = c.Listen(t.Context(), Filter{}, MaxQueuedEventBytes(-1))
-	assert.ErrorContains(t, err, "MaxQueuedEventBytes")
+	_, err := c.Listen(t.Context(), Filter{}, MaxQueued(-1, 0))
+	assert.ErrorContains(t, err, "MaxQueued(-1, 0)")
+	_, err = c.Listen(t.Context(), Filter{}, MaxQueued(0, -1))
+	assert.ErrorContains(t, err, "MaxQueued(0, -1)")
 	_, err = c.Listen(t.Context(), Filter{}, ListenTo(nil))
 	assert.ErrorContains(t, err, "ListenTo")
 }

@@ -502,7 +502,7 @@ type ListenCall struct {
 	quiet
 	Filter  Filter
 	Tag     any            // returned in the ListenReply
-	Options []ListenOption // MaxQueuedEvents, MaxQueuedEventBytes; the events go to the reply target
+	Options []ListenOption // MaxQueued; the events go to the reply target
 	ReplyTo *protoactor.PID
 }
 

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/snodo/snodo/internal/defaults"
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/seam"
@@ -20,10 +21,6 @@ import (
 // inputRequests entry with the server-request handler and sends the same
 // request again, under a new ID, with inputResponses and the exact
 // requestState, until the result is complete.
-
-// DefaultMaxInputRounds is how many input_required rounds one call
-// completes before it fails with ErrTooManyInputRounds.
-const DefaultMaxInputRounds = 10
 
 // Result types.
 const (
@@ -114,7 +111,7 @@ func (c Calls) requestWithInput(ctx context.Context, method string, params any, 
 		if round == 0 {
 			in = c.inputHandling()
 		}
-		if round >= cmp.Or(in.MaxRounds, DefaultMaxInputRounds) {
+		if round >= cmp.Or(in.MaxRounds, defaults.MaxInputRounds) {
 			return nil, fmt.Errorf("%w: %s still needed input after %d rounds (raise the bound with WithMaxInputRounds)",
 				ErrTooManyInputRounds, method, round)
 		}

@@ -311,8 +311,7 @@ func WithClientCapabilities(caps ClientCapabilities) Option {
 
 // WithProbeTimeout bounds the wait for an answer to the server/discover
 // probe Connect sends first; a server silent for that long is treated as
-// legacy and spoken to with initialize. Default 10 s
-// (DefaultProbeTimeout).
+// legacy and spoken to with initialize. Default 10 s.
 func WithProbeTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -325,7 +324,7 @@ func WithProbeTimeout(d time.Duration) Option {
 
 // WithMaxInputRounds bounds the input_required rounds CallTool,
 // ReadResource and GetPrompt complete for one call before giving up with
-// ErrTooManyInputRounds. Default 10 (DefaultMaxInputRounds).
+// ErrTooManyInputRounds. Default 10.
 func WithMaxInputRounds(n int) Option {
 	return func(c *config) error {
 		if n < 1 {

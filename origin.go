@@ -38,9 +38,6 @@ func WithOrigin(o Origin) Option {
 	}
 }
 
-// Origin is the client's WithOrigin.
-func (c *Client) Origin() Origin { return c.mcp.origin }
-
 // originSlot is where a call message's run learns which client served it:
 // the last client to send one of its requests records its Origin there.
 type originSlot struct{ p atomic.Pointer[Origin] }

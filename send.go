@@ -74,11 +74,11 @@ func settingsOf(opts ...RequestOption) requestSettings {
 	return s
 }
 
-// defaultMaxPages is how many pages a list call or iterator (ListTools,
-// Tools, …) follows at most when MaxPages is not given.
+// defaultMaxPages is how many pages a list call (ListTools, …) follows
+// at most when MaxPages is not given.
 const defaultMaxPages = 1000
 
-// MaxPages bounds the pages a list call or iterator follows through
+// MaxPages bounds the pages a list call follows through
 // nextCursor (default 1000): past it the call fails with an
 // error naming this option, instead of following a server that hands out
 // a fresh cursor for ever. n <= 0 means 1000. Other calls

@@ -3,7 +3,6 @@ package snodo
 import (
 	"context"
 	"encoding/json"
-	"iter"
 )
 
 // Session is one MCP server however it is reached, so that code is
@@ -22,19 +21,15 @@ type Session interface {
 	Era() Era
 
 	ListTools(ctx context.Context, opts ...RequestOption) ([]Tool, error)
-	Tools(ctx context.Context, opts ...RequestOption) iter.Seq2[Tool, error]
 	CallTool(ctx context.Context, name string, args any, opts ...RequestOption) (*CallToolResult, error)
 	// CallToolAsTask runs a tool call as a task; see Calls.CallToolAsTask.
 	// A supervised client or a pool keeps the task on its server, a remote
 	// client on the host and pool member that created it.
 	CallToolAsTask(ctx context.Context, name string, args any, opts ...RequestOption) (*Task, error)
 	ListResources(ctx context.Context, opts ...RequestOption) ([]Resource, error)
-	Resources(ctx context.Context, opts ...RequestOption) iter.Seq2[Resource, error]
 	ListResourceTemplates(ctx context.Context, opts ...RequestOption) ([]ResourceTemplate, error)
-	ResourceTemplates(ctx context.Context, opts ...RequestOption) iter.Seq2[ResourceTemplate, error]
 	ReadResource(ctx context.Context, uri string, opts ...RequestOption) (*ReadResourceResult, error)
 	ListPrompts(ctx context.Context, opts ...RequestOption) ([]Prompt, error)
-	Prompts(ctx context.Context, opts ...RequestOption) iter.Seq2[Prompt, error]
 	GetPrompt(ctx context.Context, name string, args map[string]string, opts ...RequestOption) (*GetPromptResult, error)
 	Complete(ctx context.Context, req CompleteRequest, opts ...RequestOption) (*Completion, error)
 	Ping(ctx context.Context, opts ...RequestOption) error

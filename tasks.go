@@ -780,7 +780,7 @@ func (c Calls) refusedForTask(res *CallToolResult, err error) bool {
 // toolRequiresTask reports whether the server lists the tool name with
 // taskSupport "required".
 func (c Calls) toolRequiresTask(ctx context.Context, name string, opts []RequestOption) bool {
-	for tool, err := range c.Tools(ctx, opts...) {
+	for tool, err := range pages[Tool](ctx, c, "tools/list", "tools", opts) {
 		if err != nil {
 			return false
 		}

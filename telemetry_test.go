@@ -462,7 +462,7 @@ func TestMetricsOfSubscriptionsAndDroppedNotifications(t *testing.T) {
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 
 	modern := dialTest(t, []string{"-era", "modern"}, WithMeterProvider(mp))
-	sub, err := modern.Listen(t.Context(), Filter{ToolsListChanged: true}, MaxQueuedEvents(2))
+	sub, err := modern.Listen(t.Context(), Filter{ToolsListChanged: true}, MaxQueued(2, 0))
 	require.NoError(t, err)
 	_, err = modern.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed", "count": 3})
 	require.NoError(t, err)

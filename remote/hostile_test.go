@@ -217,18 +217,18 @@ func TestRemoteQueueBytesBoundEndsTheSubscription(t *testing.T) {
 		return err == nil && json.Unmarshal(raw, &open) == nil && len(open.Open) == 0
 	}, 10*time.Second, 20*time.Millisecond)
 
-	// snodo.MaxQueuedEventBytes sets the bound, as for a local one.
+	// snodo.MaxQueued sets the byte bound, as for a local one.
 	const bound = 100 << 10
-	sub, err = c.Listen(ctx, snodo.Filter{ToolsListChanged: true}, snodo.MaxQueuedEventBytes(bound))
+	sub, err = c.Listen(ctx, snodo.Filter{ToolsListChanged: true}, snodo.MaxQueued(0, bound))
 	require.NoError(t, err)
 	_, err = c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed",
 		"params": map[string]any{"pad": strings.Repeat("p", 32<<10)}, "count": 8})
 	require.NoError(t, err)
-	testutil.Receive(t, sub.Done(), 10*time.Second, "the subscription's end (MaxQueuedEventBytes)")
+	testutil.Receive(t, sub.Done(), 10*time.Second, "the subscription's end (MaxQueued)")
 	require.ErrorIs(t, sub.Err(), subscription.ErrQueueFull)
 	assert.Contains(t, sub.Err().Error(), "bound 102400 bytes")
-	_, err = c.Listen(ctx, snodo.Filter{}, snodo.MaxQueuedEventBytes(0))
-	assert.ErrorContains(t, err, "MaxQueuedEventBytes")
+	_, err = c.Listen(ctx, snodo.Filter{}, snodo.MaxQueued(0, -1))
+	assert.ErrorContains(t, err, "MaxQueued")
 }
 
 // A call sent with no timeout (none, and no ctx deadline) meets the

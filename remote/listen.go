@@ -69,8 +69,8 @@ type hosted struct {
 // Listen opens a subscription for the notifications f asks for on a host
 // of the name and returns once the host's MCP server acknowledged it. ctx
 // is the subscription's owner: when it is done, the host is told to
-// cancel it, as on Close. snodo.MaxQueuedEvents bounds the events waiting
-// for the reader (default 1024), and snodo.MaxQueuedEventBytes their
+// cancel it, as on Close. snodo.MaxQueued bounds the events waiting
+// for the reader (default 1024), and their
 // params (default 16 MiB): past either the subscription ends with
 // subscription.ErrQueueFull and is cancelled on the host.
 //
@@ -360,7 +360,7 @@ func (s *hosted) stop(why error) {
 
 // Events delivers the events in order and is closed once the
 // subscription has ended (after Done: Err is final by then). A reader that falls behind by more than the
-// queue bound (snodo.MaxQueuedEvents, snodo.MaxQueuedEventBytes) ends it
+// queue bound (snodo.MaxQueued) ends it
 // with subscription.ErrQueueFull.
 // With ListenTo it only closes: the events go to the actor.
 func (s *hosted) Events() <-chan snodo.Event { return s.events }

@@ -53,7 +53,7 @@ func TestRemoteListenIsMeasured(t *testing.T) {
 	require.NoError(t, sub.Close())
 
 	// Not read: two events queued (depths 1 and 2), the third overflows.
-	sub, err = c.Listen(ctx, snodo.Filter{ToolsListChanged: true}, snodo.MaxQueuedEvents(2))
+	sub, err = c.Listen(ctx, snodo.Filter{ToolsListChanged: true}, snodo.MaxQueued(2, 0))
 	require.NoError(t, err)
 	_, err = c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "count": 3})
 	require.NoError(t, err)

@@ -159,7 +159,7 @@ func TestRemoteListenSpanEndsWithItsReason(t *testing.T) {
 	assert.Equal(t, codes.Error, last().Status().Code)
 	assert.Equal(t, "server_teardown", attrsOf(last())["error.type"])
 
-	sub, err := c.Listen(ctx, snodo.Filter{ToolsListChanged: true}, snodo.MaxQueuedEvents(1))
+	sub, err := c.Listen(ctx, snodo.Filter{ToolsListChanged: true}, snodo.MaxQueued(1, 0))
 	require.NoError(t, err)
 	_, err = c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "count": 3})
 	require.NoError(t, err)

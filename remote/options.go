@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/defaults"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -82,7 +83,7 @@ func clientConfig(opts []ClientOption) (config, error) {
 func newConfig[O comparable](opts []O, apply func(O, *config) error) (config, error) {
 	c := config{
 		prefix: DefaultPrefix, maxHeld: DefaultMaxHeld,
-		beat: DefaultHeartbeat, timeout: DefaultTimeout, maxRounds: snodo.DefaultMaxInputRounds,
+		beat: DefaultHeartbeat, timeout: DefaultTimeout, maxRounds: defaults.MaxInputRounds,
 	}
 	var first, zero = error(nil), *new(O)
 	for i, o := range opts { // all of them: every pool given to Serve is owned, even after an error
@@ -203,7 +204,7 @@ func WithServerRequestHandler(h snodo.ServerRequestHandler) ClientOption {
 }
 
 // WithMaxInputRounds bounds the input_required rounds one typed call
-// completes (default snodo.DefaultMaxInputRounds). Callers.
+// completes (default 10). Callers.
 func WithMaxInputRounds(n int) ClientOption {
 	return clientOption(func(c *config) error {
 		if n < 1 {

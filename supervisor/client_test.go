@@ -13,6 +13,7 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -74,7 +75,7 @@ func TestAbandonedServerIgnoringEOFIsKilled(t *testing.T) {
 
 	// Closed by hand, a server is not signalled (Close never does): the
 	// replacement, ignoring EOF too, is ended with Kill.
-	c.Current().Kill()
+	seam.Kill(c.Current())
 	require.NoError(t, c.Close())
 	testutil.AssertReaped(t, back.ServerPID, 5*time.Second)
 	select {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -137,7 +138,7 @@ func (s *state) lost(c *snodo.Client, reason error, next time.Time) {
 	abandoned := unexpected(reason)
 	s.bg.Go(func() {
 		if abandoned {
-			c.Kill()
+			seam.Kill(c)
 		}
 		<-c.Done()
 	})
@@ -248,7 +249,7 @@ func (s *state) shutdown() {
 // that ignores EOF is first signalled as a failed snodo.Connect does.
 func (s *state) reap(c *snodo.Client) {
 	if s.cfg.kill.Load() {
-		c.Kill()
+		seam.Kill(c)
 	}
 	<-c.Done()
 }

@@ -99,11 +99,8 @@ func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []
 		}
 	}
 	var each []snodo.ListenOption
-	if set.MaxQueue > 0 {
-		each = append(each, snodo.MaxQueuedEvents(set.MaxQueue))
-	}
-	if set.MaxQueueBytes > 0 {
-		each = append(each, snodo.MaxQueuedEventBytes(set.MaxQueueBytes))
+	if set.MaxQueue > 0 || set.MaxQueueBytes > 0 {
+		each = append(each, snodo.MaxQueued(set.MaxQueue, set.MaxQueueBytes))
 	}
 	inner, cl, err := c.s.listen(ctx, f, each, nil, !c.s.cfg.failFast, c.s.cfg.maxWait)
 	held = false
@@ -176,8 +173,7 @@ func (s *supervised) Resubscriptions() int {
 // Done: Err is final by then). With
 // ListenTo it only closes: the events go to the actor. Delivery
 // is unbuffered past the inner subscription's queue: a reader that falls
-// behind by more than that queue (snodo.MaxQueuedEvents,
-// snodo.MaxQueuedEventBytes) ends it with subscription.ErrQueueFull.
+// behind by more than that queue (snodo.MaxQueued) ends it with subscription.ErrQueueFull.
 func (s *supervised) Events() <-chan snodo.Event { return s.events }
 
 // Done is closed once the subscription has ended.

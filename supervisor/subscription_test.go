@@ -77,14 +77,14 @@ func TestSubscriptionComesBackAfterARestart(t *testing.T) {
 }
 
 // The queue options reach the supervised subscription's server
-// subscriptions: MaxQueuedEventBytes bounds it as it bounds a direct one.
-func TestSubscriptionMaxQueuedEventBytes(t *testing.T) {
+// subscriptions: MaxQueued bounds it as it bounds a direct one.
+func TestSubscriptionMaxQueuedBytes(t *testing.T) {
 	const size, bound = 32 << 10, 100 << 10
 	cmd, args := testutil.Server(t)
 	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast)
 	require.NoError(t, err)
 	defer c.Close()
-	sub, err := c.Listen(t.Context(), snodo.Filter{ToolsListChanged: true}, snodo.MaxQueuedEventBytes(bound))
+	sub, err := c.Listen(t.Context(), snodo.Filter{ToolsListChanged: true}, snodo.MaxQueued(0, bound))
 	require.NoError(t, err)
 	_, err = c.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed",
 		"params": map[string]any{"pad": strings.Repeat("p", size)}, "count": 16})
@@ -99,8 +99,8 @@ func TestSubscriptionMaxQueuedEventBytes(t *testing.T) {
 	assert.LessOrEqual(t, n, 4, "3 events of 32 KiB fit in 100 KiB, and one waits in the forwarder")
 	require.ErrorIs(t, sub.Err(), subscription.ErrQueueFull)
 	assert.Contains(t, sub.Err().Error(), fmt.Sprintf("bound %d bytes", bound))
-	_, err = c.Listen(t.Context(), snodo.Filter{}, snodo.MaxQueuedEventBytes(0))
-	assert.ErrorContains(t, err, "MaxQueuedEventBytes")
+	_, err = c.Listen(t.Context(), snodo.Filter{}, snodo.MaxQueued(0, -1))
+	assert.ErrorContains(t, err, "MaxQueued")
 }
 
 func TestSubscriptionEndsWithSupervision(t *testing.T) {

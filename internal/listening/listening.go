@@ -11,11 +11,11 @@ import (
 )
 
 // Settings are the values a subscription's options (snodo.ListenTo,
-// snodo.MaxQueuedEvents, snodo.MaxQueuedEventBytes) set.
+// snodo.MaxQueued) set.
 type Settings struct {
 	Actor         *protoactor.PID // ListenTo: nil delivers on the Events channel
-	MaxQueue      int             // MaxQueuedEvents: 0 the default
-	MaxQueueBytes int             // MaxQueuedEventBytes: 0 the default
+	MaxQueue      int             // MaxQueued's events: 0 the default
+	MaxQueueBytes int             // MaxQueued's bytes: 0 the default
 	// Opened, set when a *snodo.ListenCall opens the subscription, builds
 	// the message (its *snodo.ListenReply) Actor receives first, once the
 	// subscription (a *snodo.Subscription) is open and before its first

@@ -56,6 +56,13 @@ var (
 	// names a Streamable HTTP endpoint rather than a command.
 	TargetIsHTTP func(t any) bool
 
+	// Kill (set by snodo) closes c, a *snodo.Client, and stops its
+	// server for good: SIGTERM then SIGKILL to its process group if it
+	// has not exited 500 ms after its stdin closed; it returns once the
+	// server is reaped. For a server the supervisor gives up on (a
+	// replaced one, the members of a pool that could not start).
+	Kill func(c any)
+
 	// TapNotifications (set by snodo) makes fn see every notification
 	// c, a *snodo.Client, receives (on its reader: fn must not block),
 	// until stop is called.
