@@ -13,8 +13,8 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/ownercheck"
 	"github.com/snodo/snodo/internal/defaults"
+	"github.com/snodo/snodo/internal/ownercheck"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
 )
