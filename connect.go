@@ -13,7 +13,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/defaults"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/ownercheck"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
@@ -99,7 +99,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	}
 	c.mcp.origin = cfg.mcp.origin
 	c.mcp.serve = serverRequests(cfg.mcp.handler)
-	c.mcp.maxRounds = cmp.Or(cfg.mcp.maxInputRounds, defaults.MaxInputRounds)
+	c.mcp.maxRounds = cmp.Or(cfg.mcp.maxInputRounds, limits.MaxInputRounds)
 	c.mcp.timeout = cfg.conn.Timeout
 	cfg.conn.Handler = c.mcp.serve
 	if cfg.mcp.handler != nil {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/defaults"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/limits"
 )
 
 // Era is the generation of MCP a server speaks, settled by Connect.
@@ -137,7 +137,7 @@ func (c *Client) negotiate(ctx context.Context, cfg *config) error {
 func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern bool, err error) {
 	meta := buildMeta(version, &cfg.mcp)
 	params, _ := jsonrpc.MergeMeta(nil, meta)
-	opts := &connection.CallOptions{Timeout: cmp.Or(cfg.mcp.probeTimeout, defaults.ProbeTimeout)}
+	opts := &connection.CallOptions{Timeout: cmp.Or(cfg.mcp.probeTimeout, limits.ProbeTimeout)}
 	raw, err := c.send(ctx, "server/discover", json.RawMessage(params), nil, opts)
 	if err != nil {
 		return c.probeFailed(ctx, cfg, version, err)
@@ -266,7 +266,7 @@ func (c *Client) initialize(ctx context.Context, cfg *config, probeErr error) er
 		why := ""
 		if errors.Is(probeErr, ErrTimeout) {
 			why = fmt.Sprintf(" (server/discover got no answer within %s: a server that starts slowly may need a longer WithProbeTimeout)",
-				cmp.Or(cfg.mcp.probeTimeout, defaults.ProbeTimeout))
+				cmp.Or(cfg.mcp.probeTimeout, limits.ProbeTimeout))
 		}
 		return fmt.Errorf("snodo: %s answered neither server/discover nor initialize%s: %w", cfg.name(), why, err)
 	}

@@ -9,9 +9,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/snodo/snodo/internal/defaults"
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/seam"
 )
 
@@ -111,7 +111,7 @@ func (c Calls) requestWithInput(ctx context.Context, method string, params any, 
 		if round == 0 {
 			in = c.inputHandling()
 		}
-		if round >= cmp.Or(in.MaxRounds, defaults.MaxInputRounds) {
+		if round >= cmp.Or(in.MaxRounds, limits.MaxInputRounds) {
 			return nil, fmt.Errorf("%w: %s still needed input after %d rounds (raise the bound with WithMaxInputRounds)",
 				ErrTooManyInputRounds, method, round)
 		}

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/internal/defaults"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -83,7 +83,7 @@ func clientConfig(opts []ClientOption) (config, error) {
 func newConfig[O comparable](opts []O, apply func(O, *config) error) (config, error) {
 	c := config{
 		prefix: DefaultPrefix, maxHeld: DefaultMaxHeld,
-		beat: DefaultHeartbeat, timeout: DefaultTimeout, maxRounds: defaults.MaxInputRounds,
+		beat: DefaultHeartbeat, timeout: DefaultTimeout, maxRounds: limits.MaxInputRounds,
 	}
 	var first, zero = error(nil), *new(O)
 	for i, o := range opts { // all of them: every pool given to Serve is owned, even after an error

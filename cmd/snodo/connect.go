@@ -17,7 +17,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/defaults"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/servers"
 )
@@ -173,7 +173,7 @@ func (s *session) probeTimeout(fileTimeout time.Duration) []snodo.Option {
 	if !s.cfg.timeoutSet && fileTimeout != 0 {
 		timeout = fileTimeout
 	}
-	if timeout > 0 && timeout < defaults.ProbeTimeout {
+	if timeout > 0 && timeout < limits.ProbeTimeout {
 		return []snodo.Option{snodo.WithProbeTimeout(timeout)}
 	}
 	return nil

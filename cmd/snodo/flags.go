@@ -15,7 +15,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/defaults"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/serverproc"
 	"github.com/snodo/snodo/remote"
 )
@@ -131,7 +131,7 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&cfg.verbose, "verbose", false, "copy every message on the wire to stderr")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "show no progress and no server log messages")
 	fs.StringVar(&cfg.era, "era", "", "speak this MCP `era` (modern or legacy) instead of detecting it")
-	fs.IntVar(&cfg.maxInputRounds, "max-input-rounds", defaults.MaxInputRounds, "modern era: complete at most `N` input_required rounds per call")
+	fs.IntVar(&cfg.maxInputRounds, "max-input-rounds", limits.MaxInputRounds, "modern era: complete at most `N` input_required rounds per call")
 	fs.BoolVar(&cfg.trace, "trace", false, "print every span of the run (names, durations, attributes) on stderr when done")
 	fs.BoolVar(&cfg.showVersion, "version", false, "print snodo's version and exit")
 	fs.Var(listFlag{&cfg.roots}, "root", "share `DIR` with the server as a root, answering roots/list (repeatable)")

@@ -10,11 +10,22 @@ import "time"
 // subscription's wait for its acknowledgement.
 const Timeout = 60 * time.Second
 
-// Subscriptions (subscription.Options, snodo.MaxQueuedEvents and
-// MaxQueuedEventBytes, the remote client's Listen).
+// Subscriptions (subscription.Options, snodo.MaxQueued, the remote
+// client's Listen).
 const (
 	// MaxQueue bounds the events of a subscription waiting for its reader.
 	MaxQueue = 1024
 	// MaxQueueBytes bounds the params bytes of those events.
 	MaxQueueBytes = 16 << 20
+)
+
+// Typed calls and connecting (snodo.WithMaxInputRounds and
+// WithProbeTimeout, the remote client, the CLI's flags).
+const (
+	// MaxInputRounds is how many input_required rounds one typed call
+	// completes at most.
+	MaxInputRounds = 10
+	// ProbeTimeout is how long Connect waits for an answer to its
+	// server/discover probe before it falls back to the legacy handshake.
+	ProbeTimeout = 10 * time.Second
 )
