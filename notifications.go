@@ -138,8 +138,9 @@ const (
 // and the handler sits a bounded queue (WithNotificationQueue; default
 // 1024 notifications and 8 MiB
 // of params). When it is full, the
-// notification that arrives is dropped: it is counted
-// (Client.DroppedNotifications) and logged to WithLogger at warn level,
+// notification that arrives is dropped: it is counted (the metric
+// snodo.client.notifications.dropped, reason "queue_full") and logged to
+// WithLogger at warn level,
 // once when dropping starts and once with the count when delivery
 // resumes. So memory stays bounded whatever the server sends.
 //
@@ -353,9 +354,6 @@ func (q *notifier) droppedCount() uint64 {
 	return q.dropped
 }
 
-// DroppedNotifications counts the notifications dropped because the
-// WithNotificationHandler queue was full.
-func (c *Client) DroppedNotifications() uint64 { return c.notes.droppedCount() }
 
 // ErrSubscribeUnsupported: resources/subscribe and resources/unsubscribe
 // do not exist in the modern era; watch resources with Listen and

@@ -166,7 +166,7 @@ func TestSlowNotificationHandlerNeverBlocksResponses(t *testing.T) {
 	require.NoError(t, err, "the flood's answer arrives while the handler is stuck")
 	_, err = c.Request(t.Context(), "test/echo", map[string]int{"x": 1})
 	require.NoError(t, err)
-	assert.Equal(t, uint64(990), c.DroppedNotifications(), "all but the 10 queued dropped")
+	assert.Equal(t, uint64(990), c.notes.droppedCount(), "all but the 10 queued dropped")
 	assert.Equal(t, 1, logs.Count("queue is full"), "one warning when dropping starts")
 	close(release)
 	got := l.wait(t, 11)
