@@ -28,8 +28,9 @@ import (
 //	go test -run '^$' -bench 'Remote$' -benchtime 5000x -v   # -v prints the goals
 //
 // SNODO_BENCH_HOST_PROFILE=PREFIX and SNODO_BENCH_NATS_PROFILE=PREFIX
-// make the host's and the NATS server's children write CPU, allocation,
-// blocking and mutex profiles (PREFIX.cpu, .mem, .block, .mutex).
+// make the host's and the NATS server's children write CPU and allocation
+// profiles (PREFIX.cpu, PREFIX.mem); with SNODO_BENCH_BLOCK_PROFILE=1,
+// blocking and mutex profiles too (PREFIX.block, PREFIX.mutex).
 func BenchmarkRemote(b *testing.B) {
 	rig, err := remotebench.Start(serverBin)
 	if err != nil {
@@ -52,10 +53,13 @@ func BenchmarkRemote(b *testing.B) {
 				b.ReportMetric(f.P99, "p99-µs")
 				b.ReportMetric(f.CallsPerSec, "calls/s")
 				b.ReportMetric(f.CPU, "cpu-ns/op")
+				b.ReportMetric(f.Reads+f.Writes, "syscalls/op")
 				if transport != remotebench.Local {
 					b.ReportMetric(f.HostAllocs, "host-allocs/op")
 					b.ReportMetric(f.HostCPU, "host-cpu-ns/op")
+					b.ReportMetric(f.HostReads+f.HostWrites, "host-syscalls/op")
 					b.ReportMetric(f.NATSCPU, "nats-cpu-ns/op")
+					b.ReportMetric(f.NATSReads+f.NATSWrites, "nats-syscalls/op")
 				}
 				got[remotebench.Row(transport, inFlight)] = f
 			})

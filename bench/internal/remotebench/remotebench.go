@@ -57,11 +57,14 @@ const (
 	childEnv  = "SNODO_BENCH_CHILD"
 	serverEnv = "SNODO_BENCH_SERVER"
 	// HostProfileEnv, set when measuring, makes the host child write
-	// PREFIX.cpu, PREFIX.mem (allocations), PREFIX.block and PREFIX.mutex
-	// profiles.
+	// PREFIX.cpu and PREFIX.mem (allocations) profiles.
 	HostProfileEnv = "SNODO_BENCH_HOST_PROFILE"
 	// NATSProfileEnv does the same for the NATS server's child.
 	NATSProfileEnv = "SNODO_BENCH_NATS_PROFILE"
+	// BlockProfileEnv, set to 1 as well, makes those children write
+	// PREFIX.block and PREFIX.mutex profiles too (at a cost in CPU that
+	// skews the CPU profile: take them in a run of their own).
+	BlockProfileEnv = "SNODO_BENCH_BLOCK_PROFILE"
 )
 
 // Rig is the three processes, connected.
@@ -161,6 +164,10 @@ type Figures struct {
 	HostAllocs  float64
 	HostCPU     float64 // ns per call
 	NATSCPU     float64 // ns per call
+	// Read and write system calls per call of each process (Linux's
+	// /proc/PID/io): a message that leaves in a write of its own costs
+	// a system call on each side.
+	Reads, Writes, HostReads, HostWrites, NATSReads, NATSWrites float64
 }
 
 // Hooks run around the timed calls (a benchmark's timer).
@@ -187,11 +194,11 @@ func (r *Rig) Measure(transport string, n, inFlight int, h Hooks) (Figures, erro
 	}
 	lat := make([]time.Duration, n)
 	var m0, m1 runtime.MemStats
-	var sideMallocs0, sideCPU0, serverCPU0 int64
+	var side0, server0 childStats
 	if side != nil {
-		sideMallocs0, sideCPU0 = side.stats()
-		_, serverCPU0 = server.stats()
+		side0, server0 = side.stats(), server.stats()
 	}
+	r0, w0 := Syscalls()
 	runtime.ReadMemStats(&m0)
 	if h.Start != nil {
 		h.Start()
@@ -226,6 +233,7 @@ func (r *Rig) Measure(transport string, n, inFlight int, h Hooks) (Figures, erro
 	}
 	wall := time.Since(t0)
 	cpu := CPUTime() - cpu0
+	r1, w1 := Syscalls()
 	if h.Stop != nil {
 		h.Stop()
 	}
@@ -235,18 +243,22 @@ func (r *Rig) Measure(transport string, n, inFlight int, h Hooks) (Figures, erro
 	}
 	fn := float64(n)
 	f := Figures{Calls: n, Wall: wall, CallsPerSec: fn / wall.Seconds(),
-		Allocs: float64(m1.Mallocs-m0.Mallocs) / fn, CPU: float64(cpu.Nanoseconds()) / fn}
+		Allocs: float64(m1.Mallocs-m0.Mallocs) / fn, CPU: float64(cpu.Nanoseconds()) / fn,
+		Reads: float64(r1-r0) / fn, Writes: float64(w1-w0) / fn}
 	slices.Sort(lat)
 	if n > 0 {
 		f.P50 = float64(lat[n/2].Nanoseconds()) / 1e3
 		f.P99 = float64(lat[n*99/100].Nanoseconds()) / 1e3
 	}
 	if side != nil {
-		mallocs, sideCPU := side.stats()
-		_, serverCPU := server.stats()
-		f.HostAllocs = float64(mallocs-sideMallocs0) / fn
-		f.HostCPU = float64(sideCPU-sideCPU0) / fn
-		f.NATSCPU = float64(serverCPU-serverCPU0) / fn
+		side1, server1 := side.stats(), server.stats()
+		f.HostAllocs = float64(side1.mallocs-side0.mallocs) / fn
+		f.HostCPU = float64(side1.cpu-side0.cpu) / fn
+		f.HostReads = float64(side1.reads-side0.reads) / fn
+		f.HostWrites = float64(side1.writes-side0.writes) / fn
+		f.NATSCPU = float64(server1.cpu-server0.cpu) / fn
+		f.NATSReads = float64(server1.reads-server0.reads) / fn
+		f.NATSWrites = float64(server1.writes-server0.writes) / fn
 	}
 	return f, nil
 }
@@ -347,24 +359,30 @@ func startChild(role, serverBin string, args ...string) (string, *child, func(),
 	}, nil
 }
 
-// stats asks the child for its allocations and CPU time so far (ns).
-func (ch *child) stats() (int64, int64) {
+// childStats are a child's allocations, CPU time (ns) and read and write
+// system calls so far.
+type childStats struct{ mallocs, cpu, reads, writes int64 }
+
+// stats asks the child for its childStats.
+func (ch *child) stats() childStats {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
+	var st childStats
 	if _, err := io.WriteString(ch.in, "stats\n"); err != nil {
-		return 0, 0
+		return st
 	}
 	line, err := ch.out.ReadString('\n')
 	if err != nil {
-		return 0, 0
+		return st
 	}
 	f := strings.Fields(line)
-	if len(f) != 2 {
-		return 0, 0
+	if len(f) != 4 {
+		return st
 	}
-	mallocs, _ := strconv.ParseInt(f[0], 10, 64)
-	cpu, _ := strconv.ParseInt(f[1], 10, 64)
-	return mallocs, cpu
+	for i, v := range []*int64{&st.mallocs, &st.cpu, &st.reads, &st.writes} {
+		*v, _ = strconv.ParseInt(f[i], 10, 64)
+	}
+	return st
 }
 
 // ChildMain runs this process as a child of a Rig when the environment
@@ -381,8 +399,9 @@ func ChildMain() {
 	os.Exit(0)
 }
 
-// profile starts the child's CPU, blocking and mutex profiles and returns
-// what ends them and writes them with the allocation profile.
+// profile starts the child's CPU profile (and its blocking and mutex
+// profiles, with BlockProfileEnv) and returns what ends them and writes
+// them with the allocation profile.
 func profile(prefix string) (func(), error) {
 	cpu, err := os.Create(prefix + ".cpu")
 	if err != nil {
@@ -391,8 +410,10 @@ func profile(prefix string) (func(), error) {
 	if err := pprof.StartCPUProfile(cpu); err != nil {
 		return nil, err
 	}
-	runtime.SetBlockProfileRate(10_000) // one blocking event per 10 µs blocked
-	runtime.SetMutexProfileFraction(10)
+	if os.Getenv(BlockProfileEnv) == "1" {
+		runtime.SetBlockProfileRate(10_000) // one blocking event per 10 µs blocked
+		runtime.SetMutexProfileFraction(10)
+	}
 	return func() {
 		pprof.StopCPUProfile()
 		_ = cpu.Close()
@@ -416,8 +437,27 @@ func serveStats() {
 		}
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
-		fmt.Println(m.Mallocs, CPUTime().Nanoseconds())
+		r, w := Syscalls()
+		fmt.Println(m.Mallocs, CPUTime().Nanoseconds(), r, w)
 	}
+}
+
+// Syscalls are the read and write system calls the process has made
+// (Linux; zero elsewhere).
+func Syscalls() (reads, writes int64) {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscr: "); ok {
+			reads, _ = strconv.ParseInt(v, 10, 64)
+		}
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			writes, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return reads, writes
 }
 
 func runChild(role string) error {
