@@ -148,6 +148,7 @@ type Host struct {
 	unwatch2    []func()       // stop the NATS state watches
 	healthStop  chan struct{}  // closed when the drain starts: the health watches end
 	healthWG    sync.WaitGroup // the health watches
+	out         outbox         // results on their way to the reply connection
 }
 
 // served is one name served by the host.
@@ -737,19 +738,20 @@ func (h *Host) answerResult(s *served, reply string, id, result []byte, withEra 
 		era = s.era()
 	}
 	bp := replyBufs.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= maxPooledReply {
-			replyBufs.Put(bp)
-		}
-	}()
 	*bp = trimNL(jsonrpc.AppendResult((*bp)[:0], id, result))
 	if era == "" && int64(len(*bp)) <= h.reply.MaxPayload()-1024 {
-		if err := h.reply.Publish(reply, *bp); err != nil {
-			h.cfg.logger.Debug("remote: publish failed", "subject", reply, "error", err)
-		}
+		h.out.send(reply, bp, h.publishResult) // returns bp to replyBufs
 		return
 	}
+	putReplyBuf(bp)
 	h.answer(s, reply, id, result, nil, false)
+}
+
+// publishResult publishes a result built by answerResult.
+func (h *Host) publishResult(reply string, data []byte) {
+	if err := h.reply.Publish(reply, data); err != nil {
+		h.cfg.logger.Debug("remote: publish failed", "subject", reply, "error", err)
+	}
 }
 
 // replyBufs are the buffers answerResult builds replies in.
@@ -757,6 +759,13 @@ var replyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &
 
 // maxPooledReply bounds the buffer replyBufs keeps.
 const maxPooledReply = 64 << 10
+
+// putReplyBuf returns a buffer to replyBufs, unless it grew too large.
+func putReplyBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooledReply {
+		replyBufs.Put(bp)
+	}
+}
 
 // methodName is env's method, without a copy for the methods most calls
 // use.
