@@ -43,13 +43,13 @@ type ServerRequest = handlers.Request
 //
 //	func(ctx context.Context, req *snodo.ServerRequest) (any, error) {
 //		switch req.Method {
-//		case handlers.MethodElicitation:
+//		case "elicitation/create":
 //			p, err := req.Elicitation()
 //			if err != nil {
 //				return nil, err // -32602, as the server should hear it
 //			}
-//			return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: askUser(p)}, nil
-//		case handlers.MethodListRoots:
+//			return &handlers.ElicitResult{Action: "accept", Content: askUser(p)}, nil
+//		case "roots/list":
 //			return &handlers.ListRootsResult{Roots: []handlers.Root{{URI: "file:///work", Name: "work"}}}, nil
 //		}
 //		return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: req.Method}

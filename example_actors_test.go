@@ -109,17 +109,17 @@ func ExampleToolCall() {
 			ctx.Request(msg.Client.PID(), &snodo.ToolCall{Name: "ask", Tag: "greeting"})
 		case *handlers.RequestMessage:
 			switch msg.Request.Method {
-			case handlers.MethodElicitation:
+			case "elicitation/create":
 				p, err := msg.Request.Elicitation()
 				if err != nil {
 					msg.Reply(nil, err)
 					return
 				}
 				if _, ok := p.RequestedSchema.Properties["name"]; ok {
-					msg.Reply(&handlers.ElicitResult{Action: handlers.ElicitAccept, Content: map[string]any{"name": "Ada"}}, nil)
+					msg.Reply(&handlers.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil)
 					return
 				}
-				msg.Reply(&handlers.ElicitResult{Action: handlers.ElicitDecline}, nil)
+				msg.Reply(&handlers.ElicitResult{Action: "decline"}, nil)
 			default:
 				msg.Reply(nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: msg.Request.Method})
 			}

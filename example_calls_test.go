@@ -84,7 +84,7 @@ func ExampleWithServerRequestHandler() {
 	// One typed handler for both eras: pushed elicitation/create requests
 	// (legacy) and the input requests of input_required results (modern).
 	answer := func(ctx context.Context, req *snodo.ServerRequest) (any, error) {
-		if req.Method != handlers.MethodElicitation {
+		if req.Method != "elicitation/create" {
 			return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: req.Method}
 		}
 		p, err := req.Elicitation()
@@ -98,7 +98,7 @@ func ExampleWithServerRequestHandler() {
 			}
 		}
 		// Checked against p.RequestedSchema before it is sent.
-		return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: content}, nil
+		return &handlers.ElicitResult{Action: "accept", Content: content}, nil
 	}
 	for _, era := range []string{"modern", "legacy"} {
 		cmd, args := exampleServer("-era", era)
@@ -155,7 +155,7 @@ func ExampleClient_GetPrompt() {
 }
 
 func ExampleElicitParams_Check() {
-	req := &snodo.ServerRequest{Method: handlers.MethodElicitation, Params: []byte(`{"message":"Your age?",
+	req := &snodo.ServerRequest{Method: "elicitation/create", Params: []byte(`{"message":"Your age?",
 		"requestedSchema":{"type":"object","required":["age"],"properties":{"age":{"type":"integer","minimum":0}}}}`)}
 	p, err := req.Elicitation()
 	if err != nil {

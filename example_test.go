@@ -85,7 +85,7 @@ func ExampleClient_Listen() {
 // A legacy server asks the client for its roots; the handler answers.
 func ExampleServerRequestHandler() {
 	roots := func(ctx context.Context, req *snodo.ServerRequest) (any, error) {
-		if req.Method != handlers.MethodListRoots {
+		if req.Method != "roots/list" {
 			return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: "not supported: " + req.Method}
 		}
 		return &handlers.ListRootsResult{Roots: []handlers.Root{{URI: "file:///srv/project", Name: "project"}}}, nil

@@ -66,19 +66,19 @@ func (a *answers) handler(_ context.Context, req *ServerRequest) (any, error) {
 	a.methods = append(a.methods, req.Method)
 	a.mu.Unlock()
 	switch req.Method {
-	case handlers.MethodSampling:
+	case "sampling/createMessage":
 		if _, err := req.Sampling(); err != nil {
 			return nil, err
 		}
 		return &handlers.CreateMessageResult{Role: "assistant", Model: "test-model", StopReason: "endTurn",
 			Content: handlers.SamplingContents{{Type: "text", Text: "four"}}}, nil
-	case handlers.MethodElicitation:
+	case "elicitation/create":
 		p, err := req.Elicitation()
 		if err != nil {
 			return nil, err
 		}
-		return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: fillForm(p)}, nil
-	case handlers.MethodListRoots:
+		return &handlers.ElicitResult{Action: "accept", Content: fillForm(p)}, nil
+	case "roots/list":
 		return &handlers.ListRootsResult{Roots: []handlers.Root{{URI: "file:///work", Name: "work"}}}, nil
 	}
 	return nil, &Error{Code: CodeMethodNotFound, Message: "not handled: " + req.Method}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/dispatch"
+	"github.com/snodo/snodo/internal/mcpmethod"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -28,7 +28,7 @@ var errHandlerPanicked = errors.New("the server-request handler panicked")
 // elicitation answer, so a refused answer shows as the -32603 the server
 // gets. ping, answered without user code, is not observed.
 func (c *Client) observeHandler(ctx context.Context, req *ServerRequest) (context.Context, func(answered error, panicked bool)) {
-	if req.Method == handlers.MethodPing {
+	if req.Method == mcpmethod.Ping {
 		return ctx, func(error, bool) {}
 	}
 	ctx, span := c.serverRequestSpan(ctx, req)
@@ -51,7 +51,7 @@ func (c *Client) observeHandler(ctx context.Context, req *ServerRequest) (contex
 
 // The typed server requests (the params a ServerRequestHandler decodes,
 // req.Elicitation and req.Sampling, and the results it returns, in both
-// eras), the server-to-client request methods and the elicitation modes
-// and actions have one home, the handlers package: handlers.ElicitParams,
-// handlers.ElicitResult, handlers.CreateMessageParams, handlers.Root,
-// handlers.MethodElicitation, handlers.ElicitAccept, … .
+// eras) have one home, the handlers package: handlers.ElicitParams,
+// handlers.ElicitResult, handlers.CreateMessageParams, handlers.Root, … .
+// Methods, elicitation modes and actions are strings as the
+// specification spells them ("elicitation/create", "accept").

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -71,5 +70,5 @@ func TestEverythingServerResearchTaskAsksForInput(t *testing.T) {
 	res, err := c.CallTool(t.Context(), "simulate-research-query", map[string]any{"topic": "python", "ambiguous": true})
 	require.NoError(t, err)
 	assert.Contains(t, res.Text(), "python (programming)")
-	assert.True(t, a.saw(handlers.MethodElicitation))
+	assert.True(t, a.saw("elicitation/create"))
 }

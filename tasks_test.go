@@ -44,10 +44,10 @@ func TestToolExecutionRoundTrips(t *testing.T) {
 
 // adaHandler answers every elicitation with the name Ada.
 func adaHandler(_ context.Context, req *ServerRequest) (any, error) {
-	if req.Method != handlers.MethodElicitation {
+	if req.Method != "elicitation/create" {
 		return nil, &Error{Code: CodeMethodNotFound, Message: "not handled: " + req.Method}
 	}
-	return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: map[string]any{"name": "Ada"}}, nil
+	return &handlers.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 }
 
 // forEachTaskEra runs fn against the test server offering tasks in each

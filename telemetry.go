@@ -18,7 +18,6 @@ import (
 
 	"github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/mcpmethod"
 	"github.com/snodo/snodo/internal/serverproc"
@@ -592,7 +591,7 @@ func (c *Client) served(ctx context.Context, method string, span trace.Span, met
 // program.
 func servedMethod(method string) string {
 	switch method {
-	case handlers.MethodSampling, handlers.MethodElicitation, handlers.MethodListRoots, handlers.MethodPing,
+	case mcpmethod.Sampling, mcpmethod.Elicitation, mcpmethod.ListRoots, mcpmethod.Ping,
 		methodToolsListChanged, methodPromptsListChanged,
 		methodResourcesListChanged, methodResourceUpdated,
 		"notifications/message", "notifications/progress", "notifications/cancelled",

@@ -139,9 +139,9 @@ func TestTraceRefusedElicitationAnswerOnTheHandlerSpan(t *testing.T) {
 			var runs atomic.Int32
 			handler := func(ctx context.Context, req *ServerRequest) (any, error) {
 				if runs.Add(1) == 1 {
-					return handlers.ElicitResult{Action: handlers.ElicitAccept, Content: map[string]any{"name": "Ada"}}, nil
+					return handlers.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 				}
-				return handlers.ElicitResult{Action: handlers.ElicitAccept, Content: map[string]any{"name": 42}}, nil // the schema asks for a string
+				return handlers.ElicitResult{Action: "accept", Content: map[string]any{"name": 42}}, nil // the schema asks for a string
 			}
 			c := dialTest(t, []string{"-era", era}, WithTracerProvider(tp), WithMeterProvider(mp), WithServerRequestHandler(handler),
 				WithClientCapabilities(ClientCapabilities{Elicitation: &ElicitationCapability{}}))
@@ -155,7 +155,7 @@ func TestTraceRefusedElicitationAnswerOnTheHandlerSpan(t *testing.T) {
 				assert.Contains(t, res.Content[0].Text, "does not match the requested schema", "the server was answered -32603")
 			}
 			var spans []sdktrace.ReadOnlySpan
-			testutil.Eventually(t, func() bool { spans = spansNamed(rec, handlers.MethodElicitation); return len(spans) == 2 }, 5*time.Second, "handler spans missing")
+			testutil.Eventually(t, func() bool { spans = spansNamed(rec, "elicitation/create"); return len(spans) == 2 }, 5*time.Second, "handler spans missing")
 
 			fits := spanAttrs(spans[0])
 			assert.NotContains(t, fits, "error.type", "the first answer fits")
@@ -169,7 +169,7 @@ func TestTraceRefusedElicitationAnswerOnTheHandlerSpan(t *testing.T) {
 			assert.Contains(t, spans[1].Status().Description, "does not match the requested schema")
 
 			served := testutil.Metrics(t, reader)[telemetry.MetricServerOperationDuration]
-			assert.EqualValues(t, 2, sumWhere(t, served, "mcp.method.name", handlers.MethodElicitation))
+			assert.EqualValues(t, 2, sumWhere(t, served, "mcp.method.name", "elicitation/create"))
 			assert.EqualValues(t, 1, sumWhere(t, served, "error.type", "-32603"))
 		})
 	}

@@ -25,7 +25,7 @@ func TestTypedElicitationInBothEras(t *testing.T) {
 					return nil, err
 				}
 				seen = append(seen, p) // the bound is 16, but one call asks once per round
-				return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: map[string]any{"name": "Ada"}}, nil
+				return &handlers.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 			}))
 			res, err := c.CallTool(t.Context(), "ask", map[string]int{"rounds": 2})
 			require.NoError(t, err)
@@ -45,7 +45,7 @@ func TestElicitationAnswerCheckedAgainstTheSchema(t *testing.T) {
 	for _, era := range []string{"modern", "legacy"} {
 		t.Run(era, func(t *testing.T) {
 			c := dialTest(t, []string{"-era", era}, elicitCaps, WithServerRequestHandler(func(context.Context, *ServerRequest) (any, error) {
-				return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: map[string]any{"name": 42}}, nil
+				return &handlers.ElicitResult{Action: "accept", Content: map[string]any{"name": 42}}, nil
 			}))
 			res, err := c.CallTool(t.Context(), "ask", nil)
 			if era == "modern" {
@@ -69,7 +69,7 @@ const samplingParams = `{"messages":[{"role":"user","content":{"type":"text","te
 func typedHandler(t *testing.T) ServerRequestHandler {
 	return func(_ context.Context, req *ServerRequest) (any, error) {
 		switch req.Method {
-		case handlers.MethodSampling:
+		case "sampling/createMessage":
 			p, err := req.Sampling()
 			if err != nil {
 				return nil, err
@@ -85,7 +85,7 @@ func typedHandler(t *testing.T) ServerRequestHandler {
 			assert.Equal(t, "auto", p.ToolChoice.Mode)
 			return &handlers.CreateMessageResult{Role: "assistant", Model: "test-model", StopReason: "endTurn",
 				Content: handlers.SamplingContents{{Type: "text", Text: "It is sunny."}}}, nil
-		case handlers.MethodListRoots:
+		case "roots/list":
 			return &handlers.ListRootsResult{Roots: []handlers.Root{{URI: "file:///work", Name: "work"}}}, nil
 		}
 		return nil, &Error{Code: CodeMethodNotFound, Message: req.Method}
@@ -99,7 +99,7 @@ const (
 
 func TestTypedSamplingAndRootsLegacy(t *testing.T) {
 	c := dialTest(t, []string{"-era", "legacy"}, WithServerRequestHandler(typedHandler(t)))
-	for method, want := range map[string]string{handlers.MethodSampling: wantSampling, handlers.MethodListRoots: wantRoots} {
+	for method, want := range map[string]string{"sampling/createMessage": wantSampling, "roots/list": wantRoots} {
 		raw, err := c.Request(t.Context(), "test/serverRequest", map[string]any{"method": method, "params": json.RawMessage(samplingParams)})
 		require.NoError(t, err)
 		var out struct {
@@ -118,8 +118,8 @@ func TestTypedSamplingAndRootsModern(t *testing.T) {
 	_, err := c.requestWithInput(t.Context(), "test/echo", map[string]any{
 		"resultType": "input_required",
 		"inputRequests": map[string]any{
-			"s": map[string]any{"method": handlers.MethodSampling, "params": json.RawMessage(samplingParams)},
-			"r": map[string]any{"method": handlers.MethodListRoots},
+			"s": map[string]any{"method": "sampling/createMessage", "params": json.RawMessage(samplingParams)},
+			"r": map[string]any{"method": "roots/list"},
 		},
 	}, nil)
 	require.ErrorIs(t, err, ErrTooManyInputRounds)
@@ -133,18 +133,18 @@ func TestTypedSamplingAndRootsModern(t *testing.T) {
 }
 
 func TestTypedParamsRejectTheWrongRequest(t *testing.T) {
-	_, err := (&ServerRequest{Method: handlers.MethodListRoots}).Elicitation()
+	_, err := (&ServerRequest{Method: "roots/list"}).Elicitation()
 	var e *Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, CodeInvalidParams, e.Code)
-	_, err = (&ServerRequest{Method: handlers.MethodElicitation, Params: json.RawMessage(`{"mode":"url","message":"log in"}`)}).Elicitation()
+	_, err = (&ServerRequest{Method: "elicitation/create", Params: json.RawMessage(`{"mode":"url","message":"log in"}`)}).Elicitation()
 	assert.ErrorContains(t, err, "url mode needs a url and an elicitationId")
-	p, err := (&ServerRequest{Method: handlers.MethodElicitation, Params: json.RawMessage(
+	p, err := (&ServerRequest{Method: "elicitation/create", Params: json.RawMessage(
 		`{"mode":"url","message":"log in","url":"https://example.com/login","elicitationId":"e1"}`)}).Elicitation()
 	require.NoError(t, err)
-	assert.Equal(t, handlers.ElicitURL, p.Mode)
+	assert.Equal(t, "url", p.Mode)
 	assert.Equal(t, "e1", p.ElicitationID)
-	_, err = (&ServerRequest{Method: handlers.MethodSampling, Params: json.RawMessage(`{"messages":[],"maxTokens":1}`)}).Sampling()
+	_, err = (&ServerRequest{Method: "sampling/createMessage", Params: json.RawMessage(`{"messages":[],"maxTokens":1}`)}).Sampling()
 	assert.ErrorContains(t, err, "no messages")
 	b, err := json.Marshal(&handlers.ListRootsResult{})
 	require.NoError(t, err)
@@ -167,7 +167,7 @@ func TestToActorAnswersBothEras(t *testing.T) {
 						m.Reply(nil, err)
 						return
 					}
-					m.Reply(&handlers.ElicitResult{Action: handlers.ElicitAccept, Content: map[string]any{"name": p.Message[len(p.Message)-2 : len(p.Message)-1]}}, nil)
+					m.Reply(&handlers.ElicitResult{Action: "accept", Content: map[string]any{"name": p.Message[len(p.Message)-2 : len(p.Message)-1]}}, nil)
 				}
 			}))
 			defer system.Root.Stop(pid)

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/mcpmethod"
 )
 
 // URL elicitation required (legacy era, 2025-11-25): a server that cannot
@@ -93,7 +93,7 @@ func (c Calls) elicitURLs(ctx context.Context, method string, ue *URLElicitation
 	for i, el := range ue.Elicitations {
 		el.Mode = "url"
 		params, _ := json.Marshal(el) // strings only: cannot fail
-		reqs[fmt.Sprintf("url-%03d", i)] = inputRequest{Method: handlers.MethodElicitation, Params: params}
+		reqs[fmt.Sprintf("url-%03d", i)] = inputRequest{Method: mcpmethod.Elicitation, Params: params}
 	}
 	results, err := fulfil(ctx, c.inputHandling(), method, reqs, opts)
 	if err != nil {
@@ -103,7 +103,7 @@ func (c Calls) elicitURLs(ctx context.Context, method string, ue *URLElicitation
 		var r struct {
 			Action string `json:"action"`
 		}
-		if json.Unmarshal(raw, &r) != nil || r.Action != string(handlers.ElicitAccept) {
+		if json.Unmarshal(raw, &r) != nil || r.Action != "accept" {
 			return ue
 		}
 	}

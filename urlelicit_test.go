@@ -29,9 +29,9 @@ func (u *urlUser) handler(_ context.Context, req *ServerRequest) (any, error) {
 	defer u.mu.Unlock()
 	u.urls = append(u.urls, p.URL)
 	if u.deny {
-		return &handlers.ElicitResult{Action: handlers.ElicitDecline}, nil
+		return &handlers.ElicitResult{Action: "decline"}, nil
 	}
-	return &handlers.ElicitResult{Action: handlers.ElicitAccept}, nil
+	return &handlers.ElicitResult{Action: "accept"}, nil
 }
 
 func TestURLElicitationRequiredIsTyped(t *testing.T) {

@@ -25,7 +25,7 @@ const form = `{"message":"Your details","requestedSchema":{"type":"object","requ
 	"pets":{"type":"array","items":{"anyOf":[{"const":"cat","title":"Cat"},{"const":"dog","title":"Dog"}]}}}}}`
 
 func TestElicitCheck(t *testing.T) {
-	p, err := (&handlers.Request{Method: handlers.MethodElicitation, Params: json.RawMessage(form)}).Elicitation()
+	p, err := (&handlers.Request{Method: "elicitation/create", Params: json.RawMessage(form)}).Elicitation()
 	require.NoError(t, err)
 	ok := `"name":"Ada","age":36`
 	for content, want := range map[string]string{

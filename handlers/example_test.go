@@ -16,7 +16,7 @@ import (
 // once, and writes the answer (or the error) back to the server.
 func ExampleFunc() {
 	roots := handlers.Func(func(ctx context.Context, req *handlers.Request) (any, error) {
-		if req.Method != handlers.MethodListRoots {
+		if req.Method != "roots/list" {
 			return nil, fmt.Errorf("%s is not supported", req.Method) // -32603 for the server
 		}
 		return handlers.ListRootsResult{Roots: []handlers.Root{{URI: "file:///srv/project", Name: "project"}}}, nil
@@ -34,7 +34,7 @@ func ExampleFunc() {
 	defer c.Close()
 
 	// Ask the test server to send roots/list and tell what it got back.
-	raw, err := c.Request(ctx, "test/serverRequest", map[string]string{"method": handlers.MethodListRoots}, nil)
+	raw, err := c.Request(ctx, "test/serverRequest", map[string]string{"method": "roots/list"}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func ExampleFunc() {
 // Sampling decodes sampling/createMessage; the answer is the model's
 // message.
 func ExampleRequest_Sampling() {
-	req := &handlers.Request{Method: handlers.MethodSampling, Params: json.RawMessage(`{
+	req := &handlers.Request{Method: "sampling/createMessage", Params: json.RawMessage(`{
 		"messages":[{"role":"user","content":{"type":"text","text":"What is 2+2?"}}],
 		"maxTokens":64}`)}
 	p, err := req.Sampling()

@@ -14,6 +14,11 @@ import (
 // it is the request's key in the result's inputRequests object, as a JSON
 // string ("\"name\"" for the key name): the answer travels back under that
 // key in inputResponses.
+//
+// Method is the request's MCP method, as the specification spells it:
+// "elicitation/create" (decode it with Elicitation), "sampling/createMessage"
+// (Sampling), "roots/list" (no params; answer with a ListRootsResult) or
+// "ping" (answered by the connection, never by a handler).
 type Request struct {
 	ID     json.RawMessage
 	Method string

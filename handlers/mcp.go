@@ -5,34 +5,27 @@ import (
 	"fmt"
 
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/mcpmethod"
 )
 
 // Typed MCP server requests. A handler decodes the params with
 // Request.Elicitation or Request.Sampling (roots/list has none) and
 // returns the matching result type; the same code serves both eras.
 
-// The methods of the MCP server-to-client requests.
-const (
-	MethodElicitation = "elicitation/create"
-	MethodSampling    = "sampling/createMessage"
-	MethodListRoots   = "roots/list"
-	MethodPing        = "ping"
-)
-
 // Elicitation decodes the params of an elicitation/create request. The
 // error, for another method or malformed params, is a -32602
 // *jsonrpc.Error a handler can return as it is.
 func (r *Request) Elicitation() (*ElicitParams, error) {
 	var p ElicitParams
-	if err := r.decode(MethodElicitation, &p); err != nil {
+	if err := r.decode(mcpmethod.Elicitation, &p); err != nil {
 		return nil, err
 	}
 	switch p.Mode {
-	case "", ElicitForm:
+	case "", "form":
 		if p.RequestedSchema == nil {
 			return nil, invalidParams(r.Method, "form mode needs a requestedSchema")
 		}
-	case ElicitURL:
+	case "url":
 		if p.URL == "" || p.ElicitationID == "" {
 			return nil, invalidParams(r.Method, "url mode needs a url and an elicitationId")
 		}
@@ -47,7 +40,7 @@ func (r *Request) Elicitation() (*ElicitParams, error) {
 // *jsonrpc.Error a handler can return as it is.
 func (r *Request) Sampling() (*CreateMessageParams, error) {
 	var p CreateMessageParams
-	if err := r.decode(MethodSampling, &p); err != nil {
+	if err := r.decode(mcpmethod.Sampling, &p); err != nil {
 		return nil, err
 	}
 	if len(p.Messages) == 0 {
@@ -73,20 +66,11 @@ func invalidParams(method, msg string) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: " + method + ": " + msg}
 }
 
-// Elicitation modes and actions.
-const (
-	ElicitForm = "form" // the user fills in a form described by RequestedSchema
-	ElicitURL  = "url"  // the user visits URL; the answer happens out of band
-
-	ElicitAccept  = "accept"  // the user submitted (form: Content holds the answer)
-	ElicitDecline = "decline" // the user said no
-	ElicitCancel  = "cancel"  // the user dismissed the request
-)
-
 // ElicitParams are the params of elicitation/create. Mode is "form"
-// (also when empty) or "url". Form mode asks for the fields of
-// RequestedSchema; URL mode asks the user to visit URL, and the server
-// later sends notifications/elicitation/complete with ElicitationID.
+// (also when empty) or "url". Form mode asks the user to fill in the
+// fields of RequestedSchema; URL mode asks the user to visit URL (the
+// answer happens out of band), and the server later sends
+// notifications/elicitation/complete with ElicitationID.
 type ElicitParams struct {
 	Mode            string                     `json:"mode,omitempty"`
 	Message         string                     `json:"message"`
@@ -161,10 +145,11 @@ func (p *PropertySchema) Options() []string {
 	return opts
 }
 
-// ElicitResult answers elicitation/create. Content holds the form's
-// answer when Action is ElicitAccept in form mode: each value a string,
-// a number, a boolean or a []string (multi-select). Before it is sent,
-// snodo checks Content against the requested schema.
+// ElicitResult answers elicitation/create. Action is "accept" (the user
+// submitted; in form mode Content holds the answer), "decline" (the user
+// said no) or "cancel" (the user dismissed the request). Content's values
+// are each a string, a number, a boolean or a []string (multi-select).
+// Before it is sent, snodo checks Content against the requested schema.
 type ElicitResult struct {
 	Action  string                     `json:"action"`
 	Content map[string]any             `json:"content,omitempty"`

@@ -18,10 +18,10 @@ import (
 
 // answerAda answers every elicitation with the name Ada.
 func answerAda(_ context.Context, req *snodo.ServerRequest) (any, error) {
-	if req.Method != handlers.MethodElicitation {
+	if req.Method != "elicitation/create" {
 		return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: "not handled: " + req.Method}
 	}
-	return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: map[string]any{"name": "Ada"}}, nil
+	return &handlers.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 }
 
 // Tasks over NATS: two hosts serve the test server offering tasks, each

@@ -6,6 +6,7 @@ import (
 
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/mcpmethod"
 )
 
 // CheckElicitAnswer checks a handler's answer to elicitation/create
@@ -16,7 +17,7 @@ import (
 // caller is told. Other methods, URL mode,
 // declined or cancelled forms and malformed params pass.
 func CheckElicitAnswer(req *handlers.Request, result json.RawMessage) (wire *jsonrpc.Error, cause error) {
-	if req.Method != handlers.MethodElicitation {
+	if req.Method != mcpmethod.Elicitation {
 		return nil, nil
 	}
 	params, err := req.Elicitation()
@@ -31,8 +32,8 @@ func CheckElicitAnswer(req *handlers.Request, result json.RawMessage) (wire *jso
 		return refuse("is not an ElicitResult: " + err.Error())
 	}
 	switch answer.Action {
-	case handlers.ElicitAccept:
-	case handlers.ElicitDecline, handlers.ElicitCancel:
+	case "accept":
+	case "decline", "cancel":
 		return nil, nil
 	default:
 		return refuse(fmt.Sprintf("has action %q (want accept, decline or cancel)", answer.Action))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/mcpmethod"
 )
 
 // InputError is the failure of one input request of a round: Index is
@@ -127,7 +128,7 @@ func Serve(ctx context.Context, h handlers.Func, logger *slog.Logger, reqs []*ha
 // -32601.
 func Defaults(h handlers.Func) handlers.Func {
 	return func(ctx context.Context, req *handlers.Request) (any, error) {
-		if req.Method == handlers.MethodPing {
+		if req.Method == mcpmethod.Ping {
 			return struct{}{}, nil
 		}
 		if h == nil {

@@ -36,7 +36,7 @@ func TestServeIsBounded(t *testing.T) {
 		<-release // ignores ctx
 		return "late", nil
 	})
-	slow := []*handlers.Request{{Method: handlers.MethodListRoots}}
+	slow := []*handlers.Request{{Method: "roots/list"}}
 	bounded := func(ctx context.Context, reqs []*handlers.Request, timeout time.Duration) error {
 		t.Helper()
 		done := make(chan error, 1)
@@ -59,7 +59,7 @@ func TestServeIsBounded(t *testing.T) {
 	defer cancel()
 	require.ErrorIs(t, bounded(ctx, slow, 0), context.DeadlineExceeded)
 
-	err = bounded(context.Background(), []*handlers.Request{{Method: handlers.MethodListRoots}, {Method: "fail"}}, 0)
+	err = bounded(context.Background(), []*handlers.Request{{Method: "roots/list"}, {Method: "fail"}}, 0)
 	var ie *InputError
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, 1, ie.Index)
@@ -69,9 +69,9 @@ func TestServeIsBounded(t *testing.T) {
 // as the connection's handler path does, before the answer goes anywhere.
 func TestServeChecksElicitationAnswers(t *testing.T) {
 	serve := serveWith(func(context.Context, *handlers.Request) (any, error) {
-		return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: map[string]any{"name": 42}}, nil
+		return &handlers.ElicitResult{Action: "accept", Content: map[string]any{"name": 42}}, nil
 	})
-	req := &handlers.Request{Method: handlers.MethodElicitation, Params: json.RawMessage(
+	req := &handlers.Request{Method: "elicitation/create", Params: json.RawMessage(
 		`{"message":"name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}`)}
 	_, err := serve(t.Context(), []*handlers.Request{req}, 0)
 	var ie *InputError

@@ -6,3 +6,12 @@ package mcpmethod
 // The request that opens a subscription (package subscription, the
 // remote client, telemetry).
 const Listen = "subscriptions/listen"
+
+// The requests an MCP server sends its client (package handlers decodes
+// them; the connection and the input rounds answer them).
+const (
+	Elicitation = "elicitation/create"
+	Sampling    = "sampling/createMessage"
+	ListRoots   = "roots/list"
+	Ping        = "ping"
+)

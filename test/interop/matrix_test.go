@@ -104,7 +104,7 @@ func rows() []row {
 	goModern.name, goModern.era, goModern.server = "go-sdk/modern", snodo.EraModern, goSDK(true)
 	goLegacy.name, goLegacy.era, goLegacy.server = "go-sdk/legacy", snodo.EraLegacy, goSDK(false)
 	goLegacy.serverRequest = call{tool: "test_sampling", args: map[string]any{"prompt": "2+2?"}}
-	goLegacy.serverMethod, goLegacy.serverWant = handlers.MethodSampling, "LLM response: four"
+	goLegacy.serverMethod, goLegacy.serverWant = "sampling/createMessage", "LLM response: four"
 
 	ours := row{
 		tools:    []string{"greet", "count", "wait", "ask_name", "add_tool"},
@@ -121,7 +121,7 @@ func rows() []row {
 	tsModern.name, tsModern.era, tsModern.server = "ts-sdk-v2/modern", snodo.EraModern, ts
 	tsLegacy.name, tsLegacy.era, tsLegacy.server = "ts-sdk-v2/legacy", snodo.EraLegacy, ts
 	tsLegacy.serverRequest = call{tool: "ask_model"}
-	tsLegacy.serverMethod, tsLegacy.serverWant = handlers.MethodSampling, "model said: four"
+	tsLegacy.serverMethod, tsLegacy.serverWant = "sampling/createMessage", "model said: four"
 
 	mcpgo := func(t *testing.T) *server {
 		// -stateful: by default mcp-go checks only the form of a
@@ -137,7 +137,7 @@ func rows() []row {
 	// mcp-go asks a legacy client with elicitation/create what a modern
 	// one gets as input_required: the same tool is the server request.
 	mcpgoLegacy.serverRequest = call{tool: "ask_name"}
-	mcpgoLegacy.serverMethod, mcpgoLegacy.serverWant = handlers.MethodElicitation, "Hello, Ada!"
+	mcpgoLegacy.serverMethod, mcpgoLegacy.serverWant = "elicitation/create", "Hello, Ada!"
 
 	httpRows := []row{goModern, goLegacy, tsModern, tsLegacy, mcpgoModern, mcpgoLegacy}
 	var all []row
@@ -258,7 +258,7 @@ func (r row) run(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, res.IsError, res.Text())
 		assert.Contains(t, res.Text(), r.inputWant)
-		assert.True(t, a.saw(handlers.MethodElicitation), "the handler answered the elicitation")
+		assert.True(t, a.saw("elicitation/create"), "the handler answered the elicitation")
 	})
 
 	t.Run("listen", func(t *testing.T) {
@@ -428,12 +428,12 @@ func (a *answers) handler(_ context.Context, req *snodo.ServerRequest) (any, err
 	a.methods = append(a.methods, req.Method)
 	a.mu.Unlock()
 	switch req.Method {
-	case handlers.MethodSampling:
+	case "sampling/createMessage":
 		return &handlers.CreateMessageResult{Role: "assistant", Model: "test-model", StopReason: "endTurn",
 			Content: handlers.SamplingContents{{Type: "text", Text: "four"}}}, nil
-	case handlers.MethodElicitation:
-		return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: map[string]any{"name": "Ada"}}, nil
-	case handlers.MethodListRoots:
+	case "elicitation/create":
+		return &handlers.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+	case "roots/list":
 		return &handlers.ListRootsResult{Roots: []handlers.Root{{URI: "file:///work", Name: "work"}}}, nil
 	}
 	return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: "not handled: " + req.Method}

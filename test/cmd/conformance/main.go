@@ -198,7 +198,7 @@ func everyVerb(ctx context.Context, c *snodo.Client) error {
 // answer is the server-request handler: it accepts every form with the
 // defaults its schema gives (and confirms what asks to be confirmed).
 func answer(ctx context.Context, req *snodo.ServerRequest) (any, error) {
-	if req.Method != handlers.MethodElicitation {
+	if req.Method != "elicitation/create" {
 		return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: req.Method}
 	}
 	p, err := req.Elicitation()
@@ -216,7 +216,7 @@ func answer(ctx context.Context, req *snodo.ServerRequest) (any, error) {
 			}
 		}
 	}
-	return &handlers.ElicitResult{Action: handlers.ElicitAccept, Content: content}, nil
+	return &handlers.ElicitResult{Action: "accept", Content: content}, nil
 }
 
 // skill is one entry of skills/list (the skills extension).
