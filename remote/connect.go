@@ -21,13 +21,13 @@ import (
 // DeadlineExceeded) at once, and a connection that completes later is
 // closed. ctx bounds the connecting only, as Dial's does. The
 // connection reconnects as a caller's of this package does (for ever,
-// with DefaultReconnect's back-off, nothing buffered meanwhile: see
-// Reconnect); opts may say otherwise.
+// pausing 100 ms, then twice as long each time up to 5 s, nothing
+// buffered meanwhile: see Reconnect); opts may say otherwise.
 func ConnectNATS(ctx context.Context, url string, opts ...nats.Option) (*nats.Conn, error) {
 	if ctx == nil {
 		return nil, errors.New("remote: ConnectNATS: nil context.Context; pass context.Background() or a ctx that bounds the connecting")
 	}
-	return connectNATS(ctx, url, append([]nats.Option{DefaultReconnect.option(), nats.ReconnectBufSize(-1)}, opts...))
+	return connectNATS(ctx, url, append([]nats.Option{defaultReconnect.option(), nats.ReconnectBufSize(-1)}, opts...))
 }
 
 // Reconnect is how a NATS connection this package opens (a Host's two,
@@ -48,25 +48,25 @@ type Reconnect struct {
 	// ErrNATSClosed.
 	Attempts int
 	// Wait is the first pause between two rounds of attempts; 0 means
-	// DefaultReconnect's.
+	// 100 ms.
 	Wait time.Duration
-	// MaxWait caps the pause; 0 means DefaultReconnect's.
+	// MaxWait caps the pause; 0 means 5 s (or Wait, if longer).
 	MaxWait time.Duration
 }
 
-// DefaultReconnect is the reconnect policy of the NATS connections this
+// defaultReconnect is the reconnect policy of the NATS connections this
 // package opens: for ever, pausing 100 ms, then twice as long each
 // time, up to 5 s.
-var DefaultReconnect = Reconnect{Attempts: 0, Wait: 100 * time.Millisecond, MaxWait: 5 * time.Second}
+var defaultReconnect = Reconnect{Attempts: 0, Wait: 100 * time.Millisecond, MaxWait: 5 * time.Second}
 
 // option is r as a nats.Option.
 func (r Reconnect) option() nats.Option {
 	wait, maxWait := r.Wait, r.MaxWait
 	if wait <= 0 {
-		wait = DefaultReconnect.Wait
+		wait = defaultReconnect.Wait
 	}
 	if maxWait <= 0 {
-		maxWait = max(DefaultReconnect.MaxWait, wait)
+		maxWait = max(defaultReconnect.MaxWait, wait)
 	}
 	attempts := r.Attempts
 	if attempts <= 0 {

@@ -34,11 +34,11 @@ const maxDiscoverAnswers = 16384
 
 // Discover asks every NATS micro service on nc's system for its info
 // (the $SRV.INFO subject) and returns the names snodo hosts serve under
-// prefix ("" for DefaultPrefix), sorted, each with its hosts. It returns
+// prefix ("" for the default, "snodo"), sorted, each with its hosts. It returns
 // once no answer came for 300 ms, when ctx is done, or after 16384
 // answers, with what it has. A host that answers twice is listed once.
-// It fails, with nothing found, for a nil ctx or nc, a prefix CheckName
-// refuses, or a NATS subscription or publish that fails.
+// It fails, with nothing found, for a nil ctx or nc, a prefix that is
+// no valid name (letters, digits, '-' and '_' only), or a NATS subscription or publish that fails.
 func Discover(ctx context.Context, nc *nats.Conn, prefix string) ([]Served, error) {
 	switch {
 	case ctx == nil:
@@ -47,7 +47,7 @@ func Discover(ctx context.Context, nc *nats.Conn, prefix string) ([]Served, erro
 		return nil, errors.New("remote: Discover: nil *nats.Conn; pass a connection from nats.Connect")
 	}
 	if prefix == "" {
-		prefix = DefaultPrefix
+		prefix = defaultPrefix
 	}
 	if err := checkName("prefix", prefix); err != nil {
 		return nil, err
@@ -86,11 +86,11 @@ func Discover(ctx context.Context, nc *nats.Conn, prefix string) ([]Served, erro
 		case m := <-answers:
 			quiet.Reset(discoverQuiet)
 			var info micro.Info
-			if json.Unmarshal(m.Data, &info) != nil || info.Metadata[MetaServer] == "" || info.Metadata[MetaPrefix] != prefix {
+			if json.Unmarshal(m.Data, &info) != nil || info.Metadata[metaServer] == "" || info.Metadata[metaPrefix] != prefix {
 				continue // not a snodo host of this prefix
 			}
-			name := info.Metadata[MetaServer]
-			k := hostKey{name, info.Metadata[MetaHost], info.Metadata[MetaLabel]}
+			name := info.Metadata[metaServer]
+			k := hostKey{name, info.Metadata[metaHost], info.Metadata[metaLabel]}
 			if seen[k] {
 				continue
 			}
@@ -100,7 +100,7 @@ func Discover(ctx context.Context, nc *nats.Conn, prefix string) ([]Served, erro
 				s = &Served{Name: name}
 				byName[name] = s
 			}
-			s.Hosts = append(s.Hosts, HostInfo{ID: info.Metadata[MetaHost], Label: info.Metadata[MetaLabel]})
+			s.Hosts = append(s.Hosts, HostInfo{ID: info.Metadata[metaHost], Label: info.Metadata[metaLabel]})
 		case <-quiet.C:
 			return sorted(byName), nil
 		case <-ctx.Done():

@@ -102,7 +102,7 @@ func TestGlobalPropagatorCrossesTheHop(t *testing.T) {
 	c := client(t, e, "bag")
 	nc := conn(t, e)
 	got := make(chan nats.Header, 1)
-	_, err := nc.Subscribe(subjectsOf(DefaultPrefix, "bag").call, func(m *nats.Msg) {
+	_, err := nc.Subscribe(subjectsOf(defaultPrefix, "bag").call, func(m *nats.Msg) {
 		got <- m.Header
 		_ = m.Respond(nil)
 	})

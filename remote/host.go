@@ -20,18 +20,19 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/supervisor"
 )
 
 // Defaults of a Host.
 const (
-	// DefaultMaxHeld bounds the calls and subscriptions one host holds at
+	// defaultMaxHeld bounds the calls and subscriptions one host holds at
 	// once; past it a call is refused before it runs (the caller retries
 	// it on another host).
-	DefaultMaxHeld = 1024
-	// DefaultDrainTimeout bounds the graceful drain a Host runs when the
+	defaultMaxHeld = limits.MaxHeld
+	// defaultDrainTimeout bounds the graceful drain a Host runs when the
 	// ctx given to NewHost is done.
-	DefaultDrainTimeout = 30 * time.Second
+	defaultDrainTimeout = limits.DrainTimeout
 
 	// timeoutGrace is added to a caller's timeout on the host: the caller's
 	// own timer fires first and sends the cancel; the host's is a backstop
@@ -87,7 +88,7 @@ func Serve(name string, pool *supervisor.Pool) HostOption {
 }
 
 // WithMaxHeld bounds the calls and subscriptions held at once (default
-// DefaultMaxHeld). A call over the bound is refused before it runs, and
+// 1024). A call over the bound is refused before it runs, and
 // the caller sends it to another host. Hosts.
 func WithMaxHeld(n int) HostOption {
 	return hostOption(func(c *config) error {
@@ -171,7 +172,7 @@ type served struct {
 
 // NewHost connects to the NATS server at url and serves the pools given
 // with Serve. ctx is the host's owner: when it is done, the host drains
-// (as Shutdown, bounded by DefaultDrainTimeout); one already done is an
+// (as Shutdown, bounded by 30 s); one already done is an
 // error, and one done while NewHost connects ends the connecting: NewHost
 // returns its error (errors.Is context.Canceled or DeadlineExceeded).
 // The host owns the pools: they close when it stops, and if NewHost
@@ -231,7 +232,7 @@ func NewHost(ctx context.Context, url string, opts ...HostOption) (*Host, error)
 		go h.watchHealth(s)
 	}
 	h.unwatch = context.AfterFunc(ctx, func() {
-		dctx, cancel := context.WithTimeout(context.Background(), DefaultDrainTimeout)
+		dctx, cancel := context.WithTimeout(context.Background(), defaultDrainTimeout)
 		defer cancel()
 		_ = h.Shutdown(dctx)
 	})
@@ -319,10 +320,10 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 
 // Service metadata keys (micro Info and Ping show them).
 const (
-	MetaServer = "snodo.server" // the served name
-	MetaHost   = "snodo.host"   // the host's id
-	MetaLabel  = "snodo.label"  // the host's label (hostname:pid by default)
-	MetaPrefix = "snodo.prefix" // the subject prefix
+	metaServer = "snodo.server" // the served name
+	metaHost   = "snodo.host"   // the host's id
+	metaLabel  = "snodo.label"  // the host's label (hostname:pid by default)
+	metaPrefix = "snodo.prefix" // the subject prefix
 
 	serviceVersion = "0.1.0"
 )
@@ -815,7 +816,7 @@ func beatOf(hdr nats.Header) time.Duration { return beatWithin(headerMillis(hdr,
 // beatWithin is the heartbeat interval d (0: the default) within bounds.
 func beatWithin(d time.Duration) time.Duration {
 	if d == 0 {
-		return DefaultHeartbeat
+		return defaultHeartbeat
 	}
 	return min(max(d, 20*time.Millisecond), time.Minute)
 }

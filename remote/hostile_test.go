@@ -255,7 +255,7 @@ func TestDiscoverAgainstAPeerThatKeepsAnswering(t *testing.T) {
 	host(t, e, "x", 1)
 	peer := conn(t, e)
 	info, err := json.Marshal(micro.Info{ServiceIdentity: micro.ServiceIdentity{Name: "fake", ID: "fake", Version: "1.0.0",
-		Metadata: map[string]string{MetaServer: "x", MetaPrefix: DefaultPrefix, MetaHost: "fake", MetaLabel: "fake:1"}}})
+		Metadata: map[string]string{metaServer: "x", metaPrefix: defaultPrefix, metaHost: "fake", metaLabel: "fake:1"}}})
 	require.NoError(t, err)
 	stop := make(chan struct{})
 	var spam sync.WaitGroup

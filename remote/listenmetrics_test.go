@@ -131,7 +131,7 @@ func TestRemoteListenOwnerLeavingBeforeAckIsNoError(t *testing.T) {
 	// host does: once it has, Listen waits for the acknowledgement.
 	sent := make(chan struct{}, 1)
 	nc := conn(t, e)
-	_, err := nc.Subscribe(subjectsOf(DefaultPrefix, "silent").listen, func(*nats.Msg) {
+	_, err := nc.Subscribe(subjectsOf(defaultPrefix, "silent").listen, func(*nats.Msg) {
 		select {
 		case sent <- struct{}{}:
 		default:

@@ -51,7 +51,7 @@ func (o clientOption) applyClient(c *config) error { return o(c) }
 type config struct {
 	prefix    string
 	natsOpt   []nats.Option
-	reconnect *Reconnect // WithReconnect's; nil: DefaultReconnect unless natsOpt says otherwise
+	reconnect *Reconnect // WithReconnect's; nil: defaultReconnect unless natsOpt says otherwise
 	logger    *slog.Logger
 
 	// hosts
@@ -82,8 +82,8 @@ func clientConfig(opts []ClientOption) (config, error) {
 
 func newConfig[O comparable](opts []O, apply func(O, *config) error) (config, error) {
 	c := config{
-		prefix: DefaultPrefix, maxHeld: DefaultMaxHeld,
-		beat: DefaultHeartbeat, timeout: DefaultTimeout, maxRounds: limits.MaxInputRounds,
+		prefix: defaultPrefix, maxHeld: defaultMaxHeld,
+		beat: defaultHeartbeat, timeout: defaultTimeout, maxRounds: limits.MaxInputRounds,
 	}
 	var first, zero = error(nil), *new(O)
 	for i, o := range opts { // all of them: every pool given to Serve is owned, even after an error
@@ -103,11 +103,12 @@ func newConfig[O comparable](opts []O, apply func(O, *config) error) (config, er
 	return c, first
 }
 
-// DefaultTimeout is a remote call's timeout when neither WithTimeout nor
+// defaultTimeout is a remote call's timeout when neither WithTimeout nor
 // the snodo.Timeout request option gives one, as for a local connection.
-const DefaultTimeout = 60 * time.Second
+const defaultTimeout = limits.Timeout
 
-// WithPrefix sets the first subject token (default DefaultPrefix). Hosts
+// WithPrefix sets the first subject token (default "snodo"): letters,
+// digits, '-' and '_' only. Hosts
 // and callers of one deployment must agree on it. Both.
 func WithPrefix(prefix string) Option {
 	return func(c *config) error {
@@ -127,8 +128,9 @@ func WithNATSOptions(opts ...nats.Option) Option {
 }
 
 // WithReconnect sets how the NATS connections the package opens come
-// back after their server goes away (default DefaultReconnect: for
-// ever). It wins over the reconnect options of WithNATSOptions. Both.
+// back after their server goes away (default: for ever, pausing
+// 100 ms, then twice as long each time, up to 5 s). It wins over the
+// reconnect options of WithNATSOptions. Both.
 func WithReconnect(r Reconnect) Option {
 	return func(c *config) error {
 		if r.Attempts < 0 || r.Wait < 0 || r.MaxWait < 0 {
@@ -143,7 +145,7 @@ func WithReconnect(r Reconnect) Option {
 // default reconnect policy, then WithNATSOptions', then WithReconnect's,
 // then extra.
 func (c *config) natsOptions(extra ...nats.Option) []nats.Option {
-	opts := append([]nats.Option{DefaultReconnect.option()}, c.natsOpt...)
+	opts := append([]nats.Option{defaultReconnect.option()}, c.natsOpt...)
 	if c.reconnect != nil {
 		opts = append(opts, c.reconnect.option())
 	}
@@ -164,7 +166,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithHeartbeat sets how often the host running a call or subscription
 // tells the caller it is alive, and how often a subscriber tells the
-// host it still listens (default DefaultHeartbeat). Three missed beats
+// host it still listens (default 500 ms). Three missed beats
 // end the call or subscription with -32000, so a host that dies is
 // noticed within about 3.5 beats. Callers.
 func WithHeartbeat(d time.Duration) ClientOption {
@@ -177,7 +179,7 @@ func WithHeartbeat(d time.Duration) ClientOption {
 	})
 }
 
-// WithTimeout sets the default per-call timeout (default DefaultTimeout;
+// WithTimeout sets the default per-call timeout (default 60 s;
 // negative: none). The snodo.Timeout request option overrides it. The
 // host is told the sooner of the timeout and the ctx's deadline; a call
 // with neither still meets the host's own: its pool's per-request

@@ -121,7 +121,7 @@ func (h *Host) addService(s *served) error {
 		v.subs = append(v.subs, sub)
 	}
 	identity := micro.ServiceIdentity{Name: s.name, ID: v.id, Version: serviceVersion, Metadata: map[string]string{
-		MetaServer: s.name, MetaHost: h.id, MetaLabel: h.label, MetaPrefix: h.cfg.prefix,
+		metaServer: s.name, metaHost: h.id, metaLabel: h.label, metaPrefix: h.cfg.prefix,
 	}}
 	answer := func(verb micro.Verb) func(*nats.Msg) {
 		return func(m *nats.Msg) {

@@ -3,15 +3,14 @@ package remote
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/snodo/snodo/internal/natsname"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -21,14 +20,14 @@ import (
 // payload is the JSON-RPC response. Everything else about a call travels
 // in NATS headers, never in the JSON-RPC bytes.
 const (
-	// DefaultPrefix is the first token of every subject snodo uses.
-	DefaultPrefix = "snodo"
+	// defaultPrefix is the first token of every subject snodo uses.
+	defaultPrefix = "snodo"
 
-	// DefaultHeartbeat is how often a host tells a caller that a call or
+	// defaultHeartbeat is how often a host tells a caller that a call or
 	// subscription is still alive, and how often a subscriber tells the
 	// host that it is still listening. Three missed beats end the call or
 	// subscription.
-	DefaultHeartbeat = 500 * time.Millisecond
+	defaultHeartbeat = 500 * time.Millisecond
 
 	// missedBeats is how many heartbeat intervals of silence end a call or
 	// subscription.
@@ -76,21 +75,11 @@ const (
 
 // validName is what a served name (and a prefix token) may be: it is one
 // NATS subject token and a micro service name.
-var validName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var validName = natsname.Valid
 
-// CheckName reports whether name can be served (Serve) and called
-// (NewClient, Dial): it becomes one NATS subject token and a micro
-// service's name, so it takes letters, digits, '-' and '_' only (no dot,
-// space or wildcard). A prefix (WithPrefix) follows the same rule. Check
-// names with it before starting the pools to serve.
-func CheckName(name string) error { return checkName("server name", name) }
-
-func checkName(what, name string) error {
-	if !validName.MatchString(name) {
-		return fmt.Errorf("remote: %s %q: use letters, digits, '-' and '_' only (it becomes a NATS subject token)", what, name)
-	}
-	return nil
-}
+// checkName refuses a name (what: "server name", "prefix") that cannot
+// be one NATS subject token and a micro service's name.
+func checkName(what, name string) error { return natsname.Check(what, name) }
 
 // subjects are the subjects of one served name. Besides the call
 // endpoint every host serves in a queue group (call), each host takes

@@ -16,8 +16,8 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/limits"
+	"github.com/snodo/snodo/internal/natsname"
 	"github.com/snodo/snodo/internal/serverproc"
-	"github.com/snodo/snodo/remote"
 )
 
 // version is the CLI's version, printed by --version.
@@ -148,8 +148,8 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.Var(listFlag{&cfg.headers}, "header", "with --url: send header `K=V` on every request (repeatable)")
 	fs.StringVar(&cfg.configFile, "config", "", "the mcpServers `file` naming the servers (with --server, servers, node)")
 	fs.StringVar(&cfg.prefix, "prefix", "", "NATS subject `prefix` of hosts and callers (default snodo)")
-	fs.DurationVar(&cfg.drain, "drain", remote.DefaultDrainTimeout, "node: on SIGINT/SIGTERM, wait at most `duration` for held calls")
-	fs.IntVar(&cfg.maxHeld, "max-held", remote.DefaultMaxHeld, "node: hold at most `N` calls at once; one more is refused unrun, and the caller sends it to another host")
+	fs.DurationVar(&cfg.drain, "drain", limits.DrainTimeout, "node: on SIGINT/SIGTERM, wait at most `duration` for held calls")
+	fs.IntVar(&cfg.maxHeld, "max-held", limits.MaxHeld, "node: hold at most `N` calls at once; one more is refused unrun, and the caller sends it to another host")
 	fs.StringVar(&cfg.natsCreds, "nats-creds", "", "NATS credentials `file` (JWT and nkey seed)")
 	fs.StringVar(&cfg.natsNkey, "nats-nkey", "", "NATS nkey seed `file`")
 	fs.StringVar(&cfg.natsUser, "nats-user", "", "NATS `user` (password from $SNODO_NATS_PASSWORD; a token from $SNODO_NATS_TOKEN)")
@@ -497,12 +497,12 @@ func (cfg *config) validateRemote() error {
 		}
 	}
 	if cfg.prefix != "" {
-		if err := remote.CheckName(cfg.prefix); err != nil {
+		if err := natsname.Check("prefix", cfg.prefix); err != nil {
 			return usagef("--prefix %q: use letters, digits, '-' and '_' only (it is a NATS subject token)", cfg.prefix)
 		}
 	}
 	if overNATS && cfg.serverName != "" {
-		if err := remote.CheckName(cfg.serverName); err != nil {
+		if err := natsname.Check("server name", cfg.serverName); err != nil {
 			return usagef("--server %q: no host can serve this name over NATS; use letters, digits, '-' and '_' only", cfg.serverName)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/natsname"
 	"github.com/snodo/snodo/internal/natsurl"
 	"github.com/snodo/snodo/remote"
 	"github.com/snodo/snodo/remote/embedded"
@@ -41,7 +42,7 @@ func runNode(cfg *config, sio stdio) int {
 	}
 	names := file.Names()
 	for _, name := range names { // before anything starts
-		if err := remote.CheckName(name); err != nil {
+		if err := natsname.Check("server name", name); err != nil {
 			return fail(&servers.FileError{File: file.Path, Server: name,
 				Err: errors.New("cannot be served over NATS: use letters, digits, '-' and '_' only in the names of a served file")})
 		}

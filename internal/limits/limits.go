@@ -29,3 +29,14 @@ const (
 	// server/discover probe before it falls back to the legacy handshake.
 	ProbeTimeout = 10 * time.Second
 )
+
+// Hosts (remote.NewHost, the CLI's node flags).
+const (
+	// MaxHeld bounds the calls and subscriptions one host holds at once
+	// (remote.WithMaxHeld, --max-held).
+	MaxHeld = 1024
+	// DrainTimeout bounds the graceful drain a host runs when the ctx
+	// given to NewHost is done (and snodo node's on SIGINT/SIGTERM,
+	// --drain).
+	DrainTimeout = 30 * time.Second
+)
