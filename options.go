@@ -272,7 +272,7 @@ func WithActorSystem(sys *protoactor.ActorSystem) Option {
 // server it does not own unless asked (this option, Client.Kill) — except
 // one whose Connect failed, which nobody else could stop (see
 // docs/errors.md). Supervised clients and pools own their servers and
-// turn it on by default (supervisor.DefaultShutdownGrace); give
+// turn it on by default (2 s); give
 // WithShutdownGrace(0) in supervisor.WithConnectOptions to keep them
 // stdin-only.
 func WithShutdownGrace(d time.Duration) Option {

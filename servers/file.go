@@ -61,12 +61,12 @@ type Server struct {
 	OAuthScopes   []string
 
 	// Pool is how many servers a pool of this one runs (the snodo "pool"
-	// key). Default 1 (DefaultPool).
+	// key), 1 to 256. Default 1.
 	Pool int
 	// The rest is set from the snodo block; zero values mean the
 	// library's defaults.
 	Timeout       time.Duration // "timeout": per-request timeout (snodo.WithTimeout)
-	ShutdownGrace time.Duration // "shutdownGrace": signal a server that ignores EOF (snodo.WithShutdownGrace); 0: supervisor.DefaultShutdownGrace
+	ShutdownGrace time.Duration // "shutdownGrace": signal a server that ignores EOF (snodo.WithShutdownGrace); 0: the supervisor's default, 2 s
 	Era           string        // "era": "modern" or "legacy" skips era detection (snodo.WithEra)
 	MaxRestarts   *int          // "maxRestarts": with Window, the restart intensity (supervisor.WithIntensity)
 	Window        time.Duration // "window"
@@ -80,21 +80,18 @@ type Server struct {
 	Options []supervisor.Option
 }
 
-// DefaultPool is the pool size of a server whose snodo block gives none.
-const DefaultPool = 1
+// The pool size of a server whose snodo block gives none, and the bound
+// of the size a file may ask for: a pool starts all its servers at once,
+// so a typo must not start thousands of processes (256 is the bound of
+// every supervisor pool).
+const (
+	defaultPool = 1
+	maxPool     = 256
+)
 
-// MaxPool bounds the pool size a file may ask for: a pool starts all its
-// servers at once, so a typo must not start thousands of processes. It is
-// supervisor.MaxPoolSize, the bound of every pool.
-const MaxPool = supervisor.MaxPoolSize
-
-// MaxFileBytes bounds a server file (1 MiB: files MCP hosts write are a
+// maxFileBytes bounds a server file (1 MiB: files MCP hosts write are a
 // few KiB). Load reads no more, and Parse refuses larger data.
-const MaxFileBytes = 1 << 20
-
-// TopKeys are the top-level keys that hold the servers: "mcpServers"
-// (Claude Desktop, Cursor and most hosts) and "servers" (VS Code).
-var TopKeys = []string{"mcpServers", "servers"}
+const maxFileBytes = 1 << 20
 
 // FileError is a problem with a server file. Its message names the file,
 // the server and the field, for example
@@ -139,7 +136,7 @@ var ErrNotRegularFile = errors.New("not a regular file")
 // The path must name a regular file (a symbolic link to one will do):
 // anything else fails with ErrNotRegularFile before a byte is read, and
 // Load never waits on a named pipe that has no writer. It reads at most
-// MaxFileBytes.
+// 1 MiB.
 func Load(path string) (*File, error) {
 	// Stat first, so that a pipe or a device is refused without being
 	// opened (opening some devices does something of its own).
@@ -156,7 +153,7 @@ func Load(path string) (*File, error) {
 	}
 	defer fh.Close()
 	// One byte more than the bound, for Parse to see that it is over.
-	data, err := io.ReadAll(io.LimitReader(fh, MaxFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(fh, maxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("servers: reading %s: %w", path, err)
 	}
@@ -224,8 +221,8 @@ func checkRegular(path string, fi os.FileInfo) error {
 // string's contents (a misplaced one may be a secret).
 func Parse(name string, data []byte) (*File, error) {
 	p := parser{f: &File{Path: name, Skipped: map[string]string{}}}
-	if len(data) > MaxFileBytes {
-		return nil, p.fail("", "", "larger than %d bytes (MaxFileBytes): is it the right file?", MaxFileBytes)
+	if len(data) > maxFileBytes {
+		return nil, p.fail("", "", "larger than %d bytes: is it the right file?", maxFileBytes)
 	}
 	if err := p.file(data); err != nil {
 		return nil, err
@@ -305,7 +302,7 @@ func (p *parser) file(data []byte) error {
 		}
 	}
 	if key == "" {
-		return p.fail("", "", "no %q (or %q) object", TopKeys[0], TopKeys[1])
+		return p.fail("", "", "no %q (or %q) object", "mcpServers", "servers")
 	}
 	entries, err := members(list)
 	if err != nil {
@@ -335,7 +332,7 @@ func (p *parser) server(name string, data json.RawMessage) (s *Server, skip stri
 	if err != nil {
 		return nil, "", p.fail(name, "", "%w", err)
 	}
-	s = &Server{Name: name, Pool: DefaultPool}
+	s = &Server{Name: name, Pool: defaultPool}
 	var disabled bool
 	var transport string
 	for _, m := range fields {
@@ -481,8 +478,8 @@ func (p *parser) snodo(s *Server, data json.RawMessage) error {
 		case "snodo.pool":
 			if err = p.decode(s.Name, m, &s.Pool, "a whole number"); err == nil && s.Pool < 1 {
 				err = p.fail(s.Name, m.key, "%d must be at least 1", s.Pool)
-			} else if err == nil && s.Pool > MaxPool {
-				err = p.fail(s.Name, m.key, "%d is more than %d (MaxPool): is it a typo?", s.Pool, MaxPool)
+			} else if err == nil && s.Pool > maxPool {
+				err = p.fail(s.Name, m.key, "%d is more than %d: is it a typo?", s.Pool, maxPool)
 			}
 		case "snodo.timeout":
 			err = p.duration(s.Name, m, &s.Timeout, true)

@@ -38,7 +38,7 @@ func TestParseClaudeDesktopFile(t *testing.T) {
 	assert.Equal(t, []string{"-y", "server-filesystem", "/srv"}, files.Args)
 	assert.Equal(t, map[string]string{"A": "1", "B": ""}, files.Env)
 	assert.Equal(t, "/srv", files.Cwd)
-	assert.Equal(t, servers.DefaultPool, files.Pool)
+	assert.Equal(t, 1, files.Pool)
 	assert.Len(t, files.ConnectOptions(), 3) // two env vars and the dir
 
 	git, err := f.Lookup("git")

@@ -214,7 +214,8 @@ func TestGatewayEndToEnd(t *testing.T) {
 
 	t0 := time.Now()
 	sys.Root.Stop(pid) // the router it owns follows, and the router's pools
-	testutil.Receive(t, g.router.Done(), 2*supervisor.DefaultShutdownGrace+10*time.Second, "every server reaped")
+	// The grace (2 s) to SIGTERM, 2 s more to SIGKILL, and room.
+	testutil.Receive(t, g.router.Done(), 14*time.Second, "every server reaped")
 	t.Logf("every server reaped %s after the gateway stopped", time.Since(t0).Round(time.Millisecond))
 	assert.Empty(t, testutil.ChildPIDs(), "no server left")
 	// The one dead letter a stop can race: the gateway's Terminated reaching

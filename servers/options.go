@@ -3,6 +3,7 @@ package servers
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/supervisor"
@@ -49,6 +50,13 @@ func (s *Server) ConnectOptions() []snodo.Option {
 	return opts
 }
 
+// The supervisor's restart intensity defaults (supervisor.WithIntensity),
+// for a file that gives one of maxRestarts and window only.
+const (
+	defaultMaxRestarts = 5
+	defaultWindow      = 30 * time.Second
+)
+
 // SupervisorOptions are the supervisor options the file gives this
 // server: its name, restart intensity, fail-fast and wait bound, and its
 // ConnectOptions. For a pool, pass Pool as the size.
@@ -58,7 +66,7 @@ func (s *Server) SupervisorOptions() []supervisor.Option {
 		supervisor.WithConnectOptions(s.ConnectOptions()...),
 	}
 	if s.MaxRestarts != nil || s.Window != 0 {
-		n, w := supervisor.DefaultMaxRestarts, supervisor.DefaultWindow
+		n, w := defaultMaxRestarts, defaultWindow
 		if s.MaxRestarts != nil {
 			n = *s.MaxRestarts
 		}

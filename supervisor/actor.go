@@ -85,7 +85,7 @@ func (a *supervisorActor) connect(ctx protoactor.Context) {
 	attempt, self, s := a.attempt, ctx.Self(), a.s
 	var opts []snodo.Option
 	if !seam.TargetIsHTTP(s.target) { // an HTTP server is no process of ours to stop
-		opts = append(opts, snodo.WithShutdownGrace(DefaultShutdownGrace))
+		opts = append(opts, snodo.WithShutdownGrace(defaultShutdownGrace))
 	}
 	opts = append(append(opts, s.cfg.connect...), snodo.WithActorSystem(s.sys), snodo.WithOrigin(s.cfg.origin()))
 	s.bg.Go(func() {
@@ -180,7 +180,7 @@ func (a *supervisorActor) schedule(ctx protoactor.Context, reason error) (time.D
 		ctx.Stop(ctx.Self())
 		return 0, false
 	}
-	delay := a.s.cfg.backoff.Delay(n)
+	delay := a.s.cfg.backoff.delay(n)
 	a.s.restarts.Add(1)
 	a.s.meters.Restarted()
 	a.emit(ctx, LifecycleEvent{Kind: ServerExited, Restarts: n, Delay: delay, Err: reason, ServerPID: a.serverPID})

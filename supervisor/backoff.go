@@ -27,7 +27,7 @@ func (b Backoff) validate() error {
 	switch {
 	case b.Initial <= 0 || b.Max < b.Initial:
 		return errors.New("need 0 < Initial <= Max")
-	case !(b.Multiplier >= 1) || math.IsInf(b.Multiplier, 1): // NaN too: it made Delay negative
+	case !(b.Multiplier >= 1) || math.IsInf(b.Multiplier, 1): // NaN too: it made the delay negative
 		return errors.New("Multiplier must be a finite number of at least 1")
 	case !(b.Jitter >= 0 && b.Jitter <= 1):
 		return errors.New("Jitter must be between 0 and 1")
@@ -35,8 +35,8 @@ func (b Backoff) validate() error {
 	return nil
 }
 
-// Delay is the wait before the n-th restart within the window (n >= 1).
-func (b Backoff) Delay(n int) time.Duration {
+// delay is the wait before the n-th restart within the window (n >= 1).
+func (b Backoff) delay(n int) time.Duration {
 	d := float64(b.Initial)
 	for i := 1; i < n && d < float64(b.Max); i++ {
 		d *= b.Multiplier

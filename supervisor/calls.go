@@ -85,7 +85,7 @@ func call[T any](ctx context.Context, c *Client, method string, opts []snodo.Req
 // it: connection.ErrNotSent), so that it can go elsewhere. Each fn sends at
 // most one request, so ErrNotSent means that nothing of the call ran.
 // Unless reserved (a pool moves such a call itself), a call not sent is
-// sent to the next server (at most MaxPoolSize times: a server that keeps
+// sent to the next server (at most maxPoolSize times: a server that keeps
 // dying unread is the restart intensity's business), as a call made
 // during the restart is.
 func callSent[T any](ctx context.Context, c *Client, method string, opts []snodo.RequestOption, reserved bool,
@@ -97,7 +97,7 @@ func callSent[T any](ctx context.Context, c *Client, method string, opts []snodo
 	cc := callConfig{opts: opts, RequestSettings: seam.SettingsOf(opts)}
 	t0 := time.Now()
 	v, used, err := once(ctx, c, method, &cc, nil, t0, fn)
-	for moved := 0; !reserved && used != nil && notSent(err) && ctx.Err() == nil && moved < MaxPoolSize; moved++ {
+	for moved := 0; !reserved && used != nil && notSent(err) && ctx.Err() == nil && moved < maxPoolSize; moved++ {
 		c.s.cfg.logger.Debug("supervisor: the server went away without reading the call; sending it to the next server", "method", method, "error", err)
 		rc := cc // what is left of the caller's Timeout bounds the wait and the call
 		if cc.Timeout > 0 {

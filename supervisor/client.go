@@ -181,8 +181,8 @@ func (c *Client) Healthy() bool {
 }
 
 // Close ends supervision like snodo.Client.Close: the current server's
-// stdin is closed, and a server still running DefaultShutdownGrace later
-// (or the snodo.WithShutdownGrace given in WithConnectOptions; 0: never)
+// stdin is closed, and a server still running 2 s later (the default grace;
+// or the snodo.WithShutdownGrace given in WithConnectOptions; 0: never)
 // is sent SIGTERM, then SIGKILL, to its process group; calls in flight, waiting calls and
 // later ones get a -32000 wrapping connection.ErrClosed, and Close returns
 // without waiting for the server to exit: it is reaped in the

@@ -309,13 +309,13 @@ func TestOptionsValidate(t *testing.T) {
 
 func TestBackoffGrowsAndIsCapped(t *testing.T) {
 	b := Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 2}
-	assert.Equal(t, 100*time.Millisecond, b.Delay(1))
-	assert.Equal(t, 200*time.Millisecond, b.Delay(2))
-	assert.Equal(t, 400*time.Millisecond, b.Delay(3))
-	assert.Equal(t, time.Second, b.Delay(10))
+	assert.Equal(t, 100*time.Millisecond, b.delay(1))
+	assert.Equal(t, 200*time.Millisecond, b.delay(2))
+	assert.Equal(t, 400*time.Millisecond, b.delay(3))
+	assert.Equal(t, time.Second, b.delay(10))
 	b.Jitter = 0.5
 	for range 100 {
-		d := b.Delay(2)
+		d := b.delay(2)
 		assert.True(t, d >= 100*time.Millisecond && d <= 300*time.Millisecond, d)
 	}
 	in := intensity{max: 2, window: time.Second}

@@ -41,16 +41,16 @@ func TestPoolDoneWaitsForTheServerOfAMemberThatGaveUp(t *testing.T) {
 	testutil.VerifyNone(t)
 }
 
-// A pool's size is bounded by MaxPoolSize, at NewPool, StartPool and
+// A pool's size is bounded by maxPoolSize, at NewPool, StartPool and
 // Grow (the members in rotation and those starting count), before any
 // server is started: a wrong size must not fork hundreds of processes.
 func TestPoolSizeIsBounded(t *testing.T) {
 	cmd, args := testutil.Server(t)
-	for _, size := range []int{0, -1, MaxPoolSize + 1, 1 << 30} {
+	for _, size := range []int{0, -1, maxPoolSize + 1, 1 << 30} {
 		_, err := NewPool(t.Context(), snodo.Command(cmd, args...), size)
-		require.ErrorContains(t, err, "MaxPoolSize", "size %d", size)
+		require.ErrorContains(t, err, "must be between 1 and 256", "size %d", size)
 		_, err = StartPool(t.Context(), snodoactor.Shared(), nil, snodo.Command(cmd, args...), size)
-		require.ErrorContains(t, err, "MaxPoolSize", "size %d", size)
+		require.ErrorContains(t, err, "must be between 1 and 256", "size %d", size)
 	}
 
 	// Members after the first cannot start (they exit at once), so a Grow
@@ -63,12 +63,12 @@ func TestPoolSizeIsBounded(t *testing.T) {
 	require.NoError(t, err)
 	defer p.Close()
 	require.NoError(t, os.WriteFile(gate, nil, 0o600))
-	err = p.Grow(MaxPoolSize - 1)
-	require.ErrorContains(t, err, "MaxPoolSize")
+	err = p.Grow(maxPoolSize - 1)
+	require.ErrorContains(t, err, "may not pass 256")
 	assert.Equal(t, 2, p.Size())
 	assert.Len(t, startedPIDs(t, starts, 2), 2, "Grow started no member")
 	err = p.Grow(1 << 30)
-	require.ErrorContains(t, err, "MaxPoolSize")
+	require.ErrorContains(t, err, "may not pass 256")
 }
 
 // While every member of a pool is restarting, a call waits for the first
@@ -340,8 +340,8 @@ func TestBackoffRefusesNaN(t *testing.T) {
 	b := Backoff{Initial: time.Millisecond, Max: time.Second, Multiplier: math.MaxFloat64, Jitter: 1}
 	require.NoError(t, b.validate())
 	for n := 1; n < 100; n++ {
-		assert.GreaterOrEqual(t, b.Delay(n), time.Duration(0))
-		assert.LessOrEqual(t, b.Delay(n), 2*time.Second)
+		assert.GreaterOrEqual(t, b.delay(n), time.Duration(0))
+		assert.LessOrEqual(t, b.delay(n), 2*time.Second)
 	}
 }
 

@@ -15,24 +15,24 @@ import (
 	"github.com/snodo/snodo/internal/seam"
 )
 
-// Defaults for the options below.
+// Defaults for the options below, stated in their docs.
 const (
-	DefaultMaxRestarts = 5                // restarts allowed within DefaultWindow
-	DefaultWindow      = 30 * time.Second // the intensity window
-	DefaultMaxWait     = 60 * time.Second // how long a call waits for a restart without its own Timeout, and Shrink for calls
+	defaultMaxRestarts = 5                // restarts allowed within defaultWindow
+	defaultWindow      = 30 * time.Second // the intensity window
+	defaultMaxWait     = 60 * time.Second // how long a call waits for a restart without its own Timeout, and Shrink for calls
 
-	// DefaultShutdownGrace is how long a server has to exit once its
+	// defaultShutdownGrace is how long a server has to exit once its
 	// stdin is closed as supervision ends (Close, the owner's end, giving
 	// up) before it is sent SIGTERM, and SIGKILL as long again after,
 	// both to its process group: a supervisor owns its servers' whole
 	// lives, so it leaves none running (snodo.WithShutdownGrace, given in
 	// WithConnectOptions, sets another grace; 0 closes stdin only).
-	DefaultShutdownGrace = 2 * time.Second
+	defaultShutdownGrace = 2 * time.Second
 )
 
-// DefaultBackoff is the restart delay used without WithBackoff: 100 ms,
+// defaultBackoff is the restart delay used without WithBackoff: 100 ms,
 // doubling to at most 10 s, ±20 % jitter.
-var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second, Multiplier: 2, Jitter: 0.2}
+var defaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second, Multiplier: 2, Jitter: 0.2}
 
 // Option configures Connect and NewPool (for a pool, every member).
 // Options validate their input: Connect returns the first option error.
@@ -82,10 +82,10 @@ func (c *config) origin() snodo.Origin {
 
 func newConfig(opts []Option) (*config, error) {
 	cfg := &config{
-		maxRestarts: DefaultMaxRestarts,
-		window:      DefaultWindow,
-		backoff:     DefaultBackoff,
-		maxWait:     DefaultMaxWait,
+		maxRestarts: defaultMaxRestarts,
+		window:      defaultWindow,
+		backoff:     defaultBackoff,
+		maxWait:     defaultMaxWait,
 		kill:        new(atomic.Bool),
 	}
 	for i, opt := range opts {
@@ -129,7 +129,11 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 
 // WithConnectOptions passes options to every snodo.Connect the supervisor
 // makes (environment, timeouts, handlers…), after
-// snodo.WithShutdownGrace(DefaultShutdownGrace), which they may override.
+// snodo.WithShutdownGrace(2 * time.Second), which they may override: a
+// server still running 2 s after its stdin was closed as supervision
+// ends (Close, the owner's end, giving up) is sent SIGTERM, and SIGKILL
+// 2 s after, both to its process group (snodo.WithShutdownGrace(0)
+// closes stdin only).
 // They add to each other, and to those of a servers file (its env
 // variables are WithEnv options, so a WithEnv here adds one variable or
 // replaces that one only). WithOwner and WithActorSystem among them are
@@ -155,7 +159,8 @@ func WithIntensity(maxRestarts int, window time.Duration) Option {
 	}
 }
 
-// WithBackoff sets the delay before each restart. Default DefaultBackoff.
+// WithBackoff sets the delay before each restart. Default: 100 ms,
+// doubling to at most 10 s, ±20 % jitter.
 func WithBackoff(b Backoff) Option {
 	return func(c *config) error {
 		if err := b.validate(); err != nil {
@@ -177,7 +182,7 @@ func FailFast() Option {
 
 // WithMaxWait bounds the wait for a restart of calls that give no Timeout
 // request option, and a pool's Shrink's wait for the calls of the members
-// it takes out. Default 60 s (DefaultMaxWait).
+// it takes out. Default 60 s.
 func WithMaxWait(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

@@ -45,7 +45,7 @@ type Pool struct {
 	mu        sync.Mutex
 	members   []*Client
 	serial    int                // names members name#N
-	adding    int                // members Grow is starting: counted against MaxPoolSize
+	adding    int                // members Grow is starting: counted against maxPoolSize
 	lastEnd   error              // why the last member that left on its own ended
 	next      int                // where the least-loaded scan starts (spreads ties)
 	closing   bool               // Close or the owner's end: no new members
@@ -63,13 +63,13 @@ type Pool struct {
 	done      chan struct{}
 }
 
-// MaxPoolSize bounds a pool's size (NewPool, StartPool, Grow): a pool
+// maxPoolSize bounds a pool's size (NewPool, StartPool, Grow): a pool
 // starts its members' servers all at once, so a wrong size must not fork
 // thousands of processes.
-const MaxPoolSize = 256
+const maxPoolSize = 256
 
 // NewPool starts size supervised connections to target (in parallel)
-// and returns once all are connected; size is 1 to MaxPoolSize. ctx is
+// and returns once all are connected; size is 1 to 256. ctx is
 // the owner of the pool and every member; opts apply to each member
 // (WithOwner and WithActorSystem to the pool). If a member cannot start, NewPool leaves nothing running,
 // as a failed snodo.Connect does: every server the pool started is
@@ -155,8 +155,8 @@ func (p *Pool) start(size int) error {
 }
 
 func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) (*Pool, error) {
-	if size < 1 || size > MaxPoolSize {
-		return nil, fmt.Errorf("supervisor: pool size %d must be between 1 and %d (MaxPoolSize)", size, MaxPoolSize)
+	if size < 1 || size > maxPoolSize {
+		return nil, fmt.Errorf("supervisor: pool size %d must be between 1 and %d", size, maxPoolSize)
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -194,7 +194,7 @@ func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) 
 // Grow adds n members, started in parallel, and returns once they are
 // connected; members that could not start are left out and their errors
 // returned. The members in rotation and those being started may not pass
-// MaxPoolSize. While a Grow is starting members, the pool does not stop
+// 256 in all. While a Grow is starting members, the pool does not stop
 // when its last member in rotation gives up: it stops after the Grow if
 // none of them came up.
 func (p *Pool) Grow(n int) error {
@@ -207,9 +207,9 @@ func (p *Pool) Grow(n int) error {
 		p.mu.Unlock()
 		return jsonrpc.ClosedError(reason)
 	}
-	if size := len(p.members) + p.adding; n > MaxPoolSize-size {
+	if size := len(p.members) + p.adding; n > maxPoolSize-size {
 		p.mu.Unlock()
-		return fmt.Errorf("supervisor: Grow(%d): the pool has %d members (started or starting) and may not pass %d (MaxPoolSize)", n, size, MaxPoolSize)
+		return fmt.Errorf("supervisor: Grow(%d): the pool has %d members (started or starting) and may not pass %d", n, size, maxPoolSize)
 	}
 	p.adding += n
 	names := make([]string, n)
@@ -540,7 +540,7 @@ func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.R
 		}
 		var sent bool
 		v, sent, err = callSent(ctx, m, method, remainingOpts(opts, set.Timeout, t0), true, fn) // the retry goes to another member
-		if err == nil || sent || ctx.Err() != nil || moved >= MaxPoolSize {
+		if err == nil || sent || ctx.Err() != nil || moved >= maxPoolSize {
 			break
 		}
 		if unread = notSent(err); unread {
@@ -680,7 +680,7 @@ func (p *Pool) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenO
 		prev *Client
 		left error // what Listen met on the member it moved away from
 	)
-	for range MaxPoolSize {
+	for range maxPoolSize {
 		m, err := p.pick(ctx, listenMethod, prev, 0, !p.cfg.failFast)
 		if err != nil {
 			return nil, err

@@ -101,7 +101,7 @@ func (p *Pool) SubscribeResource(ctx context.Context, uri string, opts ...snodo.
 		passed []*Client // members passed over: they must not keep uri
 		failed error     // what the subscribe met on the last of them
 	)
-	for range MaxPoolSize {
+	for range maxPoolSize {
 		m, err := p.resourceMember(ctx, "resources/subscribe", uri, opts, prev)
 		if err != nil {
 			return err

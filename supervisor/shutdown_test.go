@@ -16,7 +16,7 @@ import (
 
 // A pool owns its servers' whole lives: closed, it leaves none running,
 // even servers that ignore both stdin's EOF and SIGTERM. With no option
-// given, each gets DefaultShutdownGrace to exit after its stdin closes,
+// given, each gets defaultShutdownGrace to exit after its stdin closes,
 // then SIGTERM, then SIGKILL, so Done closes within twice the grace and
 // a little.
 func TestPoolCloseStopsServersThatIgnoreEOFAndSIGTERM(t *testing.T) {
@@ -29,8 +29,8 @@ func TestPoolCloseStopsServersThatIgnoreEOFAndSIGTERM(t *testing.T) {
 	}
 	t0 := time.Now()
 	require.NoError(t, p.Close())
-	testutil.Receive(t, p.Done(), 2*DefaultShutdownGrace+5*time.Second, "the pool's Done")
-	t.Logf("Done closed %s after Close (grace %s)", time.Since(t0).Round(time.Millisecond), DefaultShutdownGrace)
+	testutil.Receive(t, p.Done(), 2*defaultShutdownGrace+5*time.Second, "the pool's Done")
+	t.Logf("Done closed %s after Close (grace %s)", time.Since(t0).Round(time.Millisecond), defaultShutdownGrace)
 	for _, pid := range pids {
 		testutil.AssertReaped(t, pid, 0)
 	}
@@ -50,7 +50,7 @@ func TestStdinOnlyCloseLeavesAServerIgnoringEOFRunning(t *testing.T) {
 	select {
 	case <-c.Done():
 		t.Fatal("the server was stopped though the grace was turned off")
-	case <-time.After(DefaultShutdownGrace + time.Second):
+	case <-time.After(defaultShutdownGrace + time.Second):
 	}
 	assert.True(t, testutil.Running(pid))
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
@@ -80,7 +80,7 @@ func TestSystemShutdownLeavesNoServer(t *testing.T) {
 	sys.Shutdown()
 	testutil.Receive(t, p.Done(), 10*time.Second, "the pool's Done")
 	testutil.Receive(t, plain.Done(), 10*time.Second, "the plain client's Done")
-	testutil.Receive(t, c.Done(), 2*DefaultShutdownGrace+5*time.Second, "the supervised client's Done")
+	testutil.Receive(t, c.Done(), 2*defaultShutdownGrace+5*time.Second, "the supervised client's Done")
 	assert.ErrorIs(t, p.Err(), snodoactor.ErrOwnerExited)
 	assert.ErrorContains(t, p.Err(), "shut down")
 	assert.ErrorIs(t, c.Err(), snodoactor.ErrOwnerExited)

@@ -288,7 +288,7 @@ func leftWords(member string, err error) string {
 // one to be up while the pool and the subscription last. A member that
 // ends meanwhile is passed over as the one before it.
 func (s *supervised) move() (*snodo.Subscription, *snodo.Client, error) {
-	for range MaxPoolSize {
+	for range maxPoolSize {
 		m, err := s.pool.pick(s.ctx, listenMethod, s.Member(), -1, true) // as re-subscribing waits
 		if err != nil {
 			return nil, nil, err

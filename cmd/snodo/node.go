@@ -170,7 +170,7 @@ func runNode(cfg *config, sio stdio) int {
 func reapWait(srv *servers.Server) time.Duration {
 	grace := srv.ShutdownGrace
 	if grace <= 0 {
-		grace = supervisor.DefaultShutdownGrace
+		grace = 2 * time.Second // the supervisor's default grace
 	}
 	return 2*grace + time.Second
 }
