@@ -17,6 +17,7 @@ import (
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -152,14 +153,14 @@ func TestEnvOptionsRefuseNamesWithEquals(t *testing.T) {
 // with what to pass, before anything starts.
 func TestWithMaxLineBytesBounds(t *testing.T) {
 	command, args := testutil.Server(t)
-	for n, want := range map[int]string{10: "pass at least 64", connection.MaxLineBytesLimit + 1: "pass at most 1073741824", math.MaxInt: "pass at most 1073741824"} {
+	for n, want := range map[int]string{10: "pass at least 64", limits.MaxLineBytesLimit + 1: "pass at most 1073741824", math.MaxInt: "pass at most 1073741824"} {
 		before := testutil.ChildPIDs()
 		_, err := Connect(t.Context(), command, args, WithMaxLineBytes(n))
 		require.ErrorContains(t, err, "WithMaxLineBytes")
 		require.ErrorContains(t, err, want)
 		require.Empty(t, newChildren(before), "nothing may be started")
 	}
-	c := dialTest(t, nil, WithMaxLineBytes(connection.MaxLineBytesLimit))
+	c := dialTest(t, nil, WithMaxLineBytes(limits.MaxLineBytesLimit))
 	require.NoError(t, c.Ping(t.Context()))
 }
 

@@ -17,6 +17,7 @@ import (
 	"net/http"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/oauth"
 	"github.com/snodo/snodo/internal/serverproc"
 )
@@ -144,14 +145,14 @@ func WithDir(dir string) Option {
 // bytes of its content: its ending, "\n" or "\r\n", does not count. The
 // rest of a longer line is discarded as it arrives, so the request it
 // answered times out; later lines are unaffected. Default 16 MiB; n goes
-// from 64 to connection.MaxLineBytesLimit (1 GiB), others are refused (a
+// from 64 to 1 GiB, others are refused (a
 // line is held whole in memory: a larger cap would bound nothing). It
 // also bounds the read buffer: a line that outgrows 1 MiB is read into a
 // buffer of 16 MiB (or n, if smaller) at once, so while such a line
 // arrives a connection may hold that much.
 func WithMaxLineBytes(n int) Option {
 	return func(c *config) error {
-		if err := connection.CheckMaxLineBytes(n); err != nil {
+		if err := limits.CheckMaxLineBytes(n); err != nil {
 			return fmt.Errorf("WithMaxLineBytes: %w", err)
 		}
 		c.conn.MaxLineBytes = n

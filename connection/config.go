@@ -12,23 +12,14 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/serverproc"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
-// Defaults for Config fields left zero.
 const (
-	DefaultMaxLineBytes = 16 << 20 // the largest line accepted from the server
-	// MaxLineBytesLimit is the largest MaxLineBytes accepted: 1 GiB. A
-	// line is held whole while it arrives and then decoded, so a larger
-	// cap would bound no memory worth bounding (one message could take
-	// several GiB); values near the int range would also overflow the
-	// reader's arithmetic. No MCP message needs more.
-	MaxLineBytesLimit        = 1 << 30
-	DefaultTimeout           = 60 * time.Second // per-request timeout
-	DefaultMaxServerRequests = 16               // server-request handlers running at once
-	DefaultMaxWriteQueue     = 16 << 20         // bytes of callers' lines waiting to be written
-	closeFlushTimeout        = 2 * time.Second  // how long Close may spend flushing queued lines
+	defaultMaxWriteQueue = 16 << 20        // bytes of callers' lines waiting to be written
+	closeFlushTimeout    = 2 * time.Second // how long Close may spend flushing queued lines
 )
 
 // EnvVar changes one variable of the server's environment: set to Value,
@@ -73,10 +64,11 @@ type Config struct {
 	// MaxLineBytes is the largest line accepted from the server, in bytes
 	// of its content: its ending ("\n" or "\r\n") does not count. The
 	// rest of a longer line is discarded as it arrives (logged at Warn);
-	// the request it answered times out. Default DefaultMaxLineBytes; from
-	// 64 to MaxLineBytesLimit.
+	// the request it answered times out. Default 16 MiB; from 64 to
+	// 1 GiB (a line is held whole in memory, so a larger cap bounds
+	// nothing).
 	MaxLineBytes int
-	Timeout      time.Duration // default DefaultTimeout; negative: no timeout
+	Timeout      time.Duration // per-request; default 60 s; negative: no timeout
 	Stderr       io.Writer     // default: inherited (os.Stderr), not captured
 	Logger       *slog.Logger  // anomalies from the server; default: discard
 
@@ -92,7 +84,7 @@ type Config struct {
 	// MaxServerRequests bounds the handlers running at once: a server
 	// request over the bound is answered with -32603 without running the
 	// handler; an input request (ServeInputs) over it waits for a slot.
-	// Default DefaultMaxServerRequests.
+	// Default 16.
 	MaxServerRequests int
 
 	// OnMessage, if set, sees each message the connection actor does not
@@ -135,7 +127,7 @@ type Config struct {
 
 	// MaxWriteQueue bounds, in bytes, the lines waiting to be written to
 	// a server that reads more slowly than it is written to (default
-	// DefaultMaxWriteQueue). A request or notification that would go past
+	// 16 MiB). A request or notification that would go past
 	// it fails at once with a local error wrapping ErrWriteQueueFull and
 	// is not sent (a line is always taken into an empty queue, however
 	// long). The connection's own lines (answers to server requests,
@@ -155,18 +147,6 @@ type Config struct {
 	ShutdownGrace time.Duration
 }
 
-// CheckMaxLineBytes tells whether n is a line cap a connection accepts:
-// from 64 to MaxLineBytesLimit (1 GiB). Its error says what to pass.
-func CheckMaxLineBytes(n int) error {
-	switch {
-	case n < 64:
-		return fmt.Errorf("%d bytes is too small: pass at least 64 (the default is %d, 16 MiB)", n, DefaultMaxLineBytes)
-	case n > MaxLineBytesLimit:
-		return fmt.Errorf("%d bytes is too large: pass at most %d (1 GiB; a line is held whole in memory, so a larger cap bounds nothing)", n, MaxLineBytesLimit)
-	}
-	return nil
-}
-
 func (c *Config) withDefaults() (Config, error) {
 	cfg := *c
 	switch {
@@ -176,22 +156,22 @@ func (c *Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("snodo: both a server command and a URL given; a connection reaches one server")
 	}
 	if cfg.MaxLineBytes == 0 {
-		cfg.MaxLineBytes = DefaultMaxLineBytes
+		cfg.MaxLineBytes = limits.MaxLineBytes
 	}
-	if err := CheckMaxLineBytes(cfg.MaxLineBytes); err != nil {
+	if err := limits.CheckMaxLineBytes(cfg.MaxLineBytes); err != nil {
 		return cfg, fmt.Errorf("snodo: Config.MaxLineBytes: %w", err)
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
+		cfg.Timeout = limits.Timeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.MaxServerRequests == 0 {
-		cfg.MaxServerRequests = DefaultMaxServerRequests
+		cfg.MaxServerRequests = limits.MaxServerRequests
 	}
 	if cfg.MaxWriteQueue == 0 {
-		cfg.MaxWriteQueue = DefaultMaxWriteQueue
+		cfg.MaxWriteQueue = defaultMaxWriteQueue
 	}
 	if cfg.MaxWriteQueue < 0 {
 		return cfg, fmt.Errorf("snodo: max write queue must be positive, got %d bytes", cfg.MaxWriteQueue)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -190,13 +191,13 @@ func TestLineLimitCountsNoLineEnding(t *testing.T) {
 	}
 }
 
-// The line cap goes from 64 to MaxLineBytesLimit (1 GiB): past it Start
+// The line cap goes from 64 to limits.MaxLineBytesLimit (1 GiB): past it Start
 // refuses, saying what to pass, before anything starts. math.MaxInt was
 // taken before, and overflowed the reader's arithmetic: every line
 // counted as overlong and was discarded. The limit itself works.
 func TestLineCapBounds(t *testing.T) {
 	command, args := testutil.Server(t)
-	for _, n := range []int{-1, 63, MaxLineBytesLimit + 1, math.MaxInt} {
+	for _, n := range []int{-1, 63, limits.MaxLineBytesLimit + 1, math.MaxInt} {
 		before := testutil.ChildPIDs()
 		_, err := Start(context.Background(), Config{Command: command, Args: args, MaxLineBytes: n})
 		require.Error(t, err, "MaxLineBytes %d", n)
@@ -210,8 +211,8 @@ func TestLineCapBounds(t *testing.T) {
 			require.Contains(t, before, pid, "nothing may be started")
 		}
 	}
-	require.NoError(t, CheckMaxLineBytes(64))
-	c := start(t, Config{MaxLineBytes: MaxLineBytesLimit})
+	require.NoError(t, limits.CheckMaxLineBytes(64))
+	c := start(t, Config{MaxLineBytes: limits.MaxLineBytesLimit})
 	res, err := c.Request(context.Background(), "test/overlong", map[string]int{"bytes": 1 << 20}, nil)
 	require.NoError(t, err)
 	assert.Greater(t, len(res), 1<<20-64)

@@ -15,6 +15,7 @@ import (
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -136,7 +137,7 @@ func newRouteHarness(f testing.TB) *routeHarness {
 	}))
 	f.Cleanup(func() { testutil.StopActor(f, sys, pid, 10*time.Second) })
 	c := &Conn{
-		cfg:    Config{Logger: slog.New(slog.DiscardHandler), MaxLineBytes: DefaultMaxLineBytes},
+		cfg:    Config{Logger: slog.New(slog.DiscardHandler), MaxLineBytes: limits.MaxLineBytes},
 		system: sys,
 		pid:    pid,
 		table:  newTable(),

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/limits"
 )
 
 // httpPeer stands where the server process stands for stdio: at the far
@@ -171,7 +172,7 @@ func (p *httpPeer) run(c *Conn) {
 // holds up nothing else.
 func (p *httpPeer) pump() {
 	defer close(p.pumpDone)
-	fr := newFramer(p.in, MaxLineBytesLimit, func(int) {})
+	fr := newFramer(p.in, limits.MaxLineBytesLimit, func(int) {})
 	for {
 		line, err := fr.next()
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -139,7 +140,7 @@ func TestBoundRejectsAtOnceAndRunsUpToIt(t *testing.T) {
 }
 
 func TestHandlersRunConcurrentlyUpToTheDefaultBound(t *testing.T) {
-	const n = connection.DefaultMaxServerRequests
+	const n = limits.MaxServerRequests
 	var arrived atomic.Int32
 	all := make(chan struct{})
 	h := func(ctx context.Context, req *handlers.Request) (any, error) {

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/remote"
 )
 
@@ -152,7 +152,7 @@ func (b *bridge) serve(ctx context.Context, in io.Reader) error {
 	go func() {
 		r := bufio.NewReaderSize(in, 64<<10)
 		for {
-			line, err := readLine(r, connection.DefaultMaxLineBytes)
+			line, err := readLine(r, limits.MaxLineBytes)
 			if err != nil {
 				readErr <- err
 				return
@@ -240,7 +240,7 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 func (b *bridge) dispatch(ctx context.Context, line []byte) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		if line == nil {
-			b.writeError(nil, &snodo.Error{Code: jsonrpc.CodeParseError, Message: fmt.Sprintf("message longer than %d bytes: skipped", connection.DefaultMaxLineBytes)})
+			b.writeError(nil, &snodo.Error{Code: jsonrpc.CodeParseError, Message: fmt.Sprintf("message longer than %d bytes: skipped", limits.MaxLineBytes)})
 		}
 		return
 	}

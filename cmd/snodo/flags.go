@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/natsname"
 	"github.com/snodo/snodo/internal/serverproc"
@@ -122,12 +121,12 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 		printFlags(out, fs)
 	}
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON document on stdout (listen: one event per line)")
-	fs.DurationVar(&cfg.timeout, "timeout", connection.DefaultTimeout, "per-request `timeout`; progress restarts it")
+	fs.DurationVar(&cfg.timeout, "timeout", limits.Timeout, "per-request `timeout`; progress restarts it")
 	fs.DurationVar(&cfg.probeTimeout, "probe-timeout", 0, "wait at most `duration` for the server/discover probe that settles the era (default: the shorter of --timeout and 10s)")
 	fs.Var(listFlag{&cfg.env}, "env", "set `K=V` in the server's environment (repeatable)")
 	fs.Var(listFlag{&cfg.unset}, "unset", "remove variable `K` from the server's environment (repeatable)")
 	fs.StringVar(&cfg.dir, "dir", "", "run the server in `directory`")
-	fs.IntVar(&cfg.maxLineBytes, "max-line-bytes", connection.DefaultMaxLineBytes, "largest line accepted from the server, in `bytes`: 64 to 1073741824 (1 GiB; a line is held whole in memory, so a larger cap bounds nothing)")
+	fs.IntVar(&cfg.maxLineBytes, "max-line-bytes", limits.MaxLineBytes, "largest line accepted from the server, in `bytes`: 64 to 1073741824 (1 GiB; a line is held whole in memory, so a larger cap bounds nothing)")
 	fs.BoolVar(&cfg.verbose, "verbose", false, "copy every message on the wire to stderr")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "show no progress and no server log messages")
 	fs.StringVar(&cfg.era, "era", "", "speak this MCP `era` (modern or legacy) instead of detecting it")
@@ -353,7 +352,7 @@ func (cfg *config) validate() error {
 	if cfg.count < 0 || cfg.forDur < 0 {
 		return usagef("--count and --for cannot be negative")
 	}
-	if err := connection.CheckMaxLineBytes(cfg.maxLineBytes); err != nil {
+	if err := limits.CheckMaxLineBytes(cfg.maxLineBytes); err != nil {
 		return usagef("--max-line-bytes: %v", err)
 	}
 	if cfg.timeout == 0 {

@@ -45,7 +45,7 @@ type Config struct {
 	// Max bounds the handlers running at once; a request over the bound
 	// is answered with -32603 without running the handler. The
 	// connection gives its MaxServerRequests, whose default is
-	// connection.DefaultMaxServerRequests.
+	// limits.MaxServerRequests.
 	Max int
 	// MaxWaiting bounds the input requests waiting for a slot; one more
 	// is answered at once with an error. Zero means DefaultMaxWaiting.

@@ -3,7 +3,10 @@
 // each value in the documentation of the option or field that sets it.
 package limits
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Timeout is a request's default timeout (connection.Config.Timeout,
 // snodo.WithTimeout, the CLI's --timeout) and the default bound on a
@@ -40,3 +43,31 @@ const (
 	// --drain).
 	DrainTimeout = 30 * time.Second
 )
+
+// Connections (connection.Config, snodo.WithMaxLineBytes and
+// WithMaxServerRequests, the CLI's flags and its bridge).
+const (
+	// MaxLineBytes is the largest line accepted from a server by default.
+	MaxLineBytes = 16 << 20
+	// MaxLineBytesLimit is the largest line cap accepted: 1 GiB. A line
+	// is held whole while it arrives and then decoded, so a larger cap
+	// would bound no memory worth bounding (one message could take
+	// several GiB); values near the int range would also overflow the
+	// reader's arithmetic. No MCP message needs more.
+	MaxLineBytesLimit = 1 << 30
+	// MaxServerRequests bounds the server-request handlers running at
+	// once by default.
+	MaxServerRequests = 16
+)
+
+// CheckMaxLineBytes tells whether n is a line cap a connection accepts:
+// from 64 to MaxLineBytesLimit (1 GiB). Its error says what to pass.
+func CheckMaxLineBytes(n int) error {
+	switch {
+	case n < 64:
+		return fmt.Errorf("%d bytes is too small: pass at least 64 (the default is %d, 16 MiB)", n, MaxLineBytes)
+	case n > MaxLineBytesLimit:
+		return fmt.Errorf("%d bytes is too large: pass at most %d (1 GiB; a line is held whole in memory, so a larger cap bounds nothing)", n, MaxLineBytesLimit)
+	}
+	return nil
+}
