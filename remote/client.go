@@ -150,7 +150,8 @@ func Dial(ctx context.Context, url, name string, opts ...ClientOption) (*Client,
 }
 
 // inputHandling answers the input requests of input_required results
-// with the WithServerRequestHandler handler, here on the caller's side;
+// with the snodo.WithServerRequestHandler handler (WithConnectOptions),
+// here on the caller's side;
 // the retry goes to whichever host takes it.
 func (c *Client) inputHandling() seam.InputHandling {
 	serve := func(ctx context.Context, reqs []*snodo.ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
@@ -305,7 +306,7 @@ func closedErr(msg string, why ...error) error {
 // of its timeout.
 //
 // Each request is one CLIENT span and one operation measured (see
-// WithTracerProvider), made where a local snodo.Client makes its own.
+// WithConnectOptions), made where a local snodo.Client makes its own.
 func (c *Client) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
 	if ctx == nil {
 		return nil, nilContextError(method)

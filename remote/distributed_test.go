@@ -330,7 +330,7 @@ func TestMultiRoundTripRetryOnOtherHost(t *testing.T) {
 		}
 		return map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}, nil
 	}
-	c := client(t, e, "ts", WithServerRequestHandler(handler))
+	c := client(t, e, "ts", WithConnectOptions(snodo.WithServerRequestHandler(handler)))
 	res, err := c.CallTool(ctxFor(t, 60*time.Second), "ask", map[string]any{"rounds": 2})
 	require.NoError(t, err)
 	assert.Equal(t, "Hello, Ada!", res.Text())

@@ -13,7 +13,8 @@
 // caller's own handler), and Listen for subscriptions (to the Events
 // channel, or with snodo.ListenTo to an actor). Each request is traced
 // and measured as a local one is (snodo's instrument, through internal/seam: a CLIENT span whose
-// context the host's spans join; WithTracerProvider, WithMeterProvider),
+// context the host's spans join; snodo.WithTracerProvider and
+// WithMeterProvider in WithConnectOptions),
 // and each subscription traced and measured as a local one is
 // (snodo's traceSubscription).
 // Legacy resource subscriptions (SubscribeResource) stay on the host:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/remote"
@@ -37,7 +38,8 @@ func Example() {
 	}
 	defer host.Close()
 
-	c, err := remote.Dial(ctx, nats.URL(), "search")
+	c, err := remote.Dial(ctx, nats.URL(), "search",
+		remote.WithConnectOptions(snodo.WithTimeout(30*time.Second))) // the snodo options that apply to a remote client
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestTraceContextCrossesTheHop(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	c := client(t, e, "traced", WithTracerProvider(callerTP), WithMeterProvider(mp))
+	c := client(t, e, "traced", WithConnectOptions(snodo.WithTracerProvider(callerTP)), WithConnectOptions(snodo.WithMeterProvider(mp)))
 
 	ctx, span := callerTP.Tracer("test").Start(ctxFor(t, 20*time.Second), "agent step")
 	_, err := c.CallTool(ctx, "echo", map[string]any{"message": "hi"})
@@ -129,10 +129,10 @@ func TestLegacyServerRequestsAnsweredByHost(t *testing.T) {
 	}
 	hostWith(t, e, "legacy", 1, []snodo.Option{snodo.WithServerRequestHandler(answer), snodo.WithEra(snodo.EraLegacy)}, "-era", "legacy")
 	called := false
-	c := client(t, e, "legacy", WithServerRequestHandler(func(context.Context, *snodo.ServerRequest) (any, error) {
+	c := client(t, e, "legacy", WithConnectOptions(snodo.WithServerRequestHandler(func(context.Context, *snodo.ServerRequest) (any, error) {
 		called = true
 		return nil, nil
-	}))
+	})))
 	res, err := c.CallTool(ctxFor(t, 20*time.Second), "ask", map[string]any{"rounds": 1})
 	require.NoError(t, err)
 	assert.Equal(t, "Hello, the host!", res.Text())

@@ -237,7 +237,7 @@ func TestRemoteQueueBytesBoundEndsTheSubscription(t *testing.T) {
 func TestNoCallerTimeoutMeetsTheHosts(t *testing.T) {
 	e := natsServer(t)
 	hostWith(t, e, "x", 1, []snodo.Option{snodo.WithTimeout(300 * time.Millisecond)})
-	c := client(t, e, "x", WithTimeout(-1))
+	c := client(t, e, "x", WithConnectOptions(snodo.WithTimeout(-1)))
 	_, err := c.Request(context.Background(), "test/sleep", map[string]any{"ms": 5000, "honorCancel": true})
 	var re *snodo.Error
 	require.ErrorAs(t, err, &re)

@@ -80,7 +80,7 @@ type hosted struct {
 // *snodo.SubscriptionEnded with Err, sent once Done is closed; Events
 // only closes. Their Subscription field is the one Listen returned.
 // pid lives in the client's actor system
-// (WithActorSystem); the subscription watches it and is cancelled on
+// (snodo.WithActorSystem in WithConnectOptions); the subscription watches it and is cancelled on
 // the host when it terminates (Err wraps snodoactor.ErrOwnerExited).
 //
 // When ctx is done before the host acknowledged the subscription, Listen

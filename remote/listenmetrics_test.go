@@ -38,7 +38,7 @@ func TestRemoteListenIsMeasured(t *testing.T) {
 	e := natsServer(t)
 	host(t, e, "measured", 1)
 	mp, reader := meterReader(t)
-	c := client(t, e, "measured", WithMeterProvider(mp), WithHeartbeat(100*time.Millisecond))
+	c := client(t, e, "measured", WithConnectOptions(snodo.WithMeterProvider(mp)), WithHeartbeat(100*time.Millisecond))
 	ctx := ctxFor(t, 20*time.Second)
 
 	// Read: one sample per event (0 when the reader took it at once).
@@ -107,7 +107,7 @@ func TestRemoteListenMetricsAllocation(t *testing.T) {
 	}))
 
 	mp, _ := meterReader(t)
-	on := client(t, e, "plain", WithMeterProvider(mp), WithHeartbeat(100*time.Millisecond))
+	on := client(t, e, "plain", WithConnectOptions(snodo.WithMeterProvider(mp)), WithHeartbeat(100*time.Millisecond))
 	measured, err := on.Listen(ctx, snodo.Filter{ToolsListChanged: true})
 	require.NoError(t, err)
 	defer measured.Close()
@@ -126,7 +126,7 @@ func TestRemoteListenOwnerLeavingBeforeAckIsNoError(t *testing.T) {
 	e := natsServer(t)
 	hostWith(t, e, "silent", 1, []snodo.Option{snodo.WithTimeout(2 * time.Second)}, "-silent-listen")
 	tp, rec := recorder(t)
-	c := client(t, e, "silent", WithTracerProvider(tp))
+	c := client(t, e, "silent", WithConnectOptions(snodo.WithTracerProvider(tp)))
 	// Another subscriber of the listen subject sees the request as the
 	// host does: once it has, Listen waits for the acknowledgement.
 	sent := make(chan struct{}, 1)

@@ -31,7 +31,7 @@ func TestRemoteListenToAcrossARestart(t *testing.T) {
 	t.Cleanup(func() { _ = h.Close() })
 	sys := snodoactor.NewQuietSystem(nil)
 	tp, rec := recorder(t)
-	c := client(t, e, "events", WithActorSystem(sys), WithHeartbeat(100*time.Millisecond), WithTracerProvider(tp))
+	c := client(t, e, "events", WithConnectOptions(snodo.WithActorSystem(sys)), WithHeartbeat(100*time.Millisecond), WithConnectOptions(snodo.WithTracerProvider(tp)))
 	ctx := ctxFor(t, 20*time.Second)
 
 	got := make(chan any, 16)

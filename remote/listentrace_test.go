@@ -59,7 +59,7 @@ func TestRemoteListenIsTraced(t *testing.T) {
 	hostTP, hostRec := recorder(t)
 	hostWith(t, e, "traced", 1, []snodo.Option{snodo.WithTracerProvider(hostTP)})
 	callerTP, callerRec := recorder(t)
-	c := client(t, e, "traced", WithTracerProvider(callerTP), WithHeartbeat(100*time.Millisecond))
+	c := client(t, e, "traced", WithConnectOptions(snodo.WithTracerProvider(callerTP)), WithHeartbeat(100*time.Millisecond))
 
 	ctx, parent := callerTP.Tracer("test").Start(ctxFor(t, 20*time.Second), "agent step")
 	sub, err := c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
@@ -126,7 +126,7 @@ func TestRemoteListenSpanEndsWithItsReason(t *testing.T) {
 	e := natsServer(t)
 	h := host(t, e, "subs", 1)
 	tp, rec := recorder(t)
-	c := client(t, e, "subs", WithTracerProvider(tp), WithHeartbeat(100*time.Millisecond))
+	c := client(t, e, "subs", WithConnectOptions(snodo.WithTracerProvider(tp)), WithHeartbeat(100*time.Millisecond))
 	ctx := ctxFor(t, 20*time.Second)
 	last := func() sdktrace.ReadOnlySpan {
 		t.Helper()
@@ -199,7 +199,7 @@ func TestRemoteListenToIsTraced(t *testing.T) {
 	host(t, e, "events", 1)
 	tp, rec := recorder(t)
 	sys := snodoactor.NewQuietSystem(nil)
-	c := client(t, e, "events", WithTracerProvider(tp), WithActorSystem(sys), WithHeartbeat(100*time.Millisecond))
+	c := client(t, e, "events", WithConnectOptions(snodo.WithTracerProvider(tp)), WithConnectOptions(snodo.WithActorSystem(sys)), WithHeartbeat(100*time.Millisecond))
 	ctx := ctxFor(t, 20*time.Second)
 	got := make(chan *snodo.SubscriptionEvent, 4)
 	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {

@@ -15,21 +15,21 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/limits"
+	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/supervisor"
 )
 
 // HostOption configures a Host (NewHost): Serve, WithMaxHeld,
-// WithHostLabel, and every Option.
+// WithHostLabel, WithLogger, and every Option.
 type HostOption interface{ applyHost(*config) error }
 
 // ClientOption configures a Client (NewClient, Dial): WithHeartbeat,
-// WithTimeout, WithServerRequestHandler, WithMaxInputRounds,
-// WithClientCapabilities, WithTracerProvider, WithMeterProvider,
-// WithActorSystem, and every Option.
+// WithConnectOptions (the snodo options that apply to a remote client),
+// and every Option.
 type ClientOption interface{ applyClient(*config) error }
 
 // Option configures a Host and a Client alike (WithPrefix,
-// WithNATSOptions, WithReconnect, WithLogger): it is both a HostOption
+// WithNATSOptions, WithReconnect): it is both a HostOption
 // and a ClientOption. An option meant for one kind only is not an
 // Option, so it cannot be given to the other: that is a compile error,
 // not an option silently ignored.
@@ -66,7 +66,7 @@ type config struct {
 	timeout   time.Duration
 	handler   snodo.ServerRequestHandler
 	maxRounds int
-	meta      map[string]json.RawMessage // WithClientCapabilities: merged into every request's _meta
+	meta      map[string]json.RawMessage // snodo.WithClientCapabilities: merged into every request's _meta
 	system    *protoactor.ActorSystem    // ListenTo actors; nil: snodo's shared system
 	tracers   trace.TracerProvider       // nil: the global provider
 	meters    metric.MeterProvider       // nil: the global provider
@@ -103,8 +103,9 @@ func newConfig[O comparable](opts []O, apply func(O, *config) error) (config, er
 	return c, first
 }
 
-// defaultTimeout is a remote call's timeout when neither WithTimeout nor
-// the snodo.Timeout request option gives one, as for a local connection.
+// defaultTimeout is a remote call's timeout when neither
+// snodo.WithTimeout (in WithConnectOptions) nor the snodo.Timeout request
+// option gives one, as for a local connection.
 const defaultTimeout = limits.Timeout
 
 // WithPrefix sets the first subject token (default "snodo"): letters,
@@ -152,16 +153,18 @@ func (c *config) natsOptions(extra ...nats.Option) []nats.Option {
 	return append(opts, extra...)
 }
 
-// WithLogger receives lifecycle events and anomalies (default:
-// discarded). Both.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
+// WithLogger receives the host's lifecycle events (its NATS connections
+// lost and back, names withdrawn and advertised again) and anomalies
+// (default: discarded). Hosts; a client takes snodo.WithLogger in
+// WithConnectOptions.
+func WithLogger(l *slog.Logger) HostOption {
+	return hostOption(func(c *config) error {
 		if l == nil {
 			return errors.New("remote: WithLogger: nil logger")
 		}
 		c.logger = l
 		return nil
-	}
+	})
 }
 
 // WithHeartbeat sets how often the host running a call or subscription
@@ -179,110 +182,99 @@ func WithHeartbeat(d time.Duration) ClientOption {
 	})
 }
 
-// WithTimeout sets the default per-call timeout (default 60 s;
-// negative: none). The snodo.Timeout request option overrides it. The
-// host is told the sooner of the timeout and the ctx's deadline; a call
-// with neither still meets the host's own: its pool's per-request
-// timeout (snodo.WithTimeout there, 60 s by default), which ends it with
-// a -32001 from the host. Callers.
-func WithTimeout(d time.Duration) ClientOption {
+// WithConnectOptions configures the client with the options of
+// snodo.Connect that apply to it, as they configure a local client, and
+// as supervisor.WithConnectOptions passes them to a supervised one:
+//
+//   - snodo.WithTimeout: the default per-call timeout (default 60 s;
+//     negative: none). The snodo.Timeout request option overrides it.
+//     The host is told the sooner of the timeout and the ctx's deadline;
+//     a call with neither still meets the host's own: its pool's
+//     per-request timeout, which ends it with a -32001 from the host.
+//   - snodo.WithServerRequestHandler: answers the input requests of
+//     input_required results (elicitation, sampling, roots) on the
+//     caller's side, before the call is sent again, to whichever host
+//     takes it. Requests a legacy server sends during a call are
+//     answered by the host's own handler (its pool's), never by this one.
+//   - snodo.WithMaxInputRounds: bounds the input_required rounds one
+//     typed call completes (default 10).
+//   - snodo.WithClientCapabilities: what the handler answers. It travels
+//     in every request's params._meta
+//     ("io.modelcontextprotocol/clientCapabilities"), where it wins over
+//     the host's own, so a modern server asks this caller only for input
+//     it can give; the tasks extension is declared too (the typed calls
+//     run tasks, through the host that holds each). Legacy servers settle
+//     capabilities once, with the host, at initialize.
+//   - snodo.WithTracerProvider: one CLIENT span per request, and per
+//     subscription with a SERVER span per event, made by the same code as
+//     a local client's, with network.transport "tcp"; the trace context
+//     crosses to the host in NATS headers, so the host's spans are its
+//     children. Default: the global provider, followed as it changes.
+//     Hosts trace with their pools' own providers.
+//   - snodo.WithMeterProvider: mcp.client.operation.duration
+//     (network.transport "tcp"), requests in flight, and the
+//     subscriptions' queue depth and overflows (snodo.server.name: the
+//     served name), as a local client records them. Default: the global
+//     provider.
+//   - snodo.WithActorSystem: the system of the actors given to
+//     snodo.ListenTo on the client's subscriptions (default: the shared
+//     system snodo uses when none is given).
+//   - snodo.WithLogger: lifecycle events (its NATS connection lost and
+//     back) and anomalies (default: discarded).
+//
+// Any other (WithEnv, WithDir, WithStderr, WithClientInfo, …) configures
+// how a server is started or reached, which the hosts do: NewClient and
+// Dial refuse it, naming its place in the list. Options given here add to
+// each other; a later one wins. Callers.
+func WithConnectOptions(opts ...snodo.Option) ClientOption {
 	return clientOption(func(c *config) error {
-		if d == 0 {
-			return errors.New("remote: WithTimeout: zero timeout; pass a negative duration to disable timeouts")
-		}
-		c.timeout = d
-		return nil
-	})
-}
-
-// WithServerRequestHandler answers the input requests of input_required
-// results (elicitation, sampling, roots) on the caller's side, before
-// the call is sent again, to whichever host takes it. Requests a legacy
-// server sends during a call are answered by the host's own handler
-// (the pool's snodo.WithServerRequestHandler), never by this one.
-// Callers.
-func WithServerRequestHandler(h snodo.ServerRequestHandler) ClientOption {
-	return clientOption(func(c *config) error { c.handler = h; return nil })
-}
-
-// WithMaxInputRounds bounds the input_required rounds one typed call
-// completes (default 10). Callers.
-func WithMaxInputRounds(n int) ClientOption {
-	return clientOption(func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("remote: WithMaxInputRounds(%d): must be at least 1", n)
-		}
-		c.maxRounds = n
-		return nil
-	})
-}
-
-// WithClientCapabilities declares what the caller's WithServerRequestHandler
-// answers (elicitation, sampling, roots). It travels in every request's
-// params._meta ("io.modelcontextprotocol/clientCapabilities"), where it
-// wins over the host's own, so a modern server asks this caller only for
-// input it can give. Legacy servers settle capabilities once, with the
-// host, at initialize. The tasks extension is declared too (the typed
-// calls run tasks, through the host that holds each). Callers.
-func WithClientCapabilities(caps snodo.ClientCapabilities) ClientOption {
-	return clientOption(func(c *config) error {
-		caps.Extensions = maps.Clone(caps.Extensions)
-		if caps.Extensions == nil {
-			caps.Extensions = map[string]json.RawMessage{}
-		}
-		if _, ok := caps.Extensions[snodo.TasksExtension]; !ok {
-			caps.Extensions[snodo.TasksExtension] = json.RawMessage("{}")
-		}
-		b, err := json.Marshal(caps)
+		s, err := seam.RemoteOptions(opts)
 		if err != nil {
-			return fmt.Errorf("remote: WithClientCapabilities: %w", err)
+			return fmt.Errorf("remote: WithConnectOptions: %w", err)
 		}
-		c.meta = map[string]json.RawMessage{"io.modelcontextprotocol/clientCapabilities": b}
+		if s.Timeout != 0 {
+			c.timeout = s.Timeout
+		}
+		if s.Handler != nil {
+			c.handler = s.Handler
+		}
+		if s.MaxInputRounds != 0 {
+			c.maxRounds = s.MaxInputRounds
+		}
+		if s.Capabilities != nil {
+			if c.meta, err = capabilitiesMeta(s.Capabilities.(snodo.ClientCapabilities)); err != nil {
+				return err
+			}
+		}
+		if s.Tracers != nil {
+			c.tracers = s.Tracers
+		}
+		if s.Meters != nil {
+			c.meters = s.Meters
+		}
+		if s.System != nil {
+			c.system = s.System
+		}
+		if s.Logger != nil {
+			c.logger = s.Logger
+		}
 		return nil
 	})
 }
 
-// WithTracerProvider makes the client's spans with tp: one CLIENT span
-// per request, and per subscription with a SERVER span per event, made by
-// the same code as a local snodo.Client's (snodo's instrument and
-// traceSubscription, through internal/seam), with network.transport "tcp"; its trace context
-// crosses to the host in NATS headers, so the host's spans are its
-// children. Default: the global provider, followed as it changes. Hosts
-// trace with their pools' own snodo.WithTracerProvider. Callers.
-func WithTracerProvider(tp trace.TracerProvider) ClientOption {
-	return clientOption(func(c *config) error {
-		if tp == nil {
-			return errors.New("remote: WithTracerProvider: nil provider")
-		}
-		c.tracers = tp
-		return nil
-	})
-}
-
-// WithMeterProvider records the client's mcp.client.operation.duration
-// (network.transport "tcp"), requests in flight, and its subscriptions'
-// queue depth and overflows (network.transport "tcp", snodo.server.name:
-// the served name) with mp, as a local snodo.Client does, by the same
-// code. Default: the global provider. Callers.
-func WithMeterProvider(mp metric.MeterProvider) ClientOption {
-	return clientOption(func(c *config) error {
-		if mp == nil {
-			return errors.New("remote: WithMeterProvider: nil provider")
-		}
-		c.meters = mp
-		return nil
-	})
-}
-
-// WithActorSystem is the actor system of the actors given to
-// snodo.ListenTo on this client's subscriptions (default: the shared
-// system snodo uses when none is given). Callers.
-func WithActorSystem(sys *protoactor.ActorSystem) ClientOption {
-	return clientOption(func(c *config) error {
-		if sys == nil {
-			return errors.New("remote: WithActorSystem: nil system")
-		}
-		c.system = sys
-		return nil
-	})
+// capabilitiesMeta is the _meta member that declares caps, with the
+// tasks extension, on every request.
+func capabilitiesMeta(caps snodo.ClientCapabilities) (map[string]json.RawMessage, error) {
+	caps.Extensions = maps.Clone(caps.Extensions)
+	if caps.Extensions == nil {
+		caps.Extensions = map[string]json.RawMessage{}
+	}
+	if _, ok := caps.Extensions[snodo.TasksExtension]; !ok {
+		caps.Extensions[snodo.TasksExtension] = json.RawMessage("{}")
+	}
+	b, err := json.Marshal(caps)
+	if err != nil {
+		return nil, fmt.Errorf("remote: WithConnectOptions: snodo.WithClientCapabilities: %w", err)
+	}
+	return map[string]json.RawMessage{"io.modelcontextprotocol/clientCapabilities": b}, nil
 }

@@ -73,7 +73,7 @@ func TestHostAndClientReconnectForEver(t *testing.T) {
 	h, err := NewHost(bg(), ns.URL(), Serve("ts", p), WithReconnect(shortReconnect), WithLogger(logger))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
-	c, err := Dial(bg(), ns.URL(), "ts", WithReconnect(shortReconnect), WithLogger(logger))
+	c, err := Dial(bg(), ns.URL(), "ts", WithReconnect(shortReconnect), WithConnectOptions(snodo.WithLogger(logger)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	_, err = c.Request(ctxFor(t, 20*time.Second), "test/echo", nil)

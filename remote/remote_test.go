@@ -118,7 +118,7 @@ func TestManyInFlight(t *testing.T) {
 func TestCallerCapabilitiesReachTheServer(t *testing.T) {
 	e := natsServer(t)
 	host(t, e, "caps", 1)
-	c := client(t, e, "caps", WithClientCapabilities(snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{Form: true}}))
+	c := client(t, e, "caps", WithConnectOptions(snodo.WithClientCapabilities(snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{Form: true}})))
 	raw, err := c.Request(ctxFor(t, 20*time.Second), "test/echo", map[string]any{"a": 1})
 	require.NoError(t, err)
 	var echoed struct {

@@ -41,8 +41,8 @@ func TestRemoteTasksStayOnTheirHostAndMember(t *testing.T) {
 				conn = []snodo.Option{snodo.WithEra(snodo.EraLegacy)}
 			}
 			hosts := []*Host{hostWith(t, e, "tasks", 2, conn, "-tasks", "-era", era), hostWith(t, e, "tasks", 2, conn, "-tasks", "-era", era)}
-			c := client(t, e, "tasks", WithServerRequestHandler(answerAda),
-				WithClientCapabilities(snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{Form: true}}))
+			c := client(t, e, "tasks", WithConnectOptions(snodo.WithServerRequestHandler(answerAda)),
+				WithConnectOptions(snodo.WithClientCapabilities(snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{Form: true}})))
 
 			var wg sync.WaitGroup
 			for i := range 8 {

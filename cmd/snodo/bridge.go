@@ -65,16 +65,15 @@ func runBridge(cfg *config, sio stdio) int {
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
 	log := slog.New(slog.NewTextHandler(sio.err, &slog.HandlerOptions{Level: bridgeLogLevel(cfg)}))
+	b := newBridge(sio.out, cfg.serverName, log)
 	opts := []remote.ClientOption{
 		remote.WithNATSOptions(natsOptions(cfg)...),
-		remote.WithTimeout(cfg.timeout),
-		remote.WithLogger(log),
+		remote.WithConnectOptions(snodo.WithTimeout(cfg.timeout), snodo.WithLogger(log),
+			snodo.WithServerRequestHandler(b.serverRequest)),
 	}
 	if cfg.prefix != "" {
 		opts = append(opts, remote.WithPrefix(cfg.prefix))
 	}
-	b := newBridge(sio.out, cfg.serverName, log)
-	opts = append(opts, remote.WithServerRequestHandler(b.serverRequest))
 	c, err := remote.Dial(ctx, cfg.natsURL, cfg.serverName, opts...)
 	if err != nil {
 		if ctx.Err() != nil {

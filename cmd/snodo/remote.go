@@ -32,15 +32,18 @@ func runRemote(cfg *config, sio stdio) int {
 		return s.exitCode(ctx, s.servers(ctx))
 	}
 	h := &answers{roots: cfg.roots, samplingReply: cfg.samplingReply, io: sio, verbose: cfg.verbose}
-	opts := []remote.ClientOption{
-		remote.WithNATSOptions(natsOptions(cfg)...),
-		remote.WithTimeout(cfg.timeout),
-		remote.WithServerRequestHandler(h.serve),
-		remote.WithClientCapabilities(h.capabilities()),
-		remote.WithMaxInputRounds(cfg.maxInputRounds),
+	connect := []snodo.Option{
+		snodo.WithTimeout(cfg.timeout),
+		snodo.WithServerRequestHandler(h.serve),
+		snodo.WithClientCapabilities(h.capabilities()),
+		snodo.WithMaxInputRounds(cfg.maxInputRounds),
 	}
 	if s.spans != nil {
-		opts = append(opts, remote.WithTracerProvider(s.spans.tp))
+		connect = append(connect, snodo.WithTracerProvider(s.spans.tp))
+	}
+	opts := []remote.ClientOption{
+		remote.WithNATSOptions(natsOptions(cfg)...),
+		remote.WithConnectOptions(connect...),
 	}
 	if cfg.prefix != "" {
 		opts = append(opts, remote.WithPrefix(cfg.prefix))

@@ -7,13 +7,29 @@ package seam
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/subscription"
 )
+
+// RemoteSettings are what snodo options set on a client that reaches
+// its server through hosts over NATS (package remote): each is its zero
+// value where no option gave it.
+type RemoteSettings struct {
+	Timeout        time.Duration        // WithTimeout (negative: none)
+	Handler        handlers.Func        // WithServerRequestHandler
+	MaxInputRounds int                  // WithMaxInputRounds
+	Capabilities   any                  // WithClientCapabilities: a snodo.ClientCapabilities, or nil
+	Tracers        trace.TracerProvider // WithTracerProvider
+	Meters         metric.MeterProvider // WithMeterProvider
+	System         *protoactor.ActorSystem
+	Logger         *slog.Logger
+}
 
 // SubscriptionTrace traces and measures one subscription opened through
 // an instrumented requester: Queued records the queue depth after an
@@ -67,6 +83,12 @@ var (
 	// c, a *snodo.Client, receives (on its reader: fn must not block),
 	// until stop is called.
 	TapNotifications func(c any, fn func(method string, params []byte)) (stop func())
+
+	// RemoteOptions (set by snodo) reads opts, a []snodo.Option given to
+	// a remote client: what they set, or an error for the first option
+	// that is nil, invalid, or sets anything a remote client does not
+	// have (its server is started and reached by the hosts).
+	RemoteOptions func(opts any) (RemoteSettings, error)
 
 	// SupervisorSetup (set by supervisor) is the actor system (nil: none
 	// named) and the logger (one that discards: none named) that opts, a
