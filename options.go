@@ -19,6 +19,7 @@ import (
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/oauth"
+	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/serverproc"
 )
 
@@ -64,6 +65,27 @@ func applyOptions(fn string, opts []Option, http bool) (*config, error) {
 		return nil, fmt.Errorf("snodo: %s: %s applies to a Streamable HTTP server (ConnectHTTP); a server started as a command is reached over its stdio: leave it out", fn, cfg.httpOnly)
 	}
 	return cfg, nil
+}
+
+func init() {
+	// A supervisor or pool takes its logger, meter provider, actor
+	// system, owner and server name from the options given for its
+	// connections: each is given once and reaches every layer.
+	seam.SharedOf = func(opts any) (seam.Shared, error) {
+		cfg := &config{}
+		for i, opt := range opts.([]Option) {
+			if opt == nil {
+				return seam.Shared{}, fmt.Errorf("option %d is nil; leave it out of the list instead", i+1)
+			}
+			if err := opt(cfg); err != nil {
+				return seam.Shared{}, err
+			}
+		}
+		return seam.Shared{
+			Logger: cfg.conn.Logger, Meter: cfg.meterProvider, System: cfg.conn.System, Owner: cfg.conn.Owner,
+			OriginServer: cfg.mcp.origin.Server, OriginMember: cfg.mcp.origin.Member,
+		}, nil
+	}
 }
 
 // WithEnv sets an environment variable for the server, on top of the

@@ -11,9 +11,9 @@ import (
 // and lifecycle message carries one, so an actor fed by several servers
 // can tell them apart.
 type Origin struct {
-	// Server is the server's name: the name a servers file gives it,
-	// supervisor.WithName (default: the command), or WithOrigin for a
-	// plain client (default: empty).
+	// Server is the server's name: WithOrigin's (for a supervisor, given
+	// in supervisor.WithConnectOptions; default: the command; a servers
+	// file gives each its name), empty for a plain client without it.
 	Server string
 	// Member is the supervised client that served it: for a pool, the
 	// member ("NAME#N"); for a supervised client, its name, the same as

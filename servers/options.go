@@ -62,8 +62,7 @@ const (
 // ConnectOptions. For a pool, pass Pool as the size.
 func (s *Server) SupervisorOptions() []supervisor.Option {
 	opts := []supervisor.Option{
-		supervisor.WithName(s.Name),
-		supervisor.WithConnectOptions(s.ConnectOptions()...),
+		supervisor.WithConnectOptions(append(s.ConnectOptions(), snodo.WithOrigin(snodo.Origin{Server: s.Name}))...),
 	}
 	if s.MaxRestarts != nil || s.Window != 0 {
 		n, w := defaultMaxRestarts, defaultWindow

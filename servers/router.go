@@ -84,12 +84,13 @@ var ErrUnknownServer = errors.New("servers: no such server")
 // server's pool fails to start with the error naming the option.
 //
 // The router and its pools run on one actor system: system, or when it
-// is nil the one a supervisor.WithActorSystem among opts names, or else
-// snodo's shared one. opts naming a system other than a non-nil system
-// are an error. The router owns its pools: a supervisor.WithOwner among
-// opts is overridden. The router logs (a panic in its actor) to the
-// logger a supervisor.WithLogger among opts names, as its pools do;
-// without one, nowhere.
+// is nil the one a snodo.WithActorSystem among opts' connect options
+// (supervisor.WithConnectOptions) names, or else snodo's shared one. opts
+// naming a system other than a non-nil system are an error. The router
+// owns its pools: opts naming an owner (snodo.WithOwner) are an error
+// (the router's owner is owner). The router logs (a panic in its actor)
+// to the logger a snodo.WithLogger among opts' connect options names, as
+// its pools do; without one, nowhere.
 func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *protoactor.PID, f *File, opts ...supervisor.Option) (*Router, error) {
 	switch {
 	case ctx == nil:
@@ -103,17 +104,19 @@ func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *pro
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
 	}
-	named, logger, err := seam.SupervisorSetup(opts)
+	named, owned, logger, err := seam.SupervisorSetup(opts)
 	if err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
 	}
 	switch {
+	case owned != nil:
+		return nil, errors.New("servers: StartRouter: snodo.WithOwner among the connect options names an owner for the pools; the router owns them (pass the owner as StartRouter's owner, or drop the option)")
 	case system == nil && named != nil:
 		system = named
 	case system == nil:
 		system = snodoactor.Shared()
 	case named != nil && named != system:
-		return nil, errors.New("servers: StartRouter: supervisor.WithActorSystem names another system than the router's; the router and its pools run on one system (pass it as StartRouter's system, or drop the option)")
+		return nil, errors.New("servers: StartRouter: snodo.WithActorSystem names another system than the router's; the router and its pools run on one system (pass it as StartRouter's system, or drop the option)")
 	}
 	if err := ownercheck.Check(system, owner, "router"); err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
@@ -135,9 +138,9 @@ func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *pro
 
 // NewRouter is StartRouter for code that is not an actor: it returns
 // once every pool has started, or fails with the first errors (and the
-// router closed). The router runs on the system a
-// supervisor.WithActorSystem among opts names (else snodo's shared one),
-// with its pools.
+// router closed). The router runs on the system a snodo.WithActorSystem
+// among opts' connect options names (else snodo's shared one), with its
+// pools.
 func NewRouter(ctx context.Context, f *File, opts ...supervisor.Option) (*Router, error) {
 	r, err := StartRouter(ctx, nil, nil, f, opts...)
 	if err != nil {

@@ -152,13 +152,14 @@ func TestStoppedRouterStillAnswers(t *testing.T) {
 	}
 }
 
-// NewRouter with supervisor.WithActorSystem runs the router and its pools
-// on that one system; StartRouter refuses an option naming a system other
-// than its own, before anything starts.
+// NewRouter with snodo.WithActorSystem (in supervisor.WithConnectOptions)
+// runs the router and its pools on that one system; StartRouter refuses
+// an option naming a system other than its own, or an owner for the
+// pools it owns, before anything starts.
 func TestNewRouterOnTheCallersSystem(t *testing.T) {
 	sys := snodoactor.NewQuietSystem(nil)
 	t.Cleanup(sys.Shutdown)
-	r, err := servers.NewRouter(t.Context(), twoServers(t), supervisor.WithActorSystem(sys))
+	r, err := servers.NewRouter(t.Context(), twoServers(t), supervisor.WithConnectOptions(snodo.WithActorSystem(sys)))
 	require.NoError(t, err)
 	_, ok := sys.ProcessRegistry.Get(r.PID())
 	assert.True(t, ok, "the router runs on the system WithActorSystem names")
@@ -173,8 +174,10 @@ func TestNewRouterOnTheCallersSystem(t *testing.T) {
 	<-r.Done()
 
 	before := testutil.ChildPIDs()
-	_, err = servers.StartRouter(t.Context(), snodoactor.Shared(), nil, twoServers(t), supervisor.WithActorSystem(sys))
+	_, err = servers.StartRouter(t.Context(), snodoactor.Shared(), nil, twoServers(t), supervisor.WithConnectOptions(snodo.WithActorSystem(sys)))
 	require.ErrorContains(t, err, "one system")
+	_, err = servers.StartRouter(t.Context(), nil, nil, twoServers(t), supervisor.WithConnectOptions(snodo.WithOwner(r.PID())))
+	require.ErrorContains(t, err, "the router owns them")
 	assert.Subset(t, before, testutil.ChildPIDs(), "nothing may be started")
 }
 

@@ -28,11 +28,11 @@ func TestCallCancelledWhenTheSenderStopsSupervised(t *testing.T) {
 			closeIt func() error
 		)
 		if pool {
-			p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 1, fast, WithActorSystem(sys))
+			p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 1, fast, WithConnectOptions(snodo.WithActorSystem(sys)))
 			require.NoError(t, err)
 			pid, request, closeIt = p.PID(), p.Request, p.Close
 		} else {
-			c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, WithActorSystem(sys))
+			c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, WithConnectOptions(snodo.WithActorSystem(sys)))
 			require.NoError(t, err)
 			pid, request, closeIt = c.PID(), c.Request, c.Close
 		}

@@ -112,7 +112,7 @@ func checkEventsTo(sys *protoactor.ActorSystem, pid *protoactor.PID) error {
 		return nil
 	}
 	if _, ok := sys.ProcessRegistry.Get(pid); !ok {
-		return fmt.Errorf("supervisor: WithEventsTo: actor %s is not alive in the supervisor's actor system (has it stopped? if it belongs to another system, pass that system with WithActorSystem)", pid.Id)
+		return fmt.Errorf("supervisor: WithEventsTo: actor %s is not alive in the supervisor's actor system (has it stopped? if it belongs to another system, pass that system with snodo.WithActorSystem in WithConnectOptions)", pid.Id)
 	}
 	return nil
 }

@@ -279,7 +279,9 @@ func TestOptionsValidate(t *testing.T) {
 		WithIntensity(-1, time.Second), WithIntensity(1, 0),
 		WithBackoff(Backoff{}), WithBackoff(Backoff{Initial: time.Second, Max: time.Millisecond, Multiplier: 2}),
 		WithBackoff(Backoff{Initial: 1, Max: 2, Multiplier: 0.5}), WithBackoff(Backoff{Initial: 1, Max: 2, Multiplier: 2, Jitter: 2}),
-		WithMaxWait(0), WithLogger(nil), WithEventHandler(nil), WithEventsTo(nil), WithOwner(nil), WithActorSystem(nil),
+		WithMaxWait(0), WithEventHandler(nil), WithEventsTo(nil),
+		WithConnectOptions(snodo.WithOwner(nil)), WithConnectOptions(snodo.WithActorSystem(nil)),
+		WithConnectOptions(snodo.WithOrigin(snodo.Origin{Server: "s", Member: "m"})),
 	} {
 		_, err := Connect(t.Context(), snodo.Command("true"), opt)
 		assert.Error(t, err)

@@ -47,12 +47,12 @@ func TestNoDeadLettersFromSnodosWatches(t *testing.T) {
 	require.NoError(t, c.Close())
 	<-c.Done()
 
-	sc, err := supervisor.Connect(context.Background(), snodo.Command(cmd, args...), supervisor.WithActorSystem(sys), supervisor.WithOwner(owner))
+	sc, err := supervisor.Connect(context.Background(), snodo.Command(cmd, args...), supervisor.WithConnectOptions(snodo.WithActorSystem(sys)), supervisor.WithConnectOptions(snodo.WithOwner(owner)))
 	require.NoError(t, err)
 	require.NoError(t, sc.Close())
 	<-sc.Done()
 
-	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 2, supervisor.WithActorSystem(sys), supervisor.WithOwner(owner))
+	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 2, supervisor.WithConnectOptions(snodo.WithActorSystem(sys)), supervisor.WithConnectOptions(snodo.WithOwner(owner)))
 	require.NoError(t, err)
 	require.NoError(t, p.Close())
 	<-p.Done()
@@ -69,7 +69,7 @@ func TestNoDeadLettersFromSnodosWatches(t *testing.T) {
 	<-c2.Done()
 
 	// And a pool that ends with its owner.
-	p2, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 2, supervisor.WithActorSystem(sys), supervisor.WithOwner(owner))
+	p2, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 2, supervisor.WithConnectOptions(snodo.WithActorSystem(sys)), supervisor.WithConnectOptions(snodo.WithOwner(owner)))
 	require.NoError(t, err)
 	sys.Root.Stop(owner)
 	<-p2.Done()

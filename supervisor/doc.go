@@ -50,6 +50,7 @@
 // snodo.ToolCall), each answered with one reply.
 //
 // Restarts are reported as LifecycleEvents (WithEventHandler,
-// WithEventsTo) and on a log/slog logger (WithLogger). See
+// WithEventsTo) and on the log/slog logger of the connections
+// (snodo.WithLogger in WithConnectOptions). See
 // docs/supervision.md and docs/actors.md.
 package supervisor

@@ -47,7 +47,7 @@ func (k EventKind) String() string {
 type LifecycleEvent struct {
 	quiet
 	Kind         EventKind
-	snodo.Origin               // the server (WithName, or the target's String) and the member: "name#N" in a pool
+	snodo.Origin               // the server (snodo.WithOrigin's Server, or the target's String) and the member: "name#N" in a pool
 	Restarts     int           // restarts inside the intensity window so far
 	Total        int           // restarts since Connect
 	ServerPID    int           // ServerConnected: the new server's process id; ServerExited: the one that went away (0 for a failed start)
@@ -56,8 +56,8 @@ type LifecycleEvent struct {
 	Err          error         // ServerExited, GaveUp, Stopped: why
 }
 
-// Ended tells the owner actor of a pool or a supervised client (WithOwner,
-// StartPool's pid, WithParent) that it has stopped: Err is why, as its
+// Ended tells the owner actor of a pool or a supervised client
+// (snodo.WithOwner in WithConnectOptions, StartPool's pid, WithParent) that it has stopped: Err is why, as its
 // Err() (connection.ErrClosed, actor.ErrOwnerExited, a *GaveUpError…). One of
 // Pool and Client is set. Its servers may still be exiting: a *Reaped
 // follows once every one has been reaped (Done closed). A pool or client

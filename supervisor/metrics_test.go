@@ -19,7 +19,7 @@ func TestRestartsAndGiveUpsAreCounted(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { _ = mp.Shutdown(context.Background()) }()
 	_, err := Connect(t.Context(), snodo.Command("sh", "-c", "read line; exit 3"),
-		fast, WithIntensity(2, 10*time.Second), WithMeterProvider(mp))
+		fast, WithIntensity(2, 10*time.Second), WithConnectOptions(snodo.WithMeterProvider(mp)))
 	require.ErrorIs(t, err, ErrGaveUp)
 
 	var rm metricdata.ResourceMetrics
@@ -47,7 +47,7 @@ func TestMeterProviderReachesTheConnections(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { _ = mp.Shutdown(context.Background()) }()
 	cmd, args := testutil.Server(t)
-	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, WithMeterProvider(mp))
+	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, WithConnectOptions(snodo.WithMeterProvider(mp)))
 	require.NoError(t, err)
 	_, err = c.ListTools(t.Context())
 	require.NoError(t, err)

@@ -25,7 +25,7 @@ func TestCallToAJustKilledServerGoesToTheNext(t *testing.T) {
 	const calls = 25
 	for _, size := range []int{0, 1, 2} { // 0: a supervised client
 		rec := &testutil.LogRecorder{}
-		opts := []Option{fast, WithIntensity(1000, time.Minute), WithLogger(rec.Logger())}
+		opts := []Option{fast, WithIntensity(1000, time.Minute), WithConnectOptions(snodo.WithLogger(rec.Logger()))}
 		var r snodo.Session
 		var members func() []*Client
 		if size == 0 {

@@ -96,35 +96,44 @@ func newConfig(opts []Option) (*config, error) {
 			return nil, fmt.Errorf("supervisor: %w", err)
 		}
 	}
-	// A provider or logger given once reaches the connections too; their
-	// own (WithConnectOptions) come after, so they win.
-	var base []snodo.Option
-	if cfg.meter != nil {
-		base = append(base, snodo.WithMeterProvider(cfg.meter))
+	if err := cfg.share(); err != nil {
+		return nil, fmt.Errorf("supervisor: WithConnectOptions: %w", err)
 	}
-	if cfg.logger != nil {
-		base = append(base, snodo.WithLogger(cfg.logger))
-	}
-	cfg.connect = append(base, cfg.connect...)
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
 	return cfg, nil
 }
 
-// WithMeterProvider counts the supervisor's restarts
-// (snodo.supervisor.restarts) and give-ups (snodo.supervisor.give_ups)
-// with mp, and the connections' metrics too (as snodo.WithMeterProvider;
-// one given in WithConnectOptions wins for those). Default: the global
-// provider.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *config) error {
-		if mp == nil {
-			return errors.New("WithMeterProvider: nil provider")
-		}
-		c.meter = mp
-		return nil
+// share takes from the connections' options what the supervisor shares
+// with them (WithConnectOptions): logger, meter provider, actor system,
+// owner, and the server's name (snodo.WithOrigin's Server). Each is
+// given once; what WithParent (or StartPool) also sets must agree.
+func (c *config) share() error {
+	set, err := seam.SharedOf(c.connect)
+	if err != nil {
+		return err
 	}
+	c.logger, c.meter = set.Logger, set.Meter
+	if set.System != nil {
+		if c.parent != nil && set.System != c.parent.ActorSystem() {
+			return errors.New("snodo.WithActorSystem names another system than WithParent's actor runs on; leave it out (the parent's system is used)")
+		}
+		c.system = set.System
+	}
+	if set.Owner != nil {
+		if c.parent != nil && !set.Owner.Equal(c.parent.Self()) {
+			return fmt.Errorf("snodo.WithOwner(%s) and WithParent both name the owner; leave snodo.WithOwner out (the parent owns it)", set.Owner.Id)
+		}
+		c.owner = set.Owner
+	}
+	if set.OriginMember != "" {
+		return fmt.Errorf("snodo.WithOrigin: Member %q: the supervisor names the member (the server's name, or NAME#N for a pool's member N); give Server only", set.OriginMember)
+	}
+	if set.OriginServer != "" {
+		c.name = set.OriginServer
+	}
+	return nil
 }
 
 // WithConnectOptions passes options to every snodo.Connect the supervisor
@@ -133,11 +142,27 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // server still running 2 s after its stdin was closed as supervision
 // ends (Close, the owner's end, giving up) is sent SIGTERM, and SIGKILL
 // 2 s after, both to its process group (snodo.WithShutdownGrace(0)
-// closes stdin only).
-// They add to each other, and to those of a servers file (its env
-// variables are WithEnv options, so a WithEnv here adds one variable or
-// replaces that one only). WithOwner and WithActorSystem among them are
-// overridden: the supervisor owns its connections.
+// closes stdin only). They add to each other, and to those of a servers
+// file (its env variables are WithEnv options, so a WithEnv here adds one
+// variable or replaces that one only).
+//
+// Among them, those that configure more than one connection configure
+// the supervisor (or pool) too, given once for every layer:
+//   - snodo.WithLogger receives the supervisor's lifecycle too: exits
+//     (Warn), restarts (Info), a gave-up (Error). Default: discarded.
+//   - snodo.WithMeterProvider counts its restarts
+//     (snodo.supervisor.restarts) and give-ups (snodo.supervisor.give_ups)
+//     too. Default: the global provider.
+//   - snodo.WithActorSystem runs the supervisor (or pool) actor on that
+//     system too. Default: snodo's shared quiet system.
+//   - snodo.WithOwner makes the actor the owner of the supervisor (or
+//     pool) too: it watches the actor and ends when it terminates, in
+//     addition to the ctx given to Connect or NewPool.
+//   - snodo.WithOrigin's Server names the server in logs and in every
+//     message sent to actors (their snodo.Origin: Member is the name too
+//     for a supervised client, "name#N" for a pool's member N). Default:
+//     the target's String (a command's name). Its Member is the
+//     supervisor's to set: one given is an error.
 func WithConnectOptions(opts ...snodo.Option) Option {
 	return func(c *config) error {
 		c.connect = append(c.connect, opts...)
@@ -193,20 +218,6 @@ func WithMaxWait(d time.Duration) Option {
 	}
 }
 
-// WithLogger receives the supervisor's lifecycle: exits (Warn), restarts
-// (Info), a gave-up (Error), and its connections' records (as
-// snodo.WithLogger; one given in WithConnectOptions wins for those).
-// Default: discarded, like snodo.WithLogger.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
-		if l == nil {
-			return errors.New("WithLogger: nil logger")
-		}
-		c.logger = l
-		return nil
-	}
-}
-
 // WithEventHandler calls fn with every LifecycleEvent, in order, on the
 // supervisor actor: fn must return quickly (send to a buffered channel or
 // an actor) and must not call the supervised client. A panic in fn stops
@@ -235,24 +246,12 @@ func WithEventsTo(pid *protoactor.PID) Option {
 	}
 }
 
-// WithOwner makes an actor the owner, as snodo.WithOwner does for a plain
-// connection: the supervisor (or pool) watches it and closes when it
-// terminates, in addition to the ctx given to Connect or NewPool.
-func WithOwner(pid *protoactor.PID) Option {
-	return func(c *config) error {
-		if pid == nil {
-			return errors.New("WithOwner: nil PID")
-		}
-		c.owner = pid
-		return nil
-	}
-}
-
 // WithParent makes the actor whose Receive is running now, ctx, the
 // parent of the pool (or supervised client): its actor is spawned as
 // ctx's child, so it shows in ctx.Children() and stops with ctx, as
-// protoactor-go's children do; ctx is also its owner (WithOwner) and its
-// system is ctx's (WithActorSystem). Call Connect, NewPool or StartPool
+// protoactor-go's children do; ctx is also its owner and its system is
+// ctx's (a snodo.WithOwner or WithActorSystem given in WithConnectOptions
+// that names another is an error). Call Connect, NewPool or StartPool
 // from that Receive: ctx is valid only there. A panic in snodo's actor
 // still stops it (it owns processes and never restarts empty); the parent
 // gets its *actor.Terminated, and the owner its *Ended. Do not Close it
@@ -268,35 +267,30 @@ func WithParent(ctx protoactor.Context) Option {
 	}
 }
 
-// WithActorSystem runs the supervisor and its connections on sys.
-// Default: snodo's shared quiet system.
-func WithActorSystem(sys *protoactor.ActorSystem) Option {
-	return func(c *config) error {
-		if sys == nil {
-			return errors.New("WithActorSystem: nil system")
-		}
-		c.system = sys
-		return nil
-	}
-}
-
 func init() {
 	// What code that builds on supervisors (servers.Router) needs of the
 	// options it passes on: the system their actors run on, to run its
 	// own there too, and the logger they log to, to log there too.
-	seam.SupervisorSetup = func(opts any) (*protoactor.ActorSystem, *slog.Logger, error) {
+	seam.SupervisorSetup = func(opts any) (*protoactor.ActorSystem, *protoactor.PID, *slog.Logger, error) {
 		cfg, err := newConfig(opts.([]Option))
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return cfg.system, cfg.logger, nil
+		return cfg.system, cfg.owner, cfg.logger, nil
 	}
 }
 
-// WithName names the server in logs and in every message sent to actors
-// (their snodo.Origin: Server is the name; Member is the name too for a
-// supervised client, "name#N" for a pool's member N). Default: the
-// target's String (a command's name).
-func WithName(name string) Option {
-	return func(c *config) error { c.name = name; return nil }
+// startedBy is StartPool's system and owner: set before the caller's
+// options, which may name others (snodo.WithActorSystem, WithOwner).
+func startedBy(sys *protoactor.ActorSystem, pid *protoactor.PID) Option {
+	return func(c *config) error {
+		switch {
+		case sys == nil:
+			return errors.New("StartPool: nil actor system")
+		case pid == nil:
+			return errors.New("StartPool: nil PID: give the actor that gets the *PoolReady")
+		}
+		c.system, c.owner = sys, pid
+		return nil
+	}
 }

@@ -29,7 +29,7 @@ func TestPoolMessagesCarryTheirOrigin(t *testing.T) {
 		}
 	}))
 	defer testutil.StopActor(t, sys, collector, time.Second)
-	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast, WithName("calc"), WithEventsTo(collector),
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast, WithConnectOptions(snodo.WithOrigin(snodo.Origin{Server: "calc"})), WithEventsTo(collector),
 		WithConnectOptions(snodo.WithNotificationHandler(snodo.NotificationsTo(sys, collector))))
 	require.NoError(t, err)
 	defer p.Close()

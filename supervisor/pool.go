@@ -71,7 +71,7 @@ const maxPoolSize = 256
 // NewPool starts size supervised connections to target (in parallel)
 // and returns once all are connected; size is 1 to 256. ctx is
 // the owner of the pool and every member; opts apply to each member
-// (WithOwner and WithActorSystem to the pool). If a member cannot start, NewPool leaves nothing running,
+// (the owner and actor system WithConnectOptions may give, to the pool). If a member cannot start, NewPool leaves nothing running,
 // as a failed snodo.Connect does: every server the pool started is
 // stopped for good (snodo.Client.Kill: stdin closed, then SIGTERM and
 // SIGKILL to its process group for one that ignores EOF), and the error is
@@ -105,8 +105,8 @@ type PoolReady struct {
 // StartPool is NewPool for actors: it returns the pool at once and sends
 // a *PoolReady to pid when its size members have started, so an actor can
 // start a pool from its Receive without blocking its mailbox. The pool is
-// owned by pid (WithOwner) and runs on pid's system (WithActorSystem)
-// unless opts say otherwise. Only bad arguments are an error here.
+// owned by pid and runs on system unless opts say otherwise (a
+// snodo.WithOwner or WithActorSystem given in WithConnectOptions). Only bad arguments are an error here.
 //
 // Calls made before the pool is ready, as methods or as messages to its
 // PID, wait for the first member to come up, as calls wait for a restart:
@@ -117,7 +117,7 @@ func StartPool(ctx context.Context, system *protoactor.ActorSystem, pid *protoac
 	if ctx == nil {
 		return nil, errNilContext("StartPool")
 	}
-	opts = append([]Option{WithActorSystem(system), WithOwner(pid)}, opts...)
+	opts = append([]Option{startedBy(system, pid)}, opts...)
 	p, err := newPool(ctx, target, size, opts)
 	if err != nil {
 		return nil, err

@@ -203,10 +203,10 @@ func TestOwnerActorStopsPoolAndClient(t *testing.T) {
 		}
 	}))
 	cmd, args := testutil.Server(t)
-	p, err := NewPool(context.Background(), snodo.Command(cmd, args...), 2, fast, WithOwner(owner), WithEventsTo(owner))
+	p, err := NewPool(context.Background(), snodo.Command(cmd, args...), 2, fast, WithConnectOptions(snodo.WithOwner(owner)), WithEventsTo(owner))
 	require.NoError(t, err)
 	assert.Equal(t, ServerConnected, (<-seen).Kind, "events reach the actor as messages")
-	c, err := Connect(context.Background(), snodo.Command(cmd, args...), fast, WithOwner(owner))
+	c, err := Connect(context.Background(), snodo.Command(cmd, args...), fast, WithConnectOptions(snodo.WithOwner(owner)))
 	require.NoError(t, err)
 	pids := append(serverPIDs(p), c.ServerPID())
 

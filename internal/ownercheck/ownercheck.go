@@ -1,5 +1,5 @@
 // Package ownercheck is the check every constructor that takes an owner
-// actor (snodo.WithOwner, supervisor.WithOwner, servers.StartRouter) makes
+// actor (snodo.WithOwner, for a connection or a supervisor, servers.StartRouter) makes
 // before it starts anything: the owner must be alive in the actor system
 // what it owns will run on.
 package ownercheck

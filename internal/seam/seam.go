@@ -42,7 +42,24 @@ type SubscriptionTrace interface {
 	End(err error)
 }
 
+// Shared is what a []snodo.Option says that the layers above a
+// connection (a supervisor, a pool) share with it, so that each is given
+// once: nil or empty for what the options do not give.
+type Shared struct {
+	Logger       *slog.Logger            // snodo.WithLogger
+	Meter        metric.MeterProvider    // snodo.WithMeterProvider
+	System       *protoactor.ActorSystem // snodo.WithActorSystem
+	Owner        *protoactor.PID         // snodo.WithOwner
+	OriginServer string                  // snodo.WithOrigin's Server
+	OriginMember string                  // and Member
+}
+
 var (
+	// SharedOf (set by snodo) applies opts, a []snodo.Option, in order
+	// and returns what they give the layers above a connection; a nil or
+	// invalid option is an error.
+	SharedOf func(opts any) (Shared, error)
+
 	// Instrument (set by snodo) wraps r, a snodo.Requester, so that its
 	// requests are traced and measured as a Client's are, and returns the
 	// wrapping snodo.Requester. transport is network.transport, server
@@ -91,7 +108,8 @@ var (
 	RemoteOptions func(opts any) (RemoteSettings, error)
 
 	// SupervisorSetup (set by supervisor) is the actor system (nil: none
-	// named) and the logger (one that discards: none named) that opts, a
-	// []supervisor.Option, name; invalid options are an error.
-	SupervisorSetup func(opts any) (*protoactor.ActorSystem, *slog.Logger, error)
+	// named), the owner actor (nil: none named) and the logger (one that
+	// discards: none named) that opts, a []supervisor.Option, name;
+	// invalid options are an error.
+	SupervisorSetup func(opts any) (*protoactor.ActorSystem, *protoactor.PID, *slog.Logger, error)
 )
