@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/seam"
@@ -21,15 +22,18 @@ import (
 )
 
 // Errors of remote calls, for errors.Is. Both come as -32000 *snodo.Error
-// values that also match snodo.ErrConnectionClosed.
+// values that also match snodo.ErrConnectionClosed. Besides them, a call
+// wraps connection.ErrClosed after Close (as on every snodo.Session),
+// nats.ErrConnectionReconnecting when it was not sent because the
+// client's NATS connection is down and reconnecting (it never runs
+// later), and nats.ErrConnectionClosed when that connection closed for
+// good.
 var (
 	// ErrNoHost: no host serves the name (no responders on its subject).
 	ErrNoHost = errors.New("remote: no host serves this name")
 	// ErrHostGone: the host running a call or subscription stopped
 	// sending heartbeats (it died, or the network between is down).
 	ErrHostGone = errors.New("remote: the host stopped answering")
-	// ErrClientClosed: Close was called on the Client.
-	ErrClientClosed = errors.New("remote: client closed")
 )
 
 // A call refused before it ran (a busy, draining or withdrawn host) is
@@ -164,7 +168,7 @@ func (c *Client) inputHandling() seam.InputHandling {
 func (c *Client) Name() string { return c.name }
 
 // Close fails the calls in flight with -32000 (errors.Is
-// ErrClientClosed), ends the subscriptions (cancelled on their hosts) and
+// connection.ErrClosed), ends the subscriptions (cancelled on their hosts) and
 // stops taking replies. Idempotent; it returns nil.
 func (c *Client) Close() error {
 	c.mu.Lock()
@@ -183,7 +187,7 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 	for _, s := range subs {
-		s.stop(closedErr("the client was closed", ErrClientClosed))
+		s.stop(closedErr("the client was closed", connection.ErrClosed))
 		<-s.done
 	}
 	_ = c.sub.Unsubscribe()
@@ -245,7 +249,7 @@ func (c *Client) registerCall(p *pending) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return 0, closedErr("the client was closed", ErrClientClosed)
+		return 0, closedErr("the client was closed", connection.ErrClosed)
 	}
 	c.calls[token] = p
 	return token, nil
@@ -265,7 +269,7 @@ func (c *Client) register(p *pending, s *hosted) (token string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return "", closedErr("the client was closed", ErrClientClosed)
+		return "", closedErr("the client was closed", connection.ErrClosed)
 	}
 	c.subs[token] = s
 	return token, nil
@@ -371,7 +375,7 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 		case ctx.Err() != nil:
 			return res, err
 		case taskHost != "" && !notRun && errors.Is(err, snodo.ErrConnectionClosed) &&
-			!errors.Is(err, ErrNATSUnreachable) && !errors.Is(err, ErrClientClosed) && !errors.Is(err, snodo.ErrTaskLost):
+			!errors.Is(err, nats.ErrConnectionReconnecting) && !errors.Is(err, connection.ErrClosed) && !errors.Is(err, snodo.ErrTaskLost):
 			// The host that holds the task stopped or went away in the
 			// middle of one of its calls: the task is lost with it.
 			return nil, jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
@@ -499,7 +503,7 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 		select {
 		case m := <-p.final:
 			if m == nil {
-				return nil, "", false, closedErr("the client was closed", ErrClientClosed)
+				return nil, "", false, closedErr("the client was closed", connection.ErrClosed)
 			}
 			// Progress runs before the result, as on a local call: the
 			// updates the host sent before its reply are already queued
@@ -608,10 +612,6 @@ func (p *pending) header() nats.Header {
 	return p.hdr
 }
 
-// ErrNATSUnreachable: the client's NATS connection is down and
-// reconnecting; the call was not sent (it never runs later).
-var ErrNATSUnreachable = errors.New("remote: NATS unreachable (reconnecting)")
-
 // send publishes a call, or fails at once, having sent nothing, when the
 // connection is not up: a call nats.go buffered while it reconnects would
 // reach a host after its caller had been told it failed.
@@ -622,17 +622,14 @@ func (c *Client) send(m *nats.Msg, method string) error {
 			return nil
 		}
 		if !errors.Is(err, nats.ErrReconnectBufExceeded) && !errors.Is(err, nats.ErrConnectionReconnecting) {
-			if errors.Is(err, nats.ErrConnectionClosed) {
-				err = fmt.Errorf("%w: %w", ErrNATSClosed, err)
-			}
 			return closedErr(fmt.Sprintf("cannot send %s to %s over NATS: %v", method, c.name, err), err)
 		}
 	}
 	if c.nc.IsClosed() {
-		return closedErr(fmt.Sprintf("cannot send %s to %s: %v", method, c.name, ErrNATSClosed), ErrNATSClosed, nats.ErrConnectionClosed)
+		return closedErr(fmt.Sprintf("cannot send %s to %s: the NATS connection closed for good", method, c.name), nats.ErrConnectionClosed)
 	}
 	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed, fmt.Sprintf("%s to %s was not sent: NATS unreachable (reconnecting)", method, c.name),
-		jsonrpc.ErrConnectionClosed, ErrNATSUnreachable)
+		jsonrpc.ErrConnectionClosed, nats.ErrConnectionReconnecting)
 }
 
 // keepAlive answers a running call's heartbeat: its host cancels a call

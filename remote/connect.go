@@ -44,8 +44,8 @@ type Reconnect struct {
 	// Attempts bounds the attempts in a row to each server of the URL
 	// list; 0 tries for ever. Once they are spent the connection is
 	// closed for good: a Host stops (Host.Err says why, errors.Is
-	// ErrNATSClosed) and a Client's calls fail with -32000 wrapping
-	// ErrNATSClosed.
+	// nats.ErrConnectionClosed) and a Client's calls fail with -32000
+	// wrapping nats.ErrConnectionClosed.
 	Attempts int
 	// Wait is the first pause between two rounds of attempts; 0 means
 	// 100 ms.
@@ -90,11 +90,6 @@ func backoff(n int, wait, maxWait time.Duration) time.Duration {
 	d = min(d, maxWait)
 	return d - rand.N(d/2+1)
 }
-
-// ErrNATSClosed: a NATS connection of this package closed for good (its
-// reconnect attempts, WithReconnect's Attempts, were spent, or the NATS
-// server refused its credentials twice).
-var ErrNATSClosed = errors.New("remote: the NATS connection closed for good")
 
 // watchConn logs each change of nc's state, one line each (what names
 // the connection), until nc closes or the returned stop is called.

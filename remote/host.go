@@ -351,10 +351,13 @@ func (h *Host) connLost(err error) {
 		h.mu.Unlock()
 		return
 	}
-	if err == nil {
+	switch {
+	case err == nil:
 		err = nats.ErrConnectionClosed
+	case !errors.Is(err, nats.ErrConnectionClosed):
+		err = fmt.Errorf("%w: %w", nats.ErrConnectionClosed, err)
 	}
-	h.lost = fmt.Errorf("%w: host %s serves nothing now (%w); start it again, or raise WithReconnect's Attempts", ErrNATSClosed, h.label, err)
+	h.lost = fmt.Errorf("remote: the NATS connection closed for good: host %s serves nothing now (%w); start it again, or raise WithReconnect's Attempts", h.label, err)
 	h.mu.Unlock()
 	go h.Close()
 }
@@ -371,7 +374,7 @@ func (h *Host) stopWatching() {
 }
 
 // Err is why the host stopped on its own: nil while it serves and after
-// a Shutdown or Close; an error wrapping ErrNATSClosed once its NATS
+// a Shutdown or Close; an error wrapping nats.ErrConnectionClosed once its NATS
 // connection closed for good (see Reconnect), after which the host stops
 // as Close does and Done is closed once its servers have been reaped.
 func (h *Host) Err() error {

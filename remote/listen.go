@@ -372,7 +372,8 @@ func (s *hosted) Done() <-chan struct{} { return s.done }
 // graceful end; subscription.ErrClosed after Close; snodoactor.ErrOwnerExited
 // when Listen's ctx is done or the ListenTo actor terminated;
 // subscription.ErrQueueFull; a -32000 wrapping
-// ErrHostGone when the host stopped sending heartbeats, or ErrClientClosed;
+// ErrHostGone when the host stopped sending heartbeats, or connection.ErrClosed
+// (Client.Close);
 // an error wrapping ErrHostEnded, with the host's reason, when the host
 // ended it (and subscription.ErrServerTeardown when its MCP server tore it
 // down, as for a local subscription).

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -88,7 +89,7 @@ func TestHostAndClientReconnectForEver(t *testing.T) {
 		// A call made meanwhile fails at once, having sent nothing.
 		t0 := time.Now()
 		_, err := c.Request(ctxFor(t, 20*time.Second), "test/echo", nil)
-		require.ErrorIs(t, err, ErrNATSUnreachable)
+		require.ErrorIs(t, err, nats.ErrConnectionReconnecting)
 		require.ErrorIs(t, err, snodo.ErrConnectionClosed)
 		assert.Contains(t, err.Error(), "NATS unreachable (reconnecting)")
 		assert.Less(t, time.Since(t0), time.Second)
@@ -136,7 +137,7 @@ func TestBoundedReconnectStopsTheHostWithAnError(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the host did not stop once its connection closed for good")
 	}
-	require.ErrorIs(t, h.Err(), ErrNATSClosed)
+	require.ErrorIs(t, h.Err(), nats.ErrConnectionClosed)
 	assert.Contains(t, h.Err().Error(), "start it again")
 	<-p.Done() // its pool was closed and reaped
 }
@@ -171,6 +172,6 @@ func TestBoundedReconnectFailsTheCallerWithAnError(t *testing.T) {
 	ns.stop()
 	testutil.Eventually(t, c.nc.IsClosed, 30*time.Second, "the caller's connection closes for good")
 	_, err = c.Request(ctxFor(t, 20*time.Second), "test/echo", nil)
-	require.ErrorIs(t, err, ErrNATSClosed)
+	require.ErrorIs(t, err, nats.ErrConnectionClosed)
 	require.ErrorIs(t, err, snodo.ErrConnectionClosed)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
@@ -144,7 +145,7 @@ func TestCloseCancelsCallsOnHost(t *testing.T) {
 		return err == nil && strings.Contains(string(raw), "test/sleep")
 	}, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, c.Close())
-	require.ErrorIs(t, <-done, ErrClientClosed)
+	require.ErrorIs(t, <-done, connection.ErrClosed)
 	_, err := probe.Request(ctx, "test/waitNotification", map[string]any{"method": "notifications/cancelled", "count": 1, "timeoutMs": 5000})
 	require.NoError(t, err, "the host cancelled the call of a closed client")
 }

@@ -74,7 +74,7 @@ func (s *session) describe(err error) string {
 			snodo.CodeTimeout, s.fileTimeout, s.cfg.serverName, s.cfg.configFile)
 	case errors.Is(err, snodo.ErrTimeout):
 		return fmt.Sprintf("timed out (%d): no answer within %v; raise --timeout", snodo.CodeTimeout, s.cfg.timeout)
-	case errors.Is(err, remote.ErrNoHost), errors.Is(err, remote.ErrNATSUnreachable):
+	case errors.Is(err, remote.ErrNoHost), errors.Is(err, nats.ErrConnectionReconnecting):
 		// Nothing was lost: there is no host, or no NATS, to talk to.
 		msg := trim(err)
 		if errors.As(err, &e) {
