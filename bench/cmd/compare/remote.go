@@ -186,8 +186,8 @@ func remoteGoals(r *results) []string {
 	name := "30: remote p50 at 1 in flight ≤ bare request/reply + a local call + 50 µs"
 	if ok1 && ok2 && ok3 && ok4 {
 		bound := remotebench.P50Bound(bare1, local1)
-		out = append(out, name+": "+verdict(over.med <= 0, fmt.Sprintf("%s against %s + %s + 50 = %s (medians; remote minus its run's bound %s; %s)",
-			us(remote1), us(bare1), us(local1), us(bound), over.format(func(v float64) string { return fmt.Sprintf("%+.0f µs", v) }), runsMet(0))))
+		out = append(out, name+": "+verdict(over.med <= 0, fmt.Sprintf("remote's p50 minus its own run's bound: %s, %s (medians over the runs: remote %s, bound %s + %s + 50 = %s)",
+			over.format(func(v float64) string { return fmt.Sprintf("%+.0f µs", v) }), runsMet(0), us(remote1), us(bare1), us(local1), us(bound))))
 	} else {
 		out = append(out, name+": n/a")
 	}
