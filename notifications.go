@@ -354,7 +354,6 @@ func (q *notifier) droppedCount() uint64 {
 	return q.dropped
 }
 
-
 // ErrSubscribeUnsupported: resources/subscribe and resources/unsubscribe
 // do not exist in the modern era; watch resources with Listen and
 // Filter.ResourceSubscriptions instead.
