@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
+	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/seam"
 )
 
@@ -73,7 +76,9 @@ func (noRequester) Era() Era { return 0 }
 // connection, under the WithMaxServerRequests bound) and bounds the rounds
 // with WithMaxInputRounds.
 func (c *Client) inputHandling() seam.InputHandling {
-	return seam.InputHandling{Serve: c.conn.ServeInputs, MaxRounds: c.mcp.maxRounds}
+	return seam.InputHandling{Serve: func(ctx context.Context, reqs []*handlers.Request, timeout time.Duration) ([]json.RawMessage, error) {
+		return connseam.ServeInputs(c.conn, ctx, reqs, timeout)
+	}, MaxRounds: c.mcp.maxRounds}
 }
 
 func init() {

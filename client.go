@@ -11,6 +11,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/telemetry"
 )
@@ -149,7 +150,7 @@ func (c *Client) Close() error { return c.conn.Close() }
 // signals (a caller of the library who wants a server stopped gives the
 // client WithShutdownGrace). Safe from any goroutine, after Close too.
 // Lent to package supervisor as seam.Kill.
-func (c *Client) kill() { c.conn.Kill(failedConnectGrace) }
+func (c *Client) kill() { connseam.Kill(c.conn, failedConnectGrace) }
 
 // Done is closed once the server process has exited and the connection
 // actor has stopped.
@@ -168,7 +169,7 @@ func (c *Client) State() connection.State { return c.conn.State() }
 func (c *Client) PID() *protoactor.PID { return c.conn.PID() }
 
 // ServerPID is the server's operating-system process id.
-func (c *Client) ServerPID() int { return c.conn.ProcessID() }
+func (c *Client) ServerPID() int { return connseam.ProcessID(c.conn) }
 
 // Exit stops the connection actor pid with reason, like an exit signal:
 // waiting callers get a -32000 *Error that wraps reason (errors.Is(err,

@@ -54,10 +54,10 @@ func TestStreamCallbackThatPanics(t *testing.T) {
 	go func() {
 		_, err := c.Request(context.Background(), "test/sleep", map[string]any{"ms": 60000, "honorCancel": true}, &CallOptions{
 			Sent: func(id int64) { ids <- id },
-			Stream: func(string, json.RawMessage) {
+			moduleCallOptions: moduleCallOptions{Stream: func(string, json.RawMessage) {
 				calls.Add(1)
 				panic("stream: boom")
-			},
+			}},
 		})
 		done <- err
 	}()
@@ -69,7 +69,7 @@ func TestStreamCallbackThatPanics(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the request whose Stream panicked did not end")
 	}
-	require.ErrorIs(t, err, ErrStreamPanicked)
+	require.ErrorIs(t, err, errStreamPanicked)
 	var e *jsonrpc.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, jsonrpc.CodeInternalError, e.Code)
@@ -77,7 +77,7 @@ func TestStreamCallbackThatPanics(t *testing.T) {
 	assert.Equal(t, []int64{id}, receivedCancels(t, c, 1), "the server is told, as for any request given up")
 	assert.Equal(t, int32(1), calls.Load(), "a callback that panicked is not called again")
 	assert.JSONEq(t, `{"n":2}`, string(mustCall(t, c, "test/echo", map[string]int{"n": 2})))
-	assert.Zero(t, c.InFlight())
+	assert.Zero(t, c.inFlight())
 	assert.True(t, logs.Has("a request's Stream callback panicked"))
 }
 
@@ -90,8 +90,8 @@ func TestStreamCallbackThatPanicsOnTheServersCancel(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Request(context.Background(), "test/sleep", map[string]any{"ms": 60000}, &CallOptions{
-			Sent:   func(id int64) { ids <- id },
-			Stream: func(string, json.RawMessage) { panic("stream: boom") },
+			Sent:              func(id int64) { ids <- id },
+			moduleCallOptions: moduleCallOptions{Stream: func(string, json.RawMessage) { panic("stream: boom") }},
 		})
 		done <- err
 	}()
@@ -99,13 +99,13 @@ func TestStreamCallbackThatPanicsOnTheServersCancel(t *testing.T) {
 	mustCall(t, c, "test/notify", map[string]any{"method": "notifications/cancelled", "params": map[string]any{"requestId": id}})
 	select {
 	case err := <-done:
-		require.ErrorIs(t, err, ErrStreamPanicked)
+		require.ErrorIs(t, err, errStreamPanicked)
 		assert.Contains(t, err.Error(), "panicked on a notifications/cancelled notification: stream: boom")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the request whose Stream panicked did not end")
 	}
 	assert.Empty(t, testutil.CancelledIDs(t, mustCall(t, c, "test/received", map[string]string{"method": "notifications/cancelled"})))
-	assert.Zero(t, c.InFlight())
+	assert.Zero(t, c.inFlight())
 }
 
 // The recover around the reader's callbacks costs no allocation while

@@ -83,7 +83,7 @@ type Config struct {
 	Handler handlers.Func
 	// MaxServerRequests bounds the handlers running at once: a server
 	// request over the bound is answered with -32603 without running the
-	// handler; an input request (ServeInputs) over it waits for a slot.
+	// handler; a modern input request over it waits for a slot.
 	// Default 16.
 	MaxServerRequests int
 

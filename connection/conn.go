@@ -2,6 +2,7 @@ package connection
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,8 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/recovered"
@@ -146,9 +149,10 @@ func (c *Conn) PID() *protoactor.PID { return c.pid }
 // System is the actor system the connection actor runs on.
 func (c *Conn) System() *protoactor.ActorSystem { return c.system }
 
-// ProcessID is the server's operating-system process id; 0 for a
-// Streamable HTTP endpoint.
-func (c *Conn) ProcessID() int {
+// processID is the server's operating-system process id; 0 for a
+// Streamable HTTP endpoint. Lent as connseam.ProcessID (snodo's
+// Client.ServerPID).
+func (c *Conn) processID() int {
 	if c.proc.cmd == nil {
 		return 0
 	}
@@ -175,21 +179,16 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // Err is why the connection stopped (nil while it runs). It wraps one of
 // ErrClosed, ErrServerExited, ErrStdinClosed, ErrStdoutClosed,
 // ErrNotReading, actor.ErrOwnerExited, actor.ErrStopped (Stop or Poison
-// of PID), actor.ErrPanicked, or the reason given to actor.Exit.
+// of PID), actor.ErrPanicked, or the reason given to actor.Exit. When
+// the server's exit is why (ErrServerExited) and it exited with a
+// non-zero status or a signal, Err also wraps what the server's Wait
+// returned: errors.As(err, &exitErr) with an *exec.ExitError gives the
+// exit code.
 func (c *Conn) Err() error { return c.life.Reason() }
 
-// ExitError is what the server's Wait returned, once Done is closed.
-func (c *Conn) ExitError() error {
-	select {
-	case <-c.exited:
-		return c.exitErr
-	default:
-		return nil
-	}
-}
-
-// InFlight counts the requests waiting for an answer.
-func (c *Conn) InFlight() int { return c.table.inFlight() }
+// inFlight counts the requests waiting for an answer. Lent as
+// connseam.InFlight (tests check that no request is left behind).
+func (c *Conn) inFlight() int { return c.table.inFlight() }
 
 // terminate records why the connection stops (the first reason wins) and
 // stops the actor, from any goroutine but the actor's.
@@ -321,7 +320,7 @@ func (c *Conn) noteUnread() {
 	c.unread.CompareAndSwap(-2, n)
 }
 
-// LeftInputUnread reports whether the server is known to have gone away
+// leftInputUnread reports whether the server is known to have gone away
 // (exited, or closed its stdout) without reading everything written to
 // its stdin — bytes were still waiting in the pipe, or a write to it
 // failed — so it did not die of the last line it was sent. False while it
@@ -329,18 +328,20 @@ func (c *Conn) noteUnread() {
 // that retries with a fresh server uses it to tell a server that died of
 // the line it was sent (do not send that line again) from one that went
 // away on its own: snodo.Connect restarts a server that died of its
-// probe only when this is false.
-func (c *Conn) LeftInputUnread() bool {
+// probe only when this is false. Lent as connseam.LeftInputUnread.
+func (c *Conn) leftInputUnread() bool {
 	return c.unread.Load() > 0 || errors.Is(c.life.Reason(), ErrStdinClosed)
 }
 
-// Kill closes the connection and stops the server for good: if it has
+// kill closes the connection and stops the server for good: if it has
 // not exited grace after its stdin was closed, its process group (it and
 // the helpers it started) gets SIGTERM, and SIGKILL another grace later.
 // It returns once the server has been reaped and its output drained, or
 // about 2 s after the SIGKILL. For a server the caller gives up on before
-// using it (Connect failing); Close alone never signals.
-func (c *Conn) Kill(grace time.Duration) {
+// using it (Connect failing); Close alone never signals (a caller who
+// wants the server stopped sets Config.ShutdownGrace and waits for
+// Done). Lent as connseam.Kill.
+func (c *Conn) kill(grace time.Duration) {
 	_ = c.Close()
 	c.forceExit(grace)
 	select {
@@ -389,4 +390,21 @@ func safeTrace(trace func(Direction, []byte), logger *slog.Logger) func(Directio
 		}()
 		trace(dir, line)
 	}
+}
+
+// The methods snodo's own packages use and users do not (see
+// internal/connseam).
+func init() {
+	connseam.ServeInputs = func(c any, ctx context.Context, reqs []*handlers.Request, timeout time.Duration) ([]json.RawMessage, error) {
+		return c.(*Conn).serveInputs(ctx, reqs, timeout)
+	}
+	connseam.LeftInputUnread = func(c any) bool { return c.(*Conn).leftInputUnread() }
+	connseam.ProcessID = func(c any) int {
+		if conn, ok := c.(*Conn); ok {
+			return conn.processID()
+		}
+		return 0
+	}
+	connseam.InFlight = func(c any) int { return c.(*Conn).inFlight() }
+	connseam.Kill = func(c any, grace time.Duration) { c.(*Conn).kill(grace) }
 }

@@ -43,7 +43,7 @@ func TestConcurrentRequestsAreCorrelated(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Len(t, ids, 32*25)
-	assert.Equal(t, 0, c.InFlight())
+	assert.Equal(t, 0, c.inFlight())
 }
 
 func TestEnvironmentAndDirectory(t *testing.T) {
@@ -134,7 +134,7 @@ func TestContextCancellation(t *testing.T) {
 		_, err := c.Request(ctx, "test/sleep", map[string]int{"ms": 5000}, &CallOptions{Sent: func(id int64) { sent = id }})
 		errc <- err
 	}()
-	testutil.Eventually(t, func() bool { return c.InFlight() == 1 }, 5*time.Second, "request in flight")
+	testutil.Eventually(t, func() bool { return c.inFlight() == 1 }, 5*time.Second, "request in flight")
 	cancel()
 	err := <-errc
 	assert.ErrorIs(t, err, context.Canceled)
@@ -277,7 +277,7 @@ func TestTimeoutsShareOneTimer(t *testing.T) {
 	for _, err := range long {
 		assert.NoError(t, err)
 	}
-	assert.Zero(t, c.InFlight())
+	assert.Zero(t, c.inFlight())
 }
 
 // A server writing junk as fast as it can does not get one log record a

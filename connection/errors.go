@@ -57,10 +57,11 @@ var (
 	// again cannot run it twice. It is wrapped, besides the reason, by the
 	// -32000 of a request the stopping connection failed unread.
 	ErrNotSent = errors.New("snodo: the request was never read by the server")
-	// ErrStreamPanicked: a request's CallOptions.Stream callback
-	// panicked. The request ended with a local -32603 wrapping it (the
-	// server was sent notifications/cancelled); the connection lives on.
-	ErrStreamPanicked = errors.New("snodo: the Stream callback panicked")
+	// errStreamPanicked: a request's Stream callback (set by package
+	// subscription) panicked. The request ended with a local -32603
+	// wrapping it (the server was sent notifications/cancelled); the
+	// connection lives on.
+	errStreamPanicked = errors.New("snodo: the Stream callback panicked")
 	// errStreamCancelled ends a stream request (subscriptions/listen) that
 	// the server cancelled with notifications/cancelled.
 	errStreamCancelled = errors.New("server cancelled the stream")
@@ -86,6 +87,7 @@ type exitReason struct {
 	what   string // "server exited with status 3"
 	stderr string
 	cause  error // ErrServerExited or ErrStdoutClosed
+	wait   error // what the server's Wait returned (an *exec.ExitError), or nil
 }
 
 func (e *exitReason) Error() string {
@@ -95,7 +97,12 @@ func (e *exitReason) Error() string {
 	return e.what
 }
 
-func (e *exitReason) Unwrap() error { return e.cause }
+func (e *exitReason) Unwrap() []error {
+	if e.wait == nil {
+		return []error{e.cause}
+	}
+	return []error{e.cause, e.wait}
+}
 
 // notSentError is closed, the -32000 a stopping connection fails its
 // requests with, for a request the server never read: it says so and

@@ -126,7 +126,7 @@ func TestRouteHandsOverOnlyABufferItFills(t *testing.T) {
 // write into a hand-off to the writer goroutine.
 func TestCompanyCountsAnswersNotStreams(t *testing.T) {
 	tb := newTable()
-	stream, _ := tb.add(newCall(&CallOptions{Stream: func(string, json.RawMessage) {}}), 0, 0)
+	stream, _ := tb.add(newCall(&CallOptions{moduleCallOptions: moduleCallOptions{Stream: func(string, json.RawMessage) {}}}), 0, 0)
 	first := newCall(&noOptions)
 	id1, _ := tb.add(first, 0, 0)
 	assert.False(t, tb.company(), "one caller and a stream")

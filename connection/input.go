@@ -18,7 +18,7 @@ type (
 func (*inputsMsg) IgnoreDeadLetterLogging()   {}
 func (*withdrawMsg) IgnoreDeadLetterLogging() {}
 
-// ServeInputs runs the server-request handler for the input requests of
+// serveInputs runs the server-request handler for the input requests of
 // one modern input_required result and returns their encoded results, in
 // order. They run on the connection's one handler path: each in a child
 // actor of the connection actor, taking a slot of the same bound
@@ -30,7 +30,7 @@ func (*withdrawMsg) IgnoreDeadLetterLogging() {}
 // connection's Timeout; negative: none), a local -32001; or when the
 // connection stops, a local -32000. A handler's ctx derives from ctx, so
 // it keeps ctx's values and is cancelled when the wait ends early.
-func (c *Conn) ServeInputs(ctx context.Context, reqs []*handlers.Request, timeout time.Duration) ([]json.RawMessage, error) {
+func (c *Conn) serveInputs(ctx context.Context, reqs []*handlers.Request, timeout time.Duration) ([]json.RawMessage, error) {
 	if timeout == 0 {
 		timeout = c.cfg.Timeout
 	}

@@ -37,14 +37,14 @@ func TestLateNotificationsForRequestsTheClientEnded(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Request(context.Background(), "test/sleep", map[string]any{"ms": 60000, "honorCancel": true}, &CallOptions{
-			Sent:   func(id int64) { ids <- id },
-			Stream: func(string, json.RawMessage) { panic("stream: boom") },
+			Sent:              func(id int64) { ids <- id },
+			moduleCallOptions: moduleCallOptions{Stream: func(string, json.RawMessage) { panic("stream: boom") }},
 		})
 		done <- err
 	}()
 	panicked := testutil.Receive(t, ids, 10*time.Second, "the streaming request's ID")
 	mustCall(t, c, "test/emit", map[string]any{"method": "notifications/event", "rawSubscriptionId": panicked, "count": 2})
-	require.ErrorIs(t, testutil.Receive(t, done, 10*time.Second, "the end of the request whose Stream panicked"), ErrStreamPanicked)
+	require.ErrorIs(t, testutil.Receive(t, done, 10*time.Second, "the end of the request whose Stream panicked"), errStreamPanicked)
 	// The server keeps sending for it (it had not seen the cancel yet).
 	mustCall(t, c, "test/emit", map[string]any{"method": "notifications/event", "rawSubscriptionId": panicked, "count": 3})
 
@@ -52,9 +52,9 @@ func TestLateNotificationsForRequestsTheClientEnded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		_, err := c.Request(ctx, "test/sleep", map[string]any{"ms": 60000, "honorCancel": true}, &CallOptions{
-			Sent:       func(id int64) { ids <- id },
-			Stream:     func(string, json.RawMessage) {},
-			OnProgress: func(Progress) {},
+			Sent:              func(id int64) { ids <- id },
+			moduleCallOptions: moduleCallOptions{Stream: func(string, json.RawMessage) {}},
+			OnProgress:        func(Progress) {},
 		})
 		done <- err
 	}()
@@ -74,7 +74,7 @@ func TestLateNotificationsForRequestsTheClientEnded(t *testing.T) {
 	assert.EqualValues(t, 1, dropped["unmatched_progress"], "%v", dropped)
 	assert.Equal(t, 1, logs.Count("unknown subscription"), "only the request never made is logged: %v", logs.Messages())
 	assert.Equal(t, 1, logs.Count("dropped progress for no request that asked for it"), "%v", logs.Messages())
-	assert.Zero(t, c.InFlight())
+	assert.Zero(t, c.inFlight())
 }
 
 // droppedByReason sums snodo.client.notifications.dropped by its reason.

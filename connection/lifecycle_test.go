@@ -3,6 +3,7 @@ package connection
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,7 +31,7 @@ func inFlight(t *testing.T, c *Conn, n int) <-chan error {
 			errs <- err
 		}()
 	}
-	testutil.Eventually(t, func() bool { return c.InFlight() == n }, 10*time.Second, "requests in flight")
+	testutil.Eventually(t, func() bool { return c.inFlight() == n }, 10*time.Second, "requests in flight")
 	return errs
 }
 
@@ -68,6 +69,11 @@ func TestServerExitFailsEveryCallerWithStatusAndStderr(t *testing.T) {
 	requireClosed(t, err, ErrServerExited)
 	require.Error(t, c.Notify(context.Background(), "notifications/x", nil))
 	waitDone(t, c)
+	// Err wraps the server's exit error too: its status is one errors.As away.
+	var exit *exec.ExitError
+	require.ErrorAs(t, c.Err(), &exit)
+	assert.Equal(t, 3, exit.ExitCode())
+	require.ErrorIs(t, c.Err(), ErrServerExited)
 }
 
 // The server's last stderr lines, quoted in the error every caller gets,
@@ -124,7 +130,7 @@ func TestServerClosingStdinFailsWrites(t *testing.T) {
 // killServer ends a test server scripted to linger.
 func killServer(t *testing.T, c *Conn) {
 	t.Helper()
-	require.NoError(t, syscall.Kill(c.ProcessID(), syscall.SIGKILL))
+	require.NoError(t, syscall.Kill(c.processID(), syscall.SIGKILL))
 	waitDone(t, c)
 }
 
@@ -152,7 +158,7 @@ func TestOwnerContextDoneClosesTheConnection(t *testing.T) {
 		requireClosed(t, err, snodoactor.ErrOwnerExited)
 	}
 	waitDone(t, c)
-	testutil.AssertReaped(t, c.ProcessID(), 10*time.Second)
+	testutil.AssertReaped(t, c.processID(), 10*time.Second)
 }
 
 func TestOwnerActorTerminatedClosesTheConnection(t *testing.T) {
@@ -242,16 +248,16 @@ func TestCloseNeverKillsAndKeepsDraining(t *testing.T) {
 	// be able to write the answer (we drain) and exit 0 at EOF, not die of
 	// SIGPIPE.
 	go c.Request(context.Background(), "test/sleep", map[string]int{"ms": 300}, nil) //nolint:errcheck
-	testutil.Eventually(t, func() bool { return c.InFlight() == 1 }, 5*time.Second, "in flight")
+	testutil.Eventually(t, func() bool { return c.inFlight() == 1 }, 5*time.Second, "in flight")
 	time.Sleep(50 * time.Millisecond) // let the line reach the server
 	require.NoError(t, c.Close())
 	waitDone(t, c)
-	assert.NoError(t, c.ExitError(), "server exited cleanly at EOF")
+	assert.NoError(t, c.exitErr, "server exited cleanly at EOF")
 }
 
 func TestCloseDoesNotSignalAServerThatIgnoresEOF(t *testing.T) {
 	c := start(t, Config{}, "-ignore-eof")
-	pid := c.ProcessID()
+	pid := c.processID()
 	require.NoError(t, c.Close())
 	select {
 	case <-c.Done():
@@ -275,7 +281,7 @@ func TestStateNamesEachStageOfTheStop(t *testing.T) {
 	err := c.Notify(context.Background(), "notifications/x", nil)
 	requireClosed(t, err, ErrClosed)
 	assert.Contains(t, err.Error(), "(connection draining)")
-	require.NoError(t, syscall.Kill(c.ProcessID(), syscall.SIGKILL))
+	require.NoError(t, syscall.Kill(c.processID(), syscall.SIGKILL))
 	waitDone(t, c)
 	assert.Equal(t, StateReaped, c.State())
 	assert.Contains(t, c.Notify(context.Background(), "notifications/x", nil).Error(), "(connection reaped)")
@@ -286,7 +292,7 @@ func TestShutdownGraceSignalsAServerThatIgnoresEOF(t *testing.T) {
 	c := start(t, Config{ShutdownGrace: 100 * time.Millisecond}, "-ignore-eof", "-ignore-sigterm")
 	require.NoError(t, c.Close())
 	waitDone(t, c)
-	assert.Contains(t, c.ExitError().Error(), "killed")
+	assert.Contains(t, c.exitErr.Error(), "killed")
 }
 
 func TestNoDeadlockWhenTheServerStopsReading(t *testing.T) {

@@ -31,8 +31,8 @@ func TestUnreadRequestsFailNotSent(t *testing.T) {
 			errs <- err
 		}()
 	}
-	require.Eventually(t, func() bool { return c.InFlight() == n }, 10*time.Second, time.Millisecond)
-	require.NoError(t, syscall.Kill(c.ProcessID(), syscall.SIGKILL))
+	require.Eventually(t, func() bool { return c.inFlight() == n }, 10*time.Second, time.Millisecond)
+	require.NoError(t, syscall.Kill(c.processID(), syscall.SIGKILL))
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -57,7 +57,7 @@ func TestReadRequestsFailSent(t *testing.T) {
 		_, err := c.Request(context.Background(), "test/sleep", map[string]any{"ms": 60000}, nil)
 		slept <- err
 	}()
-	require.Eventually(t, func() bool { return c.InFlight() == 1 && c.out.written.Load() > before }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.inFlight() == 1 && c.out.written.Load() > before }, 10*time.Second, time.Millisecond)
 	// The server reads in order: once test/echo, written after it, is
 	// answered, test/sleep was read.
 	mustCall(t, c, "test/echo", nil)
@@ -75,7 +75,7 @@ func TestReadRequestsFailSent(t *testing.T) {
 func TestLiveServerRequestsCountAsSent(t *testing.T) {
 	c := start(t, Config{})
 	mustCall(t, c, "test/stopReading", nil)
-	defer func() { _ = syscall.Kill(c.ProcessID(), syscall.SIGKILL) }() // it would sleep for a minute
+	defer func() { _ = syscall.Kill(c.processID(), syscall.SIGKILL) }() // it would sleep for a minute
 	before := c.out.written.Load()
 	errs := make(chan error, 1)
 	go func() {
@@ -84,7 +84,7 @@ func TestLiveServerRequestsCountAsSent(t *testing.T) {
 	}()
 	// Written to the pipe, not only in the table: a line the writer has
 	// not taken when the connection stops is never sent, rightly.
-	require.Eventually(t, func() bool { return c.InFlight() == 1 && c.out.written.Load() > before }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.inFlight() == 1 && c.out.written.Load() > before }, 10*time.Second, time.Millisecond)
 	c.terminate(errTest) // the server still holds its stdin
 	err := <-errs
 	requireClosed(t, err, errTest)

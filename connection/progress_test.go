@@ -89,7 +89,7 @@ func TestProgressPanicCancelsOnServerAndRepanics(t *testing.T) {
 		t.Fatal("Request returned instead of panicking")
 	}()
 	assert.Equal(t, []int64{sent}, receivedCancels(t, c, 1))
-	assert.Equal(t, 0, c.InFlight())
+	assert.Equal(t, 0, c.inFlight())
 }
 
 func TestOtherNotificationsAreDropped(t *testing.T) {

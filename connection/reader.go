@@ -166,7 +166,7 @@ func (c *Conn) exitReason(waitErr error, cause error) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return &exitReason{what: describeExit(waitErr), stderr: c.proc.stderr.lastLines(stderrTailLine), cause: cause}
+	return &exitReason{what: describeExit(waitErr), stderr: c.proc.stderr.lastLines(stderrTailLine), cause: cause, wait: waitErr}
 }
 
 // zeroCopyBytes is the result size from which an answer keeps the
@@ -349,7 +349,7 @@ func (c *Conn) toStream(sink func(string, json.RawMessage), id int64, method str
 				recovered.Args(r, "id", id, "method", method)...)
 			err = jsonrpc.NewLocalError(jsonrpc.CodeInternalError,
 				fmt.Sprintf("the Stream callback (CallOptions.Stream) panicked on a %s notification: %v; the request has ended", method, r),
-				ErrStreamPanicked)
+				errStreamPanicked)
 		}
 	}()
 	sink(method, params)

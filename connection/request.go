@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/telemetry"
 )
@@ -34,18 +35,6 @@ type CallOptions struct {
 	ResetTimeoutOnProgress bool
 	// MaxTotalTimeout caps the whole wait whatever the progress; 0: none.
 	MaxTotalTimeout time.Duration
-	// Stream receives the notifications the server correlates to this
-	// request through _meta["io.modelcontextprotocol/subscriptionId"]
-	// (subscriptions/listen). It runs on the reader goroutine, in order,
-	// and must not block. It is how any request that streams its results
-	// as notifications is built on a Conn (package subscription is one).
-	// If it panics, the panic is recovered and logged, it is not called
-	// again, and the request ends: Request returns a local -32603
-	// wrapping ErrStreamPanicked and the server is sent
-	// notifications/cancelled, as for a request the caller gave up; what
-	// the server still sends for it is dropped as for such a request
-	// (counted, not logged).
-	Stream func(method string, params json.RawMessage)
 	// Meta, an encoded JSON object, adds its members to params._meta (the
 	// MCP request metadata: protocol version, client info, extension
 	// keys); members params already has in its own _meta win. nil adds
@@ -59,7 +48,19 @@ type CallOptions struct {
 	// correlate a stream's notifications with it. If it panics, the
 	// request is not sent and the panic continues in Request's caller.
 	Sent func(id int64)
+
+	// moduleCallOptions holds what only snodo's own packages set (the
+	// Stream of a subscriptions/listen request, set by package
+	// subscription), out of this package's documentation.
+	moduleCallOptions
 }
+
+// moduleCallOptions is embedded in CallOptions: its fields are set by
+// package subscription (opts.Stream = …) and, their type being internal,
+// by no one else. What the server still sends for a request whose Stream
+// panicked is dropped as for a request the caller gave up (counted, not
+// logged).
+type moduleCallOptions = connseam.CallOptions
 
 var noOptions CallOptions
 

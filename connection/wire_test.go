@@ -238,7 +238,7 @@ func TestSentPanicLeavesNoRequestInFlight(t *testing.T) {
 		defer func() { require.Equal(t, "sent", recover()) }()
 		_, _ = c.Request(context.Background(), "test/echo", nil, &CallOptions{Sent: func(int64) { panic("sent") }})
 	}()
-	require.Equal(t, 0, c.InFlight())
+	require.Equal(t, 0, c.inFlight())
 	require.False(t, c.table.company())
 	mustCall(t, c, "test/echo", nil)
 	res := mustCall(t, c, "test/requests", map[string]string{"method": "test/echo"})
@@ -261,7 +261,7 @@ func TestDoneContextSendsNothing(t *testing.T) {
 		err = c.Notify(ctx, "notifications/x", nil)
 		require.ErrorIs(t, err, ctx.Err())
 	}
-	require.Equal(t, 0, c.InFlight())
+	require.Equal(t, 0, c.inFlight())
 	require.JSONEq(t, `{"requests":[]}`, string(mustCall(t, c, "test/requests", map[string]string{"method": "test/echo"})))
 	for _, m := range []string{"notifications/x", "notifications/cancelled"} {
 		require.JSONEq(t, `{"messages":[]}`, string(mustCall(t, c, "test/received", map[string]string{"method": m})), m)

@@ -17,6 +17,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -30,7 +31,7 @@ func startCapturing(t *testing.T, ctx context.Context, cfg connection.Config) (*
 	cfg.Args = []string{"-c", `tee "$0" | exec "$@"`, capture, testutil.ServerPath(t), quickEOF}
 	c, err := connection.Start(ctx, cfg)
 	require.NoError(t, err)
-	pid := c.ProcessID()
+	pid := connseam.ProcessID(c)
 	t.Cleanup(func() {
 		c.Close()
 		waitDone(t, c)

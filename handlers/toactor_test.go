@@ -12,6 +12,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -56,7 +57,7 @@ func TestActorOwnerAnswersServerRequests(t *testing.T) {
 		Handler: handlers.ToActor(sys, pid),
 	})
 	require.NoError(t, err)
-	serverPID := c.ProcessID()
+	serverPID := connseam.ProcessID(c)
 
 	rs := ask(t, c, map[string]any{"method": "roots/list", "count": 3, "concurrent": true})
 	for _, r := range rs {

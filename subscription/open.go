@@ -107,12 +107,13 @@ func (s *Subscription) run(ctx context.Context, conn *connection.Conn, params js
 		s.finish(endReason(ctx))
 		return
 	}
-	_, err := conn.Request(ctx, method, params, &connection.CallOptions{
+	opts := &connection.CallOptions{
 		Timeout: -1,
 		Meta:    meta,
-		Stream:  s.sink,
 		Sent:    func(id int64) { s.id.Store(id) },
-	})
+	}
+	opts.Stream = s.sink
+	_, err := conn.Request(ctx, method, params, opts)
 	if err != nil && ctx.Err() != nil {
 		err = endReason(ctx)
 	}

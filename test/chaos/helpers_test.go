@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -52,7 +53,7 @@ func dial(t *testing.T, cfg connection.Config, flags ...string) *rig {
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	r.c, r.pid = c, c.ProcessID()
+	r.c, r.pid = c, connseam.ProcessID(c)
 	t.Cleanup(func() { // a failed test must not leave a server behind
 		c.Close()
 		select {
@@ -80,7 +81,7 @@ func (r *rig) finish(reason error) {
 	if err := r.c.Err(); !errors.Is(err, reason) {
 		t.Errorf("Err() = %v, want it to wrap %v", err, reason)
 	}
-	if n := r.c.InFlight(); n != 0 {
+	if n := connseam.InFlight(r.c); n != 0 {
 		t.Errorf("InFlight() = %d after Done", n)
 	}
 	if _, err := r.c.Request(context.Background(), "test/echo", nil, nil); !isClosed(err, reason) {
@@ -151,7 +152,7 @@ func (cr *crowd) collect(t *testing.T, within time.Duration) []answer {
 // waitInFlight waits until n requests are in flight.
 func waitInFlight(t *testing.T, c *connection.Conn, n int) {
 	t.Helper()
-	testutil.Eventually(t, func() bool { return c.InFlight() >= n }, 10*time.Second, "requests in flight")
+	testutil.Eventually(t, func() bool { return connseam.InFlight(c) >= n }, 10*time.Second, "requests in flight")
 }
 
 // blockingWriter blocks every Write until released.

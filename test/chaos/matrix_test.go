@@ -13,6 +13,7 @@ import (
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -219,7 +220,7 @@ func TestFatalFaults(t *testing.T) {
 					}
 				}
 			}
-			if n := r.c.InFlight(); n != 0 {
+			if n := connseam.InFlight(r.c); n != 0 {
 				t.Errorf("InFlight() = %d once every caller has its answer", n)
 			}
 			if f.after != nil {

@@ -3,6 +3,8 @@ package testutil
 import (
 	"testing"
 	"time"
+
+	"github.com/snodo/snodo/internal/connseam"
 )
 
 // Conn is what a started connection (connection.Conn) or client
@@ -28,15 +30,17 @@ func Start[C Conn](tb testing.TB, start func(command string, args []string) (C, 
 
 // CloseAtEnd closes c when the test ends, waits (30 s at most) for Done,
 // and checks that the server process was reaped when c tells its id
-// (ProcessID or ServerPID).
+// (ServerPID, or a connection's process id).
 func CloseAtEnd(tb testing.TB, c Conn) {
 	tb.Helper()
 	pid := 0
 	switch p := c.(type) {
-	case interface{ ProcessID() int }:
-		pid = p.ProcessID()
 	case interface{ ServerPID() int }:
 		pid = p.ServerPID()
+	default: // a *connection.Conn
+		if connseam.ProcessID != nil {
+			pid = connseam.ProcessID(c)
+		}
 	}
 	tb.Cleanup(func() {
 		_ = c.Close()
