@@ -13,6 +13,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/ownercheck"
 	"github.com/snodo/snodo/internal/seam"
@@ -136,7 +137,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 		return err // already says which command could not start, and why
 	}
 	c.conn = conn
-	answerDeadCalls(conn.System())
+	answerDeadCalls(connseam.System(conn))
 	err = c.negotiate(ctx, cfg)
 	if err == nil {
 		era, version := c.mcp.era.String(), c.mcp.version
@@ -184,7 +185,7 @@ func (c *Client) startConn(ctx context.Context, cfg *config) (*connection.Conn, 
 	cfg.conn.OnStop = func(reason error) {
 		ended(reason)
 		if owner != nil && c.connected.Load() { // a Connect that failed reports on its own
-			c.conn.System().Root.Send(owner, &Closed{Client: c, Err: reason, Origin: c.mcp.origin})
+			connseam.System(c.conn).Root.Send(owner, &Closed{Client: c, Err: reason, Origin: c.mcp.origin})
 		}
 	}
 	return connection.Start(ctx, cfg.conn)

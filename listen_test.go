@@ -10,6 +10,7 @@ import (
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/subscription"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,7 +53,7 @@ func TestListenEndToEnd(t *testing.T) {
 func TestListenToAnActor(t *testing.T) {
 	c := dialTest(t, nil)
 	got := make(chan any, 10)
-	sys := c.conn.System()
+	sys := connseam.System(c.conn)
 	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 		switch msg := ctx.Message().(type) {
 		case *SubscriptionEvent, *SubscriptionEnded:

@@ -142,12 +142,10 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	return c, nil
 }
 
-// PID is the connection actor. Stopping it (Stop, Poison) closes the
-// connection; actor.Exit stops it with a reason that waiting callers see.
+// PID is the connection actor, in Config.System (actor.Shared() when
+// that was nil). Stopping it (Stop, Poison) closes the connection;
+// actor.Exit stops it with a reason that waiting callers see.
 func (c *Conn) PID() *protoactor.PID { return c.pid }
-
-// System is the actor system the connection actor runs on.
-func (c *Conn) System() *protoactor.ActorSystem { return c.system }
 
 // processID is the server's operating-system process id; 0 for a
 // Streamable HTTP endpoint. Lent as connseam.ProcessID (snodo's
@@ -406,5 +404,6 @@ func init() {
 		return 0
 	}
 	connseam.InFlight = func(c any) int { return c.(*Conn).inFlight() }
+	connseam.System = func(c any) *protoactor.ActorSystem { return c.(*Conn).system }
 	connseam.Kill = func(c any, grace time.Duration) { c.(*Conn).kill(grace) }
 }

@@ -190,7 +190,7 @@ func TestStopAndPoisonCloseTheConnection(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := start(t, Config{}, quickEOF)
 			errs := inFlight(t, c, 2)
-			stop(c.System(), c.PID())
+			stop(c.system, c.PID())
 			for _, err := range collect(t, errs, 2) {
 				requireClosed(t, err, snodoactor.ErrStopped)
 			}
@@ -204,7 +204,7 @@ func TestStopAndPoisonCloseTheConnection(t *testing.T) {
 func TestExitWithReason(t *testing.T) {
 	c := start(t, Config{}, quickEOF)
 	errs := inFlight(t, c, 2)
-	snodoactor.Exit(c.System(), c.PID(), errTest)
+	snodoactor.Exit(c.system, c.PID(), errTest)
 	for _, err := range collect(t, errs, 2) {
 		requireClosed(t, err, errTest)
 	}
@@ -217,7 +217,7 @@ func TestPanicInTheActorStopsTheConnectionCleanly(t *testing.T) {
 	errs := inFlight(t, c, 2)
 	// A server request message without its request makes the dispatcher
 	// dereference nil: a real panic on the actor, no test hook needed.
-	c.System().Root.Send(c.PID(), &serverRequestMsg{})
+	c.system.Root.Send(c.PID(), &serverRequestMsg{})
 	for _, err := range collect(t, errs, 2) {
 		requireClosed(t, err, snodoactor.ErrPanicked)
 	}

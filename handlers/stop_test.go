@@ -55,9 +55,9 @@ func TestStopCancelsHandlersAndNeverWaitsForThem(t *testing.T) {
 			assert.Less(t, time.Since(t0), time.Second, "Close returns promptly")
 		}, connection.ErrClosed, true},
 		{"owner exit", func(_ *connection.Conn, cancel context.CancelFunc) { cancel() }, snodoactor.ErrOwnerExited, true},
-		{"Stop", func(c *connection.Conn, _ context.CancelFunc) { c.System().Root.Stop(c.PID()) }, snodoactor.ErrStopped, true},
+		{"Stop", func(c *connection.Conn, _ context.CancelFunc) { connseam.System(c).Root.Stop(c.PID()) }, snodoactor.ErrStopped, true},
 		{"Exit", func(c *connection.Conn, _ context.CancelFunc) {
-			snodoactor.Exit(c.System(), c.PID(), errTestReason)
+			snodoactor.Exit(connseam.System(c), c.PID(), errTestReason)
 		}, errTestReason, true},
 		{"server exit", func(c *connection.Conn, _ context.CancelFunc) {
 			go c.Request(context.Background(), "test/exit", map[string]int{"code": 0}, nil) //nolint:errcheck // the server dies mid-answer

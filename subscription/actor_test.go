@@ -10,6 +10,7 @@ import (
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -37,13 +38,13 @@ func testMessage(s *Subscription, ev *Event, err error) any {
 func collector(t *testing.T, c *connection.Conn) (*protoactor.PID, chan any) {
 	t.Helper()
 	got := make(chan any, 100)
-	pid := c.System().Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+	pid := connseam.System(c).Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 		switch msg := ctx.Message().(type) {
 		case *eventMsg, *endMsg:
 			got <- msg
 		}
 	}))
-	t.Cleanup(func() { c.System().Root.Stop(pid) })
+	t.Cleanup(func() { connseam.System(c).Root.Stop(pid) })
 	return pid, got
 }
 
@@ -76,7 +77,7 @@ func TestOwnerActorTerminatingCancelsOnTheServer(t *testing.T) {
 	c := startConn(t, connection.Config{})
 	pid, _ := collector(t, c)
 	s := open(t, c, toolsFilter, Options{Actor: pid, Message: testMessage})
-	c.System().Root.Stop(pid)
+	connseam.System(c).Root.Stop(pid)
 	err := waitEnded(t, s)
 	require.ErrorIs(t, err, snodoactor.ErrOwnerExited)
 	assert.Contains(t, err.Error(), pid.Id)
@@ -87,12 +88,12 @@ func TestOwnerActorTerminatingCancelsOnTheServer(t *testing.T) {
 func TestListenToADeadActorFails(t *testing.T) {
 	c := startConn(t, connection.Config{})
 	stopped := make(chan struct{})
-	pid := c.System().Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+	pid := connseam.System(c).Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 		if _, ok := ctx.Message().(*protoactor.Stopped); ok {
 			close(stopped) // after the actor left the registry
 		}
 	}))
-	c.System().Root.Stop(pid)
+	connseam.System(c).Root.Stop(pid)
 	<-stopped
 	_, err := Open(t.Context(), c, listenParams(toolsFilter), nil, Options{Actor: pid, Message: testMessage})
 	require.ErrorIs(t, err, snodoactor.ErrOwnerExited)

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"time"
 
+	protoactor "github.com/asynkron/protoactor-go/actor"
+
 	"github.com/snodo/snodo/handlers"
 )
 
@@ -28,6 +30,10 @@ var (
 	// ProcessID is c's server's operating-system process id; 0 for a
 	// Streamable HTTP endpoint or when c is no *connection.Conn.
 	ProcessID func(c any) int
+
+	// System is the actor system c's actor runs on: Config.System, or
+	// actor.Shared() when that was nil.
+	System func(c any) *protoactor.ActorSystem
 
 	// InFlight counts c's requests waiting for an answer.
 	InFlight func(c any) int

@@ -169,7 +169,7 @@ func TestFatalFaults(t *testing.T) {
 		{
 			name: "Stop mid-call",
 			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
-				return func(_ *testing.T, r *rig) { r.c.System().Root.Stop(r.c.PID()) }
+				return func(_ *testing.T, r *rig) { connseam.System(r.c).Root.Stop(r.c.PID()) }
 			},
 			reason: snodoactor.ErrStopped,
 			text:   []string{"connection closed: actor stopped"},
@@ -177,7 +177,7 @@ func TestFatalFaults(t *testing.T) {
 		{
 			name: "Poison mid-call",
 			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
-				return func(_ *testing.T, r *rig) { r.c.System().Root.Poison(r.c.PID()) }
+				return func(_ *testing.T, r *rig) { connseam.System(r.c).Root.Poison(r.c.PID()) }
 			},
 			reason: snodoactor.ErrStopped,
 			text:   []string{"connection closed: actor stopped"},
@@ -185,7 +185,7 @@ func TestFatalFaults(t *testing.T) {
 		{
 			name: "Exit with a reason mid-call",
 			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
-				return func(_ *testing.T, r *rig) { snodoactor.Exit(r.c.System(), r.c.PID(), errChaos) }
+				return func(_ *testing.T, r *rig) { snodoactor.Exit(connseam.System(r.c), r.c.PID(), errChaos) }
 			},
 			reason: errChaos,
 			text:   []string{"connection closed: chaos: stopped by the supervisor"},
