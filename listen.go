@@ -65,7 +65,7 @@ func (s *Subscription) Done() <-chan struct{} { return s.impl.Done() }
 // when the connection went away; the server's *Error when it answered the
 // listen request with one; otherwise it wraps subscription.ErrClosed,
 // subscription.ErrServerTeardown, subscription.ErrQueueFull or actor.ErrOwnerExited. A supervised one
-// may also end with the supervisor's *GaveUpError, a remote one with
+// may also end with the supervisor's error wrapping supervisor.ErrGaveUp, a remote one with
 // remote.ErrHostGone or remote.ErrHostEnded.
 func (s *Subscription) Err() error { return s.impl.Err() }
 

@@ -86,6 +86,7 @@ func init() {
 			OriginServer: cfg.mcp.origin.Server, OriginMember: cfg.mcp.origin.Member,
 		}, nil
 	}
+	seam.Unowned = Option(func(c *config) error { c.conn.Owner = nil; return nil })
 }
 
 // WithEnv sets an environment variable for the server, on top of the

@@ -18,9 +18,9 @@ import (
 
 // taskHost is implemented by a requester that spreads calls over servers.
 type taskHost interface {
-	// TaskServer returns the connection a task is to be created on,
+	// Await returns the connection a task is to be created on,
 	// waiting for one as a call would.
-	TaskServer(ctx context.Context) (*Client, error)
+	Await(ctx context.Context) (*Client, error)
 }
 
 // forTask returns the calls a task is created and run with: for a
@@ -30,7 +30,7 @@ func (c Calls) forTask(ctx context.Context) (Calls, error) {
 	if !ok {
 		return c, nil
 	}
-	conn, err := h.TaskServer(ctx)
+	conn, err := h.Await(ctx)
 	if err != nil {
 		return c, err
 	}
@@ -46,7 +46,7 @@ func (c Calls) modernTaskCalls(ctx context.Context) (Calls, bool) {
 	if !ok || c.requester().Era() != EraModern {
 		return c, false
 	}
-	conn, err := h.TaskServer(ctx)
+	conn, err := h.Await(ctx)
 	if err != nil {
 		return c, false // the plain path meets the same error, and says it
 	}

@@ -47,7 +47,7 @@ func canServe(s *served) (bool, error) {
 	if err := s.pool.Err(); err != nil {
 		return false, err
 	}
-	if s.pool.Size() == 0 {
+	if len(s.pool.Members()) == 0 {
 		return false, errors.New("no member is left in its pool")
 	}
 	return true, nil

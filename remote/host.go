@@ -288,7 +288,7 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 	}
 	for _, name := range h.cfg.order {
 		s := &served{name: name, pool: h.cfg.pools[name], subj: subjectsOf(h.cfg.prefix, name)}
-		s.size0 = s.pool.Size()
+		s.size0 = len(s.pool.Members())
 		s.run = func(reply string, hdr nats.Header, data []byte) { h.runCall(s, reply, hdr, data) }
 		h.served = append(h.served, s)
 		if s.cancelSub, err = h.reply.Subscribe(s.subj.cancel, func(m *nats.Msg) { h.cancelCall(string(m.Data), s) }); err != nil {

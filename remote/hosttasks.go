@@ -13,7 +13,7 @@ import (
 
 // Tasks over NATS. A task belongs to the MCP server process that created
 // it, so a host runs a tools/call that may create one on the one pool
-// member the pool chooses for tasks (supervisor.Pool.TaskServer) and
+// member the pool chooses for tasks (supervisor.Pool.Await) and
 // remembers which member holds each task it created; the task's later
 // calls (tasks/get, tasks/result, tasks/cancel, tasks/update) go to that
 // member. The caller remembers which host answered, and sends those later
@@ -171,7 +171,7 @@ func (h *Host) request(ctx context.Context, s *served, method string, raw json.R
 		res, err := conn.Request(ctx, method, params, ro...)
 		return res, false, err
 	case method == "tools/call" && s.mayCreateTask(raw):
-		conn, err := s.pool.TaskServer(ctx)
+		conn, err := s.pool.Await(ctx)
 		if err != nil {
 			return nil, false, err
 		}

@@ -57,7 +57,7 @@ func TestRemoteListenToAcrossARestart(t *testing.T) {
 	assert.Equal(t, "notifications/tools/list_changed", ev.Method)
 	assert.Same(t, sub, ev.Subscription, "the messages name the subscription Listen returned")
 
-	require.NoError(t, syscall.Kill(p.Members()[0].ServerPID(), syscall.SIGKILL))
+	require.NoError(t, syscall.Kill(p.Members()[0].Current().ServerPID(), syscall.SIGKILL))
 	assert.Equal(t, supervisor.ResubscribedMethod, next().(*snodo.SubscriptionEvent).Method)
 	emit()
 	assert.Equal(t, "notifications/tools/list_changed", next().(*snodo.SubscriptionEvent).Method)

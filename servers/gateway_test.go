@@ -103,7 +103,7 @@ func (g *gateway) Receive(ctx actor.Context) {
 			g.tell("resubscribed on %s", msg.Server)
 		}
 	case *supervisor.LifecycleEvent:
-		if msg.Kind == supervisor.ServerConnected {
+		if msg.Kind == "connected" {
 			g.pids[msg.Member] = msg.ServerPID
 			if msg.Total > 0 {
 				g.tell("restarted %s", msg.Server)

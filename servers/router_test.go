@@ -92,7 +92,7 @@ func TestRouterRoutesCallsByName(t *testing.T) {
 
 	p, err := router.Pool("modern")
 	require.NoError(t, err)
-	assert.Equal(t, 2, p.Size())
+	assert.Equal(t, 2, len(p.Members()))
 	assert.Equal(t, snodo.EraModern, p.Era())
 	lp, err := router.Pool("legacy")
 	require.NoError(t, err)

@@ -69,7 +69,7 @@ func (a *supervisorActor) Receive(ctx protoactor.Context) {
 		}
 		a.s.shutdown()
 	case *protoactor.Stopped:
-		a.emit(ctx, LifecycleEvent{Kind: Stopped, Restarts: a.rs.inWindow(time.Now()), Err: a.s.why()})
+		a.emit(ctx, LifecycleEvent{Kind: kindStopped, Restarts: a.rs.inWindow(time.Now()), Err: a.s.why()})
 		a.s.actorStopped()
 	default:
 		a.calls(ctx) // call messages, run off the mailbox
@@ -87,7 +87,8 @@ func (a *supervisorActor) connect(ctx protoactor.Context) {
 	if !seam.TargetIsHTTP(s.target) { // an HTTP server is no process of ours to stop
 		opts = append(opts, snodo.WithShutdownGrace(defaultShutdownGrace))
 	}
-	opts = append(append(opts, s.cfg.connect...), snodo.WithActorSystem(s.sys), snodo.WithOrigin(s.cfg.origin()))
+	// The supervisor's owner (snodo.WithOwner) is not its connections'.
+	opts = append(append(opts, s.cfg.connect...), snodo.WithActorSystem(s.sys), snodo.WithOrigin(s.cfg.origin()), seam.Unowned.(snodo.Option))
 	s.bg.Go(func() {
 		c, err := s.target.Connect(s.life, opts...)
 		if err == nil {
@@ -122,7 +123,7 @@ func (a *supervisorActor) onConnected(ctx protoactor.Context, msg *connected) {
 	a.conn = c
 	ctx.Watch(c.PID())
 	a.serverPID = c.ServerPID()
-	ev := LifecycleEvent{Kind: ServerConnected, ServerPID: a.serverPID}
+	ev := LifecycleEvent{Kind: kindConnected, ServerPID: a.serverPID}
 	if a.started {
 		ev.Downtime = time.Since(a.exitAt)
 		ev.Restarts = a.rs.inWindow(time.Now())
@@ -173,9 +174,9 @@ func (a *supervisorActor) failed(ctx protoactor.Context, err error) {
 func (a *supervisorActor) schedule(ctx protoactor.Context, reason error) (time.Duration, bool) {
 	n := a.rs.add(time.Now())
 	if a.rs.exceeded(n) {
-		err := &GaveUpError{Restarts: a.rs.max, Window: a.rs.window, Last: reason}
+		err := &gaveUpError{Restarts: a.rs.max, Window: a.rs.window, Last: reason}
 		a.s.meters.GaveUp()
-		a.emit(ctx, LifecycleEvent{Kind: GaveUp, Restarts: n - 1, Err: err})
+		a.emit(ctx, LifecycleEvent{Kind: kindGaveUp, Restarts: n - 1, Err: err})
 		a.s.recordReason(err)
 		ctx.Stop(ctx.Self())
 		return 0, false
@@ -183,7 +184,7 @@ func (a *supervisorActor) schedule(ctx protoactor.Context, reason error) (time.D
 	delay := a.s.cfg.backoff.delay(n)
 	a.s.restarts.Add(1)
 	a.s.meters.Restarted()
-	a.emit(ctx, LifecycleEvent{Kind: ServerExited, Restarts: n, Delay: delay, Err: reason, ServerPID: a.serverPID})
+	a.emit(ctx, LifecycleEvent{Kind: kindExited, Restarts: n, Delay: delay, Err: reason, ServerPID: a.serverPID})
 	a.serverPID = 0 // a failed attempt that follows has no server
 	next, self, sys := a.attempt+1, ctx.Self(), a.s.sys
 	a.timer = time.AfterFunc(delay, func() { sys.Root.Send(self, &retry{attempt: next}) })
@@ -196,17 +197,17 @@ func (a *supervisorActor) emit(ctx protoactor.Context, ev LifecycleEvent) {
 	ev.Total = int(a.s.restarts.Load())
 	l := a.log()
 	switch ev.Kind {
-	case ServerConnected:
+	case kindConnected:
 		if ev.Total > 0 {
 			l.Info("supervisor: server restarted", "server_pid", ev.ServerPID, "downtime", ev.Downtime, "restarts", ev.Total)
 		} else {
 			l.Debug("supervisor: server connected", "server_pid", ev.ServerPID)
 		}
-	case ServerExited:
+	case kindExited:
 		l.Warn("supervisor: server went away; restarting", "reason", exitWords(ev.Err), "in", ev.Delay, "restarts_in_window", ev.Restarts)
-	case GaveUp:
+	case kindGaveUp:
 		l.Error("supervisor: restart intensity passed; giving up", "error", ev.Err)
-	case Stopped:
+	case kindStopped:
 		l.Debug("supervisor: stopped", "reason", ev.Err)
 	}
 	if fn := a.s.cfg.onEvent; fn != nil {

@@ -33,7 +33,7 @@ type Client struct {
 // A command that cannot start (not found, bad options, an era mismatch)
 // fails here at once. A server that exits during its handshake is
 // restarted like any other crash, and Connect fails with the
-// *GaveUpError if the intensity limit is passed first.
+// error wrapping ErrGaveUp if the intensity limit is passed first.
 func Connect(ctx context.Context, target snodo.Target, opts ...Option) (*Client, error) {
 	if ctx == nil {
 		return nil, errNilContext("Connect")
@@ -131,11 +131,17 @@ func (c *Client) Origin() snodo.Origin { return c.s.cfg.origin() }
 // ends supervision like Close, with that reason.
 func (c *Client) PID() *protoactor.PID { return c.s.pid }
 
-// Current is the connection calls use now, nil while the server restarts:
-// it never waits. Await is the waiting form. Use them for what this type
-// lacks (SubscribeResource, say); do not Close the connection (that ends
+// Current is the connection calls use now, nil while no server is up and
+// running (it restarts, or supervision ended): it never waits. Await is
+// the waiting form. Use them for what this type lacks (the server's
+// process id, its capabilities…); do not Close the connection (that ends
 // supervision, as a normal exit).
-func (c *Client) Current() *snodo.Client { return c.s.current() }
+func (c *Client) Current() *snodo.Client {
+	if cur := c.s.current(); cur != nil && cur.Err() == nil {
+		return cur
+	}
+	return nil
+}
 
 // Await returns the running connection, waiting through a restart as
 // calls do: for at most WithMaxWait (a -32001 wrapping ErrRestarting past
@@ -159,26 +165,12 @@ func (c *Client) SetLoggingLevel(ctx context.Context, level snodo.LoggingLevel) 
 	return err
 }
 
-// ServerPID is the current server's process id, 0 while it restarts.
-func (c *Client) ServerPID() int {
-	if cur := c.s.current(); cur != nil {
-		return cur.ServerPID()
-	}
-	return 0
-}
-
 // Restarts counts the restarts since Connect (attempts included).
 func (c *Client) Restarts() int { return int(c.s.restarts.Load()) }
 
 // InFlight counts the calls using this client right now, waiting ones
 // included.
 func (c *Client) InFlight() int { return int(c.s.inflight.Load()) }
-
-// Healthy reports whether a server is connected and running now.
-func (c *Client) Healthy() bool {
-	cur := c.s.current()
-	return cur != nil && cur.Err() == nil
-}
 
 // Close ends supervision like snodo.Client.Close: the current server's
 // stdin is closed, and a server still running 2 s later (the default grace;
@@ -199,7 +191,7 @@ func (c *Client) Close() error {
 func (c *Client) Done() <-chan struct{} { return c.s.done }
 
 // Err is why supervision ended (nil while it runs): connection.ErrClosed,
-// snodoactor.ErrOwnerExited, or a *GaveUpError (errors.Is ErrGaveUp).
+// snodoactor.ErrOwnerExited, or an error wrapping ErrGaveUp.
 func (c *Client) Err() error { return c.s.Err() }
 
 var (

@@ -22,16 +22,16 @@ func TestRestartAfterKill(t *testing.T) {
 	cmd, args := testutil.Server(t)
 	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, ev.option())
 	require.NoError(t, err)
-	first := ev.waitFor(t, ServerConnected, time.Second)
-	old := c.ServerPID()
+	first := ev.waitFor(t, "connected", time.Second)
+	old := c.serverPID()
 	assert.Equal(t, old, first.ServerPID)
 
 	kill(t, old)
-	exited := ev.waitFor(t, ServerExited, 5*time.Second)
+	exited := ev.waitFor(t, "exited", 5*time.Second)
 	assert.ErrorIs(t, exited.Err, connection.ErrServerExited)
 	assert.Contains(t, exited.Err.Error(), "killed by signal")
 	assert.Equal(t, old, exited.ServerPID, "Exited names the process that died")
-	back := ev.waitFor(t, ServerConnected, 5*time.Second)
+	back := ev.waitFor(t, "connected", 5*time.Second)
 	assert.NotEqual(t, old, back.ServerPID)
 	assert.Equal(t, 1, back.Total)
 	assert.Equal(t, 1, back.Restarts, "Connected after a restart counts it")
@@ -49,7 +49,7 @@ func TestRestartAfterKill(t *testing.T) {
 	_, err = c.Request(t.Context(), "test/echo", nil)
 	assert.ErrorIs(t, err, snodo.ErrConnectionClosed)
 	assert.ErrorIs(t, err, connection.ErrClosed)
-	stopped := ev.waitFor(t, Stopped, time.Second)
+	stopped := ev.waitFor(t, "stopped", time.Second)
 	assert.Equal(t, 1, stopped.Restarts, "the restart is still inside the window as supervision stops")
 	assert.Equal(t, 1, stopped.Total)
 }
@@ -63,13 +63,13 @@ func TestAbandonedServerIgnoringEOFIsKilled(t *testing.T) {
 	cmd, args := testutil.Server(t, "-ignore-eof", "-ignore-sigterm")
 	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, ev.option())
 	require.NoError(t, err)
-	old := ev.waitFor(t, ServerConnected, 5*time.Second).ServerPID
+	old := ev.waitFor(t, "connected", 5*time.Second).ServerPID
 
 	_, err = c.Request(t.Context(), "test/closeStdout", nil)
 	assert.ErrorIs(t, err, connection.ErrStdoutClosed, "the call fails as its server goes away")
-	exited := ev.waitFor(t, ServerExited, 5*time.Second)
+	exited := ev.waitFor(t, "exited", 5*time.Second)
 	assert.ErrorIs(t, exited.Err, connection.ErrStdoutClosed)
-	back := ev.waitFor(t, ServerConnected, 5*time.Second)
+	back := ev.waitFor(t, "connected", 5*time.Second)
 	assert.NotEqual(t, old, back.ServerPID)
 	testutil.AssertReaped(t, old, 5*time.Second)
 
@@ -97,12 +97,12 @@ func TestGiveUpWhenTheServerCrashesAtStart(t *testing.T) {
 	assert.ErrorIs(t, err, ErrGaveUp)
 	assert.ErrorIs(t, err, connection.ErrServerExited)
 	assert.Contains(t, err.Error(), "gave up after 3 restarts in 10s: server exited with status 3")
-	var gu *GaveUpError
+	var gu *gaveUpError
 	require.ErrorAs(t, err, &gu)
 	assert.Equal(t, 3, gu.Restarts)
 	n := 0
 	for len(ev) > 0 {
-		if (<-ev).Kind == ServerExited {
+		if (<-ev).Kind == "exited" {
 			n++
 		}
 	}
@@ -131,7 +131,7 @@ func TestGiveUpAfterRunning(t *testing.T) {
 		fast, WithIntensity(2, 10*time.Second), ev.option(),
 		WithConnectOptions(snodo.WithStderr(new(discard))))
 	require.NoError(t, err)
-	pid := c.ServerPID()
+	pid := c.serverPID()
 	kill(t, pid)
 	select {
 	case <-c.Done():
@@ -145,7 +145,7 @@ func TestGiveUpAfterRunning(t *testing.T) {
 	var e *snodo.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, snodo.CodeConnectionClosed, e.Code)
-	assert.Equal(t, GaveUp, ev.waitFor(t, GaveUp, time.Second).Kind)
+	assert.Equal(t, "gave-up", ev.waitFor(t, "gave-up", time.Second).Kind)
 	testutil.AssertReaped(t, pid, 5*time.Second)
 }
 
@@ -166,15 +166,15 @@ func TestInFlightCallFailsAndIsNotRetried(t *testing.T) {
 		errc <- err
 	}()
 	waitReceived(t, c, 1)
-	kill(t, c.ServerPID())
+	kill(t, c.serverPID())
 	err = <-errc
 	var e *snodo.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, snodo.CodeConnectionClosed, e.Code)
 	assert.ErrorIs(t, err, connection.ErrServerExited)
 
-	ev.waitFor(t, ServerConnected, time.Second)
-	ev.waitFor(t, ServerConnected, 5*time.Second)
+	ev.waitFor(t, "connected", time.Second)
+	ev.waitFor(t, "connected", 5*time.Second)
 	raw, err := c.Request(t.Context(), "test/requests", map[string]string{"method": "test/sleep"})
 	require.NoError(t, err)
 	assert.Empty(t, sleepCalls(t, raw), "the new server never saw the call")
@@ -186,7 +186,7 @@ func TestIdempotentCallIsRetriedOnce(t *testing.T) {
 	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, ev.option())
 	require.NoError(t, err)
 	defer c.Close()
-	ev.waitFor(t, ServerConnected, time.Second)
+	ev.waitFor(t, "connected", time.Second)
 
 	type result struct {
 		err error
@@ -197,7 +197,7 @@ func TestIdempotentCallIsRetriedOnce(t *testing.T) {
 		done <- result{err}
 	}()
 	waitReceived(t, c, 1)
-	kill(t, c.ServerPID())
+	kill(t, c.serverPID())
 	r := <-done
 	require.NoError(t, r.err, "retried on the restarted server")
 	raw, err := c.Request(t.Context(), "test/requests", map[string]string{"method": "test/sleep"})
@@ -212,8 +212,8 @@ func TestFailFastDuringRestart(t *testing.T) {
 	c, err := Connect(t.Context(), snodo.Command(cmd, args...), slow, FailFast(), ev.option())
 	require.NoError(t, err)
 	defer c.Close()
-	kill(t, c.ServerPID())
-	ev.waitFor(t, ServerExited, 5*time.Second)
+	kill(t, c.serverPID())
+	ev.waitFor(t, "exited", 5*time.Second)
 	t0 := time.Now()
 	_, err = c.Request(t.Context(), "test/echo", nil)
 	assert.Less(t, time.Since(t0), 50*time.Millisecond, "fails at once")
@@ -223,7 +223,7 @@ func TestFailFastDuringRestart(t *testing.T) {
 	var e *snodo.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, snodo.CodeConnectionClosed, e.Code)
-	ev.waitFor(t, ServerConnected, 5*time.Second)
+	ev.waitFor(t, "connected", 5*time.Second)
 	_, err = c.Request(t.Context(), "test/echo", nil)
 	assert.NoError(t, err)
 }
@@ -235,8 +235,8 @@ func TestWaitDuringRestart(t *testing.T) {
 	c, err := Connect(t.Context(), snodo.Command(cmd, args...), slow, ev.option())
 	require.NoError(t, err)
 	defer c.Close()
-	kill(t, c.ServerPID())
-	ev.waitFor(t, ServerExited, 5*time.Second)
+	kill(t, c.serverPID())
+	ev.waitFor(t, "exited", 5*time.Second)
 
 	// Its own timeout is shorter than the restart: -32001, never sent.
 	_, err = c.Request(t.Context(), "test/echo", nil, snodo.Timeout(50*time.Millisecond))
@@ -249,8 +249,8 @@ func TestWaitDuringRestart(t *testing.T) {
 	assert.Contains(t, string(raw), `"x":1`)
 	t.Logf("call waited %s for the restart", time.Since(t0))
 	// ctx bounds the wait too.
-	kill(t, c.ServerPID())
-	ev.waitFor(t, ServerExited, 5*time.Second)
+	kill(t, c.serverPID())
+	ev.waitFor(t, "exited", 5*time.Second)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
 	_, err = c.Request(ctx, "test/echo", nil)
@@ -262,7 +262,7 @@ func TestOwnerContextEndsSupervision(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	c, err := Connect(ctx, snodo.Command(cmd, args...), fast)
 	require.NoError(t, err)
-	pid := c.ServerPID()
+	pid := c.serverPID()
 	cancel()
 	select {
 	case <-c.Done():
@@ -343,7 +343,7 @@ func waitReceived(t *testing.T, c *Client, n int) {
 func TestEventHandlerPanicStopsSupervision(t *testing.T) {
 	cmd, args := testutil.Server(t)
 	c, err := Connect(t.Context(), snodo.Command(cmd, args...), WithEventHandler(func(ev LifecycleEvent) {
-		if ev.Kind == ServerConnected {
+		if ev.Kind == "connected" {
 			panic("boom")
 		}
 	}))

@@ -14,7 +14,7 @@
 // actor, and when that actor stops for any reason other than Close or
 // its owner's exit, it restarts the server after an exponential back-off
 // with jitter. More than N restarts within a window (WithIntensity, the
-// OTP rule) and it gives up with a *GaveUpError that names the last exit.
+// OTP rule) and it gives up with an error wrapping ErrGaveUp that names the last exit.
 //
 //	owner (ctx / actor) ──watch──► pool actor ──stops/watches──► supervisor actor ──closes/watches──► snodo connection ──► server process
 //	                                   │                         │ ▲ Terminated: Err() says why

@@ -25,15 +25,18 @@ var (
 	// timeout gets a -32001 wrapping it.
 	ErrStarting = errors.New("supervisor: the pool is starting")
 	// ErrGaveUp: the restart intensity limit was passed and supervision
-	// stopped. The error is a *GaveUpError.
+	// stopped. The error wrapping it says the limit and the last exit
+	// ("supervisor: gave up after 3 restarts in 10s: server exited with
+	// status 3 …"), and wraps that exit too: errors.Is holds on its causes
+	// (connection.ErrServerExited, say).
 	ErrGaveUp = errors.New("supervisor: gave up restarting the server")
 )
 
-// GaveUpError is why supervision stopped when the server kept exiting:
+// gaveUpError is why supervision stopped when the server kept exiting:
 // more than Restarts restarts within Window (the OTP intensity rule).
 // Last is the last exit; errors.Is(err, ErrGaveUp) and errors.Is on
 // Last's causes (connection.ErrServerExited, say) both hold.
-type GaveUpError struct {
+type gaveUpError struct {
 	Restarts int           // the limit that was passed
 	Window   time.Duration // the window it applies to
 	Last     error         // the last exit or failed start
@@ -43,7 +46,7 @@ type GaveUpError struct {
 // with status 3 (…)".
 // With a limit of 0 it reads "supervisor: gave up at the first exit
 // (WithIntensity allows no restart): …", and with 1, "1 restart".
-func (e *GaveUpError) Error() string {
+func (e *gaveUpError) Error() string {
 	const hint = "(the server keeps failing: run the command by hand to see why, or raise WithIntensity)"
 	switch e.Restarts {
 	case 0:
@@ -56,7 +59,7 @@ func (e *GaveUpError) Error() string {
 }
 
 // Unwrap returns ErrGaveUp and the last exit.
-func (e *GaveUpError) Unwrap() []error { return []error{ErrGaveUp, e.Last} }
+func (e *gaveUpError) Unwrap() []error { return []error{ErrGaveUp, e.Last} }
 
 // unexpected reports whether a connection that stopped for reason (its
 // Err, or the -32000 its callers got) should be restarted: anything but

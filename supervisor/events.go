@@ -1,64 +1,47 @@
 package supervisor
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/snodo/snodo"
 )
 
-// EventKind says what happened to a supervised connection.
-type EventKind int
-
-// The events a supervisor reports, in the order they can happen.
+// The kinds of LifecycleEvent, in the order they can happen.
 const (
-	// ServerConnected: a server is up and answering (the first, or after a
-	// restart: then Restarts > 0 and Downtime is set).
-	ServerConnected EventKind = iota + 1
-	// ServerExited: the server went away unexpectedly (Err says how) or a
-	// restart attempt failed; a restart follows after Delay unless the
-	// intensity limit is passed.
-	ServerExited
-	// GaveUp: the intensity limit was passed; Err is the *GaveUpError and
-	// the supervisor stops.
-	GaveUp
-	// Stopped: supervision ended (Err: connection.ErrClosed, actor.ErrOwnerExited, or the
-	// *GaveUpError).
-	Stopped
+	kindConnected = "connected"
+	kindExited    = "exited"
+	kindGaveUp    = "gave-up"
+	kindStopped   = "stopped"
 )
-
-// String is "connected", "exited", "gave-up" or "stopped".
-func (k EventKind) String() string {
-	switch k {
-	case ServerConnected:
-		return "connected"
-	case ServerExited:
-		return "exited"
-	case GaveUp:
-		return "gave-up"
-	case Stopped:
-		return "stopped"
-	}
-	return fmt.Sprintf("EventKind(%d)", int(k))
-}
 
 // LifecycleEvent reports a change in a supervised connection. WithEventHandler
 // and WithEventsTo receive them; the logger gets the same.
 type LifecycleEvent struct {
 	quiet
-	Kind         EventKind
+	// Kind says what happened, in the order it can happen:
+	//   - "connected": a server is up and answering (the first, or after
+	//     a restart: then Restarts > 0 and Downtime is set);
+	//   - "exited": the server went away unexpectedly (Err says how) or a
+	//     restart attempt failed; a restart follows after Delay unless the
+	//     intensity limit is passed;
+	//   - "gave-up": the intensity limit was passed; Err wraps ErrGaveUp
+	//     and the supervisor stops;
+	//   - "stopped": supervision ended (Err: connection.ErrClosed,
+	//     actor.ErrOwnerExited, or the error wrapping ErrGaveUp).
+	Kind         string
 	snodo.Origin               // the server (snodo.WithOrigin's Server, or the target's String) and the member: "name#N" in a pool
 	Restarts     int           // restarts inside the intensity window so far
 	Total        int           // restarts since Connect
-	ServerPID    int           // ServerConnected: the new server's process id; ServerExited: the one that went away (0 for a failed start)
-	Delay        time.Duration // ServerExited: the back-off before the next attempt
-	Downtime     time.Duration // ServerConnected after a restart: since the exit
-	Err          error         // ServerExited, GaveUp, Stopped: why
+	ServerPID    int           // connected: the new server's process id; exited: the one that went away (0 for a failed start)
+	Delay        time.Duration // exited: the back-off before the next attempt
+	Downtime     time.Duration // connected after a restart: since the exit
+	Err          error         // exited, gave-up, stopped: why
 }
 
 // Ended tells the owner actor of a pool or a supervised client
 // (snodo.WithOwner in WithConnectOptions, StartPool's pid, WithParent) that it has stopped: Err is why, as its
-// Err() (connection.ErrClosed, actor.ErrOwnerExited, a *GaveUpError…). One of
+// Err() (connection.ErrClosed, actor.ErrOwnerExited, an error wrapping
+// ErrGaveUp…). One of
 // Pool and Client is set. Its servers may still be exiting: a *Reaped
 // follows once every one has been reaped (Done closed). A pool or client
 // whose start failed sends neither: its PoolReady (or Connect) carried the

@@ -35,7 +35,7 @@ func ExampleStartPool() {
 			if msg.Err != nil {
 				log.Fatal(msg.Err)
 			}
-			out <- fmt.Sprint("ready: ", msg.Pool.Size(), " members; children: ", len(ctx.Children()))
+			out <- fmt.Sprint("ready: ", len(msg.Pool.Members()), " members; children: ", len(ctx.Children()))
 		case *snodo.ToolReply:
 			if msg.Err != nil {
 				log.Fatal(msg.Err)
@@ -90,7 +90,7 @@ func ExampleClient_Listen() {
 	}))
 	defer system.Root.Stop(listener)
 	fmt.Println(<-out)
-	_ = syscall.Kill(c.ServerPID(), syscall.SIGKILL)
+	_ = syscall.Kill(c.Current().ServerPID(), syscall.SIGKILL)
 	fmt.Println(<-out)
 	fmt.Println(<-out)
 	// Output:

@@ -45,7 +45,7 @@ func Example() {
 	_, err = c.Request(context.Background(), "test/crash", map[string]int{"code": 1})
 	fmt.Println(errors.Is(err, connection.ErrServerExited))
 	for ev := range events {
-		if ev.Kind == supervisor.ServerConnected && ev.Total > 0 {
+		if ev.Kind == "connected" && ev.Total > 0 {
 			fmt.Println("restarted after:", ev.Total, "restart")
 			break
 		}
@@ -76,6 +76,6 @@ func ExampleNewPool() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(p.Size(), string(res.StructuredContent))
+	fmt.Println(len(p.Members()), string(res.StructuredContent))
 	// Output: 3 {"sum":5}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/snodo/snodo/connection"
 )
 
-// GaveUpError reads right for every limit: no "after 0 restarts" when
+// gaveUpError reads right for every limit: no "after 0 restarts" when
 // WithIntensity allows none, no "1 restarts".
 func TestGaveUpErrorWording(t *testing.T) {
 	last := errors.New("server exited with status 3")
@@ -19,7 +19,7 @@ func TestGaveUpErrorWording(t *testing.T) {
 		1: "supervisor: gave up after 1 restart in 10s: server exited with status 3",
 		3: "supervisor: gave up after 3 restarts in 10s: server exited with status 3",
 	} {
-		err := &GaveUpError{Restarts: limit, Window: 10 * time.Second, Last: last}
+		err := &gaveUpError{Restarts: limit, Window: 10 * time.Second, Last: last}
 		assert.Contains(t, err.Error(), want)
 		assert.Contains(t, err.Error(), "raise WithIntensity")
 		assert.ErrorIs(t, err, ErrGaveUp)

@@ -27,7 +27,7 @@ func (e events) option() Option { return WithEventHandler(func(ev LifecycleEvent
 
 // waitFor returns the next event of kind (skipping others), failing t
 // after within.
-func (e events) waitFor(t *testing.T, kind EventKind, within time.Duration) LifecycleEvent {
+func (e events) waitFor(t *testing.T, kind string, within time.Duration) LifecycleEvent {
 	t.Helper()
 	deadline := time.After(within)
 	for {
@@ -71,4 +71,12 @@ func sleepCalls(t *testing.T, raw json.RawMessage) []int {
 // the tests that look at its member and re-subscriptions.
 func supervisedOf(sub *snodo.Subscription) *supervised {
 	return listening.Unwrap(sub).(*supervised)
+}
+
+// serverPID is the current server's process id, 0 while none is up.
+func (c *Client) serverPID() int {
+	if cur := c.Current(); cur != nil {
+		return cur.ServerPID()
+	}
+	return 0
 }

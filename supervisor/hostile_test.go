@@ -32,7 +32,7 @@ func TestPoolDoneWaitsForTheServerOfAMemberThatGaveUp(t *testing.T) {
 	cmd, args := testutil.Server(t, "-ignore-eof", "-ignore-sigterm")
 	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 1, fast, WithIntensity(0, time.Minute))
 	require.NoError(t, err)
-	pid := p.Members()[0].ServerPID()
+	pid := p.Members()[0].serverPID()
 	_, err = p.Request(t.Context(), "test/closeStdout", nil)
 	require.ErrorIs(t, err, snodo.ErrConnectionClosed)
 	testutil.Receive(t, p.Done(), 10*time.Second, "the pool's Done")
@@ -65,7 +65,7 @@ func TestPoolSizeIsBounded(t *testing.T) {
 	require.NoError(t, os.WriteFile(gate, nil, 0o600))
 	err = p.Grow(maxPoolSize - 1)
 	require.ErrorContains(t, err, "may not pass 256")
-	assert.Equal(t, 2, p.Size())
+	assert.Equal(t, 2, len(p.Members()))
 	assert.Len(t, startedPIDs(t, starts, 2), 2, "Grow started no member")
 	err = p.Grow(1 << 30)
 	require.ErrorContains(t, err, "may not pass 256")
@@ -74,7 +74,7 @@ func TestPoolSizeIsBounded(t *testing.T) {
 // While every member of a pool is restarting, a call waits for the first
 // member to come back, whichever it is: the member it would have been
 // given gives up (its restart is refused) and the call must not fail
-// with that member's *GaveUpError while the pool lives on.
+// with that member's *gaveUpError while the pool lives on.
 func TestPoolCallsWaitForAnyMemberWhenAllAreDown(t *testing.T) {
 	starts := filepath.Join(t.TempDir(), "start")
 	cmd, args := testutil.Server(t, "-start-file", starts, "-refuse-after", "3")
@@ -84,10 +84,10 @@ func TestPoolCallsWaitForAnyMemberWhenAllAreDown(t *testing.T) {
 	require.NoError(t, err)
 	defer p.Close()
 	for _, m := range p.Members() {
-		kill(t, m.ServerPID())
+		kill(t, m.serverPID())
 	}
-	ev.waitFor(t, ServerExited, 5*time.Second)
-	ev.waitFor(t, ServerExited, 5*time.Second)
+	ev.waitFor(t, "exited", 5*time.Second)
+	ev.waitFor(t, "exited", 5*time.Second)
 	// Both restart 300 ms later: one gets start 3 and comes back, the
 	// other start 4, refused, and gives up (a second restart in the window).
 	errs := make(chan error, 6)
@@ -100,8 +100,8 @@ func TestPoolCallsWaitForAnyMemberWhenAllAreDown(t *testing.T) {
 	for range cap(errs) {
 		assert.NoError(t, testutil.Receive(t, errs, 10*time.Second, "a call's answer"))
 	}
-	ev.waitFor(t, GaveUp, 5*time.Second)
-	testutil.Eventually(t, func() bool { return p.Size() == 1 }, 5*time.Second, "the member that gave up leaves")
+	ev.waitFor(t, "gave-up", 5*time.Second)
+	testutil.Eventually(t, func() bool { return len(p.Members()) == 1 }, 5*time.Second, "the member that gave up leaves")
 	assert.NoError(t, p.Err())
 }
 
@@ -120,10 +120,10 @@ func TestPoolCallWhileAllMembersAreDownIsBounded(t *testing.T) {
 		p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, opts...)
 		require.NoError(t, err)
 		for _, m := range p.Members() {
-			kill(t, m.ServerPID())
+			kill(t, m.serverPID())
 		}
-		ev.waitFor(t, ServerExited, 5*time.Second)
-		ev.waitFor(t, ServerExited, 5*time.Second)
+		ev.waitFor(t, "exited", 5*time.Second)
+		ev.waitFor(t, "exited", 5*time.Second)
 		for _, ro := range [][]snodo.RequestOption{{snodo.Timeout(100 * time.Millisecond)}, nil} {
 			t0 := time.Now()
 			_, err = p.Request(t.Context(), "test/echo", nil, ro...)
@@ -203,7 +203,7 @@ func TestPoolSubscriptionMovesWhenItsMemberLeaves(t *testing.T) {
 	emit(second)
 
 	// The member holding it now gives up (WithIntensity 0).
-	kill(t, second.ServerPID())
+	kill(t, second.serverPID())
 	marker(2, "gave up")
 	third := supervisedOf(sub).Member()
 	require.NotEqual(t, second, third)
@@ -232,9 +232,9 @@ func TestPoolResourceSubscriptionMovesWhenItsMemberGivesUp(t *testing.T) {
 		}
 	}
 	require.NotNil(t, holder)
-	kill(t, holder.ServerPID())
-	ev.waitFor(t, GaveUp, 5*time.Second)
-	testutil.Eventually(t, func() bool { return p.Size() == 1 }, 5*time.Second, "the member that gave up leaves")
+	kill(t, holder.serverPID())
+	ev.waitFor(t, "gave-up", 5*time.Second)
+	testutil.Eventually(t, func() bool { return len(p.Members()) == 1 }, 5*time.Second, "the member that gave up leaves")
 	stays := p.Members()[0]
 	testutil.Eventually(t, func() bool { return touched(t, stays, "test://a") }, 5*time.Second, "the member that stays holds test://a")
 	require.NoError(t, p.UnsubscribeResource(t.Context(), "test://a"))
@@ -251,10 +251,10 @@ func TestPoolCallMessagesWhileAllMembersAreDownThenClose(t *testing.T) {
 	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, slow, ev.option())
 	require.NoError(t, err)
 	for _, m := range p.Members() {
-		kill(t, m.ServerPID())
+		kill(t, m.serverPID())
 	}
-	ev.waitFor(t, ServerExited, 5*time.Second)
-	ev.waitFor(t, ServerExited, 5*time.Second)
+	ev.waitFor(t, "exited", 5*time.Second)
+	ev.waitFor(t, "exited", 5*time.Second)
 	const n = 200
 	sys := snodoactor.Shared()
 	got := make(chan *snodo.Reply, 2*n)
@@ -305,10 +305,10 @@ func TestPoolNotifyWaitsOnceForRestartingMembers(t *testing.T) {
 	require.NoError(t, err)
 	defer p.Close()
 	for _, m := range p.Members() {
-		kill(t, m.ServerPID())
+		kill(t, m.serverPID())
 	}
 	for range members {
-		ev.waitFor(t, ServerExited, 5*time.Second)
+		ev.waitFor(t, "exited", 5*time.Second)
 	}
 	for name, fn := range map[string]func() error{
 		"Notify":          func() error { return p.Notify(t.Context(), "notifications/roots/list_changed", nil) },
@@ -358,7 +358,7 @@ func TestPoolWedgedMemberHoldsNoCallerPastItsTimeout(t *testing.T) {
 	wedged := p.Members()[0]
 	_, err = wedged.Request(t.Context(), "test/stopReading", nil)
 	require.NoError(t, err)
-	defer func() { _ = syscall.Kill(wedged.ServerPID(), syscall.SIGKILL) }()
+	defer func() { _ = syscall.Kill(wedged.serverPID(), syscall.SIGKILL) }()
 	const timeout = 300 * time.Millisecond
 	pad := strings.Repeat("x", 8<<10) // the pipe to the wedged server fills
 	var (
@@ -389,12 +389,12 @@ func TestPoolWedgedMemberHoldsNoCallerPastItsTimeout(t *testing.T) {
 	t.Logf("%d calls: %d answered, the slowest returned after %s (Timeout %s)", all, answered, worst.Round(time.Millisecond), timeout)
 	assert.Less(t, worst, timeout+500*time.Millisecond, "a caller was held past its timeout")
 	assert.Greater(t, answered, all/2, "the healthy member answers")
-	assert.Equal(t, 2, p.Size())
+	assert.Equal(t, 2, len(p.Members()))
 }
 
 // A pool whose servers die 200 ms after every start (after their
 // handshake, mostly) restarts each member with its back-off until the
-// intensity limit, then stops with the *GaveUpError: the number of starts
+// intensity limit, then stops with the *gaveUpError: the number of starts
 // is bounded by the limit, every server is reaped by Done, and no
 // goroutine is left behind.
 func TestPoolCrashLoopIsBounded(t *testing.T) {
@@ -457,18 +457,18 @@ func TestPoolLivesOnWhenItsLastMemberGivesUpDuringGrow(t *testing.T) {
 	base := testutil.ChildPIDs()
 	go func() { grown <- p.Grow(1) }()
 	waitNewChild(t, base, "the Grow's server started")
-	kill(t, first.ServerPID())
-	ev.waitFor(t, GaveUp, 5*time.Second)
+	kill(t, first.serverPID())
+	ev.waitFor(t, "gave-up", 5*time.Second)
 	require.NoError(t, testutil.Receive(t, grown, 10*time.Second, "Grow's end"))
 	assert.NoError(t, p.Err())
-	assert.Equal(t, 1, p.Size())
+	assert.Equal(t, 1, len(p.Members()))
 	assert.NotContains(t, p.Members(), first)
 	_, err = p.Request(t.Context(), "test/echo", nil)
 	assert.NoError(t, err)
 }
 
 // The same, but the Grow's members fail too: the pool then stops, with
-// the *GaveUpError of the member that gave up.
+// the *gaveUpError of the member that gave up.
 func TestPoolStopsAfterAGrowWhenNoMemberIsLeft(t *testing.T) {
 	server, args := testutil.Server(t)
 	gate := filepath.Join(t.TempDir(), "gate")
@@ -481,8 +481,8 @@ func TestPoolStopsAfterAGrowWhenNoMemberIsLeft(t *testing.T) {
 	base := testutil.ChildPIDs()
 	go func() { grown <- p.Grow(1) }()
 	waitNewChild(t, base, "the Grow's server started")
-	kill(t, p.Members()[0].ServerPID())
-	ev.waitFor(t, GaveUp, 5*time.Second)
+	kill(t, p.Members()[0].serverPID())
+	ev.waitFor(t, "gave-up", 5*time.Second)
 	require.ErrorIs(t, testutil.Receive(t, grown, 10*time.Second, "Grow's end"), ErrGaveUp)
 	testutil.Receive(t, p.Done(), 10*time.Second, "the pool's end")
 	require.ErrorIs(t, p.Err(), ErrGaveUp)
@@ -532,11 +532,11 @@ func TestIdempotentRetryWaitsEvenWithFailFast(t *testing.T) {
 		for _, m := range members() {
 			if m != holder {
 				old := m.Current()
-				kill(t, m.ServerPID())
+				kill(t, m.serverPID())
 				testutil.Eventually(t, func() bool { return old.Err() != nil }, 5*time.Second, "the member saw its server die")
 			}
 		}
-		kill(t, holder.ServerPID())
+		kill(t, holder.serverPID())
 		require.NoError(t, testutil.Receive(t, done, 10*time.Second, "the call's answer"), "size %d", size)
 	}
 }
@@ -594,8 +594,8 @@ func TestNewPoolLivesOnWhenAMemberGivesUpDuringItsStart(t *testing.T) {
 		fast, WithIntensity(0, time.Minute), ev.option())
 	require.NoError(t, err)
 	defer p.Close()
-	assert.Equal(t, GaveUp, ev.waitFor(t, GaveUp, time.Second).Kind, "the first member gave up before NewPool returned")
-	testutil.Eventually(t, func() bool { return p.Size() == 1 }, 5*time.Second, "the member that gave up leaves")
+	assert.Equal(t, "gave-up", ev.waitFor(t, "gave-up", time.Second).Kind, "the first member gave up before NewPool returned")
+	testutil.Eventually(t, func() bool { return len(p.Members()) == 1 }, 5*time.Second, "the member that gave up leaves")
 	_, err = p.Request(t.Context(), "test/echo", nil)
 	assert.NoError(t, err)
 	assert.NoError(t, p.Err())

@@ -44,9 +44,9 @@ func TestCallToAJustKilledServerGoesToTheNext(t *testing.T) {
 			for _, m := range members() {
 				testutil.Eventually(t, func() bool {
 					c := m.Current()
-					return c != nil && c.Err() == nil && testutil.Running(m.ServerPID())
+					return c != nil && c.Err() == nil && testutil.Running(m.serverPID())
 				}, 10*time.Second, "the member's server is up")
-				pids = append(pids, m.ServerPID())
+				pids = append(pids, m.serverPID())
 			}
 			for _, pid := range pids {
 				kill(t, pid)

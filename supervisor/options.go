@@ -156,8 +156,9 @@ func (c *config) share() error {
 //   - snodo.WithActorSystem runs the supervisor (or pool) actor on that
 //     system too. Default: snodo's shared quiet system.
 //   - snodo.WithOwner makes the actor the owner of the supervisor (or
-//     pool) too: it watches the actor and ends when it terminates, in
-//     addition to the ctx given to Connect or NewPool.
+//     pool) instead: it watches the actor and ends when it terminates,
+//     in addition to the ctx given to Connect or NewPool, and closes its
+//     connections, which it owns.
 //   - snodo.WithOrigin's Server names the server in logs and in every
 //     message sent to actors (their snodo.Origin: Member is the name too
 //     for a supervised client, "name#N" for a pool's member N). Default:
@@ -172,7 +173,7 @@ func WithConnectOptions(opts ...snodo.Option) Option {
 
 // WithIntensity sets the restart intensity limit, as in OTP: when more
 // than maxRestarts restarts would happen within window, the supervisor
-// gives up and stops with a *GaveUpError. maxRestarts 0 never restarts.
+// gives up and stops with an error wrapping ErrGaveUp. maxRestarts 0 never restarts.
 // Default 5 in 30 s.
 func WithIntensity(maxRestarts int, window time.Duration) Option {
 	return func(c *config) error {

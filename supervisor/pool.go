@@ -328,14 +328,8 @@ func (p *Pool) Shrink(n int) error {
 	return p.moveResources(gone)
 }
 
-// Size is the number of members in rotation.
-func (p *Pool) Size() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.members)
-}
-
-// Members are the members in rotation, for per-member calls and figures.
+// Members are the members in rotation (len: the pool's size), for
+// per-member calls and figures.
 func (p *Pool) Members() []*Client {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -368,7 +362,7 @@ func (p *Pool) Close() error {
 func (p *Pool) Done() <-chan struct{} { return p.done }
 
 // Err is why the pool stopped (nil while it runs): connection.ErrClosed,
-// snodoactor.ErrOwnerExited, or, when every member gave up, the last *GaveUpError.
+// snodoactor.ErrOwnerExited, or, when every member gave up, the last error wrapping ErrGaveUp.
 func (p *Pool) Err() error {
 	select {
 	case <-p.stopped:

@@ -21,7 +21,7 @@ import (
 func serverPIDs(p *Pool) []int {
 	var pids []int
 	for _, m := range p.Members() {
-		pids = append(pids, m.ServerPID())
+		pids = append(pids, m.serverPID())
 	}
 	return pids
 }
@@ -36,7 +36,7 @@ func TestPoolKeepsAnsweringWhenAMemberIsKilled(t *testing.T) {
 	require.NoError(t, err)
 	pids := serverPIDs(p)
 	victim := p.Members()[0]
-	oldPID := victim.ServerPID()
+	oldPID := victim.serverPID()
 
 	type outcome struct {
 		k   int
@@ -71,7 +71,7 @@ func TestPoolKeepsAnsweringWhenAMemberIsKilled(t *testing.T) {
 	kill(t, oldPID)
 	var back LifecycleEvent
 	for {
-		back = ev.waitFor(t, ServerConnected, 5*time.Second)
+		back = ev.waitFor(t, "connected", 5*time.Second)
 		if back.Member == victim.s.cfg.name && back.Total > 0 {
 			break
 		}
@@ -125,9 +125,9 @@ func TestPoolKeepsAnsweringWhenAMemberIsKilled(t *testing.T) {
 		assert.Equal(t, 1, n, "call %d reached %d servers", k, n)
 	}
 	assert.Equal(t, 1, victim.Restarts())
-	assert.NotEqual(t, oldPID, victim.ServerPID())
+	assert.NotEqual(t, oldPID, victim.serverPID())
 
-	pids = append(pids, victim.ServerPID())
+	pids = append(pids, victim.serverPID())
 	require.NoError(t, p.Close())
 	assert.ErrorIs(t, p.Err(), connection.ErrClosed)
 	for _, pid := range pids {
@@ -159,7 +159,7 @@ func TestPoolIdempotentCallMovesToAnotherMember(t *testing.T) {
 		return false
 	}, 2*time.Second, "the call reached a member")
 	t0 := time.Now()
-	kill(t, holder.ServerPID())
+	kill(t, holder.serverPID())
 	require.NoError(t, <-done)
 	t.Logf("idempotent call answered by the other member %s after the kill (its 500 ms sleep included)", time.Since(t0).Round(time.Millisecond))
 }
@@ -169,7 +169,7 @@ func TestPoolGrowsAndShrinks(t *testing.T) {
 	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 1, fast)
 	require.NoError(t, err)
 	require.NoError(t, p.Grow(3))
-	assert.Equal(t, 4, p.Size())
+	assert.Equal(t, 4, len(p.Members()))
 	pids := serverPIDs(p)
 	assert.Len(t, pids, 4)
 	for range 8 {
@@ -177,7 +177,7 @@ func TestPoolGrowsAndShrinks(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, p.Shrink(3))
-	assert.Equal(t, 1, p.Size())
+	assert.Equal(t, 1, len(p.Members()))
 	kept := serverPIDs(p)[0]
 	for _, pid := range pids {
 		if pid != kept {
@@ -205,10 +205,10 @@ func TestOwnerActorStopsPoolAndClient(t *testing.T) {
 	cmd, args := testutil.Server(t)
 	p, err := NewPool(context.Background(), snodo.Command(cmd, args...), 2, fast, WithConnectOptions(snodo.WithOwner(owner)), WithEventsTo(owner))
 	require.NoError(t, err)
-	assert.Equal(t, ServerConnected, (<-seen).Kind, "events reach the actor as messages")
+	assert.Equal(t, "connected", (<-seen).Kind, "events reach the actor as messages")
 	c, err := Connect(context.Background(), snodo.Command(cmd, args...), fast, WithConnectOptions(snodo.WithOwner(owner)))
 	require.NoError(t, err)
-	pids := append(serverPIDs(p), c.ServerPID())
+	pids := append(serverPIDs(p), c.serverPID())
 
 	sys.Root.Stop(owner)
 	for _, done := range []<-chan struct{}{p.Done(), c.Done()} {
@@ -252,7 +252,7 @@ func TestPoolCloseDuringShrink(t *testing.T) {
 		5*time.Second, 5*time.Millisecond)
 	shrunk := make(chan error, 1)
 	go func() { shrunk <- p.Shrink(1) }()
-	require.Eventually(t, func() bool { return p.Size() == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(p.Members()) == 1 }, 5*time.Second, 5*time.Millisecond)
 
 	require.NoError(t, p.Close())
 	for range members {

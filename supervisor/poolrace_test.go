@@ -108,7 +108,7 @@ func TestPoolListenRacingAGiveUpEndsOnAMemberInRotation(t *testing.T) {
 		errs := make([]error, listens)
 		atOnce(listens, func(i int) {
 			subs[i], errs[i] = p.Listen(t.Context(), snodo.Filter{ToolsListChanged: true})
-		}, func() { kill(t, victim.ServerPID()) })
+		}, func() { kill(t, victim.serverPID()) })
 		stays := afterGiveUp(t, p, ev)
 		for i := range listens {
 			if errs[i] != nil {
@@ -149,7 +149,7 @@ func atOnce(n int, fn func(i int), also func()) {
 // and returns the member that stays.
 func afterGiveUp(t *testing.T, p *Pool, ev events) *Client {
 	t.Helper()
-	ev.waitFor(t, GaveUp, 5*time.Second)
-	testutil.Eventually(t, func() bool { return p.Size() == 1 }, 5*time.Second, "the member that gave up leaves")
+	ev.waitFor(t, "gave-up", 5*time.Second)
+	testutil.Eventually(t, func() bool { return len(p.Members()) == 1 }, 5*time.Second, "the member that gave up leaves")
 	return p.Members()[0]
 }

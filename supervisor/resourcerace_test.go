@@ -28,7 +28,7 @@ func TestPoolSubscribeResourceRacingAGiveUpEndsOnAMemberInRotation(t *testing.T)
 		errs := make([]error, uris)
 		atOnce(uris, func(i int) {
 			errs[i] = p.SubscribeResource(t.Context(), fmt.Sprintf("test://r%d", i))
-		}, func() { kill(t, victim.ServerPID()) })
+		}, func() { kill(t, victim.serverPID()) })
 		stays := afterGiveUp(t, p, ev)
 		for i := range uris {
 			uri := fmt.Sprintf("test://r%d", i)

@@ -42,7 +42,7 @@ func TestSubscribeResourceSurvivesARestart(t *testing.T) {
 	assert.True(t, touched(t, c, "test://a"))
 	assert.Equal(t, "test://a", testutil.Receive(t, updates, 5*time.Second, "an update"))
 
-	kill(t, c.ServerPID())
+	kill(t, c.serverPID())
 	assert.True(t, touched(t, c, "test://a"), "the restarted server was subscribed again")
 	assert.Equal(t, "test://a", testutil.Receive(t, updates, 5*time.Second, "an update"))
 	assert.Positive(t, c.Restarts())

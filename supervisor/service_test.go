@@ -74,7 +74,7 @@ func TestActorOnlyServiceThroughAPoolWhileAMemberIsKilled(t *testing.T) {
 				res.others = append(res.others, msg.Err)
 			}
 			if res.answered == 10 && res.victimPID == 0 {
-				res.victimPID = pool.Members()[0].ServerPID()
+				res.victimPID = pool.Members()[0].serverPID()
 				_ = syscall.Kill(res.victimPID, syscall.SIGKILL)
 			}
 			send(ctx, 1)

@@ -25,7 +25,7 @@ func TestPoolCloseStopsServersThatIgnoreEOFAndSIGTERM(t *testing.T) {
 	require.NoError(t, err)
 	var pids []int
 	for _, m := range p.Members() {
-		pids = append(pids, m.ServerPID())
+		pids = append(pids, m.serverPID())
 	}
 	t0 := time.Now()
 	require.NoError(t, p.Close())
@@ -44,7 +44,7 @@ func TestStdinOnlyCloseLeavesAServerIgnoringEOFRunning(t *testing.T) {
 	cmd, args := testutil.Server(t, "-ignore-eof")
 	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, WithConnectOptions(snodo.WithShutdownGrace(0)))
 	require.NoError(t, err)
-	pid := c.ServerPID()
+	pid := c.serverPID()
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	require.NoError(t, c.Close())
 	select {
@@ -72,9 +72,9 @@ func TestSystemShutdownLeavesNoServer(t *testing.T) {
 	require.NoError(t, err)
 	plain, err := snodo.Connect(context.Background(), cmd, args, snodo.WithActorSystem(sys))
 	require.NoError(t, err)
-	pids := []int{c.ServerPID(), plain.ServerPID()}
+	pids := []int{c.serverPID(), plain.ServerPID()}
 	for _, m := range p.Members() {
-		pids = append(pids, m.ServerPID())
+		pids = append(pids, m.serverPID())
 	}
 
 	sys.Shutdown()

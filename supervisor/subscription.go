@@ -184,7 +184,7 @@ func (s *supervised) Done() <-chan struct{} { return s.done }
 // end (snodoactor.ErrOwnerExited: Listen's ctx, or the ListenTo actor), a
 // server teardown or a full queue as for snodo.Subscription; a -32000
 // wrapping connection.ErrClosed after Close of the supervised client or pool,
-// or the *GaveUpError when supervision gave up.
+// or the error wrapping ErrGaveUp when supervision gave up.
 func (s *supervised) Err() error {
 	select {
 	case <-s.done:

@@ -48,7 +48,7 @@ func TestSubscriptionComesBackAfterARestart(t *testing.T) {
 	emit()
 	assert.Equal(t, "notifications/tools/list_changed", nextEvent(t, sub).Method)
 
-	kill(t, c.ServerPID())
+	kill(t, c.serverPID())
 	marker := nextEvent(t, sub)
 	assert.Equal(t, ResubscribedMethod, marker.Method)
 	var params struct {
@@ -151,7 +151,7 @@ func TestSubscriptionListenToAcrossARestart(t *testing.T) {
 	}
 	emit()
 	assert.Equal(t, "notifications/tools/list_changed", next().(*snodo.SubscriptionEvent).Method)
-	kill(t, c.ServerPID())
+	kill(t, c.serverPID())
 	assert.Equal(t, ResubscribedMethod, next().(*snodo.SubscriptionEvent).Method)
 	emit()
 	ev := next().(*snodo.SubscriptionEvent)
@@ -218,8 +218,8 @@ func TestListenDuringARestartHonoursMaxWait(t *testing.T) {
 	c, err := Connect(t.Context(), snodo.Command(cmd, args...), slow, WithMaxWait(100*time.Millisecond), ev.option())
 	require.NoError(t, err)
 	defer c.Close()
-	kill(t, c.ServerPID())
-	ev.waitFor(t, ServerExited, 5*time.Second)
+	kill(t, c.serverPID())
+	ev.waitFor(t, "exited", 5*time.Second)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second) // longer than WithMaxWait, shorter than the back-off
 	defer cancel()

@@ -98,7 +98,7 @@ func TestPoolCloseFromStoppingAgainstAServerIgnoringEOF(t *testing.T) {
 	}
 	var pids []int
 	for _, m := range p.Members() {
-		pids = append(pids, m.ServerPID())
+		pids = append(pids, m.serverPID())
 	}
 	inflight := make(chan error, 1)
 	go func() {
@@ -137,7 +137,7 @@ func TestClientCloseDoesNotWaitForTheServer(t *testing.T) {
 	cmd, args := testutil.Server(t, "-ignore-eof")
 	c, err := Connect(t.Context(), snodo.Command(cmd, args...), fast, WithConnectOptions(snodo.WithShutdownGrace(300*time.Millisecond)))
 	require.NoError(t, err)
-	pid := c.ServerPID()
+	pid := c.serverPID()
 	t0 := time.Now()
 	require.NoError(t, c.Close())
 	assert.Less(t, time.Since(t0), 250*time.Millisecond)
@@ -163,7 +163,7 @@ func TestShrinkWaitsForCalls(t *testing.T) {
 	t0 := time.Now()
 	require.NoError(t, p.Shrink(1))
 	assert.GreaterOrEqual(t, time.Since(t0), 200*time.Millisecond, "Shrink returned before the call ended")
-	assert.Equal(t, 1, p.Size())
+	assert.Equal(t, 1, len(p.Members()))
 }
 
 // The log level set on a supervised client reaches the server started
@@ -175,8 +175,8 @@ func TestLoggingLevelSurvivesARestart(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, c.SetLoggingLevel(t.Context(), "warning"))
-	kill(t, c.ServerPID())
-	ev.waitFor(t, ServerExited, 5*time.Second)
+	kill(t, c.serverPID())
+	ev.waitFor(t, "exited", 5*time.Second)
 	cur, err := c.Await(t.Context())
 	require.NoError(t, err)
 	raw, err := cur.Request(t.Context(), "test/echo", map[string]int{"n": 1})

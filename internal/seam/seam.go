@@ -60,6 +60,12 @@ var (
 	// invalid option is an error.
 	SharedOf func(opts any) (Shared, error)
 
+	// Unowned (set by snodo) is a snodo.Option that takes back the owner
+	// actor an earlier snodo.WithOwner gave: a supervisor's connections
+	// are owned by the supervisor, never by its owner, so that no watch
+	// outlives one of them (each would be a dead letter).
+	Unowned any
+
 	// Instrument (set by snodo) wraps r, a snodo.Requester, so that its
 	// requests are traced and measured as a Client's are, and returns the
 	// wrapping snodo.Requester. transport is network.transport, server

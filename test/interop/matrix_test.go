@@ -338,7 +338,7 @@ func (r row) restart(t *testing.T, ctx context.Context, srv *server, opts []snod
 	_, err = sc.ListTools(ctx)
 	require.NoError(t, err)
 	if srv == nil {
-		proc, err := os.FindProcess(sc.ServerPID())
+		proc, err := os.FindProcess(sc.Current().ServerPID())
 		require.NoError(t, err)
 		require.NoError(t, proc.Kill())
 	} else {
