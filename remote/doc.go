@@ -8,15 +8,17 @@
 // them may take any call (modern MCP calls are stateless). A Client
 // (NewClient on a connection of ConnectNATS or nats.Connect, or Dial;
 // the ctx of Dial, ConnectNATS and NewHost bounds their connecting) is a
-// snodo.Requester: raw Request, every typed call
-// through the embedded snodo.Calls (input_required rounds answered by the
-// caller's own handler), and Listen for subscriptions (to the Events
-// channel, or with snodo.ListenTo to an actor). Each request is traced
-// and measured as a local one is (snodo's instrument, through internal/seam: a CLIENT span whose
-// context the host's spans join; snodo.WithTracerProvider and
-// WithMeterProvider in WithConnectOptions),
-// and each subscription traced and measured as a local one is
-// (snodo's traceSubscription).
+// snodo.Session: raw Request, every typed call through the embedded
+// snodo.Calls (input_required rounds answered by the caller's own
+// handler), and Listen for subscriptions (to the Events channel, or with
+// snodo.ListenTo to an actor). It takes the snodo options that apply to
+// it, with their meanings for a local client, in WithConnectOptions:
+// WithTimeout, WithServerRequestHandler, WithMaxInputRounds,
+// WithClientCapabilities, WithTracerProvider, WithMeterProvider,
+// WithActorSystem and WithLogger; any other is refused. Each request is
+// traced and measured as a local one is (snodo's instrument, through
+// internal/seam: a CLIENT span whose context the host's spans join), and
+// each subscription as a local one is (snodo's traceSubscription).
 // Legacy resource subscriptions (SubscribeResource) stay on the host:
 // their updates go to the host's handler, never back to the caller. A
 // host refuses, with -32600, the methods its own connection manages

@@ -29,10 +29,10 @@ type HostOption interface{ applyHost(*config) error }
 type ClientOption interface{ applyClient(*config) error }
 
 // Option configures a Host and a Client alike (WithPrefix,
-// WithNATSOptions, WithReconnect): it is both a HostOption
-// and a ClientOption. An option meant for one kind only is not an
-// Option, so it cannot be given to the other: that is a compile error,
-// not an option silently ignored.
+// WithNATSOptions, WithReconnect): it is both a HostOption and a
+// ClientOption. An option meant for one kind only is not an Option, so
+// it cannot be given to the other: that is a compile error, not an
+// option silently ignored.
 type Option func(*config) error
 
 func (o Option) applyHost(c *config) error   { return o(c) }
