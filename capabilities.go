@@ -10,8 +10,9 @@ import (
 // (sampling, elicitation and roots tools, say) only to clients that
 // declared them. The zero value declares nothing.
 type ClientCapabilities struct {
-	// Roots: the handler answers roots/list.
-	Roots *RootsCapability `json:"roots,omitempty"`
+	// Roots: the handler answers roots/list; ListChanged promises
+	// notifications/roots/list_changed (legacy era).
+	Roots *ListChangedCapability `json:"roots,omitempty"`
 	// Sampling: the handler answers sampling/createMessage.
 	Sampling *SamplingCapability `json:"sampling,omitempty"`
 	// Elicitation: the handler answers elicitation/create.
@@ -20,12 +21,6 @@ type ClientCapabilities struct {
 	// (raw JSON; "{}" declares support with no settings).
 	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
 	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
-}
-
-// RootsCapability declares roots/list support; ListChanged promises
-// notifications/roots/list_changed (legacy era).
-type RootsCapability struct {
-	ListChanged bool `json:"listChanged,omitempty"`
 }
 
 // SamplingCapability declares sampling/createMessage support. Context:
@@ -114,8 +109,9 @@ type TasksCapability struct {
 	Requests json.RawMessage `json:"requests,omitempty"`
 }
 
-// ListChangedCapability says a list may change; ListChanged promises
-// list_changed notifications.
+// ListChangedCapability says a list may change (a server's tools or
+// prompts, a client's roots); ListChanged promises its list_changed
+// notifications.
 type ListChangedCapability struct {
 	ListChanged bool `json:"listChanged,omitempty"`
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/snodo/snodo/test/testutil"
 )
 
-var testCaps = ClientCapabilities{Elicitation: &ElicitationCapability{Form: true}, Roots: &RootsCapability{ListChanged: true}}
+var testCaps = ClientCapabilities{Elicitation: &ElicitationCapability{Form: true}, Roots: &ListChangedCapability{ListChanged: true}}
 
 func TestConnectModernProbeCarriesFullMeta(t *testing.T) {
 	c := dialTest(t, []string{"-era", "modern"}, WithClientInfo("agent", "1.2.3"), WithClientCapabilities(testCaps))

@@ -127,7 +127,7 @@ func fillForm(p *handlers.ElicitParams) map[string]any {
 var allCaps = ClientCapabilities{
 	Sampling:    &SamplingCapability{},
 	Elicitation: &ElicitationCapability{Form: true},
-	Roots:       &RootsCapability{ListChanged: true},
+	Roots:       &ListChangedCapability{ListChanged: true},
 }
 
 // dialPeer connects to p, answering server requests with a, and closes

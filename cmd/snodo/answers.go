@@ -35,7 +35,7 @@ type answers struct {
 func (a *answers) capabilities() snodo.ClientCapabilities {
 	caps := snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{Form: true, URL: true}}
 	if len(a.roots) > 0 {
-		caps.Roots = &snodo.RootsCapability{}
+		caps.Roots = &snodo.ListChangedCapability{}
 	}
 	if a.samplingReply != "" {
 		caps.Sampling = &snodo.SamplingCapability{}

@@ -375,7 +375,7 @@ func clientOptions(era snodo.Era, a *answers) []snodo.Option {
 		snodo.WithClientCapabilities(snodo.ClientCapabilities{
 			Sampling:    &snodo.SamplingCapability{},
 			Elicitation: &snodo.ElicitationCapability{Form: true},
-			Roots:       &snodo.RootsCapability{ListChanged: true},
+			Roots:       &snodo.ListChangedCapability{ListChanged: true},
 		}),
 		snodo.WithServerRequestHandler(a.handler),
 		snodo.WithNotificationHandler(a.notify),
