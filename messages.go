@@ -448,8 +448,10 @@ func answerDeadCalls(sys *protoactor.ActorSystem) {
 			return jsonrpc.ClosedError(fmt.Errorf("actor %s has stopped", dl.PID.GetId()))
 		}
 		msg := dl.Message
-		if w, ok := msg.(interface{ WrappedCall() any }); ok { // servers.To, to a router
-			msg = w.WrappedCall()
+		if seam.WrappedCall != nil { // a servers.To, to a router
+			if inner, ok := seam.WrappedCall(msg); ok {
+				msg = inner
+			}
 		}
 		switch m := msg.(type) {
 		case *Call:

@@ -38,7 +38,9 @@
 // a malformed file is an error that names the file, the server and the
 // field.
 //
-// Server.Connect and Server.NewPool start one server. A Router starts a
+// A Server starts through its Target, with its ConnectOptions as one
+// connection, or with its SupervisorOptions supervised or as a pool of
+// Pool servers (supervisor.NewPool). A Router starts a
 // pool for every server of a file, all at once, and routes call messages
 // to them by name: an actor sends it &To{Server: "files", Call:
 // &snodo.Call{…}} with ctx.Request and gets the *snodo.Reply from that

@@ -12,23 +12,31 @@ func Example() {
 	f, err := servers.Parse("mcp.json", []byte(`{
 		"mcpServers": {
 			"echo": {"command": "cat", "snodo": {"pool": 2, "timeout": "10s"}},
-			"web": {"url": "https://example.com/mcp"}
+			"web": {"url": "https://example.com/mcp"},
+			"old": {"command": "old-server", "disabled": true}
 		}
 	}`))
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, s := range f.Servers {
-		fmt.Println(s.Name, s.Command, "pool", s.Pool, "timeout", s.Timeout)
+		fmt.Println(s.Name, s.Target(), "pool", s.Pool, "timeout", s.Timeout)
 	}
-	fmt.Println("skipped web:", f.Skipped["web"])
+	fmt.Println("skipped old:", f.Skipped["old"])
 
-	// A server from the file connects with its env, cwd and timeout, as
-	// one plain connection (s.Connect) or a supervised pool of s.Pool
-	// servers (s.NewPool).
+	// A server of the file starts with its env, cwd, timeout and
+	// supervision through its Target: as one plain connection,
+	//
+	//	c, err := s.Target().Connect(ctx, s.ConnectOptions()...)
+	//
+	// or as a supervised pool of s.Pool servers:
+	//
+	//	p, err := supervisor.NewPool(ctx, s.Target(), s.Pool, s.SupervisorOptions()...)
+
 	// Output:
 	// echo cat pool 2 timeout 10s
-	// skipped web: a url server (snodo starts stdio servers only)
+	// web https://example.com/mcp pool 1 timeout 0s
+	// skipped old: disabled
 }
 
 // A broken file is an error naming the file, the server and the field.

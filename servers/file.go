@@ -74,9 +74,10 @@ type Server struct {
 	MaxWait       time.Duration // "maxWait": how long calls wait for a restart (supervisor.WithMaxWait)
 
 	// Options are the program's own supervisor options for this server
-	// only (never read from the file): a Router and NewPool apply them
-	// after the file's and after those given to every server, so a
-	// gateway gives each server its handlers, events actor or grace.
+	// only (never read from the file): SupervisorOptions ends with them,
+	// and a Router applies them after the file's and after those given
+	// to every server, so a gateway gives each server its handlers,
+	// events actor or grace.
 	Options []supervisor.Option
 }
 
@@ -249,7 +250,7 @@ func (f *File) Lookup(name string) (*Server, error) {
 type noSuchServer struct{ f *File }
 
 func (e *noSuchServer) Error() string {
-	msg := fmt.Sprintf("no such server (the file has %q", e.f.Names())
+	msg := fmt.Sprintf("no such server (the file has %q", e.f.names())
 	if len(e.f.Skipped) > 0 {
 		skipped := make([]string, 0, len(e.f.Skipped))
 		for name := range e.f.Skipped {
@@ -263,8 +264,8 @@ func (e *noSuchServer) Error() string {
 
 func (e *noSuchServer) Is(target error) bool { return target == ErrUnknownServer }
 
-// Names are the servers' names in file order.
-func (f *File) Names() []string {
+// names are the servers' names in file order.
+func (f *File) names() []string {
 	names := make([]string, len(f.Servers))
 	for i, s := range f.Servers {
 		names[i] = s.Name

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo/servers"
+	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -31,7 +32,7 @@ func TestParseClaudeDesktopFile(t *testing.T) {
 		}
 	}`))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"files", "git", "web", "api"}, f.Names(), "file order, skipped ones left out")
+	assert.Equal(t, []string{"files", "git", "web", "api"}, names(f), "file order, skipped ones left out")
 	files, err := f.Lookup("files")
 	require.NoError(t, err)
 	assert.Equal(t, "npx", files.Command)
@@ -76,7 +77,7 @@ func TestParseVSCodeFileWarnsAboutUnknownKeys(t *testing.T) {
 		"servers": {"s": {"type": "stdio", "command": "srv", "envFile": ".env", "snodo": {"poolsize": 2}}}
 	}`))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"s"}, f.Names())
+	assert.Equal(t, []string{"s"}, names(f))
 	assert.Equal(t, []string{
 		`mcp.json: "inputs": unknown top-level key, ignored`,
 		`mcp.json: server "s": "envFile": unknown key, ignored`,
@@ -146,7 +147,7 @@ func TestServerConnectUsesTheFile(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := s.Connect(ctx)
+	c, err := s.Target().Connect(ctx, s.ConnectOptions()...)
 	require.NoError(t, err)
 	raw, err := c.Request(ctx, "test/env", map[string]string{"name": "SNODO_FILE_TEST"})
 	require.NoError(t, err)
@@ -157,7 +158,7 @@ func TestServerConnectUsesTheFile(t *testing.T) {
 	require.NoError(t, c.Close())
 	<-c.Done()
 
-	p, err := s.NewPool(ctx)
+	p, err := supervisor.NewPool(ctx, s.Target(), s.Pool, s.SupervisorOptions()...)
 	require.NoError(t, err)
 	assert.Equal(t, 2, len(p.Members()))
 	require.NoError(t, p.Close())
@@ -175,4 +176,13 @@ func quoteAll(ss []string) string {
 	}
 	b, _ := json.Marshal(ss)
 	return string(b)
+}
+
+// names are f's servers' names in file order.
+func names(f *servers.File) []string {
+	var out []string
+	for _, s := range f.Servers {
+		out = append(out, s.Name)
+	}
+	return out
 }

@@ -86,5 +86,5 @@ func TestLoadRefusesWhatIsNotARegularFile(t *testing.T) {
 	require.NoError(t, os.Symlink(real, link))
 	f, err := loadPromptly(t, link, nil)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"a"}, f.Names())
+	assert.Equal(t, []string{"a"}, names(f))
 }

@@ -1,7 +1,6 @@
 package servers
 
 import (
-	"context"
 	"slices"
 	"time"
 
@@ -11,9 +10,9 @@ import (
 
 // ConnectOptions are the snodo.Connect options the file gives this
 // server: its environment, working directory, headers (an http server),
-// timeout, shutdown grace and era. Pass them with the command and args:
+// timeout, shutdown grace and era. Connect with them through its Target:
 //
-//	snodo.Connect(ctx, s.Command, s.Args, s.ConnectOptions()...)
+//	c, err := s.Target().Connect(ctx, s.ConnectOptions()...)
 func (s *Server) ConnectOptions() []snodo.Option {
 	var opts []snodo.Option
 	names := make([]string, 0, len(s.Env))
@@ -57,10 +56,18 @@ const (
 	defaultWindow      = 30 * time.Second
 )
 
-// SupervisorOptions are the supervisor options the file gives this
-// server: its name, restart intensity, fail-fast and wait bound, and its
-// ConnectOptions. For a pool, pass Pool as the size.
+// SupervisorOptions are the supervisor options of this server: the
+// file's (its name, restart intensity, fail-fast and wait bound, and its
+// ConnectOptions), then the program's own (Options). Start it with its
+// Target, supervised or as a pool of Pool members:
+//
+//	p, err := supervisor.NewPool(ctx, s.Target(), s.Pool, s.SupervisorOptions()...)
 func (s *Server) SupervisorOptions() []supervisor.Option {
+	return append(s.fileOptions(), s.Options...)
+}
+
+// fileOptions are the supervisor options the file gives this server.
+func (s *Server) fileOptions() []supervisor.Option {
 	opts := []supervisor.Option{
 		supervisor.WithConnectOptions(append(s.ConnectOptions(), snodo.WithOrigin(snodo.Origin{Server: s.Name}))...),
 	}
@@ -90,18 +97,4 @@ func (s *Server) Target() snodo.Target {
 		return snodo.HTTP(s.URL)
 	}
 	return snodo.Command(s.Command, s.Args...)
-}
-
-// Connect starts (or, for an http server, reaches) the server as one
-// plain connection; opts come after the file's own, so they win. Its
-// errors are snodo.Connect's or snodo.ConnectHTTP's.
-func (s *Server) Connect(ctx context.Context, opts ...snodo.Option) (*snodo.Client, error) {
-	return s.Target().Connect(ctx, append(s.ConnectOptions(), opts...)...)
-}
-
-// NewPool starts the server as a supervised pool of Pool members; its
-// Options come after the file's own, and opts last, so they win. Its errors are
-// supervisor.NewPool's.
-func (s *Server) NewPool(ctx context.Context, opts ...supervisor.Option) (*supervisor.Pool, error) {
-	return supervisor.NewPool(ctx, s.Target(), s.Pool, slices.Concat(s.SupervisorOptions(), s.Options, opts)...)
 }

@@ -62,9 +62,17 @@ type RouterReady struct {
 	Err    error
 }
 
-// WrappedCall is the call To carries: sent to a router that has stopped,
-// it is still answered, with a -32000 (as snodo answers every call message sent to an actor that is gone).
-func (t *To) WrappedCall() any { return t.Call }
+func init() {
+	// A To sent to a router that has stopped is still answered, with a
+	// -32000, as snodo answers every call message sent to an actor that
+	// is gone: it answers the call the To carries.
+	seam.WrappedCall = func(msg any) (any, bool) {
+		if t, ok := msg.(*To); ok && t != nil {
+			return t.Call, true
+		}
+		return nil, false
+	}
+}
 
 // ErrUnknownServer: a To named a server the router does not have, or
 // File.Lookup a name its file does not have.
@@ -202,7 +210,7 @@ func (r *Router) Err() error {
 }
 
 func (r *Router) unknown(name string) error {
-	return fmt.Errorf("%w %q in %s (it has %q)", ErrUnknownServer, name, r.file.Path, r.file.Names())
+	return fmt.Errorf("%w %q in %s (it has %q)", ErrUnknownServer, name, r.file.Path, r.file.names())
 }
 
 func (r *Router) startErr() error {
@@ -245,7 +253,7 @@ func (r *Router) startPools(ctx protoactor.Context) {
 		// The router's system and ownership come last: the pools are the
 		// router's children (in its Children, stopped with it), whatever
 		// opts say.
-		opts := slices.Concat(s.SupervisorOptions(), r.opts, s.Options,
+		opts := slices.Concat(s.fileOptions(), r.opts, s.Options,
 			[]supervisor.Option{supervisor.WithParent(ctx)})
 		p, err := supervisor.StartPool(r.ctx, r.sys, ctx.Self(), s.Target(), s.Pool, opts...)
 		r.mu.Lock()

@@ -40,8 +40,10 @@ func runNode(cfg *config, sio stdio) int {
 	if len(file.Servers) == 0 {
 		return fail(fmt.Errorf("%s: no server to serve", cfg.configFile))
 	}
-	names := file.Names()
-	for _, name := range names { // before anything starts
+	names := make([]string, len(file.Servers))
+	for i, srv := range file.Servers { // before anything starts
+		name := srv.Name
+		names[i] = name
 		if err := natsname.Check("server name", name); err != nil {
 			return fail(&servers.FileError{File: file.Path, Server: name,
 				Err: errors.New("cannot be served over NATS: use letters, digits, '-' and '_' only in the names of a served file")})
@@ -198,7 +200,7 @@ func startPool(ctx context.Context, srv *servers.Server, cfg *config, sio stdio)
 	sio.inTTY = false
 	h := &answers{roots: cfg.roots, samplingReply: cfg.samplingReply, io: sio}
 	conn := []snodo.Option{snodo.WithServerRequestHandler(h.serve), snodo.WithClientCapabilities(h.capabilities())}
-	return srv.NewPool(ctx, supervisor.WithConnectOptions(conn...))
+	return supervisor.NewPool(ctx, srv.Target(), srv.Pool, append(srv.SupervisorOptions(), supervisor.WithConnectOptions(conn...))...)
 }
 
 // natsOptions are the NATS connection options of the command line:

@@ -91,6 +91,10 @@ var (
 	// an actor of sys that is gone is still answered, with a -32000.
 	AnswerDeadCalls func(sys *protoactor.ActorSystem)
 
+	// WrappedCall (set by servers) is the call message a servers.To
+	// carries (true), for a dead letter's answer; msg is any message.
+	WrappedCall func(msg any) (any, bool)
+
 	// TargetIsHTTP (set by snodo) reports whether t, a snodo.Target,
 	// names a Streamable HTTP endpoint rather than a command.
 	TargetIsHTTP func(t any) bool
