@@ -188,7 +188,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	for _, s := range subs {
 		s.stop(closedErr("the client was closed", connection.ErrClosed))
-		<-s.done
+		<-s.Done()
 	}
 	_ = c.sub.Unsubscribe()
 	for token := range calls {

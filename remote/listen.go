@@ -39,19 +39,28 @@ const inboxQueue = 256
 // resubscribed markers when the host's server restarts). The subscriber
 // sends keep-alives; the host cancels the listen on its MCP server when
 // they stop.
+//
+// Its End's Err is why it ended: nil after a graceful end;
+// subscription.ErrClosed after Close; snodoactor.ErrOwnerExited when
+// Listen's ctx is done or the ListenTo actor terminated;
+// subscription.ErrQueueFull; a -32000 wrapping ErrHostGone when the host
+// stopped sending heartbeats, or connection.ErrClosed (Client.Close); an
+// error wrapping ErrHostEnded, with the host's reason, when the host
+// ended it (and subscription.ErrServerTeardown when its MCP server tore
+// it down, as for a local subscription).
 type hosted struct {
-	outer  *snodo.Subscription // what Listen returned: named in the actor's messages
-	c      *Client
-	token  string
-	reqID  int64 // the listen request's id between this client and the host
-	owner  context.Context
-	in     chan *nats.Msg
-	events chan snodo.Event
-	quit   chan error // Close and Client.Close: why
-	done   chan struct{}
-	actor  *protoactor.PID // ListenTo, or nil
-	sys    *protoactor.ActorSystem
-	trace  seam.SubscriptionTrace // nil when tracing and metrics are off
+	*listening.End                     // Done and Err
+	outer          *snodo.Subscription // what Listen returned: named in the actor's messages
+	c              *Client
+	token          string
+	reqID          int64 // the listen request's id between this client and the host
+	owner          context.Context
+	in             chan *nats.Msg
+	events         chan snodo.Event
+	quit           chan error      // Close and Client.Close: why
+	actor          *protoactor.PID // ListenTo, or nil
+	sys            *protoactor.ActorSystem
+	trace          seam.SubscriptionTrace // nil when tracing and metrics are off
 
 	// maxBytes bounds the params bytes of the events waiting in events,
 	// which bytes counts (run's alone).
@@ -63,7 +72,6 @@ type hosted struct {
 	host    string
 	control string
 	id      string
-	err     error
 }
 
 // Listen opens a subscription for the notifications f asks for on a host
@@ -128,7 +136,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 		events:   make(chan snodo.Event, o.MaxQueue),
 		maxBytes: o.MaxQueueBytes,
 		quit:     make(chan error, 1),
-		done:     make(chan struct{}),
+		End:      listening.NewEnd(),
 		actor:    o.Actor,
 		trace:    trace,
 	}
@@ -162,7 +170,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	if err := s.awaitAck(ctx); err != nil {
 		c.unregister(token)
 		traceEnd(trace, err)
-		close(s.done) // for a Client.Close racing with this Listen
+		s.Finish(nil) // for a Client.Close racing with this Listen
 		return nil, err
 	}
 	var unwatch func()
@@ -316,13 +324,10 @@ loop:
 		s.control1(opClose)
 	}
 	s.c.unregister(s.token)
-	s.mu.Lock()
-	s.err = why
-	s.mu.Unlock()
 	traceEnd(s.trace, why)
 	// Done first: a reader that sees Events close reads the final Err
 	// (Err is nil until Done closes).
-	close(s.done)
+	s.Finish(why)
 	close(s.events)
 	if s.actor != nil {
 		s.sys.Root.Send(s.actor, &snodo.SubscriptionEnded{Subscription: s.outer, Err: why})
@@ -365,29 +370,6 @@ func (s *hosted) stop(why error) {
 // With ListenTo it only closes: the events go to the actor.
 func (s *hosted) Events() <-chan snodo.Event { return s.events }
 
-// Done is closed once the subscription has ended.
-func (s *hosted) Done() <-chan struct{} { return s.done }
-
-// Err is why the subscription ended: nil while it runs and after a
-// graceful end; subscription.ErrClosed after Close; snodoactor.ErrOwnerExited
-// when Listen's ctx is done or the ListenTo actor terminated;
-// subscription.ErrQueueFull; a -32000 wrapping
-// ErrHostGone when the host stopped sending heartbeats, or connection.ErrClosed
-// (Client.Close);
-// an error wrapping ErrHostEnded, with the host's reason, when the host
-// ended it (and subscription.ErrServerTeardown when its MCP server tore it
-// down, as for a local subscription).
-func (s *hosted) Err() error {
-	select {
-	case <-s.done:
-	default:
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
-
 // ID is the listen request's id between this client and the host (the
 // host's server knows it by another).
 func (s *hosted) ID() int64 { return s.reqID }
@@ -412,7 +394,7 @@ func (s *hosted) Host() string {
 // returns once it has ended here. It always returns nil.
 func (s *hosted) Close() error {
 	s.stop(subscription.ErrClosed)
-	<-s.done
+	<-s.Done()
 	return nil
 }
 

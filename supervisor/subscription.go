@@ -35,21 +35,28 @@ const ResubscribedMethod = "snodo/resubscribed"
 // subscription follows that member's restarts, and when the member leaves
 // the pool (Shrink, or it gave up) it moves to another member, with the
 // same marker.
+//
+// Its End's Err is why it ended: nil after a graceful end;
+// subscription.ErrClosed after Close; the owner's end
+// (snodoactor.ErrOwnerExited: Listen's ctx, or the ListenTo actor), a
+// server teardown or a full queue as for snodo.Subscription; a -32000
+// wrapping connection.ErrClosed after Close of the supervised client or
+// pool, or the error wrapping ErrGaveUp when supervision gave up.
 type supervised struct {
-	outer   *snodo.Subscription // what Listen returned: named in the actor's messages
-	sys     *protoactor.ActorSystem
-	pool    *Pool // Pool.Listen's: where it moves when its member leaves
-	filter  snodo.Filter
-	opts    []snodo.ListenOption      // for each server's subscription
-	actor   *protoactor.PID           // ListenTo, or nil
-	opened  func(sub, origin any) any // listening.Settings.Opened: the actor's first message
-	owner   context.Context           // Listen's ctx
-	unwatch func()                    // ends the watch on actor
+	*listening.End                     // Done and Err
+	outer          *snodo.Subscription // what Listen returned: named in the actor's messages
+	sys            *protoactor.ActorSystem
+	pool           *Pool // Pool.Listen's: where it moves when its member leaves
+	filter         snodo.Filter
+	opts           []snodo.ListenOption      // for each server's subscription
+	actor          *protoactor.PID           // ListenTo, or nil
+	opened         func(sub, origin any) any // listening.Settings.Opened: the actor's first message
+	owner          context.Context           // Listen's ctx
+	unwatch        func()                    // ends the watch on actor
 
 	ctx    context.Context // owner, or Close
 	cancel context.CancelFunc
 	events chan snodo.Event
-	done   chan struct{}
 
 	mu        sync.Mutex
 	c         *Client // the member holding it
@@ -57,7 +64,6 @@ type supervised struct {
 	resubs    int
 	closed    bool
 	actorGone bool // the ListenTo actor terminated
-	err       error
 }
 
 // Listen opens a subscription on the current server (waiting for a
@@ -113,7 +119,7 @@ func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []
 		sys: c.s.sys, pool: pool, c: c, filter: f, opts: each, actor: set.Actor, opened: set.Opened, owner: ctx,
 		ctx: sctx, cancel: cancel,
 		events: make(chan snodo.Event),
-		done:   make(chan struct{}),
+		End:    listening.NewEnd(),
 		inner:  inner,
 	}
 	if s.actor != nil {
@@ -176,26 +182,6 @@ func (s *supervised) Resubscriptions() int {
 // behind by more than that queue (snodo.MaxQueued) ends it with subscription.ErrQueueFull.
 func (s *supervised) Events() <-chan snodo.Event { return s.events }
 
-// Done is closed once the subscription has ended.
-func (s *supervised) Done() <-chan struct{} { return s.done }
-
-// Err is why the subscription ended: nil while it runs and after a
-// graceful end; subscription.ErrClosed after Close; the owner's
-// end (snodoactor.ErrOwnerExited: Listen's ctx, or the ListenTo actor), a
-// server teardown or a full queue as for snodo.Subscription; a -32000
-// wrapping connection.ErrClosed after Close of the supervised client or pool,
-// or the error wrapping ErrGaveUp when supervision gave up.
-func (s *supervised) Err() error {
-	select {
-	case <-s.done:
-	default:
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
-
 // Close cancels the subscription on the server and returns once it has
 // ended. It always returns nil.
 func (s *supervised) Close() error {
@@ -205,7 +191,7 @@ func (s *supervised) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	_ = inner.Close()
-	<-s.done
+	<-s.Done()
 	return nil
 }
 
@@ -218,11 +204,12 @@ func (s *supervised) current() *snodo.Subscription {
 // run forwards events and re-subscribes after restarts until the
 // subscription ends for another reason.
 func (s *supervised) run(inner *snodo.Subscription, cl *snodo.Client) {
+	var why error   // why it ended: end's verdict
 	defer s.ended() // after Done closes: the actor may read Err
 	// Events closes after Done, so a reader that sees Events close reads
 	// the final Err (Err is nil until Done closes).
 	defer close(s.events)
-	defer close(s.done)
+	defer func() { s.Finish(why) }()
 	defer s.cancel()
 	if s.unwatch != nil {
 		defer s.unwatch()
@@ -232,12 +219,12 @@ func (s *supervised) run(inner *snodo.Subscription, cl *snodo.Client) {
 	}
 	for {
 		if !s.forward(inner) {
-			s.end(inner, subscription.ErrClosed)
+			why = s.end(inner, subscription.ErrClosed)
 			return
 		}
 		ended := inner.Err()
 		if s.isClosed() || !(lostConnection(ended) || s.memberLeft(ended)) {
-			s.end(inner, ended)
+			why = s.end(inner, ended)
 			return
 		}
 		// Re-subscribing waits for the restart as long as supervision
@@ -256,7 +243,7 @@ func (s *supervised) run(inner *snodo.Subscription, cl *snodo.Client) {
 			next, ncl, err = s.move()
 		}
 		if err != nil {
-			s.end(inner, err)
+			why = s.end(inner, err)
 			return
 		}
 		s.mu.Lock()
@@ -311,7 +298,7 @@ func (s *supervised) ended() {
 		return
 	}
 	s.mu.Lock()
-	end := &snodo.SubscriptionEnded{Subscription: s.outer, Err: s.err, Origin: s.c.Origin()}
+	end := &snodo.SubscriptionEnded{Subscription: s.outer, Err: s.Err(), Origin: s.c.Origin()}
 	s.mu.Unlock()
 	s.sys.Root.Send(s.actor, end)
 }
@@ -358,20 +345,19 @@ func (s *supervised) isClosed() bool {
 	return s.closed
 }
 
-// end records why the subscription ended. Close wins; an owner that went
-// away while re-subscribing reads as the owner's end.
-func (s *supervised) end(inner *snodo.Subscription, err error) {
+// end says why the subscription ended, for run to record. Close wins;
+// an owner that went away while re-subscribing reads as the owner's end.
+func (s *supervised) end(inner *snodo.Subscription, err error) error {
 	_ = inner.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		s.err = subscription.ErrClosed
+		return subscription.ErrClosed
 	case s.actorGone:
-		s.err = fmt.Errorf("%w: actor %s terminated", snodoactor.ErrOwnerExited, s.actor.Id)
+		return fmt.Errorf("%w: actor %s terminated", snodoactor.ErrOwnerExited, s.actor.Id)
 	case s.owner.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || err == subscription.ErrClosed):
-		s.err = fmt.Errorf("%w: the context given to Listen is done: %w", snodoactor.ErrOwnerExited, context.Cause(s.owner))
-	default:
-		s.err = err
+		return fmt.Errorf("%w: the context given to Listen is done: %w", snodoactor.ErrOwnerExited, context.Cause(s.owner))
 	}
+	return err
 }
