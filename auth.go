@@ -75,14 +75,35 @@ type OAuth struct {
 	DPoPKey crypto.Signer
 }
 
-// TokenStore keeps OAuth tokens by MCP server URL; OAuth.Store. Load
-// returns nil and no error when it has none. Implementations must be safe
-// for concurrent use and keep what they hold private to the user.
+// TokenStore keeps OAuth tokens by MCP server URL (the resource the token
+// is for); OAuth.Store. It is the OAuth layer's type, which is internal,
+// so its methods are listed here:
+//
+//	Load(ctx context.Context, resource string) (*OAuthToken, error) // nil and no error when it has none
+//	Save(ctx context.Context, resource string, t *OAuthToken) error
+//	Delete(ctx context.Context, resource string) error
+//
+// Calls come from any goroutine: implementations must be safe for
+// concurrent use, and keep what they hold private to the user (it holds
+// secrets; the command line's file store is mode 0600). An OAuthToken
+// marshals to JSON and back whole, so a store may keep it as JSON.
 type TokenStore = oauth.TokenStore
 
 // OAuthToken is what a TokenStore keeps for one server: the tokens and
-// which authorization server and client they belong to. It prints and
-// logs without its tokens and secrets.
+// which authorization server and client registration issued them (a
+// refresh must go to the same ones). It is the OAuth layer's type, which
+// is internal, so its fields are listed here:
+//
+//	AccessToken  string
+//	TokenType    string    // "Bearer" or "DPoP"
+//	RefreshToken string
+//	Expiry       time.Time
+//	Scopes       []string
+//	Issuer       string    // the authorization server that issued it
+//	Client                 // the client registration it was obtained with
+//
+// Its String, GoString and LogValue never show a token or a secret, so
+// printing or logging one by mistake leaks nothing.
 type OAuthToken = oauth.Token
 
 // WithOAuth authorizes ConnectHTTP's requests as o says (default: no

@@ -14,11 +14,21 @@ import (
 
 // Filter selects the notifications a subscription asks for
 // (subscriptions/listen "notifications"); Subscription.Acknowledged
-// returns the subset the server agreed to honour.
+// returns the subset the server agreed to honour. The zero value asks for
+// nothing. It is the subscription engine's type, so its fields are listed
+// here:
+//
+//	ToolsListChanged      bool     // notifications/tools/list_changed
+//	PromptsListChanged    bool     // notifications/prompts/list_changed
+//	ResourcesListChanged  bool     // notifications/resources/list_changed
+//	ResourceSubscriptions []string // notifications/resources/updated for these URIs
 type Filter = subscription.Filter
 
-// Event is one notification delivered on a subscription: Method and the
-// raw Params (its _meta included).
+// Event is one notification delivered on a subscription. It is the
+// subscription engine's type, so its fields are listed here:
+//
+//	Method string          // such as "notifications/tools/list_changed"
+//	Params json.RawMessage // the raw params object, its _meta included
 type Event = subscription.Event
 
 // Subscription is an open subscriptions/listen stream, whoever serves it:

@@ -16,8 +16,12 @@ import (
 // and end around the connection's Request, which owns the request table,
 // timeouts and cancellation (connection/request.go).
 
-// Progress is one progress update for a request: Progress increases, Total
-// is 0 when unknown, Message is an optional status line.
+// Progress is one progress update for a request. It is the connection
+// engine's type, so its fields are listed here:
+//
+//	Progress float64 // how far along; increases with every update
+//	Total    float64 // the total, when the server knows it; 0 otherwise
+//	Message  string  // an optional human-readable status
 type Progress = connection.Progress
 
 // RequestOption tunes one request. Build it with Timeout, OnProgress,
