@@ -77,9 +77,9 @@ type Client struct {
 	calls     *callHandler // answers call messages sent to its PID
 	conn      *connection.Conn
 	mcp       mcpState
-	notes     *notifier        // the notification path (notifications.go)
-	tasks     taskRegistry     // tasks polled on this connection, for their status notifications (tasks.go)
-	taps      notificationTaps // lent through internal/seam: a remote host forwards a legacy server's notifications (taps.go)
+	notes     *notifier     // the notification path (notifications.go)
+	tasks     taskRegistry  // tasks polled on this connection, for their status notifications (tasks.go)
+	listens   legacyListens // the legacy era's subscriptions, served by the client (listen.go)
 
 	tel            *telemetry.Telemetry // tracer and instruments (telemetry.go)
 	meters         *telemetry.Conn      // this client's measurements; nil when metrics are off

@@ -9,7 +9,7 @@ import (
 )
 
 func ExampleWithNotificationHandler() {
-	cmd, args := exampleServer("-era", "legacy") // a legacy-era server, where resources/subscribe exists
+	cmd, args := exampleServer("-era", "legacy") // a legacy-era server
 	notes := make(chan *snodo.Notification, 16)
 	c, err := snodo.Connect(context.Background(), cmd, args,
 		// Runs on a goroutine of its own, in the order the server sent
@@ -25,32 +25,26 @@ func ExampleWithNotificationHandler() {
 	if err := c.SetLoggingLevel(ctx, "info"); err != nil {
 		log.Fatal(err)
 	}
-	if err := c.SubscribeResource(ctx, "test://a"); err != nil {
+	// Resource updates are a subscription's, in either era (here the
+	// client sends resources/subscribe): they skip the handler.
+	sub, err := c.Listen(ctx, snodo.Filter{ResourceSubscriptions: []string{"test://a"}})
+	if err != nil {
 		log.Fatal(err)
 	}
+	defer sub.Close()
 	// The test server sends a log message, then the update of test://a.
 	_, _ = c.Request(ctx, "test/notify", map[string]any{"method": "notifications/message",
 		"params": map[string]any{"level": "warning", "logger": "db", "data": "disk almost full"}})
 	_, _ = c.Request(ctx, "test/touch", map[string]string{"uri": "test://a"})
 
-	for range 2 {
-		n := <-notes
-		switch n.Method {
-		case "notifications/message":
-			m, err := n.LogMessage()
-			if err != nil {
-				log.Fatal(err)
-			}
-			fmt.Printf("log %s %s: %s\n", m.Level, m.Logger, m.Text())
-		case "notifications/resources/updated":
-			u, err := n.ResourceUpdated()
-			if err != nil {
-				log.Fatal(err)
-			}
-			fmt.Println("updated", u.URI)
-		}
+	m, err := (<-notes).LogMessage()
+	if err != nil {
+		log.Fatal(err)
 	}
+	fmt.Printf("log %s %s: %s\n", m.Level, m.Logger, m.Text())
+	ev := <-sub.Events()
+	fmt.Println(ev.Method, string(ev.Params))
 	// Output:
 	// log warning db: disk almost full
-	// updated test://a
+	// notifications/resources/updated {"uri":"test://a"}
 }

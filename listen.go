@@ -1,13 +1,19 @@
 package snodo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
+	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/listening"
 	"github.com/snodo/snodo/subscription"
 )
@@ -87,12 +93,6 @@ func (s *Subscription) Err() error { return s.impl.Err() }
 // returns nil.
 func (s *Subscription) Close() error { return s.impl.Close() }
 
-// ErrListenUnsupported: the server has no subscriptions/listen (a legacy
-// MCP server, 2025-11-25 or earlier). With such servers, receive the
-// server's unsolicited list_changed notifications with
-// WithNotificationHandler, and watch resources with SubscribeResource.
-var ErrListenUnsupported = errors.New("snodo: the server does not support subscriptions/listen (it speaks a legacy MCP version; its list_changed notifications come unasked, to the client's notification handler)")
-
 // ListenOption tunes one subscription. Build it with ListenTo or
 // MaxQueued.
 type ListenOption struct {
@@ -149,20 +149,36 @@ func MaxQueued(events, bytes int) ListenOption {
 	}}
 }
 
-// Listen opens a subscriptions/listen stream for the notifications f asks
-// for and returns once the server acknowledged it. ctx is the
-// subscription's owner: when it is done, as on Close, the server is sent
-// notifications/cancelled and Events closes. Events may be read on the
-// same goroutine that makes other requests: delivery never blocks the
-// connection. The wait for the acknowledgement is bounded by the
-// connection's timeout (WithTimeout): past it the server is sent
-// notifications/cancelled and Listen fails with a -32001 wrapping
-// ErrTimeout. On a legacy-era server Listen fails with
-// ErrListenUnsupported.
+// Listen subscribes to the notifications f asks for and returns once the
+// server acknowledged the subscription, in either era. ctx is the
+// subscription's owner: when it is done, as on Close, the subscription
+// ends and Events closes. Events may be read on the same goroutine that
+// makes other requests: delivery never blocks the connection. The wait
+// for the acknowledgement is bounded by the connection's timeout
+// (WithTimeout): past it Listen fails with a -32001 wrapping ErrTimeout.
+//
+// Modern era: a subscriptions/listen stream; Close and ctx send the
+// server notifications/cancelled for it.
+//
+// Legacy era (no subscriptions/listen): the client serves the
+// subscription itself. Acknowledged is the part of f the server declares
+// it sends: the list changes its capabilities mark listChanged, and
+// ResourceSubscriptions when it declares resources.subscribe. Listen
+// sends resources/subscribe for each of those URIs first (when one is
+// refused, Listen fails with the server's error and unsubscribes the ones
+// done); the events are the server's list_changed notifications f asks
+// for and its notifications/resources/updated for those URIs. When the
+// subscription ends (Close, ctx, the connection's end: Client.Done), it
+// sends resources/unsubscribe for its URIs, waiting at most 5 s for the
+// answers (Close returns after that); a URI that another open
+// subscription on the connection still watches stays subscribed. Its ID
+// is 0.
+//
+// In both eras, a notification a subscription receives is not given to
+// the WithNotificationHandler handler; one that no subscription asks for
+// still is (in the legacy era, list changes and resource updates come
+// whether asked for or not).
 func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*Subscription, error) {
-	if c.legacy() {
-		return nil, ErrListenUnsupported
-	}
 	set, err := listenSettingsOf(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("snodo: %w", err)
@@ -183,57 +199,290 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 			return set.Opened(outer, c.mcp.origin)
 		}
 	}
-	params, err := json.Marshal(struct {
-		Notifications Filter `json:"notifications"`
-	}{f})
-	if err != nil {
-		return nil, fmt.Errorf("snodo: cannot marshal the subscription filter: %w", err)
+	var params json.RawMessage
+	var refused error // legacy: the resources/subscribe the server refused
+	if c.legacy() {
+		ls := newLegacyListen(f, c.Capabilities(), cmp.Or(set.MaxQueue, limits.MaxQueue))
+		o.Serve = func(ctx context.Context, deliver func(string, json.RawMessage)) error {
+			err := c.serveLegacy(ctx, ls, deliver)
+			if errors.Is(err, errRefused) {
+				refused = err
+			}
+			return err
+		}
+	} else {
+		params, err = json.Marshal(struct {
+			Notifications Filter `json:"notifications"`
+		}{f})
+		if err != nil {
+			return nil, fmt.Errorf("snodo: cannot marshal the subscription filter: %w", err)
+		}
+		ctx = c.observeSubscription(ctx, &o)
 	}
-	ctx = c.observeSubscription(ctx, &o)
 	sub, err := subscription.Open(ctx, c.conn, params, c.encodedMeta(), o)
-	var e *Error
-	if errors.As(err, &e) && e.Code == CodeMethodNotFound && !e.Local() {
-		return nil, fmt.Errorf("%w: %w", ErrListenUnsupported, err)
-	}
 	if err != nil {
+		if refused != nil { // Open has returned after Serve: no race
+			return nil, refused
+		}
 		return nil, err
 	}
 	outer.impl = sub
 	return outer, nil
 }
 
-// SubscribeResource asks a legacy-era server to send
-// notifications/resources/updated whenever the resource at uri changes
-// (the server must declare Capabilities().Resources.Subscribe). The
-// updates arrive through the WithNotificationHandler handler
-// (Notification.ResourceUpdated). In the modern era it fails with
-// ErrSubscribeUnsupported.
-//
-// It is not one of the typed calls of Calls: the subscription belongs to
-// the server process that took it, which sends the updates on its own
-// connection. supervisor.Client (subscribing again after restarts) and
-// supervisor.Pool (keeping each URI on one member) have it as methods of
-// their own; a remote client has none, since the updates would reach the
-// host, never the caller.
-func (c *Client) SubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error {
-	return c.resourceSubscription(ctx, "resources/subscribe", uri, opts)
+// legacyUnsubscribeWait bounds the resources/unsubscribe requests a
+// legacy subscription sends as it ends.
+const legacyUnsubscribeWait = 5 * time.Second
+
+// errRefused marks a resources/subscribe the server refused, which fails
+// Listen with the server's error.
+var errRefused = errors.New("the server refused resources/subscribe")
+
+// legacyListens are the legacy-era subscriptions open on one connection:
+// the notifications they claim (onNotification offers each one before
+// the notification handler gets it) and how many of them watch each
+// resource URI, so that one ending does not unsubscribe another's.
+type legacyListens struct {
+	n    atomic.Int32 // open subscriptions: none costs one atomic load a notification
+	mu   sync.Mutex
+	subs map[*legacyListen]struct{}
+
+	reqMu sync.Mutex // held across each resources/(un)subscribe, so a URI's go out in order
+	refs  map[string]int
 }
 
-// UnsubscribeResource ends a SubscribeResource subscription (legacy era;
-// ErrSubscribeUnsupported in the modern era).
-func (c *Client) UnsubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error {
-	return c.resourceSubscription(ctx, "resources/unsubscribe", uri, opts)
+// legacyListen is one legacy-era subscription.
+type legacyListen struct {
+	acked Filter          // what it delivers
+	uris  map[string]bool // acked.ResourceSubscriptions
+	max   int             // bound of pending
+
+	mu         sync.Mutex
+	deliver    func(string, json.RawMessage) // set once acknowledged
+	pending    []Event                       // claimed before the acknowledgement
+	overflowed bool
 }
 
-func (c *Client) resourceSubscription(ctx context.Context, method, uri string, opts []RequestOption) error {
-	if c.mcp.era == EraModern {
-		return ErrSubscribeUnsupported
+// newLegacyListen is the subscription f asks for on a legacy server
+// declaring caps.
+func newLegacyListen(f Filter, caps ServerCapabilities, max int) *legacyListen {
+	ls := &legacyListen{uris: map[string]bool{}, max: max}
+	ls.acked = Filter{
+		ToolsListChanged:     f.ToolsListChanged && caps.Tools != nil && caps.Tools.ListChanged,
+		PromptsListChanged:   f.PromptsListChanged && caps.Prompts != nil && caps.Prompts.ListChanged,
+		ResourcesListChanged: f.ResourcesListChanged && caps.Resources != nil && caps.Resources.ListChanged,
 	}
-	if uri == "" {
-		return fmt.Errorf("snodo: %s: empty uri", method)
+	if caps.Resources != nil && caps.Resources.Subscribe {
+		for _, uri := range f.ResourceSubscriptions {
+			if !ls.uris[uri] {
+				ls.uris[uri] = true
+				ls.acked.ResourceSubscriptions = append(ls.acked.ResourceSubscriptions, uri)
+			}
+		}
 	}
+	return ls
+}
+
+// wants reports whether ls delivers method (uri: a resource update's).
+func (ls *legacyListen) wants(method, uri string) bool {
+	switch method {
+	case methodToolsListChanged:
+		return ls.acked.ToolsListChanged
+	case methodPromptsListChanged:
+		return ls.acked.PromptsListChanged
+	case methodResourcesListChanged:
+		return ls.acked.ResourcesListChanged
+	case methodResourceUpdated:
+		return ls.uris[uri]
+	}
+	return false
+}
+
+// offer delivers a claimed notification, or keeps it until the
+// acknowledgement. It never blocks.
+func (ls *legacyListen) offer(method string, params json.RawMessage) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.deliver != nil {
+		ls.deliver(method, params)
+		return
+	}
+	if len(ls.pending) >= ls.max {
+		ls.overflowed = true
+		return
+	}
+	ls.pending = append(ls.pending, Event{Method: method, Params: params})
+}
+
+// open acknowledges the subscription, then delivers what came before.
+func (ls *legacyListen) open(deliver func(string, json.RawMessage)) error {
+	ack, err := json.Marshal(struct {
+		Notifications Filter `json:"notifications"`
+	}{ls.acked})
+	if err != nil {
+		return fmt.Errorf("snodo: cannot marshal the acknowledged filter: %w", err)
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.overflowed {
+		return fmt.Errorf("%w: more than %d notifications came while Listen subscribed to the resources", subscription.ErrQueueFull, ls.max)
+	}
+	deliver(methodAcknowledged, ack)
+	for _, ev := range ls.pending {
+		deliver(ev.Method, ev.Params)
+	}
+	ls.pending, ls.deliver = nil, deliver
+	return nil
+}
+
+// methodAcknowledged acknowledges a subscription (the subscription
+// package takes it as the server's).
+const methodAcknowledged = "notifications/subscriptions/acknowledged"
+
+// claim offers a notification to the subscriptions that want it and
+// reports whether any did. It runs on the connection's reader.
+func (l *legacyListens) claim(method string, params json.RawMessage) bool {
+	if l.n.Load() == 0 {
+		return false
+	}
+	var uri string
+	switch method {
+	case methodToolsListChanged, methodPromptsListChanged, methodResourcesListChanged:
+	case methodResourceUpdated:
+		var p ResourceUpdated
+		if json.Unmarshal(params, &p) != nil || p.URI == "" {
+			return false // malformed: the handler's
+		}
+		uri = p.URI
+	default:
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	claimed := false
+	for ls := range l.subs {
+		if ls.wants(method, uri) {
+			ls.offer(method, params)
+			claimed = true
+		}
+	}
+	return claimed
+}
+
+func (l *legacyListens) add(ls *legacyListen) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.subs == nil {
+		l.subs = map[*legacyListen]struct{}{}
+	}
+	l.subs[ls] = struct{}{}
+	l.n.Store(int32(len(l.subs)))
+}
+
+func (l *legacyListens) remove(ls *legacyListen) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.subs, ls)
+	l.n.Store(int32(len(l.subs)))
+}
+
+// serveLegacy serves ls (Listen's Serve in the legacy era): it claims
+// notifications, subscribes ls's URIs, acknowledges, and waits for the
+// end, then unsubscribes.
+func (c *Client) serveLegacy(ctx context.Context, ls *legacyListen, deliver func(string, json.RawMessage)) error {
+	l := &c.listens
+	l.add(ls)
+	defer l.remove(ls)
+	uris := ls.acked.ResourceSubscriptions
+	if err := c.subscribeResources(ctx, uris); err != nil {
+		return err
+	}
+	if err := ls.open(deliver); err != nil {
+		l.remove(ls)
+		c.unsubscribeResources(ctx, uris)
+		return err
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case <-c.conn.Done():
+		err = jsonrpc.ClosedError(cmp.Or(c.conn.Err(), ErrConnectionClosed))
+	}
+	l.remove(ls) // nothing more is delivered
+	c.unsubscribeResources(ctx, uris)
+	return err
+}
+
+// subscribeResources sends resources/subscribe for each of uris that no
+// other subscription on the connection watches. When the server refuses
+// one, it undoes the others and returns an error wrapping errRefused and
+// the server's.
+func (c *Client) subscribeResources(ctx context.Context, uris []string) error {
+	l := &c.listens
+	l.reqMu.Lock()
+	defer l.reqMu.Unlock()
+	if l.refs == nil {
+		l.refs = map[string]int{}
+	}
+	for i, uri := range uris {
+		if l.refs[uri] == 0 {
+			if err := c.resourceRequest(ctx, "resources/subscribe", uri); err != nil {
+				c.releaseResources(ctx, uris[:i])
+				if ctx.Err() != nil {
+					return err
+				}
+				return fmt.Errorf("snodo: Listen: %w %s: %w", errRefused, uri, err)
+			}
+		}
+		l.refs[uri]++
+	}
+	return nil
+}
+
+// unsubscribeResources ends the watch of uris by one subscription.
+func (c *Client) unsubscribeResources(ctx context.Context, uris []string) {
+	if len(uris) == 0 {
+		return
+	}
+	c.listens.reqMu.Lock()
+	defer c.listens.reqMu.Unlock()
+	c.releaseResources(ctx, uris)
+}
+
+// releaseResources, under reqMu, drops one watch of each of uris and
+// sends resources/unsubscribe for those no subscription watches any
+// more: best effort, within legacyUnsubscribeWait (ctx's values only).
+func (c *Client) releaseResources(ctx context.Context, uris []string) {
+	if len(uris) == 0 {
+		return
+	}
+	wait := legacyUnsubscribeWait
+	if t := c.mcp.timeout; t > 0 && t < wait {
+		wait = t
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
+	defer cancel()
+	l := &c.listens
+	for _, uri := range uris {
+		l.refs[uri]--
+		if l.refs[uri] > 0 {
+			continue
+		}
+		delete(l.refs, uri)
+		select {
+		case <-c.conn.Done():
+			continue // the server is gone, and its subscriptions with it
+		default:
+		}
+		if err := c.resourceRequest(ctx, "resources/unsubscribe", uri); err != nil {
+			c.notes.logger.Debug("snodo: resources/unsubscribe failed as a subscription ended", "uri", uri, "error", err)
+		}
+	}
+}
+
+func (c *Client) resourceRequest(ctx context.Context, method, uri string) error {
 	_, err := c.completeRequest(ctx, method, struct {
 		URI string `json:"uri"`
-	}{uri}, opts)
+	}{uri}, nil)
 	return err
 }

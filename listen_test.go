@@ -98,12 +98,6 @@ func TestListenMaxQueuedBytes(t *testing.T) {
 	assert.LessOrEqual(t, queued, bound)
 }
 
-func TestListenOnALegacyServer(t *testing.T) {
-	c := dialTest(t, []string{"-era", "legacy"})
-	_, err := c.Listen(t.Context(), Filter{ToolsListChanged: true})
-	require.ErrorIs(t, err, ErrListenUnsupported)
-}
-
 func TestListenOptionsValidate(t *testing.T) {
 	c := dialTest(t, nil)
 	_, err := c.Listen(t.Context(), Filter{}, MaxQueued(-1, 0))

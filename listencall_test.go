@@ -12,38 +12,28 @@ import (
 	"github.com/snodo/snodo/test/testutil"
 )
 
-// A *SubscribeResourceCall is SubscribeResource as a message, answered
-// with one *Reply: done on a legacy server, refused with
-// ErrSubscribeUnsupported on a modern one. A *ListenCall to a legacy
-// server is answered with ErrListenUnsupported.
-func TestSubscribeResourceCall(t *testing.T) {
+// A *ListenCall opens a subscription in either era: the reply target
+// gets the *ListenReply, then the events.
+func TestListenCallInEachEra(t *testing.T) {
 	forEachEra(t, func(t *testing.T, c *Client) {
 		sys := snodoactor.Shared()
 		got := make(chan any, 4)
 		pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 			switch msg := ctx.Message().(type) {
 			case *protoactor.Started:
-				ctx.Request(c.PID(), &SubscribeResourceCall{URI: "test://static/1", Tag: "sub"})
-			case *Reply:
-				got <- msg
-				if msg.Tag == "sub" {
-					ctx.Request(c.PID(), &ListenCall{Filter: Filter{ToolsListChanged: true}, Tag: "listen"})
-				}
-			case *ListenReply:
+				ctx.Request(c.PID(), &ListenCall{Filter: Filter{ToolsListChanged: true}, Tag: "listen"})
+			case *ListenReply, *SubscriptionEvent:
 				got <- msg
 			}
 		}))
 		defer testutil.StopActor(t, sys, pid, time.Second)
-		r := testutil.Receive(t, got, 5*time.Second, "the reply").(*Reply)
-		assert.Equal(t, "sub", r.Tag)
 		lr := testutil.Receive(t, got, 5*time.Second, "the listen reply").(*ListenReply)
-		if c.Era() == EraModern {
-			require.ErrorIs(t, r.Err, ErrSubscribeUnsupported)
-			require.NoError(t, lr.Err)
-			require.NoError(t, lr.Subscription.Close())
-			return
-		}
-		require.NoError(t, r.Err)
-		require.ErrorIs(t, lr.Err, ErrListenUnsupported)
+		require.NoError(t, lr.Err)
+		assert.Equal(t, "listen", lr.Tag)
+		assert.True(t, lr.Subscription.Acknowledged().ToolsListChanged)
+		emitTo(t, c, lr.Subscription, methodToolsListChanged)
+		ev := testutil.Receive(t, got, 5*time.Second, "the event").(*SubscriptionEvent)
+		assert.Equal(t, methodToolsListChanged, ev.Event.Method)
+		require.NoError(t, lr.Subscription.Close())
 	})
 }

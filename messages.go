@@ -147,11 +147,8 @@ type callHandler struct {
 	Calls Calls // the typed calls of the client, supervisor or pool the actor serves
 	Max   int
 	// Listen runs the *ListenCall messages (the connection, supervisor
-	// and pool actors set their own Listen); nil answers them with an
-	// error wrapping ErrListenUnsupported. *SubscribeResourceCall
-	// messages run on R when it has SubscribeResource and
-	// UnsubscribeResource methods (they are answered with that error
-	// otherwise).
+	// and pool actors set their own Listen); nil answers them with a
+	// -32601 error.
 	Listen listenFunc
 	// Origin is put on the replies and progress of calls that no client
 	// with an Origin of its own served (one refused before reaching a
@@ -223,24 +220,10 @@ func (h *callHandler) Handle(ctx protoactor.Context) bool {
 		listen := h.Listen
 		if listen == nil {
 			listen = func(context.Context, Filter, ...ListenOption) error {
-				return fmt.Errorf("%w: this actor's callHandler has no Listen", ErrListenUnsupported)
+				return jsonrpc.NewLocalError(CodeMethodNotFound, "this actor takes no ListenCall (its call handler has no Listen)")
 			}
 		}
 		run = func(context.Context) any { return runListenCall(msg, to, listen) }
-	case *SubscribeResourceCall:
-		if msg == nil {
-			nilCall(ctx, &Reply{Err: jsonrpc.NewLocalError(CodeInvalidParams, "a nil *snodo.SubscribeResourceCall was sent: send &snodo.SubscribeResourceCall{URI: …}")})
-			return true
-		}
-		to = replyTarget(ctx, msg.ReplyTo, "SubscribeResourceCall", msg.URI)
-		refuse = func(err error) any { return &Reply{Tag: msg.Tag, Err: err} }
-		run = func(c context.Context) any {
-			rs, ok := h.Calls.r.(resourceSubscriber)
-			if !ok {
-				return refuse(fmt.Errorf("%w: %T has no SubscribeResource", ErrSubscribeUnsupported, h.Calls.r))
-			}
-			return runSubscribeResourceCall(c, msg, rs)
-		}
 	default:
 		return false
 	}
@@ -466,10 +449,6 @@ func answerDeadCalls(sys *protoactor.ActorSystem) {
 			if to := cmpPID(m.ReplyTo, dl.Sender); to != nil {
 				sendFrom(sys, dl.PID, to, &ListenReply{Tag: m.Tag, Err: gone()})
 			}
-		case *SubscribeResourceCall:
-			if to := cmpPID(m.ReplyTo, dl.Sender); to != nil {
-				sendFrom(sys, dl.PID, to, &Reply{Tag: m.Tag, Err: gone()})
-			}
 		}
 	})
 }
@@ -520,20 +499,6 @@ type ListenReply struct {
 	Origin       // the server that holds the subscription (see Origin)
 }
 
-// SubscribeResourceCall is SubscribeResource (or, with Unsubscribe,
-// UnsubscribeResource) as a message, for legacy-era servers: the reply
-// target receives one *Reply with its Tag (Result empty) once the server
-// answered. The updates come through the WithNotificationHandler handler,
-// as for the method.
-type SubscribeResourceCall struct {
-	quiet
-	URI         string
-	Unsubscribe bool
-	Tag         any
-	Options     []RequestOption
-	ReplyTo     *protoactor.PID
-}
-
 // listenOpened has the subscription send the reply target its
 // ListenReply once it is open, before its first event: sent after Listen
 // returned, the reply could come after events already posted.
@@ -546,13 +511,6 @@ func listenOpened(tag any) ListenOption {
 	}}
 }
 
-// resourceSubscriber is a requester that also takes legacy resource
-// subscriptions: *Client, supervisor.Client and supervisor.Pool are.
-type resourceSubscriber interface {
-	SubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error
-	UnsubscribeResource(ctx context.Context, uri string, opts ...RequestOption) error
-}
-
 func runListenCall(msg *ListenCall, to *protoactor.PID, listen listenFunc) any {
 	opts := append(append([]ListenOption(nil), msg.Options...), ListenTo(to), listenOpened(msg.Tag))
 	// The subscription outlives the call: its owner is the reply target
@@ -561,16 +519,6 @@ func runListenCall(msg *ListenCall, to *protoactor.PID, listen listenFunc) any {
 		return &ListenReply{Tag: msg.Tag, Err: err}
 	}
 	return nil // the subscription sent the ListenReply before its events
-}
-
-func runSubscribeResourceCall(ctx context.Context, msg *SubscribeResourceCall, r resourceSubscriber) *Reply {
-	var err error
-	if msg.Unsubscribe {
-		err = r.UnsubscribeResource(ctx, msg.URI, msg.Options...)
-	} else {
-		err = r.SubscribeResource(ctx, msg.URI, msg.Options...)
-	}
-	return &Reply{Tag: msg.Tag, Err: err}
 }
 
 // listenFunc opens a subscription, as Client.Listen does; see

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -15,9 +14,9 @@ import (
 )
 
 // Notification is a notification the server sent that no request or
-// subscription claimed: log messages, legacy list_changed and
-// resources/updated notifications, elicitation/complete, and any other
-// method. Params is raw JSON (nil when absent) and the handler's to keep.
+// subscription claimed: log messages, legacy-era list_changed and
+// resources/updated notifications no Listen asked for,
+// elicitation/complete, and any other method. Params is raw JSON (nil when absent) and the handler's to keep.
 // The typed helpers (LogMessage, ResourceUpdated, ElicitationComplete)
 // decode the common ones.
 type Notification struct {
@@ -128,8 +127,8 @@ const (
 
 // WithNotificationHandler receives every notification the server sends
 // that no request (progress) or subscription (Listen) claims: log
-// messages, legacy list_changed and resources/updated notifications,
-// elicitation/complete, and any other method. Without it they are
+// messages, legacy-era list_changed and resources/updated notifications
+// no Listen asked for, elicitation/complete, and any other method. Without it they are
 // dropped (debug log).
 //
 // Delivery is in the order the server sent them, one at a time, on a
@@ -353,8 +352,3 @@ func (q *notifier) droppedCount() uint64 {
 	defer q.mu.Unlock()
 	return q.dropped
 }
-
-// ErrSubscribeUnsupported: resources/subscribe and resources/unsubscribe
-// do not exist in the modern era; watch resources with Listen and
-// Filter.ResourceSubscriptions instead.
-var ErrSubscribeUnsupported = errors.New("snodo: resources/subscribe does not exist in the modern era; use Listen with Filter.ResourceSubscriptions")

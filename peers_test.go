@@ -15,6 +15,7 @@ import (
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -367,8 +368,9 @@ func TestNilArgumentsAgainstTypeScriptServers(t *testing.T) {
 }
 
 // The reference server's unsolicited notifications reach an actor through
-// the notification handler: log messages after SetLoggingLevel,
-// tools/list_changed, and the updates of a legacy resources/subscribe.
+// the notification handler: log messages after SetLoggingLevel and
+// tools/list_changed; a Listen on a resource gets its updates
+// (resources/subscribe on this legacy server).
 func TestTypeScriptEverythingNotificationsReachAnActor(t *testing.T) {
 	got := make(chan *Notification, 256)
 	system := snodoactor.Shared()
@@ -408,14 +410,22 @@ func TestTypeScriptEverythingNotificationsReachAnActor(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, resources)
 	uri := resources[0].URI
-	require.NoError(t, c.SubscribeResource(t.Context(), uri))
+	// The legacy server's resources/subscribe, through Listen: the
+	// updates are the subscription's events, not the handler's.
+	sub, err := c.Listen(t.Context(), Filter{ResourceSubscriptions: []string{uri}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{uri}, sub.Acknowledged().ResourceSubscriptions)
 	_, err = c.CallTool(t.Context(), "toggle-subscriber-updates", nil)
 	require.NoError(t, err)
-	waitFor(methodResourceUpdated, func(n *Notification) bool {
-		u, err := n.ResourceUpdated()
-		return err == nil && u.URI == uri
-	})
-	require.NoError(t, c.UnsubscribeResource(t.Context(), uri))
+	select {
+	case ev := <-sub.Events():
+		require.Equal(t, methodResourceUpdated, ev.Method)
+		assert.Contains(t, string(ev.Params), uri)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no update of %s within 30 s: %v", uri, sub.Err())
+	}
+	require.NoError(t, sub.Close())
+	assert.ErrorIs(t, sub.Err(), subscription.ErrClosed)
 	// Stop both timers, which would keep the server alive after EOF.
 	for _, tool := range []string{"toggle-simulated-logging", "toggle-subscriber-updates"} {
 		_, err = c.CallTool(t.Context(), tool, nil)

@@ -460,12 +460,16 @@ func (r *taskRegistry) push(params json.RawMessage) {
 }
 
 // onNotification is the connection's notification hook: a task's status
-// to its task, then everything to the notifier.
+// to its task, a list change or resource update to the legacy-era
+// subscriptions that want it, then everything they did not claim to the
+// notifier.
 func (c *Client) onNotification(ctx context.Context, method string, params json.RawMessage) {
 	if method == notificationTaskStatus {
 		c.tasks.push(params)
 	}
-	c.taps.call(method, params)
+	if c.listens.claim(method, params) {
+		return
+	}
 	c.notes.push(ctx, method, params)
 }
 

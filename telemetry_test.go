@@ -509,13 +509,15 @@ func TestResourceURIOnSpansNotInMetrics(t *testing.T) {
 	}
 }
 
-// resources/subscribe and resources/unsubscribe name a resource too: the
-// conventions want its URI on the span, never in the span name.
+// resources/subscribe and resources/unsubscribe (a legacy Listen's) name
+// a resource too: the conventions want its URI on the span, never in the
+// span name.
 func TestResourceURIOnSubscribeSpans(t *testing.T) {
 	tp, rec := traced(t)
 	c := dialTest(t, []string{"-era", "legacy"}, WithTracerProvider(tp))
-	require.NoError(t, c.SubscribeResource(t.Context(), "test://a"))
-	require.NoError(t, c.UnsubscribeResource(t.Context(), "test://a"))
+	sub, err := c.Listen(t.Context(), Filter{ResourceSubscriptions: []string{"test://a"}})
+	require.NoError(t, err)
+	require.NoError(t, sub.Close()) // returns once resources/unsubscribe is answered
 	for _, method := range []string{"resources/subscribe", "resources/unsubscribe"} {
 		spans := spansNamed(rec, method)
 		require.Len(t, spans, 1, "%s: a URI never goes into a span name", method)

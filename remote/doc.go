@@ -19,9 +19,10 @@
 // traced and measured as a local one is (snodo's instrument, through
 // internal/seam: a CLIENT span whose context the host's spans join), and
 // each subscription as a local one is (snodo's traceSubscription).
-// Legacy resource subscriptions (SubscribeResource) stay on the host:
-// their updates go to the host's handler, never back to the caller. A
-// host refuses, with -32600, the methods its own connection manages
+// On a legacy-era server, the host's pool serves Listen as a local one
+// does (the server's list changes, and resources/subscribe for the
+// resources it watches). A host refuses, with -32600, the methods its
+// own connection manages
 // (initialize, notifications/…, subscriptions/listen sent as a call,
 // resources/subscribe and unsubscribe, logging/setLevel), and drops a
 // caller's _meta.progressToken: the progress token is its own.

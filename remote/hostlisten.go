@@ -67,10 +67,8 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 	}()
 
 	stopBeats := h.startBeats(events, beat, nil)
-	if s.pool.Era() == snodo.EraLegacy {
-		h.runLegacyListen(ctx, cancel, s, events, hs, beat, p.Notifications, stopBeats)
-		return
-	}
+	// In either era: on a legacy server the pool's Listen serves it with
+	// the list changes and resources/subscribe.
 	sub, err := s.pool.Listen(ctx, p.Notifications)
 	if err != nil {
 		stopBeats()
@@ -79,11 +77,7 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 			e, local = &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: cause.Error()}, true
 		}
 		s.listenStats.fail(e.Message)
-		m := h.endMsg(events, e, local)
-		if errors.Is(err, snodo.ErrListenUnsupported) {
-			m.Header.Set(hdrNoListen, "1")
-		}
-		h.publish(m)
+		h.publish(h.endMsg(events, e, local))
 		return
 	}
 	ack := nats.NewMsg(events)

@@ -237,9 +237,6 @@ func endError(m *nats.Msg) error {
 	}
 	if m.Header.Get(hdrLocal) != "" {
 		causes := []error{ErrHostEnded, jsonrpc.ErrConnectionClosed}
-		if m.Header.Get(hdrNoListen) != "" {
-			causes = append(causes, snodo.ErrListenUnsupported)
-		}
 		if m.Header.Get(hdrTeardown) != "" {
 			causes = append(causes, subscription.ErrServerTeardown)
 		}

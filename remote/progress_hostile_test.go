@@ -90,48 +90,49 @@ func TestRemoteProgressRunsBeforeTheResult(t *testing.T) {
 	}
 }
 
-// TestRemoteListenOnALegacyServerIsUnsupported: a remote Listen on a host
-// whose server speaks the legacy era, for nothing such a server sends
-// unasked (resource updates need resources/subscribe), fails with
-// snodo.ErrListenUnsupported, as a local one does, so a caller (and the
-// CLI's hint) can tell why.
-func TestRemoteListenOnALegacyServerIsUnsupported(t *testing.T) {
+// A remote Listen on a host whose server speaks the legacy era is served
+// by the host's pool as a local one is: the list changes the server
+// declares and the updates of the resources it subscribes to (the
+// host's member sends resources/subscribe) reach the remote caller;
+// Close unsubscribes. A refused resources/subscribe fails it with the
+// server's error.
+func TestRemoteListenOnALegacyServer(t *testing.T) {
 	e := natsServer(t)
 	hostWith(t, e, "old", 1, []snodo.Option{snodo.WithEra(snodo.EraLegacy)}, "-era", "legacy")
-	c := client(t, e, "old")
-	_, err := c.Listen(ctxFor(t, 20*time.Second), snodo.Filter{ResourceSubscriptions: []string{"test://a"}})
-	require.ErrorIs(t, err, snodo.ErrListenUnsupported)
-	require.ErrorIs(t, err, ErrHostEnded)
-}
-
-// A legacy server's list changes reach a remote subscriber: the host
-// acknowledges those the server declares and forwards each one any
-// member sends (two members here). Before, a remote Listen on a legacy
-// server failed with ErrListenUnsupported, so they reached no remote
-// caller (nor a bridge's client).
-func TestRemoteListenOnALegacyServerGetsItsListChanges(t *testing.T) {
-	e := natsServer(t)
-	hostWith(t, e, "old", 2, []snodo.Option{snodo.WithEra(snodo.EraLegacy)}, "-era", "legacy")
 	c := client(t, e, "old")
 	ctx := ctxFor(t, 30*time.Second)
 	sub, err := c.Listen(ctx, snodo.Filter{ToolsListChanged: true, ResourceSubscriptions: []string{"test://a"}})
 	require.NoError(t, err)
 	defer sub.Close()
-	assert.Equal(t, snodo.Filter{ToolsListChanged: true}, sub.Acknowledged(), "what a legacy server sends unasked")
-	for range 4 { // to either member
-		_, err = c.Request(ctx, "test/notify", map[string]any{"method": "notifications/prompts/list_changed"})
+	assert.Equal(t, snodo.Filter{ToolsListChanged: true, ResourceSubscriptions: []string{"test://a"}}, sub.Acknowledged())
+	_, err = c.Request(ctx, "test/notify", map[string]any{"method": "notifications/prompts/list_changed"})
+	require.NoError(t, err)
+	_, err = c.Request(ctx, "test/notify", map[string]any{"method": "notifications/tools/list_changed"})
+	require.NoError(t, err)
+	touch := func() bool {
+		raw, err := c.Request(ctx, "test/touch", map[string]string{"uri": "test://a"})
 		require.NoError(t, err)
-		_, err = c.Request(ctx, "test/notify", map[string]any{"method": "notifications/tools/list_changed"})
-		require.NoError(t, err)
+		var res struct{ Notified bool }
+		require.NoError(t, json.Unmarshal(raw, &res))
+		return res.Notified
 	}
-	for range 4 {
+	require.True(t, touch())
+	for _, want := range []string{"notifications/tools/list_changed", "notifications/resources/updated"} {
 		select {
 		case ev := <-sub.Events():
-			assert.Equal(t, "notifications/tools/list_changed", ev.Method, "only what was asked for")
+			assert.Equal(t, want, ev.Method, "only what was asked for, in order")
 		case <-ctx.Done():
-			t.Fatal("no list change reached the subscriber")
+			t.Fatalf("no %s reached the subscriber", want)
 		}
 	}
 	require.NoError(t, sub.Close())
 	require.ErrorIs(t, sub.Err(), subscription.ErrClosed)
+	// The host ends its own subscription after the caller's close: the
+	// member is unsubscribed soon after.
+	require.Eventually(t, func() bool { return !touch() }, 20*time.Second, 10*time.Millisecond)
+
+	_, err = c.Listen(ctx, snodo.Filter{ResourceSubscriptions: []string{"test://refuse/x"}})
+	var re *snodo.Error
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, snodo.CodeInvalidParams, re.Code)
 }

@@ -83,15 +83,17 @@ func TestStatsTimeWholeCallsAndCountErrors(t *testing.T) {
 }
 
 // Listen errors are counted on the listen endpoint's standard stats: a
-// subscription its server cannot open (a legacy server) and one its
-// server tore down. Before, the listen endpoint counted none.
+// subscription its server refuses (a legacy server refusing
+// resources/subscribe) and one its server tore down. Before, the listen endpoint counted none.
 func TestStatsCountListenErrors(t *testing.T) {
 	e := natsServer(t)
 	hostWith(t, e, "old", 1, []snodo.Option{snodo.WithEra(snodo.EraLegacy)}, "-era", "legacy")
 	host(t, e, "new", 1)
 	old, c := client(t, e, "old"), client(t, e, "new")
-	_, err := old.Listen(ctxFor(t, 20*time.Second), snodo.Filter{ResourceSubscriptions: []string{"test://a"}})
-	require.ErrorIs(t, err, snodo.ErrListenUnsupported)
+	_, err := old.Listen(ctxFor(t, 20*time.Second), snodo.Filter{ResourceSubscriptions: []string{"test://refuse/a"}})
+	var re *snodo.Error
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, snodo.CodeInvalidParams, re.Code)
 	var st micro.Stats
 	require.Eventually(t, func() bool {
 		st = stats(t, old, "old")

@@ -45,7 +45,6 @@ const (
 	hdrNotRun    = "Snodo-Not-Run"   // on a final error: the call never reached the MCP server (why)
 	hdrLocal     = "Snodo-Local"     // on a final error: raised by the host, not sent by the MCP server
 	hdrHost      = "Snodo-Host"      // the host's id
-	hdrNoListen  = "Snodo-No-Listen" // "1" on a subscription's end: the server has no subscriptions/listen (legacy era)
 	hdrTeardown  = "Snodo-Teardown"  // "1" on a subscription's end: the MCP server tore it down (notifications/cancelled)
 	hdrControl   = "Snodo-Control"   // on an ack: where the subscriber sends keep-alives and its close
 	hdrSub       = "Snodo-Sub"       // a subscription's id on control messages

@@ -41,8 +41,8 @@ type Router struct {
 	done    chan struct{}
 }
 
-// To asks the router to send Call (a *snodo.Call, *snodo.ToolCall,
-// *snodo.ListenCall or *snodo.SubscribeResourceCall) to the server called
+// To asks the router to send Call (a *snodo.Call, *snodo.ToolCall or
+// *snodo.ListenCall) to the server called
 // Server. The reply comes from that server's pool,
 // to the Call's ReplyTo or else the sender of the To. A name the file
 // does not have is answered at once with an error wrapping
@@ -346,14 +346,8 @@ func (r *Router) route(ctx protoactor.Context, msg *To) {
 		} else {
 			send(c.ReplyTo, &snodo.ListenReply{Tag: c.Tag, Err: err})
 		}
-	case *snodo.SubscribeResourceCall:
-		if c == nil {
-			send(nil, &snodo.Reply{Err: err})
-		} else {
-			send(c.ReplyTo, &snodo.Reply{Tag: c.Tag, Err: err})
-		}
 	default:
-		ctx.Logger().Warn("servers: a *To whose Call is not a call message (*snodo.Call, ToolCall, ListenCall, SubscribeResourceCall) was dropped",
+		ctx.Logger().Warn("servers: a *To whose Call is not a call message (*snodo.Call, ToolCall, ListenCall) was dropped",
 			"server", msg.Server, "type", fmt.Sprintf("%T", msg.Call))
 	}
 }

@@ -108,6 +108,14 @@ func (s *Subscription) run(ctx context.Context, conn *connection.Conn, params js
 		s.finish(endReason(ctx))
 		return
 	}
+	if s.opts.Serve != nil { // the root's legacy-era Listen: no listen request
+		err := s.opts.Serve(ctx, s.sink)
+		if ctx.Err() != nil {
+			err = endReason(ctx)
+		}
+		s.finish(err)
+		return
+	}
 	opts := &connection.CallOptions{
 		Timeout: -1,
 		Meta:    meta,

@@ -93,7 +93,6 @@ func (a *supervisorActor) connect(ctx protoactor.Context) {
 		c, err := s.target.Connect(s.life, opts...)
 		if err == nil {
 			s.applyLevel(c)
-			s.applyResources(c)
 		}
 		if err == nil && !s.adopt(c) {
 			_ = c.Close() // supervision ended meanwhile

@@ -215,32 +215,6 @@ func TestPoolSubscriptionMovesWhenItsMemberLeaves(t *testing.T) {
 	assert.ErrorIs(t, sub.Err(), connection.ErrClosed)
 }
 
-// A pool member that gives up leaves the pool, and the legacy resource
-// subscriptions it held move to a member that stays, as they do when
-// Shrink closes it: the updates keep coming.
-func TestPoolResourceSubscriptionMovesWhenItsMemberGivesUp(t *testing.T) {
-	cmd, args := testutil.Server(t, "-era", "legacy")
-	ev := newEvents()
-	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast, WithIntensity(0, time.Minute), ev.option())
-	require.NoError(t, err)
-	defer p.Close()
-	require.NoError(t, p.SubscribeResource(t.Context(), "test://a"))
-	var holder *Client
-	for _, m := range p.Members() {
-		if touched(t, m, "test://a") {
-			holder = m
-		}
-	}
-	require.NotNil(t, holder)
-	kill(t, holder.serverPID())
-	ev.waitFor(t, "gave-up", 5*time.Second)
-	testutil.Eventually(t, func() bool { return len(p.Members()) == 1 }, 5*time.Second, "the member that gave up leaves")
-	stays := p.Members()[0]
-	testutil.Eventually(t, func() bool { return touched(t, stays, "test://a") }, 5*time.Second, "the member that stays holds test://a")
-	require.NoError(t, p.UnsubscribeResource(t.Context(), "test://a"))
-	assert.False(t, touched(t, stays, "test://a"))
-}
-
 // Call messages to a pool whose members are all restarting wait for a
 // member; when the pool closes meanwhile, each gets exactly one Reply,
 // a -32000 wrapping ErrClosed, at once.

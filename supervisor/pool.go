@@ -42,25 +42,24 @@ type Pool struct {
 	pid    *protoactor.PID
 	owned  snodoactor.Life // the pool actor's stop reason and owner link
 
-	mu        sync.Mutex
-	members   []*Client
-	serial    int                // names members name#N
-	adding    int                // members Grow is starting: counted against maxPoolSize
-	lastEnd   error              // why the last member that left on its own ended
-	next      int                // where the least-loaded scan starts (spreads ties)
-	closing   bool               // Close or the owner's end: no new members
-	leaving   []*Client          // taken out of rotation by Shrink, not yet closed
-	stopping  []*Client          // the members being stopped with the pool
-	starting  bool               // the first members are starting: calls wait for them
-	level     snodo.LoggingLevel // SetLoggingLevel's, for members Grow adds
-	resources map[string]*Client // SubscribeResource's URIs and the member holding each
-	changed   chan struct{}      // closed and replaced when members, starting or closing change
-	wmu       sync.Mutex         // guards woken only; taken under a member's state lock
-	woken     chan struct{}      // closed and replaced when a member's server comes or goes (wake)
-	bg        sync.WaitGroup     // member closers
-	growing   sync.WaitGroup     // Grow's member starts, and the reaping of those the closing pool refused
-	stopped   chan struct{}
-	done      chan struct{}
+	mu       sync.Mutex
+	members  []*Client
+	serial   int                // names members name#N
+	adding   int                // members Grow is starting: counted against maxPoolSize
+	lastEnd  error              // why the last member that left on its own ended
+	next     int                // where the least-loaded scan starts (spreads ties)
+	closing  bool               // Close or the owner's end: no new members
+	leaving  []*Client          // taken out of rotation by Shrink, not yet closed
+	stopping []*Client          // the members being stopped with the pool
+	starting bool               // the first members are starting: calls wait for them
+	level    snodo.LoggingLevel // SetLoggingLevel's, for members Grow adds
+	changed  chan struct{}      // closed and replaced when members, starting or closing change
+	wmu      sync.Mutex         // guards woken only; taken under a member's state lock
+	woken    chan struct{}      // closed and replaced when a member's server comes or goes (wake)
+	bg       sync.WaitGroup     // member closers
+	growing  sync.WaitGroup     // Grow's member starts, and the reaping of those the closing pool refused
+	stopped  chan struct{}
+	done     chan struct{}
 }
 
 // maxPoolSize bounds a pool's size (NewPool, StartPool, Grow): a pool
@@ -168,12 +167,11 @@ func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) 
 	}
 	p := &Pool{
 		ctx: ctx, target: target, cfg: cfg, sys: sys,
-		starting:  true,
-		resources: map[string]*Client{},
-		changed:   make(chan struct{}),
-		woken:     make(chan struct{}),
-		stopped:   make(chan struct{}),
-		done:      make(chan struct{}),
+		starting: true,
+		changed:  make(chan struct{}),
+		woken:    make(chan struct{}),
+		stopped:  make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	p.starts, p.cancel = context.WithCancelCause(ctx)
 	p.Calls = seam.NewCalls[snodo.Calls](p, p.inputHandling)
@@ -282,9 +280,8 @@ func (p *Pool) add(m *Client) error {
 // for the calls they are running to finish, for at most WithMaxWait (the
 // bound of a wait that has none of its own: a call may have Timeout(-1)),
 // then closes them: calls still running get a -32000 wrapping
-// connection.ErrClosed. At least one member stays. The resources
-// the closed members held (SubscribeResource) are subscribed on the
-// members that stay; an error says which could not be.
+// connection.ErrClosed. At least one member stays. The subscriptions
+// (Listen) the closed members held move to the members that stay.
 //
 // Until they are closed they still belong to the pool: a Close meanwhile
 // closes them too (their calls get -32000) and Done waits for them.
@@ -325,7 +322,7 @@ func (p *Pool) Shrink(n int) error {
 	if closing {
 		return jsonrpc.ClosedError(p.owned.Reason())
 	}
-	return p.moveResources(gone)
+	return nil
 }
 
 // Members are the members in rotation (len: the pool's size), for

@@ -87,19 +87,11 @@ func (a *poolActor) Receive(ctx protoactor.Context) {
 	case *watchMember:
 		ctx.Watch(msg.pid)
 	case *protoactor.Terminated:
-		m, last, err := p.memberEnded(msg.Who)
+		_, last, err := p.memberEnded(msg.Who)
 		switch {
 		case last:
 			p.cfg.logger.Error("supervisor: every pool member has stopped; stopping the pool", "error", err)
 			p.owned.Stop(err)
-		case m != nil:
-			// The resources it held are subscribed on the members that
-			// stay, as Shrink does (this makes calls: not on the actor).
-			p.bg.Go(func() {
-				if err := p.moveResources([]*Client{m}); err != nil {
-					p.cfg.logger.Warn("supervisor: could not move the resource subscriptions of a pool member that stopped", "member", m.s.cfg.name, "error", err)
-				}
-			})
 		}
 	case *protoactor.Stopping:
 		p.shutdown(ctx)

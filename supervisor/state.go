@@ -33,16 +33,15 @@ type state struct {
 	draining atomic.Bool  // drained is waiting: a call ending at zero notifies
 	restarts atomic.Int64 // restarts since Connect
 
-	mu        sync.Mutex
-	client    *snodo.Client              // nil while restarting
-	last      *snodo.Client              // the last connection installed: its era and input handling
-	level     snodo.LoggingLevel         // SetLoggingLevel's, for the servers of later restarts
-	resources map[string]struct{}        // SubscribeResource's URIs, subscribed again after restarts
-	live      map[*snodo.Client]struct{} // connections to close when supervision ends
-	changed   chan struct{}              // closed and replaced when client or ended changes
-	lastExit  error                      // the exit being recovered from
-	nextTry   time.Time                  // when the next attempt starts
-	ended     bool                       // the actor is stopping: no new connections
+	mu       sync.Mutex
+	client   *snodo.Client              // nil while restarting
+	last     *snodo.Client              // the last connection installed: its era and input handling
+	level    snodo.LoggingLevel         // SetLoggingLevel's, for the servers of later restarts
+	live     map[*snodo.Client]struct{} // connections to close when supervision ends
+	changed  chan struct{}              // closed and replaced when client or ended changes
+	lastExit error                      // the exit being recovered from
+	nextTry  time.Time                  // when the next attempt starts
+	ended    bool                       // the actor is stopping: no new connections
 
 	first    chan struct{} // closed on the first outcome: connected, or stopped
 	firstErr error
@@ -55,13 +54,12 @@ type state struct {
 func newState(cfg *config, target snodo.Target, sys *protoactor.ActorSystem) *state {
 	return &state{
 		cfg: cfg, target: target, sys: sys, level: cfg.level,
-		meters:    telemetry.New(nil, cfg.meter).ForConn(target.String()),
-		live:      map[*snodo.Client]struct{}{},
-		resources: map[string]struct{}{},
-		changed:   make(chan struct{}),
-		first:     make(chan struct{}),
-		stopped:   make(chan struct{}),
-		done:      make(chan struct{}),
+		meters:  telemetry.New(nil, cfg.meter).ForConn(target.String()),
+		live:    map[*snodo.Client]struct{}{},
+		changed: make(chan struct{}),
+		first:   make(chan struct{}),
+		stopped: make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 }
 

@@ -97,12 +97,6 @@ func (s *session) describe(err error) string {
 			snodo.CodeConnectionClosed, msg)
 	case errors.Is(err, nats.ErrNoServers):
 		return trim(err) + "; check --nats URL: is a NATS server running there? ('snodo node' without --nats embeds one and prints its URL)"
-	case errors.Is(err, snodo.ErrListenUnsupported):
-		msg := "the server has no subscriptions/listen (legacy MCP servers, 2025-11-25 and earlier, have none): listen needs a modern-era server ('snodo info' shows the era)"
-		if s.cfg.era == "legacy" {
-			msg += "; leave out --era legacy to let a server that speaks both eras pick modern"
-		}
-		return msg
 	case errors.Is(err, snodo.ErrInputRequest):
 		// snodo's own answer to the server's input request failed: the
 		// refusal is snodo's, not the server's.

@@ -78,8 +78,8 @@ var (
 	TraceSubscription func(ctx context.Context, r any) (context.Context, SubscriptionTrace)
 
 	// NewCallHandler (set by snodo) returns the Handle of a new handler
-	// of the call messages (snodo.Call, ToolCall, ListenCall,
-	// SubscribeResourceCall) an actor receives, run on r, a
+	// of the call messages (snodo.Call, ToolCall, ListenCall) an actor
+	// receives, run on r, a
 	// snodo.Requester, off the actor's mailbox: origin (a snodo.Origin)
 	// goes on replies no client served, and listen (nil, or a
 	// func(context.Context, snodo.Filter, ...snodo.ListenOption) error)
@@ -105,11 +105,6 @@ var (
 	// server is reaped. For a server the supervisor gives up on (a
 	// replaced one, the members of a pool that could not start).
 	Kill func(c any)
-
-	// TapNotifications (set by snodo) makes fn see every notification
-	// c, a *snodo.Client, receives (on its reader: fn must not block),
-	// until stop is called.
-	TapNotifications func(c any, fn func(method string, params []byte)) (stop func())
 
 	// RemoteOptions (set by snodo) reads opts, a []snodo.Option given to
 	// a remote client: what they set, or an error for the first option

@@ -351,7 +351,7 @@ type ConnConfig struct {
 // SubscriptionHooks is the part of subscription.Options only the module
 // sets: the subscription embeds it unexported, so its fields are
 // reachable as o.Ended from the root package yet absent from the
-// subscription package's documentation. None may block.
+// subscription package's documentation. None may block but Serve.
 type SubscriptionHooks struct {
 	// Queued runs on the connection's reader goroutine after an event
 	// (method and params) was queued on subscription id, with the number
@@ -360,4 +360,13 @@ type SubscriptionHooks struct {
 	// Ended runs once, as subscription id ends, with its Err (id is 0
 	// when the request was never sent). Nil: not called.
 	Ended func(id int64, err error)
+	// Serve, when set, serves the subscription in place of the
+	// subscriptions/listen request: the root package's legacy-era Listen,
+	// which has no such request. It runs on the subscription's own
+	// goroutine until ctx is done or it returns; it hands deliver what
+	// the connection would (the acknowledgement as
+	// notifications/subscriptions/acknowledged, then the events), from
+	// any goroutine but one at a time, and returns the error that ends
+	// the subscription (nil: a graceful end). The subscription's ID is 0.
+	Serve func(ctx context.Context, deliver func(method string, params json.RawMessage)) error
 }

@@ -68,7 +68,10 @@
 //	initialize                legacy only (modern era: -32601).
 //	subscriptions/listen      modern only; see below.
 //	ping, logging/setLevel    {} ; -32601 for modern requests.
-//	resources/subscribe, resources/unsubscribe {uri}   legacy only, answer {};
+//	resources/subscribe, resources/unsubscribe {uri}   legacy only, answer {}
+//	                          (subscribe to test://refuse/…: -32602; with
+//	                          -updated-on-subscribe, subscribe sends the URI's
+//	                          notifications/resources/updated before its answer);
 //	                          they keep the set of URIs test/touch notifies about.
 //
 // # MCP surface

@@ -50,6 +50,7 @@ type config struct {
 	refuse          bool // -refuse-after: this start is one of those refused
 	noResultMeta    bool
 	tasks           bool // -tasks: the research tool and the tasks/* methods
+	updatedOnSub    bool // -updated-on-subscribe
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -80,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.refuseAfter, "refuse-after", 0, "with -start-file: starts numbered above `N` refuse server/discover and initialize with -32603 (0: none)")
 	fs.BoolVar(&c.noResultMeta, "no-result-meta", false, "modern era: leave io.modelcontextprotocol/serverInfo out of results' _meta (spec-following servers put it in every result)")
 	fs.BoolVar(&c.tasks, "tasks", false, "offer tasks: the research tool, tasks/* (2025-11-25 core tasks, legacy; the io.modelcontextprotocol/tasks extension, modern)")
+	fs.BoolVar(&c.updatedOnSub, "updated-on-subscribe", false, "legacy: send notifications/resources/updated for a URI just before answering resources/subscribe for it")
 	fs.DurationVar(&c.eofGrace, "eof-grace", defaultEOFGrace, "how long to wait for in-flight requests at stdin EOF")
 	if err := fs.Parse(args); err != nil {
 		return c, err

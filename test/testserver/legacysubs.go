@@ -1,6 +1,13 @@
 package testserver
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
+
+// refusedPrefix: resources/subscribe for a URI with it is refused
+// (-32602), as a server refuses a resource it cannot watch.
+const refusedPrefix = "test://refuse/"
 
 // Legacy resource subscriptions: resources/subscribe and
 // resources/unsubscribe keep a set of URIs; test/touch sends
@@ -53,7 +60,13 @@ func (s *server) legacySubscription(req *request, on bool) (any, *rpcError) {
 	if p.URI == "" {
 		return nil, errInvalidParams("uri is required")
 	}
+	if on && strings.HasPrefix(p.URI, refusedPrefix) {
+		return nil, errInvalidParams("resource " + p.URI + " cannot be subscribed to")
+	}
 	s.legacy.set(p.URI, on)
+	if on && s.cfg.updatedOnSub {
+		s.notify("notifications/resources/updated", obj{"uri": p.URI})
+	}
 	return obj{}, nil
 }
 
