@@ -37,8 +37,9 @@ type Filter = subscription.Filter
 //	Params json.RawMessage // the raw params object, its _meta included
 type Event = subscription.Event
 
-// Subscription is an open subscriptions/listen stream, whoever serves it:
-// Client.Listen, a supervised client's or a pool's (which re-sends it
+// Subscription is an open subscription, whoever serves it:
+// Client.Listen (a subscriptions/listen stream, or on a legacy-era
+// server the client's own, over resources/subscribe), a supervised client's or a pool's (which re-sends it
 // after a restart or moves it off a member that left, putting a
 // supervisor.ResubscribedMethod marker event before the new server's
 // events), or a remote client's (served by a host over NATS, kept alive
@@ -58,7 +59,8 @@ func init() {
 // ID is the listen request's JSON-RPC ID, which the server carries in
 // every notification of the subscription; json.Marshal(ID()) is its wire
 // form. A supervised subscription's changes with each re-subscription; a
-// remote one's is its id between the client and the host.
+// remote one's is its id between the client and the host; a legacy-era
+// one's is 0 (there is no listen request).
 func (s *Subscription) ID() int64 { return s.impl.ID() }
 
 // Acknowledged is the subset of the requested filter the server agreed to
@@ -87,7 +89,8 @@ func (s *Subscription) Err() error { return s.impl.Err() }
 
 // Close cancels the subscription: the server is sent
 // notifications/cancelled for the listen request (Close does not wait for
-// an answer to it), Err becomes subscription.ErrClosed unless the
+// an answer to it; on a legacy-era server, resources/unsubscribe for the
+// URIs no other subscription watches, waiting at most 5 s), Err becomes subscription.ErrClosed unless the
 // subscription had already ended, and Events is closed after the events
 // already queued. Close returns once the subscription has ended; it always
 // returns nil.

@@ -22,7 +22,7 @@ const listenMethod = "subscriptions/listen"
 
 // ResubscribedMethod is the Method of the marker event a supervised
 // subscription delivers after re-sending its subscriptions/listen to a
-// restarted server. Events the old server would have sent during the gap
+// restarted server (on a legacy-era server: its resources/subscribe). Events the old server would have sent during the gap
 // are lost: re-read what the subscription watches (tools/list,
 // resources/read…) when it arrives. Its Params are
 // {"resubscriptions": N, "reason": "server exited with status 1", "subscriptionId": ID}.
