@@ -20,8 +20,18 @@ import (
 // as the echo tool whatever the tool and its arguments ("hello"); other
 // requests get method not found; notifications and responses are ignored.
 // It serves the calls measurement only (no ask, big or emit).
-func ServeFast(r io.Reader, w io.Writer) error {
-	f := &fast{}
+func ServeFast(r io.Reader, w io.Writer) error { return serveFast(r, w, &fast{}) }
+
+// ServeFastWithoutMeta is ServeFast configured, as the spec lets a server
+// be, not to identify itself in results: no result carries _meta, in
+// either era. Its modern tools/call answer is what the fast server sent
+// before its results were spec-shaped, so that the cost of a result's
+// _meta to a client shows beside ServeFast's in the same run.
+func ServeFastWithoutMeta(r io.Reader, w io.Writer) error {
+	return serveFast(r, w, &fast{noMeta: true})
+}
+
+func serveFast(r io.Reader, w io.Writer, f *fast) error {
 	buf := make([]byte, 256<<10)
 	start, end := 0, 0
 	for {
@@ -59,17 +69,21 @@ func ServeFast(r io.Reader, w io.Writer) error {
 type fast struct {
 	out    []byte
 	modern bool
+	noMeta bool // ServeFastWithoutMeta: no _meta in any result
 }
 
 // Canned answers: the id goes between head and the answer's rest.
 const (
 	fastHead         = `{"jsonrpc":"2.0","id":`
 	fastEchoModern   = `,"result":{"resultType":"complete",` + echoContent + `,"_meta":{"` + metaServerInfo + `":` + serverInfoJSON + `}}}` + "\n"
+	fastEchoBare     = `,"result":{"resultType":"complete",` + echoContent + "}}\n"
 	fastEchoLegacy   = `,"result":{` + echoContent + "}}\n"
 	fastEmpty        = `,"result":{}}` + "\n"
 	fastNotFound     = `,"error":{"code":-32601,"message":"method not found (fast bench server)"}}` + "\n"
 	fastDiscoverRest = `,"result":{"resultType":"complete","supportedVersions":["` + modernVersion + `"],"capabilities":` + capabilitiesObj +
 		`,"serverInfo":` + serverInfoJSON + `,"_meta":{"` + metaServerInfo + `":` + serverInfoJSON + `}}}` + "\n"
+	fastDiscoverBare = `,"result":{"resultType":"complete","supportedVersions":["` + modernVersion + `"],"capabilities":` + capabilitiesObj +
+		`,"serverInfo":` + serverInfoJSON + "}}\n"
 	fastInitRest = `,"result":{"protocolVersion":"` + legacyVersion + `","capabilities":` + capabilitiesObj + `,"serverInfo":` + serverInfoJSON + "}}\n"
 	fastTools    = `"tools":[{"name":"echo","inputSchema":{"type":"object"}}]`
 )
@@ -83,11 +97,18 @@ func (f *fast) handle(line []byte) {
 	var rest string
 	switch string(method) {
 	case "tools/call":
-		if rest = fastEchoLegacy; f.modern {
+		switch {
+		case !f.modern:
+			rest = fastEchoLegacy
+		case f.noMeta:
+			rest = fastEchoBare
+		default:
 			rest = fastEchoModern
 		}
 	case "server/discover":
-		f.modern, rest = true, fastDiscoverRest
+		if f.modern, rest = true, fastDiscoverRest; f.noMeta {
+			rest = fastDiscoverBare
+		}
 	case "initialize":
 		f.modern, rest = false, fastInitRest
 	case "ping":

@@ -55,3 +55,32 @@ func (o *oneByte) Read(p []byte) (int, error) {
 	o.in = o.in[1:]
 	return 1, nil
 }
+
+// TestServeFastWithoutMeta: configured not to identify itself, the fast
+// server puts no _meta in any result, and its modern tools/call answer is
+// ServeFast's without it.
+func TestServeFastWithoutMeta(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{}}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo"}}` + "\n"
+	var out bytes.Buffer
+	if err := ServeFastWithoutMeta(&oneByte{in: []byte(in)}, &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("got %d lines, want 4:\n%s", len(lines), out.String())
+	}
+	for i, line := range lines {
+		if !json.Valid([]byte(line)) || strings.Contains(line, "_meta") {
+			t.Errorf("line %d: %s (want valid JSON without _meta)", i, line)
+		}
+	}
+	if want := `{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","content":[{"type":"text","text":"hello"}]}}`; lines[1] != want {
+		t.Errorf("modern tools/call: %s, want %s", lines[1], want)
+	}
+	if want := `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"hello"}]}}`; lines[3] != want {
+		t.Errorf("legacy tools/call: %s, want %s", lines[3], want)
+	}
+}

@@ -1,7 +1,8 @@
 // Command benchserver is the MCP server of the client comparison: by
 // default the realistic stdio one (package server's Serve); with -fast
 // the stdio one that is never the bottleneck (ServeFast: canned answers,
-// the id spliced in, one write per read); with -http ADDR the Streamable
+// the id spliced in, one write per read), and with -fast -no-meta the same
+// with no _meta in its results (ServeFastWithoutMeta); with -http ADDR the Streamable
 // HTTP one that is never the bottleneck (HTTPFast), which prints its
 // endpoint URL on stdout and serves until its stdin ends.
 package main
@@ -18,6 +19,7 @@ import (
 
 func main() {
 	fast := flag.Bool("fast", false, "answer from canned lines (calls only): a server that is never the bottleneck")
+	noMeta := flag.Bool("no-meta", false, "with -fast: put no _meta in results (modern results then carry no serverInfo), to measure what _meta costs a client")
 	httpAddr := flag.String("http", "", "serve Streamable HTTP on this address (127.0.0.1:0 for any port) instead of stdio; the endpoint URL is printed on stdout, and the server exits when stdin ends")
 	flag.Parse()
 	if *httpAddr != "" {
@@ -33,7 +35,13 @@ func main() {
 	}
 	enlargePipe(os.Stdout)
 	serve := server.Serve
-	if *fast {
+	switch {
+	case *noMeta && !*fast:
+		fmt.Fprintln(os.Stderr, "benchserver: -no-meta needs -fast")
+		os.Exit(2)
+	case *noMeta:
+		serve = server.ServeFastWithoutMeta
+	case *fast:
 		serve = server.ServeFast
 	}
 	if err := serve(os.Stdin, os.Stdout); err != nil {

@@ -32,6 +32,9 @@ type job struct {
 	Count   int           `json:"count"` // big calls, connect cycles, events, idle connections
 	// Fast runs the server that is never the bottleneck (benchserver -fast).
 	Fast bool `json:"fast,omitempty"`
+	// NoMeta (with Fast) runs the fast server with no _meta in its
+	// results (benchserver -fast -no-meta).
+	NoMeta bool `json:"noMeta,omitempty"`
 	// Raw calls through clients.Requester (params encoded beforehand, the
 	// result left raw) instead of the typed Call.
 	Raw bool `json:"raw,omitempty"`
@@ -48,11 +51,16 @@ const (
 	// mCallsFast is mCalls against the fast server; a job says so with
 	// Fast (its Measure is mCalls).
 	mCallsFast = "calls-fast"
-	mBig       = "big"     // 16 MiB responses: MB/s and RSS growth
-	mConnect   = "connect" // connect + first call + close
-	mIdle      = "idle"    // heap and goroutines of idle connections
-	mAsk       = "ask"     // server-request round trips/s
-	mSubs      = "subs"    // subscription events/s
+	// mCallsNoMeta is mCallsFast, modern era, typed calls only, against the
+	// fast server with no _meta in its results: the rows beside which
+	// mCallsFast's show what a result's _meta.serverInfo costs. A job says
+	// so with Fast and NoMeta (its Measure is mCalls).
+	mCallsNoMeta = "calls-no-meta"
+	mBig         = "big"     // 16 MiB responses: MB/s and RSS growth
+	mConnect     = "connect" // connect + first call + close
+	mIdle        = "idle"    // heap and goroutines of idle connections
+	mAsk         = "ask"     // server-request round trips/s
+	mSubs        = "subs"    // subscription events/s
 	// mHTTP is mCalls over Streamable HTTP against the fast HTTP server;
 	// mHTTPSubs is mSubs over it. Their jobs say so with HTTP.
 	mHTTP     = "http"
@@ -145,6 +153,9 @@ func connect(j job, onEvent func()) (clients.Client, error) {
 	var args []string
 	if j.Fast {
 		args = []string{"-fast"}
+	}
+	if j.NoMeta {
+		args = append(args, "-no-meta")
 	}
 	o := clients.Options{Command: j.Server, Args: args, Era: j.Era, OnEvent: onEvent}
 	if j.HTTP {

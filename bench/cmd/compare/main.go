@@ -61,7 +61,7 @@ func main() {
 	quick := flag.Bool("quick", false, "one short run: a smoke test, not numbers to publish")
 	idle := flag.Int("idle", 1000, "idle connections held at once")
 	notesDir := flag.String("notes", "notes", "directory whose *.md files end the report, verbatim and sorted")
-	only := flag.String("only", "", "comma-separated measurements to run (calls, calls-fast, big, connect, ask, subs, idle, http, http-subs, remote); default all. Only http and http-subs: measure just those and rewrite only the Streamable HTTP section of -out (between its markers), keeping the rest; only remote: the same for the remote calls section")
+	only := flag.String("only", "", "comma-separated measurements to run (calls, calls-fast, calls-no-meta, big, connect, ask, subs, idle, http, http-subs, remote); default all. Only http and http-subs: measure just those and rewrite only the Streamable HTTP section of -out (between its markers), keeping the rest; only remote: the same for the remote calls section")
 	remoteRuns := flag.Int("remote-runs", 5, "runs of the remote measurement (every row of it in each run)")
 	remoteCalls := flag.Int("remote-calls", 3000, "calls per row of the remote measurement at 1 in flight (four times as many at 16)")
 	clientList := flag.String("clients", "", "comma-separated clients to run (the ceiling is always run); default all")
@@ -167,7 +167,7 @@ func collect(s settings) *results {
 	if err != nil {
 		fatal(err)
 	}
-	measures := []string{mCalls, mCallsFast, mBig, mConnect, mAsk, mSubs, mIdle, mHTTP, mHTTPSubs, mRemote}
+	measures := []string{mCalls, mCallsFast, mCallsNoMeta, mBig, mConnect, mAsk, mSubs, mIdle, mHTTP, mHTTPSubs, mRemote}
 	allRuns := max(s.runs, s.fastRuns, s.remoteRuns)
 	if s.remoteOnly() {
 		allRuns = s.remoteRuns
@@ -200,6 +200,9 @@ func collect(s settings) *results {
 				if m == mHTTPSubs && era != clients.Modern {
 					continue // subscriptions/listen is modern only
 				}
+				if m == mCallsNoMeta && era != clients.Modern {
+					continue // legacy results carry no _meta from either fast server
+				}
 				// Rotate the order of the clients from run to run so that
 				// drift on the machine does not favour one of them.
 				order := slices.Clone(s.clients)
@@ -216,6 +219,8 @@ func collect(s settings) *results {
 					switch m {
 					case mCallsFast:
 						j.Measure, j.Fast = mCalls, true
+					case mCallsNoMeta:
+						j.Measure, j.Fast, j.NoMeta = mCalls, true, true
 					case mHTTP:
 						j.Measure, j.HTTP = mCalls, true
 					case mHTTPSubs:

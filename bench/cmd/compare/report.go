@@ -49,17 +49,74 @@ func (r *results) values(k key, metric string) []float64 {
 
 // ratios is the metric of k divided by the ceiling's, run by run.
 func (r *results) ratios(k key, metric string) []float64 {
-	c := key{k.measure, ceilingOf(k.client), k.era}
-	mine, theirs := r.runs[k], r.runs[c]
+	return r.paired(k, key{k.measure, ceilingOf(k.client), k.era}, metric, func(a, b float64) (float64, bool) { return a / b, b != 0 })
+}
+
+// paired is f of the metric of a and of b, run by run (the runs where
+// both have it and f says ok).
+func (r *results) paired(a, b key, metric string, f func(a, b float64) (float64, bool)) []float64 {
+	mine, theirs := r.runs[a], r.runs[b]
 	var vs []float64
 	for i := range min(len(mine), len(theirs)) {
-		a, ok1 := mine[i][metric]
-		b, ok2 := theirs[i][metric]
-		if ok1 && ok2 && b != 0 {
-			vs = append(vs, a/b)
+		x, ok1 := mine[i][metric]
+		y, ok2 := theirs[i][metric]
+		if ok1 && ok2 {
+			if v, ok := f(x, y); ok {
+				vs = append(vs, v)
+			}
 		}
 	}
 	return vs
+}
+
+// renderMetaCost is the table of typed calls, modern era, against the fast
+// server with and without _meta.serverInfo in its results, measured in the
+// same runs, and what _meta costs run by run. Nothing when the run
+// measured neither.
+func renderMetaCost(s settings, r *results, notes *footnotes) []byte {
+	if s.only != nil && !slices.Contains(s.only, mCallsNoMeta) && !slices.Contains(s.only, mCallsFast) {
+		return nil
+	}
+	var b bytes.Buffer
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	era := clients.Modern
+	p("## What `_meta.serverInfo` in results costs: typed calls, %s era, the fast server\n\n", eraTitle(era))
+	p("| client | results | calls/s, 1 in flight | calls/s, 64 in flight | CPU µs/call, 1 in flight | CPU µs/call, 64 in flight | client B/call | allocs/call |\n")
+	p("|---|---|---|---|---|---|---|---|\n")
+	metrics := []string{"calls1", "calls64", "cpu1_us", "cpu64_us", "bytes", "allocs"}
+	signed := func(v float64) string { // +0.25, -0.25; +0.00 for what rounds to zero
+		s := human(v)
+		if t := strings.TrimPrefix(s, "-"); t == s || strings.Trim(t, "0.") == "" {
+			return "+" + t
+		}
+		return s
+	}
+	for _, c := range s.clients {
+		with, without := key{mCallsFast, c, era}, key{mCallsNoMeta, c, era}
+		rows := [][]string{{c, "with `_meta` (spec-shaped)"}, {c, "without `_meta`"}, {c, "`_meta` costs"}}
+		for _, m := range metrics {
+			rows[0] = append(rows[0], r.cell(with, m, human, notes))
+			rows[1] = append(rows[1], r.cell(without, m, human, notes))
+			cost, show := func(a, b float64) (float64, bool) { return a - b, true }, signed
+			if m == "calls1" || m == "calls64" {
+				cost, show = func(a, b float64) (float64, bool) { return a / b, b != 0 }, ratioFmt
+			}
+			if st, ok := summarize(r.paired(with, without, m, cost)); ok {
+				rows[2] = append(rows[2], st.format(show))
+				continue
+			}
+			why := r.errs[without]
+			if why == "" {
+				why = r.errs[with]
+			}
+			rows[2] = append(rows[2], notes.na(why))
+		}
+		for _, row := range rows {
+			p("| %s |\n", strings.Join(row, " | "))
+		}
+	}
+	p("\nThe same typed calls as in the fast server's %s table, against the fast server as spec-following modern servers answer (`_meta` with `io.modelcontextprotocol/serverInfo` in every result) and configured not to identify itself (`benchserver -fast -no-meta`: no `_meta`, what the benchmarks measured before issue 30), one after the other in each run. The `_meta` costs row is, run by run, the ratio with/without for calls/s and the difference with − without for the rest, then the median (min–max) of those.\n\n", eraTitle(era))
+	return b.Bytes()
 }
 
 func human(v float64) string {
@@ -162,6 +219,8 @@ func render(s settings, r *results, took time.Duration) []byte {
 	}
 	p("The first rows call the `echo` tool through each client's typed API (snodo: `CallTool`; the minimal client decodes the result with encoding/json). The `Request` rows are the transports alone: snodo's `Client.Request` and the minimal client's raw request, with params encoded beforehand (`{\"name\":\"echo\",\"arguments\":{\"text\":\"hello\"}}`, the era's `_meta` added by the client) and the result left raw; their ratios are to `minimal Request`.\n\n")
 	p("Calls/s is the median rate of the ten slices of each phase, which a burst of load from other processes moves less than the mean. Latency is measured with 1 in flight (%s per phase per run). Bytes and allocations per call are everything the client process allocated during the 1-in-flight phase divided by the calls (`runtime.MemStats`), so reader and writer goroutines count. Peak RSS is the child's `VmHWM`.\n\n", s.dur)
+
+	b.Write(renderMetaCost(s, r, notes))
 
 	b.Write(renderHTTP(s, r, took))
 	p("\n")

@@ -37,3 +37,34 @@ func TestNotesSection(t *testing.T) {
 		t.Fatal("an empty notes directory added a section")
 	}
 }
+
+// TestMetaCost: the _meta table puts each client's typed calls with and
+// without _meta side by side and pairs them run by run (ratio for calls/s,
+// difference for the rest); a client without figures gets n/a with why.
+func TestMetaCost(t *testing.T) {
+	run := func(calls, allocs float64) map[string]float64 {
+		return map[string]float64{"calls1": calls, "calls64": calls, "cpu1_us": 10, "cpu64_us": 5, "bytes": 400, "allocs": allocs}
+	}
+	r := &results{runs: map[key][]map[string]float64{
+		{mCallsFast, "snodo", "modern"}:   {run(90, 3), run(80, 3.5)},
+		{mCallsNoMeta, "snodo", "modern"}: {run(100, 3.001), run(100, 3)},
+	}, errs: map[key]string{{mCallsNoMeta, "mcp-go", "modern"}: "n/a: no such client"}}
+	notes := &footnotes{}
+	got := string(renderMetaCost(settings{clients: []string{"snodo", "mcp-go"}}, r, notes))
+	for _, want := range []string{
+		"| snodo | with `_meta` (spec-shaped) | 85.0 (80.0–90.0) | 85.0 (80.0–90.0) | 10.0 | 5.00 | 400 | 3.25 (3.00–3.50) |",
+		"| snodo | without `_meta` | 100 | 100 | 10.0 | 5.00 | 400 | 3.00 |",
+		"| snodo | `_meta` costs | 0.85× (0.80×–0.90×) | 0.85× (0.80×–0.90×) | +0.00 | +0.00 | +0.00 | +0.25 (+0.00–+0.50) |",
+		"| mcp-go | `_meta` costs | n/a [1] | n/a [1] |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+	if len(notes.texts) != 1 || notes.texts[0] != "no such client" {
+		t.Errorf("footnotes %q", notes.texts)
+	}
+	if renderMetaCost(settings{only: []string{mRemote}}, r, notes) != nil {
+		t.Error("a remote-only run rendered the _meta table")
+	}
+}
