@@ -102,7 +102,8 @@ type ServerCapabilities struct {
 // TasksCapability is a legacy-era (2025-11-25) server's tasks: which
 // requests it runs as tasks (Requests, such as {"tools":{"call":{}}}), and
 // whether it answers tasks/list and tasks/cancel (non-nil). In the modern
-// era tasks are the extension TasksExtension in Extensions instead.
+// era tasks are the extension "io.modelcontextprotocol/tasks" in
+// Extensions instead.
 type TasksCapability struct {
 	List     *struct{}       `json:"list,omitempty"`
 	Cancel   *struct{}       `json:"cancel,omitempty"`

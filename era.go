@@ -14,6 +14,7 @@ import (
 	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/limits"
+	"github.com/snodo/snodo/internal/mcpmethod"
 )
 
 // Era is the generation of MCP a server speaks, settled by Connect.
@@ -171,7 +172,7 @@ func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern
 	if chosen != version {
 		meta = buildMeta(chosen, &cfg.mcp)
 	}
-	if _, ok := res.Capabilities.Extensions[TasksExtension]; ok {
+	if _, ok := res.Capabilities.Extensions[mcpmethod.TasksExtension]; ok {
 		declareTasks(meta, &cfg.mcp) // the server may answer tools/call with a task, which CallTool runs
 	}
 	c.mcp.era, c.mcp.version = EraModern, chosen

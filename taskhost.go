@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/snodo/snodo/internal/mcpmethod"
 )
 
 // A task belongs to the server process that created it. A requester whose
@@ -50,7 +52,7 @@ func (c Calls) modernTaskCalls(ctx context.Context) (Calls, bool) {
 	if err != nil {
 		return c, false // the plain path meets the same error, and says it
 	}
-	if _, offered := conn.Capabilities().Extensions[TasksExtension]; !offered {
+	if _, offered := conn.Capabilities().Extensions[mcpmethod.TasksExtension]; !offered {
 		return c, false
 	}
 	return newCalls(pinned{conn: conn, owner: c.requester()}, conn.inputHandling), true

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/mcpmethod"
 	"github.com/snodo/snodo/internal/recovered"
 )
 
@@ -36,9 +37,6 @@ import (
 // server's poll interval (never sooner, spread by a random quarter so
 // that tasks created together do not poll together), bounded by the
 // task's owner ctx, its TTL and its client's life.
-
-// TasksExtension is the identifier of the modern-era tasks extension.
-const TasksExtension = "io.modelcontextprotocol/tasks"
 
 // Task statuses (TaskStatus.Status).
 const (
@@ -396,8 +394,8 @@ func declareTasks(meta map[string]json.RawMessage, cfg *mcpConfig) {
 	if caps.Extensions == nil {
 		caps.Extensions = map[string]json.RawMessage{}
 	}
-	if _, ok := caps.Extensions[TasksExtension]; !ok {
-		caps.Extensions[TasksExtension] = json.RawMessage("{}")
+	if _, ok := caps.Extensions[mcpmethod.TasksExtension]; !ok {
+		caps.Extensions[mcpmethod.TasksExtension] = json.RawMessage("{}")
 	}
 	meta[metaClientCapabilities], _ = json.Marshal(caps) // as buildMeta: cannot fail
 }

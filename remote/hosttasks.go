@@ -9,6 +9,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/mcpmethod"
 )
 
 // Tasks over NATS. A task belongs to the MCP server process that created
@@ -120,7 +121,7 @@ func (s *served) mayCreateTask(params []byte) bool {
 	}
 	for _, m := range s.pool.Members() {
 		if c := m.Current(); c != nil {
-			_, ok := c.Capabilities().Extensions[snodo.TasksExtension]
+			_, ok := c.Capabilities().Extensions[mcpmethod.TasksExtension]
 			if ok {
 				s.taskExt.Store(taskExtYes)
 			} else {

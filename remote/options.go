@@ -15,6 +15,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/limits"
+	"github.com/snodo/snodo/internal/mcpmethod"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/supervisor"
 )
@@ -269,8 +270,8 @@ func capabilitiesMeta(caps snodo.ClientCapabilities) (map[string]json.RawMessage
 	if caps.Extensions == nil {
 		caps.Extensions = map[string]json.RawMessage{}
 	}
-	if _, ok := caps.Extensions[snodo.TasksExtension]; !ok {
-		caps.Extensions[snodo.TasksExtension] = json.RawMessage("{}")
+	if _, ok := caps.Extensions[mcpmethod.TasksExtension]; !ok {
+		caps.Extensions[mcpmethod.TasksExtension] = json.RawMessage("{}")
 	}
 	b, err := json.Marshal(caps)
 	if err != nil {

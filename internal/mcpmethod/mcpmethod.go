@@ -1,5 +1,6 @@
-// Package mcpmethod names the MCP methods that more than one of snodo's
-// packages sends, answers or labels telemetry with. Users write a
+// Package mcpmethod names the MCP methods (and the extension identifiers)
+// that more than one of snodo's packages sends, answers, declares or
+// labels telemetry with. Users write a
 // method's name as the specification spells it ("elicitation/create").
 package mcpmethod
 
@@ -15,3 +16,8 @@ const (
 	ListRoots   = "roots/list"
 	Ping        = "ping"
 )
+
+// TasksExtension is the identifier of the modern-era tasks extension, in
+// the capabilities' extensions (the client declares it; a server that
+// offers it runs tools as tasks).
+const TasksExtension = "io.modelcontextprotocol/tasks"
