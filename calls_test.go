@@ -169,13 +169,11 @@ func TestCapabilitiesMarshalAsMCPObjects(t *testing.T) {
 	assert.Equal(t, caps, back)
 }
 
-func TestClientStateFollowsTheStop(t *testing.T) {
+func TestClientErrFollowsTheStop(t *testing.T) {
 	c := dialTest(t, nil)
-	assert.Equal(t, connection.StateRunning, c.State())
+	assert.NoError(t, c.Err(), "running")
 	require.NoError(t, c.Close())
 	<-c.Done()
-	assert.Equal(t, connection.StateReaped, c.State())
-	assert.Equal(t, "reaped", c.State().String())
 	assert.ErrorIs(t, c.Err(), connection.ErrClosed)
 }
 

@@ -159,11 +159,6 @@ func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
 // Err is why the connection stopped, nil while it runs.
 func (c *Client) Err() error { return c.conn.Err() }
 
-// State is where the connection is in its life now:
-// connection.StateRunning, then, once it stops (Err says why),
-// StateStopping, StateDraining and StateReaped, when Done is closed.
-func (c *Client) State() connection.State { return c.conn.State() }
-
 // PID is the connection actor. Any actor may stop it (Stop, Poison), which
 // closes the connection; Exit stops it with a reason.
 func (c *Client) PID() *protoactor.PID { return c.conn.PID() }

@@ -197,7 +197,7 @@ func (c *Conn) terminate(reason error) { c.life.Stop(reason) }
 // (draining: the server still runs and its output is discarded; reaped:
 // it has exited).
 func (c *Conn) closedErr() error {
-	state, reason := c.State(), c.Err()
+	state, reason := c.lifeState(), c.Err()
 	if reason == nil {
 		reason = snodoactor.ErrStopped
 	}
@@ -254,7 +254,7 @@ func (c *Conn) forceExit(grace time.Duration) {
 			return
 		case <-time.After(grace):
 			c.cfg.Logger.Warn("snodo: server ignored EOF; signalling its process group",
-				"command", c.cfg.Command, "signal", sig.String(), "state", c.State())
+				"command", c.cfg.Command, "signal", sig.String(), "state", c.lifeState())
 			signalGroup(c.proc.cmd, sig)
 		}
 	}

@@ -274,18 +274,18 @@ func TestCloseDoesNotSignalAServerThatIgnoresEOF(t *testing.T) {
 // until it exits.
 func TestStateNamesEachStageOfTheStop(t *testing.T) {
 	c := start(t, Config{}, "-ignore-eof")
-	assert.Equal(t, StateRunning, c.State())
-	assert.Equal(t, "running", c.State().String())
+	assert.Equal(t, stateRunning, c.lifeState())
+	assert.Equal(t, "running", c.lifeState().String())
 	require.NoError(t, c.Close())
-	assert.Equal(t, StateDraining, c.State(), "stdin closed, the server still runs")
+	assert.Equal(t, stateDraining, c.lifeState(), "stdin closed, the server still runs")
 	err := c.Notify(context.Background(), "notifications/x", nil)
 	requireClosed(t, err, ErrClosed)
 	assert.Contains(t, err.Error(), "(connection draining)")
 	require.NoError(t, syscall.Kill(c.processID(), syscall.SIGKILL))
 	waitDone(t, c)
-	assert.Equal(t, StateReaped, c.State())
+	assert.Equal(t, stateReaped, c.lifeState())
 	assert.Contains(t, c.Notify(context.Background(), "notifications/x", nil).Error(), "(connection reaped)")
-	assert.Equal(t, "State(9)", State(9).String())
+	assert.Equal(t, "lifeState(9)", lifeState(9).String())
 }
 
 func TestShutdownGraceSignalsAServerThatIgnoresEOF(t *testing.T) {

@@ -227,12 +227,12 @@ func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) (handedOver boo
 		}
 	}
 	if !delivered {
-		if state := c.State(); ok && c.table.gaveUpOn(id) {
+		if state := c.lifeState(); ok && c.table.gaveUpOn(id) {
 			// The answer crossed the client's cancel: expected, and
 			// ignored as the protocol asks.
 			c.serverLog(slog.LevelDebug, "snodo: dropped the late answer to a request the client gave up on",
 				"id", id, "state", state)
-		} else if state == StateRunning {
+		} else if state == stateRunning {
 			c.serverLog(slog.LevelWarn, "snodo: ignored a response to no request in flight (unknown, or a duplicate)",
 				"id", string(env.ID), "line", sample(line))
 		} else {

@@ -2,56 +2,56 @@ package connection
 
 import "strconv"
 
-// State is where a connection is in its life. It only moves forward,
+// lifeState is where a connection is in its life. It only moves forward,
 // though a state may be skipped.
-type State int32
+type lifeState int32
 
 // The states of a connection.
 const (
-	// StateRunning: requests are sent and answered.
-	StateRunning State = iota
-	// StateStopping: a stop reason is recorded (Close, the owner, an exit
+	// stateRunning: requests are sent and answered.
+	stateRunning lifeState = iota
+	// stateStopping: a stop reason is recorded (Close, the owner, an exit
 	// signal, the server going away); callers fail with -32000 and what
 	// is queued for stdin is flushed, then stdin is closed.
-	StateStopping
-	// StateDraining: the actor has stopped and stdin is closed; the
+	stateStopping
+	// stateDraining: the actor has stopped and stdin is closed; the
 	// server's output is read and discarded until it exits.
-	StateDraining
-	// StateReaped: the server has exited and been reaped and the actor
+	stateDraining
+	// stateReaped: the server has exited and been reaped and the actor
 	// has stopped; Done is closed.
-	StateReaped
+	stateReaped
 )
 
 // String is "running", "stopping", "draining" or "reaped".
-func (s State) String() string {
+func (s lifeState) String() string {
 	switch s {
-	case StateRunning:
+	case stateRunning:
 		return "running"
-	case StateStopping:
+	case stateStopping:
 		return "stopping"
-	case StateDraining:
+	case stateDraining:
 		return "draining"
-	case StateReaped:
+	case stateReaped:
 		return "reaped"
 	}
-	return "State(" + strconv.Itoa(int(s)) + ")"
+	return "lifeState(" + strconv.Itoa(int(s)) + ")"
 }
 
-// State is where the connection is in its life now; Err says why it
-// stopped once it is past StateRunning.
-func (c *Conn) State() State {
+// lifeState is where the connection is in its life now; Err says why it
+// stopped once it is past stateRunning.
+func (c *Conn) lifeState() lifeState {
 	select {
 	case <-c.done:
-		return StateReaped
+		return stateReaped
 	default:
 	}
 	select {
 	case <-c.stopped:
-		return StateDraining
+		return stateDraining
 	default:
 	}
 	if c.life.Reason() != nil {
-		return StateStopping
+		return stateStopping
 	}
-	return StateRunning
+	return stateRunning
 }
