@@ -11,10 +11,10 @@ import (
 // canned lines, splicing in the request's id. It finds each line's
 // top-level id and method and decodes nothing else; it reads as much as
 // the pipe holds at once and answers everything it read in one write.
-// The era is the handshake's: server/discover makes the tools/call answer
-// carry resultType "complete" and, as spec-following modern servers put
-// in every result, the server's identity in _meta; initialize leaves both
-// out.
+// The era is the handshake's: server/discover makes the tools/call and
+// tools/list answers carry resultType "complete" and, as spec-following
+// modern servers put in every result, the server's identity in _meta;
+// initialize leaves both out.
 //
 // It answers server/discover, initialize, ping, tools/list, and tools/call
 // as the echo tool whatever the tool and its arguments ("hello"); other
@@ -75,17 +75,21 @@ type fast struct {
 // Canned answers: the id goes between head and the answer's rest.
 const (
 	fastHead         = `{"jsonrpc":"2.0","id":`
-	fastEchoModern   = `,"result":{"resultType":"complete",` + echoContent + `,"_meta":{"` + metaServerInfo + `":` + serverInfoJSON + `}}}` + "\n"
+	fastEchoModern   = `,"result":{"resultType":"complete",` + echoContent + `,` + metaMember + "}}\n"
 	fastEchoBare     = `,"result":{"resultType":"complete",` + echoContent + "}}\n"
 	fastEchoLegacy   = `,"result":{` + echoContent + "}}\n"
 	fastEmpty        = `,"result":{}}` + "\n"
 	fastNotFound     = `,"error":{"code":-32601,"message":"method not found (fast bench server)"}}` + "\n"
 	fastDiscoverRest = `,"result":{"resultType":"complete","supportedVersions":["` + modernVersion + `"],"capabilities":` + capabilitiesObj +
-		`,"serverInfo":` + serverInfoJSON + `,"_meta":{"` + metaServerInfo + `":` + serverInfoJSON + `}}}` + "\n"
+		`,"serverInfo":` + serverInfoJSON + `,` + metaMember + "}}\n"
 	fastDiscoverBare = `,"result":{"resultType":"complete","supportedVersions":["` + modernVersion + `"],"capabilities":` + capabilitiesObj +
 		`,"serverInfo":` + serverInfoJSON + "}}\n"
 	fastInitRest = `,"result":{"protocolVersion":"` + legacyVersion + `","capabilities":` + capabilitiesObj + `,"serverInfo":` + serverInfoJSON + "}}\n"
 	fastTools    = `"tools":[{"name":"echo","inputSchema":{"type":"object"}}]`
+	// fastToolsModern and fastToolsBare are the modern tools/list answer's
+	// rest, with _meta and (ServeFastWithoutMeta) without.
+	fastToolsModern = `,"result":{"resultType":"complete",` + fastTools + `,` + metaMember + "}}\n"
+	fastToolsBare   = `,"result":{"resultType":"complete",` + fastTools + "}}\n"
 )
 
 func (f *fast) handle(line []byte) {
@@ -114,8 +118,13 @@ func (f *fast) handle(line []byte) {
 	case "ping":
 		rest = fastEmpty
 	case "tools/list":
-		if rest = `,"result":{` + fastTools + "}}\n"; f.modern {
-			rest = `,"result":{"resultType":"complete",` + fastTools + "}}\n"
+		switch {
+		case !f.modern:
+			rest = `,"result":{` + fastTools + "}}\n"
+		case f.noMeta:
+			rest = fastToolsBare
+		default:
+			rest = fastToolsModern
 		}
 	default:
 		rest = fastNotFound

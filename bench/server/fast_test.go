@@ -20,6 +20,7 @@ func TestServeFast(t *testing.T) {
 		`{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{"_meta":{}}}`,
 		` { "id" : 5 , "method" : "tools/call" }`,
 		`{"jsonrpc":"2.0","id":6,"method":"nope"}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`,
 	}, "\n") + "\n"
 	var out bytes.Buffer
 	if err := ServeFast(&oneByte{in: []byte(in)}, &out); err != nil {
@@ -32,6 +33,7 @@ func TestServeFast(t *testing.T) {
 		{`4`, `"supportedVersions"`},
 		{`5`, `{"resultType":"complete","content":[{"type":"text","text":"hello"}],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"benchserver","version":"1.0.0"}}}`},
 		{`6`, `-32601`},
+		{`7`, `{"resultType":"complete","tools":[{"name":"echo","inputSchema":{"type":"object"}}],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"benchserver","version":"1.0.0"}}}`},
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), out.String())
@@ -62,6 +64,7 @@ func (o *oneByte) Read(p []byte) (int, error) {
 func TestServeFastWithoutMeta(t *testing.T) {
 	in := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{}}}` + "\n" +
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":5,"method":"tools/list"}` + "\n" +
 		`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}` + "\n" +
 		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo"}}` + "\n"
 	var out bytes.Buffer
@@ -69,8 +72,8 @@ func TestServeFastWithoutMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("got %d lines, want 4:\n%s", len(lines), out.String())
+	if len(lines) != 5 {
+		t.Fatalf("got %d lines, want 5:\n%s", len(lines), out.String())
 	}
 	for i, line := range lines {
 		if !json.Valid([]byte(line)) || strings.Contains(line, "_meta") {
@@ -80,7 +83,7 @@ func TestServeFastWithoutMeta(t *testing.T) {
 	if want := `{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","content":[{"type":"text","text":"hello"}]}}`; lines[1] != want {
 		t.Errorf("modern tools/call: %s, want %s", lines[1], want)
 	}
-	if want := `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"hello"}]}}`; lines[3] != want {
-		t.Errorf("legacy tools/call: %s, want %s", lines[3], want)
+	if want := `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"hello"}]}}`; lines[4] != want {
+		t.Errorf("legacy tools/call: %s, want %s", lines[4], want)
 	}
 }

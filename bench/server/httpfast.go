@@ -281,7 +281,7 @@ func fastAnswer(out []byte, method string, id []byte, legacy bool) []byte {
 	case "ping":
 		rest = fastEmpty
 	case "tools/list":
-		if rest = `,"result":{"resultType":"complete",` + fastTools + "}}\n"; legacy {
+		if rest = fastToolsModern; legacy {
 			rest = `,"result":{` + fastTools + "}}\n"
 		}
 	default:
@@ -391,7 +391,7 @@ func (s *HTTPFast) emit(out, id, body []byte, legacy bool) []byte {
 	if legacy {
 		b = append(b, `,"result":{"content":[{"type":"text","text":"`+text+`"}]}}`...)
 	} else {
-		b = append(b, `,"result":{"resultType":"complete","content":[{"type":"text","text":"`+text+`"}],"_meta":{"`+metaServerInfo+`":`+serverInfoJSON+`}}}`...)
+		b = append(b, `,"result":{"resultType":"complete","content":[{"type":"text","text":"`+text+`"}],`+metaMember+`}}`...)
 	}
 	return appendResponse(out, "200 OK", "application/json", "", b)
 }

@@ -1,7 +1,9 @@
 // Package server is the near-zero-cost MCP server the comparison runs
 // every client against. It speaks both eras over newline-delimited JSON on
 // stdio: server/discover (modern, when the request's _meta carries a
-// protocol version) and initialize (legacy). One goroutine reads, decodes
+// protocol version) and initialize (legacy). Its modern results are
+// spec-shaped: each carries resultType and, as spec-following servers
+// send them, io.modelcontextprotocol/serverInfo in _meta. One goroutine reads, decodes
 // each line into a small struct with encoding/json and writes its answers
 // to a buffered writer that is flushed whenever no more input is waiting,
 // so pipelined requests are answered in batches.
@@ -36,6 +38,9 @@ const (
 	metaServerInfo  = "io.modelcontextprotocol/serverInfo"
 	serverInfoJSON  = `{"name":"benchserver","version":"1.0.0"}`
 	capabilitiesObj = `{"tools":{"listChanged":true}}`
+	// metaMember is the _meta member a spec-following modern server puts
+	// in every result: its identity.
+	metaMember = `"_meta":{"` + metaServerInfo + `":` + serverInfoJSON + `}`
 )
 
 var knownLegacy = map[string]bool{"2025-11-25": true, "2025-06-18": true, "2025-03-26": true, "2024-11-05": true}
@@ -157,7 +162,7 @@ func (s *server) request(m *message, modern bool) {
 			return
 		}
 		s.result(m.ID, `{"resultType":"complete","supportedVersions":["`+modernVersion+`"],"capabilities":`+capabilitiesObj+
-			`,"serverInfo":`+serverInfoJSON+`,"_meta":{"`+metaServerInfo+`":`+serverInfoJSON+`}}`)
+			`,"serverInfo":`+serverInfoJSON+`,`+metaMember+`}`)
 	case "initialize":
 		v := m.Params.ProtocolVersion
 		if !knownLegacy[v] {
@@ -202,10 +207,10 @@ func (s *server) request(m *message, modern bool) {
 }
 
 // complete wraps members into a result object, with the resultType the
-// modern era requires.
+// modern era requires and the server's identity in _meta.
 func (s *server) complete(modern bool, members string) string {
 	if modern {
-		return `{"resultType":"complete",` + members + `}`
+		return `{"resultType":"complete",` + members + `,` + metaMember + `}`
 	}
 	return `{` + members + `}`
 }
@@ -215,11 +220,7 @@ const echoContent = `"content":[{"type":"text","text":"hello"}]`
 func (s *server) call(m *message, modern bool) {
 	switch m.Params.Name {
 	case "echo":
-		if modern {
-			s.result(m.ID, `{"resultType":"complete",`+echoContent+`}`)
-		} else {
-			s.result(m.ID, `{`+echoContent+`}`)
-		}
+		s.result(m.ID, s.complete(modern, echoContent))
 	case "big":
 		s.bigResult(m.ID, modern)
 	case "ask":
@@ -249,10 +250,10 @@ func (s *server) ask(m *message, modern bool) {
 		return
 	}
 	if len(m.Params.InputResponses) == 0 {
-		s.result(m.ID, `{"resultType":"input_required","inputRequests":{"confirm":{"method":"elicitation/create","params":`+elicitParams+`}},"requestState":"st1"}`)
+		s.result(m.ID, `{"resultType":"input_required","inputRequests":{"confirm":{"method":"elicitation/create","params":`+elicitParams+`}},"requestState":"st1",`+metaMember+`}`)
 		return
 	}
-	s.result(m.ID, `{"resultType":"complete",`+echoContent+`}`)
+	s.result(m.ID, s.complete(modern, echoContent))
 }
 
 // answered completes the tools/call that was waiting for the client's
@@ -284,7 +285,10 @@ func (s *server) bigResult(id []byte, modern bool) {
 		head += `"resultType":"complete",`
 	}
 	head += `"content":[{"type":"text","text":"`
-	const tail = "\"}]}}\n"
+	tail := "\"}]}}\n"
+	if modern {
+		tail = `"}],` + metaMember + "}}\n"
+	}
 	n := BigLineBytes - len(head) - len(tail)
 	if len(s.big) != n {
 		s.big = make([]byte, n)
