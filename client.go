@@ -8,10 +8,10 @@ import (
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
-	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/connseam"
+	"github.com/snodo/snodo/internal/exitsig"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/telemetry"
 )
@@ -170,5 +170,5 @@ func (c *Client) ServerPID() int { return connseam.ProcessID(c.conn) }
 // waiting callers get a -32000 *Error that wraps reason (errors.Is(err,
 // reason)). It returns at once; a nil system or pid does nothing.
 func Exit(system *protoactor.ActorSystem, pid *protoactor.PID, reason error) {
-	snodoactor.Exit(system, pid, reason)
+	exitsig.Send(system, pid, reason)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/subscription"
+	"github.com/snodo/snodo/test/testutil"
 )
 
 // The examples below are the code of docs/actors.md; TestDocsActorsSnippets
@@ -208,4 +209,22 @@ func ExampleListenCall() {
 	// tools: listening
 	// notifications/tools/list_changed
 	// ended: true
+}
+
+// Exit stops a connection (or a supervised client, a pool, a router)
+// with a reason, like an exit signal: its Err wraps the reason.
+func ExampleExit() {
+	server, err := testutil.BuildServer() // any stdio MCP server
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := snodo.Connect(context.Background(), server, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	errRetired := errors.New("retired by the operator")
+	snodo.Exit(snodoactor.Shared(), c.PID(), errRetired)
+	<-c.Done() // every caller answered, stdin closed, the server reaped
+	fmt.Println(errors.Is(c.Err(), errRetired))
+	// Output: true
 }

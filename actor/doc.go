@@ -1,8 +1,8 @@
 // Package actor holds the MCP-agnostic actor helpers snodo builds on
-// protoactor-go: a quiet shared actor system, exit signals that carry a
-// reason, Life — the one way an actor that owns something (a child
+// protoactor-go: a quiet shared actor system, Life — the one way an actor that owns something (a child
 // process, a supervised server, a pool) records why it stops, links to
-// its owner (a context or an actor), takes exit signals and stops on a
+// its owner (a context or an actor), takes exit signals (snodo.Exit
+// sends one, with a reason) and stops on a
 // panic — an owner link for code that is not an actor (WatchOwner), and a
 // supervisor strategy that stops (never restarts) an actor whose state
 // cannot be rebuilt.

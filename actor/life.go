@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
+	"github.com/snodo/snodo/internal/exitsig"
 )
 
 // Life is the life of an actor that owns something a restart would lose
@@ -167,8 +168,12 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 			l.stopSelf(ctx, fmt.Errorf("%w: actor %s terminated", ErrOwnerExited, l.Owner.Id))
 			return
 		}
-	case *exitSignal:
-		l.stopSelf(ctx, msg.Reason)
+	case *exitsig.Signal:
+		reason := msg.Reason
+		if reason == nil {
+			reason = ErrStopped
+		}
+		l.stopSelf(ctx, reason)
 		return
 	case *protoactor.Stopping:
 		l.mu.Lock()

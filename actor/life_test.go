@@ -9,6 +9,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/exitsig"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -57,7 +58,7 @@ func TestLifeExitSignalAndPlainStop(t *testing.T) {
 	var l snodoactor.Life
 	pid, stopped := owned(t, &l)
 	reason := errors.New("told to")
-	snodoactor.Exit(snodoactor.Shared(), pid, reason)
+	exitsig.Send(snodoactor.Shared(), pid, reason)
 	if err := reasonOf(t, stopped); err != reason {
 		t.Fatalf("reason %v, want %v", err, reason)
 	}
@@ -164,8 +165,8 @@ func TestLifeMailBehindTheStopIsDeadLetters(t *testing.T) {
 // Exit with no system or no actor sends nothing and does not panic; nor
 // does a Life stopped before its Spawn (it only records the reason).
 func TestExitNil(t *testing.T) {
-	snodoactor.Exit(nil, nil, nil)
-	snodoactor.Exit(snodoactor.Shared(), nil, errors.New("x"))
+	exitsig.Send(nil, nil, nil)
+	exitsig.Send(snodoactor.Shared(), nil, errors.New("x"))
 	var l snodoactor.Life
 	reason := errors.New("early")
 	l.Stop(reason)

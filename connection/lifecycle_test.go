@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/exitsig"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -204,7 +205,7 @@ func TestStopAndPoisonCloseTheConnection(t *testing.T) {
 func TestExitWithReason(t *testing.T) {
 	c := start(t, Config{}, quickEOF)
 	errs := inFlight(t, c, 2)
-	snodoactor.Exit(c.system, c.PID(), errTest)
+	exitsig.Send(c.system, c.PID(), errTest)
 	for _, err := range collect(t, errs, 2) {
 		requireClosed(t, err, errTest)
 	}

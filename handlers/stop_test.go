@@ -18,6 +18,7 @@ import (
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/connseam"
+	"github.com/snodo/snodo/internal/exitsig"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -57,7 +58,7 @@ func TestStopCancelsHandlersAndNeverWaitsForThem(t *testing.T) {
 		{"owner exit", func(_ *connection.Conn, cancel context.CancelFunc) { cancel() }, snodoactor.ErrOwnerExited, true},
 		{"Stop", func(c *connection.Conn, _ context.CancelFunc) { connseam.System(c).Root.Stop(c.PID()) }, snodoactor.ErrStopped, true},
 		{"Exit", func(c *connection.Conn, _ context.CancelFunc) {
-			snodoactor.Exit(connseam.System(c), c.PID(), errTestReason)
+			exitsig.Send(connseam.System(c), c.PID(), errTestReason)
 		}, errTestReason, true},
 		{"server exit", func(c *connection.Conn, _ context.CancelFunc) {
 			go c.Request(context.Background(), "test/exit", map[string]int{"code": 0}, nil) //nolint:errcheck // the server dies mid-answer

@@ -14,6 +14,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/connseam"
+	"github.com/snodo/snodo/internal/exitsig"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -185,7 +186,7 @@ func TestFatalFaults(t *testing.T) {
 		{
 			name: "Exit with a reason mid-call",
 			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
-				return func(_ *testing.T, r *rig) { snodoactor.Exit(connseam.System(r.c), r.c.PID(), errChaos) }
+				return func(_ *testing.T, r *rig) { exitsig.Send(connseam.System(r.c), r.c.PID(), errChaos) }
 			},
 			reason: errChaos,
 			text:   []string{"connection closed: chaos: stopped by the supervisor"},
