@@ -21,7 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/remote/embedded"
+	"github.com/snodo/snodo/internal/natsembed"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -237,7 +237,7 @@ func TestKilledHostFailsItsCallsFast(t *testing.T) {
 }
 
 // inFlight sums the calls held by every host (micro stats).
-func inFlight(t *testing.T, e *embedded.Server) int {
+func inFlight(t *testing.T, e *natsembed.Server) int {
 	t.Helper()
 	nc, err := nats.Connect(e.URL())
 	require.NoError(t, err)
@@ -431,7 +431,7 @@ func TestDrainLosesNoCall(t *testing.T) {
 }
 
 func TestNodeWithCredentials(t *testing.T) {
-	e, err := embedded.Start(embedded.Options{Token: "s3cret"})
+	e, err := natsembed.Start(natsembed.Options{Token: "s3cret"})
 	require.NoError(t, err)
 	t.Cleanup(e.Shutdown)
 	startNodeEnv(t, []string{"SNODO_NATS_TOKEN=s3cret"}, e.URL(), writeConfig(t, "ts"), "--prefix", "team1")

@@ -36,8 +36,10 @@
 // ErrNoHost. Host.Shutdown drains: no new calls, the held ones finish,
 // then the pools close.
 //
-// Package remote/embedded runs a NATS server in the process for a single
-// machine; docs/distributed.md in the repository has the design, the
+// On one machine, a NATS server can run inside the process (the
+// nats-server module's server.NewServer, Start and ReadyForConnections;
+// snodo node does so without --nats); docs/distributed.md in the
+// repository has the design, the
 // subjects and the failure rules, and docs/security.md what a NATS user
 // can do to hosts.
 package remote

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/natsembed"
 	"github.com/snodo/snodo/remote"
-	"github.com/snodo/snodo/remote/embedded"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -18,7 +18,7 @@ import (
 // the NATS server, the host and the caller — share one process.
 func Example() {
 	ctx := context.Background()
-	nats, err := embedded.Start(embedded.Options{}) // or a NATS cluster's URL
+	nats, err := natsembed.Start(natsembed.Options{}) // or a NATS cluster's URL
 	if err != nil {
 		log.Fatal(err)
 	}

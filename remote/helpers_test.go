@@ -10,7 +10,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/listening"
-	"github.com/snodo/snodo/remote/embedded"
+	"github.com/snodo/snodo/internal/natsembed"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -18,16 +18,16 @@ import (
 func TestMain(m *testing.M) { testutil.VerifyTestMain(m, removeSnodoBuild) }
 
 // natsServer starts an embedded NATS server for one test.
-func natsServer(t *testing.T) *embedded.Server {
+func natsServer(t *testing.T) *natsembed.Server {
 	t.Helper()
-	e, err := embedded.Start(embedded.Options{})
+	e, err := natsembed.Start(natsembed.Options{})
 	require.NoError(t, err)
 	t.Cleanup(e.Shutdown)
 	return e
 }
 
 // conn connects to e, closed at the end of the test.
-func conn(t *testing.T, e *embedded.Server) *nats.Conn {
+func conn(t *testing.T, e *natsembed.Server) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(e.URL())
 	require.NoError(t, err)
@@ -37,13 +37,13 @@ func conn(t *testing.T, e *embedded.Server) *nats.Conn {
 
 // host serves a pool of the test server (with flags) under name, in this
 // process.
-func host(t *testing.T, e *embedded.Server, name string, size int, flags ...string) *Host {
+func host(t *testing.T, e *natsembed.Server, name string, size int, flags ...string) *Host {
 	t.Helper()
 	return hostWith(t, e, name, size, nil, flags...)
 }
 
 // hostWith is host with connection options for the pool's members.
-func hostWith(t *testing.T, e *embedded.Server, name string, size int, conn []snodo.Option, flags ...string) *Host {
+func hostWith(t *testing.T, e *natsembed.Server, name string, size int, conn []snodo.Option, flags ...string) *Host {
 	t.Helper()
 	cmd, args := testutil.Server(t, flags...)
 	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), size, supervisor.WithConnectOptions(conn...))
@@ -55,7 +55,7 @@ func hostWith(t *testing.T, e *embedded.Server, name string, size int, conn []sn
 }
 
 // client calls name through e.
-func client(t *testing.T, e *embedded.Server, name string, opts ...ClientOption) *Client {
+func client(t *testing.T, e *natsembed.Server, name string, opts ...ClientOption) *Client {
 	t.Helper()
 	c, err := NewClient(conn(t, e), name, opts...)
 	require.NoError(t, err)

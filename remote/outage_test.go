@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/remote/embedded"
+	"github.com/snodo/snodo/internal/natsembed"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -23,13 +23,13 @@ import (
 type restartable struct {
 	t    *testing.T
 	port int
-	opts embedded.Options
-	e    *embedded.Server
+	opts natsembed.Options
+	e    *natsembed.Server
 }
 
-func startRestartable(t *testing.T, o embedded.Options) *restartable {
+func startRestartable(t *testing.T, o natsembed.Options) *restartable {
 	t.Helper()
-	e, err := embedded.Start(o)
+	e, err := natsembed.Start(o)
 	require.NoError(t, err)
 	u, err := url.Parse(e.URL())
 	require.NoError(t, err)
@@ -53,7 +53,7 @@ func (r *restartable) start(token string) {
 	r.t.Helper()
 	o := r.opts
 	o.Token = token
-	e, err := embedded.Start(o)
+	e, err := natsembed.Start(o)
 	require.NoError(r.t, err)
 	r.e = e
 }
@@ -64,7 +64,7 @@ func (r *restartable) start(token string) {
 var shortReconnect = Reconnect{Wait: 10 * time.Millisecond, MaxWait: 20 * time.Millisecond}
 
 func TestHostAndClientReconnectForEver(t *testing.T) {
-	ns := startRestartable(t, embedded.Options{})
+	ns := startRestartable(t, natsembed.Options{})
 	var logs testutil.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	journalFile := filepath.Join(t.TempDir(), "journal")
@@ -123,7 +123,7 @@ func TestHostAndClientReconnectForEver(t *testing.T) {
 }
 
 func TestBoundedReconnectStopsTheHostWithAnError(t *testing.T) {
-	ns := startRestartable(t, embedded.Options{})
+	ns := startRestartable(t, natsembed.Options{})
 	cmd, args := testutil.Server(t)
 	p, err := supervisor.NewPool(bg(), snodo.Command(cmd, args...), 1)
 	require.NoError(t, err)
@@ -146,7 +146,7 @@ func TestBoundedReconnectStopsTheHostWithAnError(t *testing.T) {
 // server refuses its token) exits non-zero, saying so, rather than live on
 // serving nothing.
 func TestNodeExitsWhenItsConnectionClosesForGood(t *testing.T) {
-	ns := startRestartable(t, embedded.Options{Token: "first"})
+	ns := startRestartable(t, natsembed.Options{Token: "first"})
 	n := startNodeEnv(t, []string{"SNODO_NATS_TOKEN=first"}, ns.URL(), writeConfig(t, "ts"))
 	ns.stop()
 	ns.start("second")
@@ -162,7 +162,7 @@ func TestNodeExitsWhenItsConnectionClosesForGood(t *testing.T) {
 // A caller with a bound on its reconnects gets an error it can act on
 // once its connection closed for good.
 func TestBoundedReconnectFailsTheCallerWithAnError(t *testing.T) {
-	ns := startRestartable(t, embedded.Options{})
+	ns := startRestartable(t, natsembed.Options{})
 	host(t, ns.e, "ts", 1)
 	c, err := Dial(bg(), ns.URL(), "ts", WithReconnect(Reconnect{Attempts: 2, Wait: 10 * time.Millisecond, MaxWait: 10 * time.Millisecond}))
 	require.NoError(t, err)

@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	mcp "github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/natsembed"
 	"github.com/snodo/snodo/remote"
-	"github.com/snodo/snodo/remote/embedded"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -28,7 +28,7 @@ import (
 // URL.
 func bridgedNATS(t *testing.T) string {
 	t.Helper()
-	e, err := embedded.Start(embedded.Options{})
+	e, err := natsembed.Start(natsembed.Options{})
 	require.NoError(t, err)
 	t.Cleanup(e.Shutdown)
 	return e.URL()

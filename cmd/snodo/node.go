@@ -14,10 +14,10 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/natsembed"
 	"github.com/snodo/snodo/internal/natsname"
 	"github.com/snodo/snodo/internal/natsurl"
 	"github.com/snodo/snodo/remote"
-	"github.com/snodo/snodo/remote/embedded"
 	"github.com/snodo/snodo/servers"
 	"github.com/snodo/snodo/supervisor"
 )
@@ -54,7 +54,7 @@ func runNode(cfg *config, sio stdio) int {
 
 	url := cfg.natsURL
 	if url == "" {
-		emb, err := embedded.Start(embedded.Options{})
+		emb, err := natsembed.Start(natsembed.Options{})
 		if err != nil {
 			return fail(err)
 		}

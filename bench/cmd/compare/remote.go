@@ -95,7 +95,7 @@ func renderRemote(s settings, r *results) []byte {
 	p("%s", remoteBegin)
 	p("## Remote calls over NATS\n\n")
 	p("Measured %s with snodo %s, %d run(s) of %d calls at 1 in flight and %d at 16 per row; load average %s at the end. "+
-		"The same `tools/call` to a one-member pool of the fast server three ways, in one run and on one NATS server (`remote/embedded`): "+
+		"The same `tools/call` to a one-member pool of the fast server three ways, in one run and on one NATS server (run in process, `internal/natsembed`): "+
 		"through the pool directly (local pool), as a bare nats.go request/reply answered by a subscriber that echoes the payload "+
 		"(bare nats.go: two messages through the NATS server and nothing else, the floor of any call over NATS), and through a `remote.Client` "+
 		"to a `remote.Host` serving the pool. The NATS server and the host (with the bare responder beside it) are processes of their own, "+

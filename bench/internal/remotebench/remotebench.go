@@ -7,7 +7,7 @@
 // serving the pool (Remote).
 //
 // Three processes, so that each side's allocations are its own: the NATS
-// server (remote/embedded), the host with the bare responder beside it,
+// server (internal/natsembed), the host with the bare responder beside it,
 // and the callers (the process that calls Start). The first two are the
 // calling binary run again: it must call ChildMain first thing in main
 // (or TestMain).
@@ -37,8 +37,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/natsembed"
 	"github.com/snodo/snodo/remote"
-	"github.com/snodo/snodo/remote/embedded"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -470,7 +470,7 @@ func runChild(role string) error {
 			}
 			defer stop()
 		}
-		srv, err := embedded.Start(embedded.Options{})
+		srv, err := natsembed.Start(natsembed.Options{})
 		if err != nil {
 			return err
 		}

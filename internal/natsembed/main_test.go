@@ -1,4 +1,4 @@
-package embedded_test
+package natsembed_test
 
 import (
 	"testing"

@@ -1,11 +1,11 @@
-package embedded_test
+package natsembed_test
 
 import (
 	"fmt"
 	"log"
 	"strings"
 
-	"github.com/snodo/snodo/remote/embedded"
+	"github.com/snodo/snodo/internal/natsembed"
 )
 
 // One machine needs no NATS setup: start a server in the process and give
@@ -13,7 +13,7 @@ import (
 func ExampleStart() {
 	// 127.0.0.1 on a free port. With Options.Token set, clients pass the
 	// token too: remote.WithNATSOptions(nats.Token(…)).
-	nats, err := embedded.Start(embedded.Options{})
+	nats, err := natsembed.Start(natsembed.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,9 +1,12 @@
-// Package embedded runs a NATS server inside the process, so that one
-// machine (or a test) needs no NATS setup: snodo hosts and callers of
-// this machine connect to its URL. It is kept apart from package remote
-// so that programs that only call or serve over an existing NATS system
-// do not link the server (about 16 MB of binary on linux/amd64).
-package embedded
+// Package natsembed runs a NATS server inside the process, so that one
+// machine (snodo node without --nats) or a test needs no NATS setup:
+// hosts and callers of this machine connect to its URL. It is kept apart
+// from package remote so that programs that only call or serve over an
+// existing NATS system do not link the server (about 16 MB of binary on
+// linux/amd64). A program of a user's that wants the same calls the
+// nats-server module itself (server.NewServer, Start,
+// ReadyForConnections).
+package natsembed
 
 import (
 	"errors"
