@@ -121,12 +121,7 @@ func renderHTTP(s settings, r *results, took time.Duration) []byte {
 		p("| %s |\n", strings.Join(row, " | "))
 	}
 	p("\n")
-	if len(notes.texts) > 0 {
-		for i, t := range notes.texts {
-			p("%d. %s\n", i+1, strings.ReplaceAll(t, "|", "\\|"))
-		}
-		p("\n")
-	}
+	notes.write(&b)
 	p("%s", httpEnd)
 	return b.Bytes()
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/snodo/snodo/bench/internal/remotebench"
@@ -129,12 +128,7 @@ func renderRemote(s settings, r *results) []byte {
 		p("- %s\n", g)
 	}
 	p("\n")
-	if len(notes.texts) > 0 {
-		for i, t := range notes.texts {
-			p("%d. %s\n", i+1, strings.ReplaceAll(t, "|", "\\|"))
-		}
-		p("\n")
-	}
+	notes.write(&b)
 	p("%s", remoteEnd)
 	return b.Bytes()
 }

@@ -161,6 +161,18 @@ func (r *results) ratioCell(k key, metric string, notes *footnotes) string {
 // footnotes collects why cells are n/a.
 type footnotes struct{ texts []string }
 
+// write lists the footnotes, numbered, then a blank line; nothing when
+// there are none.
+func (n *footnotes) write(b *bytes.Buffer) {
+	if len(n.texts) == 0 {
+		return
+	}
+	for i, t := range n.texts {
+		fmt.Fprintf(b, "%d. %s\n", i+1, strings.ReplaceAll(t, "|", "\\|"))
+	}
+	b.WriteString("\n")
+}
+
 func (n *footnotes) na(why string) string {
 	if why == "" {
 		return "n/a"
@@ -293,10 +305,7 @@ func render(s settings, r *results, took time.Duration) []byte {
 	p("\nIssue 17's targets are measured against the fast server, the transport through the `Request` rows; issue 7's against the realistic server, through `CallTool`. A lower-is-better ratio (CPU) is met at or under its bound.\n\n")
 	if len(notes.texts) > 0 {
 		p("## Notes\n\n")
-		for i, t := range notes.texts {
-			p("%d. %s\n", i+1, strings.ReplaceAll(t, "|", "\\|"))
-		}
-		p("\n")
+		notes.write(&b)
 	}
 	b.Write(notesSection(s.notesDir))
 	return b.Bytes()
