@@ -68,7 +68,7 @@ const (
 type mcpConfig struct {
 	origin         Origin // WithOrigin
 	handler        ServerRequestHandler
-	notify         NotificationHandler
+	notify         notificationHandler
 	notifyItems    int // 0: defaultNotificationQueueItems
 	notifyBytes    int // 0: defaultNotificationQueueBytes
 	clientInfo     Implementation

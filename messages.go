@@ -576,7 +576,7 @@ type NotificationMessage struct {
 // To tell several clients apart, give each its own actor, or wrap the
 // returned handler. With a nil system or pid it returns nil, which
 // WithNotificationHandler refuses.
-func NotificationsTo(system *protoactor.ActorSystem, pid *protoactor.PID) NotificationHandler {
+func NotificationsTo(system *protoactor.ActorSystem, pid *protoactor.PID) func(ctx context.Context, n *Notification) {
 	if system == nil || pid == nil {
 		return nil
 	}

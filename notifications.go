@@ -17,7 +17,7 @@ import (
 // subscription claimed: log messages, legacy-era list_changed and
 // resources/updated notifications no Listen asked for,
 // elicitation/complete, and any other method. Params is raw JSON (nil when absent) and the handler's to keep.
-// The typed helpers (LogMessage, ResourceUpdated, ElicitationComplete)
+// The typed helpers (LogMessage, ElicitationComplete)
 // decode the common ones.
 type Notification struct {
 	Method string
@@ -35,9 +35,9 @@ const (
 	methodElicitationComplete  = "notifications/elicitation/complete"
 )
 
-// NotificationHandler receives the notifications no request or
+// notificationHandler receives the notifications no request or
 // subscription claims; see WithNotificationHandler.
-type NotificationHandler func(ctx context.Context, n *Notification)
+type notificationHandler func(ctx context.Context, n *Notification)
 
 // LogMessage is a server log message (notifications/message), sent at
 // the level SetLoggingLevel asked for and above. Data is any JSON value.
@@ -57,8 +57,11 @@ func (m *LogMessage) Text() string {
 	return string(m.Data)
 }
 
-// ResourceUpdated says the resource at URI changed
-// (notifications/resources/updated): read it again with ReadResource.
+// ResourceUpdated says the resource at URI changed: the params of
+// notifications/resources/updated, which a subscription with
+// Filter.ResourceSubscriptions delivers as an Event in both eras (decode
+// its Params into one with json.Unmarshal). Read the resource again with
+// ReadResource.
 type ResourceUpdated struct {
 	URI string `json:"uri"`
 }
@@ -80,19 +83,6 @@ func (n *Notification) LogMessage() (*LogMessage, error) {
 		return nil, fmt.Errorf("snodo: %s: unknown level %q", n.Method, m.Level)
 	}
 	return &m, nil
-}
-
-// ResourceUpdated decodes a notifications/resources/updated notification.
-// It fails for another method, malformed params or a missing uri.
-func (n *Notification) ResourceUpdated() (*ResourceUpdated, error) {
-	var r ResourceUpdated
-	if err := n.decode(methodResourceUpdated, &r); err != nil {
-		return nil, err
-	}
-	if r.URI == "" {
-		return nil, fmt.Errorf("snodo: %s without a uri", n.Method)
-	}
-	return &r, nil
 }
 
 // ElicitationComplete decodes a notifications/elicitation/complete
@@ -184,7 +174,7 @@ func WithNotificationQueue(items, bytes int) Option {
 // fills from empty, gone when it empties) delivers.
 type notifier struct {
 	origin   Origin // the client's, for NotificationsTo
-	handler  NotificationHandler
+	handler  notificationHandler
 	logger   *slog.Logger
 	maxItems int
 	maxBytes int
