@@ -279,6 +279,12 @@ func init() {
 		}
 		return cfg.system, cfg.owner, cfg.logger, nil
 	}
+	seam.PoolSize = func(p any) int {
+		pool := p.(*Pool)
+		pool.mu.Lock()
+		defer pool.mu.Unlock()
+		return len(pool.members)
+	}
 }
 
 // startedBy is StartPool's system and owner: set before the caller's

@@ -117,4 +117,9 @@ var (
 	// discards: none named) that opts, a []supervisor.Option, name;
 	// invalid options are an error.
 	SupervisorSetup func(opts any) (*protoactor.ActorSystem, *protoactor.PID, *slog.Logger, error)
+
+	// PoolSize (set by supervisor) is the number of members in rotation
+	// of p, a *supervisor.Pool, read without copying them (Members
+	// copies): a host asks it of every call it takes.
+	PoolSize func(p any) int
 )
