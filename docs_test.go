@@ -315,7 +315,7 @@ func publicPackages(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dirs) < 9 {
+	if len(dirs) < 8 {
 		t.Fatalf("found only %d public packages: %v", len(dirs), dirs)
 	}
 	return dirs
