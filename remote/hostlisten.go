@@ -134,6 +134,12 @@ loop:
 		}
 	}
 	stopBeats()
+	if why == nil && ctx.Err() != nil {
+		// The subscription ended because ctx did (the caller's close, its
+		// silence, a drain), and its Events closed before this loop saw
+		// ctx's end: the end is ctx's, not the subscription's own.
+		why = context.Cause(ctx)
+	}
 	switch {
 	case why != nil && errors.Is(why, errCallerGone):
 		h.cfg.logger.Info("remote: subscription cancelled: its caller went away", "server", s.name, "sub", hs.id)
