@@ -84,7 +84,7 @@ type Client struct {
 	unwatch   func()                 // ends the log of nc's state changes
 	unroute   func()                 // ends the routing of nc's permission violations to this client
 	peers     peers                  // the name's hosts and their room, for calls refused before they ran
-	taskHosts taskHosts              // the host holding each task this client created
+	taskHosts taskTable[string]      // the host holding each task this client created (its id)
 
 	mu     sync.Mutex
 	calls  map[int64]*pending // by token
@@ -367,7 +367,7 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 		switch {
 		case err == nil:
 			if method == "tools/call" && host != "" {
-				if id := createdTaskID(res); id != "" {
+				if id := createdTaskID(res); id != "" && validName.MatchString(host) {
 					c.taskHosts.put(id, host)
 				}
 			}

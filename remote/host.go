@@ -166,8 +166,8 @@ type served struct {
 	callStats, infoStats, listenStats endpointStats
 	cancels                           atomic.Int64
 	eraName                           atomic.Pointer[string]
-	tasks                             taskTable    // the tasks it created, by id: the member holding each
-	taskExt                           atomic.Int32 // taskExtUnknown, No or Yes
+	tasks                             taskTable[*snodo.Client] // the tasks it created, by id: the member holding each
+	taskExt                           atomic.Int32             // taskExtUnknown, No or Yes
 }
 
 // NewHost connects to the NATS server at url and serves the pools given

@@ -31,36 +31,39 @@ const maxHostTasks = 4096
 // taskMethods are the calls that name a task by its taskId, in both eras.
 var taskMethods = map[string]bool{"tasks/get": true, "tasks/result": true, "tasks/cancel": true, "tasks/update": true}
 
-// taskTable is a served name's tasks: task id → the member's connection
+// taskTable is a table of tasks by id, bounded at maxHostTasks (past it
+// the older half is forgotten): on a host, task id → the member's
+// connection that holds it; on a Client, task id → the id of the host
 // that holds it.
-type taskTable struct {
+type taskTable[V comparable] struct {
 	mu    sync.Mutex
-	conns map[string]*snodo.Client
+	byID  map[string]V
 	order []string // oldest first
 }
 
-func (t *taskTable) put(id string, conn *snodo.Client) {
+func (t *taskTable[V]) put(id string, v V) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.conns == nil {
-		t.conns = map[string]*snodo.Client{}
+	if t.byID == nil {
+		t.byID = map[string]V{}
 	}
-	if _, ok := t.conns[id]; !ok {
+	if _, ok := t.byID[id]; !ok {
 		if len(t.order) >= maxHostTasks {
 			for _, old := range t.order[:maxHostTasks/2] {
-				delete(t.conns, old)
+				delete(t.byID, old)
 			}
 			t.order = append(t.order[:0], t.order[maxHostTasks/2:]...)
 		}
 		t.order = append(t.order, id)
 	}
-	t.conns[id] = conn
+	t.byID[id] = v
 }
 
-func (t *taskTable) get(id string) *snodo.Client {
+// get is the value filed under id; the zero value when none (or id is "").
+func (t *taskTable[V]) get(id string) V {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.conns[id]
+	return t.byID[id]
 }
 
 // taskIDOf is the taskId member of a request's params, or "".
@@ -187,42 +190,4 @@ func (h *Host) request(ctx context.Context, s *served, method string, raw json.R
 	}
 	res, err := s.pool.Request(ctx, method, params, ro...)
 	return res, false, err
-}
-
-// taskHosts is a Client's tasks: task id → the id of the host that holds
-// it, bounded as a host's table is.
-type taskHosts struct {
-	mu    sync.Mutex
-	hosts map[string]string
-	order []string // oldest first
-}
-
-func (t *taskHosts) put(id, host string) {
-	if !validName.MatchString(host) {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.hosts == nil {
-		t.hosts = map[string]string{}
-	}
-	if _, ok := t.hosts[id]; !ok {
-		if len(t.order) >= maxHostTasks {
-			for _, old := range t.order[:maxHostTasks/2] {
-				delete(t.hosts, old)
-			}
-			t.order = append(t.order[:0], t.order[maxHostTasks/2:]...)
-		}
-		t.order = append(t.order, id)
-	}
-	t.hosts[id] = host
-}
-
-func (t *taskHosts) get(id string) string {
-	if id == "" {
-		return ""
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.hosts[id]
 }

@@ -62,7 +62,7 @@ func TestRemoteTasksStayOnTheirHostAndMember(t *testing.T) {
 			for _, h := range hosts {
 				s := h.served[0]
 				s.tasks.mu.Lock()
-				held += len(s.tasks.conns)
+				held += len(s.tasks.byID)
 				s.tasks.mu.Unlock()
 			}
 			assert.Equal(t, 8, held, "each task is in its host's table")
