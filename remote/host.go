@@ -122,8 +122,8 @@ type Host struct {
 	served []*served
 	ctl    *nats.Subscription
 
-	callCtx     context.Context // calls run under it; cancelled by Close or an expired drain
-	stopCalls   context.CancelCauseFunc
+	callCtx     context.Context // done once the calls are stopped (stopCalls): Close, or an expired drain
+	endCalls    context.CancelCauseFunc
 	subCtx      context.Context // subscriptions; cancelled when the drain starts
 	stopSubs    context.CancelCauseFunc
 	serveDone   chan struct{} // closed when the serving connection has closed
@@ -219,10 +219,10 @@ func NewHost(ctx context.Context, url string, opts ...HostOption) (*Host, error)
 		hn, _ := os.Hostname()
 		h.label = hn + ":" + strconv.Itoa(os.Getpid())
 	}
-	h.callCtx, h.stopCalls = context.WithCancelCause(context.Background())
+	h.callCtx, h.endCalls = context.WithCancelCause(context.Background())
 	h.subCtx, h.stopSubs = context.WithCancelCause(context.Background())
 	if err := h.connect(ctx, url); err != nil {
-		h.stopCalls(err)
+		h.endCalls(err)
 		h.stopSubs(err)
 		closePools()
 		return nil, err
@@ -556,22 +556,30 @@ type job struct {
 const workerIdle = 10 * time.Second
 
 // worker runs j, then the jobs admit hands it while it waits, until it
-// has waited workerIdle for one or the host stops. Reusing workers
-// spares each call a goroutine of its own, and the growth of that
-// goroutine's stack as deep as a pool call goes.
+// has run none for a whole workerIdle (it ends between one and two
+// workerIdle after its last) or the host stops. Reusing workers spares
+// each call a goroutine of its own, and the growth of that goroutine's
+// stack as deep as a pool call goes. Its idle timer is not reset per
+// job: it ticks every workerIdle, and the worker ends on a tick that
+// finds it ran nothing since the one before.
 func (h *Host) worker(j job) {
 	defer h.workers.Done()
-	idle := time.NewTimer(workerIdle)
+	idle := time.NewTicker(workerIdle)
 	defer idle.Stop()
 	for {
 		h.runJob(j)
-		idle.Reset(workerIdle)
-		select {
-		case j = <-h.work:
-		case <-idle.C:
-			return
-		case <-h.stopWorkers:
-			return
+		for ran, next := true, false; !next; {
+			select {
+			case j = <-h.work:
+				next = true
+			case <-idle.C:
+				if !ran {
+					return
+				}
+				ran = false
+			case <-h.stopWorkers:
+				return
+			}
 		}
 	}
 }
@@ -622,7 +630,11 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 		h.refuse(&s.callStats, reply, data, fmt.Sprintf("host %s cannot serve %s now (%v)", h.label, s.name, why))
 		return
 	}
-	ctx := h.callCtx
+	// A call's ctx is no child of the host's callCtx: deriving it would
+	// take callCtx's lock and add it to (then remove it from) callCtx's
+	// children on every call, which all the workers share. stopCalls
+	// cancels the held calls instead, and hold a call that comes after.
+	ctx := context.Background()
 	if len(hdr) > 1 || hdr.Get(hdrOpts) == "" { // more than the call's settings: trace context, maybe
 		ctx = extractTrace(ctx, hdr)
 	}
@@ -917,7 +929,9 @@ func (hc *heldCall) stopBeats() {
 	hc.mu.Unlock()
 }
 
-// hold registers a running call under its reply subject.
+// hold registers a running call under its reply subject. A call held
+// once the calls were stopped (stopCalls) is cancelled at once, with
+// stopCalls' cause.
 func (h *Host) hold(reply string, hc *heldCall) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -929,7 +943,26 @@ func (h *Host) hold(reply string, hc *heldCall) int {
 		return heldTwice
 	}
 	h.calls[reply] = hc
+	if h.callCtx.Err() != nil {
+		hc.cancel(context.Cause(h.callCtx))
+	}
 	return heldOK
+}
+
+// stopCalls cancels every call the host holds, and every call held
+// after it (hold), with why as their cause: their servers are told, and
+// each call fails with -32000.
+func (h *Host) stopCalls(why error) {
+	h.mu.Lock()
+	h.endCalls(why)
+	held := make([]*heldCall, 0, len(h.calls))
+	for _, hc := range h.calls {
+		held = append(held, hc)
+	}
+	h.mu.Unlock()
+	for _, hc := range held {
+		hc.cancel(why)
+	}
 }
 
 func (h *Host) unhold(reply string) {
