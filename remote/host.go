@@ -150,6 +150,9 @@ type Host struct {
 	healthStop  chan struct{}  // closed when the drain starts: the health watches end
 	healthWG    sync.WaitGroup // the health watches
 	out         outbox         // results on their way to the reply connection
+	beatTimer   *time.Timer    // the held calls' heartbeats (beatCalls); nil until the first call; guarded by mu
+	beatAt      int64          // when beatTimer fires, unix nanoseconds; 0: not armed; guarded by mu
+	beatsOff    bool           // the calls are over (Shutdown): no more heartbeats; guarded by mu
 }
 
 // served is one name served by the host.
@@ -461,6 +464,7 @@ func (h *Host) shutdown(ctx context.Context) error {
 		}
 		<-waited
 	}
+	h.stopBeats()        // every call is over
 	close(h.stopWorkers) // every job is done: the idle workers end
 	h.workers.Wait()
 	h.stopCalls(errHostClosed)
@@ -640,7 +644,7 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	hc := &heldCall{cancel: cancel, alive: opts.alive, h: h, reply: reply, beat: beatWithin(opts.beat)}
+	hc := &heldCall{cancel: cancel, alive: opts.alive, reply: reply, beat: beatWithin(opts.beat)}
 	hc.lastSeen.Store(time.Now().UnixNano())
 	switch h.hold(reply, hc) {
 	case heldCancelled:
@@ -659,11 +663,10 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 
-	// While it runs the host sends a heartbeat every beat; a caller that
-	// answers each with a keep-alive (alive) and then stops for 3.5 beats
-	// has died or is cut off, and nobody waits for this call any more.
-	hc.startBeats()
-	defer hc.stopBeats()
+	// While it runs (held) the host sends it a heartbeat every beat
+	// (beatCalls); a caller that answers each with a keep-alive (alive)
+	// and then stops for 3.5 beats has died or is cut off, and nobody
+	// waits for this call any more.
 
 	// The caller's own timers fire first and send the cancel; the host's,
 	// a grace later, are a backstop for a cancel that never arrives.
@@ -880,53 +883,80 @@ const (
 type heldCall struct {
 	cancel   context.CancelCauseFunc
 	alive    bool         // its caller sends keep-alives (Snodo-Alive)
-	lastSeen atomic.Int64 // unix nanoseconds of the last one
-
-	// Its heartbeats: on a timer, not a goroutine of their own (most
-	// calls end before the first beat).
-	h       *Host
-	reply   string
-	beat    time.Duration
-	mu      sync.Mutex
-	stopped bool
-	timer   *time.Timer
+	lastSeen atomic.Int64 // unix nanoseconds of the last one (of its start before the first)
+	reply    string
+	beat     time.Duration
+	next     int64 // unix nanoseconds of its next heartbeat; guarded by the host's mu
 }
 
-// startBeats sends a heartbeat to the caller every beat until stopBeats.
-// Beats carry the host's id: the caller sends its keep-alives to the
-// host's control subject.
-func (hc *heldCall) startBeats() {
-	hc.mu.Lock()
-	hc.timer = time.AfterFunc(hc.beat, hc.onBeat)
-	hc.mu.Unlock()
+// beatCalls sends the held calls the heartbeats that are due, then sets
+// the host's one heartbeat timer for the next. The calls' heartbeats
+// share that timer (armBeats), rather than each call starting and
+// stopping a timer of its own: most calls end before their first beat.
+// A call whose beat is due within a quarter beat gets it now, early,
+// so that the timer fires a few times per beat however many calls are
+// held, each time going through them all (at most the host's bound).
+func (h *Host) beatCalls() {
+	now := time.Now().UnixNano()
+	var due []*heldCall
+	h.mu.Lock()
+	h.beatAt = 0
+	next := int64(math.MaxInt64)
+	for _, hc := range h.calls {
+		if hc.next-int64(hc.beat/4) <= now {
+			hc.next = now + int64(hc.beat)
+			due = append(due, hc)
+		}
+		next = min(next, hc.next)
+	}
+	if next != math.MaxInt64 {
+		h.armBeats(next)
+	}
+	h.mu.Unlock()
+	for _, hc := range due {
+		h.beat(hc)
+	}
 }
 
-// onBeat sends one heartbeat, or cancels the call when its caller has
-// sent no keep-alive for 3.5 beats.
-func (hc *heldCall) onBeat() {
-	hc.mu.Lock()
-	defer hc.mu.Unlock()
-	if hc.stopped {
+// armBeats makes the heartbeat timer fire at at (unix nanoseconds) at the
+// latest. h.mu is held.
+func (h *Host) armBeats(at int64) {
+	if h.beatsOff || h.beatAt != 0 && h.beatAt <= at {
 		return
 	}
+	h.beatAt = at
+	d := time.Duration(at - time.Now().UnixNano())
+	if h.beatTimer == nil {
+		h.beatTimer = time.AfterFunc(d, h.beatCalls)
+		return
+	}
+	h.beatTimer.Reset(d)
+}
+
+// stopBeats stops the heartbeat timer for good, once the calls are over.
+func (h *Host) stopBeats() {
+	h.mu.Lock()
+	h.beatsOff = true
+	if h.beatTimer != nil {
+		h.beatTimer.Stop()
+	}
+	h.mu.Unlock()
+}
+
+// beat sends hc one heartbeat, or cancels it when its caller has sent no
+// keep-alive for 3.5 beats. A beat racing with the call's end may still
+// go out: callers ignore beats of calls they no longer wait for. Beats
+// carry the host's id: the caller sends its keep-alives to the host's
+// control subject.
+func (h *Host) beat(hc *heldCall) {
 	if hc.alive && time.Since(time.Unix(0, hc.lastSeen.Load())) > time.Duration(missedBeats)*hc.beat+hc.beat/2 {
 		hc.cancel(errCallerGone)
 		return
 	}
 	m := nats.NewMsg(hc.reply)
 	m.Header.Set(hdrKind, kindBeat)
-	m.Header.Set(hdrHost, hc.h.id)
-	hc.h.publish(m)
-	hc.timer.Reset(hc.beat)
-}
-
-// stopBeats ends the heartbeats; a beat already on its way may still go
-// out (callers ignore beats of calls they no longer wait for).
-func (hc *heldCall) stopBeats() {
-	hc.mu.Lock()
-	hc.stopped = true
-	hc.timer.Stop()
-	hc.mu.Unlock()
+	m.Header.Set(hdrHost, h.id)
+	h.publish(m)
 }
 
 // hold registers a running call under its reply subject. A call held
@@ -943,6 +973,8 @@ func (h *Host) hold(reply string, hc *heldCall) int {
 		return heldTwice
 	}
 	h.calls[reply] = hc
+	hc.next = hc.lastSeen.Load() + int64(hc.beat)
+	h.armBeats(hc.next)
 	if h.callCtx.Err() != nil {
 		hc.cancel(context.Cause(h.callCtx))
 	}
