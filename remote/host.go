@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"math"
 	"os"
@@ -169,8 +170,9 @@ type served struct {
 	callStats, infoStats, listenStats endpointStats
 	cancels                           atomic.Int64
 	eraName                           atomic.Pointer[string]
-	tasks                             taskTable[*snodo.Client] // the tasks it created, by id: the member holding each
-	taskExt                           atomic.Int32             // taskExtUnknown, No or Yes
+	tasks                             taskTable[*snodo.Client]    // the tasks it created, by id: the member holding each
+	recentOpts                        [8]atomic.Pointer[optsRead] // Snodo-Opts values read lately, by hash (optsOf)
+	taskExt                           atomic.Int32                // taskExtUnknown, No or Yes
 }
 
 // NewHost connects to the NATS server at url and serves the pools given
@@ -609,7 +611,7 @@ func (h *Host) refuse(st *endpointStats, reply string, data []byte, why string) 
 
 func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	env, err := jsonrpc.Scan(data)
-	opts := callOptsOf(hdr)
+	opts, ro := s.optsOf(hdr)
 	if err != nil || env.Kind != jsonrpc.KindRequest || len(env.ID) == 0 {
 		h.answer(s, reply, env.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: "remote: the payload is not a JSON-RPC request"}, true)
@@ -668,31 +670,18 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	// and then stops for 3.5 beats has died or is cut off, and nobody
 	// waits for this call any more.
 
-	// The caller's own timers fire first and send the cancel; the host's,
-	// a grace later, are a backstop for a cancel that never arrives.
-	var ro []snodo.RequestOption
-	if opts.timeout > 0 {
-		ro = append(ro, snodo.Timeout(plusGrace(opts.timeout)))
-	}
-	if opts.reset {
-		ro = append(ro, snodo.ResetTimeoutOnProgress())
-	}
-	if opts.total > 0 {
-		ro = append(ro, snodo.MaxTotalTimeout(plusGrace(opts.total)))
-	}
 	if opts.progress {
-		ro = append(ro, snodo.OnProgress(func(p snodo.Progress) {
+		ro = append(ro[:len(ro):len(ro)], snodo.OnProgress(func(p snodo.Progress) { // a copy: ro may be shared
 			m := nats.NewMsg(reply)
 			m.Header.Set(hdrKind, kindProgress)
 			m.Data, _ = json.Marshal(wireProgress{p.Progress, p.Total, p.Message})
 			h.publish(m)
 		}))
 	}
-	var params json.RawMessage
 	if env.Params != nil {
-		params = json.RawMessage(withoutProgressToken(env.Params))
+		hc.params = json.RawMessage(withoutProgressToken(env.Params))
 	}
-	raw, created, err := h.request(ctx, s, method, params, ro)
+	raw, created, err := h.request(ctx, s, method, &hc.params, ro)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && (errors.Is(cause, errCallerCancelled) || errors.Is(cause, errCallerGone)) {
 			s.cancels.Add(1)
@@ -714,6 +703,54 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 		return
 	}
 	h.answerResult(s, reply, env.ID, raw, opts.era)
+}
+
+// optsRead is one Snodo-Opts value read (callOptsOf), with the request
+// options it makes for the pool call.
+type optsRead struct {
+	value string
+	opts  callOpts
+	ro    []snodo.RequestOption // shared: never appended to in place
+}
+
+// maxOptsKept bounds a Snodo-Opts value optsOf keeps (a caller of this
+// package sends about 40 bytes).
+const maxOptsKept = 256
+
+// optsSeed hashes Snodo-Opts values for served.recentOpts.
+var optsSeed = maphash.MakeSeed()
+
+// optsOf reads a call's settings from its headers (callOptsOf) and makes
+// the request options of its pool call: the caller's own timers fire
+// first and send the cancel; the host's, a grace later, are a backstop
+// for a cancel that never arrives. A caller sends the same Snodo-Opts
+// value with every call of the same settings, so the last few values
+// read are kept with their options, and most calls read none and make
+// none. The progress option, which names the call, is not among them.
+func (s *served) optsOf(hdr nats.Header) (callOpts, []snodo.RequestOption) {
+	v := hdr.Get(hdrOpts)
+	var slot *atomic.Pointer[optsRead]
+	if v != "" && len(v) <= maxOptsKept {
+		slot = &s.recentOpts[maphash.String(optsSeed, v)%uint64(len(s.recentOpts))]
+		if r := slot.Load(); r != nil && r.value == v {
+			return r.opts, r.ro
+		}
+	}
+	opts := callOptsOf(hdr)
+	var ro []snodo.RequestOption
+	if opts.timeout > 0 {
+		ro = append(ro, snodo.Timeout(plusGrace(opts.timeout)))
+	}
+	if opts.reset {
+		ro = append(ro, snodo.ResetTimeoutOnProgress())
+	}
+	if opts.total > 0 {
+		ro = append(ro, snodo.MaxTotalTimeout(plusGrace(opts.total)))
+	}
+	if slot != nil {
+		slot.Store(&optsRead{value: v, opts: opts, ro: ro})
+	}
+	return opts, ro
 }
 
 // wireProgress is a progress update on the wire.
@@ -886,7 +923,8 @@ type heldCall struct {
 	lastSeen atomic.Int64 // unix nanoseconds of the last one (of its start before the first)
 	reply    string
 	beat     time.Duration
-	next     int64 // unix nanoseconds of its next heartbeat; guarded by the host's mu
+	next     int64           // unix nanoseconds of its next heartbeat; guarded by the host's mu
+	params   json.RawMessage // its params, for the pool call (passed by pointer: no allocation)
 }
 
 // beatCalls sends the held calls the heartbeats that are due, then sets

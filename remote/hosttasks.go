@@ -150,10 +150,14 @@ const (
 // else as the pool chooses.
 // created reports a task the call created: its answer must name this
 // host (Snodo-Host), for the caller to send the task's later calls here.
-func (h *Host) request(ctx context.Context, s *served, method string, raw json.RawMessage, ro []snodo.RequestOption) (_ json.RawMessage, created bool, _ error) {
+//
+// rawp points to the params (nil inside: none), which stay the caller's:
+// a pointer in params is no allocation where the slice itself would be.
+func (h *Host) request(ctx context.Context, s *served, method string, rawp *json.RawMessage, ro []snodo.RequestOption) (_ json.RawMessage, created bool, _ error) {
+	raw := *rawp
 	var params any
 	if raw != nil {
-		params = raw
+		params = rawp
 	}
 	switch {
 	case taskMethods[method]:
