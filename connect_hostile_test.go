@@ -240,5 +240,12 @@ func TestWithDirThatIsNoDirectory(t *testing.T) {
 		require.Contains(t, err.Error(), want)
 		require.NotContains(t, err.Error(), "fork/exec")
 		require.Empty(t, newChildren(before), "nothing may be started")
+
+		// A later WithDir replaces it, unchecked: a servers file's "cwd"
+		// replaced by the program's (or by snodo --dir).
+		c, err := Connect(t.Context(), command, args, WithDir(path), WithDir(dir))
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+		<-c.Done()
 	}
 }

@@ -64,6 +64,9 @@ func applyOptions(fn string, opts []Option, http bool) (*config, error) {
 	case !http && cfg.httpOnly != "":
 		return nil, fmt.Errorf("snodo: %s: %s applies to a Streamable HTTP server (ConnectHTTP); a server started as a command is reached over its stdio: leave it out", fn, cfg.httpOnly)
 	}
+	if err := checkDir(cfg.conn.Dir); err != nil {
+		return nil, fmt.Errorf("snodo: %w", err)
+	}
 	return cfg, nil
 }
 
@@ -84,6 +87,7 @@ func init() {
 		return seam.Shared{
 			Logger: cfg.conn.Logger, Meter: cfg.meterProvider, System: cfg.conn.System, Owner: cfg.conn.Owner,
 			OriginServer: cfg.mcp.origin.Server, OriginMember: cfg.mcp.origin.Member,
+			Timeout: cfg.conn.Timeout, ShutdownGrace: cfg.conn.ShutdownGrace, Era: cfg.mcp.era != 0,
 		}, nil
 	}
 	seam.Unowned = Option(func(c *config) error { c.conn.Owner = nil; return nil })
@@ -145,23 +149,32 @@ func WithCleanEnv(allow ...string) Option {
 var defaultCleanEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}
 
 // WithDir sets the server's working directory. Default: the caller's.
-// A dir that does not exist or is no directory fails Connect, naming it,
-// before anything starts.
+// A later WithDir replaces an earlier one. The last one's dir is checked
+// once every option is applied: one that does not exist or is no
+// directory fails Connect, naming it, before anything starts (a dir a
+// later WithDir replaced is never checked).
 func WithDir(dir string) Option {
 	return func(c *config) error {
 		c.processOption("WithDir")
-		if dir != "" {
-			fi, err := os.Stat(dir)
-			if err != nil {
-				return fmt.Errorf("WithDir: %w", err)
-			}
-			if !fi.IsDir() {
-				return fmt.Errorf("WithDir: %s is not a directory", dir)
-			}
-		}
 		c.conn.Dir = dir
 		return nil
 	}
+}
+
+// checkDir fails for a working directory (WithDir) that does not exist
+// or is no directory.
+func checkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("WithDir: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("WithDir: %s is not a directory", dir)
+	}
+	return nil
 }
 
 // WithMaxLineBytes sets the largest line accepted from the server, in

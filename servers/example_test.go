@@ -20,22 +20,19 @@ func Example() {
 		log.Fatal(err)
 	}
 	for _, s := range f.Servers {
-		fmt.Println(s.Name, s.Target(), "pool", s.Pool, "timeout", s.Timeout)
+		fmt.Println(s.Name, s.Target, "pool", s.Pool)
 	}
 	fmt.Println("skipped old:", f.Skipped["old"])
 
-	// A server of the file starts with its env, cwd, timeout and
-	// supervision through its Target: as one plain connection,
+	// A server of the file starts through its Target, with its Options
+	// (its env, cwd, timeout and supervision, and the program's own
+	// appended after them), supervised or as a pool of s.Pool servers:
 	//
-	//	c, err := s.Target().Connect(ctx, s.ConnectOptions()...)
-	//
-	// or as a supervised pool of s.Pool servers:
-	//
-	//	p, err := supervisor.NewPool(ctx, s.Target(), s.Pool, s.SupervisorOptions()...)
+	//	p, err := supervisor.NewPool(ctx, s.Target, s.Pool, s.Options...)
 
 	// Output:
-	// echo cat pool 2 timeout 10s
-	// web https://example.com/mcp pool 1 timeout 0s
+	// echo cat pool 2
+	// web https://example.com/mcp pool 1
 	// skipped old: disabled
 }
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/serverproc"
 	"github.com/snodo/snodo/supervisor"
 )
@@ -36,49 +37,52 @@ type File struct {
 	Warnings []string
 }
 
-// Server is one named stdio server of a File.
+// Server is one named server of a File, ready to start: how to reach
+// it, its pool size, and everything else the file gives it as options,
+// built once when the file was parsed.
 type Server struct {
-	Name    string
-	Command string
-	Args    []string
-	Env     map[string]string // on top of the inherited environment
-	Cwd     string            // relative paths in a loaded file are resolved against the file's directory
-
-	// URL is a Streamable HTTP server's endpoint (an entry with "type":
-	// "http" or "streamable-http" and a "url"), reached with
-	// snodo.ConnectHTTP instead of starting Command; Headers ("headers")
-	// go on each of its requests. Command, Args, Env, Cwd and shutdownGrace must then be absent.
-	URL     string
-	Headers map[string]string
-	// OAuthClientID and OAuthScopes are an http server's "oauth" object:
-	// "clientId", the client registered for snodo with the server's
-	// authorization server (none: snodo registers itself), and "scopes"
-	// to ask for (none: the server's challenge or metadata says). The
-	// snodo command line authorizes with them when the server answers
-	// 401; a program gives snodo.WithOAuth in Options, since only it can
-	// ask its user.
-	OAuthClientID string
-	OAuthScopes   []string
-
+	// Name is the server's key in the file.
+	Name string
+	// Target is how to reach the server: snodo.Command("command",
+	// "args"...), or snodo.HTTP("url") for an entry with "type": "http"
+	// or "streamable-http" and a "url".
+	Target snodo.Target
 	// Pool is how many servers a pool of this one runs (the snodo "pool"
 	// key), 1 to 256. Default 1.
 	Pool int
-	// The rest is set from the snodo block; zero values mean the
-	// library's defaults.
-	Timeout       time.Duration // "timeout": per-request timeout (snodo.WithTimeout)
-	ShutdownGrace time.Duration // "shutdownGrace": signal a server that ignores EOF (snodo.WithShutdownGrace); 0: the supervisor's default, 2 s
-	Era           string        // "era": "modern" or "legacy" skips era detection (snodo.WithEra)
-	MaxRestarts   *int          // "maxRestarts": with Window, the restart intensity (supervisor.WithIntensity)
-	Window        time.Duration // "window"
-	FailFast      bool          // "failFast": calls during a restart fail at once (supervisor.FailFast)
-	MaxWait       time.Duration // "maxWait": how long calls wait for a restart (supervisor.WithMaxWait)
-
-	// Options are the program's own supervisor options for this server
-	// only (never read from the file): SupervisorOptions ends with them,
-	// and a Router applies them after the file's and after those given
-	// to every server, so a gateway gives each server its handlers,
-	// events actor or grace.
+	// Options are the server's configuration, as supervisor options:
+	// first those the file gives it, then those the program appends for
+	// this server only. The file's are one supervisor.WithConnectOptions
+	// with its "env" (snodo.WithEnv, one per variable), "cwd"
+	// (snodo.WithDir; relative to the file's directory when Load read
+	// it), "headers" (snodo.WithHTTPHeader), and from the snodo block
+	// "timeout" (snodo.WithTimeout), "shutdownGrace"
+	// (snodo.WithShutdownGrace) and "era" (snodo.WithEra), with
+	// snodo.WithOrigin naming the server; then "maxRestarts" and
+	// "window" (supervisor.WithIntensity), "failFast"
+	// (supervisor.FailFast) and "maxWait" (supervisor.WithMaxWait). Start
+	// the server with them, supervised or as a pool:
+	//
+	//	p, err := supervisor.NewPool(ctx, s.Target, s.Pool, s.Options...)
+	//
+	// Append the program's own (handlers, an events actor, a grace) to
+	// them: they come after the file's, and win where both set one
+	// thing. A Router applies the options it gives every server between
+	// the two: after the file's, before those appended.
 	Options []supervisor.Option
+	// OAuth is an http server's "oauth" object: "clientId", a client
+	// registered for snodo with the server's authorization server (none:
+	// snodo registers itself), and "scopes" to ask for (none: the
+	// server's challenge or metadata says); nil when the entry has none.
+	// It is not among Options: only the program can ask its user, so it
+	// completes it (Authorize, Store…) and gives it with snodo.WithOAuth
+	// in supervisor.WithConnectOptions among its own options. The snodo
+	// command line authorizes with it when the server answers 401.
+	OAuth *snodo.OAuth
+
+	// fromFile is how many of Options the file gave: a Router puts its
+	// options for every server after them.
+	fromFile int
 }
 
 // The pool size of a server whose snodo block gives none, and the bound
@@ -158,17 +162,7 @@ func Load(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("servers: reading %s: %w", path, err)
 	}
-	f, err := Parse(path, data)
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Dir(path)
-	for _, s := range f.Servers {
-		if s.Cwd != "" && !filepath.IsAbs(s.Cwd) {
-			s.Cwd = filepath.Join(dir, s.Cwd)
-		}
-	}
-	return f, nil
+	return parse(path, filepath.Dir(path), data)
 }
 
 // openRegular opens path for reading and checks that what it opened is a
@@ -219,9 +213,17 @@ func checkRegular(path string, fi os.FileInfo) error {
 // Keys it does not use are never silently ignored: each is a line of
 // File.Warnings, for the caller to show (nothing is logged). Errors name
 // the file, the server and the field, and a value's type, never a
-// string's contents (a misplaced one may be a secret).
+// string's contents (a misplaced one may be a secret). A relative "cwd"
+// stays relative: the server starts in it from this process's working
+// directory (Load resolves it against the file's).
 func Parse(name string, data []byte) (*File, error) {
-	p := parser{f: &File{Path: name, Skipped: map[string]string{}}}
+	return parse(name, "", data)
+}
+
+// parse is Parse with dir, the directory relative "cwd" values are
+// resolved against ("": none).
+func parse(name, dir string, data []byte) (*File, error) {
+	p := parser{f: &File{Path: name, Skipped: map[string]string{}}, dir: dir}
 	if len(data) > maxFileBytes {
 		return nil, p.fail("", "", "larger than %d bytes: is it the right file?", maxFileBytes)
 	}
@@ -273,7 +275,10 @@ func (f *File) names() []string {
 	return names
 }
 
-type parser struct{ f *File }
+type parser struct {
+	f   *File
+	dir string // relative "cwd" values are resolved against it
+}
 
 func (p *parser) fail(server, field string, format string, args ...any) error {
 	return &FileError{File: p.f.Path, Server: server, Field: field, Err: fmt.Errorf(format, args...)}
@@ -322,18 +327,18 @@ func (p *parser) file(data []byte) error {
 			p.warn(e.key, "", "skipped: "+skip)
 			continue
 		}
-		p.f.Servers = append(p.f.Servers, s)
+		p.f.Servers = append(p.f.Servers, s.server(p.dir))
 	}
 	return nil
 }
 
 // server parses one entry; skip is set for a server snodo does not run.
-func (p *parser) server(name string, data json.RawMessage) (s *Server, skip string, err error) {
+func (p *parser) server(name string, data json.RawMessage) (s *entry, skip string, err error) {
 	fields, err := members(data)
 	if err != nil {
 		return nil, "", p.fail(name, "", "%w", err)
 	}
-	s = &Server{Name: name, Pool: defaultPool}
+	s = &entry{Name: name, Pool: defaultPool}
 	var disabled bool
 	var transport string
 	for _, m := range fields {
@@ -388,7 +393,7 @@ func (p *parser) server(name string, data json.RawMessage) (s *Server, skip stri
 			return nil, "", p.fail(name, "snodo.shutdownGrace", "an http server is no process of snodo's to stop: leave it out")
 		}
 		return s, "", nil
-	case s.OAuthClientID != "" || s.OAuthScopes != nil:
+	case s.OAuth != nil:
 		return nil, "", p.fail(name, "oauth", "only an http server (a \"url\") is authorized with OAuth: leave it out")
 	case transport != "" && transport != "stdio":
 		return nil, fmt.Sprintf("transport %q (snodo speaks stdio and Streamable HTTP: \"http\")", transport), nil
@@ -401,19 +406,20 @@ func (p *parser) server(name string, data json.RawMessage) (s *Server, skip stri
 }
 
 // oauth reads an http server's "oauth": {"clientId": "…", "scopes": ["…"]}.
-func (p *parser) oauth(s *Server, m member) error {
+func (p *parser) oauth(s *entry, m member) error {
 	fields, err := members(m.value)
 	if err != nil {
 		return p.fail(s.Name, "oauth", "want an object with clientId and scopes: %w", err)
 	}
+	s.OAuth = &snodo.OAuth{}
 	for _, f := range fields {
 		switch f.key {
 		case "clientId":
-			err = p.decode(s.Name, member{key: "oauth.clientId", value: f.value}, &s.OAuthClientID, "a string")
+			err = p.decode(s.Name, member{key: "oauth.clientId", value: f.value}, &s.OAuth.ClientID, "a string")
 		case "scopes":
-			err = p.decode(s.Name, member{key: "oauth.scopes", value: f.value}, &s.OAuthScopes, "an array of strings")
-			if err == nil && s.OAuthScopes == nil {
-				s.OAuthScopes = []string{}
+			err = p.decode(s.Name, member{key: "oauth.scopes", value: f.value}, &s.OAuth.Scopes, "an array of strings")
+			if err == nil && s.OAuth.Scopes == nil {
+				s.OAuth.Scopes = []string{} // given, if null: the entry has an oauth object
 			}
 		default:
 			p.warn(s.Name, "oauth."+f.key, "unknown key, ignored")
@@ -422,11 +428,14 @@ func (p *parser) oauth(s *Server, m member) error {
 			return err
 		}
 	}
+	if s.OAuth.ClientID == "" && s.OAuth.Scopes == nil {
+		s.OAuth = nil // an empty object names nothing
+	}
 	return nil
 }
 
 // headers reads an http server's "headers": an object of strings.
-func (p *parser) headers(s *Server, m member) error {
+func (p *parser) headers(s *entry, m member) error {
 	vars, err := members(m.value)
 	if err != nil {
 		return p.fail(s.Name, "headers", "want an object of strings: %w", err)
@@ -445,7 +454,7 @@ func (p *parser) headers(s *Server, m member) error {
 	return nil
 }
 
-func (p *parser) env(s *Server, m member) error {
+func (p *parser) env(s *entry, m member) error {
 	vars, err := members(m.value)
 	if err != nil {
 		return p.fail(s.Name, "env", "want an object of strings: %w", err)
@@ -468,7 +477,7 @@ func (p *parser) env(s *Server, m member) error {
 }
 
 // snodo parses the snodo block: pool size and supervision.
-func (p *parser) snodo(s *Server, data json.RawMessage) error {
+func (p *parser) snodo(s *entry, data json.RawMessage) error {
 	fields, err := members(data)
 	if err != nil {
 		return p.fail(s.Name, "snodo", "%w", err)

@@ -15,8 +15,9 @@ func TestParseOAuthBlock(t *testing.T) {
 	require.NoError(t, err)
 	s, err := f.Lookup("web")
 	require.NoError(t, err)
-	assert.Equal(t, "c1", s.OAuthClientID)
-	assert.Equal(t, []string{"a", "b"}, s.OAuthScopes)
+	require.NotNil(t, s.OAuth)
+	assert.Equal(t, "c1", s.OAuth.ClientID)
+	assert.Equal(t, []string{"a", "b"}, s.OAuth.Scopes)
 	assert.Contains(t, f.Warnings[0], "oauth.callbackPort")
 
 	_, err = Parse("mcp.json", []byte(`{"mcpServers": {"cmd": {"command": "x", "oauth": {"clientId": "c1"}}}}`))

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/servers"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
@@ -35,33 +36,23 @@ func TestParseClaudeDesktopFile(t *testing.T) {
 	assert.Equal(t, []string{"files", "git", "web", "api"}, names(f), "file order, skipped ones left out")
 	files, err := f.Lookup("files")
 	require.NoError(t, err)
-	assert.Equal(t, "npx", files.Command)
-	assert.Equal(t, []string{"-y", "server-filesystem", "/srv"}, files.Args)
-	assert.Equal(t, map[string]string{"A": "1", "B": ""}, files.Env)
-	assert.Equal(t, "/srv", files.Cwd)
+	assert.Equal(t, snodo.Command("npx", "-y", "server-filesystem", "/srv"), files.Target)
 	assert.Equal(t, 1, files.Pool)
-	assert.Len(t, files.ConnectOptions(), 3) // two env vars and the dir
+	assert.Len(t, files.Options, 1) // WithConnectOptions: two env vars, the dir and the origin
+	assert.Nil(t, files.OAuth)
 
 	git, err := f.Lookup("git")
 	require.NoError(t, err)
 	assert.Equal(t, 3, git.Pool)
-	assert.Equal(t, 30*time.Second, git.Timeout)
-	assert.Equal(t, 2*time.Second, git.ShutdownGrace)
-	assert.Equal(t, "legacy", git.Era)
-	require.NotNil(t, git.MaxRestarts)
-	assert.Equal(t, 2, *git.MaxRestarts)
-	assert.Equal(t, time.Minute, git.Window)
-	assert.True(t, git.FailFast)
-	assert.Equal(t, 5*time.Second, git.MaxWait)
+	assert.Len(t, git.Options, 4) // connect options, intensity, fail-fast, max wait
 
 	web, err := f.Lookup("web")
 	require.NoError(t, err)
-	assert.Equal(t, "https://example.com/mcp", web.URL)
-	assert.Equal(t, "https://example.com/mcp", web.Target().String())
+	assert.Equal(t, snodo.HTTP("https://example.com/mcp"), web.Target)
+	assert.Equal(t, "https://example.com/mcp", web.Target.String())
 	api, err := f.Lookup("api")
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{"Authorization": "Bearer t"}, api.Headers)
-	assert.Len(t, api.ConnectOptions(), 1) // the header
+	assert.Len(t, api.Options, 1) // the header and the origin
 	assert.Contains(t, f.Skipped["sse"], `transport "sse"`)
 	assert.Equal(t, "disabled", f.Skipped["old"])
 	_, err = f.Lookup("sse")
@@ -124,13 +115,23 @@ func TestParseBrokenFiles(t *testing.T) {
 func TestLoadResolvesCwdAgainstTheFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "mcp.json")
-	require.NoError(t, os.WriteFile(path, []byte(`{"mcpServers": {"a": {"command": "x", "cwd": "sub"}, "b": {"command": "x", "cwd": "/abs"}}}`), 0o600))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o700))
+	abs := t.TempDir()
+	require.NoError(t, os.WriteFile(path, []byte(`{"mcpServers": {"a": {"command": "x", "cwd": "sub"}, "b": {"command": "x", "cwd": `+quote(abs)+`}}}`), 0o600))
 	f, err := servers.Load(path)
 	require.NoError(t, err)
 	a, _ := f.Lookup("a")
 	b, _ := f.Lookup("b")
-	assert.Equal(t, filepath.Join(dir, "sub"), a.Cwd)
-	assert.Equal(t, "/abs", b.Cwd)
+	assert.Equal(t, filepath.Join(dir, "sub"), dirOf(t, a))
+	assert.Equal(t, abs, dirOf(t, b))
+
+	// Parse has no file's directory: a relative cwd stays relative, to
+	// this process's working directory.
+	f, err = servers.Parse(path, []byte(`{"mcpServers": {"a": {"command": "x", "cwd": ".."}}}`))
+	require.NoError(t, err)
+	parent, err := filepath.Abs("..")
+	require.NoError(t, err)
+	assert.Equal(t, parent, dirOf(t, f.Servers[0]))
 
 	_, err = servers.Load(filepath.Join(dir, "missing.json"))
 	require.ErrorContains(t, err, "missing.json")
@@ -147,22 +148,47 @@ func TestServerConnectUsesTheFile(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := s.Target().Connect(ctx, s.ConnectOptions()...)
-	require.NoError(t, err)
-	raw, err := c.Request(ctx, "test/env", map[string]string{"name": "SNODO_FILE_TEST"})
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"value":"yes","set":true}`, string(raw))
-	raw, err = c.Request(ctx, "test/cwd", nil)
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"dir":`+quote(dir)+`}`, string(raw))
-	require.NoError(t, c.Close())
-	<-c.Done()
-
-	p, err := supervisor.NewPool(ctx, s.Target(), s.Pool, s.SupervisorOptions()...)
+	p, err := supervisor.NewPool(ctx, s.Target, s.Pool, s.Options...)
 	require.NoError(t, err)
 	assert.Equal(t, 2, len(p.Members()))
+	raw, err := p.Request(ctx, "test/env", map[string]string{"name": "SNODO_FILE_TEST"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"value":"yes","set":true}`, string(raw))
+	raw, err = p.Request(ctx, "test/cwd", nil)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"dir":`+quote(dir)+`}`, string(raw))
 	require.NoError(t, p.Close())
 	<-p.Done()
+
+	// The program's own options come after the file's and win: a
+	// supervised client of one server, with the variable replaced.
+	own := append(s.Options, supervisor.WithConnectOptions(snodo.WithEnv("SNODO_FILE_TEST", "mine")))
+	c, err := supervisor.Connect(ctx, s.Target, own...)
+	require.NoError(t, err)
+	raw, err = c.Request(ctx, "test/env", map[string]string{"name": "SNODO_FILE_TEST"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"value":"mine","set":true}`, string(raw))
+	assert.Equal(t, snodo.Origin{Server: "t", Member: "t"}, c.Origin(), "the file names the server")
+	require.NoError(t, c.Close())
+	<-c.Done()
+}
+
+// dirOf is the working directory s's options start its server in: the
+// test server, started in s's stead, reports it.
+func dirOf(t *testing.T, s *servers.Server) string {
+	t.Helper()
+	cmd, args := testutil.Server(t)
+	c, err := supervisor.Connect(t.Context(), snodo.Command(cmd, args...), s.Options...)
+	require.NoError(t, err)
+	defer func() {
+		_ = c.Close()
+		<-c.Done()
+	}()
+	raw, err := c.Request(t.Context(), "test/cwd", nil)
+	require.NoError(t, err)
+	var got struct{ Dir string }
+	require.NoError(t, json.Unmarshal(raw, &got))
+	return got.Dir
 }
 
 func quote(s string) string {

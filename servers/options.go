@@ -1,6 +1,8 @@
 package servers
 
 import (
+	"maps"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -8,45 +10,28 @@ import (
 	"github.com/snodo/snodo/supervisor"
 )
 
-// ConnectOptions are the snodo.Connect options the file gives this
-// server: its environment, working directory, headers (an http server),
-// timeout, shutdown grace and era. Connect with them through its Target:
-//
-//	c, err := s.Target().Connect(ctx, s.ConnectOptions()...)
-func (s *Server) ConnectOptions() []snodo.Option {
-	var opts []snodo.Option
-	names := make([]string, 0, len(s.Env))
-	for k := range s.Env {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		opts = append(opts, snodo.WithEnv(k, s.Env[k]))
-	}
-	if s.Cwd != "" {
-		opts = append(opts, snodo.WithDir(s.Cwd))
-	}
-	headers := make([]string, 0, len(s.Headers))
-	for k := range s.Headers {
-		headers = append(headers, k)
-	}
-	slices.Sort(headers)
-	for _, k := range headers {
-		opts = append(opts, snodo.WithHTTPHeader(k, s.Headers[k]))
-	}
-	if s.Timeout != 0 {
-		opts = append(opts, snodo.WithTimeout(s.Timeout))
-	}
-	if s.ShutdownGrace > 0 {
-		opts = append(opts, snodo.WithShutdownGrace(s.ShutdownGrace))
-	}
-	switch s.Era {
-	case "modern":
-		opts = append(opts, snodo.WithEra(snodo.EraModern))
-	case "legacy":
-		opts = append(opts, snodo.WithEra(snodo.EraLegacy))
-	}
-	return opts
+// entry is one server as its file writes it, once checked: the parser's
+// working copy. server turns it into a Server, and nothing else reads
+// it: the file's keys become options in that one place.
+type entry struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     map[string]string // on top of the inherited environment
+	Cwd     string
+	URL     string // an http server's endpoint; Command, Args, Env, Cwd and ShutdownGrace are then absent
+	Headers map[string]string
+	OAuth   *snodo.OAuth // the "oauth" object: ClientID and Scopes
+
+	// The snodo block; zero values mean the library's defaults.
+	Pool          int
+	Timeout       time.Duration
+	ShutdownGrace time.Duration
+	Era           string // "modern" or "legacy"
+	MaxRestarts   *int
+	Window        time.Duration
+	FailFast      bool
+	MaxWait       time.Duration
 }
 
 // The supervisor's restart intensity defaults (supervisor.WithIntensity),
@@ -56,45 +41,59 @@ const (
 	defaultWindow      = 30 * time.Second
 )
 
-// SupervisorOptions are the supervisor options of this server: the
-// file's (its name, restart intensity, fail-fast and wait bound, and its
-// ConnectOptions), then the program's own (Options). Start it with its
-// Target, supervised or as a pool of Pool members:
-//
-//	p, err := supervisor.NewPool(ctx, s.Target(), s.Pool, s.SupervisorOptions()...)
-func (s *Server) SupervisorOptions() []supervisor.Option {
-	return append(s.fileOptions(), s.Options...)
-}
-
-// fileOptions are the supervisor options the file gives this server.
-func (s *Server) fileOptions() []supervisor.Option {
-	opts := []supervisor.Option{
-		supervisor.WithConnectOptions(append(s.ConnectOptions(), snodo.WithOrigin(snodo.Origin{Server: s.Name}))...),
+// server builds the Server e describes, its keys turned into options (the
+// list is Server.Options' doc); a relative cwd is resolved against dir
+// when dir is not empty.
+func (e *entry) server(dir string) *Server {
+	s := &Server{Name: e.Name, Pool: e.Pool, OAuth: e.OAuth, Target: snodo.Command(e.Command, e.Args...)}
+	if e.URL != "" {
+		s.Target = snodo.HTTP(e.URL)
 	}
-	if s.MaxRestarts != nil || s.Window != 0 {
-		n, w := defaultMaxRestarts, defaultWindow
-		if s.MaxRestarts != nil {
-			n = *s.MaxRestarts
+	var conn []snodo.Option
+	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
+		conn = append(conn, snodo.WithEnv(k, e.Env[k]))
+	}
+	if cwd := e.Cwd; cwd != "" {
+		if dir != "" && !filepath.IsAbs(cwd) {
+			cwd = filepath.Join(dir, cwd)
 		}
-		if s.Window != 0 {
-			w = s.Window
+		conn = append(conn, snodo.WithDir(cwd))
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
+		conn = append(conn, snodo.WithHTTPHeader(k, e.Headers[k]))
+	}
+	if e.Timeout != 0 {
+		conn = append(conn, snodo.WithTimeout(e.Timeout))
+	}
+	if e.ShutdownGrace > 0 {
+		conn = append(conn, snodo.WithShutdownGrace(e.ShutdownGrace))
+	}
+	switch e.Era {
+	case "modern":
+		conn = append(conn, snodo.WithEra(snodo.EraModern))
+	case "legacy":
+		conn = append(conn, snodo.WithEra(snodo.EraLegacy))
+	}
+	conn = append(conn, snodo.WithOrigin(snodo.Origin{Server: e.Name}))
+	opts := []supervisor.Option{supervisor.WithConnectOptions(conn...)}
+	if e.MaxRestarts != nil || e.Window != 0 {
+		n, w := defaultMaxRestarts, defaultWindow
+		if e.MaxRestarts != nil {
+			n = *e.MaxRestarts
+		}
+		if e.Window != 0 {
+			w = e.Window
 		}
 		opts = append(opts, supervisor.WithIntensity(n, w))
 	}
-	if s.FailFast {
+	if e.FailFast {
 		opts = append(opts, supervisor.FailFast())
 	}
-	if s.MaxWait > 0 {
-		opts = append(opts, supervisor.WithMaxWait(s.MaxWait))
+	if e.MaxWait > 0 {
+		opts = append(opts, supervisor.WithMaxWait(e.MaxWait))
 	}
-	return opts
-}
-
-// Target is how to reach the server: snodo.HTTP(URL) for an http
-// server, else snodo.Command(Command, Args...).
-func (s *Server) Target() snodo.Target {
-	if s.URL != "" {
-		return snodo.HTTP(s.URL)
-	}
-	return snodo.Command(s.Command, s.Args...)
+	// Full: an append of the program's copies, and never writes past
+	// the file's.
+	s.Options, s.fromFile = slices.Clip(opts), len(opts)
+	return s
 }

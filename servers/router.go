@@ -82,14 +82,14 @@ var ErrUnknownServer = errors.New("servers: no such server")
 // returns the router without waiting for them. owner, when not nil, owns
 // the router (it stops when owner terminates) and receives a
 // *RouterReady; ctx owns it too. opts apply to every pool after the
-// file's own, and each Server's Options after them, for that server
-// only. Calls sent before a pool is ready wait for its first
+// options the file gives each server, and those a program appended to a
+// Server's Options after them, for that server only. Calls sent before a pool is ready wait for its first
 // member, as described at supervisor.StartPool. Connect options in opts
 // (supervisor.WithConnectOptions) reach every server, so give those of
 // one transport only (snodo.WithEnv, WithDir, WithStderr for a started
-// process; WithHTTPHeader, WithOAuth for an http server) in a Server's
-// Options, or in the file: the other transport refuses them, and that
-// server's pool fails to start with the error naming the option.
+// process; WithHTTPHeader, WithOAuth for an http server) appended to a
+// Server's Options, or in the file: the other transport refuses them, and
+// that server's pool fails to start with the error naming the option.
 //
 // The router and its pools run on one actor system: system, or when it
 // is nil the one a snodo.WithActorSystem among opts' connect options
@@ -250,12 +250,14 @@ func (r *Router) receive(ctx protoactor.Context) {
 
 func (r *Router) startPools(ctx protoactor.Context) {
 	for _, s := range r.file.Servers {
-		// The router's system and ownership come last: the pools are the
-		// router's children (in its Children, stopped with it), whatever
-		// opts say.
-		opts := slices.Concat(s.fileOptions(), r.opts, s.Options,
+		// The options for every server go between the file's and the
+		// server's own. The router's system and ownership come last: the
+		// pools are the router's children (in its Children, stopped with
+		// it), whatever opts say.
+		n := min(s.fromFile, len(s.Options))
+		opts := slices.Concat(s.Options[:n], r.opts, s.Options[n:],
 			[]supervisor.Option{supervisor.WithParent(ctx)})
-		p, err := supervisor.StartPool(r.ctx, r.sys, ctx.Self(), s.Target(), s.Pool, opts...)
+		p, err := supervisor.StartPool(r.ctx, r.sys, ctx.Self(), s.Target, s.Pool, opts...)
 		r.mu.Lock()
 		if err != nil {
 			r.errs = append(r.errs, fmt.Errorf("server %q: %w", s.Name, err))

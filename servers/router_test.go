@@ -213,3 +213,29 @@ func TestRouterSurvivesNilMessages(t *testing.T) {
 		require.Error(t, rep.Err)
 	}
 }
+
+// A router applies a server's options in one order: the file's, then
+// those it gives every server, then those the program appended to that
+// server's Options; each later one wins for what it sets.
+func TestRouterOptionsPrecedence(t *testing.T) {
+	cmd, args := testutil.Server(t)
+	f, err := servers.Parse("mcp.json", []byte(`{"mcpServers": {"t": {"command": `+quote(cmd)+`, "args": `+quoteAll(args)+`,
+		"env": {"FROM_FILE": "file", "FILE_AND_ALL": "file", "ALL_AND_OWN": "file"}}}}`))
+	require.NoError(t, err)
+	s := f.Servers[0]
+	s.Options = append(s.Options, supervisor.WithConnectOptions(snodo.WithEnv("ALL_AND_OWN", "own")))
+	r, err := servers.NewRouter(t.Context(), f,
+		supervisor.WithConnectOptions(snodo.WithEnv("FILE_AND_ALL", "all"), snodo.WithEnv("ALL_AND_OWN", "all")))
+	require.NoError(t, err)
+	defer func() {
+		require.NoError(t, r.Close())
+		<-r.Done()
+	}()
+	p, err := r.Pool("t")
+	require.NoError(t, err)
+	for name, want := range map[string]string{"FROM_FILE": "file", "FILE_AND_ALL": "all", "ALL_AND_OWN": "own"} {
+		raw, err := p.Request(t.Context(), "test/env", map[string]string{"name": name})
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"value":`+quote(want)+`,"set":true}`, string(raw), name)
+	}
+}

@@ -279,6 +279,20 @@ func init() {
 		}
 		return cfg.system, cfg.owner, cfg.logger, nil
 	}
+	// What the snodo command, which connects to a servers file's server
+	// without supervising it, reads of the server's configuration.
+	seam.ConnectOptionsOf = func(opts any) (any, error) {
+		cfg := &config{}
+		for i, opt := range opts.([]Option) {
+			if opt == nil {
+				return nil, fmt.Errorf("supervisor: option %d is nil; leave it out of the list instead", i+1)
+			}
+			if err := opt(cfg); err != nil {
+				return nil, fmt.Errorf("supervisor: %w", err)
+			}
+		}
+		return cfg.connect, nil
+	}
 	seam.PoolSize = func(p any) int {
 		pool := p.(*Pool)
 		pool.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/safetext"
+	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/servers"
 )
 
@@ -69,14 +70,18 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		if spec.Era != "" && s.cfg.era == "" && s.cfg.probeTimeout > 0 {
-			return nil, usagef("--probe-timeout: server %q of %s sets its era (%s), so snodo sends it no server/discover probe; leave the flag out", spec.Name, s.cfg.configFile, spec.Era)
+		if spec.era && s.cfg.era == "" && s.cfg.probeTimeout > 0 {
+			return nil, usagef("--probe-timeout: server %q of %s sets its \"era\", so snodo sends it no server/discover probe; leave the flag out", spec.Name, s.cfg.configFile)
 		}
-		target = spec.Target()
-		s.fileTimeout = spec.Timeout
+		target = spec.Target
+		s.fileTimeout = spec.timeout
 		opts = s.withFile(opts, spec)
-		if spec.URL != "" {
-			if err := authorize(spec.OAuthClientID, spec.OAuthScopes, spec.Timeout > 0); err != nil { // the file's timeout bounds the probe
+		if spec.http {
+			var o snodo.OAuth
+			if spec.OAuth != nil {
+				o = *spec.OAuth
+			}
+			if err := authorize(o.ClientID, o.Scopes, spec.timeout > 0); err != nil { // the file's timeout bounds the probe
 				return nil, err
 			}
 		}
@@ -110,7 +115,7 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 }
 
 // named is the --server NAME of the --config file.
-func (s *session) named() (*servers.Server, error) {
+func (s *session) named() (*fileServer, error) {
 	file, err := loadFile(s.cfg.configFile, s.io.err)
 	if err != nil {
 		return nil, err
@@ -119,30 +124,56 @@ func (s *session) named() (*servers.Server, error) {
 	if errors.Is(err, servers.ErrUnknownServer) {
 		return nil, &usageError{"--server: " + err.Error()} // its message lists the names the file has
 	}
-	return spec, err // a skipped server: the error says why
+	if err != nil {
+		return nil, err // a skipped server: the error says why
+	}
+	return readServer(spec)
+}
+
+// fileServer is a server of the --config file as the command line runs
+// it: one plain connection, not a supervised one, made with the connect
+// options of its configuration; and what the command line reads back of
+// that configuration for its own waits and messages. Nothing here is
+// read from the file a second time: it is all in spec's Options.
+type fileServer struct {
+	*servers.Server
+	connect []snodo.Option // its Options' supervisor.WithConnectOptions
+	timeout time.Duration  // its snodo.WithTimeout (the file's "timeout"); 0: none given
+	grace   time.Duration  // its snodo.WithShutdownGrace ("shutdownGrace"); 0: none given
+	era     bool           // it has a snodo.WithEra ("era"): it gets no probe
+	http    bool           // its Target is a Streamable HTTP endpoint
+}
+
+// readServer reads spec's configuration.
+func readServer(spec *servers.Server) (*fileServer, error) {
+	conn, err := seam.ConnectOptionsOf(spec.Options)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
+	}
+	opts := conn.([]snodo.Option)
+	set, err := seam.SharedOf(opts)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
+	}
+	return &fileServer{Server: spec, connect: opts, timeout: set.Timeout, grace: set.ShutdownGrace,
+		era: set.Era, http: seam.TargetIsHTTP(spec.Target)}, nil
 }
 
 // withFile adds the file's options for spec after the flags' (so the
 // file's env, dir, timeout and era win over the defaults), then the flags
 // a user gave explicitly (--timeout, --env, --unset, --dir, --era), which
-// win over the file.
-func (s *session) withFile(opts []snodo.Option, spec *servers.Server) []snodo.Option {
-	if s.cfg.dir != "" {
-		// WithDir checks its directory when applied: the file's "cwd",
-		// which --dir replaces, must not fail the run (gone, say).
-		file := *spec
-		file.Cwd = ""
-		spec = &file
-	}
-	if spec.URL == "" {
+// win over the file. --dir replaces the file's "cwd" without it being
+// checked (only the last snodo.WithDir is).
+func (s *session) withFile(opts []snodo.Option, spec *fileServer) []snodo.Option {
+	if !spec.http {
 		opts = append(opts, snodo.WithShutdownGrace(shutdownGrace)) // before the file's own
 	}
-	opts = append(opts, spec.ConnectOptions()...)
-	opts = append(opts, s.probeTimeout(spec.Timeout)...)
+	opts = append(opts, spec.connect...)
+	opts = append(opts, s.probeTimeout(spec.timeout)...)
 	if s.cfg.timeoutSet {
 		opts = append(opts, snodo.WithTimeout(s.cfg.timeout))
 	}
-	if spec.URL == "" { // the flags' --env, --unset (the file's env may set it) and --dir, for a command server
+	if !spec.http { // the flags' --env, --unset (the file's env may set it) and --dir, for a command server
 		opts = append(opts, s.processOptions()...)
 	}
 	return append(opts, s.eraOption()...)

@@ -170,9 +170,9 @@ func runNode(cfg *config, sio stdio) int {
 // leaves no server behind) to SIGTERM, as long again to SIGKILL, and a
 // second.
 func reapWait(srv *servers.Server) time.Duration {
-	grace := srv.ShutdownGrace
-	if grace <= 0 {
-		grace = 2 * time.Second // the supervisor's default grace
+	grace := 2 * time.Second // the supervisor's default grace
+	if spec, err := readServer(srv); err == nil && spec.grace > 0 {
+		grace = spec.grace // the file's (its pool started with it: its options are valid)
 	}
 	return 2*grace + time.Second
 }
@@ -200,7 +200,7 @@ func startPool(ctx context.Context, srv *servers.Server, cfg *config, sio stdio)
 	sio.inTTY = false
 	h := &answers{roots: cfg.roots, samplingReply: cfg.samplingReply, io: sio}
 	conn := []snodo.Option{snodo.WithServerRequestHandler(h.serve), snodo.WithClientCapabilities(h.capabilities())}
-	return supervisor.NewPool(ctx, srv.Target(), srv.Pool, append(srv.SupervisorOptions(), supervisor.WithConnectOptions(conn...))...)
+	return supervisor.NewPool(ctx, srv.Target, srv.Pool, append(srv.Options, supervisor.WithConnectOptions(conn...))...)
 }
 
 // natsOptions are the NATS connection options of the command line:

@@ -99,9 +99,14 @@ func runServers(cfg *config, sio stdio) int {
 }
 
 // probeServer connects to one server, counts its tools and closes it.
-func (s *session) probeServer(ctx context.Context, spec *servers.Server, opts []snodo.Option) serverLine {
-	line := serverLine{Name: spec.Name}
-	c, err := spec.Target().Connect(ctx, s.withFile(opts, spec)...)
+func (s *session) probeServer(ctx context.Context, server *servers.Server, opts []snodo.Option) serverLine {
+	line := serverLine{Name: server.Name}
+	spec, err := readServer(server)
+	if err != nil {
+		line.Error = oneLine(err.Error())
+		return line
+	}
+	c, err := spec.Target.Connect(ctx, s.withFile(opts, spec)...)
 	if err != nil {
 		line.Error = s.describeFor(spec, err)
 		return line
@@ -122,10 +127,10 @@ func (s *session) probeServer(ctx context.Context, spec *servers.Server, opts []
 
 // describeFor says what went wrong with one server of the file, and what
 // to do, as exitCode says it for the server of a --server run.
-func (s *session) describeFor(spec *servers.Server, err error) string {
+func (s *session) describeFor(spec *fileServer, err error) string {
 	cfg := *s.cfg
 	cfg.serverName = spec.Name
-	one := session{cfg: &cfg, io: s.io, fileTimeout: spec.Timeout}
+	one := session{cfg: &cfg, io: s.io, fileTimeout: spec.timeout}
 	return oneLine(flagWords.Replace(one.describe(err)))
 }
 

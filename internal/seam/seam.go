@@ -44,14 +44,19 @@ type SubscriptionTrace interface {
 
 // Shared is what a []snodo.Option says that the layers above a
 // connection (a supervisor, a pool) share with it, so that each is given
-// once: nil or empty for what the options do not give.
+// once, and what the snodo command reads back of a servers file's
+// configuration for its own waits: nil or zero for what the options do
+// not give.
 type Shared struct {
-	Logger       *slog.Logger            // snodo.WithLogger
-	Meter        metric.MeterProvider    // snodo.WithMeterProvider
-	System       *protoactor.ActorSystem // snodo.WithActorSystem
-	Owner        *protoactor.PID         // snodo.WithOwner
-	OriginServer string                  // snodo.WithOrigin's Server
-	OriginMember string                  // and Member
+	Logger        *slog.Logger            // snodo.WithLogger
+	Meter         metric.MeterProvider    // snodo.WithMeterProvider
+	System        *protoactor.ActorSystem // snodo.WithActorSystem
+	Owner         *protoactor.PID         // snodo.WithOwner
+	OriginServer  string                  // snodo.WithOrigin's Server
+	OriginMember  string                  // and Member
+	Timeout       time.Duration           // snodo.WithTimeout (negative: none)
+	ShutdownGrace time.Duration           // snodo.WithShutdownGrace
+	Era           bool                    // snodo.WithEra was given: no era detection
 }
 
 var (
@@ -111,6 +116,12 @@ var (
 	// that is nil, invalid, or sets anything a remote client does not
 	// have (its server is started and reached by the hosts).
 	RemoteOptions func(opts any) (RemoteSettings, error)
+
+	// ConnectOptionsOf (set by supervisor) is the []snodo.Option that
+	// opts, a []supervisor.Option, give every connection
+	// (supervisor.WithConnectOptions), in order; an invalid option is an
+	// error.
+	ConnectOptionsOf func(opts any) (any, error)
 
 	// SupervisorSetup (set by supervisor) is the actor system (nil: none
 	// named), the owner actor (nil: none named) and the logger (one that
