@@ -69,7 +69,7 @@ type noRequester struct{}
 func (noRequester) Request(context.Context, string, any, ...RequestOption) (json.RawMessage, error) {
 	return nil, errNoRequester
 }
-func (noRequester) Era() Era { return 0 }
+func (noRequester) Era() Era { return "" }
 
 // inputHandling answers input requests on the connection's one handler
 // path (the WithServerRequestHandler handler in child actors of the

@@ -140,7 +140,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	answerDeadCalls(connseam.System(conn))
 	err = c.negotiate(ctx, cfg)
 	if err == nil {
-		era, version := c.mcp.era.String(), c.mcp.version
+		era, version := string(c.mcp.era), c.mcp.version
 		c.era.Store(&era)
 		c.sessionVersion.Store(&version)
 	}
@@ -151,7 +151,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 		c.kill()
 		return err
 	}
-	c.notes.era.Store(int32(c.mcp.era))
+	c.notes.modern.Store(c.mcp.era == EraModern)
 	c.connected.Store(true)
 	return nil
 }

@@ -17,44 +17,30 @@ import (
 	"github.com/snodo/snodo/internal/mcpmethod"
 )
 
-// Era is the generation of MCP a server speaks, settled by Connect.
-type Era int
+// Era is the generation of MCP a server speaks, settled by Connect:
+// "modern" or "legacy". The zero value, "", is an era not known yet (a
+// pool with no member up, a remote name no host answered for).
+type Era string
 
 // The MCP eras.
 const (
-	// EraModern: 2026-07-28 and later. Stateless: every request carries
-	// the protocol version, client info and capabilities in _meta; the
-	// server never sends requests but asks for input with
+	// EraModern: protocol version 2026-07-28. Stateless: every request
+	// carries the protocol version, client info and capabilities in
+	// _meta; the server never sends requests but asks for input with
 	// input_required results.
-	EraModern Era = iota + 1
-	// EraLegacy: 2025-11-25 and earlier. An initialize handshake opens a
-	// session; the server sends its own requests (sampling, elicitation,
-	// roots, ping) to the client.
-	EraLegacy
+	EraModern Era = "modern"
+	// EraLegacy: protocol versions 2025-11-25, 2025-06-18, 2025-03-26
+	// and 2024-11-05. An initialize handshake opens a session; the
+	// server sends its own requests (sampling, elicitation, roots, ping)
+	// to the client.
+	EraLegacy Era = "legacy"
 )
-
-// String is "modern" or "legacy".
-func (e Era) String() string {
-	switch e {
-	case EraModern:
-		return "modern"
-	case EraLegacy:
-		return "legacy"
-	}
-	return fmt.Sprintf("Era(%d)", int(e))
-}
 
 // Protocol versions snodo speaks, newest first (tests may swap them).
 var (
-	modernVersions = []string{"2026-07-28"}
-	legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	modernVersions = mcpmethod.ModernVersions()
+	legacyVersions = mcpmethod.LegacyVersions()
 )
-
-// SupportedVersions returns the protocol versions snodo speaks, newest
-// first: the modern ones, then the legacy ones.
-func SupportedVersions() (modern, legacy []string) {
-	return slices.Clone(modernVersions), slices.Clone(legacyVersions)
-}
 
 // Error codes that only a modern server sends: an answer carrying one of
 // them identifies the server as modern.
@@ -75,7 +61,7 @@ type mcpConfig struct {
 	capabilities   ClientCapabilities
 	probeTimeout   time.Duration // 0: 10 s
 	maxInputRounds int           // 0: 10
-	era            Era           // 0: detect
+	era            Era           // "": detect
 	reprobed       bool          // the probe was sent again with a version refused once
 }
 

@@ -19,7 +19,7 @@ var testCaps = ClientCapabilities{Elicitation: &ElicitationCapability{Form: true
 func TestConnectModernProbeCarriesFullMeta(t *testing.T) {
 	c := dialTest(t, []string{"-era", "modern"}, WithClientInfo("agent", "1.2.3"), WithClientCapabilities(testCaps))
 	assert.Equal(t, EraModern, c.Era())
-	assert.Equal(t, "modern", c.Era().String())
+	assert.Equal(t, "modern", string(c.Era()))
 	assert.Equal(t, "2026-07-28", c.ProtocolVersion())
 	assert.Equal(t, "snodo-testserver", c.ServerInfo().Name)
 	assert.Equal(t, "test server", c.Instructions())
@@ -205,8 +205,10 @@ func TestWithEraSkipsDetection(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not a modern MCP server")
 
-	_, err = Connect(t.Context(), cmd, args, WithEra(Era(9)))
-	assert.ErrorContains(t, err, "unknown era")
+	for _, e := range []Era{"", "Modern", "future"} {
+		_, err = Connect(t.Context(), cmd, args, WithEra(e))
+		assert.ErrorContains(t, err, "unknown era", "%q", e)
+	}
 }
 
 // A modern-only server too slow for the probe (an npx download, say)

@@ -43,7 +43,7 @@ func TestHTTPTestServerBothEras(t *testing.T) {
 		t.Run(era, func(t *testing.T) {
 			srv := &httpserver.HTTP{Era: era}
 			c, _ := dialHTTPTest(t, srv)
-			assert.Equal(t, era, c.Era().String())
+			assert.Equal(t, era, string(c.Era()))
 			res, err := c.CallTool(t.Context(), "echo", map[string]any{"text": "hi"})
 			require.NoError(t, err)
 			assert.Equal(t, "hi", res.Text())

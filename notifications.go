@@ -184,8 +184,8 @@ type notifier struct {
 	// to end).
 	observe func(context.Context, *Notification) (context.Context, func(panicked bool))
 
-	era        atomic.Int32 // the settled Era; 0 while negotiating
-	warnedTags atomic.Bool  // warned about untagged subscription notifications
+	modern     atomic.Bool // the settled era is EraModern; false while negotiating
+	warnedTags atomic.Bool // warned about untagged subscription notifications
 
 	mu       sync.Mutex
 	queue    []*Notification // oldest first
@@ -223,7 +223,7 @@ func subscriptionOnly(method string) bool {
 // push is the connection's OnNotification hook: it runs on the reader
 // goroutine and never blocks.
 func (q *notifier) push(ctx context.Context, method string, params json.RawMessage) {
-	if Era(q.era.Load()) == EraModern && subscriptionOnly(method) {
+	if q.modern.Load() && subscriptionOnly(method) {
 		q.meters.Dropped("untagged")
 		if q.warnedTags.CompareAndSwap(false, true) {
 			q.logger.Warn("snodo: dropped a subscription notification without the io.modelcontextprotocol/subscriptionId _meta the protocol requires; the server does not tag its subscriptions/listen events (further ones are dropped without a warning)",

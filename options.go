@@ -87,7 +87,7 @@ func init() {
 		return seam.Shared{
 			Logger: cfg.conn.Logger, Meter: cfg.meterProvider, System: cfg.conn.System, Owner: cfg.conn.Owner,
 			OriginServer: cfg.mcp.origin.Server, OriginMember: cfg.mcp.origin.Member,
-			Timeout: cfg.conn.Timeout, ShutdownGrace: cfg.conn.ShutdownGrace, Era: cfg.mcp.era != 0,
+			Timeout: cfg.conn.Timeout, ShutdownGrace: cfg.conn.ShutdownGrace, Era: cfg.mcp.era != "",
 		}, nil
 	}
 	seam.Unowned = Option(func(c *config) error { c.conn.Owner = nil; return nil })
@@ -380,7 +380,7 @@ func WithMaxInputRounds(n int) Option {
 func WithEra(e Era) Option {
 	return func(c *config) error {
 		if e != EraModern && e != EraLegacy {
-			return fmt.Errorf("WithEra: unknown era %v (use EraModern or EraLegacy)", e)
+			return fmt.Errorf("WithEra: unknown era %q (use EraModern or EraLegacy)", e)
 		}
 		c.mcp.era = e
 		return nil

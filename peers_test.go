@@ -455,7 +455,7 @@ func TestGoSDKServerInputRequestsUnderTheBound(t *testing.T) {
 // response stream, at the level in _meta) reach the handler.
 func TestGoSDKServerLogMessagesReachTheHandler(t *testing.T) {
 	for _, era := range []Era{EraModern, EraLegacy} {
-		t.Run(era.String(), func(t *testing.T) {
+		t.Run(string(era), func(t *testing.T) {
 			got := make(chan *Notification, 64)
 			c := dialPeer(t, goEverything(t), &answers{}, WithEra(era),
 				WithNotificationHandler(func(_ context.Context, n *Notification) { got <- n }))

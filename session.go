@@ -17,7 +17,8 @@ import (
 type Session interface {
 	// Request sends one request and returns its raw result; see Client.Request.
 	Request(ctx context.Context, method string, params any, opts ...RequestOption) (json.RawMessage, error)
-	// Era is the MCP era of the server(s) behind the session.
+	// Era is the MCP era of the server(s) behind the session: "" while
+	// it is not known yet.
 	Era() Era
 
 	ListTools(ctx context.Context, opts ...RequestOption) ([]Tool, error)

@@ -113,7 +113,7 @@ func BenchmarkCall(b *testing.B) {
 // typed layer of CallTool.
 func BenchmarkSnodoRequest(b *testing.B) {
 	for _, era := range []snodo.Era{snodo.EraModern, snodo.EraLegacy} {
-		b.Run("era="+era.String(), func(b *testing.B) {
+		b.Run("era="+string(era), func(b *testing.B) {
 			c, err := snodo.Connect(context.Background(), serverBin, nil, snodo.WithEra(era))
 			if err != nil {
 				b.Fatal(err)

@@ -54,7 +54,7 @@ func BenchmarkTelemetry(b *testing.B) {
 	}
 	for _, era := range []snodo.Era{snodo.EraModern, snodo.EraLegacy} {
 		for _, tc := range cases {
-			b.Run("era="+era.String()+"/otel="+tc.name, func(b *testing.B) {
+			b.Run("era="+string(era)+"/otel="+tc.name, func(b *testing.B) {
 				c, err := snodo.Connect(context.Background(), serverBin, []string{"-fast"}, append(tc.opts, snodo.WithEra(era))...)
 				if err != nil {
 					b.Fatal(err)

@@ -79,7 +79,7 @@ type Client struct {
 	inbox     string // "_INBOX.<nuid>." — every reply of this client
 	sub       *nats.Subscription
 	seq       atomic.Int64
-	era       atomic.Int32           // snodo.Era learnt from replies; 0 until then
+	era       atomic.Int32           // the snodo.Era learnt from replies, its index in knownEras; 0 until then
 	lastOpts  atomic.Pointer[string] // the last Snodo-Opts value sent (optsValue)
 	unwatch   func()                 // ends the log of nc's state changes
 	unroute   func()                 // ends the routing of nc's permission violations to this client

@@ -338,11 +338,10 @@ func (s *served) era() string {
 	if e := s.eraName.Load(); e != nil {
 		return *e
 	}
-	era := s.pool.Era()
-	if era == 0 {
+	name := string(s.pool.Era())
+	if name == "" {
 		return ""
 	}
-	name := era.String()
 	s.eraName.Store(&name)
 	return name
 }

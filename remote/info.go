@@ -62,7 +62,7 @@ func (h *Host) onInfo(s *served, r *nats.Msg) {
 
 func infoOf(c *snodo.Client, h *Host) ServerInfo {
 	return ServerInfo{
-		Era: c.Era().String(), ProtocolVersion: c.ProtocolVersion(), ServerInfo: c.ServerInfo(),
+		Era: string(c.Era()), ProtocolVersion: c.ProtocolVersion(), ServerInfo: c.ServerInfo(),
 		Capabilities: c.Capabilities(), Instructions: c.Instructions(), Host: h.id, Label: h.label,
 	}
 }
@@ -96,7 +96,7 @@ func (c *Client) Info(ctx context.Context) (*ServerInfo, error) {
 // it: learnt from replies, or asked for (bounded by 5 s) before the
 // first. EraModern when no host answers.
 func (c *Client) Era() snodo.Era {
-	if e := snodo.Era(c.era.Load()); e != 0 {
+	if e := knownEras[c.era.Load()]; e != "" {
 		return e
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), infoWait)
@@ -104,14 +104,20 @@ func (c *Client) Era() snodo.Era {
 	if _, err := c.Info(ctx); err != nil {
 		return snodo.EraModern
 	}
-	return snodo.Era(c.era.Load())
+	return knownEras[c.era.Load()]
 }
 
+// knownEras are the eras a client learns, by their code in Client.era
+// (0: not learnt yet), so that a reply's era is stored without an
+// allocation.
+var knownEras = [...]snodo.Era{"", snodo.EraModern, snodo.EraLegacy}
+
+// learnEra stores the era a host named, if it is one.
 func (c *Client) learnEra(s string) {
-	switch s {
-	case "modern":
-		c.era.Store(int32(snodo.EraModern))
-	case "legacy":
-		c.era.Store(int32(snodo.EraLegacy))
+	for code, e := range knownEras {
+		if code > 0 && s == string(e) {
+			c.era.Store(int32(code))
+			return
+		}
 	}
 }

@@ -29,12 +29,12 @@ func (c *Client) Request(ctx context.Context, method string, params any, opts ..
 	})
 }
 
-// Era is the era of the last server connected.
+// Era is the era of the last server connected; "" before the first.
 func (c *Client) Era() snodo.Era {
 	if l := c.s.latest(); l != nil {
 		return l.Era()
 	}
-	return 0
+	return ""
 }
 
 // inputHandling runs the input requests of a round on the current

@@ -631,14 +631,14 @@ func (p *Pool) eachMember(fn func(*Client) error) error {
 }
 
 // Era is the era of the members' servers (of the first member that has
-// connected one).
+// connected one); "" while none has.
 func (p *Pool) Era() snodo.Era {
 	for _, m := range p.Members() {
-		if e := m.Era(); e != 0 {
+		if e := m.Era(); e != "" {
 			return e
 		}
 	}
-	return 0
+	return ""
 }
 
 // inputHandling runs the input requests of a round on the least-loaded

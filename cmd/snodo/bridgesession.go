@@ -9,6 +9,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/mcpmethod"
 	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 )
@@ -119,12 +120,12 @@ func (b *bridge) initialize(ctx context.Context, id, params []byte) {
 		b.writeError(id, asRPCError(fmt.Errorf("snodo bridge: initialize: %w", err)))
 		return
 	}
-	_, legacy := snodo.SupportedVersions()
+	legacy := mcpmethod.LegacyVersions()
 	version := legacy[0]
 	switch {
 	case slices.Contains(legacy, req.ProtocolVersion):
 		version = req.ProtocolVersion
-	case si.Era == snodo.EraLegacy.String() && slices.Contains(legacy, si.ProtocolVersion):
+	case si.Era == string(snodo.EraLegacy) && slices.Contains(legacy, si.ProtocolVersion):
 		version = si.ProtocolVersion
 	}
 	res := struct {

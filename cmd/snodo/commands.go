@@ -12,7 +12,7 @@ import (
 // info prints the era, protocol version, server info and capabilities.
 func (s *session) info(c *snodo.Client) error {
 	v := infoDoc{
-		Era:             c.Era().String(),
+		Era:             string(c.Era()),
 		ProtocolVersion: c.ProtocolVersion(),
 		ServerInfo:      c.ServerInfo(),
 		Capabilities:    c.Capabilities(),

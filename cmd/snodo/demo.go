@@ -74,7 +74,7 @@ func (t *tour) run(ctx context.Context, sio stdio) error {
 		return err
 	}
 	defer c.Close()
-	printInfo(t.w, infoDoc{Era: c.Era().String(), ProtocolVersion: c.ProtocolVersion(),
+	printInfo(t.w, infoDoc{Era: string(c.Era()), ProtocolVersion: c.ProtocolVersion(),
 		ServerInfo: c.ServerInfo(), Capabilities: c.Capabilities()}, indent)
 
 	t.caption("List the tools (tools/list).")

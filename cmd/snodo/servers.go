@@ -112,7 +112,7 @@ func (s *session) probeServer(ctx context.Context, server *servers.Server, opts 
 		return line
 	}
 	defer s.close(c)
-	line.Era, line.ProtocolVersion = c.Era().String(), c.ProtocolVersion()
+	line.Era, line.ProtocolVersion = string(c.Era()), c.ProtocolVersion()
 	if info := c.ServerInfo(); info.Name != "" {
 		line.Server = info.Name + " " + info.Version
 	}

@@ -97,7 +97,7 @@ func (r *sessionRecorder) session() string {
 // OnProgress calls as notifications/progress lines received.
 func TestMCPGoProgressOnTheWire(t *testing.T) {
 	for _, era := range []snodo.Era{snodo.EraModern, snodo.EraLegacy} {
-		t.Run(era.String(), func(t *testing.T) {
+		t.Run(string(era), func(t *testing.T) {
 			srv := startServer(t, "/mcp", peerPath(t, "bin/mcpgo-server"), "-http", "ADDR", "-stateful")
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
@@ -138,7 +138,7 @@ func TestMCPGoProgressOnTheWire(t *testing.T) {
 // updates that come before the result, all of them.
 func TestMCPGoStdioProgressAfterTheResult(t *testing.T) {
 	for _, era := range []snodo.Era{snodo.EraModern, snodo.EraLegacy} {
-		t.Run(era.String(), func(t *testing.T) {
+		t.Run(string(era), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
 			var mu sync.Mutex
