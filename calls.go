@@ -78,7 +78,7 @@ func (c Calls) CallTool(ctx context.Context, name string, args any, opts ...Requ
 			return task.waitOwned()
 		}
 		if err := decodeCallTool(raw, &box.res, box.one[:]); err != nil {
-			return nil, fmt.Errorf("snodo: tools/call %s: malformed result: %w", name, err)
+			return nil, malformedResult("tools/call "+name, err)
 		}
 	}
 	if c.refusedForTask(&box.res, err) && c.toolRequiresTask(ctx, name, opts) {
@@ -163,7 +163,7 @@ func (c Calls) ReadResource(ctx context.Context, uri string, opts ...RequestOpti
 	}
 	var res ReadResourceResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("snodo: resources/read %s: malformed result: %w", uri, err)
+		return nil, malformedResult("resources/read "+uri, err)
 	}
 	return &res, nil
 }
@@ -220,7 +220,7 @@ func (c Calls) GetPrompt(ctx context.Context, name string, args map[string]strin
 	}
 	var res GetPromptResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("snodo: prompts/get %s: malformed result: %w", name, err)
+		return nil, malformedResult("prompts/get "+name, err)
 	}
 	return &res, nil
 }

@@ -94,9 +94,6 @@ func TestResources(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, read.Contents, 1)
 		assert.Equal(t, "item 7", read.Contents[0].Text)
-		b, err := read.Contents[0].Bytes()
-		require.NoError(t, err)
-		assert.Equal(t, "item 7", string(b))
 	})
 }
 

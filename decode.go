@@ -2,8 +2,10 @@ package snodo
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -177,6 +179,9 @@ func checkBlock(block []byte) error {
 		if !isNull(val) && val[0] != '"' {
 			return errSlowPath
 		}
+		if bit == bData && bytes.IndexByte(val, '\\') >= 0 {
+			return errSlowPath // base64 written with escapes: json.Unmarshal
+		}
 		return nil
 	})
 }
@@ -196,7 +201,10 @@ func decodeBlock(block []byte, c *Content, share bool) error {
 		case bText:
 			dst = &c.Text
 		case bData:
-			dst = &c.Data
+			if !isNull(val) {
+				return decodeBase64(val, &c.Data)
+			}
+			return nil
 		case bMimeType:
 			dst = &c.MimeType
 		case bURI:
@@ -217,6 +225,32 @@ func decodeBlock(block []byte, c *Content, share bool) error {
 		*dst = s
 		return err
 	})
+}
+
+// malformedResult is the error of a typed call (what: its method and
+// target) whose result did not decode: err says why, and for base64 data
+// that is not standard base64, where the error says only at which byte,
+// it is named.
+func malformedResult(what string, err error) error {
+	var bad base64.CorruptInputError
+	if errors.As(err, &bad) {
+		return fmt.Errorf("snodo: %s: malformed result: a base64 member (an image's or audio's data, a resource's blob) is not standard base64: %w", what, err)
+	}
+	return fmt.Errorf("snodo: %s: malformed result: %w", what, err)
+}
+
+// decodeBase64 decodes a raw JSON string without escapes (quotes
+// included) into *dst as json.Unmarshal decodes a []byte: standard
+// base64, its error base64's own.
+func decodeBase64(val []byte, dst *[]byte) error {
+	inner := val[1 : len(val)-1]
+	b := make([]byte, base64.StdEncoding.DecodedLen(len(inner)))
+	n, err := base64.StdEncoding.Decode(b, inner)
+	if err != nil {
+		return err
+	}
+	*dst = b[:n]
+	return nil
 }
 
 var blockTypes = map[string]string{

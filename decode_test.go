@@ -3,6 +3,7 @@ package snodo
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"unsafe"
@@ -72,9 +73,41 @@ func TestDecodeCallToolMatchesEncodingJSON(t *testing.T) {
 		`{"content":[{"type":"image","data":"` + big + `","mimeType":"image/png"}],"structuredContent":{"k":"` + big + `"}}`,
 		`{"content":[{"type":"text","text":"` + big + `\ud800\u0041"}]}`,
 		`{"content":[{"type":"text","text":"` + big + `"}],"annotations":1,"content":[]}`,
+		`{"content":[{"type":"image","data":"","mimeType":"image/png"},{"type":"audio","data":null}]}`,
+		`{"content":[{"type":"image","data":"AA=A","mimeType":"image/png"}]}`,
+		`{"content":[{"type":"image","data":"!!!!"}]}`,
+		`{"content":[{"type":"image","data":"AAA"}]}`,
+		`{"content":[{"type":"image","data":"AA\u003d\u003d"}]}`,
+		`{"content":[{"type":"image","data":"AA==\n"}]}`,
+		`{"content":[{"type":"image","data":"AA==\t"}]}`,
+		`{"content":[{"type":"image","data":"` + "\xff" + `"}]}`,
+		`{"content":[{"type":"image","data":1}]}`,
 	} {
 		decodeBoth(t, []byte(raw))
 	}
+}
+
+// TestDecodeCallToolBase64: a block's data arrives decoded, and data
+// that is not standard base64 fails the call, saying so.
+func TestDecodeCallToolBase64(t *testing.T) {
+	res, err := decodeBoth(t, []byte(`{"content":[{"type":"image","data":"aGVsbG8=","mimeType":"image/png"}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, []byte("hello"), res.Content[0].Data)
+
+	for _, raw := range []string{
+		`{"content":[{"type":"image","data":"aGVsbG8","mimeType":"image/png"}]}`,               // fast path
+		`{"content":[{"type":"image","data":"aGVsbG8","annotations":{"priority":1}}]}`,         // json.Unmarshal
+		`{"content":[{"type":"resource","resource":{"uri":"file:///x","blob":"not base64"}}]}`, // an embedded blob
+	} {
+		_, err := decodeBoth(t, []byte(raw))
+		require.Error(t, err, raw)
+		err = malformedResult("tools/call draw", err)
+		assert.ErrorContains(t, err, "snodo: tools/call draw: malformed result: a base64 member (an image's or audio's data, a resource's blob) is not standard base64: illegal base64 data at input byte", raw)
+	}
+	var bad ReadResourceResult
+	err = json.Unmarshal([]byte(`{"contents":[{"uri":"file:///x","blob":"=="}]}`), &bad)
+	assert.ErrorContains(t, malformedResult("resources/read file:///x", err), "is not standard base64")
+	assert.Equal(t, "snodo: prompts/get p: malformed result: boom", malformedResult("prompts/get p", errors.New("boom")).Error())
 }
 
 // TestDecodeCallToolSharesLargeStrings: a large text is the result's own

@@ -2,6 +2,7 @@ package snodo_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -156,8 +157,11 @@ func ExampleNotificationsTo() {
 			ctx.Request(msg.Client.PID(), &snodo.Call{Method: "test/notify", Params: map[string]any{
 				"method": "notifications/message", "params": map[string]string{"level": "info", "data": "indexing done"}}})
 		case *snodo.NotificationMessage:
-			if m, err := msg.Notification.LogMessage(); err == nil {
-				out <- fmt.Sprint(m.Level, ": ", m.Text())
+			var m snodo.LogMessage
+			if msg.Notification.Method == "notifications/message" && json.Unmarshal(msg.Notification.Params, &m) == nil {
+				var text string
+				_ = json.Unmarshal(m.Data, &text) // the data is a JSON string here
+				out <- fmt.Sprint(m.Level, ": ", text)
 				ctx.Stop(ctx.Self())
 			}
 		}

@@ -2,6 +2,7 @@ package snodo_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 
@@ -37,14 +38,14 @@ func ExampleWithNotificationHandler() {
 		"params": map[string]any{"level": "warning", "logger": "db", "data": "disk almost full"}})
 	_, _ = c.Request(ctx, "test/touch", map[string]string{"uri": "test://a"})
 
-	m, err := (<-notes).LogMessage()
-	if err != nil {
+	var m snodo.LogMessage // the params of notifications/message
+	if err := json.Unmarshal((<-notes).Params, &m); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("log %s %s: %s\n", m.Level, m.Logger, m.Text())
+	fmt.Printf("log %s %s: %s\n", m.Level, m.Logger, m.Data)
 	ev := <-sub.Events()
 	fmt.Println(ev.Method, string(ev.Params))
 	// Output:
-	// log warning db: disk almost full
+	// log warning db: "disk almost full"
 	// notifications/resources/updated {"uri":"test://a"}
 }

@@ -1,7 +1,6 @@
 package snodo
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -124,13 +123,16 @@ type ToolAnnotations struct {
 // says which fields are set:
 //
 //	"text"           Text
-//	"image", "audio" Data (base64) and MimeType
+//	"image", "audio" Data (the bytes, base64 on the wire) and MimeType
 //	"resource"       Resource (an embedded resource's contents)
 //	"resource_link"  URI, Name, Title, Description, MimeType, Size
+//
+// Decoding a result undoes the base64 of Data (and of an embedded
+// resource's Blob): data that is not standard base64 fails the call.
 type Content struct {
 	Type        string            `json:"type"`
 	Text        string            `json:"text,omitempty"`
-	Data        string            `json:"data,omitempty"`
+	Data        []byte            `json:"data,omitempty"`
 	MimeType    string            `json:"mimeType,omitempty"`
 	Resource    *ResourceContents `json:"resource,omitempty"`
 	URI         string            `json:"uri,omitempty"`
@@ -141,10 +143,6 @@ type Content struct {
 	Annotations *Annotations      `json:"annotations,omitempty"`
 	Meta        Meta              `json:"_meta,omitempty"`
 }
-
-// Bytes decodes Data (image and audio blocks) from base64; the error is
-// the decoder's, for Data that is not standard base64.
-func (c Content) Bytes() ([]byte, error) { return base64.StdEncoding.DecodeString(c.Data) }
 
 // CallToolResult is what a tool call returned. IsError reports an error
 // inside the tool (bad input, a failed API call): the model should see it,
@@ -197,22 +195,14 @@ type ResourceTemplate struct {
 }
 
 // ResourceContents is the content of one resource: Text for text, Blob
-// (base64) for binary data.
+// for binary data (the bytes; base64 on the wire, which decoding the
+// result undoes: a blob that is not standard base64 fails the call).
 type ResourceContents struct {
 	URI      string `json:"uri"`
 	MimeType string `json:"mimeType,omitempty"`
 	Text     string `json:"text,omitempty"`
-	Blob     string `json:"blob,omitempty"`
+	Blob     []byte `json:"blob,omitempty"`
 	Meta     Meta   `json:"_meta,omitempty"`
-}
-
-// Bytes returns the contents as bytes: Blob decoded from base64, or Text.
-// The error is the decoder's, for a Blob that is not standard base64.
-func (r ResourceContents) Bytes() ([]byte, error) {
-	if r.Blob != "" {
-		return base64.StdEncoding.DecodeString(r.Blob)
-	}
-	return []byte(r.Text), nil
 }
 
 // ReadResourceResult is what resources/read returned: one or more

@@ -16,9 +16,10 @@ import (
 // Notification is a notification the server sent that no request or
 // subscription claimed: log messages, legacy-era list_changed and
 // resources/updated notifications no Listen asked for,
-// elicitation/complete, and any other method. Params is raw JSON (nil when absent) and the handler's to keep.
-// The typed helpers (LogMessage, ElicitationComplete)
-// decode the common ones.
+// elicitation/complete, and any other method. Params is raw JSON (nil
+// when absent) and the handler's to keep: decode the common ones with
+// json.Unmarshal into a LogMessage (Method "notifications/message") or an
+// ElicitationComplete ("notifications/elicitation/complete").
 type Notification struct {
 	Method string
 	Params json.RawMessage
@@ -39,22 +40,15 @@ const (
 // subscription claims; see WithNotificationHandler.
 type notificationHandler func(ctx context.Context, n *Notification)
 
-// LogMessage is a server log message (notifications/message), sent at
-// the level SetLoggingLevel asked for and above. Data is any JSON value.
+// LogMessage is a server log message, sent at the level SetLoggingLevel
+// asked for and above: the params of a notifications/message Notification
+// (decode its Params into one with json.Unmarshal). Data is any JSON
+// value: a JSON string for most servers (json.Unmarshal it into a string
+// to print it), any other value as the server logged it.
 type LogMessage struct {
 	Level  LoggingLevel    `json:"level"`
 	Logger string          `json:"logger,omitempty"`
 	Data   json.RawMessage `json:"data"`
-}
-
-// Text is Data for display: a JSON string's text, any other value as
-// JSON.
-func (m *LogMessage) Text() string {
-	var s string
-	if json.Unmarshal(m.Data, &s) == nil {
-		return s
-	}
-	return string(m.Data)
 }
 
 // ResourceUpdated says the resource at URI changed: the params of
@@ -67,46 +61,11 @@ type ResourceUpdated struct {
 }
 
 // ElicitationComplete says the URL-mode elicitation ElicitationID
-// finished out of band (notifications/elicitation/complete).
+// finished out of band: the params of a
+// notifications/elicitation/complete Notification (decode its Params
+// into one with json.Unmarshal).
 type ElicitationComplete struct {
 	ElicitationID string `json:"elicitationId"`
-}
-
-// LogMessage decodes a notifications/message notification. It fails for
-// another method or malformed params.
-func (n *Notification) LogMessage() (*LogMessage, error) {
-	var m LogMessage
-	if err := n.decode(methodLogMessage, &m); err != nil {
-		return nil, err
-	}
-	if !m.Level.valid() {
-		return nil, fmt.Errorf("snodo: %s: unknown level %q", n.Method, m.Level)
-	}
-	return &m, nil
-}
-
-// ElicitationComplete decodes a notifications/elicitation/complete
-// notification. It fails for another method, malformed params or a
-// missing elicitationId.
-func (n *Notification) ElicitationComplete() (*ElicitationComplete, error) {
-	var e ElicitationComplete
-	if err := n.decode(methodElicitationComplete, &e); err != nil {
-		return nil, err
-	}
-	if e.ElicitationID == "" {
-		return nil, fmt.Errorf("snodo: %s without an elicitationId", n.Method)
-	}
-	return &e, nil
-}
-
-func (n *Notification) decode(method string, v any) error {
-	if n.Method != method {
-		return fmt.Errorf("snodo: the notification is %s, not %s", n.Method, method)
-	}
-	if err := json.Unmarshal(n.Params, v); err != nil {
-		return fmt.Errorf("snodo: %s: malformed params: %w", method, err)
-	}
-	return nil
 }
 
 // Defaults of the notification queue (WithNotificationQueue).

@@ -402,9 +402,9 @@ func TestTypeScriptEverythingNotificationsReachAnActor(t *testing.T) {
 	_, err := c.CallTool(t.Context(), "toggle-simulated-logging", nil)
 	require.NoError(t, err)
 	n := waitFor(methodLogMessage, nil)
-	m, err := n.LogMessage()
-	require.NoError(t, err)
-	assert.NotEmpty(t, m.Text())
+	var m LogMessage
+	require.NoError(t, json.Unmarshal(n.Params, &m))
+	assert.NotEmpty(t, m.Data)
 
 	resources, err := c.ListResources(t.Context())
 	require.NoError(t, err)
@@ -463,14 +463,15 @@ func TestGoSDKServerLogMessagesReachTheHandler(t *testing.T) {
 			_, err := c.CallTool(t.Context(), "test_tool_with_logging", nil)
 			require.NoError(t, err)
 			require.NoError(t, c.FlushNotifications(t.Context()))
-			var logs []*LogMessage
+			var logs []LogMessage
 			for len(got) > 0 {
-				if m, err := (<-got).LogMessage(); err == nil {
+				var m LogMessage
+				if n := <-got; n.Method == methodLogMessage && json.Unmarshal(n.Params, &m) == nil {
 					logs = append(logs, m)
 				}
 			}
 			require.NotEmpty(t, logs, "log messages delivered")
-			assert.NotEmpty(t, logs[0].Text())
+			assert.NotEmpty(t, logs[0].Data)
 		})
 	}
 }

@@ -334,7 +334,7 @@ func (c Calls) startTask(ctx context.Context, name string, raw json.RawMessage, 
 	if w == nil {
 		res := new(CallToolResult)
 		if err := decodeCallTool(raw, res, nil); err != nil {
-			return nil, fmt.Errorf("snodo: tools/call %s: malformed result: %w", name, err)
+			return nil, malformedResult("tools/call "+name, err)
 		}
 		t.status = TaskStatus{Status: TaskCompleted}
 		t.finish(res, nil, TaskCompleted, "")
@@ -668,7 +668,7 @@ func (t *Task) settle(w *wireTask) {
 func (t *Task) complete(raw json.RawMessage) {
 	res := new(CallToolResult)
 	if err := decodeCallTool(raw, res, nil); err != nil {
-		t.finish(nil, fmt.Errorf("snodo: task %s of tool %s: malformed result: %w", t.id, t.tool, err), "", "")
+		t.finish(nil, malformedResult("task "+t.id+" of tool "+t.tool, err), "", "")
 		return
 	}
 	status := TaskCompleted

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -27,12 +28,13 @@ func (n *notes) handle(_ context.Context, note *snodo.Notification) {
 		return
 	}
 	var line string
-	if m, err := note.LogMessage(); err == nil {
+	var m snodo.LogMessage
+	if note.Method == "notifications/message" && json.Unmarshal(note.Params, &m) == nil {
 		logger := ""
 		if m.Logger != "" {
 			logger = " [" + oneLine(m.Logger) + "]"
 		}
-		line = fmt.Sprintf("snodo: server log %s%s: %s\n", m.Level, logger, oneLine(m.Text()))
+		line = fmt.Sprintf("snodo: server log %s%s: %s\n", m.Level, logger, oneLine(logText(m.Data)))
 	} else if n.verbose {
 		line = fmt.Sprintf("snodo: server notification %s %s\n", note.Method, oneLine(string(note.Params)))
 	} else {
@@ -41,4 +43,14 @@ func (n *notes) handle(_ context.Context, note *snodo.Notification) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	_, _ = io.WriteString(n.w, line)
+}
+
+// logText is a log message's data for display: a JSON string's text, any
+// other value as JSON.
+func logText(data json.RawMessage) string {
+	var s string
+	if json.Unmarshal(data, &s) == nil {
+		return s
+	}
+	return string(data)
 }

@@ -159,7 +159,7 @@ func resultText(res *snodo.CallToolResult) string {
 		case "text":
 			parts = append(parts, c.Text)
 		case "image", "audio":
-			parts = append(parts, fmt.Sprintf("[%s %s, %d bytes base64]", c.Type, c.MimeType, len(c.Data)))
+			parts = append(parts, fmt.Sprintf("[%s %s, %d bytes]", c.Type, c.MimeType, len(c.Data)))
 		case "resource":
 			if c.Resource != nil && c.Resource.Text != "" {
 				parts = append(parts, c.Resource.Text)
