@@ -150,11 +150,12 @@ func walkCallTool(raw []byte, res *CallToolResult, count *int) error {
 			}
 		case mMeta:
 			switch {
-			case isNull(val):
-			case val[0] != '{':
+			case val[0] != '{' && !isNull(val):
 				return errSlowPath // json.Unmarshal says what is wrong
 			case !dry:
-				res.Meta = Meta(val[:len(val):len(val)]) // shared, as StructuredContent is
+				// null too, as json.RawMessage does; shared, as
+				// StructuredContent is.
+				res.Meta = json.RawMessage(val[:len(val):len(val)])
 			}
 		}
 		return nil

@@ -134,23 +134,24 @@ func TestDecodeCallToolSharesLargeStrings(t *testing.T) {
 	assert.Equal(t, `{"k":1}`, string(res.Meta), "_meta is kept raw")
 }
 
-// TestMeta: Get reads one member of a raw _meta object; Meta marshals
-// and unmarshals as raw JSON.
+// TestMeta: a result's _meta is kept raw, as json.RawMessage keeps it,
+// whichever decoder read it, and marshals back as it came.
 func TestMeta(t *testing.T) {
-	m := Meta(`{"a":1,"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"},"\u0062":"esc"}`)
-	assert.Equal(t, `1`, string(m.Get("a")))
-	assert.JSONEq(t, `{"name":"s","version":"1"}`, string(m.Get(metaServerInfo)))
-	assert.Equal(t, `"esc"`, string(m.Get("b")), "escaped keys are decoded")
-	assert.Nil(t, m.Get("missing"))
-	assert.Nil(t, Meta(`[1]`).Get("a"), "not an object")
-	assert.Nil(t, Meta(nil).Get("a"))
-
-	var res CallToolResult
-	require.NoError(t, json.Unmarshal([]byte(`{"content":[],"_meta":{"x":[1,2]}}`), &res))
-	assert.Equal(t, `[1,2]`, string(res.Meta.Get("x")))
-	require.NoError(t, json.Unmarshal([]byte(`{"_meta":null}`), &res))
-	assert.Nil(t, res.Meta)
-	out, err := json.Marshal(CallToolResult{Meta: Meta(`{"y":true}`)})
+	for _, raw := range []string{
+		`{"content":[],"_meta":{"x":[1,2],"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}}`,
+		`{"content":[],"_meta":{"x":[1,2]},"annotations":{}}`,
+		`{"content":[{"type":"text","text":"x","_meta":{"k":1}}],"_meta":{"x":[1,2]}}`, // json.Unmarshal
+	} {
+		res, err := decodeBoth(t, []byte(raw))
+		require.NoError(t, err)
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(res.Meta, &m), raw)
+		assert.Equal(t, `[1,2]`, string(m["x"]))
+	}
+	res, err := decodeBoth(t, []byte(`{"_meta":null}`))
+	require.NoError(t, err)
+	assert.Equal(t, "null", string(res.Meta), "null kept, as json.RawMessage keeps it")
+	out, err := json.Marshal(CallToolResult{Meta: json.RawMessage(`{"y":true}`)})
 	require.NoError(t, err)
 	assert.Contains(t, string(out), `"_meta":{"y":true}`)
 	out, err = json.Marshal(CallToolResult{})
@@ -167,7 +168,9 @@ func TestCallToolAllocations(t *testing.T) {
 		if c.ProtocolVersion() == modernVersions[0] {
 			res, err := c.CallTool(t.Context(), "echo", map[string]any{"message": "hi"})
 			require.NoError(t, err)
-			require.NotNil(t, res.Meta.Get(metaServerInfo), "the test server's modern results carry _meta.serverInfo")
+			var m map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(res.Meta, &m))
+			require.NotNil(t, m[metaServerInfo], "the test server's modern results carry _meta.serverInfo")
 		}
 		var args any = json.RawMessage(`{"message":"hi"}`)
 		ctx := t.Context()

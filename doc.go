@@ -18,7 +18,11 @@
 // The typed calls (ListTools, CallTool,
 // ReadResource, GetPrompt, Complete, Ping, …) are the methods of Calls,
 // which Client embeds; Request sends any method and returns the raw
-// result. A ServerRequestHandler (WithServerRequestHandler) answers what
+// result. A typed result keeps the server's _meta object raw, in its
+// Meta field, sharing the answer's bytes: json.Unmarshal it into a map or
+// a struct to read it (the server's identity, for one, is its member
+// "io.modelcontextprotocol/serverInfo", an Implementation). A
+// ServerRequestHandler (WithServerRequestHandler) answers what
 // the server asks of the client, in both eras; notifications no request
 // claims go to WithNotificationHandler; Listen opens a subscription.
 // Every queue is bounded, every wait ends with its ctx or a timeout, and

@@ -2,54 +2,15 @@ package snodo
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
-
-	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
 // The MCP shapes the typed calls return. Fields a server may leave out are
 // zero; members snodo does not model are kept in Meta (the _meta object)
 // or dropped. Schemas and structured content stay raw JSON so they can be
 // handed to a JSON Schema validator or json.Unmarshal unchanged.
-
-// Meta is a _meta object as the server sent it, kept raw: reading a
-// result costs nothing for it (a typed result's Meta shares the bytes of
-// the answer, which belong to the caller alone), and Get reads one member
-// when asked. It marshals and unmarshals as json.RawMessage does; to
-// read it whole, json.Unmarshal it into a map or a struct.
-type Meta json.RawMessage
-
-// Get returns the raw value of member key (escapes in the server's keys
-// decoded), or nil when there is no such member or m is not a JSON
-// object. It allocates nothing unless a key was written with escapes.
-func (m Meta) Get(key string) json.RawMessage {
-	var found json.RawMessage
-	_ = jsonrpc.EachMember(m, func(k, v []byte) error {
-		if string(k) == key {
-			found = v[:len(v):len(v)]
-			return errFound
-		}
-		return nil
-	})
-	return found
-}
-
-// errFound ends a walk that found what it looked for.
-var errFound = errors.New("found")
-
-// MarshalJSON returns m, or null when m is empty.
-func (m Meta) MarshalJSON() ([]byte, error) { return json.RawMessage(m).MarshalJSON() }
-
-// UnmarshalJSON sets m to a copy of data; null leaves it nil.
-func (m *Meta) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		*m = nil
-		return nil
-	}
-	*m = append((*m)[0:0], data...)
-	return nil
-}
+// Every Meta is the _meta object as the server sent it, raw (the package
+// doc says how to read it).
 
 // Implementation names a client or server: its name and version, with an
 // optional display title.
@@ -91,7 +52,7 @@ type Tool struct {
 	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
 	Execution    *ToolExecution   `json:"execution,omitempty"`
 	Icons        []Icon           `json:"icons,omitempty"`
-	Meta         Meta             `json:"_meta,omitempty"`
+	Meta         json.RawMessage  `json:"_meta,omitempty"`
 }
 
 // ToolExecution is how a tool runs (legacy era, 2025-11-25). TaskSupport
@@ -141,7 +102,7 @@ type Content struct {
 	Description string            `json:"description,omitempty"`
 	Size        *int64            `json:"size,omitempty"`
 	Annotations *Annotations      `json:"annotations,omitempty"`
-	Meta        Meta              `json:"_meta,omitempty"`
+	Meta        json.RawMessage   `json:"_meta,omitempty"`
 }
 
 // CallToolResult is what a tool call returned. IsError reports an error
@@ -152,7 +113,7 @@ type CallToolResult struct {
 	Content           []Content       `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	IsError           bool            `json:"isError,omitempty"`
-	Meta              Meta            `json:"_meta,omitempty"`
+	Meta              json.RawMessage `json:"_meta,omitempty"`
 }
 
 // Text joins the text of the result's text blocks with newlines.
@@ -170,46 +131,46 @@ func joinText(blocks []Content) string {
 
 // Resource is one resource a server lists.
 type Resource struct {
-	URI         string       `json:"uri"`
-	Name        string       `json:"name"`
-	Title       string       `json:"title,omitempty"`
-	Description string       `json:"description,omitempty"`
-	MimeType    string       `json:"mimeType,omitempty"`
-	Size        *int64       `json:"size,omitempty"`
-	Annotations *Annotations `json:"annotations,omitempty"`
-	Icons       []Icon       `json:"icons,omitempty"`
-	Meta        Meta         `json:"_meta,omitempty"`
+	URI         string          `json:"uri"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MimeType    string          `json:"mimeType,omitempty"`
+	Size        *int64          `json:"size,omitempty"`
+	Annotations *Annotations    `json:"annotations,omitempty"`
+	Icons       []Icon          `json:"icons,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
 }
 
 // ResourceTemplate describes a family of resources by an RFC 6570 URI
 // template.
 type ResourceTemplate struct {
-	URITemplate string       `json:"uriTemplate"`
-	Name        string       `json:"name"`
-	Title       string       `json:"title,omitempty"`
-	Description string       `json:"description,omitempty"`
-	MimeType    string       `json:"mimeType,omitempty"`
-	Annotations *Annotations `json:"annotations,omitempty"`
-	Icons       []Icon       `json:"icons,omitempty"`
-	Meta        Meta         `json:"_meta,omitempty"`
+	URITemplate string          `json:"uriTemplate"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MimeType    string          `json:"mimeType,omitempty"`
+	Annotations *Annotations    `json:"annotations,omitempty"`
+	Icons       []Icon          `json:"icons,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
 }
 
 // ResourceContents is the content of one resource: Text for text, Blob
 // for binary data (the bytes; base64 on the wire, which decoding the
 // result undoes: a blob that is not standard base64 fails the call).
 type ResourceContents struct {
-	URI      string `json:"uri"`
-	MimeType string `json:"mimeType,omitempty"`
-	Text     string `json:"text,omitempty"`
-	Blob     []byte `json:"blob,omitempty"`
-	Meta     Meta   `json:"_meta,omitempty"`
+	URI      string          `json:"uri"`
+	MimeType string          `json:"mimeType,omitempty"`
+	Text     string          `json:"text,omitempty"`
+	Blob     []byte          `json:"blob,omitempty"`
+	Meta     json.RawMessage `json:"_meta,omitempty"`
 }
 
 // ReadResourceResult is what resources/read returned: one or more
 // contents (a directory may yield several).
 type ReadResourceResult struct {
 	Contents []ResourceContents `json:"contents"`
-	Meta     Meta               `json:"_meta,omitempty"`
+	Meta     json.RawMessage    `json:"_meta,omitempty"`
 }
 
 // Prompt is one prompt template a server offers.
@@ -219,7 +180,7 @@ type Prompt struct {
 	Description string           `json:"description,omitempty"`
 	Arguments   []PromptArgument `json:"arguments,omitempty"`
 	Icons       []Icon           `json:"icons,omitempty"`
-	Meta        Meta             `json:"_meta,omitempty"`
+	Meta        json.RawMessage  `json:"_meta,omitempty"`
 }
 
 // PromptArgument is one argument a prompt template accepts.
@@ -241,7 +202,7 @@ type PromptMessage struct {
 type GetPromptResult struct {
 	Description string          `json:"description,omitempty"`
 	Messages    []PromptMessage `json:"messages"`
-	Meta        Meta            `json:"_meta,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
 }
 
 // Reference names what an argument completion is for: a prompt
