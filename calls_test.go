@@ -145,7 +145,7 @@ func TestPromptsAndCompletion(t *testing.T) {
 		assert.Equal(t, "Hello, Ada!", got.Messages[0].Content.Text)
 
 		comp, err := c.Complete(t.Context(), CompleteRequest{
-			Ref: PromptReference("greet"), Argument: "name", Value: "al",
+			Ref: Reference{Type: "ref/prompt", Name: "greet"}, Argument: "name", Value: "al",
 		})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"alpha"}, comp.Values)
@@ -164,6 +164,29 @@ func TestCapabilitiesMarshalAsMCPObjects(t *testing.T) {
 	var back ClientCapabilities
 	require.NoError(t, json.Unmarshal(b, &back))
 	assert.Equal(t, caps, back)
+
+	all := ClientCapabilities{
+		Roots:        &ListChangedCapability{ListChanged: true},
+		Sampling:     &SamplingCapability{Context: true, Tools: true},
+		Elicitation:  &ElicitationCapability{Form: true, URL: true},
+		Experimental: map[string]json.RawMessage{"x": json.RawMessage(`{"a":1}`)},
+		Extensions:   map[string]json.RawMessage{"io.example/y": json.RawMessage(`{}`)},
+	}
+	b, err = json.Marshal(&all)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"roots":{"listChanged":true},"sampling":{"context":{},"tools":{}},"elicitation":{"form":{},"url":{}},`+
+		`"experimental":{"x":{"a":1}},"extensions":{"io.example/y":{}}}`, string(b))
+	back = ClientCapabilities{}
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, all, back)
+	b, err = json.Marshal(ClientCapabilities{})
+	require.NoError(t, err)
+	assert.Equal(t, `{}`, string(b), "the zero value declares nothing")
+
+	// Settings inside a flag, and unknown flags, are a peer's to send.
+	require.NoError(t, json.Unmarshal([]byte(`{"sampling":{"context":{"x":1},"future":{}},"elicitation":null}`), &back))
+	assert.Equal(t, ClientCapabilities{Sampling: &SamplingCapability{Context: true}}, back)
+	assert.Error(t, json.Unmarshal([]byte(`{"sampling":true}`), &back))
 }
 
 func TestClientErrFollowsTheStop(t *testing.T) {

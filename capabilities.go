@@ -23,66 +23,81 @@ type ClientCapabilities struct {
 	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
+// MarshalJSON writes c as MCP does: the flags of Sampling and
+// Elicitation as members holding empty objects ({"form":{}}).
+func (c ClientCapabilities) MarshalJSON() ([]byte, error) {
+	w := clientCapabilitiesWire{Roots: c.Roots, Experimental: c.Experimental, Extensions: c.Extensions}
+	if s := c.Sampling; s != nil {
+		w.Sampling = flagsObject([2]string{"context", "tools"}, [2]bool{s.Context, s.Tools})
+	}
+	if e := c.Elicitation; e != nil {
+		w.Elicitation = flagsObject([2]string{"form", "url"}, [2]bool{e.Form, e.URL})
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the MCP form MarshalJSON writes: a flag is set when
+// its member is present.
+func (c *ClientCapabilities) UnmarshalJSON(b []byte) error {
+	var w clientCapabilitiesWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*c = ClientCapabilities{Roots: w.Roots, Experimental: w.Experimental, Extensions: w.Extensions}
+	if f := w.Sampling; f != nil {
+		c.Sampling = &SamplingCapability{Context: f.has("context"), Tools: f.has("tools")}
+	}
+	if f := w.Elicitation; f != nil {
+		c.Elicitation = &ElicitationCapability{Form: f.has("form"), URL: f.has("url")}
+	}
+	return nil
+}
+
+// clientCapabilitiesWire is ClientCapabilities as MCP writes it.
+type clientCapabilitiesWire struct {
+	Roots        *ListChangedCapability     `json:"roots,omitempty"`
+	Sampling     *flags                     `json:"sampling,omitempty"`
+	Elicitation  *flags                     `json:"elicitation,omitempty"`
+	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
+	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
+}
+
+// flags are capability flags as MCP writes them: a member, holding an
+// empty object (or settings snodo does not read), per flag set.
+type flags map[string]json.RawMessage
+
+func (f flags) has(name string) bool {
+	_, ok := f[name]
+	return ok
+}
+
+// flagsObject is the flags object with those of names that are set.
+func flagsObject(names [2]string, set [2]bool) *flags {
+	f := flags{}
+	for i, name := range names {
+		if set[i] {
+			f[name] = json.RawMessage("{}")
+		}
+	}
+	return &f
+}
+
 // SamplingCapability declares sampling/createMessage support. Context:
 // the includeContext parameter is honoured; Tools: tools and toolChoice
-// are honoured.
+// are honoured. It takes its wire shape (each flag set a member holding
+// an empty object, {"tools":{}}) inside ClientCapabilities.
 type SamplingCapability struct {
 	Context bool
 	Tools   bool
 }
 
-// MarshalJSON writes the flags as the empty objects MCP uses.
-func (s SamplingCapability) MarshalJSON() ([]byte, error) {
-	return flagsObject(map[string]bool{"context": s.Context, "tools": s.Tools}), nil
-}
-
-// UnmarshalJSON reads the MCP form.
-func (s *SamplingCapability) UnmarshalJSON(b []byte) error {
-	m, err := readFlags(b)
-	s.Context, s.Tools = m["context"], m["tools"]
-	return err
-}
-
 // ElicitationCapability declares elicitation/create support: Form for
-// form mode, URL for URL mode. Neither set means form mode only.
+// form mode, URL for URL mode. Neither set means form mode only. It takes
+// its wire shape (each flag set a member holding an empty object,
+// {"form":{}}) inside ClientCapabilities.
 type ElicitationCapability struct {
 	Form bool
 	URL  bool
-}
-
-// MarshalJSON writes the flags as the empty objects MCP uses.
-func (e ElicitationCapability) MarshalJSON() ([]byte, error) {
-	return flagsObject(map[string]bool{"form": e.Form, "url": e.URL}), nil
-}
-
-// UnmarshalJSON reads the MCP form.
-func (e *ElicitationCapability) UnmarshalJSON(b []byte) error {
-	m, err := readFlags(b)
-	e.Form, e.URL = m["form"], m["url"]
-	return err
-}
-
-func flagsObject(flags map[string]bool) []byte {
-	set := map[string]struct{}{}
-	for k, on := range flags {
-		if on {
-			set[k] = struct{}{}
-		}
-	}
-	b, _ := json.Marshal(set) // cannot fail: string keys, empty structs
-	return b
-}
-
-func readFlags(b []byte) (map[string]bool, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil, err
-	}
-	m := make(map[string]bool, len(raw))
-	for k := range raw {
-		m[k] = true
-	}
-	return m, nil
 }
 
 // ServerCapabilities is what the server declared: in server/discover

@@ -189,7 +189,7 @@ func TestLegacyListenKeepsAnUpdateSentWhileSubscribing(t *testing.T) {
 	assert.Equal(t, methodResourceUpdated, ev.Method)
 	assert.JSONEq(t, `{"uri":"test://a"}`, string(ev.Params))
 	require.NoError(t, sub.Close())
-	require.NoError(t, c.FlushNotifications(t.Context()))
+	require.NoError(t, c.notes.flush(t.Context()))
 	l.mu.Lock()
 	assert.Empty(t, l.notes, "the subscription claimed it")
 	l.mu.Unlock()

@@ -205,21 +205,18 @@ type GetPromptResult struct {
 	Meta        json.RawMessage `json:"_meta,omitempty"`
 }
 
-// Reference names what an argument completion is for: a prompt
-// (PromptReference) or a resource template (ResourceTemplateReference).
+// Reference names what an argument completion is for. Type says which,
+// and which field names it:
+//
+//	"ref/prompt"    a prompt: Name, the prompt's name
+//	"ref/resource"  a resource template: URI, its URI template
+//
+// For example Reference{Type: "ref/prompt", Name: "greet"}, or
+// Reference{Type: "ref/resource", URI: "file:///{path}"}.
 type Reference struct {
 	Type string `json:"type"`           // "ref/prompt" or "ref/resource"
-	Name string `json:"name,omitempty"` // the prompt's name
-	URI  string `json:"uri,omitempty"`  // the resource template's URI template
-}
-
-// PromptReference refers to the prompt called name.
-func PromptReference(name string) Reference { return Reference{Type: "ref/prompt", Name: name} }
-
-// ResourceTemplateReference refers to the resource template with that URI
-// template.
-func ResourceTemplateReference(uriTemplate string) Reference {
-	return Reference{Type: "ref/resource", URI: uriTemplate}
+	Name string `json:"name,omitempty"` // "ref/prompt": the prompt's name
+	URI  string `json:"uri,omitempty"`  // "ref/resource": the resource template's URI template
 }
 
 // CompleteRequest asks for completions of one argument's value. Context

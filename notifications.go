@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/snodo/snodo/internal/recovered"
+	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -151,7 +152,7 @@ type notifier struct {
 	ctxs     []context.Context
 	bytes    int
 	draining bool
-	idle     []chan struct{} // FlushNotifications callers, closed when the queue empties
+	idle     []chan struct{} // flush callers, closed when the queue empties
 	dropped  uint64          // since the client started
 	dropRun  uint64          // since the last delivery resumed
 }
@@ -289,12 +290,9 @@ func (q *notifier) flush(ctx context.Context) error {
 	}
 }
 
-// FlushNotifications waits until every notification queued for the
-// WithNotificationHandler handler has been delivered and the handler has
-// returned, or ctx is done. After Done is closed, no more arrive, so it
-// waits for all the server sent: a program that exits after Close can
-// flush to lose none.
-func (c *Client) FlushNotifications(ctx context.Context) error { return c.notes.flush(ctx) }
+func init() {
+	seam.FlushNotifications = func(ctx context.Context, c any) error { return c.(*Client).notes.flush(ctx) }
+}
 
 func (q *notifier) droppedCount() uint64 {
 	q.mu.Lock()

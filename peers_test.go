@@ -462,7 +462,7 @@ func TestGoSDKServerLogMessagesReachTheHandler(t *testing.T) {
 			require.NoError(t, c.SetLoggingLevel(t.Context(), "debug"))
 			_, err := c.CallTool(t.Context(), "test_tool_with_logging", nil)
 			require.NoError(t, err)
-			require.NoError(t, c.FlushNotifications(t.Context()))
+			require.NoError(t, c.notes.flush(t.Context()))
 			var logs []LogMessage
 			for len(got) > 0 {
 				var m LogMessage

@@ -395,9 +395,9 @@ func TestTargetAttributesPerMethod(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	c := dialTest(t, []string{"-era", "modern"}, WithTracerProvider(tp), WithMeterProvider(mp))
-	_, err := c.Complete(t.Context(), CompleteRequest{Ref: PromptReference("greet"), Argument: "name", Value: "al"})
+	_, err := c.Complete(t.Context(), CompleteRequest{Ref: Reference{Type: "ref/prompt", Name: "greet"}, Argument: "name", Value: "al"})
 	require.NoError(t, err)
-	_, _ = c.Complete(t.Context(), CompleteRequest{Ref: ResourceTemplateReference("test://items/{id}"), Argument: "id", Value: "1"})
+	_, _ = c.Complete(t.Context(), CompleteRequest{Ref: Reference{Type: "ref/resource", URI: "test://items/{id}"}, Argument: "id", Value: "1"})
 	_, _ = c.Request(t.Context(), "tools/call", map[string]any{"arguments": map[string]any{}}) // no name: the server refuses it
 
 	prompt := spansNamed(rec, "completion/complete greet")
@@ -449,7 +449,7 @@ func TestTraceNotificationHandlerRuns(t *testing.T) {
 	for range 3 {
 		ctxs = append(ctxs, <-handled)
 	}
-	require.NoError(t, c.FlushNotifications(t.Context()))
+	require.NoError(t, c.notes.flush(t.Context()))
 
 	logs := spansNamed(rec, "notifications/message")
 	require.Len(t, logs, 1)

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/seam"
 )
 
 // Exit statuses.
@@ -199,5 +200,5 @@ func (s *session) close(c *snodo.Client) {
 func (s *session) flushNotes(c *snodo.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = c.FlushNotifications(ctx)
+	_ = seam.FlushNotifications(ctx, c)
 }

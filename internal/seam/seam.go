@@ -104,6 +104,13 @@ var (
 	// names a Streamable HTTP endpoint rather than a command.
 	TargetIsHTTP func(t any) bool
 
+	// FlushNotifications (set by snodo) waits until every notification
+	// queued for c's (a *snodo.Client's) WithNotificationHandler handler
+	// has been delivered and the handler has returned, or ctx is done.
+	// After c's Done is closed no more arrive, so it waits for all the
+	// server sent: the CLI flushes before it exits, to print them all.
+	FlushNotifications func(ctx context.Context, c any) error
+
 	// Kill (set by snodo) closes c, a *snodo.Client, and stops its
 	// server for good: SIGTERM then SIGKILL to its process group if it
 	// has not exited 500 ms after its stdin closed; it returns once the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -206,7 +207,7 @@ func TestMCPGoStdioListenEventsCarryNoSubscriptionID(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return untagged.Load() == 2 }, 20*time.Second, 10*time.Millisecond,
 		"two list_changed events without a subscriptionId")
-	require.NoError(t, c.FlushNotifications(ctx))
+	require.NoError(t, seam.FlushNotifications(ctx, c))
 	assert.Equal(t, 1, logs.Count("without the io.modelcontextprotocol/subscriptionId"), "one warning per connection")
 	select {
 	case ev := <-sub.Events():
