@@ -26,7 +26,7 @@ type ClientCapabilities struct {
 // MarshalJSON writes c as MCP does: the flags of Sampling and
 // Elicitation as members holding empty objects ({"form":{}}).
 func (c ClientCapabilities) MarshalJSON() ([]byte, error) {
-	w := clientCapabilitiesWire{Roots: c.Roots, Experimental: c.Experimental, Extensions: c.Extensions}
+	w := capabilitiesWire{plainCapabilities: (*plainCapabilities)(&c)}
 	if s := c.Sampling; s != nil {
 		w.Sampling = flagsObject([2]string{"context", "tools"}, [2]bool{s.Context, s.Tools})
 	}
@@ -39,11 +39,11 @@ func (c ClientCapabilities) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads the MCP form MarshalJSON writes: a flag is set when
 // its member is present.
 func (c *ClientCapabilities) UnmarshalJSON(b []byte) error {
-	var w clientCapabilitiesWire
+	*c = ClientCapabilities{}
+	w := capabilitiesWire{plainCapabilities: (*plainCapabilities)(c)}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*c = ClientCapabilities{Roots: w.Roots, Experimental: w.Experimental, Extensions: w.Extensions}
 	if f := w.Sampling; f != nil {
 		c.Sampling = &SamplingCapability{Context: f.has("context"), Tools: f.has("tools")}
 	}
@@ -53,14 +53,17 @@ func (c *ClientCapabilities) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// clientCapabilitiesWire is ClientCapabilities as MCP writes it.
-type clientCapabilitiesWire struct {
-	Roots        *ListChangedCapability     `json:"roots,omitempty"`
-	Sampling     *flags                     `json:"sampling,omitempty"`
-	Elicitation  *flags                     `json:"elicitation,omitempty"`
-	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
-	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
+// capabilitiesWire is ClientCapabilities as MCP writes it: its own
+// members but for the flags, which these take the place of (a member of
+// the outer struct wins over the embedded one's of the same name).
+type capabilitiesWire struct {
+	*plainCapabilities
+	Sampling    *flags `json:"sampling,omitempty"`
+	Elicitation *flags `json:"elicitation,omitempty"`
 }
+
+// plainCapabilities is ClientCapabilities without its JSON methods.
+type plainCapabilities ClientCapabilities
 
 // flags are capability flags as MCP writes them: a member, holding an
 // empty object (or settings snodo does not read), per flag set.
