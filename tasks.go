@@ -38,13 +38,13 @@ import (
 // that tasks created together do not poll together), bounded by the
 // task's owner ctx, its TTL and its client's life.
 
-// Task statuses (TaskStatus.Status).
+// Task statuses (TaskStatus.Status, as the specification spells them).
 const (
-	TaskWorking       = "working"
-	TaskInputRequired = "input_required"
-	TaskCompleted     = "completed"
-	TaskFailed        = "failed"
-	TaskCancelled     = "cancelled"
+	taskWorking       = "working"
+	taskInputRequired = "input_required"
+	taskCompleted     = "completed"
+	taskFailed        = "failed"
+	taskCancelled     = "cancelled"
 )
 
 // Poll interval bounds.
@@ -75,7 +75,7 @@ var (
 // TaskStatus is what the server last said about a task.
 type TaskStatus struct {
 	TaskID        string
-	Status        string // TaskWorking, TaskInputRequired, TaskCompleted, TaskFailed or TaskCancelled
+	Status        string // "working", "input_required", "completed", "failed" or "cancelled"
 	StatusMessage string // the server's words, for display
 	CreatedAt     string // ISO 8601, as the server sent it
 	LastUpdatedAt string
@@ -86,7 +86,7 @@ type TaskStatus struct {
 // Terminal reports whether the status is final: completed, failed or
 // cancelled.
 func (s TaskStatus) Terminal() bool {
-	return s.Status == TaskCompleted || s.Status == TaskFailed || s.Status == TaskCancelled
+	return s.Status == taskCompleted || s.Status == taskFailed || s.Status == taskCancelled
 }
 
 // TaskTTL asks the server to keep a task (and its result) for d after
@@ -189,7 +189,7 @@ func (t *Task) Cancel(ctx context.Context) error {
 		}
 		return fmt.Errorf("snodo: cancelling task %s of tool %s: %w", t.id, t.tool, err)
 	}
-	t.finish(nil, fmt.Errorf("%w: task %s of tool %s, by Cancel", ErrTaskCancelled, t.id, t.tool), TaskCancelled, "")
+	t.finish(nil, fmt.Errorf("%w: task %s of tool %s, by Cancel", ErrTaskCancelled, t.id, t.tool), taskCancelled, "")
 	return nil
 }
 
@@ -336,8 +336,8 @@ func (c Calls) startTask(ctx context.Context, name string, raw json.RawMessage, 
 		if err := decodeCallTool(raw, res, nil); err != nil {
 			return nil, malformedResult("tools/call "+name, err)
 		}
-		t.status = TaskStatus{Status: TaskCompleted}
-		t.finish(res, nil, TaskCompleted, "")
+		t.status = TaskStatus{Status: taskCompleted}
+		t.finish(res, nil, taskCompleted, "")
 		t.emit(t.status)
 		close(t.exited)
 		return t, nil
@@ -560,7 +560,7 @@ func (t *Task) ended() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.owner), cancelGrace)
 	defer cancel()
 	_, _ = t.calls.requester().Request(ctx, "tasks/cancel", t.get) // best effort: the owner has left
-	t.finish(nil, fmt.Errorf("%w: task %s of tool %s, as its owner ended: %w", ErrTaskCancelled, t.id, t.tool, t.owner.Err()), TaskCancelled, "")
+	t.finish(nil, fmt.Errorf("%w: task %s of tool %s, as its owner ended: %w", ErrTaskCancelled, t.id, t.tool, t.owner.Err()), taskCancelled, "")
 }
 
 // cancelGrace bounds the tasks/cancel sent when a task's owner leaves.
@@ -628,10 +628,10 @@ func (t *Task) step(w *wireTask) bool {
 	case s.Terminal():
 		t.settle(w)
 		return true
-	case s.Status == TaskInputRequired && t.era == EraLegacy:
+	case s.Status == taskInputRequired && t.era == EraLegacy:
 		t.legacyResult() // the server's requests come while tasks/result waits
 		return true
-	case s.Status == TaskInputRequired:
+	case s.Status == taskInputRequired:
 		if err := t.answer(w.InputRequests); err != nil {
 			if t.ctx.Err() != nil {
 				t.ended()
@@ -647,11 +647,11 @@ func (t *Task) step(w *wireTask) bool {
 // settle fetches or reads the outcome of a task in a terminal status.
 func (t *Task) settle(w *wireTask) {
 	switch {
-	case w.Status == TaskCancelled:
+	case w.Status == taskCancelled:
 		t.finish(nil, fmt.Errorf("%w: task %s of tool %s, by the server: %s", ErrTaskCancelled, t.id, t.tool, w.StatusMessage), "", "")
 	case t.era == EraLegacy:
 		t.legacyResult()
-	case w.Status == TaskCompleted:
+	case w.Status == taskCompleted:
 		t.complete(w.Result)
 	default: // failed: the JSON-RPC error the call would have answered
 		e := new(Error)
@@ -671,9 +671,9 @@ func (t *Task) complete(raw json.RawMessage) {
 		t.finish(nil, malformedResult("task "+t.id+" of tool "+t.tool, err), "", "")
 		return
 	}
-	status := TaskCompleted
+	status := taskCompleted
 	if res.IsError && t.era == EraLegacy {
-		status = TaskFailed
+		status = taskFailed
 	}
 	t.finish(res, nil, status, "")
 }
@@ -706,7 +706,7 @@ func (t *Task) legacyResult() {
 	default:
 		var e *Error
 		if errors.As(err, &e) && !e.Local() {
-			t.finish(nil, err, TaskFailed, "") // the call's own error
+			t.finish(nil, err, taskFailed, "") // the call's own error
 			return
 		}
 		t.finish(nil, fmt.Errorf("snodo: task %s of tool %s: tasks/result: %w", t.id, t.tool, err), "", "")

@@ -31,11 +31,11 @@ func TestTaskStatusToAnActor(t *testing.T) {
 	require.NoError(t, err)
 	first := testutil.Receive(t, got, 5*time.Second, "the first status")
 	assert.Equal(t, task.ID(), first.TaskID)
-	assert.Equal(t, TaskWorking, first.Status)
+	assert.Equal(t, taskWorking, first.Status)
 	for {
 		st := testutil.Receive(t, got, 10*time.Second, "a status")
 		if st.Terminal() {
-			assert.Equal(t, TaskCompleted, st.Status)
+			assert.Equal(t, taskCompleted, st.Status)
 			select {
 			case <-task.Done():
 			default:

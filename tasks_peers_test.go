@@ -56,8 +56,8 @@ func TestEverythingServerResearchTask(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, res.Text(), "# Research Report: mcp")
 	<-done
-	assert.Contains(t, st.names(), TaskWorking)
-	assert.Equal(t, TaskCompleted, st.names()[len(st.names())-1])
+	assert.Contains(t, st.names(), taskWorking)
+	assert.Equal(t, taskCompleted, st.names()[len(st.names())-1])
 }
 
 // An ambiguous query asks for a clarification while the task waits

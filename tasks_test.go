@@ -122,8 +122,8 @@ func TestCallToolRunsATaskRequiredTool(t *testing.T) {
 		assert.Equal(t, "Report on go", res.Text())
 		names := st.names()
 		require.NotEmpty(t, names)
-		assert.Equal(t, TaskWorking, names[0])
-		assert.Equal(t, TaskCompleted, names[len(names)-1])
+		assert.Equal(t, taskWorking, names[0])
+		assert.Equal(t, taskCompleted, names[len(names)-1])
 	})
 }
 
@@ -135,7 +135,7 @@ func TestCallToolAsTaskWaits(t *testing.T) {
 		res, err := task.Wait(t.Context())
 		require.NoError(t, err)
 		assert.Equal(t, "Report on actors", res.Text())
-		assert.Equal(t, TaskCompleted, task.Status().Status)
+		assert.Equal(t, taskCompleted, task.Status().Status)
 		again, err := task.Wait(t.Context())
 		require.NoError(t, err)
 		assert.Same(t, res, again, "Wait after the end returns the same outcome")
@@ -153,7 +153,7 @@ func TestTaskInputRound(t *testing.T) {
 		assert.Equal(t, "Report on go, for Ada", res.Text())
 		if c.Era() == EraModern {
 			assert.Len(t, seen(t, c, "tasks/update"), 1)
-			assert.Contains(t, st.names(), TaskInputRequired)
+			assert.Contains(t, st.names(), taskInputRequired)
 		}
 	})
 }
