@@ -121,15 +121,23 @@ func (b *progressBar) line(line string) {
 	}
 }
 
-// flush writes the held line, if any (the timer).
+// flush writes the held line, if any (the timer). A line written since
+// the timer was set (an update that came after lineEvery had passed,
+// while the timer was late on a busy machine) holds the held one back
+// for lineEvery again.
 func (b *progressBar) flush() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.timer = nil
-	if b.held != "" && !b.ended {
-		b.writeLocked(b.held)
-		b.held = ""
+	if b.held == "" || b.ended {
+		return
 	}
+	if wait := lineEvery - time.Since(b.written); wait > 0 {
+		b.timer = time.AfterFunc(wait, b.flush)
+		return
+	}
+	b.writeLocked(b.held)
+	b.held = ""
 }
 
 func (b *progressBar) writeLocked(line string) {
