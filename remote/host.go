@@ -170,6 +170,7 @@ type served struct {
 	callStats, infoStats, listenStats endpointStats
 	cancels                           atomic.Int64
 	eraName                           atomic.Pointer[string]
+	eraKnown                          atomic.Pointer[snodo.Era]   // the pool's era once known (poolEra)
 	tasks                             taskTable[*snodo.Client]    // the tasks it created, by id: the member holding each
 	recentOpts                        [8]atomic.Pointer[optsRead] // Snodo-Opts values read lately, by hash (optsOf)
 	taskExt                           atomic.Int32                // taskExtUnknown, No or Yes
@@ -332,6 +333,21 @@ const (
 
 	serviceVersion = "0.1.0"
 )
+
+// poolEra is the pool's era, cached once known: Pool.Era copies the
+// pool's members to read it, an allocation per call where a tools/call
+// asks it (mayCreateTask).
+func (s *served) poolEra() snodo.Era {
+	if e := s.eraKnown.Load(); e != nil {
+		return *e
+	}
+	e := s.pool.Era()
+	var unknown snodo.Era
+	if e != unknown {
+		s.eraKnown.Store(&e)
+	}
+	return e
+}
 
 // era is the pool's era as sent in replies, cached once known.
 func (s *served) era() string {

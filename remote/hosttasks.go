@@ -109,7 +109,7 @@ func createdTaskID(result []byte) string {
 // for one (legacy: a "task" param), or its server offers the tasks
 // extension (modern: the server may answer any tools/call with a task).
 func (s *served) mayCreateTask(params []byte) bool {
-	if s.pool.Era() == snodo.EraLegacy {
+	if s.poolEra() == snodo.EraLegacy {
 		if !bytes.Contains(params, []byte(`"task"`)) {
 			return false
 		}
