@@ -93,16 +93,11 @@ func runChild(spec string) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if path := os.Getenv("BENCH_MEMPROFILE"); path != "" {
+	if os.Getenv("BENCH_MEMPROFILE") != "" {
 		runtime.MemProfileRate = 512
-		defer func() {
-			f, err := os.Create(path)
-			if err != nil {
-				fatal(err)
-			}
-			pprof.Lookup("allocs").WriteTo(f, 0)
-			f.Close()
-		}()
+		if j.Measure != mIdle { // measureIdle writes it while its connections are live
+			defer writeMemProfile()
+		}
 	}
 	var (
 		res map[string]float64
@@ -462,6 +457,7 @@ func measureIdle(j job) (map[string]float64, error) {
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
+	writeMemProfile()
 	n := float64(j.Count)
 	return map[string]float64{
 		"heap_kib":   (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / 1024 / n,
@@ -469,6 +465,21 @@ func measureIdle(j job) (map[string]float64, error) {
 		"rss_kib":    (procStatusKiB("VmRSS") - rss0) / n,
 		"conns":      n,
 	}, nil
+}
+
+// writeMemProfile writes the allocs profile to $BENCH_MEMPROFILE, if set
+// (its inuse_space sample is what is live as of the last GC).
+func writeMemProfile() {
+	path := os.Getenv("BENCH_MEMPROFILE")
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fatal(err)
+	}
+	pprof.Lookup("allocs").WriteTo(f, 0)
+	f.Close()
 }
 
 func closeAll(conns []clients.Client) {
