@@ -88,8 +88,13 @@ func (l *Life) Spawn(system *protoactor.ActorSystem, prefix string, receive prot
 // LinkContext makes ctx an owner, after Spawn: when it is done the actor
 // stops with ErrOwnerExited wrapping the context's cause (at once if it
 // is done already). The watch is context.AfterFunc, released as the actor
-// stops, so it costs no goroutine while it waits.
+// stops, so it costs no goroutine while it waits. A context that can
+// never be done (its Done is nil, as context.Background's) is no owner:
+// nothing is watched and nothing kept.
 func (l *Life) LinkContext(ctx context.Context) {
+	if ctx.Done() == nil {
+		return
+	}
 	stop := context.AfterFunc(ctx, func() {
 		l.Stop(fmt.Errorf("%w: %w", ErrOwnerExited, context.Cause(ctx)))
 	})
