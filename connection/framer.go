@@ -3,6 +3,9 @@ package connection
 import (
 	"bytes"
 	"io"
+	"syscall"
+
+	"github.com/snodo/snodo/internal/telemetry"
 )
 
 const (
@@ -35,10 +38,60 @@ type framer struct {
 	overlong func(seen int) // called once per discarded line, with its content's length
 	seen     int            // bytes of the overlong line so far
 	seenCR   bool           // the bytes discarded last ended with '\r'
+
+	// raw, when set (lend), is r's descriptor: with nothing pending, fill
+	// waits on it holding no buffer (see fillLent). bytes counts what is
+	// read through it (Config.Metrics); nil: not counted.
+	raw     syscall.RawConn
+	bytes   *telemetry.Conn
+	attempt func(uintptr) bool // f.attemptRead, bound once so that it does not allocate
+	readN   int                // what attemptRead read
+	readErr error
+}
+
+// idleBufs holds the framers' initial buffers while they wait with
+// nothing pending (fillLent): a connection keeps no read buffer while it
+// is idle, and the busy ones share a few. A bounded free list, not a
+// sync.Pool: a GC empties a pool (and the race detector drops a quarter
+// of what is put in one), and every buffer made again is an allocation on
+// the request path.
+var idleBufs = make(chan *[framerInitial]byte, maxIdleBufs)
+
+// maxIdleBufs bounds idleBufs (32 KiB): a buffer given back past it is
+// dropped.
+const maxIdleBufs = 64
+
+// takeBuf is a buffer from idleBufs, or a new one when it is empty.
+func takeBuf() []byte {
+	select {
+	case b := <-idleBufs:
+		return b[:]
+	default:
+		return new([framerInitial]byte)[:]
+	}
+}
+
+// giveBuf gives a buffer of framerInitial bytes back to idleBufs.
+func giveBuf(b []byte) {
+	select {
+	case idleBufs <- (*[framerInitial]byte)(b):
+	default:
+	}
 }
 
 func newFramer(r io.Reader, max int, overlong func(int)) *framer {
 	return &framer{r: r, max: max, overlong: overlong}
+}
+
+// lend makes fill wait on raw, r's descriptor, while nothing is pending,
+// holding no buffer meanwhile (the initial one goes back to idleBufs); m,
+// when not nil, counts the bytes read that way. Only for a descriptor
+// that is non-blocking (a pipe from os.Pipe) or whose reads are r's own.
+func (f *framer) lend(raw syscall.RawConn, m *telemetry.Conn) {
+	if lendingReads {
+		f.raw, f.bytes = raw, m
+		f.attempt = f.attemptRead
+	}
 }
 
 // next returns the next complete line without its ending ("\n" or
@@ -109,6 +162,9 @@ func (f *framer) detach() {
 // back after a large line has gone.
 func (f *framer) fill() error {
 	pending := f.end - f.start
+	if pending == 0 && f.raw != nil && !f.discarding && (f.buf == nil || len(f.buf) == framerInitial) {
+		return f.fillLent()
+	}
 	if pending == 0 && len(f.buf) > framerBatch {
 		f.buf = nil
 	}
@@ -146,4 +202,51 @@ func (f *framer) fill() error {
 		err = io.ErrNoProgress
 	}
 	return err
+}
+
+// fillLent reads with nothing pending: when the pipe is empty the
+// initial buffer goes back to idleBufs, and attemptRead takes one again
+// only for a read that finds bytes, so the wait holds none. A line is
+// valid only until the following next, so no line refers to the buffer
+// given back.
+func (f *framer) fillLent() error {
+	f.start, f.end, f.scanned = 0, 0, 0
+	f.readN, f.readErr = 0, nil
+	if err := f.raw.Read(f.attempt); err != nil {
+		return err // closed while waiting (the reader's read end closed)
+	}
+	n, err := f.readN, f.readErr
+	if n > 0 {
+		f.end = n
+		if f.bytes != nil {
+			f.bytes.Read(n)
+		}
+		return nil
+	}
+	if err == nil {
+		err = io.EOF // read(2) found the pipe's end
+	}
+	return err
+}
+
+// attemptRead is one read(2) on the descriptor, into a buffer taken from
+// idleBufs. It gives the buffer back and reports false (wait for input)
+// when there is nothing to read.
+func (f *framer) attemptRead(fd uintptr) bool {
+	if f.buf == nil {
+		f.buf = takeBuf()
+	}
+	for {
+		n, err := rawRead(fd, f.buf)
+		switch err {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			giveBuf(f.buf)
+			f.buf = nil
+			return false
+		}
+		f.readN, f.readErr = max(n, 0), err
+		return true
+	}
 }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -139,4 +142,65 @@ func TestCompanyCountsAnswersNotStreams(t *testing.T) {
 	tb.complete(stream, nil, nil)
 	assert.False(t, tb.company())
 	assert.Zero(t, tb.answers.Load())
+}
+
+// TestFramerLendsItsBufferWhileIdle: reading a pipe, the framer waits for
+// input holding no buffer (it went back to idleBufs), and lines arriving
+// in any pieces, overlong ones, lines longer than the initial buffer and
+// the pipe's end come out as they do from a plain reader.
+func TestFramerLendsItsBufferWhileIdle(t *testing.T) {
+	if !lendingReads {
+		t.Skip("reads keep their buffer on this platform")
+	}
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	raw, err := r.SyscallConn()
+	require.NoError(t, err)
+	const limit = 3 * framerInitial
+	var discarded []int
+	fr := newFramer(r, limit, func(n int) { discarded = append(discarded, n) })
+	fr.lend(raw, nil)
+
+	// Nothing to read: the wait (cut short by a deadline already passed)
+	// holds no buffer.
+	require.NoError(t, r.SetReadDeadline(time.Now()))
+	_, err = fr.next()
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	assert.Nil(t, fr.buf, "the framer kept its buffer while it waited")
+	require.NoError(t, r.SetReadDeadline(time.Time{}))
+
+	want := []string{"short", strings.Repeat("l", framerInitial+10), "", "crlf", strings.Repeat("m", limit), "after"}
+	var data []byte
+	for i, l := range want {
+		data = append(data, l...)
+		if i == 3 {
+			data = append(data, "\r\n"...)
+			data = append(data, strings.Repeat("o", limit+1)...) // overlong, discarded
+		}
+		data = append(data, '\n')
+	}
+	go func() {
+		defer w.Close()
+		for len(data) > 0 { // pieces of 1, 7, 200, 1000 bytes
+			for _, size := range []int{1, 7, 200, 1000} {
+				n := min(size, len(data))
+				if _, err := w.Write(data[:n]); err != nil {
+					return
+				}
+				data = data[n:]
+			}
+		}
+	}()
+	var got []string
+	for {
+		line, err := fr.next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		got = append(got, string(line))
+	}
+	assert.Equal(t, want, got)
+	assert.Equal(t, []int{limit + 1}, discarded)
 }

@@ -78,6 +78,11 @@ func (c *Conn) readLoop() {
 		c.cfg.Logger.Warn("snodo: discarded an overlong line from the server; the request it answered will time out",
 			"bytes", n, "max_line_bytes", c.cfg.MaxLineBytes)
 	})
+	// An idle connection holds no read buffer: the reader waits on the
+	// pipe (non-blocking, from os.Pipe) before it takes one.
+	if raw, err := c.proc.stdout.SyscallConn(); err == nil {
+		fr.lend(raw, c.cfg.Metrics)
+	}
 	for {
 		line, err := fr.next()
 		if err != nil {
