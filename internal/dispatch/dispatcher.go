@@ -23,7 +23,9 @@ import (
 // that actor's context: the dispatcher's tables have no lock because they
 // have exactly one user.
 type Dispatcher struct {
-	cfg     Config
+	cfg Config
+	// running and byChild are made as the first handler starts: a
+	// connection whose server never asks keeps neither.
 	running map[string]*slot // by the request's raw id
 	byChild map[string]*slot // by the child actor's id, for Terminated
 	waiting []*Input         // input requests waiting for a slot, oldest first
@@ -45,7 +47,7 @@ func NewDispatcher(cfg Config) *Dispatcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Dispatcher{cfg: cfg, running: make(map[string]*slot), byChild: make(map[string]*slot)}
+	return &Dispatcher{cfg: cfg}
 }
 
 // Running counts the handlers that hold a slot of the bound.
@@ -155,6 +157,9 @@ func (d *Dispatcher) spawn(ctx protoactor.Context, key string, req *handlers.Req
 	c := &child{cfg: &d.cfg, req: req, ctx: hctx, cancel: cancel, deliver: deliver}
 	pid := ctx.SpawnPrefix(protoactor.PropsFromProducer(func() protoactor.Actor { return c }), "request")
 	s := &slot{id: key, cancel: cancel}
+	if d.running == nil {
+		d.running, d.byChild = make(map[string]*slot), make(map[string]*slot)
+	}
 	d.running[key] = s
 	d.byChild[pid.Id] = s
 }
