@@ -42,7 +42,9 @@ type Conn struct {
 
 	stopped chan struct{} // the actor has stopped
 	exited  chan struct{} // the process has been reaped
-	drained chan struct{} // stdout's reader and stderr's tap have ended
+	// drained: stdout's reader and stderr's tap have ended (a flag, not
+	// a channel: only maybeDone looks, never waits).
+	drained atomic.Bool
 	// readerDone is closed when the reader has ended; readEOF, written
 	// before, says whether it read to EOF (rather than being cut off).
 	readerDone chan struct{}
@@ -110,7 +112,6 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		table:      newTable(),
 		stopped:    make(chan struct{}),
 		exited:     make(chan struct{}),
-		drained:    make(chan struct{}),
 		readerDone: make(chan struct{}),
 		gone:       make(chan struct{}),
 		done:       make(chan struct{}),
@@ -364,9 +365,7 @@ func (c *Conn) maybeDone() {
 	default:
 		return
 	}
-	select {
-	case <-c.drained:
-	default:
+	if !c.drained.Load() {
 		return
 	}
 	c.doneOnce.Do(func() { close(c.done) })

@@ -34,10 +34,10 @@ type framer struct {
 	start, end int
 	scanned    int  // buf[start:scanned] holds no newline
 	discarding bool // inside an overlong line
+	seenCR     bool // the bytes discarded last ended with '\r'
 
 	overlong func(seen int) // called once per discarded line, with its content's length
 	seen     int            // bytes of the overlong line so far
-	seenCR   bool           // the bytes discarded last ended with '\r'
 
 	// raw, when set (lend), is r's descriptor: with nothing pending, fill
 	// waits on it holding no buffer (see fillLent). bytes counts what is
@@ -46,7 +46,7 @@ type framer struct {
 	bytes   *telemetry.Conn
 	attempt func(uintptr) bool // f.attemptRead, bound once so that it does not allocate
 	readN   int                // what attemptRead read
-	readErr error
+	readErr syscall.Errno      // and its error; 0: none
 }
 
 // idleBufs holds the framers' initial buffers while they wait with
@@ -195,6 +195,9 @@ func (f *framer) fill() error {
 	}
 	n, err := f.r.Read(f.buf[f.end:])
 	f.end += n
+	if f.bytes != nil {
+		f.bytes.Read(n) // lent: r is the descriptor's file, not counting
+	}
 	if n > 0 {
 		return nil
 	}
@@ -211,11 +214,15 @@ func (f *framer) fill() error {
 // given back.
 func (f *framer) fillLent() error {
 	f.start, f.end, f.scanned = 0, 0, 0
-	f.readN, f.readErr = 0, nil
+	f.readN, f.readErr = 0, 0
 	if err := f.raw.Read(f.attempt); err != nil {
 		return err // closed while waiting (the reader's read end closed)
 	}
-	n, err := f.readN, f.readErr
+	n := f.readN
+	var err error
+	if f.readErr != 0 {
+		err = f.readErr
+	}
 	if n > 0 {
 		f.end = n
 		if f.bytes != nil {
@@ -246,7 +253,18 @@ func (f *framer) attemptRead(fd uintptr) bool {
 			f.buf = nil
 			return false
 		}
-		f.readN, f.readErr = max(n, 0), err
+		f.readN, f.readErr = max(n, 0), 0
+		if err != nil {
+			f.readErr = errnoOf(err)
+		}
 		return true
 	}
+}
+
+// errnoOf is read(2)'s error as an Errno (rawRead returns no other kind).
+func errnoOf(err error) syscall.Errno {
+	if e, ok := err.(syscall.Errno); ok {
+		return e
+	}
+	return syscall.EIO
 }

@@ -71,16 +71,19 @@ const drainGrace = time.Second
 func (c *Conn) readLoop() {
 	defer close(c.readerDone)
 	var stdout io.Reader = c.proc.stdout
-	if c.cfg.Metrics != nil {
+	// An idle connection holds no read buffer: the reader waits on the
+	// pipe (non-blocking, from os.Pipe) before it takes one, and counts
+	// the bytes itself.
+	raw, err := c.proc.stdout.SyscallConn()
+	lend := err == nil && lendingReads
+	if c.cfg.Metrics != nil && !lend {
 		stdout = &countingReader{r: stdout, m: c.cfg.Metrics}
 	}
 	fr := newFramer(stdout, c.cfg.MaxLineBytes, func(n int) {
 		c.cfg.Logger.Warn("snodo: discarded an overlong line from the server; the request it answered will time out",
 			"bytes", n, "max_line_bytes", c.cfg.MaxLineBytes)
 	})
-	// An idle connection holds no read buffer: the reader waits on the
-	// pipe (non-blocking, from os.Pipe) before it takes one.
-	if raw, err := c.proc.stdout.SyscallConn(); err == nil {
+	if lend {
 		fr.lend(raw, c.cfg.Metrics)
 	}
 	for {
@@ -144,7 +147,7 @@ func (c *Conn) waitProcess() {
 	if c.readEOF {
 		close(c.gone) // nobody holds stdout any more
 	}
-	close(c.drained)
+	c.drained.Store(true)
 	c.maybeDone()
 }
 
@@ -160,7 +163,7 @@ func (c *Conn) waitPeer(p *httpPeer) {
 	<-c.readerDone
 	<-p.pumpDone
 	close(c.gone)
-	close(c.drained)
+	c.drained.Store(true)
 	c.maybeDone()
 }
 
