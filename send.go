@@ -220,7 +220,7 @@ func (c *Client) send(ctx context.Context, method string, params any, meta []byt
 		if opts != nil {
 			withMeta = *opts
 		}
-		withMeta.Meta = meta
+		withMeta.Meta, withMeta.MetaKept = meta, true // encodedMeta's bytes never change
 		opts = &withMeta
 	}
 	if o == nil {

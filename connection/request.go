@@ -92,7 +92,7 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	if err != nil {
 		return nil, err
 	}
-	meta, err := c.checkMeta(method, opts.Meta)
+	meta, err := c.checkMeta(method, opts.Meta, opts.MetaKept)
 	if err != nil {
 		return nil, err
 	}
@@ -143,10 +143,11 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 // checkMeta checks CallOptions.Meta as params are checked, since it goes
 // into the line as it is: one JSON object, compacted when it spans lines;
 // anything else is a local -32602 and nothing is sent. Empty is none.
-// The bytes of the last one-line Meta that passed are kept: the same
-// bytes again (the root's _meta, the same for every request until the
-// log level changes) pass with one comparison instead of a scan.
-func (c *Conn) checkMeta(method string, meta []byte) ([]byte, error) {
+// The bytes of the last one-line Meta that passed are kept (a copy,
+// unless MetaKept says they never change): the same bytes again (the
+// root's _meta, the same for every request until the log level changes)
+// pass with one comparison instead of a scan.
+func (c *Conn) checkMeta(method string, meta []byte, kept bool) ([]byte, error) {
 	if len(meta) == 0 {
 		return nil, nil
 	}
@@ -163,8 +164,11 @@ func (c *Conn) checkMeta(method string, meta []byte) ([]byte, error) {
 		return nil, jsonrpc.ParamsError(method, fmt.Errorf("_meta (CallOptions.Meta) %w", err))
 	}
 	if len(m) == len(meta) { // on one line as given (compacting shortens)
-		kept := bytes.Clone(meta)
-		c.metaOK.Store(&kept)
+		keep := meta
+		if !kept { // the caller may change its bytes: keep a copy
+			keep = bytes.Clone(meta)
+		}
+		c.metaOK.Store(&keep)
 	}
 	return m, nil
 }

@@ -228,6 +228,29 @@ func TestCallerMetaNeverBreaksFraming(t *testing.T) {
 	sent.requireOneValuePerLine(t)
 }
 
+// A checked Meta is kept as a copy, unless MetaKept says its bytes never
+// change (the Client's encoded _meta): then the connection keeps them as
+// they are, and a caller changing a Meta it did not mark cannot slip
+// unchecked bytes past the comparison.
+func TestCheckedMetaIsCopiedUnlessKept(t *testing.T) {
+	c := start(t, Config{})
+	ctx := context.Background()
+	kept := []byte(`{"k":1}`)
+	opts := CallOptions{Meta: kept}
+	opts.MetaKept = true
+	_, err := c.Request(ctx, "test/echo", nil, &opts)
+	require.NoError(t, err)
+	require.Same(t, &kept[0], &(*c.metaOK.Load())[0], "a kept Meta was copied")
+
+	mine := []byte(`{"m":1}`)
+	_, err = c.Request(ctx, "test/echo", nil, &CallOptions{Meta: mine})
+	require.NoError(t, err)
+	require.NotSame(t, &mine[0], &(*c.metaOK.Load())[0], "a caller's Meta was kept, not copied")
+	copy(mine, "{}\n{}\n")
+	_, err = c.Request(ctx, "test/echo", nil, &CallOptions{Meta: mine})
+	requireInvalidParams(t, err)
+}
+
 // A Sent callback that panics leaves nothing behind: the request, not
 // yet queued, leaves the table and the panic continues in the caller. It
 // stayed in the table for the connection's life (InFlight counted it,

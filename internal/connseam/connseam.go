@@ -57,4 +57,9 @@ type CallOptions struct {
 	// logged, it is not called again, and the request ends with a local
 	// -32603 (the server is sent notifications/cancelled).
 	Stream func(method string, params json.RawMessage)
+
+	// MetaKept says Meta's bytes never change (the Client's encoded
+	// _meta): once checked, the connection keeps them as they are
+	// instead of a copy to compare the next request's Meta with.
+	MetaKept bool
 }
