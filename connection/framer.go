@@ -46,7 +46,7 @@ type framer struct {
 	bytes   *telemetry.Conn
 	attempt func(uintptr) bool // f.attemptRead, bound once so that it does not allocate
 	readN   int                // what attemptRead read
-	readErr syscall.Errno      // and its error; 0: none
+	readErr error              // and read(2)'s error
 }
 
 // idleBufs holds the framers' initial buffers while they wait with
@@ -214,26 +214,21 @@ func (f *framer) fill() error {
 // given back.
 func (f *framer) fillLent() error {
 	f.start, f.end, f.scanned = 0, 0, 0
-	f.readN, f.readErr = 0, 0
+	f.readN, f.readErr = 0, nil
 	if err := f.raw.Read(f.attempt); err != nil {
 		return err // closed while waiting (the reader's read end closed)
 	}
-	n := f.readN
-	var err error
-	if f.readErr != 0 {
-		err = f.readErr
-	}
-	if n > 0 {
+	if n := f.readN; n > 0 {
 		f.end = n
 		if f.bytes != nil {
 			f.bytes.Read(n)
 		}
 		return nil
 	}
-	if err == nil {
-		err = io.EOF // read(2) found the pipe's end
+	if f.readErr != nil {
+		return f.readErr
 	}
-	return err
+	return io.EOF // read(2) found the pipe's end
 }
 
 // attemptRead is one read(2) on the descriptor, into a buffer taken from
@@ -253,18 +248,7 @@ func (f *framer) attemptRead(fd uintptr) bool {
 			f.buf = nil
 			return false
 		}
-		f.readN, f.readErr = max(n, 0), 0
-		if err != nil {
-			f.readErr = errnoOf(err)
-		}
+		f.readN, f.readErr = max(n, 0), err
 		return true
 	}
-}
-
-// errnoOf is read(2)'s error as an Errno (rawRead returns no other kind).
-func errnoOf(err error) syscall.Errno {
-	if e, ok := err.(syscall.Errno); ok {
-		return e
-	}
-	return syscall.EIO
 }
