@@ -204,3 +204,40 @@ func TestFramerLendsItsBufferWhileIdle(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.Equal(t, []int{limit + 1}, discarded)
 }
+
+// TestFramerLendingEndsWhenItsPipeCloses: a framer waiting on an empty
+// pipe (holding no buffer) returns once the read end is closed under it,
+// as the reader's wait does when snodo closes stdout that a grandchild
+// holds open: with an error that is not EOF, the bytes read before it
+// delivered, and no goroutine left waiting.
+func TestFramerLendingEndsWhenItsPipeCloses(t *testing.T) {
+	if !lendingReads {
+		t.Skip("reads keep their buffer on this platform")
+	}
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer w.Close()
+	raw, err := r.SyscallConn()
+	require.NoError(t, err)
+	fr := newFramer(r, 64, func(int) { t.Error("nothing is overlong") })
+	fr.lend(raw, nil)
+	_, err = w.Write([]byte("first\n"))
+	require.NoError(t, err)
+	line, err := fr.next()
+	require.NoError(t, err)
+	require.Equal(t, "first", string(line))
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := fr.next() // the pipe is empty and its write end open: it waits (unless the close came first)
+		done <- err
+	}()
+	require.NoError(t, r.Close())
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		require.NotErrorIs(t, err, io.EOF, "a closed read end is not the server's EOF")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the framer still waits on a closed pipe")
+	}
+}
