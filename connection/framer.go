@@ -162,11 +162,11 @@ func (f *framer) detach() {
 // back after a large line has gone.
 func (f *framer) fill() error {
 	pending := f.end - f.start
+	if pending == 0 && len(f.buf) > framerBatch {
+		f.buf = nil // and a lending framer waits holding none
+	}
 	if pending == 0 && f.raw != nil && !f.discarding && (f.buf == nil || len(f.buf) == framerInitial) {
 		return f.fillLent()
-	}
-	if pending == 0 && len(f.buf) > framerBatch {
-		f.buf = nil
 	}
 	if f.buf == nil {
 		f.buf = make([]byte, framerInitial)
