@@ -245,6 +245,12 @@ var errRefused = errors.New("the server refused resources/subscribe")
 // the notifications they claim (onNotification offers each one before
 // the notification handler gets it) and how many of them watch each
 // resource URI, so that one ending does not unsubscribe another's.
+//
+// Neither map needs a bound of its own: subs holds the open
+// subscriptions, each removed as it ends, and refs one entry per URI
+// that an open subscription (or one being opened) watches, deleted when
+// its count falls to zero, so it never outgrows the URIs of the open
+// subscriptions' filters.
 type legacyListens struct {
 	n    atomic.Int32 // open subscriptions: none costs one atomic load a notification
 	mu   sync.Mutex
@@ -258,7 +264,7 @@ type legacyListens struct {
 type legacyListen struct {
 	acked Filter          // what it delivers
 	uris  map[string]bool // acked.ResourceSubscriptions
-	max   int             // bound of pending
+	max   int             // bound of pending (the events bound of MaxQueued): past it, open fails with subscription.ErrQueueFull
 
 	mu         sync.Mutex
 	deliver    func(string, json.RawMessage) // set once acknowledged
