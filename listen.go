@@ -205,7 +205,7 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	var params json.RawMessage
 	var refused error // legacy: the resources/subscribe the server refused
 	if c.legacy() {
-		ls := newLegacyListen(f, c.Capabilities(), cmp.Or(set.MaxQueue, limits.MaxQueue))
+		ls := newLegacyListen(f, c.Capabilities(), cmp.Or(set.MaxQueue, limits.MaxQueue), cmp.Or(set.MaxQueueBytes, limits.MaxQueueBytes))
 		o.Serve = func(ctx context.Context, deliver func(string, json.RawMessage)) error {
 			err := c.serveLegacy(ctx, ls, deliver)
 			if errors.Is(err, errRefused) {
@@ -262,20 +262,23 @@ type legacyListens struct {
 
 // legacyListen is one legacy-era subscription.
 type legacyListen struct {
-	acked Filter          // what it delivers
-	uris  map[string]bool // acked.ResourceSubscriptions
-	max   int             // bound of pending (the events bound of MaxQueued): past it, open fails with subscription.ErrQueueFull
+	acked    Filter          // what it delivers
+	uris     map[string]bool // acked.ResourceSubscriptions
+	max      int             // bound of pending's events (MaxQueued's): past it or maxBytes, open fails with subscription.ErrQueueFull
+	maxBytes int             // bound of pending's params bytes (MaxQueued's); an event arriving at an empty pending is always taken
 
 	mu         sync.Mutex
 	deliver    func(string, json.RawMessage) // set once acknowledged
 	pending    []Event                       // claimed before the acknowledgement
+	bytes      int                           // of pending's params
 	overflowed bool
 }
 
 // newLegacyListen is the subscription f asks for on a legacy server
-// declaring caps.
-func newLegacyListen(f Filter, caps ServerCapabilities, max int) *legacyListen {
-	ls := &legacyListen{uris: map[string]bool{}, max: max}
+// declaring caps, keeping at most max events and maxBytes of their params
+// until it is acknowledged.
+func newLegacyListen(f Filter, caps ServerCapabilities, max, maxBytes int) *legacyListen {
+	ls := &legacyListen{uris: map[string]bool{}, max: max, maxBytes: maxBytes}
 	ls.acked = Filter{
 		ToolsListChanged:     f.ToolsListChanged && caps.Tools != nil && caps.Tools.ListChanged,
 		PromptsListChanged:   f.PromptsListChanged && caps.Prompts != nil && caps.Prompts.ListChanged,
@@ -316,11 +319,12 @@ func (ls *legacyListen) offer(method string, params json.RawMessage) {
 		ls.deliver(method, params)
 		return
 	}
-	if len(ls.pending) >= ls.max {
+	if len(ls.pending) >= ls.max || len(ls.pending) > 0 && ls.bytes+len(params) > ls.maxBytes {
 		ls.overflowed = true
 		return
 	}
 	ls.pending = append(ls.pending, Event{Method: method, Params: params})
+	ls.bytes += len(params)
 }
 
 // open acknowledges the subscription, then delivers what came before.
@@ -334,13 +338,13 @@ func (ls *legacyListen) open(deliver func(string, json.RawMessage)) error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.overflowed {
-		return fmt.Errorf("%w: more than %d notifications came while Listen subscribed to the resources", subscription.ErrQueueFull, ls.max)
+		return fmt.Errorf("%w: more than %d notifications or %d bytes of their params came while Listen subscribed to the resources (raise MaxQueued)", subscription.ErrQueueFull, ls.max, ls.maxBytes)
 	}
 	deliver(methodAcknowledged, ack)
 	for _, ev := range ls.pending {
 		deliver(ev.Method, ev.Params)
 	}
-	ls.pending, ls.deliver = nil, deliver
+	ls.pending, ls.bytes, ls.deliver = nil, 0, deliver
 	return nil
 }
 
