@@ -123,8 +123,7 @@ type Host struct {
 	served []*served
 	ctl    *nats.Subscription
 
-	callCtx     context.Context // done once the calls are stopped (stopCalls): Close, or an expired drain
-	endCalls    context.CancelCauseFunc
+	callsEnd    error           // why the calls were stopped (stopCalls: Close, or an expired drain); nil before; guarded by mu
 	subCtx      context.Context // subscriptions; cancelled when the drain starts
 	stopSubs    context.CancelCauseFunc
 	serveDone   chan struct{} // closed when the serving connection has closed
@@ -225,10 +224,8 @@ func NewHost(ctx context.Context, url string, opts ...HostOption) (*Host, error)
 		hn, _ := os.Hostname()
 		h.label = hn + ":" + strconv.Itoa(os.Getpid())
 	}
-	h.callCtx, h.endCalls = context.WithCancelCause(context.Background())
 	h.subCtx, h.stopSubs = context.WithCancelCause(context.Background())
 	if err := h.connect(ctx, url); err != nil {
-		h.endCalls(err)
 		h.stopSubs(err)
 		closePools()
 		return nil, err
@@ -651,10 +648,10 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 		h.refuse(&s.callStats, reply, data, fmt.Sprintf("host %s cannot serve %s now (%v)", h.label, s.name, why))
 		return
 	}
-	// A call's ctx is no child of the host's callCtx: deriving it would
-	// take callCtx's lock and add it to (then remove it from) callCtx's
-	// children on every call, which all the workers share. stopCalls
-	// cancels the held calls instead, and hold a call that comes after.
+	// A call's ctx is no child of a host-wide one: deriving it would take
+	// that ctx's lock and add it to (then remove it from) its children on
+	// every call, which all the workers share. stopCalls cancels the held
+	// calls instead, and hold a call that comes after (callsEnd).
 	ctx := context.Background()
 	if len(hdr) > 1 || hdr.Get(hdrOpts) == "" { // more than the call's settings: trace context, maybe
 		ctx = extractTrace(ctx, hdr)
@@ -1028,8 +1025,8 @@ func (h *Host) hold(reply string, hc *heldCall) int {
 	h.calls[reply] = hc
 	hc.next = hc.lastSeen.Load() + int64(hc.beat)
 	h.armBeats(hc.next)
-	if h.callCtx.Err() != nil {
-		hc.cancel(context.Cause(h.callCtx))
+	if h.callsEnd != nil {
+		hc.cancel(h.callsEnd)
 	}
 	return heldOK
 }
@@ -1039,7 +1036,9 @@ func (h *Host) hold(reply string, hc *heldCall) int {
 // each call fails with -32000.
 func (h *Host) stopCalls(why error) {
 	h.mu.Lock()
-	h.endCalls(why)
+	if h.callsEnd == nil {
+		h.callsEnd = why
+	}
 	held := make([]*heldCall, 0, len(h.calls))
 	for _, hc := range h.calls {
 		held = append(held, hc)
