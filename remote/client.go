@@ -17,6 +17,7 @@ import (
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/natsname"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
 )
@@ -98,7 +99,7 @@ func NewClient(nc *nats.Conn, name string, opts ...ClientOption) (*Client, error
 	if nc == nil {
 		return nil, errors.New("remote: NewClient: nil *nats.Conn; pass a connection from nats.Connect (or use Dial)")
 	}
-	if err := checkName("server name", name); err != nil {
+	if err := natsname.Check("server name", name); err != nil {
 		return nil, err
 	}
 	cfg, err := clientConfig(opts)
@@ -137,7 +138,7 @@ func Dial(ctx context.Context, url, name string, opts ...ClientOption) (*Client,
 	if err != nil {
 		return nil, err
 	}
-	if err := checkName("server name", name); err != nil {
+	if err := natsname.Check("server name", name); err != nil {
 		return nil, err
 	}
 	nc, err := connectNATS(ctx, url, cfg.natsOptions(nats.ReconnectBufSize(-1), nats.Name("snodo caller")))
@@ -367,7 +368,7 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 		switch {
 		case err == nil:
 			if method == "tools/call" && host != "" {
-				if id := createdTaskID(res); id != "" && validName.MatchString(host) {
+				if id := createdTaskID(res); id != "" && natsname.Valid.MatchString(host) {
 					c.taskHosts.put(id, host)
 				}
 			}
@@ -636,7 +637,7 @@ func (c *Client) send(m *nats.Msg, method string) error {
 // whose caller stops answering (it died, or is cut off), so no server
 // works for nobody.
 func (c *Client) keepAlive(host, reply string) {
-	if host == "" || !validName.MatchString(host) {
+	if host == "" || !natsname.Valid.MatchString(host) {
 		return
 	}
 	m := nats.NewMsg(controlSubject(c.cfg.prefix, host))

@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+
+	"github.com/snodo/snodo/internal/natsname"
 )
 
 // Served is one name served on a NATS system, with the hosts serving it.
@@ -49,7 +51,7 @@ func Discover(ctx context.Context, nc *nats.Conn, prefix string) ([]Served, erro
 	if prefix == "" {
 		prefix = defaultPrefix
 	}
-	if err := checkName("prefix", prefix); err != nil {
+	if err := natsname.Check("prefix", prefix); err != nil {
 		return nil, err
 	}
 	inbox := nc.NewRespInbox()

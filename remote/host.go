@@ -22,6 +22,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/limits"
+	"github.com/snodo/snodo/internal/natsname"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -70,7 +71,7 @@ func Serve(name string, pool *supervisor.Pool) HostOption {
 		if pool != nil {
 			c.given = append(c.given, pool)
 		}
-		if err := checkName("server name", name); err != nil {
+		if err := natsname.Check("server name", name); err != nil {
 			return err
 		}
 		if pool == nil {

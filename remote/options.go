@@ -16,6 +16,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/mcpmethod"
+	"github.com/snodo/snodo/internal/natsname"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/supervisor"
 )
@@ -114,7 +115,7 @@ const defaultTimeout = limits.Timeout
 // and callers of one deployment must agree on it. Both.
 func WithPrefix(prefix string) Option {
 	return func(c *config) error {
-		if err := checkName("prefix", prefix); err != nil {
+		if err := natsname.Check("prefix", prefix); err != nil {
 			return err
 		}
 		c.prefix = prefix

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/snodo/snodo/internal/natsname"
 )
 
 // A call a host refused before it ran (it was full, draining or could
@@ -163,7 +165,7 @@ func (c *Client) askHosts(ctx context.Context) []hostRoom {
 		select {
 		case m := <-answers:
 			var h hostRoom
-			if json.Unmarshal(m.Data, &h) == nil && validName.MatchString(h.ID) && h.Free >= 0 {
+			if json.Unmarshal(m.Data, &h) == nil && natsname.Valid.MatchString(h.ID) && h.Free >= 0 {
 				out = append(out, h)
 			}
 			quiet = time.After(peersQuiet)

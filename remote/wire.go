@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/snodo/snodo/internal/natsname"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -71,14 +70,6 @@ const (
 	opKeepalive = "keepalive"
 	opClose     = "close"
 )
-
-// validName is what a served name (and a prefix token) may be: it is one
-// NATS subject token and a micro service name.
-var validName = natsname.Valid
-
-// checkName refuses a name (what: "server name", "prefix") that cannot
-// be one NATS subject token and a micro service's name.
-func checkName(what, name string) error { return natsname.Check(what, name) }
 
 // subjects are the subjects of one served name. Besides the call
 // endpoint every host serves in a queue group (call), each host takes
