@@ -169,7 +169,6 @@ type served struct {
 	subsIn                            atomic.Int64 // subscriptions held
 	callStats, infoStats, listenStats endpointStats
 	cancels                           atomic.Int64
-	eraName                           atomic.Pointer[string]
 	eraKnown                          atomic.Pointer[snodo.Era]   // the pool's era once known (poolEra)
 	tasks                             taskTable[*snodo.Client]    // the tasks it created, by id: the member holding each
 	recentOpts                        [8]atomic.Pointer[optsRead] // Snodo-Opts values read lately, by hash (optsOf)
@@ -347,18 +346,8 @@ func (s *served) poolEra() snodo.Era {
 	return e
 }
 
-// era is the pool's era as sent in replies, cached once known.
-func (s *served) era() string {
-	if e := s.eraName.Load(); e != nil {
-		return *e
-	}
-	name := string(s.pool.Era())
-	if name == "" {
-		return ""
-	}
-	s.eraName.Store(&name)
-	return name
-}
+// era is the pool's era as sent in replies ("" until known).
+func (s *served) era() string { return string(s.poolEra()) }
 
 // connLost stops the host once one of its NATS connections closed for
 // good (not by Shutdown): it serves nothing any more, so its pools are
