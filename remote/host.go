@@ -878,20 +878,19 @@ func beatWithin(d time.Duration) time.Duration {
 	return min(max(d, 20*time.Millisecond), time.Minute)
 }
 
-// startBeats sends a heartbeat to subject every d until the returned
-// stop is called, or until check (when not nil) reports false before a
-// beat. It runs on a timer, not a goroutine of its own: most calls end
-// before the first beat. A beat racing with stop may still go out;
-// callers ignore beats of calls they no longer wait for. Beats carry the
-// host's id: a caller sends its keep-alives to the host's control
-// subject.
-func (h *Host) startBeats(subject string, d time.Duration, check func() bool) (stop func()) {
+// beatSubscription sends a heartbeat to subject (a subscription's events)
+// every d until the returned stop is called. It runs on a timer, not a
+// goroutine of its own. A beat racing with stop may still go out;
+// subscribers ignore beats of subscriptions they no longer hold. Beats
+// carry the host's id: a subscriber sends its keep-alives to the host's
+// control subject. (The calls' heartbeats share one timer: beatCalls.)
+func (h *Host) beatSubscription(subject string, d time.Duration) (stop func()) {
 	var stopped atomic.Bool
 	var t *time.Timer
 	var mu sync.Mutex // t is set before the first beat reads it
 	mu.Lock()
 	t = time.AfterFunc(d, func() {
-		if stopped.Load() || (check != nil && !check()) {
+		if stopped.Load() {
 			return
 		}
 		m := nats.NewMsg(subject)

@@ -66,7 +66,7 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 		h.mu.Unlock()
 	}()
 
-	stopBeats := h.startBeats(events, beat, nil)
+	stopBeats := h.beatSubscription(events, beat)
 	// In either era: on a legacy server the pool's Listen serves it with
 	// the list changes and resources/subscribe.
 	sub, err := s.pool.Listen(ctx, p.Notifications)
