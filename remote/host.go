@@ -141,8 +141,8 @@ type Host struct {
 	done        chan struct{} // closed when the pools' servers have been reaped too
 	stopErr     error
 	mu          sync.Mutex
-	calls       map[string]*heldCall // by reply subject
-	cancelled   map[string]struct{}  // cancels that came before their call
+	calls       map[string]*heldCall // by reply subject; at most maxHeld (a call takes a slot first); beatCalls walks it
+	cancelled   map[string]struct{}  // cancels that came before their call; at most maxCancelled, the older half forgotten past it
 	cancelList  []string
 	subs        map[string]*hostSub
 	draining    bool
@@ -728,7 +728,10 @@ var optsSeed = maphash.MakeSeed()
 // for a cancel that never arrives. A caller sends the same Snodo-Opts
 // value with every call of the same settings, so the last few values
 // read are kept with their options, and most calls read none and make
-// none. The progress option, which names the call, is not among them.
+// none: eight slots, chosen by the value's hash, each holding the last
+// value read that fell in it (a value over maxOptsKept bytes is read
+// every time, never kept). The progress option, which names the call,
+// is not among them.
 func (s *served) optsOf(hdr nats.Header) (callOpts, []snodo.RequestOption) {
 	v := hdr.Get(hdrOpts)
 	var slot *atomic.Pointer[optsRead]
