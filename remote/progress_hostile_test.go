@@ -11,6 +11,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/subscription"
+	"github.com/snodo/snodo/test/testutil"
 )
 
 // TestCallerCannotForgeAnotherCallersProgress: the progress token on the
@@ -129,7 +130,7 @@ func TestRemoteListenOnALegacyServer(t *testing.T) {
 	require.ErrorIs(t, sub.Err(), subscription.ErrClosed)
 	// The host ends its own subscription after the caller's close: the
 	// member is unsubscribed soon after.
-	require.Eventually(t, func() bool { return !touch() }, 20*time.Second, 10*time.Millisecond)
+	testutil.Eventually(t, func() bool { return !touch() }, 20*time.Second, "the member unsubscribed after the caller's close")
 
 	_, err = c.Listen(ctx, snodo.Filter{ResourceSubscriptions: []string{"test://refuse/x"}})
 	var re *snodo.Error
