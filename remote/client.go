@@ -87,6 +87,8 @@ type Client struct {
 	peers     peers                  // the name's hosts and their room, for calls refused before they ran
 	taskHosts taskTable[string]      // the host holding each task this client created (its id)
 
+	out outbox[*pending] // calls on their way to NATS
+
 	mu     sync.Mutex
 	calls  map[int64]*pending // by token
 	subs   map[string]*hosted
@@ -435,6 +437,9 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 	}
 	defer func() {
 		c.unregisterCall(token) // nothing sends to p from here on
+		if p.out.CompareAndSwap(outQueued, outAbandoned) {
+			return // still in the outbox: its publisher puts p back
+		}
 		putPending(p)
 	}()
 	var subj [96]byte
@@ -481,7 +486,7 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 	}
 	arm(t0)
 
-	if err := c.send(m, method); err != nil {
+	if err := c.send(p, method); err != nil {
 		return nil, "", false, err // not run, but not to be sent again: NATS is down
 	}
 	cancel := func() { _ = c.nc.Publish(c.subj.cancel, []byte(reply)) }
@@ -530,6 +535,8 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 			arm(now)
 		case err := <-p.denied:
 			return nil, "", false, permissionError(fmt.Sprintf("remote: %s on %s was not sent", method, c.name), err)
+		case err := <-p.unsent:
+			return nil, "", false, err
 		case <-p.timer.C:
 			now := time.Now()
 			switch {
@@ -560,6 +567,9 @@ type pending struct {
 	final  chan *nats.Msg // the reply (or the no-responders status; nil: the client closed)
 	msgs   chan *nats.Msg // heartbeats and progress, bounded by progressQueue
 	denied chan error     // the NATS server refused to publish the call
+	unsent chan error     // publishing the call failed (when another caller published it)
+	out    atomic.Int32   // outIdle, outQueued (in the client's outbox), outAbandoned (queued, its caller gone)
+	method string         // the call's method, for unsent's error
 	heard  atomic.Bool    // a host has sent something for it
 	timer  *time.Timer    // the call's timeout, MaxTotalTimeout and watchdog, whichever comes first
 	msg    nats.Msg       // the call as sent (nats.go copies it when publishing)
@@ -568,13 +578,20 @@ type pending struct {
 	buf    []byte   // the request's bytes
 }
 
+// A pending's place in the client's outbox (pending.out).
+const (
+	outIdle      = iota // not queued: its caller owns it
+	outQueued           // queued, or being published
+	outAbandoned        // queued when its caller gave up: the publisher puts it back
+)
+
 // pendings are the pendings of calls that ended, for the next calls:
 // their channels, timer and buffers cost nothing more per call.
 var pendings = sync.Pool{New: func() any {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	return &pending{final: make(chan *nats.Msg, 1), msgs: make(chan *nats.Msg, progressQueue), denied: make(chan error, 1),
-		timer: t, hdr: nats.Header{}, opts: make([]string, 0, 1)}
+		unsent: make(chan error, 1), timer: t, hdr: nats.Header{}, opts: make([]string, 0, 1)}
 }}
 
 // maxPooledRequest bounds the request buffer a pending keeps for the
@@ -592,11 +609,14 @@ func putPending(p *pending) {
 		case <-p.final:
 		case <-p.msgs:
 		case <-p.denied:
+		case <-p.unsent:
 		default:
 			drained = true
 		}
 	}
 	p.heard.Store(false)
+	p.out.Store(outIdle)
+	p.method = ""
 	p.msg = nats.Msg{}
 	if cap(p.buf) > maxPooledRequest {
 		p.buf = nil
@@ -613,18 +633,49 @@ func (p *pending) header() nats.Header {
 	return p.hdr
 }
 
-// send publishes a call, or fails at once, having sent nothing, when the
-// connection is not up: a call nats.go buffered while it reconnects would
-// reach a host after its caller had been told it failed.
-func (c *Client) send(m *nats.Msg, method string) error {
+// send publishes p's call through the client's outbox (so that calls
+// made together leave in one write), or fails at once, having sent
+// nothing, when the connection is not up: a call nats.go buffered while
+// it reconnects would reach a host after its caller had been told it
+// failed. When another caller publishes the outbox, a failure to publish
+// reaches p later, on p.unsent.
+func (c *Client) send(p *pending, method string) error {
 	if c.nc.IsConnected() {
-		err := c.nc.PublishMsg(m)
-		if err == nil {
+		p.method = method
+		p.out.Store(outQueued)
+		c.out.send(p, c.publishCall)
+		select {
+		case err := <-p.unsent: // this caller published it, and it failed
+			return err
+		default:
 			return nil
 		}
-		if !errors.Is(err, nats.ErrReconnectBufExceeded) && !errors.Is(err, nats.ErrConnectionReconnecting) {
-			return closedErr(fmt.Sprintf("cannot send %s to %s over NATS: %v", method, c.name, err), err)
+	}
+	return c.unsentErr(method, nil)
+}
+
+// publishCall publishes a call queued by send, from whichever caller
+// publishes the outbox. A call whose caller gave up while it was queued
+// (once returned) is published all the same (the cancel its caller sent
+// may then reach the host first: the host remembers it), and its
+// pending is put back here.
+func (c *Client) publishCall(p *pending) {
+	if err := c.nc.PublishMsg(&p.msg); err != nil {
+		select {
+		case p.unsent <- c.unsentErr(p.method, err):
+		default:
 		}
+	}
+	if !p.out.CompareAndSwap(outQueued, outIdle) { // its caller has gone
+		putPending(p)
+	}
+}
+
+// unsentErr is the error of a call that was not sent: publishing it
+// failed (err), or the connection was not up (err nil).
+func (c *Client) unsentErr(method string, err error) error {
+	if err != nil && !errors.Is(err, nats.ErrReconnectBufExceeded) && !errors.Is(err, nats.ErrConnectionReconnecting) {
+		return closedErr(fmt.Sprintf("cannot send %s to %s over NATS: %v", method, c.name, err), err)
 	}
 	if c.nc.IsClosed() {
 		return closedErr(fmt.Sprintf("cannot send %s to %s: the NATS connection closed for good", method, c.name), nats.ErrConnectionClosed)

@@ -150,7 +150,7 @@ type Host struct {
 	unwatch2    []func()       // stop the NATS state watches
 	healthStop  chan struct{}  // closed when the drain starts: the health watches end
 	healthWG    sync.WaitGroup // the health watches
-	out         outbox         // results on their way to the reply connection
+	out         outbox[outMsg] // results on their way to the reply connection
 	beatTimer   *time.Timer    // the held calls' heartbeats (beatCalls); nil until the first call; guarded by mu
 	beatAt      int64          // when beatTimer fires, unix nanoseconds; 0: not armed; guarded by mu
 	beatsOff    bool           // the calls are over (Shutdown): no more heartbeats; guarded by mu
@@ -801,18 +801,27 @@ func (h *Host) answerResult(s *served, reply string, id, result []byte, withEra 
 	bp := replyBufs.Get().(*[]byte)
 	*bp = trimNL(jsonrpc.AppendResult((*bp)[:0], id, result))
 	if era == "" && int64(len(*bp)) <= h.reply.MaxPayload()-1024 {
-		h.out.send(reply, bp, h.publishResult) // returns bp to replyBufs
+		h.out.send(outMsg{reply, bp}, h.publishResult) // returns bp to replyBufs
 		return
 	}
 	putReplyBuf(bp)
 	h.answer(s, reply, id, result, nil, false)
 }
 
-// publishResult publishes a result built by answerResult.
-func (h *Host) publishResult(reply string, data []byte) {
-	if err := h.reply.Publish(reply, data); err != nil {
-		h.cfg.logger.Debug("remote: publish failed", "subject", reply, "error", err)
+// outMsg is one result: its subject and its bytes, in a replyBufs buffer
+// that goes back to the pool once published.
+type outMsg struct {
+	subject string
+	data    *[]byte
+}
+
+// publishResult publishes a result built by answerResult (nats.go copies
+// it) and gives its buffer back to replyBufs.
+func (h *Host) publishResult(m outMsg) {
+	if err := h.reply.Publish(m.subject, *m.data); err != nil {
+		h.cfg.logger.Debug("remote: publish failed", "subject", m.subject, "error", err)
 	}
+	putReplyBuf(m.data)
 }
 
 // replyBufs are the buffers answerResult builds replies in.

@@ -5,45 +5,41 @@ import (
 	"sync"
 )
 
-// outbox gathers the results the host's workers send, so that the
-// results of calls that ended together leave in one burst of publishes:
-// nats.go's flusher then writes them in one system call, and the NATS
-// server reads them in one, where one write each (a worker publishing as
-// its call ends, the flusher woken for it alone) cost both processes a
-// system call per result.
+// outbox gathers the messages that goroutines publish at about the same
+// time, so that they leave in one burst of publishes: nats.go's flusher
+// then writes them in one system call, and the NATS server reads them in
+// one, where one write each (every goroutine publishing alone, the
+// flusher woken for it alone) cost both processes a system call per
+// message. The host's results and a client's calls go through one each.
 //
-// The first worker to add a result to an empty outbox publishes: it
-// yields once, so that the workers the same read of the MCP servers'
-// answers woke add theirs, then publishes everything queued, until the
-// outbox is empty. The others add theirs and go on at once. Its length
-// is bounded by the workers (each adds one result, then runs its next
-// call).
-type outbox struct {
+// The first goroutine to add to an empty outbox publishes: it yields
+// once, so that the goroutines woken with it (the workers whose answers
+// came in one read, the callers whose replies did) add theirs, then
+// publishes everything queued, until the outbox is empty. The others add
+// theirs and go on at once. Its length is bounded by its senders: a
+// host's held calls, a client's calls in flight, each adding one message
+// and then waiting for something else.
+type outbox[T any] struct {
 	mu      sync.Mutex
-	queued  []outMsg
-	spare   []outMsg // the last batch's slice, for the next
-	sending bool     // a worker is publishing: it takes what is added
+	queued  []T
+	spare   []T  // the last batch's slice, for the next
+	sending bool // a goroutine is publishing: it takes what is added
 }
 
-// outMsg is one result: its subject and its bytes, in a replyBufs buffer
-// that goes back to the pool once published.
-type outMsg struct {
-	subject string
-	data    *[]byte
-}
-
-// send queues a result for publish (nats.go's PublishMsg copies it), and
-// publishes the outbox when no worker is doing so.
-func (o *outbox) send(subject string, data *[]byte, publish func(subject string, data []byte)) {
+// send queues m and publishes the outbox, with publish, when no
+// goroutine is doing so. publish must not block for long: the senders
+// that queued behind it wait for it.
+func (o *outbox[T]) send(m T, publish func(T)) {
 	o.mu.Lock()
-	o.queued = append(o.queued, outMsg{subject, data})
+	o.queued = append(o.queued, m)
 	if o.sending {
 		o.mu.Unlock()
 		return
 	}
 	o.sending = true
 	o.mu.Unlock()
-	runtime.Gosched() // the workers woken with this one add theirs
+	runtime.Gosched() // the goroutines woken with this one add theirs
+	var zero T
 	for {
 		o.mu.Lock()
 		batch := o.queued
@@ -55,9 +51,8 @@ func (o *outbox) send(subject string, data *[]byte, publish func(subject string,
 		o.queued = o.spare[:0]
 		o.mu.Unlock()
 		for i, m := range batch {
-			publish(m.subject, *m.data)
-			putReplyBuf(m.data)
-			batch[i] = outMsg{}
+			publish(m)
+			batch[i] = zero
 		}
 		o.mu.Lock()
 		o.spare = batch
