@@ -10,7 +10,8 @@ import (
 
 const (
 	framerInitial = 512      // an idle connection keeps little memory
-	framerBatch   = 64 << 10 // grown to this when reads fill the buffer
+	framerBurst   = 4 << 10  // a busy connection's reads: a burst of answers at once (lending framers)
+	framerBatch   = 64 << 10 // a larger buffer is given back once its line has gone
 	// A line that outgrows framerLong gets framerLarge at once instead of
 	// doubling its way there, which would leave a trail of buffers behind
 	// (for a 16 MiB line, 15 MiB more), the largest two alive together
@@ -47,6 +48,10 @@ type framer struct {
 	attempt func(uintptr) bool // f.attemptRead, bound once so that it does not allocate
 	readN   int                // what attemptRead read
 	readErr error              // and read(2)'s error
+	// full: the last read filled all the room it was given, so more is
+	// likely waiting; a lending framer then reads into a burst buffer
+	// (framerBurst), one read for what took eight of the initial size.
+	full bool
 }
 
 // idleBufs holds the framers' initial buffers while they wait with
@@ -54,15 +59,31 @@ type framer struct {
 // is idle, and the busy ones share a few. A bounded free list, not a
 // sync.Pool: a GC empties a pool (and the race detector drops a quarter
 // of what is put in one), and every buffer made again is an allocation on
-// the request path.
-var idleBufs = make(chan *[framerInitial]byte, maxIdleBufs)
+// the request path. burstBufs does the same for the burst buffers of
+// busy connections.
+var (
+	idleBufs  = make(chan *[framerInitial]byte, maxIdleBufs)
+	burstBufs = make(chan *[framerBurst]byte, maxBurstBufs)
+)
 
-// maxIdleBufs bounds idleBufs (32 KiB): a buffer given back past it is
-// dropped.
-const maxIdleBufs = 64
+// maxIdleBufs (32 KiB) and maxBurstBufs (64 KiB) bound the free lists: a
+// buffer given back past them is dropped.
+const (
+	maxIdleBufs  = 64
+	maxBurstBufs = 16
+)
 
-// takeBuf is a buffer from idleBufs, or a new one when it is empty.
-func takeBuf() []byte {
+// takeBuf is a buffer from the free lists (a burst buffer when burst),
+// or a new one when the list is empty.
+func takeBuf(burst bool) []byte {
+	if burst {
+		select {
+		case b := <-burstBufs:
+			return b[:]
+		default:
+			return new([framerBurst]byte)[:]
+		}
+	}
 	select {
 	case b := <-idleBufs:
 		return b[:]
@@ -71,8 +92,16 @@ func takeBuf() []byte {
 	}
 }
 
-// giveBuf gives a buffer of framerInitial bytes back to idleBufs.
+// giveBuf gives a buffer of framerInitial or framerBurst bytes back to
+// its free list.
 func giveBuf(b []byte) {
+	if len(b) == framerBurst {
+		select {
+		case burstBufs <- (*[framerBurst]byte)(b):
+		default:
+		}
+		return
+	}
 	select {
 	case idleBufs <- (*[framerInitial]byte)(b):
 	default:
@@ -165,8 +194,18 @@ func (f *framer) fill() error {
 	if pending == 0 && len(f.buf) > framerBatch {
 		f.buf = nil // and a lending framer waits holding none
 	}
-	if pending == 0 && f.raw != nil && !f.discarding && (f.buf == nil || len(f.buf) == framerInitial) {
+	if pending == 0 && f.raw != nil && !f.discarding && (f.buf == nil || f.lent()) {
 		return f.fillLent()
+	}
+	if f.full && f.raw != nil && len(f.buf) == framerInitial && f.bursts() {
+		// A line's start is pending and reads fill the buffer: go on in a
+		// burst buffer.
+		b := takeBuf(true)
+		f.end = copy(b, f.buf[f.start:f.end])
+		f.scanned -= f.start
+		f.start = 0
+		giveBuf(f.buf)
+		f.buf = b
 	}
 	if f.buf == nil {
 		f.buf = make([]byte, framerInitial)
@@ -194,6 +233,7 @@ func (f *framer) fill() error {
 		f.buf = grown
 	}
 	n, err := f.r.Read(f.buf[f.end:])
+	f.full = n == len(f.buf)-f.end
 	f.end += n
 	if f.bytes != nil {
 		f.bytes.Read(n) // lent: r is the descriptor's file, not counting
@@ -214,6 +254,10 @@ func (f *framer) fill() error {
 // given back.
 func (f *framer) fillLent() error {
 	f.start, f.end, f.scanned = 0, 0, 0
+	if burst := f.full && f.bursts(); f.buf != nil && burst != (len(f.buf) == framerBurst) {
+		giveBuf(f.buf) // the other size, for this read
+		f.buf = nil
+	}
 	f.readN, f.readErr = 0, nil
 	if err := f.raw.Read(f.attempt); err != nil {
 		return err // closed while waiting (the reader's read end closed)
@@ -236,7 +280,7 @@ func (f *framer) fillLent() error {
 // when there is nothing to read.
 func (f *framer) attemptRead(fd uintptr) bool {
 	if f.buf == nil {
-		f.buf = takeBuf()
+		f.buf = takeBuf(f.full && f.bursts())
 	}
 	for {
 		n, err := rawRead(fd, f.buf)
@@ -249,6 +293,18 @@ func (f *framer) attemptRead(fd uintptr) bool {
 			return false
 		}
 		f.readN, f.readErr = max(n, 0), err
+		f.full = n == len(f.buf)
 		return true
 	}
 }
+
+// lent reports whether the buffer is one of the free lists' sizes (a
+// lending framer gives it back while it waits).
+func (f *framer) lent() bool {
+	return len(f.buf) == framerInitial || len(f.buf) == framerBurst && f.bursts()
+}
+
+// bursts reports whether this framer reads into burst buffers when reads
+// fill its initial one: not when its line limit is well below one, so
+// that it never holds much more than a line.
+func (f *framer) bursts() bool { return f.max+2 >= framerBurst }

@@ -241,3 +241,47 @@ func TestFramerLendingEndsWhenItsPipeCloses(t *testing.T) {
 		t.Fatal("the framer still waits on a closed pipe")
 	}
 }
+
+// TestFramerReadsABurstInOneBuffer: a lending framer whose read fills its
+// initial buffer goes on in a burst buffer, so that a burst of answers
+// written at once is read in a few reads, not one per initial buffer's
+// worth; the lines come out whole and in order, and the wait after them
+// holds no buffer again.
+func TestFramerReadsABurstInOneBuffer(t *testing.T) {
+	if !lendingReads {
+		t.Skip("reads keep their buffer on this platform")
+	}
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	raw, err := r.SyscallConn()
+	require.NoError(t, err)
+	fr := newFramer(r, 1<<20, func(int) { t.Error("nothing is overlong") })
+	fr.lend(raw, nil)
+
+	var want []string
+	var burst []byte
+	for i := range 12 { // about 2.5 KiB: five initial buffers' worth
+		l := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"text":"%s"}}`, i, strings.Repeat("x", 150))
+		want = append(want, l)
+		burst = append(append(burst, l...), '\n')
+	}
+	_, err = w.Write(burst)
+	require.NoError(t, err)
+	var got []string
+	sizes := map[int]bool{}
+	for range want {
+		line, err := fr.next()
+		require.NoError(t, err)
+		got = append(got, string(line))
+		sizes[len(fr.buf)] = true
+	}
+	assert.Equal(t, want, got)
+	assert.True(t, sizes[framerBurst], "the burst went on in a burst buffer (buffer sizes seen: %v)", sizes)
+
+	require.NoError(t, r.SetReadDeadline(time.Now()))
+	_, err = fr.next()
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	assert.Nil(t, fr.buf, "the framer kept its buffer while it waited")
+}
