@@ -87,8 +87,7 @@ type Client struct {
 	peers     peers                  // the name's hosts and their room, for calls refused before they ran
 	taskHosts taskTable[string]      // the host holding each task this client created (its id)
 
-	out       outbox[*pending] // calls on their way to NATS
-	deadlines deadlines        // one timer for the calls' deadlines
+	out outbox[*pending] // calls on their way to NATS
 
 	mu     sync.Mutex
 	calls  map[int64]*pending // by token
@@ -190,7 +189,6 @@ func (c *Client) Close() error {
 		}
 	}
 	c.mu.Unlock()
-	c.deadlines.stop()
 	for _, s := range subs {
 		s.stop(closedErr("the client was closed", connection.ErrClosed))
 		<-s.Done()
@@ -465,9 +463,8 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 	}))
 	injectTrace(ctx, m.Header)
 
-	// The call's deadline is the soonest of its timeout, its
-	// MaxTotalTimeout and the end of its host's allowed silence; the
-	// client's one timer for all its calls ticks it (deadlines.go).
+	// One timer for the call: it fires at the soonest of its timeout, its
+	// MaxTotalTimeout and the end of its host's allowed silence.
 	t0 := time.Now()
 	var timeoutAt, totalAt time.Time
 	if timeout > 0 {
@@ -485,7 +482,7 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 				next = at
 			}
 		}
-		c.due(p, next.UnixNano())
+		p.timer.Reset(next.Sub(now))
 	}
 	arm(t0)
 
@@ -540,7 +537,7 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 			return nil, "", false, permissionError(fmt.Sprintf("remote: %s on %s was not sent", method, c.name), err)
 		case err := <-p.unsent:
 			return nil, "", false, err
-		case <-p.tick:
+		case <-p.timer.C:
 			now := time.Now()
 			switch {
 			case !timeoutAt.IsZero() && !now.Before(timeoutAt), !totalAt.IsZero() && !now.Before(totalAt):
@@ -574,8 +571,7 @@ type pending struct {
 	out    atomic.Int32   // outIdle, outQueued (in the client's outbox), outAbandoned (queued, its caller gone)
 	method string         // the call's method, for unsent's error
 	heard  atomic.Bool    // a host has sent something for it
-	tick   chan struct{}  // its deadline came (the client's deadlines): see which
-	due    atomic.Int64   // its deadline, unix nanoseconds; 0: none (ticked, or not yet set)
+	timer  *time.Timer    // the call's timeout, MaxTotalTimeout and watchdog, whichever comes first
 	msg    nats.Msg       // the call as sent (nats.go copies it when publishing)
 	hdr    nats.Header
 	opts   []string // the Snodo-Opts header's value
@@ -590,10 +586,12 @@ const (
 )
 
 // pendings are the pendings of calls that ended, for the next calls:
-// their channels and buffers cost nothing more per call.
+// their channels, timer and buffers cost nothing more per call.
 var pendings = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
 	return &pending{final: make(chan *nats.Msg, 1), msgs: make(chan *nats.Msg, progressQueue), denied: make(chan error, 1),
-		unsent: make(chan error, 1), tick: make(chan struct{}, 1), hdr: nats.Header{}, opts: make([]string, 0, 1)}
+		unsent: make(chan error, 1), timer: t, hdr: nats.Header{}, opts: make([]string, 0, 1)}
 }}
 
 // maxPooledRequest bounds the request buffer a pending keeps for the
@@ -605,14 +603,13 @@ func getPending() *pending { return pendings.Get().(*pending) }
 // putPending empties p (no one sends to it any more) and keeps it for
 // the next call.
 func putPending(p *pending) {
-	p.due.Store(0)
+	p.timer.Stop()
 	for drained := false; !drained; {
 		select {
 		case <-p.final:
 		case <-p.msgs:
 		case <-p.denied:
 		case <-p.unsent:
-		case <-p.tick:
 		default:
 			drained = true
 		}

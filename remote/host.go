@@ -524,27 +524,10 @@ func (h *Host) onCall(s *served, r *nats.Msg) {
 // endpoint's delivery goroutine, so it only reserves a slot (refusing at
 // the bound) and hands r off to run on a goroutine counted in wg.
 func (h *Host) admit(r *nats.Msg, wg *sync.WaitGroup, st *endpointStats, run func(reply string, hdr nats.Header, data []byte)) {
-	j, ok := h.accept(r, st, run)
-	if !ok {
-		return
-	}
-	wg.Add(1)
-	j.wg = wg
-	select {
-	case h.work <- j: // an idle worker takes it
-	default:
-		h.workers.Add(1)
-		go h.worker(j)
-	}
-}
-
-// accept reserves a slot for r and makes its job, or refuses r at the
-// bound (ok false: nothing to run).
-func (h *Host) accept(r *nats.Msg, st *endpointStats, run func(reply string, hdr nats.Header, data []byte)) (_ job, ok bool) {
 	t0 := time.Now()
 	reply := r.Reply
 	if reply == "" {
-		return job{}, false // nobody to answer: it must be a request
+		return // nobody to answer: it must be a request
 	}
 	hdr, data := r.Header, r.Data
 	if hdr == nil {
@@ -553,14 +536,21 @@ func (h *Host) accept(r *nats.Msg, st *endpointStats, run func(reply string, hdr
 	if !h.take() {
 		h.refuse(st, reply, data, fmt.Sprintf("host %s holds %d calls (its bound)", h.label, h.cfg.maxHeld))
 		st.record(time.Since(t0))
-		return job{}, false
+		return
 	}
-	return job{st: st, run: run, reply: reply, hdr: hdr, data: data, t0: t0}, true
+	wg.Add(1)
+	j := job{wg: wg, st: st, run: run, reply: reply, hdr: hdr, data: data, t0: t0}
+	select {
+	case h.work <- j: // an idle worker takes it
+	default:
+		h.workers.Add(1)
+		go h.worker(j)
+	}
 }
 
 // job is one call or subscription admitted, for a worker to run.
 type job struct {
-	wg    *sync.WaitGroup // counts it; nil when a receiver runs it (the receiver is counted)
+	wg    *sync.WaitGroup
 	st    *endpointStats
 	run   func(reply string, hdr nats.Header, data []byte)
 	reply string
@@ -603,9 +593,7 @@ func (h *Host) worker(j job) {
 }
 
 func (h *Host) runJob(j job) {
-	if j.wg != nil {
-		defer j.wg.Done()
-	}
+	defer j.wg.Done()
 	defer h.release()
 	j.run(j.reply, j.hdr, j.data)
 	j.st.record(time.Since(j.t0)) // the whole call, not the hand-off

@@ -89,18 +89,11 @@ func (h *Host) addService(s *served) error {
 		_ = v.Stop()
 		return fmt.Errorf("remote: serving %s: %w", s.name, err)
 	}
-	// The call endpoint's calls are taken by receivers (receivers.go).
-	calls, err := h.serve.QueueSubscribeSync(s.subj.call, queue)
-	if err != nil {
-		return fail(err)
-	}
-	_ = calls.SetPendingLimits(-1, -1)
-	v.subs = append(v.subs, calls)
-	h.startReceivers(s, calls)
 	for _, ep := range []struct {
 		subject string
 		handle  func(*nats.Msg)
 	}{
+		{s.subj.call, func(m *nats.Msg) { h.onCall(s, m) }},
 		{s.subj.info, func(m *nats.Msg) { h.onInfo(s, m) }},
 		{s.subj.listen, func(m *nats.Msg) { h.onListen(s, m) }},
 	} {
