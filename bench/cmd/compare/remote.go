@@ -74,6 +74,16 @@ func measureRemote(j job) (map[string]float64, error) {
 			}
 		}
 	}
+	for _, transport := range order {
+		p50, err := rig.Paced(transport, max(j.Count/3, 100))
+		if err != nil {
+			return nil, err
+		}
+		res[remoteMetric(transport, 1, "paced_p50_us")] = p50
+	}
+	if l, b, rm := res[remoteMetric(remotebench.Local, 1, "paced_p50_us")], res[remoteMetric(remotebench.Bare, 1, "paced_p50_us")], res[remoteMetric(remotebench.Remote, 1, "paced_p50_us")]; l > 0 && b > 0 {
+		res["paced_over_bound_us"] = rm - remotebench.P50Bound(b, l)
+	}
 	for i, g := range remotebench.Goals(got) {
 		res[fmt.Sprintf("goal%d_met", i)] = map[bool]float64{true: 1}[g.Met]
 	}
@@ -127,7 +137,7 @@ func renderRemote(s settings, r *results) []byte {
 	for _, g := range remoteGoals(r) {
 		p("- %s\n", g)
 	}
-	p("\n")
+	p("\n%s\n\n", pacedLine(r))
 	notes.write(&b)
 	p("%s", remoteEnd)
 	return b.Bytes()
@@ -218,6 +228,34 @@ func remoteGoals(r *results) []string {
 		out = append(out, name+": n/a")
 	}
 	return out
+}
+
+// pacedLine reports the three ways at 1 in flight paced (Rig.Paced):
+// not a goal, the p50 goal's terms each measured at a remote call's pace.
+func pacedLine(r *results) string {
+	var p50 []string
+	for _, t := range remotebench.Transports {
+		st, ok := summarize(r.values(remoteKey, remoteMetric(t, 1, "paced_p50_us")))
+		if !ok {
+			return "Paced calls: n/a."
+		}
+		p50 = append(p50, st.format(func(v float64) string { return fmt.Sprintf("%.0f µs", v) }))
+	}
+	over, ok := summarize(r.values(remoteKey, "paced_over_bound_us"))
+	if !ok {
+		return "Paced calls: n/a."
+	}
+	met := 0
+	vs := r.values(remoteKey, "paced_over_bound_us")
+	for _, v := range vs {
+		if v <= 0 {
+			met++
+		}
+	}
+	return fmt.Sprintf("Not a goal, the same terms at a remote call's pace: each way measured again at 1 in flight with %d µs of idle before each call, "+
+		"as a remote call's pool call finds its MCP server idle after the call's NATS hops (`remotebench.Paced`). p50: local pool %s, bare nats.go %s, `remote.Client` %s; "+
+		"remote against bare + local + 50 µs, so measured: %s (at or under it in %d of %d runs).",
+		remotebench.Pace.Microseconds(), p50[0], p50[1], p50[2], over.format(func(v float64) string { return fmt.Sprintf("%+.0f µs", v) }), met, len(vs))
 }
 
 // spliceSection puts section in place of report's section between begin

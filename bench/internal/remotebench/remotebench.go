@@ -150,6 +150,32 @@ func (r *Rig) Close() {
 // Call is one call the given way (Local, Bare or Remote).
 func (r *Rig) Call(transport string) func() error { return r.calls[transport] }
 
+// Pace is the gap between calls of Paced: about a remote call's own
+// latency, so that between a paced call's hops the processes and their
+// CPUs sit idle as long as they do between a remote call's.
+const Pace = 250 * time.Microsecond
+
+// Paced makes n calls the given way one at a time, sleeping Pace before
+// each, and returns their p50 in µs (the sleeps left out). A call in a
+// closed loop finds its processes just woken by the call before; a paced
+// one finds them idle, as a remote call's pool call finds its MCP server
+// after the call's NATS hops: the p50 bound of issue 30 adds bare's and a
+// local call's p50, which this measures at a remote call's pace.
+func (r *Rig) Paced(transport string, n int) (float64, error) {
+	call := r.calls[transport]
+	lat := make([]time.Duration, n)
+	for i := range n {
+		time.Sleep(Pace)
+		c0 := time.Now()
+		if err := call(); err != nil {
+			return 0, fmt.Errorf("%s: %w", transport, err)
+		}
+		lat[i] = time.Since(c0)
+	}
+	slices.Sort(lat)
+	return float64(lat[n/2].Nanoseconds()) / 1e3, nil
+}
+
 // Figures are one row's figures. Host figures are the host's (the bare
 // responder's on the Bare row) and NATS the NATS server's; both are zero
 // on the Local row. The host's CPU leaves out its MCP server's (a process
