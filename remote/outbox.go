@@ -27,8 +27,8 @@ type outbox[T any] struct {
 }
 
 // send queues m and publishes the outbox, with publish, when no
-// goroutine is doing so. publish must not block for long: the senders
-// that queued behind it wait for it.
+// goroutine is doing so. publish must not block for long: the messages
+// queued behind it wait for it (their senders do not).
 func (o *outbox[T]) send(m T, publish func(T)) {
 	o.mu.Lock()
 	o.queued = append(o.queued, m)
