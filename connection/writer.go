@@ -51,13 +51,14 @@ const (
 // no goroutine hand-off; see company for the other case); whatever that
 // attempt could not write, and every line that arrives while a write is
 // under way, goes to a queue that one goroutine writes out in batches of
-// about a pipe's worth. That goroutine runs only while there is something
-// to write: started by the first line queued, it exits once the queue is
-// empty (or a direct write is under way, whose caller starts it again if
-// lines are left), so an idle connection has no writer goroutine. A
-// stalled write (a server that stopped reading)
-// therefore never holds up a caller's timer, the reader, or the
-// connection actor.
+// about a pipe's worth (its first round made, when it can be without
+// waiting, by the caller that would start it: flushInline). That
+// goroutine runs only while there is something to write: started by the
+// first line queued, it exits once the queue is empty (or a direct write
+// is under way, whose caller starts it again if lines are left), so an
+// idle connection has no writer goroutine. A stalled write (a server that
+// stopped reading) therefore never holds up a caller's timer, the reader,
+// or the connection actor.
 //
 // The queue is bounded in bytes (see lineCaller, lineOwn), and a line
 // still in the queue can be dropped by its caller (drop): a request that
@@ -210,7 +211,7 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, don
 		}
 		start := w.startLocked()
 		w.mu.Unlock()
-		if start {
+		if start && (done != nil || w.raw == nil || !w.flushInline()) {
 			go w.runFn()
 		}
 		return t, nil
@@ -499,6 +500,66 @@ func (w *writer) run() {
 			return
 		}
 	}
+}
+
+// flushInline does the goroutine's first round on the goroutine of the
+// caller that would start it, without waiting on the pipe: it yields
+// once (as run does, so that the callers woken with this one queue
+// theirs), takes the batch and makes one non-blocking write of it. It
+// reports whether that was all; false: the goroutine must run (the
+// caller holds its role, running) for what the pipe did not take, the
+// lines queued meanwhile, a line someone waits on, or the close.
+//
+// A burst of requests then costs no goroutine started and ended, and no
+// hand-off to one. What the pipe did not take goes back first in the
+// queue, pinned: it was taken, as the goroutine's batch is, and can no
+// longer be dropped (counted as callers' bytes, the bound's stricter
+// share).
+func (w *writer) flushInline() bool {
+	if w.company != nil && w.company() {
+		runtime.Gosched()
+	}
+	w.mu.Lock()
+	if w.busy || w.closing || w.err != nil || w.live == 0 || w.awaited() {
+		w.mu.Unlock()
+		return false
+	}
+	w.take() // no waiters: awaited
+	batch := w.batch
+	w.busy, w.writing = true, len(batch)
+	w.mu.Unlock()
+
+	n := w.tryWrite(batch)
+	w.bytes.Written(n)
+	w.written.Add(int64(n))
+
+	w.mu.Lock()
+	w.idleLocked()
+	if n < len(batch) {
+		w.pushFront(batch[n:], 0, false)
+	}
+	if cap(w.batch) > keepBytes {
+		w.batch = nil
+	}
+	if w.live > 0 || w.closing {
+		w.mu.Unlock()
+		return false
+	}
+	w.running = false
+	w.mu.Unlock()
+	return true
+}
+
+// awaited reports whether a queued line has a caller waiting for its
+// write (appendAndWait): only the goroutine writes those. The caller
+// holds mu.
+func (w *writer) awaited() bool {
+	for _, s := range w.segs[w.segHead:] {
+		if s.done != nil && !s.dropped {
+			return true
+		}
+	}
+	return false
 }
 
 // lastLook calls beforeClose, if set.
