@@ -226,17 +226,7 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, don
 	if w.trace != nil {
 		w.traceSent(line)
 	}
-	w.mu.Unlock()
-
-	n := w.tryWrite(line)
-	w.bytes.Written(n)
-	w.written.Add(int64(n))
-
-	w.mu.Lock()
-	w.idleLocked()
-	if n < len(line) { // the rest goes first, before lines queued meanwhile
-		w.pushFront(line[n:], t, kind == lineOwn)
-	}
+	w.attemptLocked(line, t, kind == lineOwn)
 	if add != nil && cap(line) <= batchBytes {
 		w.direct = line[:0]
 	}
@@ -527,17 +517,7 @@ func (w *writer) flushInline() bool {
 	w.take() // no waiters: awaited
 	batch := w.batch
 	w.busy, w.writing = true, len(batch)
-	w.mu.Unlock()
-
-	n := w.tryWrite(batch)
-	w.bytes.Written(n)
-	w.written.Add(int64(n))
-
-	w.mu.Lock()
-	w.idleLocked()
-	if n < len(batch) {
-		w.pushFront(batch[n:], 0, false)
-	}
+	w.attemptLocked(batch, 0, false)
 	if cap(w.batch) > keepBytes {
 		w.batch = nil
 	}
@@ -548,6 +528,24 @@ func (w *writer) flushInline() bool {
 	w.running = false
 	w.mu.Unlock()
 	return true
+}
+
+// attemptLocked makes the one non-blocking write of b that the caller
+// holding busy is allowed (the direct path's line, flushInline's batch):
+// it lets go of mu for the write, then ends the write under way and puts
+// what the pipe did not take first in the queue, pinned, with ticket t
+// (0: none to drop it by) and counted as the connection's own when own.
+// The caller holds mu, and holds it again on return.
+func (w *writer) attemptLocked(b []byte, t uint64, own bool) {
+	w.mu.Unlock()
+	n := w.tryWrite(b)
+	w.bytes.Written(n)
+	w.written.Add(int64(n))
+	w.mu.Lock()
+	w.idleLocked()
+	if n < len(b) { // the rest goes first, before lines queued meanwhile
+		w.pushFront(b[n:], t, own)
+	}
 }
 
 // awaited reports whether a queued line has a caller waiting for its
