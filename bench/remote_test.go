@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 
@@ -13,7 +14,10 @@ import (
 // directly (local), a bare nats.go request/reply answered by a subscriber
 // that echoes the payload (bare-nats: two messages through the NATS
 // server and nothing else), and a remote.Client call to a remote.Host
-// serving the pool (remote), at 1 and 16 in flight.
+// serving the pool (remote), at 1 and 16 in flight; and at 1 in flight,
+// bare request/reply whose subscriber makes the same pool call before it
+// answers (bare-pool: a remote call's hops with nothing of package remote
+// between them, the least any remote call can cost).
 //
 // Three processes, so that each side's allocations are its own: the NATS
 // server, the host and the bare responder, and the callers (this
@@ -39,7 +43,11 @@ func BenchmarkRemote(b *testing.B) {
 	defer rig.Close()
 	got := map[string]remotebench.Figures{}
 	for _, inFlight := range []int{1, 16} {
-		for _, transport := range remotebench.Transports {
+		transports := remotebench.Transports
+		if inFlight == remotebench.BarePoolInFlight {
+			transports = append(slices.Clone(transports), remotebench.BarePool)
+		}
+		for _, transport := range transports {
 			b.Run("transport="+transport+"/inflight="+strconv.Itoa(inFlight), func(b *testing.B) {
 				if err := rig.Warm(transport, 1000); err != nil {
 					b.Fatal(err)
@@ -74,5 +82,8 @@ func BenchmarkRemote(b *testing.B) {
 			verdict = "met"
 		}
 		b.Logf("goal %s: %s: %s", g.Name, g.Detail, verdict)
+	}
+	if over, remoteOver, ok := remotebench.BarePoolGap(got); ok {
+		b.Logf("not a goal: bare-pool (bare request/reply + the pool call) %+.0f µs from the p50 bound; remote %+.0f µs over bare-pool", over, remoteOver)
 	}
 }

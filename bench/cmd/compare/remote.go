@@ -31,16 +31,16 @@ func remoteMetric(transport string, inFlight int, metric string) string {
 
 // measureRemote is one run of the remote measurement: the NATS server and
 // the host as children of this child, every row measured once (j.Count
-// calls at 1 in flight, four times as many at 16), the order of the three
-// ways rotated from run to run (j.Run) so that drift on the machine does
-// not favour one of them.
+// calls at 1 in flight, four times as many at 16; bare-pool at 1 in flight
+// only), the order of the ways rotated from run to run (j.Run) so that
+// drift on the machine does not favour one of them.
 func measureRemote(j job) (map[string]float64, error) {
 	rig, err := remotebench.Start(j.Server)
 	if err != nil {
 		return nil, err
 	}
 	defer rig.Close()
-	order := slices.Clone(remotebench.Transports)
+	order := append(slices.Clone(remotebench.Transports), remotebench.BarePool)
 	k := j.Run % len(order)
 	order = append(order[k:], order[:k]...)
 	res := map[string]float64{}
@@ -56,6 +56,9 @@ func measureRemote(j job) (map[string]float64, error) {
 			n *= 4
 		}
 		for _, transport := range order {
+			if transport == remotebench.BarePool && inFlight != remotebench.BarePoolInFlight {
+				continue
+			}
 			f, err := rig.Measure(transport, n, inFlight, remotebench.Hooks{})
 			if err != nil {
 				return nil, err
@@ -75,6 +78,9 @@ func measureRemote(j job) (map[string]float64, error) {
 		}
 	}
 	for _, transport := range order {
+		if transport == remotebench.BarePool {
+			continue
+		}
 		p50, err := rig.Paced(transport, max(j.Count/3, 100))
 		if err != nil {
 			return nil, err
@@ -90,6 +96,9 @@ func measureRemote(j job) (map[string]float64, error) {
 	local1, bare1, remote1 := got[remotebench.Row(remotebench.Local, 1)], got[remotebench.Row(remotebench.Bare, 1)], got[remotebench.Row(remotebench.Remote, 1)]
 	res["p50_bound_us"] = remotebench.P50Bound(bare1.P50, local1.P50)
 	res["p50_over_bound_us"] = remote1.P50 - res["p50_bound_us"]
+	if over, remoteOver, ok := remotebench.BarePoolGap(got); ok {
+		res["barepool_over_bound_us"], res["remote_over_barepool_us"] = over, remoteOver
+	}
 	if bare16 := got[remotebench.Row(remotebench.Bare, 16)]; bare16.CallsPerSec > 0 {
 		res["ratio16"] = got[remotebench.Row(remotebench.Remote, 16)].CallsPerSec / bare16.CallsPerSec
 	}
@@ -107,14 +116,24 @@ func renderRemote(s settings, r *results) []byte {
 		"The same `tools/call` to a one-member pool of the fast server three ways, in one run and on one NATS server (run in process, `internal/natsembed`): "+
 		"through the pool directly (local pool), as a bare nats.go request/reply answered by a subscriber that echoes the payload "+
 		"(bare nats.go: two messages through the NATS server and nothing else, the floor of any call over NATS), and through a `remote.Client` "+
-		"to a `remote.Host` serving the pool. The NATS server and the host (with the bare responder beside it) are processes of their own, "+
-		"so each side's allocations and CPU are its own; the host's CPU leaves out its MCP server's. The order of the three ways rotates from run to run "+
+		"to a `remote.Host` serving the pool; and at 1 in flight only, bare request/reply whose subscriber makes the same call on a pool of its own before it answers "+
+		"(bare nats.go + pool call: a remote call's hops with nothing of package `remote` between them, so the least any remote call can cost; it answers one call at a time). "+
+		"The NATS server and the host (with the bare responders beside it) are processes of their own, "+
+		"so each side's allocations and CPU are its own; the host's CPU leaves out its MCP server's. The order of the ways rotates from run to run "+
 		"(`bench/internal/remotebench`; `BenchmarkRemote` measures the same rows).\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), snodoVersion(), s.remoteRuns, s.remoteCalls, 4*s.remoteCalls, loadAvg())
 	p("| | p50 µs, 1 in flight | p99 µs, 1 in flight | calls/s, 16 in flight | × bare | p50 µs, 16 in flight | p99 µs, 16 in flight | allocs/call, caller | allocs/call, host | CPU µs/call at 16: caller | host | NATS server |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	names := map[string]string{remotebench.Local: "local pool", remotebench.Bare: "bare nats.go request/reply", remotebench.Remote: "`remote.Client`"}
-	for _, t := range remotebench.Transports {
+	names := map[string]string{remotebench.Local: "local pool", remotebench.Bare: "bare nats.go request/reply", remotebench.Remote: "`remote.Client`",
+		remotebench.BarePool: "bare nats.go + pool call"}
+	for _, t := range append(slices.Clone(remotebench.Transports), remotebench.BarePool) {
+		if t == remotebench.BarePool {
+			m := func(name string) string {
+				return r.cell(remoteKey, remoteMetric(t, remotebench.BarePoolInFlight, name), human, notes)
+			}
+			p("| %s | %s | %s | — | — | — | — | %s | %s | — | — | — |\n", names[t], m("p50_us"), m("p99_us"), m("allocs"), m("host_allocs"))
+			continue
+		}
 		m := func(inFlight int, name string) string {
 			return r.cell(remoteKey, remoteMetric(t, inFlight, name), human, notes)
 		}
@@ -132,12 +151,12 @@ func renderRemote(s settings, r *results) []byte {
 			m(1, "p50_us"), m(1, "p99_us"), m(16, "calls"), ratio, m(16, "p50_us"), m(16, "p99_us"),
 			m(1, "allocs"), host(1, "host_allocs"), m(16, "cpu_us"), host(16, "host_cpu_us"), host(16, "nats_cpu_us"))
 	}
-	p("\nAllocations are per call at 1 in flight, every goroutine of the process counted (`runtime.MemStats`); the bare row's host column is the responder's. CPU is user+system time (`getrusage`) of each process over the phase, per call.\n\n")
+	p("\nAllocations are per call at 1 in flight, every goroutine of the process counted (`runtime.MemStats`); the bare rows' host column is their responder's. CPU is user+system time (`getrusage`) of each process over the phase, per call.\n\n")
 	p("### snodo against the remote goals\n\n")
 	for _, g := range remoteGoals(r) {
 		p("- %s\n", g)
 	}
-	p("\n%s\n\n", pacedLine(r))
+	p("\n%s\n\n%s\n\n", barePoolLine(r), pacedLine(r))
 	notes.write(&b)
 	p("%s", remoteEnd)
 	return b.Bytes()
@@ -228,6 +247,28 @@ func remoteGoals(r *results) []string {
 		out = append(out, name+": n/a")
 	}
 	return out
+}
+
+// barePoolLine reports the bare-pool row against the p50 goal: not a
+// goal, the least any remote call costs at 1 in flight, against the
+// goal's bound, and how far remote.Client lies over it.
+func barePoolLine(r *results) string {
+	over, ok1 := summarize(r.values(remoteKey, "barepool_over_bound_us"))
+	remoteOver, ok2 := summarize(r.values(remoteKey, "remote_over_barepool_us"))
+	if !ok1 || !ok2 {
+		return "Bare nats.go + pool call: n/a."
+	}
+	met := 0
+	vs := r.values(remoteKey, "barepool_over_bound_us")
+	for _, v := range vs {
+		if v <= 0 {
+			met++
+		}
+	}
+	signed := func(v float64) string { return fmt.Sprintf("%+.0f µs", v) }
+	return fmt.Sprintf("Not a goal, the p50 goal's floor: bare nats.go + pool call, a remote call's hops with nothing of package `remote` between them, "+
+		"lies %s from the goal's bound (at or under it in %d of %d runs); `remote.Client` lies %s over it.",
+		over.format(signed), met, len(vs), remoteOver.format(signed))
 }
 
 // pacedLine reports the three ways at 1 in flight paced (Rig.Paced):

@@ -4,7 +4,9 @@
 // pool directly (Local), as a bare nats.go request/reply answered by a
 // subscriber that echoes the payload (Bare: two messages through the NATS
 // server and nothing else), and through a remote.Client to a remote.Host
-// serving the pool (Remote).
+// serving the pool (Remote). A fourth way, BarePool, is measured at 1 in
+// flight only: bare request/reply whose subscriber makes the same pool
+// call before it answers, the least any remote call can cost.
 //
 // Three processes, so that each side's allocations are its own: the NATS
 // server (internal/natsembed), the host with the bare responder beside it,
@@ -20,6 +22,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -47,10 +50,30 @@ const (
 	Local  = "local"     // through the pool directly
 	Bare   = "bare-nats" // bare nats.go request/reply, echoed
 	Remote = "remote"    // remote.Client to remote.Host
+
+	// BarePool is bare request/reply whose subscriber, beside the host,
+	// makes the same call on a pool of its own before it answers, on its
+	// delivery goroutine: the hops of a remote call (caller, NATS server,
+	// host, MCP server, and back) with nothing of package remote between
+	// them, so the least any remote call can cost. It answers one call at
+	// a time, so it is measured at 1 in flight only (BarePoolInFlight).
+	BarePool = "bare-pool"
 )
 
-// Transports are the three ways, floor and parts first.
+// Transports are the three ways measured at every number of calls in
+// flight, the parts first.
 var Transports = []string{Local, Bare, Remote}
+
+// BarePoolInFlight is the one number of calls in flight BarePool is measured
+// at.
+const BarePoolInFlight = 1
+
+// BarePool's subscriber answers on barePoolSubject; a pool call that failed
+// answers with its error in the barePoolErr header.
+const (
+	barePoolSubject = "barepool.call"
+	barePoolErr     = "BarePool-Error"
+)
 
 // The children: this binary run again with childEnv set to its role.
 const (
@@ -124,6 +147,13 @@ func Start(serverBin string) (*Rig, error) {
 			_, err := r.client.Request(context.Background(), "tools/call", params)
 			return err
 		},
+		BarePool: func() error {
+			m, err := r.bare.RequestWithContext(context.Background(), barePoolSubject, raw)
+			if err == nil && m.Header.Get(barePoolErr) != "" {
+				err = errors.New("bare-pool: " + m.Header.Get(barePoolErr))
+			}
+			return err
+		},
 	}
 	return r, nil
 }
@@ -147,7 +177,7 @@ func (r *Rig) Close() {
 	}
 }
 
-// Call is one call the given way (Local, Bare or Remote).
+// Call is one call the given way (Local, Bare, Remote or BarePool).
 func (r *Rig) Call(transport string) func() error { return r.calls[transport] }
 
 // Pace is the gap between calls of Paced: about a remote call's own
@@ -177,7 +207,7 @@ func (r *Rig) Paced(transport string, n int) (float64, error) {
 }
 
 // Figures are one row's figures. Host figures are the host's (the bare
-// responder's on the Bare row) and NATS the NATS server's; both are zero
+// responder's on the Bare and BarePool rows) and NATS the NATS server's; both are zero
 // on the Local row. The host's CPU leaves out its MCP server's (a process
 // of its own).
 type Figures struct {
@@ -305,6 +335,21 @@ func Row(transport string, inFlight int) string {
 // P50Bound is the p50 goal at 1 in flight: bare request/reply plus a
 // local call plus 50 µs.
 func P50Bound(bare1, local1 float64) float64 { return bare1 + local1 + 50 }
+
+// BarePoolGap is, from one run's figures, how far BarePool's p50 at 1 in
+// flight lies over the p50 bound (P50Bound; negative: under it) and how
+// far Remote's lies over BarePool's, in µs; ok is false when a row is
+// missing.
+func BarePoolGap(got map[string]Figures) (barePoolOverBound, remoteOverBarePool float64, ok bool) {
+	local1, okL := got[Row(Local, 1)]
+	bare1, okB := got[Row(Bare, 1)]
+	remote1, okR := got[Row(Remote, 1)]
+	barePool1, okP := got[Row(BarePool, BarePoolInFlight)]
+	if !okL || !okB || !okR || !okP {
+		return 0, 0, false
+	}
+	return barePool1.P50 - P50Bound(bare1.P50, local1.P50), remote1.P50 - barePool1.P50, true
+}
 
 // ThroughputGoal is the least ratio of remote to bare calls/s at 16 in
 // flight.
@@ -528,6 +573,24 @@ func runChild(role string) error {
 		}
 		defer responder.Close()
 		if _, err := responder.QueueSubscribe("bare.call", "bare", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+			return err
+		}
+		// BarePool's subscriber: the pool call on the delivery goroutine,
+		// its result the answer, or its error in a header of its own.
+		barePool, err := supervisor.NewPool(context.Background(), snodo.Command(os.Getenv(serverEnv), "-fast"), 1)
+		if err != nil {
+			return err
+		}
+		defer barePool.Close()
+		if _, err := responder.QueueSubscribe(barePoolSubject, "bare", func(m *nats.Msg) {
+			params := json.RawMessage(m.Data)
+			res, err := barePool.Request(context.Background(), "tools/call", &params)
+			if err != nil {
+				_ = m.RespondMsg(&nats.Msg{Header: nats.Header{barePoolErr: {err.Error()}}})
+				return
+			}
+			_ = m.Respond(res)
+		}); err != nil {
 			return err
 		}
 		if err := responder.Flush(); err != nil {
