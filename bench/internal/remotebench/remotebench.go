@@ -64,12 +64,12 @@ const (
 // flight, the parts first.
 var Transports = []string{Local, Bare, Remote}
 
-// BarePoolInFlight is the one number of calls in flight BarePool is measured
-// at.
+// BarePoolInFlight is the one number of calls in flight BarePool is
+// measured at.
 const BarePoolInFlight = 1
 
-// BarePool's subscriber answers on barePoolSubject; a pool call that failed
-// answers with its error in the barePoolErr header.
+// BarePool's subscriber answers on barePoolSubject; a pool call that
+// failed answers with its error in the barePoolErr header.
 const (
 	barePoolSubject = "barepool.call"
 	barePoolErr     = "BarePool-Error"
@@ -207,9 +207,9 @@ func (r *Rig) Paced(transport string, n int) (float64, error) {
 }
 
 // Figures are one row's figures. Host figures are the host's (the bare
-// responder's on the Bare and BarePool rows) and NATS the NATS server's; both are zero
-// on the Local row. The host's CPU leaves out its MCP server's (a process
-// of its own).
+// responders' on the Bare and BarePool rows) and NATS the NATS server's;
+// both are zero on the Local row. The host's CPU leaves out its MCP
+// server's (a process of its own).
 type Figures struct {
 	Calls       int
 	Wall        time.Duration
