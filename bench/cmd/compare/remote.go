@@ -210,7 +210,7 @@ func remoteGoals(r *results) []string {
 	if ok1 && ok2 && ok3 && ok4 {
 		bound := remotebench.P50Bound(bare1, local1)
 		out = append(out, name+": "+verdict(over.med <= 0, fmt.Sprintf("remote's p50 minus its own run's bound: %s, %s (medians over the runs: remote %s, bound %s + %s + 50 = %s)",
-			over.format(func(v float64) string { return fmt.Sprintf("%+.0f µs", v) }), runsMet(0), us(remote1), us(bare1), us(local1), us(bound))))
+			over.format(signedUs), runsMet(0), us(remote1), us(bare1), us(local1), us(bound))))
 	} else {
 		out = append(out, name+": n/a")
 	}
@@ -253,23 +253,33 @@ func remoteGoals(r *results) []string {
 // goal, the least any remote call costs at 1 in flight, against the
 // goal's bound, and how far remote.Client lies over it.
 func barePoolLine(r *results) string {
-	over, ok1 := summarize(r.values(remoteKey, "barepool_over_bound_us"))
+	over, met, runs, ok1 := r.overBound("barepool_over_bound_us")
 	remoteOver, ok2 := summarize(r.values(remoteKey, "remote_over_barepool_us"))
 	if !ok1 || !ok2 {
 		return "Bare nats.go + pool call: n/a."
 	}
-	met := 0
-	vs := r.values(remoteKey, "barepool_over_bound_us")
-	for _, v := range vs {
-		if v <= 0 {
-			met++
-		}
-	}
-	signed := func(v float64) string { return fmt.Sprintf("%+.0f µs", v) }
 	return fmt.Sprintf("Not a goal, the p50 goal's floor: bare nats.go + pool call, a remote call's hops with nothing of package `remote` between them, "+
 		"lies %s from the goal's bound (at or under it in %d of %d runs); `remote.Client` lies %s over it.",
-		over.format(signed), met, len(vs), remoteOver.format(signed))
+		over.format(signedUs), met, runs, remoteOver.format(signedUs))
 }
+
+// overBound summarizes a remote metric that is, run by run, a figure
+// minus its bound, and counts the runs at or under the bound.
+func (r *results) overBound(metric string) (over stat, atOrUnder, runs int, ok bool) {
+	vs := r.values(remoteKey, metric)
+	if over, ok = summarize(vs); !ok {
+		return stat{}, 0, 0, false
+	}
+	for _, v := range vs {
+		if v <= 0 {
+			atOrUnder++
+		}
+	}
+	return over, atOrUnder, len(vs), true
+}
+
+// signedUs formats a difference in µs with its sign.
+func signedUs(v float64) string { return fmt.Sprintf("%+.0f µs", v) }
 
 // pacedLine reports the three ways at 1 in flight paced (Rig.Paced):
 // not a goal, the p50 goal's terms each measured at a remote call's pace.
@@ -282,21 +292,14 @@ func pacedLine(r *results) string {
 		}
 		p50 = append(p50, st.format(func(v float64) string { return fmt.Sprintf("%.0f µs", v) }))
 	}
-	over, ok := summarize(r.values(remoteKey, "paced_over_bound_us"))
+	over, met, runs, ok := r.overBound("paced_over_bound_us")
 	if !ok {
 		return "Paced calls: n/a."
-	}
-	met := 0
-	vs := r.values(remoteKey, "paced_over_bound_us")
-	for _, v := range vs {
-		if v <= 0 {
-			met++
-		}
 	}
 	return fmt.Sprintf("Not a goal, the same terms at a remote call's pace: each way measured again at 1 in flight with %d µs of idle before each call, "+
 		"as a remote call's pool call finds its MCP server idle after the call's NATS hops (`remotebench.Paced`). p50: local pool %s, bare nats.go %s, `remote.Client` %s; "+
 		"remote against bare + local + 50 µs, so measured: %s (at or under it in %d of %d runs).",
-		remotebench.Pace.Microseconds(), p50[0], p50[1], p50[2], over.format(func(v float64) string { return fmt.Sprintf("%+.0f µs", v) }), met, len(vs))
+		remotebench.Pace.Microseconds(), p50[0], p50[1], p50[2], over.format(signedUs), met, runs)
 }
 
 // spliceSection puts section in place of report's section between begin
