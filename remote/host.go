@@ -119,7 +119,7 @@ type Host struct {
 	id     string
 	label  string
 	cfg    config
-	serve  *nats.Conn // the service endpoints: drained first at shutdown
+	serve  *nats.Conn // the service endpoints, and most results (publishResult): drained first at shutdown
 	reply  *nats.Conn // replies, heartbeats, events, cancels, keep-alives
 	served []*served
 	ctl    *nats.Subscription
@@ -146,11 +146,12 @@ type Host struct {
 	cancelList  []string
 	subs        map[string]*hostSub
 	draining    bool
+	serveOpen   atomic.Bool    // results may leave on serve: set once connected, cleared as the drain starts
 	lost        error          // why the host stopped on its own (its NATS connection closed for good)
 	unwatch2    []func()       // stop the NATS state watches
 	healthStop  chan struct{}  // closed when the drain starts: the health watches end
 	healthWG    sync.WaitGroup // the health watches
-	out         outbox[outMsg] // results on their way to the reply connection
+	out         outbox[outMsg] // results on their way to NATS (publishResult)
 	beatTimer   *time.Timer    // the held calls' heartbeats (beatCalls); nil until the first call; guarded by mu
 	beatAt      int64          // when beatTimer fires, unix nanoseconds; 0: not armed; guarded by mu
 	beatsOff    bool           // the calls are over (Shutdown): no more heartbeats; guarded by mu
@@ -318,6 +319,7 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 		}
 		return fmt.Errorf("remote: NewHost: flushing its subscriptions to NATS: %w", err)
 	}
+	h.serveOpen.Store(true)
 	return nil
 }
 
@@ -430,6 +432,7 @@ func (h *Host) Close() error {
 func (h *Host) shutdown(ctx context.Context) error {
 	defer close(h.stopped)
 	h.unwatch()
+	h.serveOpen.Store(false) // the last results leave on reply, which outlives serve
 	h.mu.Lock()
 	h.draining = true
 	for _, s := range h.served {
@@ -704,7 +707,7 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 		h.answer(s, reply, env.ID, raw, nil, false) // with Snodo-Host: where the task's later calls go
 		return
 	}
-	h.answerResult(s, reply, env.ID, raw, opts.era)
+	h.answerResult(s, reply, env.ID, raw, opts.era, !opts.progress)
 }
 
 // optsRead is one Snodo-Opts value read (callOptsOf), with the request
@@ -793,7 +796,11 @@ func (h *Host) answer(s *served, reply string, id, result []byte, e *jsonrpc.Err
 // answerResult publishes a call's result: the JSON-RPC response and no
 // header, but Snodo-Era when the caller asked for it (withEra). Its bytes
 // are built in a reused buffer: nats.go copies them when publishing.
-func (h *Host) answerResult(s *served, reply string, id, result []byte, withEra bool) {
+// onServe lets it leave on the serving connection (publishResult): a call
+// that asked for progress has its updates on the reply connection, and
+// NATS keeps order only within one connection, so its result follows them
+// there.
+func (h *Host) answerResult(s *served, reply string, id, result []byte, withEra, onServe bool) {
 	era := ""
 	if withEra {
 		era = s.era()
@@ -801,7 +808,7 @@ func (h *Host) answerResult(s *served, reply string, id, result []byte, withEra 
 	bp := replyBufs.Get().(*[]byte)
 	*bp = trimNL(jsonrpc.AppendResult((*bp)[:0], id, result))
 	if era == "" && int64(len(*bp)) <= h.reply.MaxPayload()-1024 {
-		h.out.send(outMsg{reply, bp}, h.publishResult) // returns bp to replyBufs
+		h.out.send(outMsg{reply, bp, onServe}, h.publishResult) // returns bp to replyBufs
 		return
 	}
 	putReplyBuf(bp)
@@ -809,19 +816,30 @@ func (h *Host) answerResult(s *served, reply string, id, result []byte, withEra 
 }
 
 // outMsg is one result: its subject and its bytes, in a replyBufs buffer
-// that goes back to the pool once published.
+// that goes back to the pool once published, and whether it may leave
+// on the serving connection.
 type outMsg struct {
 	subject string
 	data    *[]byte
+	onServe bool
 }
 
 // publishResult publishes a result built by answerResult (nats.go copies
-// it) and gives its buffer back to replyBufs.
+// it) and gives its buffer back to replyBufs. A result that may leaves on
+// the serving connection, the one its call came in on, while that is up
+// and not draining: at 1 in flight a result so sent reached its caller
+// about 7 µs sooner than on the reply connection, whose goroutines and
+// socket sat idle since the call before. Otherwise, or when that publish
+// fails (the drain closed the connection meanwhile), it leaves on the
+// reply connection, which outlives the serving one at shutdown.
 func (h *Host) publishResult(m outMsg) {
+	defer putReplyBuf(m.data)
+	if m.onServe && h.serveOpen.Load() && h.serve.IsConnected() && h.serve.Publish(m.subject, *m.data) == nil {
+		return
+	}
 	if err := h.reply.Publish(m.subject, *m.data); err != nil {
 		h.cfg.logger.Debug("remote: publish failed", "subject", m.subject, "error", err)
 	}
-	putReplyBuf(m.data)
 }
 
 // replyBufs are the buffers answerResult builds replies in.

@@ -47,6 +47,50 @@ func TestRequestRoundTrip(t *testing.T) {
 	assert.Equal(t, "modern", info.Era)
 }
 
+// TestResultsLeaveOnTheConnectionTheirCallCameIn: a result leaves on the
+// host's serving connection, unless its call asked for progress (the
+// updates leave on the reply connection, and NATS keeps order only within
+// one connection) or the host is draining (the serving connection closes
+// first).
+func TestResultsLeaveOnTheConnectionTheirCallCameIn(t *testing.T) {
+	e := natsServer(t)
+	h := host(t, e, "echo", 1)
+	c := client(t, e, "echo")
+	ctx := ctxFor(t, 20*time.Second)
+	_, err := c.Request(ctx, "test/echo", nil) // the first call also learns the era, on the reply connection
+	require.NoError(t, err)
+	sent := func() (serve, reply uint64) { return h.serve.Stats().OutMsgs, h.reply.Stats().OutMsgs }
+
+	serve0, reply0 := sent()
+	_, err = c.Request(ctx, "test/echo", map[string]any{"a": 1})
+	require.NoError(t, err)
+	serve1, reply1 := sent()
+	assert.Equal(t, serve0+1, serve1, "the result left on the serving connection")
+	assert.Equal(t, reply0, reply1)
+
+	var got []snodo.Progress
+	_, err = c.Request(ctx, "test/progress", map[string]any{"count": 3, "intervalMs": 10},
+		snodo.OnProgress(func(p snodo.Progress) { got = append(got, p) }))
+	require.NoError(t, err)
+	assert.Len(t, got, 3, "every update came before the result")
+	serve2, reply2 := sent()
+	assert.Equal(t, serve1, serve2, "a call with progress has its result on the reply connection")
+	assert.Equal(t, reply1+4, reply2, "three updates and the result")
+
+	// A call held as the drain starts answers on the reply connection.
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Request(ctx, "test/sleep", map[string]any{"ms": 300})
+		done <- err
+	}()
+	testutil.Eventually(t, func() bool { return h.served[0].inFlight.Load() == 1 }, 10*time.Second, "the call is held")
+	require.NoError(t, h.Shutdown(ctx))
+	require.NoError(t, <-done)
+	serve3, reply3 := sent()
+	assert.Equal(t, serve2, serve3, "nothing left on the serving connection once the drain began")
+	assert.Greater(t, reply3, reply2)
+}
+
 func TestNoHost(t *testing.T) {
 	e := natsServer(t)
 	c := client(t, e, "nobody")
