@@ -55,7 +55,7 @@ func TestRequestRoundTrip(t *testing.T) {
 func TestResultsLeaveOnTheConnectionTheirCallCameIn(t *testing.T) {
 	e := natsServer(t)
 	h := host(t, e, "echo", 1)
-	c := client(t, e, "echo")
+	c := client(t, e, "echo", WithHeartbeat(time.Minute)) // no heartbeat on the reply connection meanwhile
 	ctx := ctxFor(t, 20*time.Second)
 	_, err := c.Request(ctx, "test/echo", nil) // the first call also learns the era, on the reply connection
 	require.NoError(t, err)
