@@ -1,7 +1,6 @@
 package bench_test
 
 import (
-	"slices"
 	"strconv"
 	"testing"
 
@@ -43,11 +42,7 @@ func BenchmarkRemote(b *testing.B) {
 	defer rig.Close()
 	got := map[string]remotebench.Figures{}
 	for _, inFlight := range []int{1, 16} {
-		transports := remotebench.Transports
-		if inFlight == remotebench.BarePoolInFlight {
-			transports = append(slices.Clone(transports), remotebench.BarePool)
-		}
-		for _, transport := range transports {
+		for _, transport := range remotebench.Ways(inFlight) {
 			b.Run("transport="+transport+"/inflight="+strconv.Itoa(inFlight), func(b *testing.B) {
 				if err := rig.Warm(transport, 1000); err != nil {
 					b.Fatal(err)

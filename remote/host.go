@@ -146,7 +146,6 @@ type Host struct {
 	cancelList  []string
 	subs        map[string]*hostSub
 	draining    bool
-	serveOpen   atomic.Bool    // results may leave on serve: set once connected, cleared as the drain starts
 	lost        error          // why the host stopped on its own (its NATS connection closed for good)
 	unwatch2    []func()       // stop the NATS state watches
 	healthStop  chan struct{}  // closed when the drain starts: the health watches end
@@ -319,7 +318,6 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 		}
 		return fmt.Errorf("remote: NewHost: flushing its subscriptions to NATS: %w", err)
 	}
-	h.serveOpen.Store(true)
 	return nil
 }
 
@@ -432,7 +430,6 @@ func (h *Host) Close() error {
 func (h *Host) shutdown(ctx context.Context) error {
 	defer close(h.stopped)
 	h.unwatch()
-	h.serveOpen.Store(false) // the last results leave on reply, which outlives serve
 	h.mu.Lock()
 	h.draining = true
 	for _, s := range h.served {
@@ -827,15 +824,15 @@ type outMsg struct {
 // publishResult publishes a result built by answerResult (nats.go copies
 // it) and gives its buffer back to replyBufs. A result allowed to
 // (onServe) leaves on the serving connection, the one its call came in
-// on, while that is up and not draining: at 1 in flight a result so sent
-// reached its caller 5–7 µs sooner than on the reply connection, whose
-// goroutines and socket sat idle since the call before. Otherwise, or
-// when that publish fails (the drain closed the connection meanwhile), it
-// leaves on the reply connection, which outlives the serving one at
-// shutdown.
+// on, while that is connected and not draining: at 1 in flight a result
+// so sent reached its caller 5–7 µs sooner than on the reply connection,
+// whose goroutines and socket sat idle since the call before. Otherwise,
+// or when that publish fails (the connection closed meanwhile), it leaves
+// on the reply connection, which outlives the serving one at shutdown.
+// A drain flushes what was published on the serving connection before.
 func (h *Host) publishResult(m outMsg) {
 	defer putReplyBuf(m.data)
-	if m.onServe && h.serveOpen.Load() && h.serve.IsConnected() && h.serve.Publish(m.subject, *m.data) == nil {
+	if m.onServe && h.serve.Status() == nats.CONNECTED && h.serve.Publish(m.subject, *m.data) == nil {
 		return
 	}
 	if err := h.reply.Publish(m.subject, *m.data); err != nil {

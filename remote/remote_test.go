@@ -80,7 +80,7 @@ func TestResultsLeaveOnTheConnectionTheirCallCameIn(t *testing.T) {
 	// A call held as the drain starts answers on the reply connection.
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Request(ctx, "test/sleep", map[string]any{"ms": 300})
+		_, err := c.Request(ctx, "test/sleep", map[string]any{"ms": 1000}) // ends well after the drain began
 		done <- err
 	}()
 	testutil.Eventually(t, func() bool { return h.served[0].inFlight.Load() == 1 }, 10*time.Second, "the call is held")

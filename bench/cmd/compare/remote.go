@@ -40,7 +40,7 @@ func measureRemote(j job) (map[string]float64, error) {
 		return nil, err
 	}
 	defer rig.Close()
-	order := append(slices.Clone(remotebench.Transports), remotebench.BarePool)
+	order := remotebench.Ways(remotebench.BarePoolInFlight) // every way
 	k := j.Run % len(order)
 	order = append(order[k:], order[:k]...)
 	res := map[string]float64{}
@@ -56,7 +56,7 @@ func measureRemote(j job) (map[string]float64, error) {
 			n *= 4
 		}
 		for _, transport := range order {
-			if transport == remotebench.BarePool && inFlight != remotebench.BarePoolInFlight {
+			if !slices.Contains(remotebench.Ways(inFlight), transport) {
 				continue
 			}
 			f, err := rig.Measure(transport, n, inFlight, remotebench.Hooks{})
@@ -78,8 +78,8 @@ func measureRemote(j job) (map[string]float64, error) {
 		}
 	}
 	for _, transport := range order {
-		if transport == remotebench.BarePool {
-			continue
+		if !slices.Contains(remotebench.Transports, transport) {
+			continue // the p50 goal's terms only
 		}
 		p50, err := rig.Paced(transport, max(j.Count/3, 100))
 		if err != nil {
@@ -126,14 +126,7 @@ func renderRemote(s settings, r *results) []byte {
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	names := map[string]string{remotebench.Local: "local pool", remotebench.Bare: "bare nats.go request/reply", remotebench.Remote: "`remote.Client`",
 		remotebench.BarePool: "bare nats.go + pool call"}
-	for _, t := range append(slices.Clone(remotebench.Transports), remotebench.BarePool) {
-		if t == remotebench.BarePool {
-			m := func(name string) string {
-				return r.cell(remoteKey, remoteMetric(t, remotebench.BarePoolInFlight, name), human, notes)
-			}
-			p("| %s | %s | %s | — | — | — | — | %s | %s | — | — | — |\n", names[t], m("p50_us"), m("p99_us"), m("allocs"), m("host_allocs"))
-			continue
-		}
+	for _, t := range remotebench.Transports {
 		m := func(inFlight int, name string) string {
 			return r.cell(remoteKey, remoteMetric(t, inFlight, name), human, notes)
 		}
@@ -151,6 +144,10 @@ func renderRemote(s settings, r *results) []byte {
 			m(1, "p50_us"), m(1, "p99_us"), m(16, "calls"), ratio, m(16, "p50_us"), m(16, "p99_us"),
 			m(1, "allocs"), host(1, "host_allocs"), m(16, "cpu_us"), host(16, "host_cpu_us"), host(16, "nats_cpu_us"))
 	}
+	bp := func(name string) string {
+		return r.cell(remoteKey, remoteMetric(remotebench.BarePool, remotebench.BarePoolInFlight, name), human, notes)
+	}
+	p("| %s | %s | %s | — | — | — | — | %s | %s | — | — | — |\n", names[remotebench.BarePool], bp("p50_us"), bp("p99_us"), bp("allocs"), bp("host_allocs"))
 	p("\nAllocations are per call at 1 in flight, every goroutine of the process counted (`runtime.MemStats`); the bare rows' host column is their responder's. CPU is user+system time (`getrusage`) of each process over the phase, per call.\n\n")
 	p("### snodo against the remote goals\n\n")
 	for _, g := range remoteGoals(r) {

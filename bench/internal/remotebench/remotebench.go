@@ -68,6 +68,15 @@ var Transports = []string{Local, Bare, Remote}
 // measured at.
 const BarePoolInFlight = 1
 
+// Ways are the ways measured at inFlight calls in flight: Transports,
+// and BarePool at BarePoolInFlight.
+func Ways(inFlight int) []string {
+	if inFlight == BarePoolInFlight {
+		return append(slices.Clone(Transports), BarePool)
+	}
+	return Transports
+}
+
 // BarePool's subscriber answers on barePoolSubject; a pool call that
 // failed answers with its error in the barePoolErr header.
 const (
