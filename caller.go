@@ -89,7 +89,7 @@ func init() {
 		},
 		func(opts []RequestOption) seam.RequestSettings {
 			s := settingsOf(opts...)
-			return seam.RequestSettings{Timeout: s.Timeout, OnProgress: s.OnProgress,
+			return seam.RequestSettings{Timeout: s.Timeout, OnProgress: toConnProgress(s.OnProgress),
 				ResetTimeoutOnProgress: s.ResetTimeoutOnProgress, MaxTotalTimeout: s.MaxTotalTimeout, Idempotent: s.Idempotent}
 		},
 		func(c Calls) func() seam.InputHandling { return c.inputHandling },

@@ -39,7 +39,7 @@ func (r *watchRig) sender() (*protoactor.PID, chan any) {
 		switch msg := ctx.Message().(type) {
 		case *sendTo:
 			ctx.Request(msg.to, msg.msg)
-		case *Reply, *ToolReply, *CallProgress:
+		case *Reply, *ToolReply, *Progress:
 			got <- msg
 		}
 	}))

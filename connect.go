@@ -38,7 +38,7 @@ func Connect(ctx context.Context, command string, args []string, opts ...Option)
 	if ctx == nil {
 		return nil, errors.New("snodo: Connect: nil context.Context; pass context.Background() or a ctx that bounds the connect (it also owns the connection)")
 	}
-	cfg, err := applyOptions("Connect", opts, false)
+	cfg, err := applyOptions("Connect", opts, kindStdio)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func ConnectHTTP(ctx context.Context, url string, opts ...Option) (*Client, erro
 	if ctx == nil {
 		return nil, errors.New("snodo: ConnectHTTP: nil context.Context; pass context.Background() or a ctx that bounds the connect (it also owns the connection)")
 	}
-	cfg, err := applyOptions("ConnectHTTP", opts, true)
+	cfg, err := applyOptions("ConnectHTTP", opts, kindHTTP)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +92,52 @@ func ConnectHTTP(ctx context.Context, url string, opts ...Option) (*Client, erro
 	return c, nil
 }
 
+// Transport carries a connection's JSON-RPC messages to a server and
+// back: stdio (Connect) and Streamable HTTP (ConnectHTTP) are its
+// implementations inside snodo, connection.InMemory runs a server in
+// this process, and a user's own (a unix socket, a websocket) plugs in
+// the same way, through ConnectTransport or TransportTarget. Everything
+// above it (eras, typed calls, input rounds, subscriptions, progress,
+// cancellation, telemetry, call messages) is the same whatever the
+// transport. See connection.Transport for the contract.
+type Transport = connection.Transport
+
+// ConnectTransport connects to the server that t reaches and returns the
+// same *Client Connect returns. ctx is the connection's owner, as for
+// Connect; the era is settled as over any transport (a server/discover
+// probe, else initialize). The options of a started process (WithEnv,
+// WithDir, WithStderr, …) and of Streamable HTTP (WithHTTPClient,
+// WithHTTPHeader, WithOAuth) are refused: t owns the way to its server.
+func ConnectTransport(ctx context.Context, t Transport, opts ...Option) (*Client, error) {
+	if ctx == nil {
+		return nil, errors.New("snodo: ConnectTransport: nil context.Context; pass context.Background() or a ctx that bounds the connect (it also owns the connection)")
+	}
+	if t == nil {
+		return nil, errors.New("snodo: ConnectTransport: nil Transport; pass connection.InMemory(…) or a Transport of your own")
+	}
+	cfg, err := applyOptions("ConnectTransport", opts, kindOther)
+	if err != nil {
+		return nil, err
+	}
+	cfg.conn.Transport = t
+	c := &Client{}
+	c.Calls = newCalls(c, c.inputHandling)
+	if err := c.start(ctx, cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// transportKind is which transport a connect is for, for the options it
+// takes.
+type transportKind int
+
+const (
+	kindStdio transportKind = iota
+	kindHTTP
+	kindOther // a Transport value: ConnectTransport
+)
+
 // start starts the server and settles the era: the server/discover probe,
 // then the legacy fallback (restarting a server the probe killed, once).
 func (c *Client) start(ctx context.Context, cfg *config) error {
@@ -108,10 +154,14 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	}
 	c.tel = telemetry.New(cfg.tracerProvider, cfg.meterProvider)
 	transport := telemetry.TransportPipe
-	if cfg.conn.URL != "" {
+	switch {
+	case cfg.conn.URL != "":
 		transport = telemetry.TransportTCP
 		c.meters = c.tel.ForEndpoint(transport, cfg.name())
-	} else {
+	case cfg.conn.Transport != nil:
+		transport = telemetry.TransportOther
+		c.meters = c.tel.ForEndpoint(transport, cfg.name())
+	default:
 		c.meters = c.tel.ForConn(cfg.conn.Command)
 	}
 	cfg.conn.Metrics = c.meters
@@ -159,8 +209,11 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 // name is the server as messages name it: the command, or the URL
 // without credentials or query (as Target.String shows it).
 func (c *config) name() string {
-	if c.conn.URL != "" {
+	switch {
+	case c.conn.URL != "":
 		return HTTP(c.conn.URL).String()
+	case c.conn.Transport != nil:
+		return TransportTarget(c.conn.Transport).String()
 	}
 	return c.conn.Command
 }
@@ -229,9 +282,10 @@ func ConnectTo(ctx context.Context, system *protoactor.ActorSystem, pid *protoac
 // names nothing and cannot be connected. A Target is a value: copy it
 // freely.
 type Target struct {
-	command string
-	args    []string
-	url     string
+	command   string
+	args      []string
+	url       string
+	transport Transport
 }
 
 // Command is the Target of a server started as name with args (no
@@ -246,10 +300,23 @@ func HTTP(url string) Target {
 	return Target{url: url}
 }
 
+// TransportTarget is the Target of a server reached through t, as
+// ConnectTransport does; t is opened anew for each connection.
+func TransportTarget(t Transport) Target {
+	return Target{transport: t}
+}
+
 // String names the target in logs, events and metrics: the command name
-// (not its arguments, which may carry secrets), or the URL with any
-// password and query left out.
+// (not its arguments, which may carry secrets), the URL with any
+// password and query left out, or a transport's own name (its String
+// method's, else its type's).
 func (t Target) String() string {
+	if t.transport != nil {
+		if s, ok := t.transport.(fmt.Stringer); ok {
+			return s.String()
+		}
+		return fmt.Sprintf("%T", t.transport)
+	}
 	if t.url == "" {
 		return t.command
 	}
@@ -265,12 +332,14 @@ func (t Target) String() string {
 // with opts.
 func (t Target) Connect(ctx context.Context, opts ...Option) (*Client, error) {
 	switch {
+	case t.transport != nil:
+		return ConnectTransport(ctx, t.transport, opts...)
 	case t.url != "":
 		return connectHTTPTarget(ctx, t.url, opts)
 	case t.command != "":
 		return Connect(ctx, t.command, t.args, opts...)
 	}
-	return nil, errors.New("snodo: empty Target: make one with snodo.Command(name, args...) or snodo.HTTP(url)")
+	return nil, errors.New("snodo: empty Target: make one with snodo.Command(name, args...), snodo.HTTP(url) or snodo.TransportTarget(t)")
 }
 
 func init() {

@@ -40,8 +40,8 @@ func ExampleCall() {
 				Method: "test/progress", Params: map[string]int{"count": 2},
 				Tag: "slow", Progress: true,
 			})
-		case *snodo.CallProgress:
-			out <- fmt.Sprintf("%v: progress %v", msg.Tag, msg.Progress.Progress)
+		case *snodo.Progress:
+			out <- fmt.Sprintf("%v: progress %v", msg.Tag, msg.Progress)
 		case *snodo.Reply:
 			if msg.Err != nil {
 				log.Fatal(msg.Err)
@@ -139,7 +139,7 @@ func ExampleToolCall() {
 }
 
 // Notifications no request or subscription claims (here a log message)
-// arrive as *snodo.NotificationMessage with NotificationsTo.
+// arrive as *snodo.Notification with NotificationsTo.
 func ExampleNotificationsTo() {
 	system := snodoactor.Shared()
 	cmd, args := exampleServer()
@@ -156,9 +156,9 @@ func ExampleNotificationsTo() {
 			// Ask the test server to send a log message.
 			ctx.Request(msg.Client.PID(), &snodo.Call{Method: "test/notify", Params: map[string]any{
 				"method": "notifications/message", "params": map[string]string{"level": "info", "data": "indexing done"}}})
-		case *snodo.NotificationMessage:
+		case *snodo.Notification:
 			var m snodo.LogMessage
-			if msg.Notification.Method == "notifications/message" && json.Unmarshal(msg.Notification.Params, &m) == nil {
+			if msg.Method == "notifications/message" && json.Unmarshal(msg.Params, &m) == nil {
 				var text string
 				_ = json.Unmarshal(m.Data, &text) // the data is a JSON string here
 				out <- fmt.Sprint(m.Level, ": ", text)

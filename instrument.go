@@ -65,7 +65,7 @@ func (in *instrumented) Request(ctx context.Context, method string, params any, 
 	}
 	var co *connection.CallOptions
 	if len(opts) > 0 {
-		co = &connection.CallOptions{OnProgress: settingsOf(opts...).OnProgress}
+		co = &connection.CallOptions{OnProgress: toConnProgress(settingsOf(opts...).OnProgress)}
 	}
 	ctx, o, params, co := in.site.begin(ctx, method, params, co)
 	if o == nil {
@@ -74,7 +74,7 @@ func (in *instrumented) Request(ctx context.Context, method string, params any, 
 	if co != nil && co.OnProgress != nil {
 		// The op's progress events, then the caller's function: the last
 		// OnProgress wins.
-		opts = append(opts[:len(opts):len(opts)], OnProgress(co.OnProgress))
+		opts = append(opts[:len(opts):len(opts)], OnProgress(fromConnProgress(co.OnProgress)))
 	}
 	raw, err := in.r.Request(ctx, method, params, opts...)
 	o.end(raw, err)

@@ -45,7 +45,7 @@ type Call struct {
 	Tag     any             // returned in the Reply, to match it to the call
 	Options []RequestOption // Timeout, Idempotent…; OnProgress is replaced when Progress is set
 	// Progress asks the server for progress updates and sends each to the
-	// reply target as a *CallProgress, in order, before the Reply.
+	// reply target as a *Progress, in order, before the Reply.
 	Progress bool
 	// ReplyTo receives the Reply (and progress) instead of the sender;
 	// set it when sending with Send, or from code that is not an actor.
@@ -87,15 +87,6 @@ type ToolReply struct {
 	Result *CallToolResult
 	Err    error
 	Origin // as for Reply
-}
-
-// CallProgress is one progress update of a *Call or *ToolCall sent with
-// Progress set.
-type CallProgress struct {
-	quiet
-	Tag      any
-	Progress Progress
-	Origin   // as for Reply
 }
 
 // Closed tells the owner actor (WithOwner, ConnectTo) that a connection
@@ -383,7 +374,8 @@ func callOptions(ctx context.Context, sys *protoactor.ActorSystem, from, to *pro
 		return opts
 	}
 	return append(append([]RequestOption(nil), opts...), OnProgress(func(p Progress) {
-		sendFrom(sys, from, to, &CallProgress{Tag: tag, Progress: p, Origin: originFrom(ctx)})
+		p.Tag, p.Origin = tag, originFrom(ctx)
+		sendFrom(sys, from, to, &p)
 	}))
 }
 
@@ -409,7 +401,7 @@ var answered sync.Map // weak.Pointer[protoactor.ActorSystem] → struct{}
 // ErrConnectionClosed. It answers the dead letters of sys; an actor of
 // yours that takes call messages must make the ones still in its mailbox
 // when it stops dead letters too (protoactor-go drops them): spawn it
-// with actor.Life, as snodo's actors are. (protoactor-go also sends the sender an
+// with life.Life (internal/life), as snodo's actors are. (protoactor-go also sends the sender an
 // *actor.DeadLetterResponse; ignore it.) Connect and the supervisor
 // package call it for the systems they use (through internal/seam).
 // Idempotent.
@@ -555,18 +547,9 @@ func subscriptionMessage(s *Subscription, ev *Event, err error, origin Origin) a
 	return &SubscriptionEnded{Subscription: s, Err: err, Origin: origin}
 }
 
-// NotificationMessage is what an actor given to NotificationsTo receives
-// for each notification, in order. Ctx is done once the connection that
-// received it stops.
-type NotificationMessage struct {
-	quiet
-	Ctx          context.Context
-	Notification *Notification
-	Origin       // the server that sent it (WithOrigin; a supervisor's names)
-}
-
 // NotificationsTo returns a notification handler that posts each
-// notification to the actor pid as a *NotificationMessage, in order. It
+// notification to the actor pid as a *Notification of its own, in order,
+// with its Origin set to the server that sent it. It
 // does not wait for the actor: with an ordinary (unbounded) mailbox an
 // actor that falls behind grows its mailbox; give the actor a bounded
 // mailbox (protoactor's mailbox.Bounded) to make delivery wait for room,
@@ -581,23 +564,20 @@ func NotificationsTo(system *protoactor.ActorSystem, pid *protoactor.PID) func(c
 		return nil
 	}
 	return func(ctx context.Context, n *Notification) {
-		system.Root.Send(pid, &NotificationMessage{Ctx: ctx, Notification: n, Origin: originOf(ctx)})
+		m := *n
+		m.Origin = originOf(ctx)
+		system.Root.Send(pid, &m)
 	}
 }
 
-// TaskStatusMessage is a task's status delivered to an actor
-// (TaskStatusTo).
-type TaskStatusMessage struct {
-	Status TaskStatus
-}
-
 // TaskStatusTo is an OnTaskStatus function that sends each status to pid
-// as a *TaskStatusMessage. A nil system or pid gives nil (no updates).
+// as a *TaskStatus (a copy of its own). A nil system or pid gives nil (no
+// updates).
 func TaskStatusTo(system *protoactor.ActorSystem, pid *protoactor.PID) func(TaskStatus) {
 	if system == nil || pid == nil {
 		return nil
 	}
-	return func(s TaskStatus) { system.Root.Send(pid, &TaskStatusMessage{Status: s}) }
+	return func(s TaskStatus) { system.Root.Send(pid, &s) }
 }
 
 // Connected is the message ConnectTo sends when Connect has finished:

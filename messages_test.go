@@ -38,7 +38,7 @@ func newInbox(t *testing.T) *inbox {
 		switch msg := ctx.Message().(type) {
 		case *sendTo:
 			ctx.Request(msg.to, msg.msg)
-		case *Reply, *ToolReply, *CallProgress, *Closed, *Connected:
+		case *Reply, *ToolReply, *Progress, *Closed, *Connected:
 			in.got <- msg
 		}
 	}))
@@ -72,9 +72,9 @@ func TestCallMessagesGetOneReplyEach(t *testing.T) {
 	var steps []float64
 	for {
 		m := in.next(t)
-		if p, ok := m.(*CallProgress); ok {
+		if p, ok := m.(*Progress); ok {
 			assert.Equal(t, 2, p.Tag)
-			steps = append(steps, p.Progress.Progress)
+			steps = append(steps, p.Progress)
 			continue
 		}
 		require.NoError(t, m.(*Reply).Err)
@@ -248,7 +248,7 @@ func floodCalls(t *testing.T, to *protoactor.PID, n, sleepMs int, during func(i 
 // A flood of call messages past the bound, then one with Close in the
 // middle of it: every call gets exactly one reply, also those still in
 // the connection actor's mailbox when it stops (protoactor-go drops
-// those; actor.Life makes them dead letters, which answerDeadCalls
+// those; life.Life (internal/life) makes them dead letters, which answerDeadCalls
 // answers).
 func TestCallFloodPastTheBoundAndClose(t *testing.T) {
 	c := dialTest(t, nil)

@@ -21,9 +21,15 @@ import (
 // when absent) and the handler's to keep: decode the common ones with
 // json.Unmarshal into a LogMessage (Method "notifications/message") or an
 // ElicitationComplete ("notifications/elicitation/complete").
+//
+// The same type is what an actor receives through NotificationsTo, with
+// Origin set to the server that sent it (WithOrigin; a supervisor's
+// names); a handler's ctx carries that too, and Origin is left empty
+// there.
 type Notification struct {
 	Method string
 	Params json.RawMessage
+	Origin // the sender, on what NotificationsTo delivers
 }
 
 // Notification methods a server sends outside any request or

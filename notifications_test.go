@@ -194,10 +194,10 @@ func TestNotificationHandlerPanicDeliversTheNext(t *testing.T) {
 }
 
 // noteActor forwards what it receives to a channel.
-type noteActor struct{ got chan *NotificationMessage }
+type noteActor struct{ got chan *Notification }
 
 func (a *noteActor) Receive(ctx protoactor.Context) {
-	if m, ok := ctx.Message().(*NotificationMessage); ok {
+	if m, ok := ctx.Message().(*Notification); ok {
 		a.got <- m
 	}
 }
@@ -206,7 +206,7 @@ func TestNotificationsToAnActor(t *testing.T) {
 	for _, era := range []string{"modern", "legacy"} {
 		t.Run(era, func(t *testing.T) {
 			system := snodoactor.Shared()
-			got := make(chan *NotificationMessage, 100)
+			got := make(chan *Notification, 100)
 			pid := system.Root.Spawn(protoactor.PropsFromProducer(func() protoactor.Actor { return &noteActor{got: got} }))
 			defer system.Root.Stop(pid)
 			c := dialTest(t, []string{"-era", era}, WithNotificationHandler(NotificationsTo(system, pid)))
@@ -217,9 +217,9 @@ func TestNotificationsToAnActor(t *testing.T) {
 				select {
 				case m := <-got:
 					var lm LogMessage
-					require.NoError(t, json.Unmarshal(m.Notification.Params, &lm))
+					require.NoError(t, json.Unmarshal(m.Params, &lm))
 					assert.Equal(t, fmt.Sprint(i), string(lm.Data), "in order")
-					assert.NoError(t, m.Ctx.Err(), "the connection is live")
+					assert.Equal(t, methodLogMessage, m.Method)
 				case <-time.After(10 * time.Second):
 					t.Fatalf("notification %d not delivered to the actor", i)
 				}

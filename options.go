@@ -48,7 +48,9 @@ func (c *config) httpOption(name string)    { c.httpOnly = cmp.Or(c.httpOnly, na
 // applyOptions applies opts in order for fn (Connect, ConnectHTTP),
 // refusing a nil option, an invalid one, and one of the other
 // transport's: no option is silently ignored.
-func applyOptions(fn string, opts []Option, http bool) (*config, error) {
+// applyOptions applies opts for fn, whose transport is kind: the options
+// of another transport are refused.
+func applyOptions(fn string, opts []Option, kind transportKind) (*config, error) {
 	cfg := &config{}
 	for i, opt := range opts {
 		if opt == nil {
@@ -59,10 +61,10 @@ func applyOptions(fn string, opts []Option, http bool) (*config, error) {
 		}
 	}
 	switch {
-	case http && cfg.processOnly != "":
-		return nil, fmt.Errorf("snodo: %s: %s applies to a server snodo starts as a command; a Streamable HTTP server runs elsewhere: leave it out", fn, cfg.processOnly)
-	case !http && cfg.httpOnly != "":
-		return nil, fmt.Errorf("snodo: %s: %s applies to a Streamable HTTP server (ConnectHTTP); a server started as a command is reached over its stdio: leave it out", fn, cfg.httpOnly)
+	case kind != kindStdio && cfg.processOnly != "":
+		return nil, fmt.Errorf("snodo: %s: %s applies to a server snodo starts as a command; this server runs elsewhere: leave it out", fn, cfg.processOnly)
+	case kind != kindHTTP && cfg.httpOnly != "":
+		return nil, fmt.Errorf("snodo: %s: %s applies to a Streamable HTTP server (ConnectHTTP); leave it out", fn, cfg.httpOnly)
 	}
 	if err := checkDir(cfg.conn.Dir); err != nil {
 		return nil, fmt.Errorf("snodo: %w", err)

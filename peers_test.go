@@ -375,8 +375,8 @@ func TestTypeScriptEverythingNotificationsReachAnActor(t *testing.T) {
 	got := make(chan *Notification, 256)
 	system := snodoactor.Shared()
 	pid := system.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
-		if m, ok := ctx.Message().(*NotificationMessage); ok {
-			got <- m.Notification
+		if m, ok := ctx.Message().(*Notification); ok {
+			got <- m
 		}
 	}))
 	defer system.Root.Stop(pid)

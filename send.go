@@ -16,13 +16,35 @@ import (
 // and end around the connection's Request, which owns the request table,
 // timeouts and cancellation (connection/request.go).
 
-// Progress is one progress update for a request. It is the connection
-// engine's type, so its fields are listed here:
-//
-//	Progress float64 // how far along; increases with every update
-//	Total    float64 // the total, when the server knows it; 0 otherwise
-//	Message  string  // an optional human-readable status
-type Progress = connection.Progress
+// Progress is one progress update for a request: what OnProgress's
+// function gets, and the message an actor receives for each update of a
+// *Call or *ToolCall sent with Progress set, in order, before its reply
+// (then Tag and Origin say which call and which server; they are zero
+// for OnProgress).
+type Progress struct {
+	quiet
+	Progress float64 // how far along; increases with every update
+	Total    float64 // the total, when the server knows it; 0 otherwise
+	Message  string  // an optional human-readable status
+	Tag      any     // the call's Tag (actor messages only)
+	Origin           // the server that sent it (actor messages only)
+}
+
+// toConnProgress is fn in the connection's terms (nil stays nil).
+func toConnProgress(fn func(Progress)) func(connection.Progress) {
+	if fn == nil {
+		return nil
+	}
+	return func(p connection.Progress) { fn(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}) }
+}
+
+// fromConnProgress is fn in the root's terms (nil stays nil).
+func fromConnProgress(fn func(connection.Progress)) func(Progress) {
+	if fn == nil {
+		return nil
+	}
+	return func(p Progress) { fn(connection.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}) }
+}
 
 // RequestOption tunes one request. Build it with Timeout, OnProgress,
 // ResetTimeoutOnProgress, MaxTotalTimeout or Idempotent; a requester reads
@@ -140,7 +162,7 @@ func connOptions(opts []RequestOption) *connection.CallOptions {
 	s := settingsOf(opts...)
 	return &connection.CallOptions{
 		Timeout:                s.Timeout,
-		OnProgress:             s.OnProgress,
+		OnProgress:             toConnProgress(s.OnProgress),
 		ResetTimeoutOnProgress: s.ResetTimeoutOnProgress,
 		MaxTotalTimeout:        s.MaxTotalTimeout,
 	}

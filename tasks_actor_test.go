@@ -12,14 +12,14 @@ import (
 	"github.com/snodo/snodo/test/testutil"
 )
 
-// TaskStatusTo delivers each status to an actor as a *TaskStatusMessage,
+// TaskStatusTo delivers each status to an actor as a *TaskStatus,
 // the last once the task's outcome is settled.
 func TestTaskStatusToAnActor(t *testing.T) {
 	system := snodoactor.Shared()
 	got := make(chan TaskStatus, 64)
 	pid := system.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
-		if m, ok := ctx.Message().(*TaskStatusMessage); ok {
-			got <- m.Status
+		if m, ok := ctx.Message().(*TaskStatus); ok {
+			got <- *m
 		}
 	}))
 	defer testutil.StopActor(t, system, pid, 5*time.Second)

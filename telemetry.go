@@ -126,7 +126,7 @@ func (s *site) begin(ctx context.Context, method string, params any, opts *conne
 		if o.recording {
 			o.span.SetAttributes(o.attributes()...)
 			if progress := o.opts.OnProgress; progress != nil {
-				o.opts.OnProgress = func(p Progress) {
+				o.opts.OnProgress = func(p connection.Progress) {
 					o.progressEvent(p)
 					progress(p)
 				}
@@ -213,7 +213,7 @@ func (o *op) attributes() []attribute.KeyValue {
 	return attrs
 }
 
-func (o *op) progressEvent(p Progress) {
+func (o *op) progressEvent(p connection.Progress) {
 	attrs := []attribute.KeyValue{attribute.Float64(telemetry.AttrProgress, p.Progress)}
 	if p.Total != 0 {
 		attrs = append(attrs, attribute.Float64(telemetry.AttrProgressTotal, p.Total))

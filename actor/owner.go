@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	"github.com/snodo/snodo/internal/guardian"
 )
 
 // WatchOwner calls onExit (once, on an actor goroutine) when owner
@@ -37,7 +39,7 @@ func WatchOwner(system *protoactor.ActorSystem, owner *protoactor.PID, onExit fu
 				ctx.Unwatch(owner)
 			}
 		}
-	}, protoactor.WithGuardian(stopOnFailure))
+	}, protoactor.WithGuardian(guardian.StopOnFailure))
 	watcher := system.Root.SpawnPrefix(props, "snodo-owner-watch")
 	var once sync.Once // a second Stop would be a dead letter
 	return func() { once.Do(func() { system.Root.Stop(watcher) }) }

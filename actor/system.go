@@ -57,11 +57,3 @@ func compactRegistry(sys *protoactor.ActorSystem) {
 	}
 	sys.ProcessRegistry.LocalPIDs = small
 }
-
-// stopOnFailure is a supervisor strategy that stops a failing actor
-// instead of restarting it. protoactor-go's default restarts with a fresh
-// instance, which would silently drop an actor's tables while the
-// resources it owns (a child process) live on.
-var stopOnFailure protoactor.SupervisorStrategy = protoactor.NewOneForOneStrategy(
-	0, 0, func(any) protoactor.Directive { return protoactor.StopDirective },
-)

@@ -8,7 +8,7 @@ import (
 	"github.com/snodo/snodo/handlers"
 )
 
-// receive is the connection actor's Receive, under its actor.Life
+// receive is the connection actor's Receive, under its life.Life (internal/life)
 // (conn.go), which watches the owner, takes exit signals and turns a
 // panic into a stop with actor.ErrPanicked: the actor never restarts
 // with empty tables while the child process lives on. The actor runs

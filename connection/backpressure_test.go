@@ -17,9 +17,9 @@ import (
 
 // queued is what waits in the writer's queue (live bytes) right now.
 func (c *Conn) queued() int {
-	c.out.mu.Lock()
-	defer c.out.mu.Unlock()
-	return c.out.live
+	c.wr.mu.Lock()
+	defer c.wr.mu.Unlock()
+	return c.wr.live
 }
 
 // bigParams is a 256 KiB request body.

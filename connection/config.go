@@ -43,6 +43,11 @@ type Config struct {
 	AllowEnv []string
 	Dir      string // working directory; default: the caller's
 
+	// Transport, set instead of Command and URL, is the way to the
+	// server: a Transport of the caller's (InMemory, or one of its own).
+	// Each Start opens it anew.
+	Transport Transport
+
 	// URL, set instead of Command, connects to a Streamable HTTP MCP
 	// endpoint (http:// or https://) rather than starting a process; the
 	// process fields above (and Stderr, ShutdownGrace) are then unused.
@@ -149,11 +154,8 @@ type Config struct {
 
 func (c *Config) withDefaults() (Config, error) {
 	cfg := *c
-	switch {
-	case cfg.Command == "" && cfg.URL == "":
-		return cfg, fmt.Errorf("snodo: no server command or URL given")
-	case cfg.Command != "" && cfg.URL != "":
-		return cfg, fmt.Errorf("snodo: both a server command and a URL given; a connection reaches one server")
+	if _, err := transportOf(&cfg); err != nil {
+		return cfg, err
 	}
 	if cfg.MaxLineBytes == 0 {
 		cfg.MaxLineBytes = limits.MaxLineBytes

@@ -19,22 +19,29 @@ import (
 	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/life"
 	"github.com/snodo/snodo/internal/recovered"
 	"github.com/snodo/snodo/internal/serverproc"
 )
 
-// Conn is one stdio connection: a server child process owned by a
-// connection actor. Its methods are safe for concurrent use by any number
-// of goroutines and actors.
+// Conn is one connection to a server, owned by a connection actor: over
+// stdio the actor owns the server's child process; over any other
+// Transport it owns the transport's Channel. Its methods are safe for
+// concurrent use by any number of goroutines and actors.
 type Conn struct {
 	cfg    Config
 	system *protoactor.ActorSystem
 	pid    *protoactor.PID
-	life   snodoactor.Life // the stop reason, the owner link, exit signals
-	proc   *process
-	out    *writer
-	table  *table
-	disp   *dispatch.Dispatcher
+	life   life.Life // the stop reason, the owner link, exit signals
+	proc   *process  // stdio: the child; nil over another transport
+	ch     Channel   // another transport's open Channel; nil for stdio
+	out    outbound  // wr, or ch's channelOut
+	wr     *writer   // stdio: the writer of the child's stdin; nil otherwise
+	// ready is closed once Start has set the connection up: a
+	// Channel's first messages wait for it. Nil for stdio.
+	ready chan struct{}
+	table *table
+	disp  *dispatch.Dispatcher
 
 	// notifyCtx is done once the connection stops; OnNotification gets it.
 	notifyCtx  context.Context
@@ -90,25 +97,13 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	if err := owner.Err(); err != nil {
 		return nil, err
 	}
-	start := startProcess
-	if cfg.URL != "" {
-		start = startHTTP
-	}
-	proc, err := start(&cfg)
+	t, err := transportOf(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	// Every record says which connection it is about.
-	if proc.peer != nil {
-		cfg.Logger = cfg.Logger.With("server", safeURL(cfg.URL))
-	} else {
-		cfg.Logger = cfg.Logger.With("server", filepath.Base(cfg.Command), "server_pid", proc.cmd.Process.Pid)
-	}
-	cfg.Trace = safeTrace(cfg.Trace, cfg.Logger)
 	c := &Conn{
 		cfg:        cfg,
 		system:     cfg.System,
-		proc:       proc,
 		table:      newTable(),
 		stopped:    make(chan struct{}),
 		exited:     make(chan struct{}),
@@ -116,30 +111,56 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		gone:       make(chan struct{}),
 		done:       make(chan struct{}),
 	}
+	if _, stdio := t.(stdioTransport); stdio {
+		if c.proc, err = startProcess(&c.cfg); err != nil {
+			return nil, err
+		}
+		// Every record says which connection it is about.
+		c.cfg.Logger = c.cfg.Logger.With("server", filepath.Base(cfg.Command), "server_pid", c.proc.cmd.Process.Pid)
+		c.cfg.Trace = safeTrace(cfg.Trace, c.cfg.Logger)
+		c.wr = newWriter(c.proc.stdin, cfg.MaxWriteQueue, c.writeFailed)
+		c.wr.company = c.table.company
+		c.wr.beforeClose = c.settleUnread
+		c.wr.trace = c.cfg.Trace
+		c.wr.bytes = cfg.Metrics
+		c.out = c.wr
+	} else {
+		c.cfg.Logger = c.cfg.Logger.With("server", transportName(&cfg, t))
+		c.cfg.Trace = safeTrace(cfg.Trace, c.cfg.Logger)
+		c.ready = make(chan struct{})
+		peer := Peer{Receive: c.receive1, Fail: c.failRequest, MaxMessageBytes: cfg.MaxLineBytes, Timeout: cfg.Timeout, Logger: c.cfg.Logger}
+		if c.ch, err = t.Open(ctx, peer); err != nil {
+			return nil, err
+		}
+		o := newChannelOut(c.ch, c.channelFailed)
+		o.trace = c.cfg.Trace
+		o.bytes = cfg.Metrics
+		c.out = o
+		close(c.readerDone) // no reader goroutine: the transport calls receive1
+	}
 	c.notifyCtx, c.stopNotify = context.WithCancel(context.Background())
-	c.out = newWriter(proc.stdin, cfg.MaxWriteQueue, c.writeFailed)
-	c.out.company = c.table.company
-	c.out.beforeClose = c.settleUnread
-	c.out.trace = cfg.Trace
-	c.out.bytes = cfg.Metrics
 	c.disp = dispatch.NewDispatcher(dispatch.Config{
 		Handler: cfg.Handler,
 		Max:     cfg.MaxServerRequests,
 		Respond: c.respond,
-		Logger:  cfg.Logger,
+		Logger:  c.cfg.Logger,
 		Refused: cfg.Metrics.HandlerRefused,
 		Observe: cfg.ObserveHandler,
 	})
-	c.life = snodoactor.Life{Name: "connection", Logger: cfg.Logger, Owner: cfg.Owner}
+	c.life = life.Life{Name: "connection", Logger: c.cfg.Logger, Owner: cfg.Owner}
 	c.pid = c.life.Spawn(c.system, "snodo-conn", c.receive)
 	c.unread.Store(-2)
 	c.unreadFrom.Store(math.MaxInt64)
-	if proc.peer != nil {
-		proc.peer.run(c)
+	if c.proc != nil {
+		go c.readLoop()
+		go c.waitProcess()
+	} else {
+		go c.waitChannel()
 	}
-	go c.readLoop()
-	go c.waitProcess()
 	c.life.LinkContext(owner)
+	if c.ready != nil {
+		close(c.ready)
+	}
 	return c, nil
 }
 
@@ -152,7 +173,7 @@ func (c *Conn) PID() *protoactor.PID { return c.pid }
 // Streamable HTTP endpoint. Lent as connseam.ProcessID (snodo's
 // Client.ServerPID).
 func (c *Conn) processID() int {
-	if c.proc.cmd == nil {
+	if c.proc == nil {
 		return 0
 	}
 	return c.proc.cmd.Process.Pid
@@ -166,7 +187,7 @@ func (c *Conn) processID() int {
 func (c *Conn) Close() error {
 	c.terminate(ErrClosed)
 	<-c.stopped
-	<-c.out.closedCh
+	<-c.out.closed()
 	return nil
 }
 
@@ -246,8 +267,8 @@ func (c *Conn) shutdown(ctx protoactor.Context) {
 // forceExit signals a server that ignores EOF: SIGTERM to its process
 // group after grace, SIGKILL after another grace.
 func (c *Conn) forceExit(grace time.Duration) {
-	if c.proc.cmd == nil {
-		return // Streamable HTTP: no process to signal
+	if c.proc == nil {
+		return // another transport: no process to signal
 	}
 	for _, sig := range forceSignals {
 		select {
@@ -272,15 +293,15 @@ func (c *Conn) forceExit(grace time.Duration) {
 // left in the pipe. Otherwise, or where the system cannot tell (it can on
 // Linux), every line written counts as read.
 func (c *Conn) settleUnread() {
-	if c.unreadFrom.Load() != math.MaxInt64 {
-		return // settled
+	if c.proc == nil || c.unreadFrom.Load() != math.MaxInt64 {
+		return // another transport: no pipe to look at; or settled
 	}
 	if !noReaders(c.proc.stdin) { // first: once it holds, the pipe no longer changes
 		return
 	}
 	// Nobody reads: a write under way fails at once (EPIPE); wait for it,
 	// so that its bytes are counted as they went out, not all of them.
-	written, dropped := c.out.stream(settleWait)
+	written, dropped := c.wr.stream(settleWait)
 	unread := int64(unreadInput(c.proc.stdin))
 	if unread < 0 || unread > written {
 		return
@@ -313,7 +334,7 @@ func (c *Conn) notSent(err error, ticket uint64, refused bool) error {
 // it went away.
 func (c *Conn) noteUnread() {
 	n := int64(unreadInput(c.proc.stdin))
-	if c.out.written.Load() == 0 {
+	if c.wr.written.Load() == 0 {
 		n = 1 << 62 // it went away before anything reached it
 	}
 	c.unread.CompareAndSwap(-2, n)

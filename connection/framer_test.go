@@ -117,7 +117,7 @@ func TestRouteHandsOverOnlyABufferItFills(t *testing.T) {
 		line := []byte(`{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"result":` + result + `}`)
 		buf := make([]byte, len(line), len(line)+tc.spare)
 		copy(buf, line)
-		assert.Equal(t, tc.handOver, h.c.route(buf), "spare capacity %d", tc.spare)
+		assert.Equal(t, tc.handOver, h.c.route(buf, false), "spare capacity %d", tc.spare)
 		<-cl.wake
 		assert.Equal(t, result, string(cl.result))
 		assert.Equal(t, tc.handOver, &cl.result[0] == &buf[len(`{"jsonrpc":"2.0","id":`+strconv.FormatInt(id, 10)+`,"result":`)])

@@ -227,7 +227,7 @@ func FuzzRoute(f *testing.F) {
 					}
 				}
 			}
-			c.route(line)
+			c.route(line, false)
 			if n := len(calls[1].progress); n > maxQueuedProgress {
 				t.Fatalf("%d queued progress updates", n)
 			}
@@ -293,7 +293,7 @@ func TestResponseErrorMember(t *testing.T) {
 		h.c.table = newTable()
 		cl := &call{wake: make(chan struct{}, 1)}
 		_, _ = h.c.table.add(cl, 0, 0)
-		h.c.route([]byte(tc.line))
+		h.c.route([]byte(tc.line), false)
 		if !cl.done.Load() {
 			t.Fatalf("%s: not delivered", tc.line)
 		}

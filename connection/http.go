@@ -11,33 +11,32 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/snodo/snodo/internal/jsonrpc"
-	"github.com/snodo/snodo/internal/limits"
 )
 
-// httpPeer stands where the server process stands for stdio: at the far
-// end of the connection's two pipes. It reads the lines the writer puts
-// on the "stdin" pipe and sends each as its own HTTP POST to the MCP
-// endpoint; every JSON-RPC message the server sends back (a JSON body, or
-// the events of an SSE stream) goes onto the "stdout" pipe as one line,
-// where the reader routes it as it routes a child's output. So the
-// request table, timeouts, cancellation, progress, streams and the
-// handler path are the ones stdio uses; only what HTTP adds lives here:
-// sessions, headers, status codes, SSE framing and resumption.
+// httpPeer is the Streamable HTTP transport's Channel: every message the
+// connection sends is its own HTTP POST to the MCP endpoint, and every
+// JSON-RPC message the server sends back (a JSON body, or the events of
+// an SSE stream) goes to the connection's Peer.Receive. The request
+// table, timeouts, cancellation, progress, streams and the handler path
+// are the connection's, as for stdio; only what HTTP adds lives here:
+// sessions, headers, status codes, SSE framing and resumption, and the
+// bond between a POST and the stream that answers it (an answer on a
+// request's stream to any other request is dropped and logged).
 //
 // A request that fails at the HTTP level (an error status, a body that is
 // no JSON-RPC, a stream that breaks or goes past MaxLineBytes) is
-// completed here with a local error; the connection lives on. The peer
-// ends, and the connection with it, when the server ends the session (a
-// 404 for the session's ID: ErrSessionExpired) or cannot be reached at all
-// (ErrServerUnreachable), or when the connection closes its stdin pipe.
+// completed here with a local error (Peer.Fail); the connection lives
+// on. The peer ends, and the connection with it, when the server ends
+// the session (a 404 for the session's ID: ErrSessionExpired) or cannot
+// be reached at all (ErrServerUnreachable), or when the connection
+// closes it (Close, which ends a legacy session with a DELETE first).
 type httpPeer struct {
-	c      *Conn // set by Start before the pump runs
+	peer   Peer
 	url    string
 	u      *url.URL // url parsed once; each request gets a copy
 	client *http.Client
@@ -46,17 +45,25 @@ type httpPeer struct {
 	max    int             // MaxLineBytes: the largest message taken
 	logger *slog.Logger
 
-	in    *os.File // read end of the pipe the writer writes to
-	out   *os.File // write end of the pipe the reader reads
-	outMu sync.Mutex
-
 	ctx    context.Context // done once the peer ends: aborts every exchange
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // running exchanges and the GET stream
+	wg     sync.WaitGroup // running exchanges, the GET stream and the poster
 	// work hands an exchange to an idle worker (unbuffered: a send
 	// succeeds only when one waits); workers counts the running ones.
 	work    chan *exchange
 	workers sync.WaitGroup
+
+	// The messages waiting behind a POST that must be taken before
+	// anything later goes (a notification or an answer: the server
+	// answers 202 once it has it), posted in order by one goroutine
+	// (postLoop) while any wait. A request that comes while none waits
+	// starts its exchange at once. Bounded: past httpMaxQueued messages
+	// the server is taken to have stopped taking them, and Send fails
+	// (the connection stops with ErrNotReading).
+	qmu     sync.Mutex
+	queue   [][]byte
+	posting bool
+	flushed chan struct{} // closed when the queue empties while closing; nil otherwise
 
 	mu      sync.Mutex
 	over    bool   // ended: no new exchange starts
@@ -73,9 +80,11 @@ type httpPeer struct {
 	endOnce  sync.Once
 	reason   error         // why it ended, before ended is closed
 	ended    chan struct{} // closed as the peer ends
-	finished chan struct{} // closed once every exchange is over and stdout closed
-	pumpDone chan struct{} // closed once the pump read the stdin pipe's EOF
+	finished chan struct{} // closed once every exchange is over (and the session deleted)
 }
+
+// httpTransport is the Streamable HTTP Transport of a Config's URL.
+type httpTransport struct{ cfg *Config }
 
 // Limits of the HTTP transport.
 const (
@@ -94,33 +103,27 @@ const (
 	httpErrorBody = 64 << 10
 	// httpDeleteTimeout bounds the DELETE that ends a legacy session.
 	httpDeleteTimeout = 2 * time.Second
+	// httpMaxQueued bounds the messages waiting behind a POST.
+	httpMaxQueued = 4096
 	// httpMaxIdlePerHost is how many idle connections to the endpoint
 	// the connection's own transport keeps (http.DefaultTransport's
 	// MaxIdleConns).
 	httpMaxIdlePerHost = 100
 )
 
-// startHTTP makes the peer of a Streamable HTTP endpoint and the two
-// pipes between it and the connection.
-func startHTTP(cfg *Config) (*process, error) {
+// Open makes the peer of the Streamable HTTP endpoint: nothing goes on
+// the wire until the connection sends its first message.
+func (t *httpTransport) Open(_ context.Context, peer Peer) (Channel, error) {
+	cfg := t.cfg
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("snodo: %q is not an http:// or https:// URL of an MCP endpoint", safeURL(cfg.URL))
 	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("snodo: cannot create the request pipe: %w", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		closeAll(inR, inW)
-		return nil, fmt.Errorf("snodo: cannot create the answer pipe: %w", err)
-	}
 	p := &httpPeer{
-		url: cfg.URL, u: u, client: cfg.HTTPClient, work: make(chan *exchange), header: cfg.Header.Clone(), max: cfg.MaxLineBytes,
-		in: inR, out: outW,
+		peer: peer, logger: peer.Logger,
+		url: cfg.URL, u: u, client: cfg.HTTPClient, work: make(chan *exchange), header: cfg.Header.Clone(), max: peer.MaxMessageBytes,
 		exchanges: map[int64]*exchange{}, tools: map[string][]paramHeader{}, names: map[string]nameValue{},
-		ended: make(chan struct{}), finished: make(chan struct{}), pumpDone: make(chan struct{}),
+		ended: make(chan struct{}), finished: make(chan struct{}),
 	}
 	if p.client == nil {
 		p.idle = http.DefaultTransport.(*http.Transport).Clone()
@@ -138,7 +141,9 @@ func startHTTP(cfg *Config) (*process, error) {
 		}
 		rt, err := cfg.WrapTransport(base)
 		if err != nil {
-			closeAll(inR, inW, outR, outW)
+			if p.idle != nil {
+				p.idle.CloseIdleConnections()
+			}
 			return nil, fmt.Errorf("snodo: %w", err)
 		}
 		client := *p.client
@@ -146,7 +151,7 @@ func startHTTP(cfg *Config) (*process, error) {
 		p.client = &client
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	return &process{stdin: inW, stdout: outR, peer: p}, nil
+	return p, nil
 }
 
 // safeURL is rawURL as it may be printed or logged: without its user
@@ -160,29 +165,103 @@ func safeURL(rawURL string) string {
 	return u.String()
 }
 
-// run starts the pump; c is the connection the peer serves.
-func (p *httpPeer) run(c *Conn) {
-	p.c, p.logger = c, c.cfg.Logger
-	go p.pump()
+// Send sends one message of the connection's. A request starts its
+// exchange at once, unless messages wait to be posted before it; a
+// notification or an answer is posted in order by postLoop.
+func (p *httpPeer) Send(msg []byte) error {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	if !p.posting && isRequestLine(msg) {
+		p.send(bytes.Clone(msg))
+		return nil
+	}
+	if len(p.queue) >= httpMaxQueued {
+		return fmt.Errorf("%d messages wait to be posted to %s, which takes none: %w", len(p.queue), safeURL(p.url), ErrNotReading)
+	}
+	p.queue = append(p.queue, bytes.Clone(msg))
+	if !p.posting {
+		p.posting = true
+		p.wg.Add(1)
+		go p.postLoop()
+	}
+	return nil
 }
 
-// pump reads the connection's lines from the stdin pipe and sends each.
-// Notifications and answers to server requests are posted in order, one
-// at a time; each request gets an exchange of its own, so a long call
-// holds up nothing else.
-func (p *httpPeer) pump() {
-	defer close(p.pumpDone)
-	fr := newFramer(p.in, limits.MaxLineBytesLimit, func(int) {})
-	for {
-		line, err := fr.next()
-		if err != nil {
-			break
-		}
-		p.send(line)
-	}
-	p.in.Close()
-	p.end(nil)
+// isRequestLine reports whether msg, a line the connection built, is a
+// request: its "id" member comes before its "method" (the connection's
+// encoders write requests as {"jsonrpc":"2.0","id":…,"method":…}).
+func isRequestLine(msg []byte) bool {
+	return bytes.HasPrefix(msg, []byte(`{"jsonrpc":"2.0","id":`)) && bytes.Contains(msg, []byte(`"method":`))
 }
+
+// postLoop sends the queued messages in order, one at a time, until the
+// queue is empty.
+func (p *httpPeer) postLoop() {
+	defer p.wg.Done()
+	for {
+		p.qmu.Lock()
+		if len(p.queue) == 0 {
+			p.posting = false
+			if p.flushed != nil {
+				close(p.flushed)
+				p.flushed = nil
+			}
+			p.qmu.Unlock()
+			return
+		}
+		msg := p.queue[0]
+		p.queue[0] = nil
+		p.queue = p.queue[1:]
+		p.qmu.Unlock()
+		p.send(msg)
+	}
+}
+
+// Close posts what is queued (for at most closeFlushTimeout), ends the
+// peer, ends a legacy session with a DELETE (within httpDeleteTimeout)
+// and returns once all that is done.
+func (p *httpPeer) Close() error {
+	p.qmu.Lock()
+	var flushed chan struct{}
+	if p.posting {
+		if p.flushed == nil {
+			p.flushed = make(chan struct{})
+		}
+		flushed = p.flushed
+	}
+	p.qmu.Unlock()
+	if flushed != nil {
+		t := time.NewTimer(closeFlushTimeout)
+		select {
+		case <-flushed:
+		case <-t.C:
+		case <-p.ended:
+		}
+		t.Stop()
+	}
+	p.end(nil)
+	<-p.finished
+	return nil
+}
+
+// Done is closed once the peer has ended and every exchange is over.
+func (p *httpPeer) Done() <-chan struct{} { return p.finished }
+
+// Err is why the peer ended on its own; nil when Close ended it.
+func (p *httpPeer) Err() error {
+	select {
+	case <-p.ended:
+	default:
+		return nil
+	}
+	if errors.Is(p.reason, errPeerClosed) {
+		return nil
+	}
+	return p.reason
+}
+
+// errPeerClosed is the reason of a peer that Close ended.
+var errPeerClosed = errors.New("closed by the connection")
 
 // send sends one line the connection wrote.
 func (p *httpPeer) send(line []byte) {
@@ -293,7 +372,7 @@ func (p *httpPeer) cancelled(params []byte) *exchange {
 // connection's timeout, for the server to take it (202).
 func (p *httpPeer) post(what string, body []byte, h http.Header) {
 	ctx, cancel := p.ctx, context.CancelFunc(func() {})
-	if t := p.c.cfg.Timeout; t > 0 {
+	if t := p.peer.Timeout; t > 0 {
 		ctx, cancel = context.WithTimeout(ctx, t)
 	}
 	defer cancel()
@@ -367,20 +446,18 @@ var (
 	acceptGet       = []string{"text/event-stream"}
 )
 
-// emit puts one message the server sent onto the stdout pipe, as one line.
-func (p *httpPeer) emit(msg []byte) {
-	line, err := jsonrpc.OneLine(msg)
-	if err != nil {
-		return
+// emit hands one message the server sent to the connection; owned says
+// msg is a buffer of its own (a JSON body), else it is copied (an SSE
+// event's data, whose buffer is reused).
+func (p *httpPeer) emit(msg []byte, owned bool) {
+	if !owned {
+		msg = bytes.Clone(msg)
 	}
-	line = append(line[:len(line):len(line)], '\n')
-	p.outMu.Lock()
-	_, _ = p.out.Write(line)
-	p.outMu.Unlock()
+	p.peer.Receive(msg)
 }
 
 // fail completes request id with a local error.
-func (p *httpPeer) fail(id int64, err error) { p.c.table.complete(id, nil, err) }
+func (p *httpPeer) fail(id int64, err error) { p.peer.Fail(id, err) }
 
 // expire ends the peer: the server answered 404 for the session.
 func (p *httpPeer) expire(session string) {
@@ -425,13 +502,14 @@ func (p *httpPeer) end(reason error) {
 		p.over = true
 		session := p.session
 		p.mu.Unlock()
-		if reason == nil {
-			reason = &exitReason{what: "the connection to the MCP endpoint was closed", cause: ErrClosed}
+		closed := reason == nil
+		if closed {
+			reason = errPeerClosed
 		}
 		p.reason = reason
 		p.cancel()
 		close(p.ended)
-		go p.finish(session, errors.Is(reason, ErrClosed))
+		go p.finish(session, closed)
 	})
 }
 
@@ -449,9 +527,6 @@ func (p *httpPeer) finish(session string, closed bool) {
 	if p.idle != nil {
 		p.idle.CloseIdleConnections()
 	}
-	p.outMu.Lock()
-	p.out.Close()
-	p.outMu.Unlock()
 	close(p.finished)
 }
 
@@ -573,7 +648,7 @@ func (ex *exchange) statusError(resp *http.Response) error {
 		if id, ok := env.IntID(); !ok || id == ex.id {
 			if e := serverError(env.Error); e != nil {
 				ex.answered = true
-				ex.p.c.table.complete(ex.id, nil, e)
+				ex.p.fail(ex.id, e)
 				return nil
 			}
 		}
@@ -620,10 +695,7 @@ func (ex *exchange) answer(resp *http.Response) error {
 		if len(body) > ex.p.max {
 			return tooLarge(ex.method, ex.p.max)
 		}
-		if ex.deliverDirect(body) {
-			return nil
-		}
-		if !ex.deliver(body) {
+		if !ex.deliver(body, true) {
 			return httpError(jsonrpc.CodeInternalError, ex.method+": the server's answer is not a JSON-RPC message: "+sample(bytes.TrimSpace(body)), ErrNotJSONRPC)
 		}
 		if !ex.answered {
@@ -723,54 +795,35 @@ func readBody(resp *http.Response, max int) ([]byte, error) {
 	return body, nil
 }
 
-// deliverDirect completes the exchange's request with the JSON answer
-// body straight from this goroutine, without the trip through the
-// stdout pipe and the reader: when body is the success response to it,
-// the only message of the answer (so nothing the server sent before it
-// can be overtaken), and no wire trace wants the line. It reports
-// whether it did; otherwise deliver takes the usual path.
-func (ex *exchange) deliverDirect(body []byte) bool {
-	p := ex.p
-	if p.c.cfg.Trace != nil || ex.method == "initialize" || ex.method == "tools/list" {
-		return false // traced, or an answer the transport reads itself (sniff)
-	}
-	env, err := jsonrpc.Scan(body)
-	if err != nil || env.Kind != jsonrpc.KindResponse || env.Result == nil || env.Error != nil {
-		return false
-	}
-	if id, ok := env.IntID(); !ok || id != ex.id {
-		return false
-	}
-	if !p.c.table.complete(ex.id, env.Result[:len(env.Result):len(env.Result)], nil) {
-		return false // nobody waits: the reader says so as it does for stdio
-	}
-	ex.answered = true
-	if m := p.c.cfg.Metrics; m != nil {
-		m.Read(len(body) + 1) // as the line would have been counted
-	}
-	return true
-}
-
-// deliver hands one message of the exchange's answer to the reader; false
-// when it is no JSON-RPC message (then it is dropped).
-func (ex *exchange) deliver(msg []byte) bool {
+// deliver hands one message of the exchange's answer to the connection;
+// false when it is no JSON-RPC message (then it is dropped). The stream
+// belongs to the request it carried: a response to any other request is
+// dropped and logged, never delivered (it would complete that request
+// with what may not be its answer). owned: see emit.
+func (ex *exchange) deliver(msg []byte, owned bool) bool {
 	env, err := jsonrpc.Scan(msg)
 	if err != nil && err != jsonrpc.ErrNoOutcome {
 		return false
 	}
 	if env.Kind == jsonrpc.KindResponse {
-		if id, ok := env.IntID(); ok && id == ex.id {
-			ex.answered = true
-			msg = ex.p.sniff(ex.method, id, &env, msg)
+		id, ok := env.IntID()
+		if !ok || id != ex.id {
+			ex.p.logger.Warn("snodo: dropped a response on a request's stream that answers another request",
+				"method", ex.method, "stream_of", ex.id, "id", string(env.ID))
+			return true
+		}
+		ex.answered = true
+		if sniffed, changed := ex.p.sniff(ex.method, id, &env, msg); changed {
+			msg, owned = sniffed, true
 		}
 	}
-	ex.p.emit(msg)
+	ex.p.emit(msg, owned)
 	return true
 }
 
 // deliverStream is deliver for an SSE event, logging what is dropped.
 func (ex *exchange) deliverStream(msg []byte) {
-	if !ex.deliver(msg) {
+	if !ex.deliver(msg, false) {
 		ex.ignored++
 		ex.p.logger.Warn("snodo: ignored an SSE event that is not a JSON-RPC message", "method", ex.method, "data", sample(msg))
 	}
@@ -838,8 +891,15 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 			}
 			failures = 0
 			_, _ = p.readSSE(resp.Body, func(msg []byte) {
-				if _, err := jsonrpc.Scan(msg); err == nil || err == jsonrpc.ErrNoOutcome {
-					p.emit(msg)
+				env, err := jsonrpc.Scan(msg)
+				switch {
+				case err != nil && err != jsonrpc.ErrNoOutcome:
+				case env.Kind == jsonrpc.KindResponse:
+					// No request's stream: an answer here answers nothing
+					// this stream carried.
+					p.logger.Warn("snodo: dropped a response on the GET stream, which carries no request", "id", string(env.ID))
+				default:
+					p.emit(msg, false)
 				}
 			}, &lastID, &retry)
 			resp.Body.Close()

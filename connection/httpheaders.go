@@ -197,10 +197,10 @@ func (s paramHeader) value(args []byte) (string, bool) {
 // request names in MCP-Protocol-Version) and tools/list (the tools'
 // x-mcp-header annotations; a tool whose annotations break the rules is
 // left out of the result, as the transport requires). It returns the
-// message to deliver.
-func (p *httpPeer) sniff(method string, id int64, env *jsonrpc.Envelope, msg []byte) []byte {
+// message to deliver, and whether that is a new one.
+func (p *httpPeer) sniff(method string, id int64, env *jsonrpc.Envelope, msg []byte) ([]byte, bool) {
 	if env.Result == nil || env.Result[0] != '{' {
-		return msg
+		return msg, false
 	}
 	switch method {
 	case "initialize":
@@ -212,10 +212,10 @@ func (p *httpPeer) sniff(method string, id int64, env *jsonrpc.Envelope, msg []b
 		}
 	case "tools/list":
 		if result, changed := p.checkTools(env.Result); changed {
-			return bytes.TrimSpace(jsonrpc.AppendResult(nil, []byte(strconv.FormatInt(id, 10)), result))
+			return bytes.TrimSpace(jsonrpc.AppendResult(nil, []byte(strconv.FormatInt(id, 10)), result)), true
 		}
 	}
-	return msg
+	return msg, false
 }
 
 // checkTools records the x-mcp-header annotations of the tools listed in

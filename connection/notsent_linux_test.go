@@ -51,13 +51,13 @@ func TestUnreadRequestsFailNotSent(t *testing.T) {
 // have run them.
 func TestReadRequestsFailSent(t *testing.T) {
 	c := start(t, Config{})
-	before := c.out.written.Load()
+	before := c.wr.written.Load()
 	slept := make(chan error, 1)
 	go func() {
 		_, err := c.Request(context.Background(), "test/sleep", map[string]any{"ms": 60000}, nil)
 		slept <- err
 	}()
-	require.Eventually(t, func() bool { return c.inFlight() == 1 && c.out.written.Load() > before }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.inFlight() == 1 && c.wr.written.Load() > before }, 10*time.Second, time.Millisecond)
 	// The server reads in order: once test/echo, written after it, is
 	// answered, test/sleep was read.
 	mustCall(t, c, "test/echo", nil)
@@ -76,7 +76,7 @@ func TestLiveServerRequestsCountAsSent(t *testing.T) {
 	c := start(t, Config{})
 	mustCall(t, c, "test/stopReading", nil)
 	defer func() { _ = syscall.Kill(c.processID(), syscall.SIGKILL) }() // it would sleep for a minute
-	before := c.out.written.Load()
+	before := c.wr.written.Load()
 	errs := make(chan error, 1)
 	go func() {
 		_, err := c.Request(context.Background(), "test/echo", nil, &CallOptions{Timeout: time.Minute})
@@ -84,7 +84,7 @@ func TestLiveServerRequestsCountAsSent(t *testing.T) {
 	}()
 	// Written to the pipe, not only in the table: a line the writer has
 	// not taken when the connection stops is never sent, rightly.
-	require.Eventually(t, func() bool { return c.inFlight() == 1 && c.out.written.Load() > before }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.inFlight() == 1 && c.wr.written.Load() > before }, 10*time.Second, time.Millisecond)
 	c.terminate(errTest) // the server still holds its stdin
 	err := <-errs
 	requireClosed(t, err, errTest)

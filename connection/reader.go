@@ -95,7 +95,7 @@ func (c *Conn) readLoop() {
 		if c.cfg.Trace != nil {
 			c.cfg.Trace(Received, line)
 		}
-		if c.route(line) {
+		if c.route(line, false) {
 			fr.detach()
 		}
 	}
@@ -117,10 +117,6 @@ func (c *Conn) readLoop() {
 // reaped at once: every caller gets -32000 with the exit status. Then
 // stdout and stderr are drained until EOF, for at most drainGrace.
 func (c *Conn) waitProcess() {
-	if p := c.proc.peer; p != nil {
-		c.waitPeer(p)
-		return
-	}
 	awaitExit(c.proc.cmd.Process.Pid) // no thread held while the server runs
 	err := c.proc.cmd.Wait()
 	c.noteUnread()
@@ -151,22 +147,6 @@ func (c *Conn) waitProcess() {
 	c.maybeDone()
 }
 
-// waitPeer is waitProcess for a Streamable HTTP endpoint: the peer's
-// end (the connection closed its pipe, the session expired, the server
-// cannot be reached) is the exit; its exchanges are over and its pipes
-// closed before Done.
-func (c *Conn) waitPeer(p *httpPeer) {
-	<-p.ended
-	c.terminate(p.reason)
-	close(c.exited)
-	<-p.finished
-	<-c.readerDone
-	<-p.pumpDone
-	close(c.gone)
-	c.drained.Store(true)
-	c.maybeDone()
-}
-
 func (c *Conn) exitReason(waitErr error, cause error) error {
 	if t := c.proc.stderr; t != nil {
 		select { // let the last stderr lines arrive
@@ -184,13 +164,15 @@ const zeroCopyBytes = 256 << 10
 // route classifies one line and hands it to whoever waits for it. It never
 // blocks: answers go to the request table, server requests to the actor's
 // mailbox, stream notifications to sinks that queue them. It reports
-// whether the line's buffer was handed over (the reader must detach it).
-func (c *Conn) route(line []byte) (handedOver bool) {
+// whether the line's buffer was handed over (the reader must detach it);
+// owned says the line is the connection's already (a Channel's message),
+// so an answer keeps it without a copy.
+func (c *Conn) route(line []byte, owned bool) (handedOver bool) {
 	env, err := jsonrpc.Scan(line)
 	if err == jsonrpc.ErrNoOutcome {
 		// An answer without an answer: fail its request now rather than
 		// leave it to its timeout (or, with none, for ever).
-		return c.routeResponse(&env, line)
+		return c.routeResponse(&env, line, owned)
 	}
 	if err != nil {
 		if len(bytes.TrimSpace(line)) > 0 {
@@ -200,7 +182,7 @@ func (c *Conn) route(line []byte) (handedOver bool) {
 	}
 	switch env.Kind {
 	case jsonrpc.KindResponse:
-		return c.routeResponse(&env, line)
+		return c.routeResponse(&env, line, owned)
 	case jsonrpc.KindRequest:
 		c.routeServerRequest(&env)
 	case jsonrpc.KindNotification:
@@ -209,7 +191,7 @@ func (c *Conn) route(line []byte) (handedOver bool) {
 	return false
 }
 
-func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) (handedOver bool) {
+func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte, owned bool) (handedOver bool) {
 	id, ok := env.IntID()
 	var delivered bool
 	if ok {
@@ -223,7 +205,7 @@ func (c *Conn) routeResponse(env *jsonrpc.Envelope, line []byte) (handedOver boo
 				e = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server sent a malformed error object: " + sample(env.Error)}
 			}
 			delivered = c.table.complete(id, nil, e)
-		} else if len(env.Result) >= zeroCopyBytes && cap(line) <= 2*len(line) {
+		} else if owned || (len(env.Result) >= zeroCopyBytes && cap(line) <= 2*len(line)) {
 			// The line fills at least half of what is left of the buffer,
 			// so handing it over keeps little besides the answer alive.
 			// Full slice expression: the caller cannot append into the

@@ -503,7 +503,7 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 		if o.OnProgress == nil || json.Unmarshal(m.Data, &wp) != nil {
 			return
 		}
-		c.progress(o.OnProgress, snodo.Progress{Progress: wp.Progress, Total: wp.Total, Message: wp.Message}, cancel)
+		c.progress(o.OnProgress, connection.Progress{Progress: wp.Progress, Total: wp.Total, Message: wp.Message}, cancel)
 	}
 	for {
 		select {
@@ -699,7 +699,7 @@ func (c *Client) keepAlive(host, reply string) {
 
 // progress runs the caller's progress function; a panic cancels the call
 // on its host and continues in the caller.
-func (c *Client) progress(fn func(snodo.Progress), p snodo.Progress, cancel func()) {
+func (c *Client) progress(fn func(connection.Progress), p connection.Progress, cancel func()) {
 	ok := false
 	defer func() {
 		if !ok {

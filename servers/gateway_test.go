@@ -65,7 +65,7 @@ func (g *gateway) Receive(ctx actor.Context) {
 			return
 		}
 		g.tell("%v from %s", msg.Tag, msg.Server)
-	case *snodo.CallProgress:
+	case *snodo.Progress:
 		g.tell("%v progress from %s", msg.Tag, msg.Server)
 	case *snodo.Reply:
 		if msg.Err != nil && msg.Tag == "emit" && g.seen["killed"] {
@@ -80,8 +80,8 @@ func (g *gateway) Receive(ctx actor.Context) {
 		if msg.Tag == "slow" {
 			g.tell("slow done from %s", msg.Server)
 		}
-	case *snodo.NotificationMessage:
-		if msg.Notification.Method == "notifications/message" {
+	case *snodo.Notification:
+		if msg.Method == "notifications/message" {
 			g.tell("log from %s", msg.Server)
 		}
 	case *snodo.ListenReply:

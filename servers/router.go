@@ -13,6 +13,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/life"
 	"github.com/snodo/snodo/internal/ownercheck"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/supervisor"
@@ -30,7 +31,7 @@ type Router struct {
 	owner *protoactor.PID
 	ctx   context.Context
 	opts  []supervisor.Option
-	life  snodoactor.Life
+	life  life.Life
 
 	mu      sync.Mutex
 	pools   map[string]*supervisor.Pool
@@ -137,7 +138,7 @@ func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *pro
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	r.life = snodoactor.Life{Name: "router", Logger: logger, Owner: owner}
+	r.life = life.Life{Name: "router", Logger: logger, Owner: owner}
 	seam.AnswerDeadCalls(system)
 	r.life.Spawn(system, "snodo-router", r.receive)
 	r.life.LinkContext(ctx)

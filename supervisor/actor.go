@@ -42,7 +42,7 @@ type (
 func (*connected) IgnoreDeadLetterLogging() {}
 func (*retry) IgnoreDeadLetterLogging()     {}
 
-// Receive handles one message, under the state's actor.Life (owner
+// Receive handles one message, under the state's life.Life (internal/life) (owner
 // watch, exit signals, the first reason): a panic stops supervision (and
 // with it every connection), since restarting this actor with empty state
 // would orphan the connection it watches.

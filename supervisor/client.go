@@ -10,6 +10,7 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/life"
 	"github.com/snodo/snodo/internal/ownercheck"
 	"github.com/snodo/snodo/internal/seam"
 )
@@ -82,7 +83,7 @@ func start(ctx context.Context, target snodo.Target, cfg *config) (*Client, erro
 	c.Calls = seam.NewCalls[snodo.Calls](c, c.inputHandling)
 	seam.AnswerDeadCalls(sys)
 	s.life, s.stopLife = context.WithCancelCause(context.WithoutCancel(ctx))
-	s.owned = snodoactor.Life{Name: "supervisor", Logger: cfg.logger.With("supervisor", cfg.name), Owner: cfg.owner, Parent: parentOf(cfg)}
+	s.owned = life.Life{Name: "supervisor", Logger: cfg.logger.With("supervisor", cfg.name), Owner: cfg.owner, Parent: parentOf(cfg)}
 	calls := seam.NewCallHandler(c.Calls, cfg.origin(), func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
 		_, err := c.Listen(ctx, f, opts...)
 		return err

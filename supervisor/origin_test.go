@@ -23,7 +23,7 @@ func TestPoolMessagesCarryTheirOrigin(t *testing.T) {
 	got := make(chan any, 64)
 	collector := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 		switch ctx.Message().(type) {
-		case *snodo.Reply, *snodo.CallProgress, *snodo.NotificationMessage, *snodo.ListenReply,
+		case *snodo.Reply, *snodo.Progress, *snodo.Notification, *snodo.ListenReply,
 			*snodo.SubscriptionEvent, *LifecycleEvent:
 			got <- ctx.Message()
 		}
@@ -55,10 +55,10 @@ func TestPoolMessagesCarryTheirOrigin(t *testing.T) {
 			require.NoError(t, m.Err)
 			o = m.Origin
 			seen["reply "+m.Tag.(string)] = o
-		case *snodo.CallProgress:
+		case *snodo.Progress:
 			o = m.Origin
 			seen["progress"] = o
-		case *snodo.NotificationMessage:
+		case *snodo.Notification:
 			o = m.Origin
 			seen["notification"] = o
 		case *snodo.ListenReply:

@@ -13,9 +13,9 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snodo/snodo"
-	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/life"
 	"github.com/snodo/snodo/internal/seam"
 )
 
@@ -40,7 +40,7 @@ type Pool struct {
 	cfg    *config
 	sys    *protoactor.ActorSystem
 	pid    *protoactor.PID
-	owned  snodoactor.Life // the pool actor's stop reason and owner link
+	owned  life.Life // the pool actor's stop reason and owner link
 
 	mu       sync.Mutex
 	members  []*Client
@@ -180,7 +180,7 @@ func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) 
 		return err
 	})
 	seam.AnswerDeadCalls(sys)
-	p.owned = snodoactor.Life{Name: "pool", Logger: cfg.logger, Owner: cfg.owner, Parent: parentOf(cfg)}
+	p.owned = life.Life{Name: "pool", Logger: cfg.logger, Owner: cfg.owner, Parent: parentOf(cfg)}
 	pid := p.owned.Spawn(sys, "snodo-pool", (&poolActor{p: p}).Receive)
 	p.mu.Lock()
 	p.pid = pid

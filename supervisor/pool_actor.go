@@ -71,7 +71,7 @@ func (p *Pool) actorStopped() {
 }
 
 // poolActor is the pool's place in the actor tree: under the pool's
-// actor.Life (owner watch, exit signals, the first reason, a panic stops
+// life.Life (internal/life) (owner watch, exit signals, the first reason, a panic stops
 // the pool) it watches each member's supervisor.
 type poolActor struct{ p *Pool }
 

@@ -9,7 +9,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snodo/snodo"
-	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/life"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
 )
@@ -27,7 +27,7 @@ type state struct {
 
 	life     context.Context         // owner of every connection; ends with supervision
 	stopLife context.CancelCauseFunc // cancelled once the last Close returned
-	owned    snodoactor.Life         // the actor's stop reason and owner link
+	owned    life.Life               // the actor's stop reason and owner link
 
 	inflight atomic.Int64 // calls using this supervisor right now
 	draining atomic.Bool  // drained is waiting: a call ending at zero notifies

@@ -1,5 +1,5 @@
 // Package exitsig is the exit signal of snodo's actors, like an Erlang
-// exit signal: an actor under an actor.Life (a connection, a supervised
+// exit signal: an actor under an life.Life (internal/life) (a connection, a supervised
 // client, a pool, a router) records the signal's reason and stops; others
 // ignore it. Users send one with snodo.Exit; snodo's own packages and
 // tests with Send.

@@ -28,6 +28,7 @@ const (
 
 	TransportPipe       = "pipe"         // network.transport of stdio
 	TransportTCP        = "tcp"          // network.transport of a server reached over the network (NATS)
+	TransportOther      = "other"        // network.transport of a caller's own Transport (in-memory, …)
 	OperationExecute    = "execute_tool" // gen_ai.operation.name of tools/call
 	ErrorTypeToolError  = "tool_error"   // error.type of a result with isError set
 	ErrorTypeOther      = "_OTHER"       // error.type when nothing more precise applies; mcp.method.name of an unknown server request in metrics

@@ -1,4 +1,4 @@
-package actor
+package life
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
+
+	snodoactor "github.com/snodo/snodo/actor"
 )
 
 // protoactor-go's ActorSystem.Shutdown only closes a channel it keeps to
@@ -34,7 +36,7 @@ type systemWatch struct {
 // watchShutdown registers l, spawned on system: it is stopped when the
 // system is shut down. unwatchShutdown takes it out again.
 func watchShutdown(system *protoactor.ActorSystem, l *Life) {
-	if system == Shared() {
+	if system == snodoactor.Shared() {
 		return // snodo's own: nobody shuts it down
 	}
 	systemWatches.mu.Lock()
@@ -80,7 +82,7 @@ func (w *systemWatch) run(system *protoactor.ActorSystem) {
 				lives = append(lives, l)
 			}
 			systemWatches.mu.Unlock()
-			reason := fmt.Errorf("%w: actor system %s was shut down", ErrOwnerExited, system.ID)
+			reason := fmt.Errorf("%w: actor system %s was shut down", snodoactor.ErrOwnerExited, system.ID)
 			for _, l := range lives {
 				l.Stop(reason)
 			}

@@ -1,4 +1,4 @@
-package actor_test
+package life_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/exitsig"
+	"github.com/snodo/snodo/internal/life"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -18,7 +19,7 @@ type panics struct{}
 
 // owned spawns an actor under l; the channel receives the reason its
 // Stopping saw.
-func owned(t *testing.T, l *snodoactor.Life) (*protoactor.PID, <-chan error) {
+func owned(t *testing.T, l *life.Life) (*protoactor.PID, <-chan error) {
 	t.Helper()
 	stopped := make(chan error, 1)
 	pid := l.Spawn(snodoactor.Shared(), "life-test", func(ctx protoactor.Context) {
@@ -44,7 +45,7 @@ func reasonOf(t *testing.T, stopped <-chan error) error {
 }
 
 func TestLifeFirstReasonWins(t *testing.T) {
-	var l snodoactor.Life
+	var l life.Life
 	_, stopped := owned(t, &l)
 	first, second := errors.New("first"), errors.New("second")
 	l.Stop(first)
@@ -55,7 +56,7 @@ func TestLifeFirstReasonWins(t *testing.T) {
 }
 
 func TestLifeExitSignalAndPlainStop(t *testing.T) {
-	var l snodoactor.Life
+	var l life.Life
 	pid, stopped := owned(t, &l)
 	reason := errors.New("told to")
 	exitsig.Send(snodoactor.Shared(), pid, reason)
@@ -63,7 +64,7 @@ func TestLifeExitSignalAndPlainStop(t *testing.T) {
 		t.Fatalf("reason %v, want %v", err, reason)
 	}
 
-	var plain snodoactor.Life
+	var plain life.Life
 	pid, stopped = owned(t, &plain)
 	snodoactor.Shared().Root.Stop(pid)
 	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ErrStopped) {
@@ -73,7 +74,7 @@ func TestLifeExitSignalAndPlainStop(t *testing.T) {
 
 func TestLifePanicStopsWithReasonAndLogs(t *testing.T) {
 	logs := &testutil.LogRecorder{}
-	l := snodoactor.Life{Name: "test", Logger: logs.Logger()}
+	l := life.Life{Name: "test", Logger: logs.Logger()}
 	pid, stopped := owned(t, &l)
 	snodoactor.Shared().Root.Send(pid, panics{})
 	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ErrPanicked) {
@@ -87,14 +88,14 @@ func TestLifePanicStopsWithReasonAndLogs(t *testing.T) {
 func TestLifeOwnerActorAndOwnerContext(t *testing.T) {
 	sys := snodoactor.Shared()
 	owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
-	l := snodoactor.Life{Owner: owner}
+	l := life.Life{Owner: owner}
 	_, stopped := owned(t, &l)
 	testutil.StopActor(t, sys, owner, 10*time.Second)
 	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ErrOwnerExited) {
 		t.Fatalf("reason %v, want ErrOwnerExited", err)
 	}
 
-	var byCtx snodoactor.Life
+	var byCtx life.Life
 	_, stopped = owned(t, &byCtx)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	byCtx.LinkContext(ctx)
@@ -106,7 +107,7 @@ func TestLifeOwnerActorAndOwnerContext(t *testing.T) {
 }
 
 func TestLifeLinkContextAfterTheStop(t *testing.T) {
-	var l snodoactor.Life
+	var l life.Life
 	_, stopped := owned(t, &l)
 	l.Stop(errors.New("early"))
 	reasonOf(t, stopped)
@@ -136,7 +137,7 @@ func TestLifeMailBehindTheStopIsDeadLetters(t *testing.T) {
 	})
 	defer sys.EventStream.Unsubscribe(sub)
 	busy, release := make(chan struct{}), make(chan struct{})
-	var l snodoactor.Life
+	var l life.Life
 	pid := l.Spawn(sys, "life-test", func(ctx protoactor.Context) {
 		if m, ok := ctx.Message().(*lateMessage); ok && m.n == 0 {
 			close(busy)
@@ -167,7 +168,7 @@ func TestLifeMailBehindTheStopIsDeadLetters(t *testing.T) {
 func TestExitNil(t *testing.T) {
 	exitsig.Send(nil, nil, nil)
 	exitsig.Send(snodoactor.Shared(), nil, errors.New("x"))
-	var l snodoactor.Life
+	var l life.Life
 	reason := errors.New("early")
 	l.Stop(reason)
 	if !errors.Is(l.Reason(), reason) {
