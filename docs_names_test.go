@@ -89,6 +89,7 @@ func TestDocsNameIdentifiersThatExist(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("%d names checked", checked)
 	if checked < 200 {
 		t.Errorf("only %d names checked: the patterns no longer match the docs", checked)
 	}
@@ -128,6 +129,7 @@ func TestDocCommentsNameIdentifiersThatExist(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("%d names checked", checked)
 	if checked < 200 {
 		t.Errorf("only %d names checked: the patterns no longer match the comments", checked)
 	}
