@@ -47,6 +47,33 @@ func TestDocsActorsSnippets(t *testing.T) {
 	}
 }
 
+// TestDocsREADMESnippets checks that every Go block of README.md is an
+// excerpt of example_readme_test.go, whose examples compile, so the
+// README's code stays true to the API; and that README.md stays short.
+func TestDocsREADMESnippets(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("example_readme_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(readme), "\n"); n > 150 {
+		t.Errorf("README.md has %d lines; keep it to 150 (what snodo is, go get, the examples, the two commands, links) and put the rest in docs/", n)
+	}
+	lines := codeLines(string(src))
+	blocks := goBlocks(string(readme))
+	if len(blocks) < 2 {
+		t.Fatalf("README.md has %d Go blocks, want the stdio and the HTTP examples at least", len(blocks))
+	}
+	for i, block := range blocks {
+		if !contains(lines, codeLines(block)) {
+			t.Errorf("Go block %d of README.md is not an excerpt of example_readme_test.go:\n%s", i+1, block)
+		}
+	}
+}
+
 // goBlocks are the bodies of the ```go fences in markdown.
 func goBlocks(md string) []string {
 	var blocks []string
@@ -133,13 +160,28 @@ func TestDocsCiteRealTests(t *testing.T) {
 
 // TestDocsCitePathsThatExist checks that every repository path the
 // documentation writes in backquotes (`connection/pending.go`,
-// `test/peers/install.sh`) exists.
+// `test/peers/install.sh`), and every package directory below a
+// directory of the module (`internal/natsembed`, `remote/…`; not below
+// test/, whose name the test server's methods share), exists.
 func TestDocsCitePathsThatExist(t *testing.T) {
 	cited := regexp.MustCompile("`((?:[a-z0-9_.-]+/)+[a-z0-9_.-]+\\.(?:go|md|sh|json|mjs))`")
+	dirs := regexp.MustCompile("`((?:[a-z0-9_]+/)+[a-z0-9_]+)/?`")
 	for _, doc := range docFiles(t) {
 		md, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, m := range dirs.FindAllStringSubmatch(string(md), -1) {
+			top, _, _ := strings.Cut(m[1], "/")
+			if fi, err := os.Stat(top); err != nil || !fi.IsDir() || top == "test" {
+				// Not below a directory of ours (application/json,
+				// tools/call), or a method of the test server
+				// (test/crash), which shares test/'s name.
+				continue
+			}
+			if fi, err := os.Stat(filepath.FromSlash(m[1])); err != nil || !fi.IsDir() {
+				t.Errorf("%s names the directory %s, which does not exist", doc, m[1])
+			}
 		}
 		for _, m := range cited.FindAllStringSubmatch(string(md), -1) {
 			if first, _, _ := strings.Cut(m[1], "/"); strings.Contains(first, ".") {

@@ -308,8 +308,8 @@ func WithActorSystem(sys *protoactor.ActorSystem) Option {
 // later, sent to its whole process group so that servers started through
 // wrappers such as npx leave nothing behind. d 0 turns it off: only stdin
 // is closed. A plain Connect has it off by default: snodo never signals a
-// server it does not own unless asked (this option, Client.Kill) — except
-// one whose Connect failed, which nobody else could stop (see
+// server it does not own unless asked (this option) — except one whose
+// Connect failed, which nobody else could stop (see
 // docs/errors.md). Supervised clients and pools own their servers and
 // turn it on by default (2 s); give
 // WithShutdownGrace(0) in supervisor.WithConnectOptions to keep them

@@ -47,11 +47,12 @@ func fromConnProgress(fn func(connection.Progress)) func(Progress) {
 }
 
 // RequestOption tunes one request. Build it with Timeout, OnProgress,
-// ResetTimeoutOnProgress, MaxTotalTimeout or Idempotent; a requester reads
-// the values back with SettingsOf.
+// ResetTimeoutOnProgress, MaxTotalTimeout, Idempotent, MaxPages, TaskTTL,
+// OnTaskStatus or RetryURLElicitation; every kind of session reads the
+// values back with settingsOf.
 //
 // An option is applied to a copy of the settings (set takes and returns
-// them by value, so that SettingsOf allocates nothing), and the
+// them by value, so that reading them allocates nothing), and the
 // durations of Timeout and MaxTotalTimeout travel in the option itself
 // (d, for the setting named by dur) instead of in a closure.
 type RequestOption struct {
@@ -84,7 +85,7 @@ type requestSettings struct {
 	RetryURLElicitation    bool             // RetryURLElicitation
 }
 
-// SettingsOf applies opts in order and returns the result.
+// settingsOf applies opts in order and returns the result.
 func settingsOf(opts ...RequestOption) requestSettings {
 	var s requestSettings
 	for _, o := range opts {

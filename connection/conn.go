@@ -166,7 +166,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 
 // PID is the connection actor, in Config.System (actor.Shared() when
 // that was nil). Stopping it (Stop, Poison) closes the connection;
-// actor.Exit stops it with a reason that waiting callers see.
+// snodo.Exit stops it with a reason that waiting callers see.
 func (c *Conn) PID() *protoactor.PID { return c.pid }
 
 // processID is the server's operating-system process id; 0 for a
@@ -199,7 +199,7 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // Err is why the connection stopped (nil while it runs). It wraps one of
 // ErrClosed, ErrServerExited, ErrStdinClosed, ErrStdoutClosed,
 // ErrNotReading, actor.ErrOwnerExited, actor.ErrStopped (Stop or Poison
-// of PID), actor.ErrPanicked, or the reason given to actor.Exit. When
+// of PID), actor.ErrPanicked, or the reason given to snodo.Exit. When
 // the server's exit is why (ErrServerExited) and it exited with a
 // non-zero status or a signal, Err also wraps what the server's Wait
 // returned: errors.As(err, &exitErr) with an *exec.ExitError gives the

@@ -10,7 +10,7 @@ import (
 
 // Why a connection stopped. Callers see a -32000 *jsonrpc.Error that wraps
 // jsonrpc.ErrConnectionClosed and one of these (or an exit reason given to
-// actor.Exit), so errors.Is tells them apart.
+// snodo.Exit), so errors.Is tells them apart.
 var (
 	// ErrClosed: Close was called.
 	ErrClosed = serverproc.ErrClosed

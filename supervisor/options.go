@@ -60,8 +60,9 @@ type config struct {
 	// for a member to come up. Called under state.mu: it takes no lock
 	// but its own.
 	onChange func()
-	// kill, once set, has the servers stopped for good (snodo.Client.Kill)
-	// rather than closed as supervision ends: a pool whose start failed
+	// kill, once set, has the servers stopped for good (stdin closed,
+	// then SIGTERM and SIGKILL to the process group of one that ignores
+	// EOF) rather than closed as supervision ends: a pool whose start failed
 	// sets it, and its members share it (they copy the pool's config).
 	kill *atomic.Bool
 }

@@ -72,8 +72,8 @@ const maxPoolSize = 256
 // the owner of the pool and every member; opts apply to each member
 // (the owner and actor system WithConnectOptions may give, to the pool). If a member cannot start, NewPool leaves nothing running,
 // as a failed snodo.Connect does: every server the pool started is
-// stopped for good (snodo.Client.Kill: stdin closed, then SIGTERM and
-// SIGKILL to its process group for one that ignores EOF), and the error is
+// stopped for good (stdin closed, then SIGTERM and SIGKILL to its
+// process group for one that ignores EOF), and the error is
 // returned once each is reaped, about 1 s later at most for servers that
 // ignore EOF and SIGTERM.
 func NewPool(ctx context.Context, target snodo.Target, size int, opts ...Option) (*Pool, error) {
@@ -147,7 +147,7 @@ func (p *Pool) start(size int) error {
 		p.cfg.kill.Store(true)
 		p.stop(err)
 		_ = p.Close()
-		<-p.done // bounded: each server is killed (snodo.Client.Kill)
+		<-p.done // bounded: each server is stopped for good (SIGTERM, then SIGKILL)
 		return err
 	}
 	return nil

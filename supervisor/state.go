@@ -122,7 +122,8 @@ func (s *state) install(c *snodo.Client) {
 // lost takes the dead connection out of use; calls now wait or fail fast.
 // Done waits until its server is reaped. A server lost unexpectedly is
 // abandoned for a new one, so one still running (it closed its stdout, or
-// stopped reading) and ignoring EOF is signalled as Client.Kill does:
+// stopped reading) and ignoring EOF is signalled (SIGTERM, then SIGKILL
+// to its process group), as the server of a failed Connect is:
 // otherwise it would run on beside its replacement, and Done never close.
 func (s *state) lost(c *snodo.Client, reason error, next time.Time) {
 	s.mu.Lock()
