@@ -213,3 +213,29 @@ func TestHTTPCloseLeavesNoConnection(t *testing.T) {
 		})
 	}
 }
+
+// A server that forgets the session (it restarted) gets a new one: the
+// call that met the 404, or a 400 naming the session, is sent again on
+// the new session and succeeds, and the client lives on, plain or
+// supervised alike (test/http_test.go in supervisor). One new session,
+// nothing else.
+func TestHTTPSessionRenewedWhenTheServerForgetsIt(t *testing.T) {
+	for _, status := range []int{http.StatusNotFound, http.StatusBadRequest} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			srv := &httpserver.HTTP{Era: "legacy", ForgottenStatus: status}
+			c, _ := dialHTTPTest(t, srv)
+			res, err := c.CallTool(t.Context(), "echo", map[string]any{"text": "before"})
+			require.NoError(t, err)
+			assert.Equal(t, "before", res.Text())
+			require.EqualValues(t, 1, srv.Sessions())
+			for i := range 3 {
+				srv.Expire()
+				res, err = c.CallTool(t.Context(), "echo", map[string]any{"text": "after"})
+				require.NoError(t, err, "the call is sent again on a new session")
+				assert.Equal(t, "after", res.Text())
+				assert.EqualValues(t, 2+i, srv.Sessions(), "one new session per expiry")
+			}
+			assert.NoError(t, c.Err(), "the client lives on")
+		})
+	}
+}

@@ -76,6 +76,9 @@ type httpPeer struct {
 	tools                      map[string][]paramHeader // x-mcp-header annotations by tool name
 	names                      map[string]nameValue     // Mcp-Name values by the raw JSON string of the name
 	listening                  bool                     // the legacy GET stream was started
+	sess                       sessionState             // what a renewal replays (httpsession.go)
+
+	renewMu sync.Mutex // one session renewal at a time
 
 	endOnce  sync.Once
 	reason   error         // why it ended, before ended is closed
@@ -371,6 +374,12 @@ func (p *httpPeer) cancelled(params []byte) *exchange {
 // post sends a notification or an answer and waits, within the
 // connection's timeout, for the server to take it (202).
 func (p *httpPeer) post(what string, body []byte, h http.Header) {
+	p.postOnce(what, body, h, true)
+}
+
+// postOnce is post; renew says a forgotten session may be renewed (and
+// the message posted again) once.
+func (p *httpPeer) postOnce(what string, body []byte, h http.Header, renew bool) {
 	ctx, cancel := p.ctx, context.CancelFunc(func() {})
 	if t := p.peer.Timeout; t > 0 {
 		ctx, cancel = context.WithTimeout(ctx, t)
@@ -389,13 +398,19 @@ func (p *httpPeer) post(what string, body []byte, h http.Header) {
 	switch {
 	case resp.StatusCode/100 == 2:
 		if what == "notifications/initialized" {
+			p.remember(what, body, h)
 			// The GET stream is open (or refused) before any later
 			// request reaches the server, so that what the server sends
 			// there is never the answer to a request still on its way.
 			p.listen(ctx)
 		}
-	case resp.StatusCode == http.StatusNotFound && req.Header.Get(headerSession) != "":
-		p.expire(req.Header.Get(headerSession))
+	case sessionGone(req, resp, readGoneBody(resp)):
+		old := req.Header.Get(headerSession)
+		if renew && p.renew(old) {
+			p.postOnce(what, body, h, false)
+			return
+		}
+		p.expire(old)
 	default:
 		p.logger.Warn("snodo: the MCP endpoint refused a message", "message", what, "status", resp.Status)
 	}
@@ -459,13 +474,14 @@ func (p *httpPeer) emit(msg []byte, owned bool) {
 // fail completes request id with a local error.
 func (p *httpPeer) fail(id int64, err error) { p.peer.Fail(id, err) }
 
-// expire ends the peer: the server answered 404 for the session.
+// expire ends the peer: the server forgot the session, and renewing it
+// did not help (httpsession.go).
 func (p *httpPeer) expire(session string) {
 	p.mu.Lock()
-	current := p.session == session
+	current := p.session == session || p.session == "" // "": a renewal failed
 	p.mu.Unlock()
 	if current {
-		p.end(&exitReason{what: "the server ended the HTTP session (404 for its Mcp-Session-Id); connect again for a new session", cause: ErrSessionExpired})
+		p.end(&exitReason{what: "the server forgot the HTTP session (404, or a 400 naming it, for its Mcp-Session-Id) and a new session could not serve the connection (it failed to start, or was forgotten again at once); connect again", cause: ErrSessionExpired})
 	}
 }
 
@@ -548,6 +564,7 @@ type exchange struct {
 	ctx      context.Context
 	abort    context.CancelFunc
 	answered bool // the response for id was delivered
+	renewed  bool // a forgotten session was renewed for this request once
 	ignored  int  // events of its streams that were no JSON-RPC message
 }
 
@@ -584,12 +601,20 @@ func (ex *exchange) do() error {
 			return httpError(jsonrpc.CodeInternalError, ex.method+": the HTTP request to "+safeURL(p.url)+" failed: "+cause(err), err)
 		}
 		if resp.StatusCode/100 == 2 {
-			if ex.method == "initialize" {
+			switch ex.method {
+			case "initialize":
 				if sid := resp.Header.Get(headerSession); sid != "" {
+					if err := checkSessionID(sid); err != nil {
+						drain(resp.Body)
+						return httpError(jsonrpc.CodeInternalError, "initialize: "+err.Error(), ErrNotJSONRPC)
+					}
 					p.mu.Lock()
 					p.session, p.sessionValue = sid, []string{sid}
 					p.mu.Unlock()
 				}
+				p.remember(ex.method, ex.body, ex.header)
+			case "resources/subscribe", "resources/unsubscribe":
+				p.remember(ex.method, ex.body, ex.header)
 			}
 			return ex.answer(resp)
 		}
@@ -605,10 +630,15 @@ func (ex *exchange) do() error {
 				return nil
 			}
 		}
-		if resp.StatusCode == http.StatusNotFound && req.Header.Get(headerSession) != "" {
+		if sessionGone(req, resp, readGoneBody(resp)) {
 			drain(resp.Body)
-			p.expire(req.Header.Get(headerSession))
-			return httpError(jsonrpc.CodeConnectionClosed, ex.method+": the server ended the HTTP session (404 for its Mcp-Session-Id)", ErrSessionExpired, jsonrpc.ErrConnectionClosed)
+			old := req.Header.Get(headerSession)
+			if !ex.renewed && p.renew(old) {
+				ex.renewed = true // the server never took the request: send it again, once
+				continue
+			}
+			p.expire(old)
+			return httpError(jsonrpc.CodeConnectionClosed, ex.method+": the server ended the HTTP session ("+resp.Status+" for its Mcp-Session-Id) and a new one could not serve the request", ErrSessionExpired, jsonrpc.ErrConnectionClosed)
 		}
 		return ex.statusError(resp)
 	}
@@ -757,10 +787,14 @@ func (ex *exchange) stream(body io.ReadCloser) error {
 			p.unreachable(err)
 			continue // counts as a resumption without an event
 		}
-		if resp.StatusCode == http.StatusNotFound && req.Header.Get(headerSession) != "" {
+		if sessionGone(req, resp, readGoneBody(resp)) {
 			drain(resp.Body)
-			p.expire(req.Header.Get(headerSession))
-			return httpError(jsonrpc.CodeConnectionClosed, ex.method+": the server ended the HTTP session (404 for its Mcp-Session-Id)", ErrSessionExpired, jsonrpc.ErrConnectionClosed)
+			// The server took the request in the session it forgot: it
+			// may have run, so it is not sent again.
+			if old := req.Header.Get(headerSession); !p.renew(old) {
+				p.expire(old)
+			}
+			return httpError(jsonrpc.CodeInternalError, ex.method+": the server forgot the HTTP session while the answer streamed ("+resp.Status+"); the request may have run", ErrSessionExpired)
 		}
 		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
 			return ex.statusError(resp)
@@ -875,10 +909,13 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 			p.unreachable(err)
 			failures++
 			wait = min(retry<<min(failures, 5), httpMaxRetryAfter)
-		case resp.StatusCode == http.StatusNotFound && req.Header.Get(headerSession) != "":
+		case sessionGone(req, resp, readGoneBody(resp)):
 			drain(resp.Body)
-			p.expire(req.Header.Get(headerSession))
-			return
+			if old := req.Header.Get(headerSession); !p.renew(old) {
+				p.expire(old)
+				return
+			}
+			wait = 0 // the new session's GET stream at once
 		case resp.StatusCode/100 == 5:
 			drain(resp.Body)
 			failures++

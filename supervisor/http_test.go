@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -35,4 +36,26 @@ func TestSupervisedHTTPNewSessionAfterExpiry(t *testing.T) {
 	require.NoError(t, err, "the new session answers")
 	assert.Len(t, tools, 1)
 	assert.Equal(t, snodo.EraLegacy, sc.Era())
+}
+
+// A supervised HTTP client whose server forgets the session (a 400
+// naming it, as server-everything answers after a restart) renews the
+// session in place: the call succeeds and nothing restarts.
+func TestSupervisedHTTPSessionRenewedInPlace(t *testing.T) {
+	srv := &httpserver.HTTP{Era: "legacy", ForgottenStatus: http.StatusBadRequest}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	sc, err := Connect(ctx, snodo.HTTP(hs.URL+"/mcp"))
+	require.NoError(t, err)
+	defer sc.Close()
+	for i := range 3 {
+		srv.Expire()
+		res, err := sc.CallTool(ctx, "echo", map[string]any{"text": "hi"})
+		require.NoError(t, err)
+		assert.Equal(t, "hi", res.Text())
+		assert.EqualValues(t, 2+i, srv.Sessions())
+	}
+	assert.Zero(t, sc.Restarts(), "renewed in place, not restarted")
 }

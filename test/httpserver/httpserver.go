@@ -36,6 +36,11 @@ type HTTP struct {
 	OnConnect bool
 	// MaxEvent is the size of the event "oversized" sends (default 1 MiB).
 	MaxEvent int
+	// ForgottenStatus is the status of a request that names a session
+	// the server does not know (legacy): 404 (the default), or 400 with
+	// "Bad Request: No valid session ID provided", as some servers
+	// answer after a restart.
+	ForgottenStatus int
 
 	mu       sync.Mutex
 	sessions map[string]bool
@@ -120,6 +125,10 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if legacy && m.Method != "initialize" && !h.live(r.Header.Get("Mcp-Session-Id")) {
 		if r.Header.Get("Mcp-Session-Id") != "" {
+			if h.ForgottenStatus == http.StatusBadRequest {
+				http.Error(w, "Bad Request: No valid session ID provided", http.StatusBadRequest)
+				return
+			}
 			http.Error(w, "no such session", http.StatusNotFound)
 		} else {
 			http.Error(w, "Bad Request: no session", http.StatusBadRequest)
