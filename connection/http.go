@@ -906,7 +906,9 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 			if p.ctx.Err() != nil {
 				return
 			}
-			p.unreachable(err)
+			// Not the end of the connection: a server restarting on
+			// its address refuses for a moment. The next POST says
+			// whether it can be reached at all.
 			failures++
 			wait = min(retry<<min(failures, 5), httpMaxRetryAfter)
 		case sessionGone(req, resp, readGoneBody(resp)):

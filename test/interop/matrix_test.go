@@ -304,16 +304,35 @@ func (r row) run(t *testing.T) {
 		assert.True(t, a.saw(r.serverMethod), "the handler answered %s", r.serverMethod)
 	})
 
+	if srv != nil {
+		t.Run("restart (plain)", func(t *testing.T) { r.restartPlain(t, ctx, c, srv) })
+	}
 	closed = true
-	closeAndWait(t, c) // before the restart, which would end its session
+	closeAndWait(t, c)
 	t.Run("restart", func(t *testing.T) { r.restart(t, ctx, srv, opts) })
 }
 
+// restartPlain: the HTTP server killed and started again on the same
+// address under a plain client. A legacy session is forgotten with the
+// process, and the client starts a new one (once) for its next call; a
+// modern client has no session to lose. Either way the client lives on.
+func (r row) restartPlain(t *testing.T, ctx context.Context, c *snodo.Client, srv *server) {
+	_, err := c.ListTools(ctx)
+	require.NoError(t, err)
+	srv.restart(t)
+	_, err = c.ListTools(ctx)
+	require.NoError(t, err, "the next call is served (a legacy client on a new session)")
+	_, err = c.ListTools(ctx)
+	require.NoError(t, err)
+	require.NoError(t, c.Err(), "the client lives on")
+}
+
 // restart: a supervised client, then the server restarted. Over HTTP, on
-// the same address: a legacy session is gone with the process (404, or a
-// broken GET stream), and the supervisor answers with a new connection,
-// so a new session; a modern client has no session to lose and calls on
-// as before. Over stdio: the server killed, and started again by the
+// the same address: a legacy session is gone with the process, and the
+// connection starts a new one in place (or, when the server could not
+// be reached at all for a moment, the supervisor answers with a new
+// connection); a modern client has no session to lose and calls on as
+// before. Over stdio: the server killed, and started again by the
 // supervisor.
 func (r row) restart(t *testing.T, ctx context.Context, srv *server, opts []snodo.Option) {
 	var target snodo.Target
@@ -356,7 +375,9 @@ func (r row) restart(t *testing.T, ctx context.Context, srv *server, opts []snod
 		if err != nil {
 			failures = append(failures, err)
 		}
-		return err == nil && sc.Restarts() >= 1
+		// Over stdio the supervisor starts the server again; over HTTP
+		// the session may be renewed in place, without a restart.
+		return err == nil && (srv != nil || sc.Restarts() >= 1)
 	}, 30*time.Second, 50*time.Millisecond, "a new session answers (calls failed with: %v)", failures)
 	for _, err := range failures {
 		assert.True(t, errors.Is(err, connection.ErrSessionExpired) || errors.Is(err, connection.ErrServerUnreachable) ||
@@ -445,6 +466,7 @@ type server struct {
 	url     string
 	command string
 	args    []string
+	env     []string // added to the environment; PORT is replaced by the port
 	cmd     *exec.Cmd
 }
 
@@ -452,6 +474,13 @@ type server struct {
 // address, and waits until the endpoint (that address plus path)
 // answers; the process is killed and reaped when the test ends.
 func startServer(t *testing.T, path, command string, args ...string) *server {
+	t.Helper()
+	return startServerEnv(t, nil, path, command, args...)
+}
+
+// startServerEnv is startServer with env added to the server's
+// environment, "PORT" (alone) replaced by PORT=the address's port.
+func startServerEnv(t *testing.T, env []string, path, command string, args ...string) *server {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -463,7 +492,13 @@ func startServer(t *testing.T, path, command string, args ...string) *server {
 			args[i] = addr
 		}
 	}
-	s := &server{url: "http://" + addr + path, command: command, args: args}
+	env = slices.Clone(env)
+	for i, e := range env {
+		if e == "PORT" {
+			env[i] = "PORT=" + addr[strings.LastIndexByte(addr, ':')+1:]
+		}
+	}
+	s := &server{url: "http://" + addr + path, command: command, args: args, env: env}
 	s.start(t)
 	t.Cleanup(s.stop)
 	return s
@@ -473,6 +508,9 @@ func (s *server) start(t *testing.T) {
 	t.Helper()
 	s.cmd = exec.Command(s.command, s.args...)
 	s.cmd.Stderr = os.Stderr
+	if s.env != nil {
+		s.cmd.Env = append(os.Environ(), s.env...)
+	}
 	require.NoError(t, s.cmd.Start())
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
 	deadline := time.Now().Add(30 * time.Second)
