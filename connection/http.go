@@ -145,6 +145,7 @@ func startHTTP(cfg *Config) (*process, error) {
 		client.Transport = rt
 		p.client = &client
 	}
+	p.client = p.withRedirectPolicy(p.client) // redirect.go
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return &process{stdin: inW, stdout: outR, peer: p}, nil
 }

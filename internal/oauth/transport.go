@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/snodo/snodo/internal/weborigin"
 )
 
 // maxReplayBytes bounds a request body kept to be sent again after an
@@ -29,7 +31,7 @@ type Transport struct {
 	cfg      Config
 	as       *http.Client
 	resource string // the canonical server URL; the store's key until discovery names the resource
-	origin   string // scheme://host of the server, lower case
+	origin   string // the server's origin (weborigin.Of)
 	dpop     *dpopSigner
 
 	lock chan struct{} // held while authorizing; a channel so waits honour ctx
@@ -51,10 +53,12 @@ func NewTransport(serverURL string, base http.RoundTripper, cfg Config) (*Transp
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
-	canon, origin, err := canonicalURL(serverURL)
+	canon, _, err := canonicalURL(serverURL)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
+	cu, _ := url.Parse(canon)
+	origin := weborigin.Of(cu)
 	if err := checkEndpoint("MCP server", canon); err != nil {
 		return nil, fmt.Errorf("oauth: refusing to send tokens: %w", err)
 	}
@@ -107,10 +111,11 @@ func canonicalURL(serverURL string) (canon, origin string, err error) {
 	return strings.TrimSuffix(u.String(), "/"), origin, nil
 }
 
-// ours reports whether u goes to the server's origin: the only place a
-// token is sent.
+// ours reports whether u goes to the server's origin (scheme, host and
+// port, the default port filled in): the only place a token is sent. A
+// redirect to another port of the same host is another origin.
 func (t *Transport) ours(u *url.URL) bool {
-	return strings.EqualFold(u.Scheme+"://"+u.Host, t.origin)
+	return weborigin.Of(u) == t.origin
 }
 
 // RoundTrip sends req with the server's token and authorizes on 401 and
