@@ -106,6 +106,7 @@ func (t *Transport) record(tok *oauth2.Token, issuer string, c Client, requested
 		TokenType:    typ,
 		RefreshToken: tok.RefreshToken,
 		Expiry:       tok.Expiry,
+		Issued:       time.Now(),
 		Scopes:       scopes,
 		Issuer:       issuer,
 		Client:       c,
@@ -176,7 +177,7 @@ func checkResponse(q url.Values, md *serverMetadata, state string) error {
 	iss, has := q["iss"]
 	switch {
 	case has && (len(iss) != 1 || iss[0] != md.Issuer):
-		return fmt.Errorf("the authorization response comes from issuer %q, not %q: refusing it (RFC 9207)", strings.Join(iss, ","), md.Issuer)
+		return fmt.Errorf("the authorization response comes from issuer %s, not %s: refusing it (RFC 9207)", quoted(strings.Join(iss, ",")), quoted(md.Issuer))
 	case !has && md.IssParameterSupported:
 		return fmt.Errorf("the authorization response lacks the iss parameter that %s advertises: refusing it (RFC 9207)", md.Issuer)
 	}
