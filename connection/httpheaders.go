@@ -240,7 +240,7 @@ func (p *httpPeer) checkTools(result []byte) (json.RawMessage, bool) {
 		}
 		specs, why := headerSpecs(tool.InputSchema)
 		if why != "" {
-			p.logger.Warn("snodo: left a tool out of tools/list: its x-mcp-header annotations break the Streamable HTTP rules", "tool", tool.Name, "reason", why)
+			p.logger.Warn("snodo: left a tool out of tools/list: its x-mcp-header annotations break the Streamable HTTP rules", "tool", sampleString(tool.Name), "reason", sampleString(why))
 			continue
 		}
 		p.mu.Lock()

@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // Grant type and token type identifiers.
@@ -47,7 +49,7 @@ func (t *Transport) authorize(ctx context.Context, ch challenge, prev *Token, mo
 		log.DebugContext(ctx, "oauth: enterprise-managed authorization")
 		client, tok, err = t.enterprise(ctx, d, scopes)
 	default:
-		log.DebugContext(ctx, "oauth: authorization code flow", "scopes", strings.Join(scopes, " "))
+		log.DebugContext(ctx, "oauth: authorization code flow", "scopes", safetext.Line(strings.Join(scopes, " ")))
 		client, tok, err = t.authorizationCode(ctx, d, scopes, prev)
 	}
 	if err != nil {
