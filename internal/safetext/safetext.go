@@ -1,6 +1,9 @@
 // Package safetext makes text a server chose safe to print on a terminal
-// or write into a log: the command line's output of the server's words
-// and the connection's errors quoting the server's stderr (leaf).
+// or write into a log: Visible for what keeps its lines (the command
+// line's output of the server's words, the server's stderr quoted in the
+// connection's errors), Line for what must stay on one line, bounded
+// (HTTP error bodies and reason phrases, OAuth errors, every other
+// server text in an error or a log record) (leaf).
 package safetext
 
 import (
