@@ -220,6 +220,7 @@ func TestHTTPServerTextInErrorsIsSanitised(t *testing.T) {
 func TestHTTPNotAnMCPEndpointFailsAtOnce(t *testing.T) {
 	for misbehave, want := range map[string]string{
 		"html":     "with a web page (text/html)",
+		"html-404": "a web page (text/html), not an MCP endpoint's answer",
 		"old-sse":  "event stream of an old HTTP+SSE server",
 		"accepted": "accepted the request (202) without answering it",
 	} {
@@ -234,9 +235,7 @@ func TestHTTPNotAnMCPEndpointFailsAtOnce(t *testing.T) {
 				t.Fatal("connected")
 			}
 			assert.ErrorContains(t, err, want)
-			if misbehave != "html" {
-				assert.ErrorContains(t, err, "try "+hs.URL+"/mcp", "suggests the URL")
-			}
+			assert.ErrorContains(t, err, "try "+hs.URL+"/mcp", "suggests the same server's /mcp for an /sse URL")
 			assert.Less(t, time.Since(start), 10*time.Second, "waited for the timeout")
 		})
 	}

@@ -587,10 +587,7 @@ func (ex *exchange) statusError(resp *http.Response) error {
 	}
 	status := sampleString(resp.Status) // the reason phrase is the server's
 	msg := fmt.Sprintf("%s: the MCP endpoint answered HTTP %s", ex.method, status)
-	if t := bytes.TrimSpace(body); len(t) > 0 {
-		msg += ": " + sample(t)
-	}
-	msg += retryNote(resp, ex.retries) // httpedges.go
+	msg += bodyNote(resp, body, ex.p.url) + retryNote(resp, ex.retries) // httpedges.go
 	return httpError(jsonrpc.CodeInternalError, msg, &HTTPStatusError{StatusCode: resp.StatusCode, Status: status})
 }
 

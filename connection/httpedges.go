@@ -45,6 +45,30 @@ func suggestEndpoint(rawURL string) string {
 	return "give the server's Streamable HTTP endpoint (often its /mcp path)"
 }
 
+// isHTML reports whether an answer is a web page: its Content-Type, or
+// a body that starts as one.
+func isHTML(resp *http.Response, head []byte) bool {
+	if mediaType(resp.Header) == "text/html" {
+		return true
+	}
+	t := bytes.ToLower(bytes.TrimSpace(head[:min(len(head), 64)]))
+	return bytes.HasPrefix(t, []byte("<!doctype html")) || bytes.HasPrefix(t, []byte("<html"))
+}
+
+// bodyNote is what an error status's error says of its body: the start
+// of it, made safe, or, for a web page (an error page of a site, not of
+// an MCP endpoint), that it is one and where the endpoint may be.
+func bodyNote(resp *http.Response, body []byte, rawURL string) string {
+	t := bytes.TrimSpace(body)
+	switch {
+	case len(t) == 0:
+		return ""
+	case isHTML(resp, t):
+		return ": a web page (text/html), not an MCP endpoint's answer; " + suggestEndpoint(rawURL)
+	}
+	return ": " + sample(t)
+}
+
 // retryNote is what a 429 or 503's error adds about Retry-After, given
 // the retries the request made: how often it was retried, or why it was
 // not.
@@ -72,11 +96,10 @@ func retryNote(resp *http.Response, retries int) string {
 // message URL, which sends its answers on its event stream), or another
 // type. It names what came and, when it can tell, the URL to use.
 func unexpectedAnswer(method, rawURL string, resp *http.Response) error {
-	ct := mediaType(resp.Header)
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	var msg string
 	switch {
-	case ct == "text/html" || bytes.HasPrefix(bytes.TrimSpace(bytes.ToLower(head)), []byte("<!doctype html")) || bytes.HasPrefix(bytes.TrimSpace(bytes.ToLower(head)), []byte("<html")):
+	case isHTML(resp, head):
 		msg = fmt.Sprintf("%s: %s answered %s with a web page (text/html), not JSON-RPC: it is not an MCP endpoint; %s",
 			method, safeURL(rawURL), sampleString(resp.Status), suggestEndpoint(rawURL))
 	case resp.StatusCode == http.StatusAccepted:

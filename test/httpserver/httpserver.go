@@ -71,6 +71,7 @@ type HTTP struct {
 //	escapes        502 whose body and reason phrase hold terminal escapes,
 //	               a newline, BEL, CR, C1 and invalid UTF-8
 //	html           200 text/html: a web page
+//	html-404       404 text/html: a web framework's error page
 //	old-sse        200 text/event-stream: an old HTTP+SSE server's
 //	               endpoint event, then keep-alives for ever
 //	accepted       202 with no answer, as an old HTTP+SSE message URL does
@@ -85,7 +86,7 @@ type HTTP struct {
 //	listen-event-retry-1  "retry: 1", an event with an id, and the end,
 //	                    every time
 var HTTPMisbehaviours = []string{"garbage", "garbage-sse", "never-ending", "5xx", "429", "429-forever", "redirect-loop", "expire", "oversized",
-	"redirect-away", "retry-after-long", "escapes", "html", "old-sse", "accepted", "endless-line", "cr-id", "resume-overflow",
+	"redirect-away", "retry-after-long", "escapes", "html", "html-404", "old-sse", "accepted", "endless-line", "cr-id", "resume-overflow",
 	"listen-retry-0", "listen-event-retry-1"}
 
 // Gets counts the GET requests (the listen stream, resumptions).
@@ -288,6 +289,10 @@ func (h *HTTP) misbehave(w http.ResponseWriter, r *http.Request, m httpMessage, 
 	case "html":
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = io.WriteString(w, "<!DOCTYPE html><html><body><h1>Welcome</h1></body></html>")
+	case "html-404":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, "<!DOCTYPE html>\n<html><body><pre>Cannot POST "+r.URL.Path+"</pre></body></html>\n")
 	case "old-sse":
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
