@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/oauth"
 )
 
@@ -168,4 +169,17 @@ func (c *config) authorized(serverURL string, base http.RoundTripper) (http.Roun
 		return base, nil
 	}
 	return oauth.NewTransport(serverURL, base, *c.oauth)
+}
+
+// authorizationFailed reports whether err, the server/discover probe's,
+// ends the connection attempt rather than lead to the legacy fallback:
+// the authorization the probe needed failed (a login the user refused,
+// an authorization server that said no), or the server answered 401
+// after it. initialize would only ask the user again and fail the same
+// way: one login per connection attempt, and the probe's error is the
+// one reported.
+func authorizationFailed(err error) bool {
+	var le *oauth.LoginError
+	var se *connection.HTTPStatusError
+	return errors.As(err, &le) || (errors.As(err, &se) && se.StatusCode == http.StatusUnauthorized)
 }

@@ -38,7 +38,11 @@ type framer struct {
 	seenCR     bool // the bytes discarded last ended with '\r'
 
 	overlong func(seen int) // called once per discarded line, with its content's length
-	seen     int            // bytes of the overlong line so far
+	// stop, when set, is what next returns as soon as a line passes max,
+	// instead of discarding the rest of it: the SSE reader fails its
+	// request at once rather than read a huge line to its end.
+	stop error
+	seen int // bytes of the overlong line so far
 
 	// raw, when set (lend), is r's descriptor: with nothing pending, fill
 	// waits on it holding no buffer (see fillLent). bytes counts what is
@@ -145,6 +149,9 @@ func (f *framer) next() ([]byte, error) {
 				continue
 			}
 			if len(line) > f.max {
+				if f.stop != nil {
+					return nil, f.stop
+				}
 				f.overlong(len(line))
 				continue
 			}
@@ -154,6 +161,9 @@ func (f *framer) next() ([]byte, error) {
 		// Pending bytes with no newline yet: a line of more than max
 		// bytes, unless the last is the '\r' of a "\r\n" still to come.
 		if pending := f.end - f.start; f.discarding || pending > f.max+1 || pending == f.max+1 && f.buf[f.end-1] != '\r' {
+			if f.stop != nil {
+				return nil, f.stop
+			}
 			if !f.discarding {
 				f.discarding, f.seen = true, 0
 			}

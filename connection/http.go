@@ -153,6 +153,7 @@ func (t *httpTransport) Open(_ context.Context, peer Peer) (Channel, error) {
 		client.Transport = rt
 		p.client = &client
 	}
+	p.client = p.withRedirectPolicy(p.client) // redirect.go
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
 }
@@ -412,7 +413,7 @@ func (p *httpPeer) postOnce(what string, body []byte, h http.Header, renew bool)
 		}
 		p.expire(old)
 	default:
-		p.logger.Warn("snodo: the MCP endpoint refused a message", "message", what, "status", resp.Status)
+		p.logger.Warn("snodo: the MCP endpoint refused a message", "message", what, "status", sampleString(resp.Status))
 	}
 }
 
@@ -565,6 +566,7 @@ type exchange struct {
 	abort    context.CancelFunc
 	answered bool // the response for id was delivered
 	renewed  bool // a forgotten session was renewed for this request once
+	retries  int  // the POST's retries after 429 or 503 so far
 	ignored  int  // events of its streams that were no JSON-RPC message
 }
 
@@ -589,6 +591,7 @@ func (ex *exchange) run() {
 func (ex *exchange) do() error {
 	p := ex.p
 	for attempt := 0; ; attempt++ {
+		ex.retries = attempt
 		req := p.newRequest(ex.ctx, http.MethodPost, ex.body, ex.header)
 		resp, err := p.client.Do(req)
 		if err != nil {
@@ -604,9 +607,9 @@ func (ex *exchange) do() error {
 			switch ex.method {
 			case "initialize":
 				if sid := resp.Header.Get(headerSession); sid != "" {
-					if err := checkSessionID(sid); err != nil {
+					if err := checkSessionID(sid); err != nil { // httpheaders.go
 						drain(resp.Body)
-						return httpError(jsonrpc.CodeInternalError, "initialize: "+err.Error(), ErrNotJSONRPC)
+						return httpError(jsonrpc.CodeInternalError, ex.method+": "+err.Error())
 					}
 					p.mu.Lock()
 					p.session, p.sessionValue = sid, []string{sid}
@@ -683,16 +686,10 @@ func (ex *exchange) statusError(resp *http.Response) error {
 			}
 		}
 	}
-	msg := fmt.Sprintf("%s: the MCP endpoint answered HTTP %s", ex.method, resp.Status)
-	if t := bytes.TrimSpace(body); len(t) > 0 {
-		msg += ": " + sample(t)
-	}
-	if wait, retryable := retryAfter(resp); retryable || wait > 0 {
-		msg += fmt.Sprintf(" (still so after %d retries honouring Retry-After)", httpMaxRetries)
-	} else if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		msg += " (Retry-After missing or too long to wait for; try again later)"
-	}
-	return httpError(jsonrpc.CodeInternalError, msg, &HTTPStatusError{StatusCode: resp.StatusCode, Status: resp.Status})
+	status := sampleString(resp.Status) // the reason phrase is the server's
+	msg := fmt.Sprintf("%s: the MCP endpoint answered HTTP %s", ex.method, status)
+	msg += bodyNote(resp, body, ex.p.url) + retryNote(resp, ex.retries) // httpedges.go
+	return httpError(jsonrpc.CodeInternalError, msg, &HTTPStatusError{StatusCode: resp.StatusCode, Status: status})
 }
 
 // serverError decodes a JSON-RPC error object; nil when it is none.
@@ -733,8 +730,8 @@ func (ex *exchange) answer(resp *http.Response) error {
 		}
 		return nil
 	}
-	drain(resp.Body)
-	return httpError(jsonrpc.CodeInternalError, fmt.Sprintf("%s: the MCP endpoint answered %s with Content-Type %q, neither application/json nor text/event-stream", ex.method, resp.Status, resp.Header.Get("Content-Type")), ErrNotJSONRPC)
+	defer drain(resp.Body)
+	return unexpectedAnswer(ex.method, ex.p.url, resp) // httpedges.go
 }
 
 // stream reads the request's SSE stream until its response. A legacy
@@ -752,6 +749,8 @@ func (ex *exchange) stream(body io.ReadCloser) error {
 			return nil
 		case errors.Is(err, errTooLarge):
 			return tooLarge(ex.method, p.max)
+		case errors.As(err, new(*endpointEvent)):
+			return oldSSEError(ex.method, p.url, err.(*endpointEvent)) // sse.go
 		case ex.modern || lastID == "":
 			why := "the stream ended"
 			if err != nil {
@@ -770,7 +769,7 @@ func (ex *exchange) stream(body io.ReadCloser) error {
 		if resumes++; resumes > httpMaxResumes {
 			return httpError(jsonrpc.CodeInternalError, fmt.Sprintf("%s: the stream was resumed %d times in a row without an event; giving up", ex.method, httpMaxResumes), ErrStreamBroken)
 		}
-		t := time.NewTimer(retry)
+		t := time.NewTimer(backoff(retry, resumes-1)) // sse.go
 		select {
 		case <-t.C:
 		case <-ex.ctx.Done():
@@ -910,7 +909,7 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 			// its address refuses for a moment. The next POST says
 			// whether it can be reached at all.
 			failures++
-			wait = min(retry<<min(failures, 5), httpMaxRetryAfter)
+			wait = backoff(retry, failures) // sse.go
 		case sessionGone(req, resp, readGoneBody(resp)):
 			drain(resp.Body)
 			if old := req.Header.Get(headerSession); !p.renew(old) {
@@ -921,15 +920,15 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 		case resp.StatusCode/100 == 5:
 			drain(resp.Body)
 			failures++
-			wait = min(retry<<min(failures, 5), httpMaxRetryAfter)
+			wait = backoff(retry, failures) // sse.go
 		default:
 			ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 			if resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
 				drain(resp.Body)
 				return // no GET stream here
 			}
-			failures = 0
-			_, _ = p.readSSE(resp.Body, func(msg []byte) {
+			before := lastID
+			events, _ := p.readSSE(resp.Body, func(msg []byte) {
 				env, err := jsonrpc.Scan(msg)
 				switch {
 				case err != nil && err != jsonrpc.ErrNoOutcome:
@@ -942,6 +941,10 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 				}
 			}, &lastID, &retry)
 			resp.Body.Close()
+			if failures++; events > 0 || lastID != before {
+				failures = 0 // a stream that brought nothing backs off as a failure does
+			}
+			wait = backoff(retry, failures) // sse.go
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -949,69 +952,6 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 		case <-p.ctx.Done():
 			t.Stop()
 			return
-		}
-	}
-}
-
-// errTooLarge: an SSE event went past MaxLineBytes.
-var errTooLarge = errors.New("message too large")
-
-// readSSE reads an SSE stream, calling deliver with the data of each
-// event (messages), keeping the last event ID and the server's retry. It
-// returns the number of events with data and why reading stopped (nil at
-// the end of the stream). An event's data past p.max ends it with
-// errTooLarge.
-func (p *httpPeer) readSSE(body io.Reader, deliver func([]byte), lastID *string, retry *time.Duration) (int, error) {
-	overlong := false
-	fr := newFramer(body, p.max, func(int) { overlong = true })
-	var data []byte
-	has, events := false, 0
-	for {
-		line, err := fr.next()
-		if overlong {
-			return events, errTooLarge
-		}
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return events, err
-		}
-		if len(line) == 0 { // the end of an event
-			if has && len(bytes.TrimSpace(data)) > 0 {
-				events++
-				deliver(data)
-			}
-			data, has = data[:0], false
-			continue
-		}
-		if line[0] == ':' {
-			continue // a comment: a keep-alive
-		}
-		field, value := line, []byte(nil)
-		if i := bytes.IndexByte(line, ':'); i >= 0 {
-			field, value = line[:i], line[i+1:]
-			if len(value) > 0 && value[0] == ' ' {
-				value = value[1:]
-			}
-		}
-		switch string(field) {
-		case "data":
-			if has {
-				data = append(data, '\n')
-			}
-			data, has = append(data, value...), true
-			if len(data) > p.max {
-				return events, errTooLarge
-			}
-		case "id":
-			if bytes.IndexByte(value, 0) < 0 {
-				*lastID = string(value)
-			}
-		case "retry":
-			if ms, err := strconv.Atoi(string(value)); err == nil && ms >= 0 {
-				*retry = time.Duration(ms) * time.Millisecond
-			}
 		}
 	}
 }

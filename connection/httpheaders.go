@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -239,7 +240,7 @@ func (p *httpPeer) checkTools(result []byte) (json.RawMessage, bool) {
 		}
 		specs, why := headerSpecs(tool.InputSchema)
 		if why != "" {
-			p.logger.Warn("snodo: left a tool out of tools/list: its x-mcp-header annotations break the Streamable HTTP rules", "tool", tool.Name, "reason", why)
+			p.logger.Warn("snodo: left a tool out of tools/list: its x-mcp-header annotations break the Streamable HTTP rules", "tool", sampleString(tool.Name), "reason", sampleString(why))
 			continue
 		}
 		p.mu.Lock()
@@ -342,4 +343,24 @@ func isToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// httpMaxSessionID bounds an Mcp-Session-Id the client keeps: it goes
+// back on every request.
+const httpMaxSessionID = 1024
+
+// checkSessionID refuses an Mcp-Session-Id that the Streamable HTTP
+// transport forbids (it must be visible ASCII, 0x21 to 0x7E: no space,
+// tab, non-ASCII, or folded header) or that is longer than
+// httpMaxSessionID, rather than echo it on every later request.
+func checkSessionID(sid string) error {
+	if len(sid) > httpMaxSessionID {
+		return fmt.Errorf("the server's Mcp-Session-Id is %d bytes long, more than the %d snodo accepts", len(sid), httpMaxSessionID)
+	}
+	for i := 0; i < len(sid); i++ {
+		if c := sid[i]; c < 0x21 || c > 0x7e {
+			return fmt.Errorf("the server's Mcp-Session-Id \"%s\" has a byte 0x%02x outside visible ASCII (0x21 to 0x7E), which the transport forbids", sampleString(sid), c)
+		}
+	}
+	return nil
 }

@@ -195,21 +195,3 @@ func (p *httpPeer) exchangeOnce(ctx context.Context, body []byte, h http.Header,
 	}
 	return err
 }
-
-// checkSessionID refuses a session ID the transport's spec does not
-// allow: visible ASCII (0x21 to 0x7E) only, at most httpMaxSessionID
-// bytes.
-func checkSessionID(sid string) error {
-	if len(sid) > httpMaxSessionID {
-		return fmt.Errorf("the server's Mcp-Session-Id is %d bytes long, over %d: refused", len(sid), httpMaxSessionID)
-	}
-	for i := 0; i < len(sid); i++ {
-		if c := sid[i]; c < 0x21 || c > 0x7e {
-			return fmt.Errorf("the server's Mcp-Session-Id has a byte 0x%02x outside visible ASCII (0x21-0x7E): refused", c)
-		}
-	}
-	return nil
-}
-
-// httpMaxSessionID bounds an Mcp-Session-Id.
-const httpMaxSessionID = 1024

@@ -400,11 +400,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// sample shortens a line for a log record.
+// sample is a line the server sent as it may go into a log record or an
+// error: shortened and made safe (sampleString, httpedges.go).
 func sample(b []byte) string {
-	const n = 200
-	if len(b) > n {
-		return string(b[:n]) + "…"
-	}
-	return string(b)
+	return sampleString(string(b[:min(len(b), sampleMax)]))
 }

@@ -72,8 +72,13 @@ type Server struct {
 	Options []supervisor.Option
 	// OAuth is an http server's "oauth" object: "clientId", a client
 	// registered for snodo with the server's authorization server (none:
-	// snodo registers itself), and "scopes" to ask for (none: the
-	// server's challenge or metadata says); nil when the entry has none.
+	// snodo registers itself), "scopes" to ask for (none: the server's
+	// challenge or metadata says), "clientSecretEnv", the environment
+	// variable holding a confidential client's secret (read when the
+	// file is parsed into ClientSecret; a secret written in the file is
+	// refused), and "callbackPort", the loopback port the client was
+	// registered with (RedirectURL http://localhost:PORT/callback); nil
+	// when the entry has none.
 	// It is not among Options: only the program can ask its user, so it
 	// completes it (Authorize, Store…) and gives it with snodo.WithOAuth
 	// in supervisor.WithConnectOptions among its own options. The snodo
@@ -405,11 +410,17 @@ func (p *parser) server(name string, data json.RawMessage) (s *entry, skip strin
 	return s, "", nil
 }
 
-// oauth reads an http server's "oauth": {"clientId": "…", "scopes": ["…"]}.
+// oauth reads an http server's "oauth": {"clientId": "…", "scopes":
+// ["…"], "clientSecretEnv": "NAME", "callbackPort": 8080}. The secret is
+// never in the file: clientSecretEnv names the environment variable that
+// holds it, read now (unset or empty is an error: the client would be
+// refused at the token endpoint with a less clear one). callbackPort is
+// the loopback port the client was registered with, as Claude Code's
+// configs set it: the redirect URL becomes http://localhost:PORT/callback.
 func (p *parser) oauth(s *entry, m member) error {
 	fields, err := members(m.value)
 	if err != nil {
-		return p.fail(s.Name, "oauth", "want an object with clientId and scopes: %w", err)
+		return p.fail(s.Name, "oauth", "want an object with clientId, scopes, clientSecretEnv and callbackPort: %w", err)
 	}
 	s.OAuth = &snodo.OAuth{}
 	for _, f := range fields {
@@ -421,6 +432,18 @@ func (p *parser) oauth(s *entry, m member) error {
 			if err == nil && s.OAuth.Scopes == nil {
 				s.OAuth.Scopes = []string{} // given, if null: the entry has an oauth object
 			}
+		case "clientSecretEnv":
+			err = p.clientSecret(s, f)
+		case "clientSecret":
+			err = p.fail(s.Name, "oauth.clientSecret", "a secret is not written in the file: put it in an environment variable and name that with \"clientSecretEnv\"")
+		case "callbackPort":
+			var port int
+			if err = p.decode(s.Name, member{key: "oauth.callbackPort", value: f.value}, &port, "a port number"); err == nil {
+				if port < 1 || port > 65535 {
+					err = p.fail(s.Name, "oauth.callbackPort", "want a port from 1 to 65535, got %d", port)
+				}
+				s.OAuth.RedirectURL = fmt.Sprintf("http://localhost:%d/callback", port)
+			}
 		default:
 			p.warn(s.Name, "oauth."+f.key, "unknown key, ignored")
 		}
@@ -428,9 +451,27 @@ func (p *parser) oauth(s *entry, m member) error {
 			return err
 		}
 	}
-	if s.OAuth.ClientID == "" && s.OAuth.Scopes == nil {
+	if o := s.OAuth; o.ClientID == "" && o.Scopes == nil && o.ClientSecret == "" && o.RedirectURL == "" {
 		s.OAuth = nil // an empty object names nothing
 	}
+	return nil
+}
+
+// clientSecret reads "clientSecretEnv": the name of the environment
+// variable that holds the client secret.
+func (p *parser) clientSecret(s *entry, f member) error {
+	var name string
+	if err := p.decode(s.Name, member{key: "oauth.clientSecretEnv", value: f.value}, &name, "the name of an environment variable"); err != nil {
+		return err
+	}
+	if name == "" || strings.ContainsAny(name, "=\x00") {
+		return p.fail(s.Name, "oauth.clientSecretEnv", "want the name of an environment variable, such as MCP_CLIENT_SECRET")
+	}
+	secret := os.Getenv(name)
+	if secret == "" {
+		return p.fail(s.Name, "oauth.clientSecretEnv", "the environment variable %s, which should hold the client secret, is not set or empty", name)
+	}
+	s.OAuth.ClientSecret = secret
 	return nil
 }
 

@@ -3,7 +3,9 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -73,4 +75,62 @@ func TestConfigHTTPEntryAuthorizesWithItsOAuthBlock(t *testing.T) {
 	out, opened = run()
 	assert.Contains(t, out, "echo")
 	assert.Zero(t, opened, "the stored token serves the next run")
+}
+
+// An entry's "oauth" may name a confidential pre-registered client: its
+// secret comes from the environment variable "clientSecretEnv" names
+// (never from the file), and "callbackPort" fixes the loopback redirect
+// at http://localhost:PORT/callback, as the client was registered. The
+// token request carries the secret; the user is asked once.
+func TestConfigHTTPEntryWithClientSecretAndCallbackPort(t *testing.T) {
+	as := oauthserver.NewAS(t, func(a *oauthserver.AS) { a.AuthMethods = []string{"client_secret_basic"} })
+	rs := oauthserver.NewResource(t, as, func(r *oauthserver.Resource) { r.Handler = &httpserver.HTTP{Era: "modern"} })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close()) // free for snodo to listen on
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`{"mcpServers": {"web": {"type": "http", "url": %q,
+		"oauth": {"clientId": "confidential-client", "clientSecretEnv": "SNODO_TEST_CLIENT_SECRET", "callbackPort": %d}}}}`, rs.URL(), port)), 0o600))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	config := t.TempDir()
+	cmd := exec.CommandContext(ctx, snodoBin, "--config", path, "--server", "web", "tools")
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+config, "HOME="+config, "SNODO_TEST_CLIENT_SECRET=s3cret-from-env")
+	var out strings.Builder
+	cmd.Stdout = &out
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	opened := 0
+	var errText strings.Builder
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			errText.WriteString(line + "\n")
+			if i := strings.Index(line, "http"); i >= 0 && strings.Contains(line, "/authorize?") {
+				opened++
+				resp, err := http.Get(strings.Fields(line[i:])[0])
+				if assert.NoError(t, err) {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		}
+	})
+	wg.Wait()
+	require.NoError(t, cmd.Wait(), "stdout:\n%s\nstderr:\n%s", out.String(), errText.String())
+	assert.Contains(t, out.String(), "echo")
+	assert.Equal(t, 1, opened, "one login URL in the run")
+	require.Len(t, as.AuthRequests, 1)
+	assert.Equal(t, fmt.Sprintf("http://localhost:%d/callback", port), as.AuthRequests[0].Get("redirect_uri"))
+	require.NotEmpty(t, as.TokenHeaders)
+	id, secret, ok := (&http.Request{Header: as.TokenHeaders[0]}).BasicAuth()
+	assert.True(t, ok, "client_secret_basic")
+	assert.Equal(t, "confidential-client", id)
+	assert.Equal(t, "s3cret-from-env", secret)
+	assert.NotContains(t, errText.String(), "s3cret-from-env")
 }

@@ -59,7 +59,7 @@ func TestLoopbackAuthorizationAndTokenFile(t *testing.T) {
 	require.NoError(t, err)
 
 	run := func(out io.Writer) int {
-		l, err := newLoopback(out)
+		l, err := newLoopback(out, "")
 		require.NoError(t, err)
 		defer l.close()
 		tr, err := oauth.NewTransport(rs.URL(), nil, oauth.Config{RedirectURL: l.redirect, Authorize: l.authorize, Store: fileStore{dir: dir}})
@@ -98,7 +98,7 @@ func TestLoopbackAuthorizationAndTokenFile(t *testing.T) {
 }
 
 func TestLoopbackRefusesStrayRedirects(t *testing.T) {
-	l, err := newLoopback(io.Discard)
+	l, err := newLoopback(io.Discard, "")
 	require.NoError(t, err)
 	defer l.close()
 	resp, err := http.Get(l.redirect + "?code=x")
@@ -117,7 +117,7 @@ func TestLoopbackRefusesStrayRedirects(t *testing.T) {
 // page was written: 1 full-suite run in 3 under load).
 func TestLoopbackAnswersTheBrowserBeforeClosing(t *testing.T) {
 	for range 50 {
-		l, err := newLoopback(io.Discard)
+		l, err := newLoopback(io.Discard, "")
 		require.NoError(t, err)
 		got := make(chan url.Values, 1)
 		go func() {

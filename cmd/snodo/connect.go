@@ -39,8 +39,8 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 	// A protected server: authorize on its first 401, the user's browser
 	// coming back to a loopback port; the probe waits for the user unless
 	// --probe-timeout says otherwise.
-	authorize := func(clientID string, scopes []string, probeSet bool) error {
-		auth, stop, err := httpAuth(clientID, scopes, s.io.err)
+	authorize := func(file snodo.OAuth, probeSet bool) error {
+		auth, stop, err := httpAuth(file, s.io.err)
 		if err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		}
 		opts = append(opts, s.probeTimeout(0)...)
 		opts = append(opts, s.eraOption()...)
-		if err := authorize("", nil, false); err != nil {
+		if err := authorize(snodo.OAuth{}, false); err != nil {
 			return nil, err
 		}
 	} else if s.cfg.serverName != "" {
@@ -81,7 +81,7 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 			if spec.OAuth != nil {
 				o = *spec.OAuth
 			}
-			if err := authorize(o.ClientID, o.Scopes, spec.timeout > 0); err != nil { // the file's timeout bounds the probe
+			if err := authorize(o, spec.timeout > 0); err != nil { // the file's timeout bounds the probe
 				return nil, err
 			}
 		}

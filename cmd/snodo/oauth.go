@@ -110,31 +110,50 @@ func (s fileStore) Delete(_ context.Context, resource string) error {
 
 // loopback receives the authorization server's redirect on a loopback
 // port (RFC 8252 section 7.3): it listens on 127.0.0.1 at a port the
-// system picks, prints the authorization URL for the user, and hands the
+// system picks, or at the port of a fixed redirect URL (a config entry's
+// "callbackPort": http://localhost:PORT/callback, where it listens on
+// 127.0.0.1 and, when it can, on ::1, either of which "localhost" may
+// name), prints the authorization URL for the user, and hands the
 // redirect's query to the authorization that waits for it.
 type loopback struct {
 	out      io.Writer
 	redirect string
 	srv      *http.Server
-	done     chan struct{} // closed when the server has stopped
+	done     sync.WaitGroup // done when every listener has stopped
 
 	mu      sync.Mutex
 	waiting chan url.Values // the authorization under way, or nil
 }
 
-func newLoopback(out io.Writer) (*loopback, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func newLoopback(out io.Writer, redirect string) (*loopback, error) {
+	addr, path := "127.0.0.1:0", "/callback"
+	if redirect != "" {
+		u, err := url.Parse(redirect)
+		if err != nil || u.Port() == "" {
+			return nil, fmt.Errorf("the redirect URL %s names no loopback port", redirect)
+		}
+		addr, path = net.JoinHostPort("127.0.0.1", u.Port()), u.EscapedPath()
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		if redirect != "" {
+			return nil, fmt.Errorf("listening on %s for the authorization redirect (the config's callbackPort; is another program using it?): %w", addr, err)
+		}
 		return nil, fmt.Errorf("listening on a loopback port for the authorization redirect: %w", err)
 	}
-	l := &loopback{out: out, redirect: "http://" + ln.Addr().String() + "/callback", done: make(chan struct{})}
+	lns := []net.Listener{ln}
+	if redirect == "" {
+		redirect = "http://" + ln.Addr().String() + path
+	} else if ln6, err := net.Listen("tcp", net.JoinHostPort("::1", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))); err == nil {
+		lns = append(lns, ln6) // "localhost" may be ::1 to the browser
+	}
+	l := &loopback{out: out, redirect: redirect}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /callback", l.callback)
+	mux.HandleFunc("GET "+path, l.callback)
 	l.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		defer close(l.done)
-		l.srv.Serve(ln)
-	}()
+	for _, ln := range lns {
+		l.done.Go(func() { l.srv.Serve(ln) })
+	}
 	return l, nil
 }
 
@@ -185,28 +204,31 @@ func (l *loopback) authorize(ctx context.Context, authURL string) (url.Values, e
 // close stops listening.
 func (l *loopback) close() {
 	l.srv.Close()
-	<-l.done
+	l.done.Wait()
 }
 
 // httpAuth is the option that authorizes the command line's connection
 // to serverURL: tokens in the file store, the interactive step on a
-// loopback redirect, announced on out; clientID and scopes come from a
-// config file's entry. The returned function stops the listener.
-func httpAuth(clientID string, scopes []string, out io.Writer) (snodo.Option, func(), error) {
+// loopback redirect, announced on out. file is a config file's entry's
+// "oauth": its client id, the client secret its clientSecretEnv named,
+// the redirect URL its callbackPort set, and its scopes (zero: none).
+// The returned function stops the listener.
+func httpAuth(file snodo.OAuth, out io.Writer) (snodo.Option, func(), error) {
 	dir, err := tokenDir()
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := newLoopback(out)
+	l, err := newLoopback(out, file.RedirectURL)
 	if err != nil {
 		return nil, nil, err
 	}
 	opt := snodo.WithOAuth(snodo.OAuth{
-		ClientID:    clientID,
-		RedirectURL: l.redirect,
-		Scopes:      scopes,
-		Authorize:   l.authorize,
-		Store:       fileStore{dir: dir},
+		ClientID:     file.ClientID,
+		ClientSecret: file.ClientSecret,
+		RedirectURL:  l.redirect,
+		Scopes:       file.Scopes,
+		Authorize:    l.authorize,
+		Store:        fileStore{dir: dir},
 	})
 	return opt, l.close, nil
 }

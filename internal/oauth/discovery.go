@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // maxMetadataBytes bounds every metadata document and registration
@@ -104,16 +106,16 @@ func fetchResourceMetadata(ctx context.Context, hc *http.Client, serverURL, name
 		var prm resourceMetadata
 		found, err := getJSON(ctx, hc, c, &prm)
 		if err != nil {
-			return nil, fmt.Errorf("protected resource metadata %s: %w", c, err)
+			return nil, fmt.Errorf("protected resource metadata %s: %w", quoted(c), err)
 		}
 		if !found {
 			if named != "" {
-				return nil, fmt.Errorf("protected resource metadata %s named by the server's WWW-Authenticate was not found", c)
+				return nil, fmt.Errorf("protected resource metadata %s named by the server's WWW-Authenticate was not found", quoted(c))
 			}
 			continue
 		}
 		if err := prm.validate(serverURL); err != nil {
-			return nil, fmt.Errorf("protected resource metadata %s: %w", c, err)
+			return nil, fmt.Errorf("protected resource metadata %s: %w", quoted(c), err)
 		}
 		return &prm, nil
 	}
@@ -129,7 +131,7 @@ func (p *resourceMetadata) validate(serverURL string) error {
 		return errors.New(`the "resource" field is missing`)
 	}
 	if !resourceCovers(p.Resource, serverURL) {
-		return fmt.Errorf("its resource %q is not the MCP server %s: refusing to authorize for another resource", p.Resource, serverURL)
+		return fmt.Errorf("its resource %s is not the MCP server %s: refusing to authorize for another resource", quoted(p.Resource), serverURL)
 	}
 	if len(p.AuthorizationServers) == 0 {
 		return errors.New(`"authorization_servers" is missing or empty`)
@@ -201,7 +203,7 @@ func fetchServerMetadata(ctx context.Context, hc *http.Client, issuer string, le
 		}
 		if md.Issuer != issuer {
 			// Never use it; a later candidate may still be right.
-			refused = fmt.Errorf("authorization server metadata %s names issuer %q, not %q: refusing to use it (RFC 8414 section 3.3)", c, md.Issuer, issuer)
+			refused = fmt.Errorf("authorization server metadata %s names issuer %s, not %s: refusing to use it (RFC 8414 section 3.3)", c, quoted(md.Issuer), quoted(issuer))
 			continue
 		}
 		if err := md.validate(); err != nil {
@@ -265,7 +267,7 @@ func (m *serverMetadata) supportsPKCE() bool {
 func checkEndpoint(what, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("%s %q is not an absolute URL", what, raw)
+		return fmt.Errorf("%s %s is not an absolute URL", what, quoted(raw))
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "https":
@@ -274,9 +276,9 @@ func checkEndpoint(what, raw string) error {
 		if isLoopback(u.Hostname()) {
 			return nil
 		}
-		return fmt.Errorf("%s %s is plain HTTP to a host that is not loopback: use HTTPS", what, raw)
+		return fmt.Errorf("%s %s is plain HTTP to a host that is not loopback: use HTTPS", what, safetext.Line(raw))
 	}
-	return fmt.Errorf("%s %q is neither HTTPS nor loopback HTTP", what, raw)
+	return fmt.Errorf("%s %s is neither HTTPS nor loopback HTTP", what, quoted(raw))
 }
 
 func isLoopback(host string) bool {

@@ -4,19 +4,19 @@ import (
 	"github.com/snodo/snodo/internal/safetext"
 )
 
-// maxDescription bounds how much of a server's error_description an error
-// quotes.
-const maxDescription = 200
-
 // describeOAuthError renders an OAuth error code and description as
-// " code: description", printable and bounded.
+// " code: description", each through safetext.Line: one line (a newline
+// in a description cannot start a line of the server's own in the
+// user's terminal or log), escaped and bounded.
 func describeOAuthError(code, description string) string {
-	s := " " + safetext.Visible(code)
+	s := " " + safetext.Line(code)
 	if description != "" {
-		if len(description) > maxDescription {
-			description = description[:maxDescription] + "…"
-		}
-		s += ": " + safetext.Visible(description)
+		s += ": " + safetext.Line(description)
 	}
 	return s
 }
+
+// quoted is a string a server chose (a URL from its metadata or its
+// WWW-Authenticate, an issuer, a resource) as an error quotes it:
+// within quotes, through safetext.Line.
+func quoted(s string) string { return `"` + safetext.Line(s) + `"` }

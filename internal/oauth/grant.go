@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // Grant type and token type identifiers.
@@ -47,7 +49,7 @@ func (t *Transport) authorize(ctx context.Context, ch challenge, prev *Token, mo
 		log.DebugContext(ctx, "oauth: enterprise-managed authorization")
 		client, tok, err = t.enterprise(ctx, d, scopes)
 	default:
-		log.DebugContext(ctx, "oauth: authorization code flow", "scopes", strings.Join(scopes, " "))
+		log.DebugContext(ctx, "oauth: authorization code flow", "scopes", safetext.Line(strings.Join(scopes, " ")))
 		client, tok, err = t.authorizationCode(ctx, d, scopes, prev)
 	}
 	if err != nil {
@@ -106,6 +108,7 @@ func (t *Transport) record(tok *oauth2.Token, issuer string, c Client, requested
 		TokenType:    typ,
 		RefreshToken: tok.RefreshToken,
 		Expiry:       tok.Expiry,
+		Issued:       time.Now(),
 		Scopes:       scopes,
 		Issuer:       issuer,
 		Client:       c,
@@ -176,7 +179,7 @@ func checkResponse(q url.Values, md *serverMetadata, state string) error {
 	iss, has := q["iss"]
 	switch {
 	case has && (len(iss) != 1 || iss[0] != md.Issuer):
-		return fmt.Errorf("the authorization response comes from issuer %q, not %q: refusing it (RFC 9207)", strings.Join(iss, ","), md.Issuer)
+		return fmt.Errorf("the authorization response comes from issuer %s, not %s: refusing it (RFC 9207)", quoted(strings.Join(iss, ",")), quoted(md.Issuer))
 	case !has && md.IssParameterSupported:
 		return fmt.Errorf("the authorization response lacks the iss parameter that %s advertises: refusing it (RFC 9207)", md.Issuer)
 	}

@@ -334,7 +334,7 @@ func TestSecretsNeverReachLogsOrErrors(t *testing.T) {
 }
 
 func TestStoredTokenIsUsedAndExpiredOneRefreshed(t *testing.T) {
-	as := oauthserver.NewAS(t, func(a *oauthserver.AS) { a.Refresh = true; a.ExpiresIn = 1 })
+	as := oauthserver.NewAS(t, func(a *oauthserver.AS) { a.Refresh = true; a.ExpiresIn = 3600 })
 	rs := oauthserver.NewResource(t, as, nil)
 	store := &oauth.MemoryStore{}
 	tr, err := oauth.NewTransport(rs.URL(), nil, codeFlow(oauth.Config{Store: store}))
@@ -342,9 +342,13 @@ func TestStoredTokenIsUsedAndExpiredOneRefreshed(t *testing.T) {
 	status, _, err := get(t, tr, rs.URL())
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, status)
+	// The hour-long token has 30 s left: less than its margin (a minute).
+	tok, _ := store.Load(t.Context(), rs.URL())
+	tok.Issued, tok.Expiry = time.Now().Add(-time.Hour), time.Now().Add(30*time.Second)
+	require.NoError(t, store.Save(t.Context(), rs.URL(), tok))
 
 	// A second transport (a new run) finds the stored token; it expires
-	// within a minute, so it is refreshed before it is sent.
+	// within its margin, so it is refreshed before it is sent.
 	called := false
 	tr2, err := oauth.NewTransport(rs.URL(), nil, oauth.Config{Store: store, Authorize: func(context.Context, string) (url.Values, error) {
 		called = true
@@ -356,6 +360,6 @@ func TestStoredTokenIsUsedAndExpiredOneRefreshed(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status)
 	assert.False(t, called)
 	assert.Equal(t, "refresh_token", as.TokenForms[len(as.TokenForms)-1].Get("grant_type"))
-	tok, _ := store.Load(t.Context(), rs.URL())
-	assert.WithinDuration(t, time.Now().Add(time.Second), tok.Expiry, 5*time.Second)
+	tok, _ = store.Load(t.Context(), rs.URL())
+	assert.WithinDuration(t, time.Now().Add(time.Hour), tok.Expiry, 5*time.Second)
 }

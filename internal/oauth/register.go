@@ -149,7 +149,7 @@ func (t *Transport) register(ctx context.Context, md *serverMetadata) (Client, e
 	switch r.TokenEndpointAuthMethod {
 	case "", "none", "client_secret_basic", "client_secret_post":
 	default:
-		return Client{}, fmt.Errorf("registering a client with %s: it assigned token endpoint authentication %q, which snodo does not support", md.RegistrationEndpoint, r.TokenEndpointAuthMethod)
+		return Client{}, fmt.Errorf("registering a client with %s: it assigned token endpoint authentication %s, which snodo does not support", md.RegistrationEndpoint, quoted(r.TokenEndpointAuthMethod))
 	}
 	c := Client{ID: r.ClientID, Secret: r.ClientSecret, AuthMethod: r.TokenEndpointAuthMethod, Issuer: md.Issuer}
 	return t.withAuthMethod(c, md), nil

@@ -17,7 +17,10 @@ type Token struct {
 	TokenType    string    `json:"token_type,omitempty"` // "Bearer" or "DPoP"
 	RefreshToken string    `json:"refresh_token,omitempty"`
 	Expiry       time.Time `json:"expiry,omitzero"`
-	Scopes       []string  `json:"scopes,omitempty"`
+	// Issued is when the token was received: with Expiry, its life,
+	// which sets how early it is refreshed (zero: unknown, a minute).
+	Issued time.Time `json:"issued,omitzero"`
+	Scopes []string  `json:"scopes,omitempty"`
 	// Issuer is the authorization server that issued the token.
 	Issuer string `json:"issuer,omitempty"`
 	// Client is the registration the token was obtained with, bound to
@@ -54,10 +57,25 @@ func (c Client) GoString() string { return c.String() }
 // LogValue logs c without its secret.
 func (c Client) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
-// valid reports whether t can be sent: it has an access token that has
-// not expired (with a minute's margin when its expiry is known).
+// valid reports whether t can be sent without refreshing it first: it
+// has an access token that is not about to expire. "About to" is a
+// margin proportional to the token's life (margin), so a token that
+// lives 30 s is not refreshed before every request.
 func (t *Token) valid(now time.Time) bool {
-	return t != nil && t.AccessToken != "" && (t.Expiry.IsZero() || now.Add(time.Minute).Before(t.Expiry))
+	return t != nil && t.AccessToken != "" && (t.Expiry.IsZero() || now.Add(t.margin()).Before(t.Expiry))
+}
+
+// maxExpiryMargin is the most a token is refreshed before its expiry.
+const maxExpiryMargin = time.Minute
+
+// margin is how long before its expiry t counts as expired: the lesser
+// of a minute and a tenth of its life (a minute when its life is
+// unknown: a token stored before Issued was kept).
+func (t *Token) margin() time.Duration {
+	if t.Issued.IsZero() || !t.Issued.Before(t.Expiry) {
+		return maxExpiryMargin
+	}
+	return min(maxExpiryMargin, t.Expiry.Sub(t.Issued)/10)
 }
 
 // String describes t without any token or secret.

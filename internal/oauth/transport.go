@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/snodo/snodo/internal/weborigin"
 )
 
 // maxReplayBytes bounds a request body kept to be sent again after an
@@ -29,7 +31,7 @@ type Transport struct {
 	cfg      Config
 	as       *http.Client
 	resource string // the canonical server URL; the store's key until discovery names the resource
-	origin   string // scheme://host of the server, lower case
+	origin   string // the server's origin (weborigin.Of)
 	dpop     *dpopSigner
 
 	lock chan struct{} // held while authorizing; a channel so waits honour ctx
@@ -42,6 +44,16 @@ type Transport struct {
 	preIssuer  string
 	registered map[string]Client // dynamic registrations by issuer
 	rsNonce    string
+	// noRefresh is 1 + the generation of the token whose refresh failed
+	// (0: none): it is not tried again, before sending or on a 401.
+	noRefresh uint64
+	// failed is the last authorization's error when it failed, for the
+	// token of generation failedGen, at failedAt: the requests that were
+	// under way with that token meanwhile share its failure instead of
+	// asking the user again.
+	failed    error
+	failedGen uint64
+	failedAt  time.Time
 }
 
 // NewTransport authorizes requests to the MCP server at serverURL over
@@ -51,10 +63,12 @@ func NewTransport(serverURL string, base http.RoundTripper, cfg Config) (*Transp
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
-	canon, origin, err := canonicalURL(serverURL)
+	canon, _, err := canonicalURL(serverURL)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
+	cu, _ := url.Parse(canon)
+	origin := weborigin.Of(cu)
 	if err := checkEndpoint("MCP server", canon); err != nil {
 		return nil, fmt.Errorf("oauth: refusing to send tokens: %w", err)
 	}
@@ -107,10 +121,11 @@ func canonicalURL(serverURL string) (canon, origin string, err error) {
 	return strings.TrimSuffix(u.String(), "/"), origin, nil
 }
 
-// ours reports whether u goes to the server's origin: the only place a
-// token is sent.
+// ours reports whether u goes to the server's origin (scheme, host and
+// port, the default port filled in): the only place a token is sent. A
+// redirect to another port of the same host is another origin.
 func (t *Transport) ours(u *url.URL) bool {
-	return strings.EqualFold(u.Scheme+"://"+u.Host, t.origin)
+	return weborigin.Of(u) == t.origin
 }
 
 // RoundTrip sends req with the server's token and authorizes on 401 and
@@ -122,6 +137,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.base.RoundTrip(req)
 	}
 	ctx := req.Context()
+	began := time.Now()
 	body, err := replayable(req)
 	if err != nil {
 		return nil, err
@@ -130,7 +146,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	var refreshed, authorized bool
+	var authorized bool
+	refreshed := t.refreshFailed(gen) // a refresh that failed is not tried again
 	stepUps, nonceRetries := 0, 0
 	for {
 		r := req.Clone(ctx)
@@ -164,19 +181,37 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			} else {
 				authorized = true
 			}
-			next, gen, err = t.reauthorize(ctx, ch, gen, refresh, nil)
+			next, gen, err = t.reauthorize(ctx, ch, gen, refresh, nil, began)
 		case resp.StatusCode == http.StatusForbidden && ch.err == "insufficient_scope" && stepUps < t.cfg.MaxStepUps:
 			drain(resp)
 			stepUps++
-			next, gen, err = t.reauthorize(ctx, ch, gen, false, ch.scope)
+			next, gen, err = t.reauthorize(ctx, ch, gen, false, ch.scope, began)
 		default:
 			return resp, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, &LoginError{err: err}
 		}
 		tok = next
 	}
+}
+
+// LoginError is a request's error when the authorization it needed
+// failed (discovery, the grant, the user's step): the request was not
+// sent again. errors.As finds it in the error of the HTTP request.
+type LoginError struct{ err error }
+
+func (e *LoginError) Error() string { return e.err.Error() }
+
+// Unwrap is the authorization's error.
+func (e *LoginError) Unwrap() error { return e.err }
+
+// refreshFailed reports whether the refresh of the token of generation
+// gen failed already.
+func (t *Transport) refreshFailed(gen uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.noRefresh == gen+1
 }
 
 // replayable returns a function that gives a fresh copy of req's body
@@ -250,17 +285,57 @@ func (t *Transport) current(ctx context.Context) (*Token, uint64, error) {
 	}
 	tok, gen := t.tok, t.gen
 	t.mu.Unlock()
-	if tok == nil || tok.valid(time.Now()) || tok.RefreshToken == "" {
+	if tok == nil || tok.valid(time.Now()) || tok.RefreshToken == "" || t.refreshFailed(gen) {
 		return tok, gen, nil
 	}
-	// Expired with a refresh token: refresh before sending. A failed
-	// refresh leaves the request to meet its 401.
-	next, g, err := t.reauthorize(ctx, challenge{}, gen, true, nil)
+	// About to expire, with a refresh token: refresh before sending. A
+	// refresh that fails sends the token there is (it may still be
+	// valid) and is not tried again for it; only the server's 401 leads
+	// to a login.
+	next, g, err := t.refreshEarly(ctx, gen)
 	if err != nil {
-		t.cfg.Logger.DebugContext(ctx, "oauth: refresh before sending failed", "server", t.resource, "err", err)
+		t.cfg.Logger.DebugContext(ctx, "oauth: refresh before sending failed; sending the token there is", "server", t.resource, "err", err)
 		return tok, gen, nil
 	}
 	return next, g, nil
+}
+
+// refreshEarly refreshes the token of generation gen before it expires,
+// and only refreshes: a failure is recorded (noRefresh), never turned
+// into a login. If another request replaced the token meanwhile, that
+// one is used.
+func (t *Transport) refreshEarly(ctx context.Context, gen uint64) (*Token, uint64, error) {
+	if err := t.acquire(ctx); err != nil {
+		return nil, 0, err
+	}
+	defer t.release()
+	t.mu.Lock()
+	prev, cur := t.tok, t.gen
+	t.mu.Unlock()
+	if cur != gen {
+		return prev, cur, nil
+	}
+	tok, err := t.refresh(ctx, challenge{}, prev)
+	if err != nil {
+		t.mu.Lock()
+		t.noRefresh = gen + 1
+		t.mu.Unlock()
+		return nil, 0, err
+	}
+	return t.install(ctx, tok)
+}
+
+// install saves tok and makes it the token sent, of a new generation.
+func (t *Transport) install(ctx context.Context, tok *Token) (*Token, uint64, error) {
+	if err := t.cfg.Store.Save(ctx, t.resource, tok); err != nil {
+		return nil, 0, fmt.Errorf("oauth: saving the token for %s: %w", t.resource, err)
+	}
+	t.mu.Lock()
+	t.tok = tok
+	t.gen++
+	g := t.gen
+	t.mu.Unlock()
+	return tok, g, nil
 }
 
 // acquire takes the authorization lock, or gives up with ctx.
@@ -278,8 +353,10 @@ func (t *Transport) release() { <-t.lock }
 // reauthorize gets a new token after the one of generation gen failed:
 // by refreshing it (refresh), or by a full grant with the challenge's
 // scopes added (more: a step-up). If another request already replaced
-// the token meanwhile, that one is used instead.
-func (t *Transport) reauthorize(ctx context.Context, ch challenge, gen uint64, refresh bool, more []string) (*Token, uint64, error) {
+// the token meanwhile, that one is used instead; if an authorization for
+// the same token failed after the request began (began), that failure
+// is its error, and the user is not asked again.
+func (t *Transport) reauthorize(ctx context.Context, ch challenge, gen uint64, refresh bool, more []string, began time.Time) (*Token, uint64, error) {
 	if err := t.acquire(ctx); err != nil {
 		return nil, 0, err
 	}
@@ -290,6 +367,13 @@ func (t *Transport) reauthorize(ctx context.Context, ch challenge, gen uint64, r
 		t.mu.Unlock()
 		return tok, g, nil
 	}
+	if t.failed != nil && t.failedGen == gen && t.failedAt.After(began) {
+		// An authorization for this same token failed while this request
+		// was under way: one login per need, not one per request.
+		err := t.failed
+		t.mu.Unlock()
+		return nil, 0, err
+	}
 	prev := t.tok
 	t.mu.Unlock()
 
@@ -298,24 +382,29 @@ func (t *Transport) reauthorize(ctx context.Context, ch challenge, gen uint64, r
 	if refresh && prev != nil && prev.RefreshToken != "" {
 		tok, err = t.refresh(ctx, ch, prev)
 		if err != nil {
+			t.mu.Lock()
+			t.noRefresh = gen + 1
+			t.mu.Unlock()
 			t.cfg.Logger.DebugContext(ctx, "oauth: refresh failed; authorizing again", "server", t.resource, "err", err)
-			tok, err = t.authorize(ctx, ch, prev, more)
+			tok, err = t.login(ctx, ch, prev, more, gen)
 		}
 	} else {
-		tok, err = t.authorize(ctx, ch, prev, more)
+		tok, err = t.login(ctx, ch, prev, more, gen)
 	}
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := t.cfg.Store.Save(ctx, t.resource, tok); err != nil {
-		return nil, 0, fmt.Errorf("oauth: saving the token for %s: %w", t.resource, err)
-	}
+	return t.install(ctx, tok)
+}
+
+// login runs a full authorization for the token of generation gen and
+// records how it ended, so that requests waiting for it share a failure.
+func (t *Transport) login(ctx context.Context, ch challenge, prev *Token, more []string, gen uint64) (*Token, error) {
+	tok, err := t.authorize(ctx, ch, prev, more)
 	t.mu.Lock()
-	t.tok = tok
-	t.gen++
-	g := t.gen
+	t.failed, t.failedGen, t.failedAt = err, gen, time.Now()
 	t.mu.Unlock()
-	return tok, g, nil
+	return tok, err
 }
 
 // Forget drops the token of this transport's server from memory and

@@ -1,6 +1,9 @@
 // Package safetext makes text a server chose safe to print on a terminal
-// or write into a log: the command line's output of the server's words
-// and the connection's errors quoting the server's stderr (leaf).
+// or write into a log: Visible for what keeps its lines (the command
+// line's output of the server's words, the server's stderr quoted in the
+// connection's errors), Line for what must stay on one line, bounded
+// (HTTP error bodies and reason phrases, OAuth errors, every other
+// server text in an error or a log record) (leaf).
 package safetext
 
 import (
@@ -41,4 +44,54 @@ func Visible(s string) string {
 // over invalid UTF-8 yields (and U+FFFD itself, rewritten as itself).
 func unsafeRune(r rune) bool {
 	return (r < 0x20 && r != '\t' && r != '\n') || (r >= 0x7f && r <= 0x9f) || r == utf8.RuneError
+}
+
+// LineMax is how many bytes of a server's text Line keeps.
+const LineMax = 300
+
+// Line is s made safe to quote inside one line of an error or a log
+// record: every control character, newline, carriage return and tab
+// included, written as \x0a and the like (as are DEL and the C1 codes),
+// invalid UTF-8 as U+FFFD, and the text cut after LineMax bytes, on a
+// character boundary, with "…" in place of the rest. It is the one
+// function through which any text a server chose (an HTTP error body, a
+// reason phrase, an OAuth error_description, a WWW-Authenticate value, a
+// session id) reaches an error or a log: a server can then neither draw
+// on the user's terminal nor start a log line of its own. Text that needs
+// none of this is returned as it is, without allocating.
+func Line(s string) string {
+	cut := len(s) > LineMax
+	if cut {
+		i := LineMax
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		s = s[:i]
+	}
+	clean := true
+	for _, r := range s {
+		if unsafeRune(r) || r == '\t' || r == '\n' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		if cut {
+			return s + "…"
+		}
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for _, r := range s {
+		if (unsafeRune(r) && r != utf8.RuneError) || r == '\t' || r == '\n' {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	if cut {
+		b.WriteString("…")
+	}
+	return b.String()
 }

@@ -1,6 +1,7 @@
 package safetext
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -21,6 +22,26 @@ func TestVisible(t *testing.T) {
 func TestVisibleKeepsCleanTextWithoutAllocating(t *testing.T) {
 	s := "server exited with status 1 (last stderr: fatal: disk on fire)"
 	if n := testing.AllocsPerRun(100, func() { _ = Visible(s) }); n != 0 {
+		t.Errorf("%v allocations for clean text", n)
+	}
+}
+
+func TestLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text":                         "plain text",
+		"two\nlines\r\nand\ttab":             `two\x0alines\x0d\x0aand\x09tab`,
+		"\x1b[2J\x1b]0;title\x07 \u009b\xff": `\x1b[2J\x1b]0;title\x07 \x9b` + "\ufffd",
+		strings.Repeat("a", LineMax+10):      strings.Repeat("a", LineMax) + "…",
+		strings.Repeat("é", LineMax):         strings.Repeat("é", LineMax/2) + "…",
+		strings.Repeat("\n", LineMax+1):      strings.Repeat(`\x0a`, LineMax) + "…",
+		"":                                   "",
+	} {
+		if got := Line(in); got != want {
+			t.Errorf("Line(%q) = %q, want %q", in, got, want)
+		}
+	}
+	s := "HTTP 502 Bad Gateway: upstream is down"
+	if n := testing.AllocsPerRun(100, func() { _ = Line(s) }); n != 0 {
 		t.Errorf("%v allocations for clean text", n)
 	}
 }

@@ -41,6 +41,13 @@ type HTTP struct {
 	// "Bad Request: No valid session ID provided", as some servers
 	// answer after a restart.
 	ForgottenStatus int
+	// RedirectTo is where "redirect-away" sends tools/call, and
+	// RedirectCode with which status (default 307).
+	RedirectTo   string
+	RedirectCode int
+	// SessionID, when set, is the Mcp-Session-Id every initialize gets
+	// (legacy), whatever it holds.
+	SessionID string
 
 	mu       sync.Mutex
 	sessions map[string]bool
@@ -48,6 +55,9 @@ type HTTP struct {
 	deletes  atomic.Int64 // DELETEs of a live session
 	aborted  atomic.Int64 // "never-ending" streams the client closed
 	opened   atomic.Int64 // sessions opened
+	gets     atomic.Int64 // GET requests
+	resumes  atomic.Int64 // GET requests with Last-Event-ID
+	written  atomic.Int64 // bytes "endless-line" wrote
 }
 
 // HTTPMisbehaviours lists what HTTP.Misbehave may name:
@@ -61,7 +71,38 @@ type HTTP struct {
 //	redirect-loop  307 to the endpoint itself, every time
 //	expire         the session is forgotten: 404 (legacy)
 //	oversized      an SSE event of MaxEvent bytes before the answer
-var HTTPMisbehaviours = []string{"garbage", "garbage-sse", "never-ending", "5xx", "429", "429-forever", "redirect-loop", "expire", "oversized"}
+//	redirect-away  RedirectCode to RedirectTo (another origin)
+//	retry-after-long  503 with Retry-After: 3600
+//	escapes        502 whose body and reason phrase hold terminal escapes,
+//	               a newline, BEL, CR, C1 and invalid UTF-8
+//	html           200 text/html: a web page
+//	html-404       404 text/html: a web framework's error page
+//	old-sse        200 text/event-stream: an old HTTP+SSE server's
+//	               endpoint event, then keep-alives for ever
+//	accepted       202 with no answer, as an old HTTP+SSE message URL does
+//	endless-line   an SSE "data:" line that never ends (up to 1 GiB)
+//	cr-id          the answer's SSE event id ends with a lone CR
+//	resume-overflow  an SSE stream with an id and "retry:" of 20 digits,
+//	               then the end, and no answer: the client resumes (legacy)
+//
+// and what the GET stream (legacy) does instead of staying open:
+//
+//	listen-retry-0      "retry: 0" and the end, then 503 every time
+//	listen-event-retry-1  "retry: 1", an event with an id, and the end,
+//	                    every time
+var HTTPMisbehaviours = []string{"garbage", "garbage-sse", "never-ending", "5xx", "429", "429-forever", "redirect-loop", "expire", "oversized",
+	"redirect-away", "retry-after-long", "escapes", "html", "html-404", "old-sse", "accepted", "endless-line", "cr-id", "resume-overflow",
+	"listen-retry-0", "listen-event-retry-1"}
+
+// Gets counts the GET requests (the listen stream, resumptions).
+func (h *HTTP) Gets() int64 { return h.gets.Load() }
+
+// Resumes counts the GET requests that resume a stream (Last-Event-ID).
+func (h *HTTP) Resumes() int64 { return h.resumes.Load() }
+
+// Written counts the bytes "endless-line" wrote before the client went
+// away.
+func (h *HTTP) Written() int64 { return h.written.Load() }
 
 // Expire forgets every session, as a server restarted does: the next
 // request of a session is answered 404.
@@ -94,8 +135,28 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	legacy := h.Era == "legacy"
 	switch r.Method {
 	case http.MethodGet:
+		n := h.gets.Add(1)
+		if r.Header.Get("Last-Event-ID") != "" {
+			h.resumes.Add(1)
+		}
 		if !legacy || !h.live(r.Header.Get("Mcp-Session-Id")) {
 			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		switch {
+		case h.Misbehave == "listen-retry-0" && n > 1:
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+			return
+		case h.Misbehave == "listen-retry-0":
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "retry: 0\n\n")
+			return
+		case h.Misbehave == "listen-event-retry-1":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "retry: 1\nid: %d\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"hi\"}}\n\n", n)
+			return
+		case r.Header.Get("Last-Event-ID") != "" && h.Misbehave == "resume-overflow":
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -155,7 +216,10 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			answerError(w, m.ID, -32601, "initialize: this server is modern")
 			return
 		}
-		sid := newSessionID()
+		sid := h.SessionID
+		if sid == "" {
+			sid = newSessionID()
+		}
 		h.mu.Lock()
 		if h.sessions == nil {
 			h.sessions = map[string]bool{}
@@ -211,6 +275,60 @@ func (h *HTTP) misbehave(w http.ResponseWriter, r *http.Request, m httpMessage, 
 		answer(w, m.ID, result)
 	case "redirect-loop":
 		http.Redirect(w, r, r.URL.Path, http.StatusTemporaryRedirect)
+	case "redirect-away":
+		code := h.RedirectCode
+		if code == 0 {
+			code = http.StatusTemporaryRedirect
+		}
+		http.Redirect(w, r, h.RedirectTo, code)
+	case "retry-after-long":
+		w.Header().Set("Retry-After", "3600")
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	case "escapes":
+		if hj, ok := w.(http.Hijacker); ok {
+			conn, buf, err := hj.Hijack()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			body := "boom\x1b[2J\x1b]0;pwned\x07\r\nforged: line\u009b31m\xff\xfe"
+			fmt.Fprintf(buf, "HTTP/1.1 502 Bad\x1b[31mGateway\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+			_ = buf.Flush()
+		}
+	case "html":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, "<!DOCTYPE html><html><body><h1>Welcome</h1></body></html>")
+	case "html-404":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, "<!DOCTYPE html>\n<html><body><pre>Cannot POST "+r.URL.Path+"</pre></body></html>\n")
+	case "old-sse":
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "event: endpoint\ndata: /message?sessionId=0123\n\n")
+		keepAlive(w, r, &h.aborted)
+	case "accepted":
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, "Accepted")
+	case "endless-line":
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		chunk := []byte("data: " + strings.Repeat("x", 64<<10))
+		for h.written.Load() < 1<<30 {
+			n, err := w.Write(chunk)
+			h.written.Add(int64(n))
+			if err != nil {
+				return
+			}
+			chunk = chunk[len(chunk)-64<<10:] // "data: " once only
+		}
+	case "cr-id":
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "id: 1\rdata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", m.ID, result)
+	case "resume-overflow":
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "id: 1\nretry: 99999999999999999999\ndata: \n\n")
 	case "expire":
 		h.mu.Lock()
 		clear(h.sessions)

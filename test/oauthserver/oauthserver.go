@@ -46,11 +46,14 @@ type AS struct {
 	Refresh         bool
 	ExpiresIn       int
 	TokenError      string // every token request fails with this error code
-	GrantScopes     []string
-	ClientSecret    string // registrations get this secret
-	AssertionKey    crypto.PublicKey
-	DPoPNonce       string
-	Malformed       bool // metadata is not JSON
+	// TokenErrorDescription is the error_description of those failures
+	// (default "the test says no").
+	TokenErrorDescription string
+	GrantScopes           []string
+	ClientSecret          string // registrations get this secret
+	AssertionKey          crypto.PublicKey
+	DPoPNonce             string
+	Malformed             bool // metadata is not JSON
 
 	mu           sync.Mutex
 	AuthRequests []url.Values
@@ -172,7 +175,11 @@ func (a *AS) token(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": desc})
 	}
 	if a.TokenError != "" {
-		fail(a.TokenError, "the test says no")
+		desc := a.TokenErrorDescription
+		if desc == "" {
+			desc = "the test says no"
+		}
+		fail(a.TokenError, desc)
 		return
 	}
 	if a.DPoPNonce != "" {
@@ -275,6 +282,25 @@ func (a *AS) Revoke() {
 	clear(a.tokens)
 }
 
+// RevokeRefresh forgets every refresh token, so the next refresh fails
+// with invalid_grant.
+func (a *AS) RevokeRefresh() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.refreshes)
+}
+
+// GrantTypes lists the grant_type of every token request so far.
+func (a *AS) GrantTypes() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var g []string
+	for _, f := range a.TokenForms {
+		g = append(g, f.Get("grant_type"))
+	}
+	return g
+}
+
 // ScopesOf says whether the server issued token and with which scopes.
 func (a *AS) ScopesOf(token string) ([]string, bool) {
 	a.mu.Lock()
@@ -319,6 +345,8 @@ type Resource struct {
 	Challenge    string   // scope in the 401's challenge
 	DPoP         bool
 	Handler      http.Handler // serves authorized requests to /mcp (an MCP server); nil: "ok"
+	// RejectAll answers every request 401, with a fresh token too.
+	RejectAll bool
 
 	mu      sync.Mutex
 	Headers []http.Header // every /mcp request's headers; read them with RequestHeaders
@@ -379,7 +407,7 @@ func (s *Resource) mcp(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), scheme+" ")
 	scopes, known := s.as.ScopesOf(tok)
-	if !ok || !known {
+	if !ok || !known || s.RejectAll {
 		w.Header().Set("WWW-Authenticate", header)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
