@@ -111,8 +111,10 @@ func TestStoppedHostIsLateNotDead(t *testing.T) {
 	}
 	testutil.Eventually(t, func() bool { return inFlightOf(t, e, 1) >= n }, 20*time.Second, "calls held")
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
-	t.Cleanup(func() { _ = a.cmd.Process.Signal(syscall.SIGCONT) }) // before the node's own cleanup stops it
-	stopped := time.After(1500 * time.Millisecond) // how long the host is silent: the fault itself, not a wait for it
+	// Runs before the node's own cleanup, which could not stop it stopped.
+	t.Cleanup(func() { _ = a.cmd.Process.Signal(syscall.SIGCONT) })
+	// How long the host is silent: the fault itself, not a wait for it.
+	stopped := time.After(1500 * time.Millisecond)
 	select {
 	case err := <-errs:
 		t.Fatalf("a call ended while its host was stopped: %v", err)
