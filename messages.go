@@ -423,23 +423,26 @@ func answerDeadCalls(sys *protoactor.ActorSystem) {
 			return jsonrpc.ClosedError(fmt.Errorf("actor %s has stopped", dl.PID.GetId()))
 		}
 		msg := dl.Message
-		if seam.WrappedCall != nil { // a servers.To, to a router
-			if inner, ok := seam.WrappedCall(msg); ok {
-				msg = inner
+		// The stopped actor's Origin, as on its live replies; a
+		// servers.To to a router names its server.
+		origin := deadOrigin(sys, dl.PID)
+		if seam.WrappedCall != nil {
+			if inner, server, ok := seam.WrappedCall(msg); ok {
+				msg, origin = inner, Origin{Server: server}
 			}
 		}
 		switch m := msg.(type) {
 		case *Call:
 			if to := cmpPID(m.ReplyTo, dl.Sender); to != nil {
-				sendFrom(sys, dl.PID, to, &Reply{Tag: m.Tag, Err: gone()})
+				sendFrom(sys, dl.PID, to, &Reply{Tag: m.Tag, Err: gone(), Origin: origin})
 			}
 		case *ToolCall:
 			if to := cmpPID(m.ReplyTo, dl.Sender); to != nil {
-				sendFrom(sys, dl.PID, to, &ToolReply{Tag: m.Tag, Err: gone()})
+				sendFrom(sys, dl.PID, to, &ToolReply{Tag: m.Tag, Err: gone(), Origin: origin})
 			}
 		case *ListenCall:
 			if to := cmpPID(m.ReplyTo, dl.Sender); to != nil {
-				sendFrom(sys, dl.PID, to, &ListenReply{Tag: m.Tag, Err: gone()})
+				sendFrom(sys, dl.PID, to, &ListenReply{Tag: m.Tag, Err: gone(), Origin: origin})
 			}
 		}
 	})

@@ -78,6 +78,12 @@ func BenchmarkRemote(b *testing.B) {
 		}
 		b.Logf("goal %s: %s: %s", g.Name, g.Detail, verdict)
 	}
+	pr, err := rig.Pair(remotebench.Remote, remotebench.BarePool, 3000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("remote over bare NATS + pool call, paired: %+.1f µs (quartiles %+.1f, %+.1f; %d pairs; goal ≤ %d µs)",
+		pr.Diff, pr.DiffQ1, pr.DiffQ3, pr.Pairs, remotebench.PairedGoal)
 	if over, remoteOver, ok := remotebench.BarePoolGap(got); ok {
 		b.Logf("not a goal: bare-pool (bare request/reply + the pool call) %+.0f µs from the p50 bound; remote %+.0f µs over bare-pool", over, remoteOver)
 	}

@@ -89,6 +89,17 @@ type Client struct {
 
 	out outbox[*pending] // calls on their way to NATS
 
+	// Liveness of the hosts (detector.go).
+	watchMu   sync.Mutex
+	watched   map[string]*hostWatch         // by host id; at most maxWatched
+	goneNext  atomic.Pointer[chan struct{}] // closed when the next host is found gone
+	probeCtx  context.Context               // ends the probes at Close
+	probeStop context.CancelFunc
+	probes    sync.WaitGroup // the probes and asks under way; guarded by watchMu until probesOff
+	probesOff bool           // Close began: no more probes; guarded by watchMu
+	hostsAt   atomic.Int64   // when the hosts were last asked for their ids (learnHosts), unix nanoseconds
+	goneAt    atomic.Int64   // when a host was last found gone, unix nanoseconds
+
 	mu     sync.Mutex
 	calls  map[int64]*pending // by token
 	subs   map[string]*hosted
@@ -113,10 +124,15 @@ func NewClient(nc *nats.Conn, name string, opts ...ClientOption) (*Client, error
 		inbox: nc.NewRespInbox() + ".",
 		calls: map[int64]*pending{},
 		subs:  map[string]*hosted{},
+
+		watched: map[string]*hostWatch{},
 	}
+	c.goneNext.Store(new(make(chan struct{})))
+	c.probeCtx, c.probeStop = context.WithCancel(context.Background())
 	c.traced = seam.Instrument(wire{c}, cfg.tracers, cfg.meters, telemetry.TransportTCP, name).(requester)
 	c.Calls = seam.NewCalls[snodo.Calls](c, c.inputHandling)
 	if c.sub, err = nc.Subscribe(c.inbox+"*", c.dispatch); err != nil {
+		c.probeStop()
 		return nil, fmt.Errorf("remote: subscribing to the reply inbox: %w", err)
 	}
 	// Take replies as fast as they come; the bound is per call.
@@ -202,6 +218,11 @@ func (c *Client) Close() error {
 	if c.nc.IsConnected() {
 		_ = c.nc.FlushTimeout(closeFlush)
 	}
+	c.watchMu.Lock()
+	c.probesOff = true
+	c.watchMu.Unlock()
+	c.probeStop()
+	c.probes.Wait()
 	c.unwatch()
 	c.unroute()
 	if c.owned {
@@ -466,6 +487,7 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 	// One timer for the call: it fires at the soonest of its timeout, its
 	// MaxTotalTimeout and the end of its host's allowed silence.
 	t0 := time.Now()
+	c.learnHosts(t0)
 	var timeoutAt, totalAt time.Time
 	if timeout > 0 {
 		timeoutAt = t0.Add(timeout)
@@ -473,8 +495,14 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 	if o.MaxTotalTimeout > 0 {
 		totalAt = t0.Add(o.MaxTotalTimeout)
 	}
-	silence := time.Duration(missedBeats)*c.cfg.beat + c.cfg.beat/2
-	silentAt := t0.Add(silence)
+	// The host's silence: suspected after watch.suspectAfter (detector.go),
+	// then probed every beat; gone when NATS holds no connection of it, or
+	// after hostSilenceCap of silence while it holds one.
+	var watch *hostWatch   // the host holding the call, once it has said which
+	var lastBeat time.Time // the call's last heartbeat, for the gaps between beats
+	heardAt := t0          // when the host last sent the call anything
+	gone := c.anyGone()    // the call's host, or any host while it is unknown, is gone
+	silentAt := t0.Add(watch.suspectAfter(c.cfg.beat))
 	arm := func(now time.Time) {
 		next := silentAt
 		for _, at := range [...]time.Time{timeoutAt, totalAt} {
@@ -526,13 +554,30 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 			res, notRun, err := c.result(method, m)
 			return res, m.Header.Get(hdrHost), notRun, err
 		case m := <-p.msgs:
+			now := time.Now()
 			if m.Header.Get(hdrKind) == kindBeat {
-				c.keepAlive(m.Header.Get(hdrHost), reply)
+				id := m.Header.Get(hdrHost)
+				c.keepAlive(id, reply)
+				if watch == nil && id != "" {
+					watch = c.watchFor(id)
+					gone = watch.gone
+				}
+				if watch != nil && !lastBeat.IsZero() {
+					watch.addGap(now.Sub(lastBeat), now)
+				}
+				lastBeat = now
 			}
 			onProgress(m)
-			now := time.Now()
-			silentAt = now.Add(silence)
+			heardAt = now
+			silentAt = now.Add(watch.suspectAfter(c.cfg.beat))
 			arm(now)
+		case <-gone:
+			if watch == nil && time.Since(heardAt) < watch.suspectAfter(c.cfg.beat) {
+				gone = c.anyGone() // some other host is gone; this call's host has not been silent long
+				continue
+			}
+			cancel()
+			return nil, "", false, c.hostGoneErr(method, time.Since(heardAt))
 		case err := <-p.denied:
 			return nil, "", false, permissionError(fmt.Sprintf("remote: %s on %s was not sent", method, c.name), err)
 		case err := <-p.unsent:
@@ -543,9 +588,22 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 			case !timeoutAt.IsZero() && !now.Before(timeoutAt), !totalAt.IsZero() && !now.Before(totalAt):
 				cancel()
 				return nil, "", false, timeoutErr(method, c.name, now.Sub(t0))
-			case !now.Before(silentAt):
+			case watch == nil && !now.Before(silentAt) && c.goneAt.Load() > t0.UnixNano():
+				// Not heard from its host, and a host was found gone
+				// since it was sent: that one held it.
 				cancel()
-				why := "it died or is cut off"
+				return nil, "", false, c.hostGoneErr(method, now.Sub(heardAt))
+			case !now.Before(silentAt):
+				silence := now.Sub(heardAt)
+				if c.nc.IsConnected() && silence < hostSilenceCap(c.cfg.beat) {
+					// Suspected: ask NATS whether the host's connection
+					// lives (gone answers), and look again in a beat.
+					c.suspect(watch)
+					silentAt = now.Add(c.cfg.beat)
+					break
+				}
+				cancel()
+				why := "NATS still holds its connection: starved or cut off"
 				if !c.nc.IsConnected() {
 					why = "NATS unreachable (reconnecting)"
 				}

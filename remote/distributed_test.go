@@ -205,6 +205,7 @@ func TestKilledHostFailsItsCallsFast(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var failed, ok int
+	var slowest time.Duration
 	for range long {
 		r := <-results
 		if r.err == nil {
@@ -216,12 +217,14 @@ func TestKilledHostFailsItsCallsFast(t *testing.T) {
 		require.ErrorAs(t, r.err, &e)
 		assert.Equal(t, snodo.CodeConnectionClosed, e.Code)
 		assert.ErrorIs(t, r.err, ErrHostGone)
-		assert.Less(t, r.at.Sub(killed), 2500*time.Millisecond, "failed at its heartbeat deadline, not its timeout")
+		assert.Less(t, r.at.Sub(killed), 2*time.Second, "failed within 2 s of the kill, not at its timeout")
+		slowest = max(slowest, r.at.Sub(killed))
 	}
 	for range 8 {
 		assert.NoError(t, <-idem, "an idempotent call is sent again to the survivor")
 	}
 	assert.Positive(t, failed, "calls on the killed host fail")
+	t.Logf("%d calls on the killed host failed, the last %s after the kill", failed, slowest.Round(time.Millisecond))
 	assert.Positive(t, ok, "calls on the survivor complete")
 	if at, ok := <-subEnded; assert.True(t, ok, "the killed host's subscription ended") {
 		assert.ErrorIs(t, onA.Err(), ErrHostGone)
@@ -237,7 +240,11 @@ func TestKilledHostFailsItsCallsFast(t *testing.T) {
 }
 
 // inFlight sums the calls held by every host (micro stats).
-func inFlight(t *testing.T, e *natsembed.Server) int {
+func inFlight(t *testing.T, e *natsembed.Server) int { return inFlightOf(t, e, 2) }
+
+// inFlightOf sums the calls held by the hosts of ts, of which there are
+// hosts (each answers).
+func inFlightOf(t *testing.T, e *natsembed.Server, hosts int) int {
 	t.Helper()
 	nc, err := nats.Connect(e.URL())
 	require.NoError(t, err)
@@ -249,7 +256,7 @@ func inFlight(t *testing.T, e *natsembed.Server) int {
 	defer func() { _ = sub.Unsubscribe() }()
 	require.NoError(t, nc.PublishRequest("$SRV.STATS.ts", inbox, nil))
 	var msgs [][]byte
-	for len(msgs) < 2 {
+	for len(msgs) < hosts {
 		select {
 		case m := <-answers:
 			msgs = append(msgs, m.Data)

@@ -31,10 +31,14 @@
 // JSON-RPC response; the deadline, the heartbeat interval and the trace
 // context travel in NATS headers. A caller's timeout or cancelled
 // context cancels the call on the host's MCP server; a call on a host
-// that dies fails with -32000 (ErrHostGone) within about 3.5 heartbeat
-// intervals (1.75 s by default); a name nobody serves fails at once with
-// ErrNoHost. Host.Shutdown drains: no new calls, the held ones finish,
-// then the pools close.
+// that dies fails with -32000 (ErrHostGone) within 2 to 3.5 heartbeat
+// intervals (1 to 1.75 s by default): a silent host is suspected when
+// its silence is unlikely given the gaps between its past beats, and
+// declared gone only when the NATS server holds no connection of it. A
+// host that is late (a starved machine) but still connected keeps its
+// calls for up to 20 intervals of silence (at least 10 s). A name nobody
+// serves fails at once with ErrNoHost. Host.Shutdown drains: no new
+// calls, the held ones finish, then the pools close.
 //
 // On one machine, a NATS server can run inside the process (the
 // nats-server module's server.NewServer, Start and ReadyForConnections;

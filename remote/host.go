@@ -950,6 +950,7 @@ type heldCall struct {
 	cancel   context.CancelCauseFunc
 	alive    bool         // its caller sends keep-alives (Snodo-Alive)
 	lastSeen atomic.Int64 // unix nanoseconds of the last one (of its start before the first)
+	unheard  atomic.Int32 // heartbeats sent since that keep-alive
 	reply    string
 	beat     time.Duration
 	next     int64           // unix nanoseconds of its next heartbeat; guarded by the host's mu
@@ -1011,15 +1012,18 @@ func (h *Host) stopBeats() {
 }
 
 // beat sends hc one heartbeat, or cancels it when its caller has sent no
-// keep-alive for 3.5 beats. A beat racing with the call's end may still
+// keep-alive for 3.5 beats and has left the last 3 beats unanswered: a
+// host that was itself late (a starved machine, its beats held up) does
+// not blame its callers for answering nothing it had not sent. A beat racing with the call's end may still
 // go out: callers ignore beats of calls they no longer wait for. Beats
 // carry the host's id: the caller sends its keep-alives to the host's
 // control subject.
 func (h *Host) beat(hc *heldCall) {
-	if hc.alive && time.Since(time.Unix(0, hc.lastSeen.Load())) > time.Duration(missedBeats)*hc.beat+hc.beat/2 {
+	if hc.alive && hc.unheard.Load() >= missedBeats && time.Since(time.Unix(0, hc.lastSeen.Load())) > time.Duration(missedBeats)*hc.beat+hc.beat/2 {
 		hc.cancel(errCallerGone)
 		return
 	}
+	hc.unheard.Add(1)
 	m := nats.NewMsg(hc.reply)
 	m.Header.Set(hdrKind, kindBeat)
 	m.Header.Set(hdrHost, h.id)

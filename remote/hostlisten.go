@@ -187,12 +187,17 @@ func (h *Host) endMsg(events string, e *jsonrpc.Error, local bool) *nats.Msg {
 // onControl handles keep-alives and closes from subscribers, and
 // keep-alives from callers of running calls.
 func (h *Host) onControl(m *nats.Msg) {
+	if m.Reply != "" && m.Header.Get(hdrOp) == opPing {
+		_ = m.Respond(nil) // a caller suspecting this host: it lives
+		return
+	}
 	if reply := m.Header.Get(hdrCall); reply != "" {
 		h.mu.Lock()
 		hc := h.calls[reply]
 		h.mu.Unlock()
 		if hc != nil {
 			hc.lastSeen.Store(time.Now().UnixNano())
+			hc.unheard.Store(0)
 		}
 		return
 	}

@@ -171,9 +171,12 @@ func WithLogger(l *slog.Logger) HostOption {
 
 // WithHeartbeat sets how often the host running a call or subscription
 // tells the caller it is alive, and how often a subscriber tells the
-// host it still listens (default 500 ms). Three missed beats
-// end the call or subscription with -32000, so a host that dies is
-// noticed within about 3.5 beats. Callers.
+// host it still listens (default 500 ms). A call's host that sends
+// nothing for 2 to 3.5 beats (adapted to how regular its beats were) is
+// asked for through NATS, and its calls fail with -32000 (ErrHostGone)
+// once NATS holds no connection of it; a host still connected but late
+// keeps them for up to 20 beats (at least 10 s). A subscription ends
+// after 3.5 missed beats. Callers.
 func WithHeartbeat(d time.Duration) ClientOption {
 	return clientOption(func(c *config) error {
 		if d < 20*time.Millisecond || d > time.Minute {

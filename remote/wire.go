@@ -24,12 +24,13 @@ const (
 
 	// defaultHeartbeat is how often a host tells a caller that a call or
 	// subscription is still alive, and how often a subscriber tells the
-	// host that it is still listening. Three missed beats end the call or
-	// subscription.
+	// host that it is still listening. Missed beats end a subscription,
+	// and make a caller suspect a call's host (detector.go).
 	defaultHeartbeat = 500 * time.Millisecond
 
-	// missedBeats is how many heartbeat intervals of silence end a call or
-	// subscription.
+	// missedBeats is how many heartbeat intervals of silence (plus half
+	// of one) end a subscription or a caller's call on the host; a caller
+	// suspects a silent host after at most that many (detector.go).
 	missedBeats = 3
 )
 
@@ -69,6 +70,7 @@ const (
 const (
 	opKeepalive = "keepalive"
 	opClose     = "close"
+	opPing      = "ping" // on a host's control subject: a caller asks whether the host lives (detector.go)
 )
 
 // subjects are the subjects of one served name. Besides the call

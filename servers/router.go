@@ -67,11 +67,11 @@ func init() {
 	// A To sent to a router that has stopped is still answered, with a
 	// -32000, as snodo answers every call message sent to an actor that
 	// is gone: it answers the call the To carries.
-	seam.WrappedCall = func(msg any) (any, bool) {
+	seam.WrappedCall = func(msg any) (any, string, bool) {
 		if t, ok := msg.(*To); ok && t != nil {
-			return t.Call, true
+			return t.Call, t.Server, true
 		}
-		return nil, false
+		return nil, "", false
 	}
 }
 

@@ -126,7 +126,8 @@ func TestNewRouter(t *testing.T) {
 	assert.Contains(t, err.Error(), `server "gone"`)
 }
 
-// A call sent through a router that has stopped is still answered.
+// A call sent through a router that has stopped is still answered, and
+// its reply names the server it was for.
 func TestStoppedRouterStillAnswers(t *testing.T) {
 	r, err := servers.NewRouter(t.Context(), twoServers(t))
 	require.NoError(t, err)
@@ -147,6 +148,7 @@ func TestStoppedRouterStillAnswers(t *testing.T) {
 	select {
 	case rep := <-got:
 		assert.ErrorIs(t, rep.Err, snodo.ErrConnectionClosed)
+		assert.Equal(t, snodo.Origin{Server: "modern"}, rep.Origin)
 	case <-time.After(5 * time.Second):
 		t.Fatal("no reply from a stopped router")
 	}

@@ -90,6 +90,7 @@ func start(ctx context.Context, target snodo.Target, cfg *config) (*Client, erro
 	})
 	a := &supervisorActor{s: s, calls: calls, rs: intensity{max: cfg.maxRestarts, window: cfg.window}}
 	pid := s.owned.Spawn(sys, "snodo-supervisor", a.Receive)
+	seam.NameDeadCalls(sys, pid, cfg.origin()) // replies to calls sent once it stopped
 	s.mu.Lock()
 	s.pid = pid
 	s.mu.Unlock()

@@ -45,7 +45,10 @@ type LifecycleEvent struct {
 // Pool and Client is set. Its servers may still be exiting: a *Reaped
 // follows once every one has been reaped (Done closed). A pool or client
 // whose start failed sends neither: its PoolReady (or Connect) carried the
-// error, as a failed snodo.ConnectTo sends no snodo.Closed.
+// error, as a failed snodo.ConnectTo sends no snodo.Closed. Nor does one
+// started with WithParent that stops because its parent stops or
+// restarts: the parent gets its *actor.Terminated, always, before its own
+// Stopped (an Ended might come after that Terminated, or not at all).
 type Ended struct {
 	quiet
 	Pool   *Pool

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/snodo/snodo"
+	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/seam"
 )
 
@@ -74,6 +75,17 @@ func parentOf(c *config) protoactor.SpawnerContext {
 		return nil
 	}
 	return c.parent
+}
+
+// endToOwner reports whether a pool or supervised client that stopped
+// for reason tells its owner (Ended, then Reaped). Not when its parent,
+// which is its owner, stopped it by stopping (ErrOwnerExited): a
+// stopping actor gets its children's Terminated (system messages) before
+// any user message, and stops after the last one, so an Ended would
+// reach it before or after that child's Terminated or not at all, and a
+// Reaped never. Its Terminated is what a stopping parent gets, always.
+func endToOwner(c *config, reason error) bool {
+	return c.owner != nil && !(c.parent != nil && errors.Is(reason, snodoactor.ErrOwnerExited))
 }
 
 // origin names the supervised client's server in messages to actors.
@@ -256,7 +268,9 @@ func WithEventsTo(pid *protoactor.PID) Option {
 // that names another is an error). Call Connect, NewPool or StartPool
 // from that Receive: ctx is valid only there. A panic in snodo's actor
 // still stops it (it owns processes and never restarts empty); the parent
-// gets its *actor.Terminated, and the owner its *Ended. Do not Close it
+// gets its *actor.Terminated, and the owner its *Ended. When the parent
+// itself stops or restarts, it gets each child's *actor.Terminated and no
+// *Ended nor *Reaped (see Ended). Do not Close it
 // from the parent's Stopping: protoactor-go stops the children right
 // after, and a Stop to a child that is already gone is a dead letter.
 func WithParent(ctx protoactor.Context) Option {

@@ -182,6 +182,7 @@ func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) 
 	seam.AnswerDeadCalls(sys)
 	p.owned = life.Life{Name: "pool", Logger: cfg.logger, Owner: cfg.owner, Parent: parentOf(cfg)}
 	pid := p.owned.Spawn(sys, "snodo-pool", (&poolActor{p: p}).Receive)
+	seam.NameDeadCalls(sys, pid, snodo.Origin{Server: cfg.name}) // replies to calls sent once it stopped
 	p.mu.Lock()
 	p.pid = pid
 	p.mu.Unlock()

@@ -55,7 +55,7 @@ func (p *Pool) shutdown(ctx protoactor.Context) {
 func (p *Pool) actorStopped() {
 	close(p.stopped)
 	// A pool whose start failed (cfg.kill) tells through its PoolReady.
-	owner, tell := p.cfg.owner, p.cfg.owner != nil && !p.cfg.kill.Load()
+	owner, tell := p.cfg.owner, endToOwner(p.cfg, p.owned.Reason()) && !p.cfg.kill.Load()
 	origin := snodo.Origin{Server: p.cfg.name}
 	if tell {
 		p.sys.Root.Send(owner, &Ended{Pool: p, Err: p.owned.Reason(), Origin: origin})

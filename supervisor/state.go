@@ -258,13 +258,14 @@ func (s *state) actorStopped() {
 	started := !s.settleFirst(s.why()) // else Connect fails with the reason
 	close(s.stopped)
 	owner, c := s.cfg.owner, s.facade
-	if started && owner != nil {
+	started = started && endToOwner(s.cfg, s.why())
+	if started {
 		s.sys.Root.Send(owner, &Ended{Client: c, Err: s.why(), Origin: s.cfg.origin()})
 	}
 	go func() {
 		s.bg.Wait()
 		close(s.done)
-		if started && owner != nil {
+		if started {
 			s.sys.Root.Send(owner, &Reaped{Client: c, Origin: s.cfg.origin()})
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,12 +20,23 @@ import (
 
 func init() { register("minimal", connectMinimal) }
 
-// minimal is the ceiling: the least a correct multiplexing client does —
-// one writer (a mutex and a buffered writer, flushed by each request),
-// one reader that finds each line's top-level members without decoding
-// or checking them (package wire), a map of channels — with the same job as the others: the era's handshake, _meta
-// on every modern request, decoding the tool result, answering
-// elicitations and completing input_required rounds.
+// minimal is the ceiling: the least a correct multiplexing client does,
+// as a hand-tuned client does it:
+//
+//   - one writer goroutine that takes request lines from a queue (4096
+//     lines; a full queue makes senders wait) and flushes only when the
+//     queue is empty (after one yield), so that calls in flight together
+//     leave in one write;
+//   - one reader goroutine that finds each line's top-level members
+//     without decoding or checking them (package wire);
+//   - a mutex-protected map of id to reply channel (pooled);
+//   - params encoded in advance: a raw request's params, with the era's
+//     _meta spliced in once and kept for the next request with the same
+//     bytes;
+//
+// with the same job as the others: the era's handshake, _meta on every
+// modern request, decoding the tool result, answering elicitations and
+// completing input_required rounds.
 type minimal struct {
 	cmd     *exec.Cmd
 	stdin   io.Closer
@@ -32,12 +44,31 @@ type minimal struct {
 	onEvent func()
 	acked   chan struct{}
 
-	mu      sync.Mutex // guards w and waiting
-	w       *bufio.Writer
+	w      *bufio.Writer // the writer goroutine's
+	queue  chan *[]byte  // lines for the writer, at most minimalQueue
+	closed chan struct{} // closed by Close: the writer stops
+
+	mu      sync.Mutex // guards waiting
 	waiting map[int64]chan reply
 	nextID  atomic.Int64
 	done    chan struct{}
+	wrote   chan struct{} // closed when the writer has stopped
+	werr    atomic.Pointer[error]
+
+	spliced atomic.Pointer[splicedParams] // the last raw params, _meta spliced in
 }
+
+// minimalQueue bounds the lines waiting for the writer.
+const minimalQueue = 4096
+
+// splicedParams are raw params and the same with the era's _meta.
+type splicedParams struct{ raw, params []byte }
+
+// lines are the request lines' buffers, reused.
+var lines = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// replyChans are the reply channels, reused (each gets one reply).
+var replyChans = sync.Pool{New: func() any { return make(chan reply, 1) }}
 
 type reply struct {
 	result json.RawMessage
@@ -71,9 +102,11 @@ func connectMinimal(ctx context.Context, o Options) (Client, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	m := &minimal{cmd: cmd, stdin: in, w: bufio.NewWriter(in), waiting: map[int64]chan reply{},
-		done: make(chan struct{}), onEvent: o.OnEvent, acked: make(chan struct{}, 1)}
+	m := &minimal{cmd: cmd, stdin: in, w: bufio.NewWriterSize(in, 64<<10), waiting: map[int64]chan reply{},
+		done: make(chan struct{}), onEvent: o.OnEvent, acked: make(chan struct{}, 1),
+		queue: make(chan *[]byte, minimalQueue), closed: make(chan struct{}), wrote: make(chan struct{})}
 	go m.read(out)
+	go m.writeLoop()
 	fail := func(err error) (Client, error) { m.Close(); return nil, err }
 	if o.Era == Modern {
 		m.meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + ModernVersion +
@@ -141,69 +174,119 @@ func (m *minimal) read(out io.Reader) {
 	m.mu.Unlock()
 }
 
+// writeLoop writes the queued lines, flushing whenever the queue is
+// empty (after yielding once, so that callers woken together by their
+// replies send together), until Close.
+func (m *minimal) writeLoop() {
+	defer close(m.wrote)
+	for {
+		select {
+		case b := <-m.queue:
+			_, err := m.w.Write(*b)
+			*b = (*b)[:0]
+			lines.Put(b)
+			if err == nil && len(m.queue) == 0 {
+				// Empty: let the callers that are about to send do so
+				// first, once, then flush what came.
+				runtime.Gosched()
+				if len(m.queue) == 0 {
+					err = m.w.Flush()
+				}
+			}
+			if err != nil {
+				m.werr.CompareAndSwap(nil, &err)
+				return
+			}
+		case <-m.closed:
+			return
+		}
+	}
+}
+
+// enqueue hands a line to the writer.
+func (m *minimal) enqueue(b *[]byte) error {
+	if e := m.werr.Load(); e != nil {
+		return *e
+	}
+	select {
+	case m.queue <- b:
+		return nil
+	case <-m.wrote:
+		return errors.New("connection closed")
+	}
+}
+
 func (m *minimal) write(line string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.w.WriteString(line)
-	return m.w.Flush()
+	b := lines.Get().(*[]byte)
+	*b = append(*b, line...)
+	return m.enqueue(b)
 }
 
 // Request sends method with params (a JSON object), the era's _meta
-// spliced in as the line is written, and returns the raw result.
+// spliced in once per params, and returns the raw result.
 func (m *minimal) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	return m.send(ctx, method, "", params)
+	if m.meta == "" || len(params) < 2 || params[len(params)-1] != '}' {
+		return m.send(ctx, method, params)
+	}
+	sp := m.spliced.Load()
+	if sp == nil || !bytes.Equal(sp.raw, params) {
+		p := append(append(bytes.Clone(params[:len(params)-1]), ","+m.meta...), '}')
+		if len(params) == 2 { // {}
+			p = []byte("{" + m.meta + "}")
+		}
+		sp = &splicedParams{raw: bytes.Clone(params), params: p}
+		m.spliced.Store(sp)
+	}
+	return m.send(ctx, method, sp.params)
 }
 
 // request sends method with params (a JSON object, already carrying _meta
 // when the era needs it) and waits for the answer.
 func (m *minimal) request(ctx context.Context, method, params string) (json.RawMessage, error) {
-	return m.send(ctx, method, params, nil)
+	return m.send(ctx, method, []byte(params))
 }
 
-// send writes the request line with params, or with raw plus the era's
-// _meta when params is empty, and waits for the answer.
-func (m *minimal) send(ctx context.Context, method, params string, raw []byte) (json.RawMessage, error) {
+// send queues the request line with params and waits for the answer.
+func (m *minimal) send(ctx context.Context, method string, params []byte) (json.RawMessage, error) {
 	id := m.nextID.Add(1)
-	ch := make(chan reply, 1)
+	ch := replyChans.Get().(chan reply)
 	m.mu.Lock()
 	if m.waiting == nil {
 		m.mu.Unlock()
 		return nil, errors.New("connection closed")
 	}
 	m.waiting[id] = ch
-	m.w.WriteString(`{"jsonrpc":"2.0","id":`)
-	m.w.WriteString(strconv.FormatInt(id, 10))
-	m.w.WriteString(`,"method":"`)
-	m.w.WriteString(method)
-	m.w.WriteString(`","params":`)
-	if raw != nil && m.meta != "" && len(raw) > 2 && raw[len(raw)-1] == '}' {
-		m.w.Write(raw[:len(raw)-1])
-		m.w.WriteString(",")
-		m.w.WriteString(m.meta)
-		m.w.WriteString("}")
-	} else if raw != nil {
-		m.w.Write(raw)
-	} else {
-		m.w.WriteString(params)
-	}
-	m.w.WriteString("}\n")
-	err := m.w.Flush()
 	m.mu.Unlock()
-	if err != nil {
+	b := lines.Get().(*[]byte)
+	line := append(*b, `{"jsonrpc":"2.0","id":`...)
+	line = strconv.AppendInt(line, id, 10)
+	line = append(line, `,"method":"`...)
+	line = append(line, method...)
+	line = append(line, `","params":`...)
+	line = append(line, params...)
+	*b = append(line, "}\n"...)
+	if err := m.enqueue(b); err != nil {
+		m.forget(id)
 		return nil, err
 	}
 	select {
 	case r := <-ch:
+		replyChans.Put(ch)
 		if r.err != nil {
 			return nil, fmt.Errorf("%s: server error %s", method, r.err)
 		}
 		return r.result, nil
 	case <-ctx.Done():
-		m.mu.Lock()
-		delete(m.waiting, id)
-		m.mu.Unlock()
+		m.forget(id) // ch may still get its reply: not reused
 		return nil, ctx.Err()
 	}
+}
+
+// forget stops waiting for id.
+func (m *minimal) forget(id int64) {
+	m.mu.Lock()
+	delete(m.waiting, id)
+	m.mu.Unlock()
 }
 
 func (m *minimal) listen(ctx context.Context) error {
@@ -266,6 +349,8 @@ func (m *minimal) Call(ctx context.Context, tool string, args json.RawMessage) (
 }
 
 func (m *minimal) Close() error {
+	close(m.closed)
+	<-m.wrote
 	m.stdin.Close()
 	<-m.done
 	return m.cmd.Wait()

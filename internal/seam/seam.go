@@ -96,9 +96,15 @@ var (
 	// an actor of sys that is gone is still answered, with a -32000.
 	AnswerDeadCalls func(sys *protoactor.ActorSystem)
 
+	// NameDeadCalls (set by snodo) records origin (a snodo.Origin) as
+	// the Origin of the replies AnswerDeadCalls sends for pid, an actor
+	// of sys, once it has stopped.
+	NameDeadCalls func(sys *protoactor.ActorSystem, pid *protoactor.PID, origin any)
+
 	// WrappedCall (set by servers) is the call message a servers.To
-	// carries (true), for a dead letter's answer; msg is any message.
-	WrappedCall func(msg any) (any, bool)
+	// carries and the server it names (true), for a dead letter's
+	// answer; msg is any message.
+	WrappedCall func(msg any) (call any, server string, ok bool)
 
 	// TargetIsHTTP (set by snodo) reports whether t, a snodo.Target,
 	// names a Streamable HTTP endpoint rather than a command.

@@ -99,6 +99,13 @@ func measureRemote(j job) (map[string]float64, error) {
 	if over, remoteOver, ok := remotebench.BarePoolGap(got); ok {
 		res["barepool_over_bound_us"], res["remote_over_barepool_us"] = over, remoteOver
 	}
+	// Issue 41's measure: remote against bare + pool call, paired.
+	pr, err := rig.Pair(remotebench.Remote, remotebench.BarePool, max(j.Count, 1000))
+	if err != nil {
+		return nil, err
+	}
+	res["paired_us"], res["paired_q1_us"], res["paired_q3_us"] = pr.Diff, pr.DiffQ1, pr.DiffQ3
+	res[fmt.Sprintf("goal%d_met", pairedGoal)] = map[bool]float64{true: 1}[pr.Diff <= remotebench.PairedGoal]
 	if bare16 := got[remotebench.Row(remotebench.Bare, 16)]; bare16.CallsPerSec > 0 {
 		res["ratio16"] = got[remotebench.Row(remotebench.Remote, 16)].CallsPerSec / bare16.CallsPerSec
 	}
@@ -243,8 +250,22 @@ func remoteGoals(r *results) []string {
 	} else {
 		out = append(out, name+": n/a")
 	}
+	name = fmt.Sprintf("41: remote over bare NATS + pool call, paired ≤ %d µs", remotebench.PairedGoal)
+	if st, ok := summarize(r.values(remoteKey, "paired_us")); ok {
+		q1, _ := summarize(r.values(remoteKey, "paired_q1_us"))
+		q3, _ := summarize(r.values(remoteKey, "paired_q3_us"))
+		out = append(out, name+": "+verdict(st.med <= remotebench.PairedGoal, fmt.Sprintf("%s, the median of each run's pair-by-pair differences "+
+			"(a remote call and a bare + pool call in turn, the order swapped every pair; quartiles %s and %s, medians over the runs; %s)",
+			st.format(signedUs), signedUs(q1.med), signedUs(q3.med), runsMet(pairedGoal))))
+	} else {
+		out = append(out, name+": n/a")
+	}
 	return out
 }
+
+// pairedGoal is the paired goal's index among the goals of a run
+// (goalN_met), after remotebench.Goals' three.
+const pairedGoal = 3
 
 // barePoolLine reports the bare-pool row against the p50 goal: not a
 // goal, the least any remote call costs at 1 in flight, against the

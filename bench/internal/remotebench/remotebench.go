@@ -20,6 +20,7 @@ package remotebench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -213,6 +214,61 @@ func (r *Rig) Paced(transport string, n int) (float64, error) {
 	}
 	slices.Sort(lat)
 	return float64(lat[n/2].Nanoseconds()) / 1e3, nil
+}
+
+// PairedGoal is the most a remote call may cost over bare request/reply
+// plus the pool call (BarePool), paired (Pair), in µs (issue 41).
+const PairedGoal = 15
+
+// Paired is what Pair measured: the median and quartiles of the
+// differences, pair by pair, and each way's own p50, in µs.
+type Paired struct {
+	Pairs                int
+	Diff, DiffQ1, DiffQ3 float64 // a − b
+	A50, B50             float64
+}
+
+// Pair calls ways a and b in turn, one call of each, pairs times, the
+// order swapped every pair, and returns the median of the differences of
+// their latencies (a − b) with its quartiles. Run to run, the machine
+// moves a row measured in a block of calls by tens of µs; a pair's two
+// calls find it alike, so the median of the differences tells changes of
+// about 5 µs.
+func (r *Rig) Pair(a, b string, pairs int) (Paired, error) {
+	callA, callB := r.calls[a], r.calls[b]
+	if callA == nil || callB == nil {
+		return Paired{}, fmt.Errorf("pair: unknown way %q or %q", a, b)
+	}
+	diffs := make([]time.Duration, pairs)
+	la, lb := make([]time.Duration, pairs), make([]time.Duration, pairs)
+	timed := func(call func() error) (time.Duration, error) {
+		c0 := time.Now()
+		err := call()
+		return time.Since(c0), err
+	}
+	for i := range pairs {
+		var errA, errB error
+		if i%2 == 0 {
+			la[i], errA = timed(callA)
+			lb[i], errB = timed(callB)
+		} else {
+			lb[i], errB = timed(callB)
+			la[i], errA = timed(callA)
+		}
+		if err := cmp.Or(errA, errB); err != nil {
+			return Paired{}, fmt.Errorf("pair %s, %s: %w", a, b, err)
+		}
+		diffs[i] = la[i] - lb[i]
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	q := func(ds []time.Duration, f float64) float64 {
+		slices.Sort(ds)
+		return us(ds[int(float64(len(ds)-1)*f)])
+	}
+	if pairs == 0 {
+		return Paired{}, nil
+	}
+	return Paired{Pairs: pairs, Diff: q(diffs, 0.5), DiffQ1: q(diffs, 0.25), DiffQ3: q(diffs, 0.75), A50: q(la, 0.5), B50: q(lb, 0.5)}, nil
 }
 
 // Figures are one row's figures. Host figures are the host's (the bare
