@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -29,6 +30,9 @@ func newCgroup(controller string, settings ...[2]string) (*cgroup, error) {
 	parent, err := ownCgroup(controller)
 	if err != nil {
 		return nil, err
+	}
+	if _, swept := sweptParents.LoadOrStore(parent, true); !swept {
+		sweepStale(parent)
 	}
 	dir := filepath.Join(parent, fmt.Sprintf("snodo-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -78,6 +82,30 @@ func (g *cgroup) value(file, key string) int64 {
 		}
 	}
 	return 0
+}
+
+// sweptParents are the groups beneath which this process has removed the
+// groups that hosts no longer running left behind.
+var sweptParents sync.Map
+
+// sweepStale removes, once per parent group, the groups a snodo host that
+// is no longer running left beneath it (it crashed before reaping its
+// servers): what still runs in them is killed first. A group whose host
+// pid is in use again is left alone.
+func sweepStale(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, "snodo-*-*"))
+	for _, d := range dirs {
+		pid, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), "snodo-"), "-")
+		if n, err := strconv.Atoi(pid); !ok || err != nil || n == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pid); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		g := &cgroup{dir: d}
+		g.killAll()
+		_ = os.Remove(d) // still busy: the next host's sweep
+	}
 }
 
 // removeWait bounds how long remove waits for killed processes to leave.

@@ -279,10 +279,13 @@ func (h *Handle) classify(waitErr error) *Error {
 			return &Error{Limit: LimitCPU, Value: s.CPUTime.String(), Mechanism: mechCPU}
 		}
 	}
+	abnormal := ws.Signaled() || ws.ExitStatus() != 0
 	switch {
-	case h.mem != nil && killed && h.mem.value("memory.oom_control", "oom_kill") > 0:
+	case h.mem != nil && abnormal && h.mem.value("memory.oom_control", "oom_kill") > 0:
+		// The OOM killer killed in its group: the server, or a process it
+		// started and then ended for (a wrapper such as npx exits 137).
 		return &Error{Limit: LimitMemory, Value: Bytes(s.MemoryBytes), Mechanism: mechMemCgroup}
-	case h.memMech == mechAS && (ws.Signaled() || ws.ExitStatus() != 0):
+	case h.memMech == mechAS && abnormal:
 		// An allocation refused at the address-space limit ends a program
 		// with an error of its own; no record says that was the cause.
 		return &Error{Limit: LimitMemory, Value: Bytes(s.MemoryBytes), Mechanism: mechAS}
