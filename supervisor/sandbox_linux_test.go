@@ -50,3 +50,31 @@ func TestSandboxMemoryBreaksRestart(t *testing.T) {
 	assert.Equal(t, 3, c.Restarts())
 	assert.GreaterOrEqual(t, logs.Count("sandbox_limit=memory"), 3, "each restart's log record names the limit")
 }
+
+// A pool member that breaks its sandbox's memory limit is restarted, its
+// event naming the limit, while the other member answers.
+func TestSandboxPoolMemberRestarts(t *testing.T) {
+	ev := newEvents()
+	cmd, args := testutil.Server(t)
+	p, err := NewPool(t.Context(), snodo.Command(cmd, args...), 2, fast, ev.option(),
+		WithConnectOptions(snodo.WithSandbox(snodo.Sandbox{MemoryBytes: 48 << 20})))
+	var se *snodo.SandboxError
+	if errors.As(err, &se) && se.Err != nil {
+		t.Skipf("this machine cannot set up the sandbox: %v", err)
+	}
+	require.NoError(t, err)
+	defer p.Close()
+	victim := p.Members()[0]
+	_, err = victim.CallTool(t.Context(), "alloc", map[string]int{"mb": 256})
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "memory", se.Limit)
+	exited := ev.waitFor(t, "exited", 10*time.Second)
+	require.ErrorAs(t, exited.Err, &se)
+	assert.Equal(t, "memory", se.Limit)
+	assert.Contains(t, exited.Member, "#", "the event names the pool member")
+	back := ev.waitFor(t, "connected", 10*time.Second)
+	assert.Equal(t, 1, back.Total)
+	res, err := p.CallTool(t.Context(), "echo", map[string]string{"message": "pool"})
+	require.NoError(t, err)
+	assert.Equal(t, "pool", res.Text())
+}
