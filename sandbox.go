@@ -30,8 +30,9 @@ type Sandbox struct {
 	// everything it starts have at once (a pids cgroup; RLIMIT_NPROC, which
 	// counts every process of the user, when no cgroup may be made and
 	// snodo is not root). Past it, fork and thread creation fail inside
-	// the server; it is not stopped for it. A Go server needs about 8, a
-	// node one about 12.
+	// the server; it is not stopped for it. Leave room for threads: an
+	// idle Go server had 4 on a 2-core machine, node 7, and 4 more once
+	// it uses its thread pool.
 	MaxProcesses int
 	// MaxOpenFiles bounds the open file descriptors of each process
 	// (RLIMIT_NOFILE, soft and hard). Past it, open fails inside the
