@@ -177,11 +177,19 @@ func (h *Handle) launch(cmd *exec.Cmd, ruleset int) error {
 			h.abort(cmd)
 			return fmt.Errorf("sandbox: waiting for the server to stop at exec: %w", err)
 		}
-		break
-	}
-	if !ws.Stopped() {
-		// It ended before its first instruction; Wait would find nothing.
-		return fmt.Errorf("sandbox: the server ended as it started (wait status %#x)", uint32(ws))
+		if !ws.Stopped() {
+			// It ended before its first instruction; Wait would find nothing.
+			return fmt.Errorf("sandbox: the server ended as it started (wait status %#x)", uint32(ws))
+		}
+		if ws.StopSignal() == unix.SIGTRAP {
+			break // the stop at exec
+		}
+		// A signal that reached the child before its exec stops it too,
+		// being traced: deliver it and wait on.
+		if err := unix.PtraceCont(pid, int(ws.StopSignal())); err != nil {
+			h.abort(cmd)
+			return fmt.Errorf("sandbox: cannot let a signal through before exec: %w", err)
+		}
 	}
 	if err := h.apply(pid); err != nil {
 		h.abort(cmd)
