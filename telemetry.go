@@ -642,6 +642,9 @@ func (c *Client) sessionEnded(started time.Time) func(error) {
 			errType = ""
 		}
 		c.meters.Session(time.Since(started).Seconds(), c.version(), errType)
+		if limit := sandboxLimit(reason); limit != "" {
+			c.meters.SandboxStopped(limit)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/limits"
+	"github.com/snodo/snodo/internal/sandbox"
 	"github.com/snodo/snodo/internal/serverproc"
 	"github.com/snodo/snodo/internal/telemetry"
 )
@@ -188,10 +189,18 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	cfg.Args = append([]string(nil), cfg.Args...)
 	cfg.Env = append([]EnvVar(nil), cfg.Env...)
+	cfg.Sandbox = cfg.Sandbox.Clone()
 	return cfg, nil
 }
 
 // moduleConfig is embedded in Config: its fields are set by the root
-// package (cfg.Metrics = …) and, their types being internal, by no one
-// else. See docs/architecture.md, "Packages and their direction".
-type moduleConfig = telemetry.ConnConfig
+// package (cfg.Metrics = …, cfg.Sandbox = …) and, their types being
+// internal, by no one else. See docs/architecture.md, "Packages and their
+// direction".
+type moduleConfig struct {
+	telemetry.ConnConfig
+	// Sandbox, when set, starts the server inside these limits
+	// (sandbox.Start in place of exec.Cmd.Start); a stop it causes wraps
+	// a *sandbox.Error. Nil: no sandbox.
+	Sandbox *sandbox.Spec
+}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/snodo/snodo/internal/safetext"
+	"github.com/snodo/snodo/internal/sandbox"
 )
 
 // process is the server child: os/exec plus the parent's ends of its pipes.
@@ -22,6 +23,8 @@ type process struct {
 	stdout *os.File // parent's read end
 	stderr *stderrTap
 	peer   *httpPeer // Streamable HTTP: the pipes' far end; nil for a child
+	// box is the child's sandbox; nil: none (sandbox.go).
+	box *sandbox.Handle
 }
 
 // startProcess starts the server. The child's pipe ends are closed in the
@@ -67,14 +70,14 @@ func startProcess(cfg *Config) (*process, error) {
 		p.stderr = newStderrTap(errR, w)
 	}
 
-	err = cmd.Start()
+	p.box, err = startChild(cmd, cfg) // sandbox.go
 	closeAll(childEnds...)
 	if err != nil {
 		closeAll(inW, outR)
 		if p.stderr != nil {
 			p.stderr.r.Close()
 		}
-		return nil, fmt.Errorf("snodo: cannot start server %q: %w (check that the command exists and is executable)", cfg.Command, err)
+		return nil, startError(cfg.Command, err) // sandbox.go
 	}
 	// The child has its copy of the environment and its pipe ends (closed
 	// here); the connection keeps the process for as long as it lives and
@@ -124,6 +127,9 @@ func buildEnv(cfg *Config) []string {
 
 // describeExit turns Wait's result into words a user can act on.
 func describeExit(err error) string {
+	if limit, wait, ok := sandbox.Split(err); ok { // the sandbox stopped it
+		return limit.Error() + "; " + describeExit(wait)
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

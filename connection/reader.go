@@ -118,7 +118,8 @@ func (c *Conn) readLoop() {
 // stdout and stderr are drained until EOF, for at most drainGrace.
 func (c *Conn) waitProcess() {
 	awaitExit(c.proc.cmd.Process.Pid) // no thread held while the server runs
-	err := c.proc.cmd.Wait()
+	// With a sandbox: which limit stopped it, if one did; cgroups removed.
+	err := c.proc.box.Exit(c.proc.cmd.Wait())
 	c.noteUnread()
 	c.terminate(c.exitReason(err, ErrServerExited)) // before exited: the exit status says most
 	c.exitErr = err

@@ -55,7 +55,8 @@ type Server struct {
 	// this server only. The file's are one supervisor.WithConnectOptions
 	// with its "env" (snodo.WithEnv, one per variable), "cwd"
 	// (snodo.WithDir; relative to the file's directory when Load read
-	// it), "headers" (snodo.WithHTTPHeader), and from the snodo block
+	// it), "headers" (snodo.WithHTTPHeader), "sandbox"
+	// (snodo.WithSandbox), and from the snodo block
 	// "timeout" (snodo.WithTimeout), "shutdownGrace"
 	// (snodo.WithShutdownGrace) and "era" (snodo.WithEra), with
 	// snodo.WithOrigin naming the server; then "maxRestarts" and
@@ -84,6 +85,11 @@ type Server struct {
 	// in supervisor.WithConnectOptions among its own options. The snodo
 	// command line authorizes with it when the server answers 401.
 	OAuth *snodo.OAuth
+	// Sandbox is a command server's "sandbox" object (keys "memory",
+	// "cpuTime", "maxProcesses", "maxOpenFiles", "readOnly", "readWrite",
+	// "noNetwork"; docs/cli.md); nil when the entry has none. Options
+	// already carry it as snodo.WithSandbox: it is here to be shown.
+	Sandbox *snodo.Sandbox
 
 	// fromFile is how many of Options the file gave: a Router puts its
 	// options for every server after them.
@@ -368,6 +374,8 @@ func (p *parser) server(name string, data json.RawMessage) (s *entry, skip strin
 			err = p.decode(name, m, &disabled, "true or false")
 		case "snodo":
 			err = p.snodo(s, m.value)
+		case "sandbox":
+			err = p.sandbox(s, m) // sandbox.go
 		default:
 			p.warn(name, m.key, "unknown key, ignored")
 		}
@@ -396,6 +404,8 @@ func (p *parser) server(name string, data json.RawMessage) (s *entry, skip strin
 			return nil, "", p.fail(name, "cwd", "an http server runs elsewhere and has no working directory here: leave it out")
 		case s.ShutdownGrace > 0:
 			return nil, "", p.fail(name, "snodo.shutdownGrace", "an http server is no process of snodo's to stop: leave it out")
+		case s.Sandbox != nil:
+			return nil, "", p.fail(name, "sandbox", "an http server runs elsewhere, outside any sandbox of snodo's: leave it out")
 		}
 		return s, "", nil
 	case s.OAuth != nil:

@@ -21,7 +21,8 @@ type entry struct {
 	Cwd     string
 	URL     string // an http server's endpoint; Command, Args, Env, Cwd and ShutdownGrace are then absent
 	Headers map[string]string
-	OAuth   *snodo.OAuth // the "oauth" object: ClientID and Scopes
+	OAuth   *snodo.OAuth   // the "oauth" object: ClientID and Scopes
+	Sandbox *snodo.Sandbox // the "sandbox" object; nil: none
 
 	// The snodo block; zero values mean the library's defaults.
 	Pool          int
@@ -45,7 +46,7 @@ const (
 // list is Server.Options' doc); a relative cwd is resolved against dir
 // when dir is not empty.
 func (e *entry) server(dir string) *Server {
-	s := &Server{Name: e.Name, Pool: e.Pool, OAuth: e.OAuth, Target: snodo.Command(e.Command, e.Args...)}
+	s := &Server{Name: e.Name, Pool: e.Pool, OAuth: e.OAuth, Sandbox: e.Sandbox, Target: snodo.Command(e.Command, e.Args...)}
 	if e.URL != "" {
 		s.Target = snodo.HTTP(e.URL)
 	}
@@ -73,6 +74,9 @@ func (e *entry) server(dir string) *Server {
 		conn = append(conn, snodo.WithEra(snodo.EraModern))
 	case "legacy":
 		conn = append(conn, snodo.WithEra(snodo.EraLegacy))
+	}
+	if e.Sandbox != nil {
+		conn = append(conn, snodo.WithSandbox(*e.Sandbox))
 	}
 	conn = append(conn, snodo.WithOrigin(snodo.Origin{Server: e.Name}))
 	opts := []supervisor.Option{supervisor.WithConnectOptions(conn...)}

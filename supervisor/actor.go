@@ -203,7 +203,7 @@ func (a *supervisorActor) emit(ctx protoactor.Context, ev LifecycleEvent) {
 			l.Debug("supervisor: server connected", "server_pid", ev.ServerPID)
 		}
 	case kindExited:
-		l.Warn("supervisor: server went away; restarting", "reason", exitWords(ev.Err), "in", ev.Delay, "restarts_in_window", ev.Restarts)
+		l.Warn("supervisor: server went away; restarting", append([]any{"reason", exitWords(ev.Err), "in", ev.Delay, "restarts_in_window", ev.Restarts}, sandboxAttr(ev.Err)...)...)
 	case kindGaveUp:
 		l.Error("supervisor: restart intensity passed; giving up", "error", ev.Err)
 	case kindStopped:

@@ -168,3 +168,13 @@ func startWaitTimeoutError(method string, waited time.Duration) error {
 		fmt.Sprintf("%s: no pool member came up within %s while the pool was starting; raise the Timeout request option or WithMaxWait", method, waited.Round(time.Millisecond)),
 		snodo.ErrTimeout, ErrStarting)
 }
+
+// sandboxAttr is the log attribute naming the sandbox limit the server
+// broke ("sandbox_limit", "memory"), when err says one stopped it.
+func sandboxAttr(err error) []any {
+	var se *snodo.SandboxError
+	if errors.As(err, &se) && se.Err == nil {
+		return []any{"sandbox_limit", se.Limit}
+	}
+	return nil
+}

@@ -17,6 +17,7 @@ func (s *session) info(c *snodo.Client) error {
 		ServerInfo:      c.ServerInfo(),
 		Capabilities:    c.Capabilities(),
 		Instructions:    c.Instructions(),
+		Sandbox:         describeSandbox(s.sandbox),
 	}
 	if s.cfg.json {
 		return printJSON(s.io.out, v)

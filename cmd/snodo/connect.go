@@ -75,6 +75,7 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		}
 		target = spec.Target
 		s.fileTimeout = spec.timeout
+		s.sandbox = spec.Sandbox
 		opts = s.withFile(opts, spec)
 		if spec.http {
 			var o snodo.OAuth

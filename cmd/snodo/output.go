@@ -21,8 +21,9 @@ type infoDoc struct {
 	ServerInfo      snodo.Implementation     `json:"serverInfo"`
 	Capabilities    snodo.ServerCapabilities `json:"capabilities"`
 	Instructions    string                   `json:"instructions,omitempty"`
-	Host            string                   `json:"host,omitempty"`  // over NATS: the id of the host that answered
-	Label           string                   `json:"label,omitempty"` // and its label
+	Host            string                   `json:"host,omitempty"`    // over NATS: the id of the host that answered
+	Label           string                   `json:"label,omitempty"`   // and its label
+	Sandbox         string                   `json:"sandbox,omitempty"` // the limits the server runs inside, in words
 }
 
 // printJSON writes v as one compact JSON document and a newline.
@@ -69,6 +70,9 @@ func printInfo(w io.Writer, v infoDoc, indent string) {
 	}
 	if v.Host != "" {
 		fmt.Fprintf(tw, "%shost\t%s (%s)\n", indent, oneLine(v.Label), oneLine(v.Host))
+	}
+	if v.Sandbox != "" {
+		fmt.Fprintf(tw, "%ssandbox\t%s\n", indent, oneLine(v.Sandbox))
 	}
 	_ = tw.Flush()
 }

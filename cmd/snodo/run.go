@@ -163,6 +163,9 @@ type session struct {
 	// fileTimeout is the "timeout" the --config file gives the server
 	// (0: none), which applies when --timeout is not given.
 	fileTimeout time.Duration
+	// sandbox is the "sandbox" the --config file gives the server (nil:
+	// none); info shows it.
+	sandbox *snodo.Sandbox
 }
 
 // runCommand runs cfg.command on c.

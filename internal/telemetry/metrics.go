@@ -28,6 +28,7 @@ type Meters struct {
 	restarts        metric.Int64Counter
 	giveUps         metric.Int64Counter
 	exits           metric.Int64Counter
+	sandboxStops    metric.Int64Counter
 	io              metric.Int64Counter
 }
 
@@ -60,6 +61,7 @@ func meters(mp metric.MeterProvider) *Meters {
 	ms.restarts = counter(MetricRestarts, "{restart}", "Server processes restarted by a supervisor.")
 	ms.giveUps = counter(MetricGiveUps, "{supervisor}", "Supervisors that stopped restarting a server (restart intensity exceeded).")
 	ms.exits = counter(MetricServerExits, "{connection}", "Connections that stopped, by cause.")
+	ms.sandboxStops = counter(MetricSandboxStops, "{connection}", "Servers stopped by their sandbox, by the limit they broke (memory, cpu).")
 	ms.io = counter(MetricIO, "By", "Bytes written to servers' stdin (transmit) and read from their stdout (receive).")
 	return ms
 }
@@ -274,6 +276,14 @@ func (c *Conn) Overflow() {
 func (c *Conn) Exited(cause string) {
 	if c.Live() {
 		c.m.exits.Add(context.Background(), 1, c.with(attribute.String(AttrExitCause, cause)))
+	}
+}
+
+// SandboxStopped counts a server stopped by its sandbox, with the limit
+// it broke ("memory", "cpu").
+func (c *Conn) SandboxStopped(limit string) {
+	if c.Live() {
+		c.m.sandboxStops.Add(context.Background(), 1, c.with(attribute.String(AttrSandboxLimit, limit)))
 	}
 }
 

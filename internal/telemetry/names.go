@@ -49,6 +49,7 @@ const (
 	AttrServerName    = "snodo.server.name"    // the name a server is reached by elsewhere (a remote client's served name)
 	AttrExitCause     = "snodo.exit.cause"     // why a connection stopped
 	AttrDropReason    = "snodo.drop.reason"    // why a notification was dropped
+	AttrSandboxLimit  = "snodo.sandbox.limit"  // the sandbox limit a server broke: memory, cpu
 
 	AttrProgress        = "snodo.progress"         // progress event: how far along
 	AttrProgressTotal   = "snodo.progress.total"   // progress event: the total, when known
@@ -65,6 +66,7 @@ const (
 	MetricGiveUps              = "snodo.supervisor.give_ups"
 	MetricServerExits          = "snodo.client.server.exits"
 	MetricIO                   = "snodo.client.io"
+	MetricSandboxStops         = "snodo.client.sandbox.stops"
 
 	EventProgress      = "notifications/progress"
 	EventInputRequired = "input_required"

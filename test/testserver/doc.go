@@ -86,6 +86,15 @@
 //	                          requests); text = the root URIs, or the raw answer;
 //	                          url {id} (not listed): the first call with an id answers
 //	                          -32042 (a URL elicitation), the next "through <id>"
+//	                          Not listed, for sandbox tests (sandbox.go); a limit met
+//	                          inside the server is a tool error with what was achieved:
+//	                          alloc {mb} allocates mb MiB, touches and keeps it;
+//	                          spin {ms} burns every core for ms (0: until cancelled);
+//	                          fork {n} starts n "sleep 60" at once, then kills them:
+//	                          "started K of N[: error]"; openfiles {n} opens the null
+//	                          device n times at once: "opened K of N[: error]";
+//	                          read {path} → its content; write {path,text};
+//	                          connect {address} → "connected to ADDRESS" (TCP, 5 s)
 //	resources/list            test://a, test://b
 //	resources/templates/list  test://items/{id}
 //	resources/read            unknown uri: -32002 (legacy) / -32602 (modern), with data

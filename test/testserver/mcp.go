@@ -137,6 +137,9 @@ func (s *server) toolsCall(req *request) (any, *rpcError) {
 			return s.research(req, &p)
 		}
 	}
+	if res, ok := s.sandboxTool(req, &p); ok {
+		return res, nil
+	}
 	return nil, errInvalidParams("unknown tool " + p.Name)
 }
 
