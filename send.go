@@ -49,25 +49,33 @@ func fromConnProgress(fn func(connection.Progress)) func(Progress) {
 // RequestOption tunes one request. Build it with Timeout, OnProgress,
 // ResetTimeoutOnProgress, MaxTotalTimeout, Idempotent, MaxPages, TaskTTL,
 // OnTaskStatus or RetryURLElicitation; every kind of session reads the
-// values back with settingsOf.
+// values back with settingsOf. The zero RequestOption sets nothing.
 //
-// An option is applied to a copy of the settings (set takes and returns
-// them by value, so that reading them allocates nothing), and the
-// durations of Timeout and MaxTotalTimeout travel in the option itself
-// (d, for the setting named by dur) instead of in a closure.
+// An option is a plain value, one encoding for every setting: which one
+// it sets (key) and the value, in the field of its type. Making one and
+// reading a list of them allocate nothing.
 type RequestOption struct {
-	set func(requestSettings) requestSettings
-	d   time.Duration
-	dur durationSetting
+	key      requestKey
+	d        time.Duration    // Timeout, MaxTotalTimeout, TaskTTL
+	n        int              // MaxPages
+	progress func(Progress)   // OnProgress
+	status   func(TaskStatus) // OnTaskStatus
 }
 
-// durationSetting names the duration a RequestOption's d sets.
-type durationSetting uint8
+// requestKey names the setting a RequestOption sets.
+type requestKey uint8
 
 const (
-	noDuration durationSetting = iota
-	timeoutSetting
-	maxTotalSetting
+	keyNone requestKey = iota
+	keyTimeout
+	keyMaxTotalTimeout
+	keyOnProgress
+	keyResetTimeoutOnProgress
+	keyIdempotent
+	keyMaxPages
+	keyTaskTTL
+	keyOnTaskStatus
+	keyRetryURLElicitation
 )
 
 // requestSettings are the values a request's options set: what a
@@ -85,17 +93,30 @@ type requestSettings struct {
 	RetryURLElicitation    bool             // RetryURLElicitation
 }
 
-// settingsOf applies opts in order and returns the result.
+// settingsOf applies opts in order (a later option of the same setting
+// wins) and returns the result.
 func settingsOf(opts ...RequestOption) requestSettings {
 	var s requestSettings
 	for _, o := range opts {
-		switch {
-		case o.dur == timeoutSetting:
+		switch o.key {
+		case keyTimeout:
 			s.Timeout = o.d
-		case o.dur == maxTotalSetting:
+		case keyMaxTotalTimeout:
 			s.MaxTotalTimeout = o.d
-		case o.set != nil:
-			s = o.set(s)
+		case keyOnProgress:
+			s.OnProgress = o.progress
+		case keyResetTimeoutOnProgress:
+			s.ResetTimeoutOnProgress = true
+		case keyIdempotent:
+			s.Idempotent = true
+		case keyMaxPages:
+			s.MaxPages = o.n
+		case keyTaskTTL:
+			s.TaskTTL = o.d
+		case keyOnTaskStatus:
+			s.OnTaskStatus = o.status
+		case keyRetryURLElicitation:
+			s.RetryURLElicitation = true
 		}
 	}
 	return s
@@ -111,14 +132,14 @@ const defaultMaxPages = 1000
 // a fresh cursor for ever. n <= 0 means 1000. Other calls
 // ignore it.
 func MaxPages(n int) RequestOption {
-	return RequestOption{set: func(s requestSettings) requestSettings { s.MaxPages = n; return s }}
+	return RequestOption{key: keyMaxPages, n: n}
 }
 
 // Timeout overrides the connection's timeout for this request; a negative
 // value waits for ever. On expiry the caller gets a -32001 *Error
 // (errors.Is(err, ErrTimeout)) and the server notifications/cancelled.
 func Timeout(d time.Duration) RequestOption {
-	return RequestOption{d: d, dur: timeoutSetting}
+	return RequestOption{key: keyTimeout, d: d}
 }
 
 // OnProgress asks the server for progress (a progressToken in
@@ -126,7 +147,7 @@ func Timeout(d time.Duration) RequestOption {
 // order, before Request returns. If fn panics, the request is cancelled on
 // the server and the panic continues in the caller.
 func OnProgress(fn func(Progress)) RequestOption {
-	return RequestOption{set: func(s requestSettings) requestSettings { s.OnProgress = fn; return s }}
+	return RequestOption{key: keyOnProgress, progress: fn}
 }
 
 // ResetTimeoutOnProgress restarts the request's timeout at each progress
@@ -134,7 +155,7 @@ func OnProgress(fn func(Progress)) RequestOption {
 // It asks the server for progress (a progressToken) by itself; OnProgress
 // is not needed.
 func ResetTimeoutOnProgress() RequestOption {
-	return RequestOption{set: func(s requestSettings) requestSettings { s.ResetTimeoutOnProgress = true; return s }}
+	return RequestOption{key: keyResetTimeoutOnProgress}
 }
 
 // MaxTotalTimeout caps the whole wait, whatever the progress (with
@@ -142,7 +163,7 @@ func ResetTimeoutOnProgress() RequestOption {
 // and the server notifications/cancelled. Zero or a negative d sets no
 // cap.
 func MaxTotalTimeout(d time.Duration) RequestOption {
-	return RequestOption{d: d, dur: maxTotalSetting}
+	return RequestOption{key: keyMaxTotalTimeout, d: d}
 }
 
 // Idempotent marks a request as safe to run twice. A supervised client or
@@ -152,7 +173,7 @@ func MaxTotalTimeout(d time.Duration) RequestOption {
 // retried: one may have run on the server before it died. A plain Client
 // has no next server and ignores it.
 func Idempotent() RequestOption {
-	return RequestOption{set: func(s requestSettings) requestSettings { s.Idempotent = true; return s }}
+	return RequestOption{key: keyIdempotent}
 }
 
 // connOptions are opts in the connection's terms; nil when there are none.

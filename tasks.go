@@ -94,7 +94,7 @@ func (s TaskStatus) Terminal() bool {
 // another). The TTL the server grants also bounds the wait: a task not
 // done by then fails with ErrTaskExpired. Other calls ignore it.
 func TaskTTL(d time.Duration) RequestOption {
-	return RequestOption{set: func(s requestSettings) requestSettings { s.TaskTTL = d; return s }}
+	return RequestOption{key: keyTaskTTL, d: d}
 }
 
 // OnTaskStatus runs fn for each new status of a task (a status or status
@@ -103,7 +103,7 @@ func TaskTTL(d time.Duration) RequestOption {
 // then. A panic in fn is logged and fn is not called again. CallTool
 // honours it too when it runs a tool as a task. Other calls ignore it.
 func OnTaskStatus(fn func(TaskStatus)) RequestOption {
-	return RequestOption{set: func(s requestSettings) requestSettings { s.OnTaskStatus = fn; return s }}
+	return RequestOption{key: keyOnTaskStatus, status: fn}
 }
 
 // Task is a tool call the server runs as a task. Its methods are safe for

@@ -83,7 +83,7 @@ func urlElicitationRequired(err error) *URLElicitationRequiredError {
 // *URLElicitationRequiredError. Declare URL mode
 // (ElicitationCapability.URL) so servers use it.
 func RetryURLElicitation() RequestOption {
-	return RequestOption{set: func(s requestSettings) requestSettings { s.RetryURLElicitation = true; return s }}
+	return RequestOption{key: keyRetryURLElicitation}
 }
 
 // elicitURLs hands each elicitation of ue to the handler; nil when the
