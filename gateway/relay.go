@@ -19,8 +19,9 @@ import (
 // legacy client whose call started last among the calls in flight (on a
 // pinned member that is the session's own call whenever one client at a
 // time is calling), on that call's own stream, and relays the client's
-// answer, error included. With no legacy call in flight the request is
-// refused (-32603, saying why): the gateway never answers one itself.
+// answer, error included. With no legacy call in flight it goes to the
+// GET stream of the one legacy session, if there is exactly one; else it
+// is refused (-32603, saying why): the gateway never answers one itself.
 // Modern servers put their requests inside input_required results, which
 // go to the very call that got them (rounds).
 
@@ -54,6 +55,12 @@ func (h *Handler) RemoteConnectOptions() []snodo.Option {
 func (h *Handler) serverRequest(ctx context.Context, req *snodo.ServerRequest) (any, error) {
 	c := h.calls.latest(func(c *call) bool { return c.sess != nil })
 	if c == nil {
+		// Outside any call (roots/list after initialized, say): the one
+		// legacy session there is, on its GET stream; with several there
+		// is no telling whose it is.
+		if all := h.sessions.all(); len(all) == 1 {
+			return all[0].ask(ctx, nil, req.Method, req.Params)
+		}
 		return nil, &snodo.Error{Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("gateway: no client call in flight to relay %s to", req.Method)}
 	}
