@@ -29,7 +29,8 @@ type ListCache struct {
 	s      snodo.Session
 	mu     sync.Mutex
 	pages  map[cacheKey]json.RawMessage
-	gen    map[string]uint64 // by list method: bumped by each invalidation
+	gen    map[string]uint64      // by list method: bumped by each invalidation
+	tools  map[string][]paramSpec // x-mcp-header annotations by tool, from the tool list
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -51,7 +52,7 @@ func NewListCache(ctx context.Context, s snodo.Session) *ListCache {
 }
 
 func newListCache(s snodo.Session, own bool) *ListCache {
-	c := &ListCache{s: s, pages: map[cacheKey]json.RawMessage{}, gen: map[string]uint64{}}
+	c := &ListCache{s: s, pages: map[cacheKey]json.RawMessage{}, gen: map[string]uint64{}, tools: map[string][]paramSpec{}}
 	if own {
 		c.done = make(chan struct{})
 	}
@@ -88,6 +89,33 @@ func (c *ListCache) Invalidate(method string) {
 		if method == "" || m == method {
 			c.gen[m]++
 		}
+	}
+	if method == "" || method == "tools/list" {
+		clear(c.tools)
+	}
+}
+
+// specs are the annotations of tool name read from the current tool list.
+func (c *ListCache) specs(name string) ([]paramSpec, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.tools[name]
+	return s, ok
+}
+
+func (c *ListCache) generation(method string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen[method]
+}
+
+// keepSpecs keeps name's annotations, read from the tool list as it was
+// at gen, unless it changed since (at most 4096 tools).
+func (c *ListCache) keepSpecs(name string, specs []paramSpec, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen["tools/list"] == gen && len(c.tools) < 4096 {
+		c.tools[name] = specs
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/supervisor"
 )
@@ -97,6 +98,20 @@ func (h *Handler) toolParamSpecs(ctx context.Context, name string) []paramSpec {
 	if s == nil {
 		return nil
 	}
+	if h.cache != nil {
+		if specs, ok := h.cache.specs(name); ok {
+			return specs
+		}
+		gen := h.cache.generation("tools/list")
+		specs := h.readParamSpecs(ctx, s, name)
+		h.cache.keepSpecs(name, specs, gen)
+		return specs
+	}
+	return h.readParamSpecs(ctx, s, name)
+}
+
+// readParamSpecs reads name's annotations from the tool list's pages.
+func (h *Handler) readParamSpecs(ctx context.Context, s snodo.Session, name string) []paramSpec {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var cursor []byte
