@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test api-count conformance peers vet fmt-check demo build bench bench-compare bench-http bench-remote bench-notes soak fuzz fuzz-short fmt
+.PHONY: test api-count conformance peers vet fmt-check demo build bench bench-compare bench-http bench-remote bench-gateway bench-notes soak fuzz fuzz-short fmt
 
 # The test command the README gives and CI runs: formatting and vet gates
 # (both modules), the race-enabled suite (real child processes, goleak,
@@ -66,6 +66,11 @@ bench-http:
 # and a local pool call, with issue 30's goals), measured again and spliced in place.
 bench-remote:
 	cd bench && $(GO) run ./cmd/compare -only remote -out ../docs/performance.md
+
+# Only the gateway section of docs/performance.md (go-sdk's client on the fast HTTP server directly
+# and through snodo serve, issue 39's added-p50 goal), measured again and spliced in place.
+bench-gateway:
+	cd bench && $(GO) run ./cmd/compare -only gateway -out ../docs/performance.md
 
 # Copies bench/notes/*.md into the end of docs/performance.md without measuring again.
 bench-notes:

@@ -75,17 +75,18 @@ func (h *Handler) forward(ctx context.Context, s snodo.Session, c *call, method 
 	done := h.calls.add(c)
 	defer done()
 	params, token := takeProgressToken(params)
-	opts := []snodo.RequestOption{snodo.ResetTimeoutOnProgress()}
-	if token != nil {
-		opts = append(opts, snodo.OnProgress(func(p snodo.Progress) {
-			c.st.event(progressLine(token, p))
-		}))
-	}
 	var p any
 	if params != nil {
 		p = json.RawMessage(params)
 	}
-	return s.Request(ctx, method, p, opts...)
+	if token == nil {
+		// No progress asked for: none requested of the server either (a
+		// progress token costs the connection a _meta merge).
+		return s.Request(ctx, method, p)
+	}
+	return s.Request(ctx, method, p, snodo.ResetTimeoutOnProgress(), snodo.OnProgress(func(p snodo.Progress) {
+		c.st.event(progressLine(token, p))
+	}))
 }
 
 // progressLine is the notifications/progress for the client's token.
