@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -118,4 +119,78 @@ func TestServeUsage(t *testing.T) {
 	snodo(t, "serve", "--http", "127.0.0.1:0", "--server", "a", "--", "x").want(t, 2)
 	snodo(t, "tools", "--http", "127.0.0.1:0", "--", "x").want(t, 2)
 	snodo(t, "tools", "--listen", "127.0.0.1:4222", "--", "x").want(t, 2)
+}
+
+// startNodeAt runs `snodo node --config config --listen addr` and returns
+// once it serves.
+func startNodeAt(t *testing.T, config, addr string) *snodoProc {
+	t.Helper()
+	p := &snodoProc{cmd: exec.Command(snodoBin, "node", "--config", config, "--listen", addr), done: make(chan struct{})}
+	p.cmd.Stderr = &p.stderr
+	p.cmd.WaitDelay = 5 * time.Second
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	serving := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		ok := false
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "serving ") {
+				ok = true
+				break
+			}
+		}
+		serving <- ok
+		for sc.Scan() {
+		}
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	if !testutil.Receive(t, serving, 30*time.Second, "the node's serving line") {
+		<-p.done
+		t.Fatalf("the node exited before serving; stderr:\n%s", p.stderr.String())
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		<-p.done
+	})
+	return p
+}
+
+// snodo serve --nats: /healthz names what no host serves (503), and a
+// node restarted with the same --listen address serves again at the same
+// URL: serve's names come back without restarting serve.
+func TestServeNATSAcrossNodeRestart(t *testing.T) {
+	config := nodeConfig(t, map[string][]string{"echo": nil})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	node := startNodeAt(t, config, addr)
+	_, urls := startServe(t, "--nats", "nats://"+addr, "--server", "echo,ghost")
+	if len(urls) != 2 {
+		t.Fatalf("serving %v, want two URLs", urls)
+	}
+	if code, body := healthz(t, urls[0]); code != http.StatusServiceUnavailable || !strings.Contains(body, `"ghost"`) || strings.Contains(body, `"echo"`) {
+		t.Fatalf("healthz %d %s, want 503 naming ghost only", code, body)
+	}
+	node.signal(t, syscall.SIGTERM, "SIGTERM")
+	testutil.Eventually(t, func() bool { _, body := healthz(t, urls[0]); return strings.Contains(body, `"echo"`) }, 15*time.Second, "echo down with its node")
+	startNodeAt(t, config, addr) // a new node at the same URL
+	testutil.Eventually(t, func() bool { _, body := healthz(t, urls[0]); return !strings.Contains(body, `"echo"`) }, 20*time.Second, "echo back with the new node")
+	c, err := sn.ConnectHTTP(context.Background(), urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if res, err := c.CallTool(context.Background(), "echo", map[string]any{"message": "again"}); err != nil || !strings.Contains(res.Content[0].Text, "again") {
+		t.Fatalf("call after the node restart: %v %+v", err, res)
+	}
 }
