@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
@@ -37,8 +38,19 @@ const (
 // errBodyTooLarge marks a body past the limit (413).
 var errBodyTooLarge = errors.New("gateway: request body too large")
 
-// readBody reads r's body, at most limit bytes; past it errBodyTooLarge.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
+// bodyReadTimeout bounds the reading of a POST body, so that a client
+// sending it byte by byte cannot hold a connection (the header read has
+// NewServer's ReadHeaderTimeout). Streams written afterwards are not
+// bounded by it.
+const bodyReadTimeout = 30 * time.Second
+
+// readBody reads r's body, at most limit bytes (past it errBodyTooLarge)
+// and within bodyReadTimeout; the read deadline is lifted afterwards, so
+// that the answer stream may last.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) // not every ResponseWriter can; then none
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return nil, err

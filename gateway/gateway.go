@@ -54,6 +54,7 @@ type Handler struct {
 
 	sessions *sessionTable
 	calls    callTable
+	listens  atomic.Int64 // modern subscriptions/listen streams open
 
 	ctx    context.Context // the handler's life: Close cancels it
 	cancel context.CancelFunc
@@ -86,8 +87,10 @@ func WithMaxBodyBytes(n int64) Option {
 }
 
 // WithMaxSessions bounds the legacy sessions alive at once (default
-// 1024). An initialize past it is answered 503 with Retry-After, after
-// sessions idle past the idle timeout have been ended.
+// 1024), and apart from them the modern subscriptions/listen streams open
+// at once. An initialize past it is answered 503 with Retry-After, after
+// sessions idle past the idle timeout have been ended; a listen past it
+// 503 with Retry-After.
 func WithMaxSessions(n int) Option {
 	return func(c *config) error {
 		if n < 1 {

@@ -35,6 +35,13 @@ func (h *Handler) modernRequest(w http.ResponseWriter, r *http.Request, s snodo.
 	defer st.end()
 	ctx := r.Context()
 	if method == "subscriptions/listen" {
+		if h.listens.Add(1) > int64(h.cfg.maxSessions) {
+			h.listens.Add(-1)
+			w.Header().Set("Retry-After", "5")
+			writeJSONError(w, http.StatusServiceUnavailable, id, jsonrpc.CodeInternalError, "gateway: too many open subscriptions; retry later", nil)
+			return
+		}
+		defer h.listens.Add(-1)
 		h.modernListen(ctx, st, s, env)
 		return
 	}

@@ -35,7 +35,7 @@ func isLegacyVersion(v string) bool {
 
 // post serves one POSTed message.
 func (h *Handler) post(w http.ResponseWriter, r *http.Request, s snodo.Session) {
-	body, err := readBody(r, h.cfg.maxBody)
+	body, err := readBody(w, r, h.cfg.maxBody)
 	if errors.Is(err, errBodyTooLarge) {
 		writeJSONError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, "gateway: request body over the limit; send less", nil)
 		return
