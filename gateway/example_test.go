@@ -78,3 +78,22 @@ func ExampleNewListCache() {
 	fmt.Println(string(first) == string(again))
 	// Output: true
 }
+
+// Only requests bearing a JWT from the issuer, for the audience, reach
+// the gateway; the others get 401 naming the protected resource
+// metadata, which the wrapper serves.
+func ExampleRequireBearer() {
+	h, err := gateway.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer h.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	protected, err := gateway.RequireBearer("https://login.example.com", "https://mcp.example.com/mcp", mux)
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := gateway.NewServer("127.0.0.1:8080", protected)
+	_ = srv // srv.ListenAndServe() serves it
+}

@@ -23,8 +23,11 @@ const maxCachedPages = 1024
 // empties the whole cache because the lists may have changed meanwhile.
 //
 // A fetch that was under way when its list was invalidated is returned
-// to its caller but not kept. At most 1024 pages are kept. Its methods
-// are safe for concurrent use.
+// to its caller but not kept. At most 1024 pages are kept. The pages are
+// the same for every caller: a server whose lists depend on who asks
+// (on the client capabilities in a request's _meta, say) should not be
+// served through a cache (gateway.WithoutListCache). Its methods are safe
+// for concurrent use.
 type ListCache struct {
 	s      snodo.Session
 	mu     sync.Mutex
