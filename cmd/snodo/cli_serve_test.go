@@ -194,3 +194,34 @@ func TestServeNATSAcrossNodeRestart(t *testing.T) {
 		t.Fatalf("call after the node restart: %v %+v", err, res)
 	}
 }
+
+// serve --auth-issuer --auth-audience: a request without a bearer token
+// gets 401 naming the protected resource metadata, which serve publishes
+// with the issuer; /healthz needs no token.
+func TestServeAuth(t *testing.T) {
+	_, urls := startServe(t, "--auth-issuer", "https://login.example.com", "--auth-audience", "mcp", "--", testutil.ServerPath(t))
+	resp, err := http.Post(urls[0], "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	meta := strings.Replace(urls[0], "/mcp", "/.well-known/oauth-protected-resource/mcp", 1)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `resource_metadata="`+meta+`"`) {
+		t.Fatalf("%d %q, want 401 naming %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), meta)
+	}
+	mresp, err := http.Get(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mresp.Body.Close()
+	var prm struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	if err := json.NewDecoder(mresp.Body).Decode(&prm); err != nil || prm.Resource != urls[0] || len(prm.AuthorizationServers) != 1 || prm.AuthorizationServers[0] != "https://login.example.com" {
+		t.Fatalf("metadata %+v, %v", prm, err)
+	}
+	if code, body := healthz(t, urls[0]); code != http.StatusOK {
+		t.Fatalf("healthz %d %s, want 200 without a token", code, body)
+	}
+}
