@@ -15,6 +15,9 @@ import (
 	"github.com/snodo/snodo/test/testserver"
 )
 
+// InMemoryTestServer is inMemoryTestServer for package snodo_test.
+func InMemoryTestServer(flags ...string) Transport { return inMemoryTestServer(flags...) }
+
 // inMemoryTestServer is the test server (test/testserver) run in this
 // process behind connection.InMemory, with flags.
 func inMemoryTestServer(flags ...string) Transport {
@@ -60,15 +63,18 @@ func TestEveryTransportRunsTheSameAPI(t *testing.T) {
 		for _, era := range []string{"modern", "legacy"} {
 			t.Run(name+"/"+era, func(t *testing.T) {
 				c := dial(t, []string{"-era", era})
-				exerciseSession(t, c, Era(era))
+				ExerciseSession(t, c, Era(era))
 			})
 		}
 	}
 }
 
-// exerciseSession runs every typed call, progress, cancellation-free
-// errors and (modern) a subscription against the test server behind c.
-func exerciseSession(t *testing.T, c *Client, era Era) {
+// ExerciseSession runs every typed call, progress, errors and (modern) a
+// subscription against the test server behind c. It is exported (in a
+// test file: no part of the API) so that transport_http_test.go, in
+// package snodo_test because it imports package gateway, runs the same
+// code over Streamable HTTP.
+func ExerciseSession(t *testing.T, c *Client, era Era) {
 	ctx := t.Context()
 	assert.Equal(t, era, c.Era())
 	require.NoError(t, c.Ping(ctx))
@@ -130,7 +136,7 @@ func exerciseSession(t *testing.T, c *Client, era Era) {
 	sub, err := c.Listen(ctx, Filter{ToolsListChanged: true})
 	require.NoError(t, err)
 	defer sub.Close()
-	_, err = c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "subscription": sub.ID()})
+	_, err = c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed"}) // to every subscription that wants it
 	require.NoError(t, err)
 	select {
 	case ev := <-sub.Events():

@@ -437,3 +437,59 @@ func TestBridgeLegacyNotificationsReachTheTypeScriptClient(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out, &seen), "stdout: %s", out)
 	assert.True(t, seen.ListChanged, "the list change reached the TypeScript client")
 }
+
+// After the host serving the name is stopped and another starts, the
+// bridge opens its list-change subscription again, tells the legacy
+// client its lists may have changed, and forwards the new host's list
+// changes. Before, the subscription ended for good with the first host.
+func TestBridgeListChangesAfterHostRestart(t *testing.T) {
+	url := bridgedNATS(t)
+	start := func() *remote.Host {
+		cmd, args := testutil.Server(t, "-era", "legacy")
+		p, err := supervisor.NewPool(context.Background(), mcp.Command(cmd, args...), 1)
+		require.NoError(t, err)
+		h, err := remote.NewHost(context.Background(), url, remote.Serve("bridged", p))
+		require.NoError(t, err)
+		return h
+	}
+	h := start()
+	changed := make(chan string, 16)
+	c := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy), mcp.WithNotificationHandler(func(_ context.Context, n *mcp.Notification) {
+		select {
+		case changed <- n.Method:
+		default:
+		}
+	}))
+	require.NoError(t, h.Close())
+	testutil.Receive(t, h.Done(), 10*time.Second, "the first host's servers reaped")
+	h2 := start()
+	t.Cleanup(func() {
+		_ = h2.Close()
+		testutil.Receive(t, h2.Done(), 10*time.Second, "the second host's servers reaped")
+	})
+	toolsChanged := func(within time.Duration, what string) {
+		t.Helper()
+		deadline := time.After(within)
+		for {
+			select {
+			case m := <-changed:
+				if m == "notifications/tools/list_changed" {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no tools/list_changed within %v: %s", within, what)
+			}
+		}
+	}
+	toolsChanged(20*time.Second, "the gap's list change, once the subscription is open again")
+	testutil.Eventually(t, func() bool {
+		_, err := c.Request(t.Context(), "test/notify", map[string]any{"method": "notifications/prompts/list_changed"})
+		return err == nil
+	}, 10*time.Second, "a call through the new host")
+	for len(changed) > 0 { // the gap's others
+		<-changed
+	}
+	_, err := c.Request(t.Context(), "test/notify", map[string]any{"method": "notifications/tools/list_changed"})
+	require.NoError(t, err)
+	toolsChanged(10*time.Second, "the new host's list change")
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
@@ -160,9 +161,12 @@ func (b *bridge) initialize(ctx context.Context, id, params []byte) {
 // listChanges forwards the list changes of the served server to a
 // legacy client, as plain notifications: a subscription on a host of
 // the name (a host serves one on a legacy server too, from the
-// notifications its members send), open until the bridge ends (ctx). It
-// returns false when none could be opened (the capabilities then
-// promise none).
+// notifications its members send), open until the bridge ends (ctx).
+// When it ends (its host went away, or was restarted), it is opened
+// again, after a pause that grows from 100 ms to 5 s, and the client is
+// sent a list_changed for each list it follows once the new one is
+// open: the lists may have changed meanwhile. It returns false when none
+// could be opened at first (the capabilities then promise none).
 func (b *bridge) listChanges(ctx context.Context, f snodo.Filter) bool {
 	if !f.ToolsListChanged && !f.PromptsListChanged && !f.ResourcesListChanged {
 		return false
@@ -175,24 +179,74 @@ func (b *bridge) listChanges(ctx context.Context, f snodo.Filter) bool {
 	b.bg.Add(1)
 	go func() {
 		defer b.bg.Done()
-		defer sub.Close()
-		for {
-			select {
-			case ev, ok := <-sub.Events():
-				if !ok {
-					b.log.Warn("snodo bridge: the subscription to the served server's list changes ended", "error", sub.Err())
-					return
-				}
-				if ev.Method == supervisor.ResubscribedMethod {
-					continue // a host's marker: nothing a legacy client knows
-				}
-				b.write(jsonrpc.AppendNotification(nil, ev.Method, nil))
-			case <-ctx.Done():
-				return
-			}
+		for sub != nil {
+			b.forwardListChanges(ctx, sub)
+			sub.Close()
+			sub = b.reopenListChanges(ctx, f)
 		}
 	}()
 	return true
+}
+
+// forwardListChanges copies sub's list changes to the client until it
+// ends or ctx does.
+func (b *bridge) forwardListChanges(ctx context.Context, sub *snodo.Subscription) {
+	for {
+		select {
+		case ev, ok := <-sub.Events():
+			if !ok {
+				b.log.Warn("snodo bridge: the subscription to the served server's list changes ended; opening it again", "error", sub.Err())
+				return
+			}
+			if ev.Method == supervisor.ResubscribedMethod {
+				b.listsMayHaveChanged(sub.Acknowledged())
+				continue
+			}
+			b.write(jsonrpc.AppendNotification(nil, ev.Method, nil))
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// reopenListChanges opens the subscription again, pausing between
+// tries, and tells the client its lists may have changed; nil once ctx
+// is done.
+func (b *bridge) reopenListChanges(ctx context.Context, f snodo.Filter) *snodo.Subscription {
+	pause := 100 * time.Millisecond
+	for {
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		sub, err := b.c.Listen(ctx, f)
+		if err == nil {
+			b.log.Info("snodo bridge: the subscription to the served server's list changes is open again")
+			b.listsMayHaveChanged(f)
+			return sub
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}
+
+// listsMayHaveChanged sends the client a list_changed for each list f
+// follows.
+func (b *bridge) listsMayHaveChanged(f snodo.Filter) {
+	for _, m := range []struct {
+		on     bool
+		method string
+	}{{f.ToolsListChanged, "notifications/tools/list_changed"}, {f.PromptsListChanged, "notifications/prompts/list_changed"},
+		{f.ResourcesListChanged, "notifications/resources/list_changed"}} {
+		if m.on {
+			b.write(jsonrpc.AppendNotification(nil, m.method, nil))
+		}
+	}
 }
 
 func keepListChanged(c *snodo.ListChangedCapability, on bool) *snodo.ListChangedCapability {

@@ -235,7 +235,7 @@ func TestUsageErrors(t *testing.T) {
 			if !strings.Contains(r.stderr, "snodo -h") {
 				t.Errorf("stderr does not point to the usage:\n%s", r.stderr)
 			}
-			if strings.Contains(name, "command") && !strings.Contains(r.stderr, "servers, node, bridge, logout or demo") {
+			if strings.Contains(name, "command") && !strings.Contains(r.stderr, "servers, node, bridge, serve, logout or demo") {
 				t.Errorf("stderr does not list every command:\n%s", r.stderr)
 			}
 		})

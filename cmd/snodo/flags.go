@@ -51,8 +51,13 @@ type config struct {
 
 	given []string // the flags given, by name
 
-	url     string   // --url: a Streamable HTTP server instead of -- SERVER_CMD
-	headers []string // --header K=V, on each of its requests
+	url string // --url: a Streamable HTTP server instead of -- SERVER_CMD
+
+	// serve and node --listen
+	httpAddr, listenAddr     string
+	pool                     int
+	authIssuer, authAudience string
+	headers                  []string // --header K=V, on each of its requests
 
 	command string   // info, tools, call, request, listen, demo, help, node, servers
 	args    []string // the command's positional arguments
@@ -101,6 +106,12 @@ Named servers over NATS:
   snodo --nats URL servers                          every served name and its hosts
   snodo bridge --nats URL --server NAME             a stdio MCP server forwarding to a served
                                                     name: list it as a command in an mcpServers file
+
+Serving MCP servers to any MCP client over Streamable HTTP (docs/gateway.md):
+  snodo serve --http ADDR [--pool N] -- SERVER_CMD [ARGS...]   one server at http://ADDR/mcp
+  snodo serve --http ADDR --config FILE             every server of the file at /mcp/NAME
+  snodo serve --http ADDR --nats URL --server NAME...   names served by nodes, at /mcp/NAME
+  GET http://ADDR/healthz: 200, or 503 with the names that cannot serve
 
 Example:
   snodo call echo '{"message":"hi"}' -- npx -y @modelcontextprotocol/server-everything
@@ -155,6 +166,11 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.natsCA, "nats-ca", "", "CA certificates `file` for the NATS server's TLS certificate")
 	fs.StringVar(&cfg.natsCert, "nats-cert", "", "client certificate `file` for NATS TLS (with --nats-key)")
 	fs.StringVar(&cfg.natsKey, "nats-key", "", "client key `file` for NATS TLS (with --nats-cert)")
+	fs.StringVar(&cfg.httpAddr, "http", "", "serve: listen for MCP clients on `ADDR` (host:port)")
+	fs.IntVar(&cfg.pool, "pool", 0, "serve: run `N` copies of each server (default: the file's, or 1)")
+	fs.StringVar(&cfg.authIssuer, "auth-issuer", "", "serve: require a bearer JWT from the OAuth issuer at `URL`")
+	fs.StringVar(&cfg.authAudience, "auth-audience", "", "serve: the audience `AUD` the tokens must name")
+	fs.StringVar(&cfg.listenAddr, "listen", "", "node: run the embedded NATS server at `ADDR` (host:port), so that its URL survives a restart")
 	return fs
 }
 
@@ -280,13 +296,13 @@ func cutDashDash(args []string) (before, after []string, found bool) {
 }
 
 // commandNames lists the commands for usage errors.
-const commandNames = "info, tools, call, request, listen, servers, node, bridge, logout or demo"
+const commandNames = "info, tools, call, request, listen, servers, node, bridge, serve, logout or demo"
 
 // argCounts is how many positional arguments each command takes.
 var argCounts = map[string][2]int{
 	"info": {0, 0}, "tools": {0, 0}, "call": {1, 2}, "request": {1, 2},
 	"listen": {0, 0}, "demo": {0, 0}, "help": {0, 0}, "node": {0, 0}, "servers": {0, 0}, "bridge": {0, 0},
-	"logout": {0, 0},
+	"logout": {0, 0}, "serve": {0, 64},
 }
 
 func (cfg *config) validate() error {
@@ -296,6 +312,17 @@ func (cfg *config) validate() error {
 	}
 	if n := len(cfg.args); n < counts[0] || n > counts[1] {
 		return usagef("%s: wrong number of arguments (%s)", cfg.command, commandSyntax[cfg.command])
+	}
+	if cfg.command == "serve" {
+		return cfg.validateServe()
+	}
+	for _, f := range []string{"http", "pool", "auth-issuer", "auth-audience"} {
+		if slices.Contains(cfg.given, f) {
+			return usagef("--%s goes with serve", f)
+		}
+	}
+	if slices.Contains(cfg.given, "listen") && cfg.command != "node" {
+		return usagef("--listen goes with node")
 	}
 	if (cfg.command == "call" || cfg.command == "request") && strings.TrimSpace(cfg.args[0]) == "" {
 		what := map[string]string{"call": "the tool's NAME", "request": "the METHOD"}[cfg.command]
@@ -446,6 +473,7 @@ var commandSyntax = map[string]string{
 	"logout": "snodo logout --url URL",
 	"node":   "snodo node --config FILE [--nats URL]", "servers": "snodo --config FILE servers",
 	"bridge": "snodo bridge --nats URL --server NAME",
+	"serve":  "snodo serve --http ADDR -- CMD ARGS | --config FILE | --nats URL --server NAME...",
 }
 
 // natsFlags are the flags of NATS connections: with --nats URL or node.

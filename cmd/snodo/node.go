@@ -54,7 +54,11 @@ func runNode(cfg *config, sio stdio) int {
 
 	url := cfg.natsURL
 	if url == "" {
-		emb, err := natsembed.Start(natsembed.Options{})
+		eo, err := embedAt(cfg.listenAddr)
+		if err != nil {
+			return fail(err)
+		}
+		emb, err := natsembed.Start(eo)
 		if err != nil {
 			return fail(err)
 		}

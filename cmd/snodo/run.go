@@ -87,6 +87,8 @@ func run(args []string, sio stdio) int {
 		return runNode(cfg, sio)
 	case "bridge":
 		return runBridge(cfg, sio)
+	case "serve":
+		return runServe(cfg, sio)
 	case "logout":
 		if err := logout(context.Background(), cfg.url); err != nil {
 			fmt.Fprintln(sio.err, "snodo: logout:", err)

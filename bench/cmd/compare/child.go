@@ -43,6 +43,8 @@ type job struct {
 	HTTP bool `json:"http,omitempty"`
 	// Run is the run's index (mRemote rotates the order of its rows by it).
 	Run int `json:"run,omitempty"`
+	// Snodo is the snodo command (mGateway runs snodo serve).
+	Snodo string `json:"snodo,omitempty"`
 }
 
 // Measurements, each a child process.
@@ -68,6 +70,9 @@ const (
 	// mRemote is remote calls over NATS against bare nats.go request/reply
 	// and a local pool call (package remotebench), every row in one child.
 	mRemote = "remote"
+	// mGateway is go-sdk's client on the fast HTTP server directly and
+	// through snodo serve in front of the fast server on stdio.
+	mGateway = "gateway"
 )
 
 // httpServer is the child's fast HTTP server, started by connect for an
@@ -118,6 +123,8 @@ func runChild(spec string) {
 		res, err = measureSubs(j)
 	case mRemote:
 		res, err = measureRemote(j)
+	case mGateway:
+		res, err = measureGateway(j)
 	default:
 		err = fmt.Errorf("unknown measurement %q", j.Measure)
 	}

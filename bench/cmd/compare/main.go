@@ -50,6 +50,10 @@ type settings struct {
 	// remoteRuns and remoteCalls: runs of the remote measurement, and its
 	// calls per row at 1 in flight (four times as many at 16).
 	remoteRuns, remoteCalls int
+	// gatewayRuns and gatewayCalls: runs of the gateway measurement and
+	// its calls per way; snodoBin is the snodo command it runs.
+	gatewayRuns, gatewayCalls int
+	snodoBin                  string
 }
 
 func main() {
@@ -61,7 +65,7 @@ func main() {
 	quick := flag.Bool("quick", false, "one short run: a smoke test, not numbers to publish")
 	idle := flag.Int("idle", 1000, "idle connections held at once")
 	notesDir := flag.String("notes", "notes", "directory whose *.md files end the report, verbatim and sorted")
-	only := flag.String("only", "", "comma-separated measurements to run (calls, calls-fast, calls-no-meta, big, connect, ask, subs, idle, http, http-subs, remote); default all. Only http and http-subs: measure just those and rewrite only the Streamable HTTP section of -out (between its markers), keeping the rest; only remote: the same for the remote calls section")
+	only := flag.String("only", "", "comma-separated measurements to run (calls, calls-fast, calls-no-meta, big, connect, ask, subs, idle, http, http-subs, remote, gateway); default all. Only http and http-subs: measure just those and rewrite only the Streamable HTTP section of -out (between its markers), keeping the rest; only remote, or only gateway: the same for that section")
 	remoteRuns := flag.Int("remote-runs", 5, "runs of the remote measurement (every row of it in each run)")
 	remoteCalls := flag.Int("remote-calls", 3000, "calls per row of the remote measurement at 1 in flight (four times as many at 16)")
 	clientList := flag.String("clients", "", "comma-separated clients to run (the ceiling is always run); default all")
@@ -86,7 +90,7 @@ func main() {
 	}
 	s := settings{runs: *runs, fastRuns: max(*fastRuns, *runs), dur: time.Second, bigCalls: 8, connects: 15, events: 50000, idle: *idle, idleRuns: 1,
 		clients: clients.Names(), eras: []string{clients.Modern, clients.Legacy}, quick: *quick, notesDir: *notesDir,
-		remoteRuns: *remoteRuns, remoteCalls: *remoteCalls}
+		remoteRuns: *remoteRuns, remoteCalls: *remoteCalls, gatewayRuns: *runs + 2, gatewayCalls: 3000}
 	if *only != "" {
 		s.only = strings.Split(*only, ",")
 	}
@@ -101,6 +105,7 @@ func main() {
 	if s.quick {
 		s.runs, s.fastRuns, s.dur, s.bigCalls, s.connects, s.events, s.idle = 1, 1, 250*time.Millisecond, 2, 3, 2000, min(*idle, 50)
 		s.remoteRuns, s.remoteCalls = 1, 300
+		s.gatewayRuns, s.gatewayCalls = 1, 300
 	}
 	if s.runs < 1 {
 		fatal(fmt.Errorf("-runs must be at least 1"))
@@ -116,6 +121,16 @@ func main() {
 	if err := build.Run(); err != nil {
 		fatal(fmt.Errorf("building the bench server: %w", err))
 	}
+	if s.only == nil || slices.Contains(s.only, mGateway) {
+		// snodo's command, from the library's own module (one directory up).
+		s.snodoBin = filepath.Join(dir, "snodo")
+		build := exec.Command("go", "build", "-o", s.snodoBin, "./cmd/snodo")
+		build.Dir = ".."
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fatal(fmt.Errorf("building snodo: %w", err))
+		}
+	}
 	started := time.Now()
 	s.loadStart = loadAvg()
 	res := collect(s)
@@ -127,6 +142,12 @@ func main() {
 			fatal(err)
 		}
 		report = spliceHTTP(old, renderHTTP(s, res, time.Since(started)))
+	case slices.Equal(s.only, []string{mGateway}) && *out != "":
+		old, err := os.ReadFile(*out)
+		if err != nil {
+			fatal(err)
+		}
+		report = spliceSection(old, renderGateway(s, res), gatewayBegin, gatewayEnd, "## snodo against the targets\n", notesHeading)
 	case s.remoteOnly() && *out != "":
 		old, err := os.ReadFile(*out)
 		if err != nil {
@@ -140,6 +161,9 @@ func main() {
 		for _, g := range remoteGoals(res) {
 			fmt.Fprintln(os.Stderr, "compare: goal", g)
 		}
+	}
+	if s.only == nil || slices.Contains(s.only, mGateway) {
+		fmt.Fprintln(os.Stderr, "compare: goal", gatewayGoalLine(res))
 	}
 	if *out == "" {
 		os.Stdout.Write(report)
@@ -167,13 +191,32 @@ func collect(s settings) *results {
 	if err != nil {
 		fatal(err)
 	}
-	measures := []string{mCalls, mCallsFast, mCallsNoMeta, mBig, mConnect, mAsk, mSubs, mIdle, mHTTP, mHTTPSubs, mRemote}
-	allRuns := max(s.runs, s.fastRuns, s.remoteRuns)
-	if s.remoteOnly() {
+	measures := []string{mCalls, mCallsFast, mCallsNoMeta, mBig, mConnect, mAsk, mSubs, mIdle, mHTTP, mHTTPSubs, mRemote, mGateway}
+	allRuns := max(s.runs, s.fastRuns, s.remoteRuns, s.gatewayRuns)
+	switch {
+	case s.remoteOnly():
 		allRuns = s.remoteRuns
+	case slices.Equal(s.only, []string{mGateway}):
+		allRuns = s.gatewayRuns
 	}
 	for run := range allRuns {
 		for _, m := range measures {
+			if m == mGateway {
+				if run < s.gatewayRuns && (s.only == nil || slices.Contains(s.only, m)) {
+					fmt.Fprintf(os.Stderr, "run %d/%d: %-7s\n", run+1, allRuns, m)
+					t0 := time.Now()
+					metrics, err := runJob(self, job{Measure: mGateway, Server: s.serverBin, Snodo: s.snodoBin, Count: s.gatewayCalls, Run: run})
+					fmt.Fprintf(os.Stderr, "  %s\n", time.Since(t0).Round(time.Millisecond))
+					if err != nil {
+						if _, seen := r.errs[gatewayKey]; !seen {
+							r.errs[gatewayKey] = err.Error()
+						}
+						fmt.Fprintf(os.Stderr, "  %v\n", err)
+					}
+					r.runs[gatewayKey] = append(r.runs[gatewayKey], metrics)
+				}
+				continue
+			}
 			if m == mRemote {
 				if run < s.remoteRuns && (s.only == nil || slices.Contains(s.only, m)) {
 					fmt.Fprintf(os.Stderr, "run %d/%d: %-7s\n", run+1, allRuns, m)

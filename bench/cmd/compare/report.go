@@ -238,6 +238,8 @@ func render(s settings, r *results, took time.Duration) []byte {
 	p("\n")
 	b.Write(renderRemote(s, r))
 	p("\n")
+	b.Write(renderGateway(s, r))
+	p("\n")
 
 	p("## A 16 MiB response (the `big` tool: one 16 MiB line)\n\n")
 	p("| client | era | MB/s | × ceiling | CPU ms/call | client RSS growth MiB | × line | peak RSS MiB |\n|---|---|---|---|---|---|---|---|\n")
