@@ -278,22 +278,22 @@ func (h *Handle) classify(waitErr error) *Error {
 		return nil
 	}
 	ws, _ := ee.Sys().(syscall.WaitStatus)
-	killed := ws.Signaled() && ws.Signal() == syscall.SIGKILL
 	s := &h.spec
-	if s.CPUTime > 0 && (killed || ws.Signaled() && ws.Signal() == syscall.SIGXCPU) {
+	abnormal := ws.Signaled() || ws.ExitStatus() != 0
+	if h.mem != nil && abnormal && h.mem.value("memory.oom_control", "oom_kill") > 0 {
+		// The OOM killer killed in its group (the kernel's own record,
+		// so it comes first): the server, or a process it started and
+		// then ended for (a wrapper such as npx exits 137).
+		return &Error{Limit: LimitMemory, Value: Bytes(s.MemoryBytes), Mechanism: mechMemCgroup}
+	}
+	if s.CPUTime > 0 && ws.Signaled() && (ws.Signal() == syscall.SIGKILL || ws.Signal() == syscall.SIGXCPU) {
 		// The kernel kills at the limit by its precise clock; the rusage
 		// it reports is sampled at ticks and reads up to ~10% lower.
 		if used := ee.UserTime() + ee.SystemTime(); used >= time.Duration(s.cpuSeconds())*time.Second*3/4 {
 			return &Error{Limit: LimitCPU, Value: s.CPUTime.String(), Mechanism: mechCPU}
 		}
 	}
-	abnormal := ws.Signaled() || ws.ExitStatus() != 0
-	switch {
-	case h.mem != nil && abnormal && h.mem.value("memory.oom_control", "oom_kill") > 0:
-		// The OOM killer killed in its group: the server, or a process it
-		// started and then ended for (a wrapper such as npx exits 137).
-		return &Error{Limit: LimitMemory, Value: Bytes(s.MemoryBytes), Mechanism: mechMemCgroup}
-	case h.memMech == mechAS && abnormal:
+	if h.memMech == mechAS && abnormal {
 		// An allocation refused at the address-space limit ends a program
 		// with an error of its own; no record says that was the cause.
 		return &Error{Limit: LimitMemory, Value: Bytes(s.MemoryBytes), Mechanism: mechAS}
