@@ -247,7 +247,8 @@ func TestSandboxLeavesTheHostAsItWas(t *testing.T) {
 	}
 	var stderr testutil.Buffer
 	command, args := testutil.Server(t, "-grandchild")
-	c, err := Connect(t.Context(), command, args, WithStderr(&stderr), WithSandbox(Sandbox{
+	var logs testutil.LogRecorder
+	c, err := Connect(t.Context(), command, args, WithStderr(&stderr), WithLogger(logs.Logger()), WithSandbox(Sandbox{
 		MemoryBytes: 256 << 20, CPUTime: time.Minute, MaxProcesses: 64, MaxOpenFiles: 256,
 		ReadOnly: []string{"/usr", "/bin"}, ReadWrite: []string{t.TempDir(), "/dev/null"}, NoNetwork: true,
 	}))
@@ -258,6 +259,8 @@ func TestSandboxLeavesTheHostAsItWas(t *testing.T) {
 	require.NoError(t, err)
 	pid := c.ServerPID()
 	assert.Equal(t, "x", mustEcho(t, c, "x"))
+	assert.True(t, logs.Has("snodo: server started in its sandbox"), "the start is logged: %q", logs.Messages())
+	assert.True(t, logs.Has("files 256 by RLIMIT_NOFILE, paths by Landlock, network by network namespace"), "with how each limit is enforced: %q", logs.Messages())
 
 	for i, r := range resources {
 		var now syscall.Rlimit

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -299,6 +300,29 @@ func (h *Handle) classify(waitErr error) *Error {
 		return &Error{Limit: LimitMemory, Value: Bytes(s.MemoryBytes), Mechanism: mechAS}
 	}
 	return nil
+}
+
+// Mechanisms says how each limit of the sandbox is enforced, in the
+// order of Spec.String: "memory 64 MiB by cgroup v1 memory controller,
+// files 256 by RLIMIT_NOFILE".
+func (h *Handle) Mechanisms() string {
+	if h == nil {
+		return ""
+	}
+	s := &h.spec
+	var parts []string
+	add := func(on bool, what, mech string) {
+		if on {
+			parts = append(parts, what+" by "+mech)
+		}
+	}
+	add(s.MemoryBytes > 0, "memory "+Bytes(s.MemoryBytes), h.memMech)
+	add(s.CPUTime > 0, "cpu "+s.CPUTime.String(), mechCPU)
+	add(s.MaxProcesses > 0, "processes "+strconv.Itoa(s.MaxProcesses), h.procMech)
+	add(s.MaxOpenFiles > 0, "files "+strconv.Itoa(s.MaxOpenFiles), mechNofile)
+	add(s.Filesystem(), "paths", mechLandlock)
+	add(s.NoNetwork, "network", mechNetns)
+	return strings.Join(parts, ", ")
 }
 
 // release kills what is left in the cgroups and removes them.
