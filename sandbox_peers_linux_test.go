@@ -20,7 +20,8 @@ func TestSandboxRealServers(t *testing.T) {
 	for name, p := range map[string]peer{"go": goEverything(t), "node": tsEverything(t)} {
 		t.Run(name, func(t *testing.T) {
 			readOnly := []string{"/usr", "/etc/ssl", filepath.Dir(p.command)} // node reads /etc/ssl/openssl.cnf
-			if name == "node" {                                               // its modules, where the link to them leads
+			// node: its modules too, where the link to them leads.
+			if name == "node" {
 				modules, err := filepath.EvalSymlinks(peerPath(t, "node_modules"))
 				require.NoError(t, err)
 				readOnly = append(readOnly, modules)
