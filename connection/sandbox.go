@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 
 	"github.com/snodo/snodo/internal/sandbox"
 )
@@ -14,7 +15,12 @@ func startChild(cmd *exec.Cmd, cfg *Config) (*sandbox.Handle, error) {
 	if cfg.Sandbox == nil {
 		return nil, cmd.Start()
 	}
-	return sandbox.Start(cmd, cfg.Sandbox)
+	h, err := sandbox.Start(cmd, cfg.Sandbox)
+	if err == nil {
+		cfg.Logger.Debug("snodo: server started in its sandbox", "server", filepath.Base(cfg.Command),
+			"server_pid", cmd.Process.Pid, "sandbox", h.Mechanisms())
+	}
+	return h, err
 }
 
 // startError is the error of a server that could not be started. A

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -278,27 +279,50 @@ func (h *Handle) classify(waitErr error) *Error {
 		return nil
 	}
 	ws, _ := ee.Sys().(syscall.WaitStatus)
-	killed := ws.Signaled() && ws.Signal() == syscall.SIGKILL
 	s := &h.spec
-	if s.CPUTime > 0 && (killed || ws.Signaled() && ws.Signal() == syscall.SIGXCPU) {
+	abnormal := ws.Signaled() || ws.ExitStatus() != 0
+	if h.mem != nil && abnormal && h.mem.value("memory.oom_control", "oom_kill") > 0 {
+		// The OOM killer killed in its group (the kernel's own record,
+		// so it comes first): the server, or a process it started and
+		// then ended for (a wrapper such as npx exits 137).
+		return &Error{Limit: LimitMemory, Value: Bytes(s.MemoryBytes), Mechanism: mechMemCgroup}
+	}
+	if s.CPUTime > 0 && ws.Signaled() && (ws.Signal() == syscall.SIGKILL || ws.Signal() == syscall.SIGXCPU) {
 		// The kernel kills at the limit by its precise clock; the rusage
 		// it reports is sampled at ticks and reads up to ~10% lower.
 		if used := ee.UserTime() + ee.SystemTime(); used >= time.Duration(s.cpuSeconds())*time.Second*3/4 {
 			return &Error{Limit: LimitCPU, Value: s.CPUTime.String(), Mechanism: mechCPU}
 		}
 	}
-	abnormal := ws.Signaled() || ws.ExitStatus() != 0
-	switch {
-	case h.mem != nil && abnormal && h.mem.value("memory.oom_control", "oom_kill") > 0:
-		// The OOM killer killed in its group: the server, or a process it
-		// started and then ended for (a wrapper such as npx exits 137).
-		return &Error{Limit: LimitMemory, Value: Bytes(s.MemoryBytes), Mechanism: mechMemCgroup}
-	case h.memMech == mechAS && abnormal:
+	if h.memMech == mechAS && abnormal {
 		// An allocation refused at the address-space limit ends a program
 		// with an error of its own; no record says that was the cause.
 		return &Error{Limit: LimitMemory, Value: Bytes(s.MemoryBytes), Mechanism: mechAS}
 	}
 	return nil
+}
+
+// Mechanisms says how each limit of the sandbox is enforced, in the
+// order of Spec.String: "memory 64 MiB by cgroup v1 memory controller,
+// files 256 by RLIMIT_NOFILE".
+func (h *Handle) Mechanisms() string {
+	if h == nil {
+		return ""
+	}
+	s := &h.spec
+	var parts []string
+	add := func(on bool, what, mech string) {
+		if on {
+			parts = append(parts, what+" by "+mech)
+		}
+	}
+	add(s.MemoryBytes > 0, "memory "+Bytes(s.MemoryBytes), h.memMech)
+	add(s.CPUTime > 0, "cpu "+s.CPUTime.String(), mechCPU)
+	add(s.MaxProcesses > 0, "processes "+strconv.Itoa(s.MaxProcesses), h.procMech)
+	add(s.MaxOpenFiles > 0, "files "+strconv.Itoa(s.MaxOpenFiles), mechNofile)
+	add(s.Filesystem(), "paths", mechLandlock)
+	add(s.NoNetwork, "network", mechNetns)
+	return strings.Join(parts, ", ")
 }
 
 // release kills what is left in the cgroups and removes them.

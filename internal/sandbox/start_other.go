@@ -22,6 +22,9 @@ func Start(cmd *exec.Cmd, spec *Spec) (*Handle, error) {
 		Err: errors.New("sandboxing a server needs Linux; run it without WithSandbox, or on Linux")}
 }
 
+// Mechanisms is empty: there is no sandbox here.
+func (h *Handle) Mechanisms() string { return "" }
+
 // Exit returns waitErr.
 func (h *Handle) Exit(waitErr error) error { return waitErr }
 
