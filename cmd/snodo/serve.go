@@ -237,12 +237,12 @@ func serveNames(cfg *config) []string {
 	return out
 }
 
-// healthz answers 200 while every route can take a call, else 503 with
-// the names that cannot.
+// healthz answers 200 while every route can take a call (its legacy-era
+// twin too, if it has one), else 503 with the names that cannot.
 func healthz(w http.ResponseWriter, r *http.Request, routes []*route) {
 	var down []string
 	for _, rt := range routes {
-		if !canServe(r.Context(), rt.s) {
+		if !canServe(r.Context(), rt.s) || (rt.legacy != nil && !canServe(r.Context(), rt.legacy)) {
 			down = append(down, cmpName(rt.name))
 		}
 	}
