@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -70,7 +71,7 @@ func runServe(cfg *config, sio stdio) int {
 	// twin connected in the legacy era (twin true), for legacy clients,
 	// so that each client meets the server in its own era.
 	add := func(name string, connect func(opts []snodo.Option) (snodo.Session, error), twin bool) error {
-		h, err := gateway.New(gateway.WithLogger(logger))
+		h, err := gateway.New(gateway.WithLogger(logger), gateway.WithAllowedOrigins(cfg.allowOrigins...), gateway.WithAllowedHosts(cfg.allowHosts...))
 		if err != nil {
 			return err
 		}
@@ -315,6 +316,11 @@ func (cfg *config) validateServe() error {
 	}
 	if cfg.timeout == 0 {
 		return usagef("--timeout 0s: give a positive duration (or a negative one for no timeout)")
+	}
+	for _, o := range cfg.allowOrigins {
+		if u, err := url.Parse(o); o != "*" && (err != nil || u.Scheme == "" || u.Host == "") {
+			return usagef("--allow-origin %q: give an origin such as https://app.example, or *", o)
+		}
 	}
 	return nil
 }
