@@ -163,3 +163,37 @@ func TestModernHeaderChecks(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, string(messages(t, resp)[0]["result"]), `"x"`)
 }
+
+// A legacy client of a modern-only server: the gateway translates. The
+// server's input_required rounds reach the client as legacy
+// elicitation/create requests on the call's stream, its answers go back
+// as inputResponses, and the client sees only the final result;
+// logging/setLevel is kept by the session and sent as each request's
+// logLevel.
+func TestLegacyClientOfModernServer(t *testing.T) {
+	s := serve(t, []string{"-era", "modern"})
+	var asked atomic.Int32
+	ctx := context.Background()
+	c, err := snodo.ConnectHTTP(ctx, s.url, snodo.WithEra(snodo.EraLegacy),
+		snodo.WithClientCapabilities(snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{Form: true}}),
+		snodo.WithServerRequestHandler(func(ctx context.Context, req *snodo.ServerRequest) (any, error) {
+			asked.Add(1)
+			return handlers.ElicitResult{Action: "accept", Content: map[string]any{"name": "legacy"}}, nil
+		}))
+	require.NoError(t, err)
+	defer c.Close()
+	require.Equal(t, snodo.EraLegacy, c.Era())
+	res, err := c.CallTool(ctx, "ask", map[string]any{"rounds": 2})
+	require.NoError(t, err)
+	require.False(t, res.IsError, compact(mustJSON(t, res)))
+	require.EqualValues(t, 2, asked.Load(), "each round's input request went to the client")
+	require.NoError(t, c.SetLoggingLevel(ctx, "debug"))
+	raw, err := s.sc.Request(ctx, "test/requests", map[string]any{"method": "tools/call"})
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"inputResponses"`, "the answers went back to the server")
+	_, err = c.CallTool(ctx, "echo", map[string]any{"message": "x"})
+	require.NoError(t, err)
+	raw, err = s.sc.Request(ctx, "test/requests", map[string]any{"method": "tools/call"})
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"io.modelcontextprotocol/logLevel":"debug"`, "the session's level rides in _meta")
+}

@@ -225,3 +225,40 @@ func TestServeAuth(t *testing.T) {
 		t.Fatalf("healthz %d %s, want 200 without a token", code, body)
 	}
 }
+
+// serve's Origin and Host checks: a foreign Origin gets 403 unless
+// --allow-origin names it; a non-loopback Host on a loopback address 403
+// unless --allow-host names it.
+func TestServeOriginAndHost(t *testing.T) {
+	_, urls := startServe(t, "--allow-origin", "https://app.example", "--allow-host", "mcp.example.com", "--", testutil.ServerPath(t))
+	status := func(origin, host string) int {
+		req, _ := http.NewRequest(http.MethodPost, urls[0], strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		origin, host string
+		want         int
+	}{
+		{"", "", http.StatusAccepted},
+		{"https://app.example", "", http.StatusAccepted},
+		{"https://evil.example", "", http.StatusForbidden},
+		{"", "mcp.example.com", http.StatusAccepted},
+		{"", "rebound.example", http.StatusForbidden},
+	} {
+		if got := status(c.origin, c.host); got != c.want {
+			t.Errorf("Origin %q Host %q: %d, want %d", c.origin, c.host, got, c.want)
+		}
+	}
+	snodo(t, "serve", "--http", "127.0.0.1:0", "--allow-origin", "app.example", "--", "x").want(t, 2)
+}

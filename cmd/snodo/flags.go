@@ -55,6 +55,7 @@ type config struct {
 
 	// serve and node --listen
 	httpAddr, listenAddr     string
+	allowOrigins, allowHosts []string
 	pool                     int
 	authIssuer, authAudience string
 	headers                  []string // --header K=V, on each of its requests
@@ -170,6 +171,8 @@ func newFlagSet(cfg *config, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.pool, "pool", 0, "serve: run `N` copies of each server (default: the file's, or 1)")
 	fs.StringVar(&cfg.authIssuer, "auth-issuer", "", "serve: require a bearer JWT from the OAuth issuer at `URL`")
 	fs.StringVar(&cfg.authAudience, "auth-audience", "", "serve: the audience `AUD` the tokens must name")
+	fs.Var(listFlag{&cfg.allowOrigins}, "allow-origin", "serve: also serve browser requests from `ORIGIN` (https://app.example; \"*\" for any) (repeatable)")
+	fs.Var(listFlag{&cfg.allowHosts}, "allow-host", "serve: on a loopback address, also serve requests for host `NAME` (a reverse proxy's) (repeatable)")
 	fs.StringVar(&cfg.listenAddr, "listen", "", "node: run the embedded NATS server at `ADDR` (host:port), so that its URL survives a restart")
 	return fs
 }
@@ -316,7 +319,7 @@ func (cfg *config) validate() error {
 	if cfg.command == "serve" {
 		return cfg.validateServe()
 	}
-	for _, f := range []string{"http", "pool", "auth-issuer", "auth-audience"} {
+	for _, f := range []string{"http", "pool", "auth-issuer", "auth-audience", "allow-origin", "allow-host"} {
 		if slices.Contains(cfg.given, f) {
 			return usagef("--%s goes with serve", f)
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -70,7 +71,7 @@ func runServe(cfg *config, sio stdio) int {
 	// twin connected in the legacy era (twin true), for legacy clients,
 	// so that each client meets the server in its own era.
 	add := func(name string, connect func(opts []snodo.Option) (snodo.Session, error), twin bool) error {
-		h, err := gateway.New(gateway.WithLogger(logger))
+		h, err := gateway.New(gateway.WithLogger(logger), gateway.WithAllowedOrigins(cfg.allowOrigins...), gateway.WithAllowedHosts(cfg.allowHosts...))
 		if err != nil {
 			return err
 		}
@@ -237,12 +238,12 @@ func serveNames(cfg *config) []string {
 	return out
 }
 
-// healthz answers 200 while every route can take a call, else 503 with
-// the names that cannot.
+// healthz answers 200 while every route can take a call (its legacy-era
+// twin too, if it has one), else 503 with the names that cannot.
 func healthz(w http.ResponseWriter, r *http.Request, routes []*route) {
 	var down []string
 	for _, rt := range routes {
-		if !canServe(r.Context(), rt.s) {
+		if !canServe(r.Context(), rt.s) || (rt.legacy != nil && !canServe(r.Context(), rt.legacy)) {
 			down = append(down, cmpName(rt.name))
 		}
 	}
@@ -315,6 +316,11 @@ func (cfg *config) validateServe() error {
 	}
 	if cfg.timeout == 0 {
 		return usagef("--timeout 0s: give a positive duration (or a negative one for no timeout)")
+	}
+	for _, o := range cfg.allowOrigins {
+		if u, err := url.Parse(o); o != "*" && (err != nil || u.Scheme == "" || u.Host == "") {
+			return usagef("--allow-origin %q: give an origin such as https://app.example, or *", o)
+		}
 	}
 	return nil
 }
