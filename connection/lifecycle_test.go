@@ -291,6 +291,10 @@ func TestStateNamesEachStageOfTheStop(t *testing.T) {
 
 func TestShutdownGraceSignalsAServerThatIgnoresEOF(t *testing.T) {
 	c := start(t, Config{ShutdownGrace: 100 * time.Millisecond}, "-ignore-eof", "-ignore-sigterm")
+	// An answer means the server is past its start, where it set SIGTERM
+	// aside: on a loaded machine the SIGTERM could otherwise come first.
+	_, err := c.Request(context.Background(), "test/pid", nil, nil)
+	require.NoError(t, err)
 	require.NoError(t, c.Close())
 	waitDone(t, c)
 	assert.Contains(t, c.exitErr.Error(), "killed")
