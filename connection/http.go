@@ -824,7 +824,7 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 			}
 			p.unreachable(err)
 			failures++
-			wait = backoff(retry, failures) // sse.go
+			wait = backoff(retry, failures-1) // sse.go
 		case resp.StatusCode == http.StatusNotFound && req.Header.Get(headerSession) != "":
 			drain(resp.Body)
 			p.expire(req.Header.Get(headerSession))
@@ -832,7 +832,7 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 		case resp.StatusCode/100 == 5:
 			drain(resp.Body)
 			failures++
-			wait = backoff(retry, failures) // sse.go
+			wait = backoff(retry, failures-1) // sse.go
 		default:
 			ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 			if resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
@@ -849,7 +849,7 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 			if failures++; events > 0 || lastID != before {
 				failures = 0 // a stream that brought nothing backs off as a failure does
 			}
-			wait = backoff(retry, failures) // sse.go
+			wait = backoff(retry, max(failures-1, 0)) // sse.go: the first wait is the retry
 		}
 		t := time.NewTimer(wait)
 		select {

@@ -59,10 +59,11 @@ func clampRetry(d time.Duration) time.Duration {
 	return min(max(d, httpMinRetry), httpMaxRetry)
 }
 
-// backoff is the wait before reconnecting after failures attempts in a
-// row that brought nothing (no event, an error, a 5xx): the server's
-// retry (clamped) doubled for each, at most httpMaxRetry. It grows from
-// the floor, so a retry of 0 still backs off: 250 ms, 500 ms, 1 s, …
+// backoff is the wait before reconnecting when the failures attempts in
+// a row before it brought nothing (no event, an error, a 5xx): the
+// server's retry (clamped) doubled for each, at most httpMaxRetry. It
+// grows from the floor, so a retry of 0 still backs off: 250 ms,
+// 500 ms, 1 s, …
 func backoff(retry time.Duration, failures int) time.Duration {
 	d := clampRetry(retry)
 	for i := 0; i < failures && d < httpMaxRetry; i++ {
