@@ -261,6 +261,10 @@ func TestHTTPForbiddenSessionIDsAreRefused(t *testing.T) {
 				t.Fatal("connected")
 			}
 			assert.ErrorContains(t, err, "Mcp-Session-Id")
+			var e *Error
+			if assert.ErrorAs(t, err, &e) {
+				assert.True(t, e.Local(), "a local error, not the server's: %v", err)
+			}
 		})
 	}
 }

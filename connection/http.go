@@ -516,7 +516,7 @@ func (ex *exchange) do() error {
 				if sid := resp.Header.Get(headerSession); sid != "" {
 					if err := checkSessionID(sid); err != nil { // httpheaders.go
 						drain(resp.Body)
-						return httpError(jsonrpc.CodeInternalError, ex.method+": "+err.Error())
+						return httpError(jsonrpc.CodeInternalError, ex.method+": "+err.Error(), err)
 					}
 					p.mu.Lock()
 					p.session, p.sessionValue = sid, []string{sid}
