@@ -411,9 +411,9 @@ func (p *httpPeer) unreachable(err error) bool {
 func cause(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Err.Error()
+		return boundedCause(ue.Err.Error()) // httpedges.go
 	}
-	return err.Error()
+	return boundedCause(err.Error())
 }
 
 // end ends the peer with reason (nil: the connection closed it) and,

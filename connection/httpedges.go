@@ -26,6 +26,20 @@ func sampleString(s string) string {
 	return safetext.Line(s)
 }
 
+// maxCause bounds the text of an HTTP client's error in a request's
+// error: Go's own errors quote what the server sent (a malformed header
+// line, escaped, up to the whole header).
+const maxCause = 2048
+
+// boundedCause is an HTTP client error's text as it goes into an error
+// or a log: one line, escaped, at most maxCause bytes.
+func boundedCause(s string) string {
+	if len(s) > maxCause+1 {
+		s = s[:maxCause+1]
+	}
+	return safetext.LineN(s, maxCause)
+}
+
 // suggestEndpoint is the advice for a URL that is not a Streamable HTTP
 // endpoint: the URL to try when the path says which (an old HTTP+SSE
 // server's /sse or /message(s) path, whose server may serve Streamable

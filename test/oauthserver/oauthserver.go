@@ -347,6 +347,9 @@ type Resource struct {
 	Handler      http.Handler // serves authorized requests to /mcp (an MCP server); nil: "ok"
 	// RejectAll answers every request 401, with a fresh token too.
 	RejectAll bool
+	// ResourceMetadata, when set, is the challenge's resource_metadata
+	// instead of the server's own (written as given: quotes, escapes).
+	ResourceMetadata string
 
 	mu      sync.Mutex
 	Headers []http.Header // every /mcp request's headers; read them with RequestHeaders
@@ -401,7 +404,11 @@ func (s *Resource) mcp(w http.ResponseWriter, r *http.Request) {
 	if s.DPoP {
 		scheme = "DPoP"
 	}
-	header := scheme + ` resource_metadata="` + s.srv.URL + `/.well-known/oauth-protected-resource/mcp"`
+	prm := s.srv.URL + "/.well-known/oauth-protected-resource/mcp"
+	if s.ResourceMetadata != "" {
+		prm = s.ResourceMetadata
+	}
+	header := scheme + ` resource_metadata="` + prm + `"`
 	if s.Challenge != "" {
 		header += `, scope="` + s.Challenge + `"`
 	}
