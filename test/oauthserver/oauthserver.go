@@ -79,7 +79,8 @@ func NewAS(t testing.TB, setup func(*AS)) *AS {
 	mux.HandleFunc("POST /register", a.register)
 	mux.HandleFunc("GET /authorize", a.authorize)
 	mux.HandleFunc("POST /token", a.token)
-	a.srv = httptest.NewServer(mux)
+	a.srv = httptest.NewUnstartedServer(mux) // set before any handler reads it
+	a.srv.Start()
 	t.Cleanup(a.srv.Close)
 	return a
 }
@@ -365,7 +366,8 @@ func NewResource(t testing.TB, as *AS, setup func(*Resource)) *Resource {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", s.prm)
 	mux.HandleFunc("/mcp", s.mcp)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewUnstartedServer(mux) // set before any handler reads it
+	s.srv.Start()
 	t.Cleanup(s.srv.Close)
 	return s
 }
