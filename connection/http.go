@@ -651,8 +651,8 @@ func (ex *exchange) stream(body io.ReadCloser) error {
 			return nil
 		case errors.Is(err, errTooLarge):
 			return tooLarge(ex.method, p.max)
-		case errors.As(err, new(*endpointEvent)):
-			return oldSSEError(ex.method, p.url, err.(*endpointEvent)) // sse.go
+		case isEndpointEvent(err):
+			return oldSSEError(ex.method, p.url, err) // sse.go
 		case ex.modern || lastID == "":
 			why := "the stream ended"
 			if err != nil {

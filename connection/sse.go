@@ -161,9 +161,17 @@ func visibleHeaderValue(v []byte) bool {
 	return true
 }
 
+// isEndpointEvent reports whether readSSE stopped at an endpoint event.
+func isEndpointEvent(err error) bool {
+	var e *endpointEvent
+	return errors.As(err, &e)
+}
+
 // oldSSEError is a request's error when its POST was answered with an
-// old HTTP+SSE server's event stream.
-func oldSSEError(method, url string, e *endpointEvent) error {
+// old HTTP+SSE server's event stream (err holds the *endpointEvent).
+func oldSSEError(method, url string, err error) error {
+	var e *endpointEvent
+	errors.As(err, &e)
 	return httpError(jsonrpc.CodeInternalError, fmt.Sprintf("%s: %s is the event stream of an old HTTP+SSE server (the 2024-11-05 transport: it sent an endpoint event naming %s), not a Streamable HTTP endpoint; %s",
 		method, safeURL(url), sampleString(e.data), suggestEndpoint(url)), ErrNotJSONRPC)
 }
