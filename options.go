@@ -416,7 +416,10 @@ func WithWireTrace(fn func(dir connection.Direction, line []byte)) Option {
 
 // WithHTTPClient makes every HTTP request of ConnectHTTP with client: its
 // Transport (proxy, TLS, a RoundTripper that adds authorization),
-// redirect policy and cookie jar. Every request body can be replayed
+// redirect policy and cookie jar. snodo's own redirect rule runs first
+// (a redirect to another origin drops credentials, the session and the
+// user's headers; see docs/http.md), then the client's CheckRedirect, on
+// a copy: the client itself is not changed. Every request body can be replayed
 // (GetBody is set), so a RoundTripper may retry. Leave client.Timeout
 // zero: SSE streams last as long as their request, and each request has
 // its own timeout (WithTimeout). Default: a client of the connection's
