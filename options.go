@@ -440,7 +440,9 @@ func WithHTTPClient(client *http.Client) Option {
 // WithHTTPHeader adds a header to every HTTP request of ConnectHTTP (an
 // API key, say). The headers the transport sets itself (Content-Type,
 // Accept, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name,
-// Mcp-Param-*) win over one given here. A value is never logged.
+// Mcp-Param-*) win over one given here. A value is never logged, and
+// never sent to another origin (scheme, host and port) a request is
+// redirected to.
 func WithHTTPHeader(name, value string) Option {
 	return func(c *config) error {
 		c.httpOption("WithHTTPHeader")
