@@ -220,7 +220,7 @@ func TestHTTPServerTextInErrorsIsSanitised(t *testing.T) {
 func TestHTTPNotAnMCPEndpointFailsAtOnce(t *testing.T) {
 	for misbehave, want := range map[string]string{
 		"html":     "with a web page (text/html)",
-		"html-404": "a web page (text/html), not an MCP endpoint's answer",
+		"html-404": "a web page (text/html), not JSON-RPC: a site's or a proxy's error page",
 		"old-sse":  "event stream of an old HTTP+SSE server",
 		"accepted": "accepted the request (202) without answering it",
 	} {

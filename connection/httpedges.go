@@ -45,6 +45,15 @@ func boundedCause(s string) string {
 // server's /sse or /message(s) path, whose server may serve Streamable
 // HTTP at /mcp), else where such endpoints usually are.
 func suggestEndpoint(rawURL string) string {
+	if s := endpointFromPath(rawURL); s != "" {
+		return s
+	}
+	return "give the server's Streamable HTTP endpoint (often its /mcp path)"
+}
+
+// endpointFromPath is the advice to try the same server's /mcp when the
+// URL's path is an old HTTP+SSE server's; "" otherwise.
+func endpointFromPath(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err == nil {
 		path := strings.TrimSuffix(u.Path, "/")
@@ -56,7 +65,7 @@ func suggestEndpoint(rawURL string) string {
 			}
 		}
 	}
-	return "give the server's Streamable HTTP endpoint (often its /mcp path)"
+	return ""
 }
 
 // isHTML reports whether an answer is a web page: its Content-Type, or
@@ -78,7 +87,11 @@ func bodyNote(resp *http.Response, body []byte, rawURL string) string {
 	case len(t) == 0:
 		return ""
 	case isHTML(resp, t):
-		return ": a web page (text/html), not an MCP endpoint's answer; " + suggestEndpoint(rawURL)
+		note := ": a web page (text/html), not JSON-RPC: a site's or a proxy's error page"
+		if s := endpointFromPath(rawURL); s != "" {
+			note += "; " + s
+		}
+		return note
 	}
 	return ": " + sample(t)
 }
