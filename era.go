@@ -99,7 +99,7 @@ func (c *Client) negotiate(ctx context.Context, cfg *config) error {
 	case modernErr:
 		return err
 	case authorizationFailed(err): // auth.go: one login per connection attempt
-		return fmt.Errorf("snodo: connecting to %s: %w", cfg.name(), err)
+		return fmt.Errorf("snodo: %s needs authorization, which failed: %w", cfg.name(), err)
 	case cfg.mcp.era == EraModern:
 		return fmt.Errorf("snodo: %s is not a modern MCP server (WithEra(EraModern) forbids the legacy fallback): %w", cfg.name(), err)
 	case ctx.Err() != nil:

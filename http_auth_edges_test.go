@@ -173,6 +173,34 @@ func TestOAuthTokenDoesNotFollowARedirectToAnotherPort(t *testing.T) {
 	}
 }
 
+// What a server writes in its WWW-Authenticate reaches the error escaped
+// and bounded: a challenge whose resource_metadata holds ESC and BEL
+// (Go's client refuses the header, quoting it) and one whose URL, not
+// found, is 20 KiB long.
+func TestOAuthChallengeTextInErrorsIsOneLine(t *testing.T) {
+	as := oauthserver.NewAS(t, nil)
+	for name, prm := range map[string]string{
+		"escapes":  as.URL() + "/nowhere/\x1b]0;pwned\x07\t" + strings.Repeat("a", 20<<10),
+		"long URL": as.URL() + "/nowhere/" + strings.Repeat("a", 20<<10),
+	} {
+		t.Run(name, func(t *testing.T) {
+			rs := oauthserver.NewResource(t, as, func(r *oauthserver.Resource) { r.ResourceMetadata = prm })
+			o, asked := countingLogin(nil, nil)
+			_, err := ConnectHTTP(t.Context(), rs.URL(), WithOAuth(o), WithEra(EraModern))
+			require.Error(t, err)
+			msg := err.Error()
+			for _, raw := range []string{"\x1b", "\x07", "\t", "\n"} {
+				assert.NotContains(t, msg, raw)
+			}
+			if name == "long URL" {
+				assert.Contains(t, msg, `named by the server's WWW-Authenticate was not found`)
+			}
+			assert.Less(t, len(msg), 3000, "bounded: %d bytes", len(msg))
+			assert.Zero(t, asked.Load())
+		})
+	}
+}
+
 // An authorization server's error_description reaches the error on one
 // line, escaped: it cannot write a line of its own into the terminal.
 func TestOAuthServerTextInErrorsIsOneLine(t *testing.T) {

@@ -418,7 +418,10 @@ func WithWireTrace(fn func(dir connection.Direction, line []byte)) Option {
 
 // WithHTTPClient makes every HTTP request of ConnectHTTP with client: its
 // Transport (proxy, TLS, a RoundTripper that adds authorization),
-// redirect policy and cookie jar. Every request body can be replayed
+// redirect policy and cookie jar. snodo's own redirect rule runs first
+// (a redirect to another origin drops credentials, the session and the
+// user's headers; see docs/http.md), then the client's CheckRedirect, on
+// a copy: the client itself is not changed. Every request body can be replayed
 // (GetBody is set), so a RoundTripper may retry. Leave client.Timeout
 // zero: SSE streams last as long as their request, and each request has
 // its own timeout (WithTimeout). Default: a client of the connection's
@@ -439,7 +442,9 @@ func WithHTTPClient(client *http.Client) Option {
 // WithHTTPHeader adds a header to every HTTP request of ConnectHTTP (an
 // API key, say). The headers the transport sets itself (Content-Type,
 // Accept, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name,
-// Mcp-Param-*) win over one given here. A value is never logged.
+// Mcp-Param-*) win over one given here. A value is never logged, and
+// never sent to another origin (scheme, host and port) a request is
+// redirected to.
 func WithHTTPHeader(name, value string) Option {
 	return func(c *config) error {
 		c.httpOption("WithHTTPHeader")

@@ -504,9 +504,9 @@ func (p *httpPeer) unreachable(err error) bool {
 func cause(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Err.Error()
+		return boundedCause(ue.Err.Error()) // httpedges.go
 	}
-	return err.Error()
+	return boundedCause(err.Error())
 }
 
 // end ends the peer with reason (nil: the connection closed it) and,
@@ -609,7 +609,7 @@ func (ex *exchange) do() error {
 				if sid := resp.Header.Get(headerSession); sid != "" {
 					if err := checkSessionID(sid); err != nil { // httpheaders.go
 						drain(resp.Body)
-						return httpError(jsonrpc.CodeInternalError, ex.method+": "+err.Error())
+						return httpError(jsonrpc.CodeInternalError, ex.method+": "+err.Error(), err)
 					}
 					p.mu.Lock()
 					p.session, p.sessionValue = sid, []string{sid}
@@ -749,8 +749,8 @@ func (ex *exchange) stream(body io.ReadCloser) error {
 			return nil
 		case errors.Is(err, errTooLarge):
 			return tooLarge(ex.method, p.max)
-		case errors.As(err, new(*endpointEvent)):
-			return oldSSEError(ex.method, p.url, err.(*endpointEvent)) // sse.go
+		case isEndpointEvent(err):
+			return oldSSEError(ex.method, p.url, err) // sse.go
 		case ex.modern || lastID == "":
 			why := "the stream ended"
 			if err != nil {
@@ -909,7 +909,7 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 			// its address refuses for a moment. The next POST says
 			// whether it can be reached at all.
 			failures++
-			wait = backoff(retry, failures) // sse.go
+			wait = backoff(retry, failures-1) // sse.go
 		case sessionGone(req, resp, readGoneBody(resp)):
 			drain(resp.Body)
 			if old := req.Header.Get(headerSession); !p.renew(old) {
@@ -920,7 +920,7 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 		case resp.StatusCode/100 == 5:
 			drain(resp.Body)
 			failures++
-			wait = backoff(retry, failures) // sse.go
+			wait = backoff(retry, failures-1) // sse.go
 		default:
 			ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 			if resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
@@ -944,7 +944,7 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 			if failures++; events > 0 || lastID != before {
 				failures = 0 // a stream that brought nothing backs off as a failure does
 			}
-			wait = backoff(retry, failures) // sse.go
+			wait = backoff(retry, max(failures-1, 0)) // sse.go: the first wait is the retry
 		}
 		t := time.NewTimer(wait)
 		select {

@@ -26,11 +26,34 @@ func sampleString(s string) string {
 	return safetext.Line(s)
 }
 
+// maxCause bounds the text of an HTTP client's error in a request's
+// error: Go's own errors quote what the server sent (a malformed header
+// line, escaped, up to the whole header).
+const maxCause = 2048
+
+// boundedCause is an HTTP client error's text as it goes into an error
+// or a log: one line, escaped, at most maxCause bytes.
+func boundedCause(s string) string {
+	if len(s) > maxCause+1 {
+		s = s[:maxCause+1]
+	}
+	return safetext.LineN(s, maxCause)
+}
+
 // suggestEndpoint is the advice for a URL that is not a Streamable HTTP
 // endpoint: the URL to try when the path says which (an old HTTP+SSE
 // server's /sse or /message(s) path, whose server may serve Streamable
 // HTTP at /mcp), else where such endpoints usually are.
 func suggestEndpoint(rawURL string) string {
+	if s := endpointFromPath(rawURL); s != "" {
+		return s
+	}
+	return "give the server's Streamable HTTP endpoint (often its /mcp path)"
+}
+
+// endpointFromPath is the advice to try the same server's /mcp when the
+// URL's path is an old HTTP+SSE server's; "" otherwise.
+func endpointFromPath(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err == nil {
 		path := strings.TrimSuffix(u.Path, "/")
@@ -42,7 +65,7 @@ func suggestEndpoint(rawURL string) string {
 			}
 		}
 	}
-	return "give the server's Streamable HTTP endpoint (often its /mcp path)"
+	return ""
 }
 
 // isHTML reports whether an answer is a web page: its Content-Type, or
@@ -64,7 +87,11 @@ func bodyNote(resp *http.Response, body []byte, rawURL string) string {
 	case len(t) == 0:
 		return ""
 	case isHTML(resp, t):
-		return ": a web page (text/html), not an MCP endpoint's answer; " + suggestEndpoint(rawURL)
+		note := ": a web page (text/html), not JSON-RPC: a site's or a proxy's error page"
+		if s := endpointFromPath(rawURL); s != "" {
+			note += "; " + s
+		}
+		return note
 	}
 	return ": " + sample(t)
 }

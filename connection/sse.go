@@ -59,10 +59,11 @@ func clampRetry(d time.Duration) time.Duration {
 	return min(max(d, httpMinRetry), httpMaxRetry)
 }
 
-// backoff is the wait before reconnecting after failures attempts in a
-// row that brought nothing (no event, an error, a 5xx): the server's
-// retry (clamped) doubled for each, at most httpMaxRetry. It grows from
-// the floor, so a retry of 0 still backs off: 250 ms, 500 ms, 1 s, …
+// backoff is the wait before reconnecting when the failures attempts in
+// a row before it brought nothing (no event, an error, a 5xx): the
+// server's retry (clamped) doubled for each, at most httpMaxRetry. It
+// grows from the floor, so a retry of 0 still backs off: 250 ms,
+// 500 ms, 1 s, …
 func backoff(retry time.Duration, failures int) time.Duration {
 	d := clampRetry(retry)
 	for i := 0; i < failures && d < httpMaxRetry; i++ {
@@ -160,9 +161,17 @@ func visibleHeaderValue(v []byte) bool {
 	return true
 }
 
+// isEndpointEvent reports whether readSSE stopped at an endpoint event.
+func isEndpointEvent(err error) bool {
+	var e *endpointEvent
+	return errors.As(err, &e)
+}
+
 // oldSSEError is a request's error when its POST was answered with an
-// old HTTP+SSE server's event stream.
-func oldSSEError(method, url string, e *endpointEvent) error {
+// old HTTP+SSE server's event stream (err holds the *endpointEvent).
+func oldSSEError(method, url string, err error) error {
+	var e *endpointEvent
+	errors.As(err, &e)
 	return httpError(jsonrpc.CodeInternalError, fmt.Sprintf("%s: %s is the event stream of an old HTTP+SSE server (the 2024-11-05 transport: it sent an endpoint event naming %s), not a Streamable HTTP endpoint; %s",
 		method, safeURL(url), sampleString(e.data), suggestEndpoint(url)), ErrNotJSONRPC)
 }

@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -133,4 +134,70 @@ func TestConfigHTTPEntryWithClientSecretAndCallbackPort(t *testing.T) {
 	assert.Equal(t, "confidential-client", id)
 	assert.Equal(t, "s3cret-from-env", secret)
 	assert.NotContains(t, errText.String(), "s3cret-from-env")
+}
+
+// A run whose stored token is about to expire and whose refresh token was
+// revoked asks nobody: the refresh before the first request fails once,
+// the token there is (still valid) is sent, and no login URL is printed
+// (before: one per request, two in a run).
+func TestFailedEarlyRefreshPrintsNoLoginURL(t *testing.T) {
+	as := oauthserver.NewAS(t, func(a *oauthserver.AS) { a.Refresh = true; a.ExpiresIn = 3600 })
+	rs := oauthserver.NewResource(t, as, func(r *oauthserver.Resource) { r.Handler = &httpserver.HTTP{Era: "legacy"} })
+	config := t.TempDir()
+	run := func() (stdout string, opened int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, snodoBin, "--url", rs.URL(), "tools")
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+config, "HOME="+config)
+		var out strings.Builder
+		cmd.Stdout = &out
+		stderr, err := cmd.StderrPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				line := strings.TrimSpace(sc.Text())
+				if i := strings.Index(line, "http"); i >= 0 && strings.Contains(line, "/authorize?") {
+					opened++
+					resp, err := http.Get(strings.Fields(line[i:])[0])
+					if assert.NoError(t, err) {
+						_, _ = io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				}
+			}
+		})
+		wg.Wait()
+		require.NoError(t, cmd.Wait(), "snodo tools; stdout:\n%s", out.String())
+		return out.String(), opened
+	}
+	_, opened := run()
+	require.Equal(t, 1, opened)
+
+	// The stored hour-long token has 20 s left, within its margin (a
+	// minute); its refresh token is revoked.
+	files, err := filepath.Glob(filepath.Join(config, "snodo", "oauth", "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	raw, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	var stored map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &stored))
+	var tok map[string]any
+	require.NoError(t, json.Unmarshal(stored["token"], &tok))
+	tok["issued"] = time.Now().Add(-time.Hour).Format(time.RFC3339Nano)
+	tok["expiry"] = time.Now().Add(20 * time.Second).Format(time.RFC3339Nano)
+	stored["token"], err = json.Marshal(tok)
+	require.NoError(t, err)
+	raw, err = json.Marshal(stored)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(files[0], raw, 0o600))
+	as.RevokeRefresh()
+
+	out, opened := run()
+	assert.Contains(t, out, "echo")
+	assert.Zero(t, opened, "a login URL was printed")
+	assert.Equal(t, []string{"authorization_code", "refresh_token"}, as.GrantTypes(), "one refresh tried in the run")
 }

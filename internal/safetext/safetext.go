@@ -59,10 +59,15 @@ const LineMax = 300
 // session id) reaches an error or a log: a server can then neither draw
 // on the user's terminal nor start a log line of its own. Text that needs
 // none of this is returned as it is, without allocating.
-func Line(s string) string {
-	cut := len(s) > LineMax
+func Line(s string) string { return LineN(s, LineMax) }
+
+// LineN is Line with a bound of max bytes instead of LineMax, for text
+// that quotes a server within a longer message of snodo's own (an HTTP
+// client's error quoting a malformed header line the server sent).
+func LineN(s string, max int) string {
+	cut := len(s) > max
 	if cut {
-		i := LineMax
+		i := max
 		for i > 0 && !utf8.RuneStart(s[i]) {
 			i--
 		}

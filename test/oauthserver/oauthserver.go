@@ -79,7 +79,8 @@ func NewAS(t testing.TB, setup func(*AS)) *AS {
 	mux.HandleFunc("POST /register", a.register)
 	mux.HandleFunc("GET /authorize", a.authorize)
 	mux.HandleFunc("POST /token", a.token)
-	a.srv = httptest.NewServer(mux)
+	a.srv = httptest.NewUnstartedServer(mux) // set before any handler reads it
+	a.srv.Start()
 	t.Cleanup(a.srv.Close)
 	return a
 }
@@ -347,6 +348,9 @@ type Resource struct {
 	Handler      http.Handler // serves authorized requests to /mcp (an MCP server); nil: "ok"
 	// RejectAll answers every request 401, with a fresh token too.
 	RejectAll bool
+	// ResourceMetadata, when set, is the challenge's resource_metadata
+	// instead of the server's own (written as given: quotes, escapes).
+	ResourceMetadata string
 
 	mu      sync.Mutex
 	Headers []http.Header // every /mcp request's headers; read them with RequestHeaders
@@ -362,7 +366,8 @@ func NewResource(t testing.TB, as *AS, setup func(*Resource)) *Resource {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", s.prm)
 	mux.HandleFunc("/mcp", s.mcp)
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewUnstartedServer(mux) // set before any handler reads it
+	s.srv.Start()
 	t.Cleanup(s.srv.Close)
 	return s
 }
@@ -401,7 +406,11 @@ func (s *Resource) mcp(w http.ResponseWriter, r *http.Request) {
 	if s.DPoP {
 		scheme = "DPoP"
 	}
-	header := scheme + ` resource_metadata="` + s.srv.URL + `/.well-known/oauth-protected-resource/mcp"`
+	prm := s.srv.URL + "/.well-known/oauth-protected-resource/mcp"
+	if s.ResourceMetadata != "" {
+		prm = s.ResourceMetadata
+	}
+	header := scheme + ` resource_metadata="` + prm + `"`
 	if s.Challenge != "" {
 		header += `, scope="` + s.Challenge + `"`
 	}
