@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -95,12 +96,14 @@ func TestBusyHostsAreLateNotDead(t *testing.T) {
 // A host that sends nothing for 15 beats because its process is stopped
 // (SIGSTOP: the extreme of a starved machine; its connection to NATS
 // lives) is late, not gone: its calls end with their results once it
-// runs again.
+// runs again, and its subscription goes on (neither side ends it).
 func TestStoppedHostIsLateNotDead(t *testing.T) {
 	e := natsServer(t)
 	a := startNode(t, e.URL(), writeConfig(t, "ts"))
 	c := client(t, e, "ts", WithHeartbeat(100*time.Millisecond))
 
+	sub, err := c.Listen(ctxFor(t, time.Minute), snodo.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
 	const n = 8
 	errs := make(chan error, n)
 	for range n {
@@ -124,4 +127,6 @@ func TestStoppedHostIsLateNotDead(t *testing.T) {
 	for range n {
 		assert.NoError(t, <-errs)
 	}
+	assert.NoError(t, sub.Err(), "the subscription on the stopped host goes on")
+	require.NoError(t, sub.Close())
 }

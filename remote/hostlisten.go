@@ -90,6 +90,7 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 
 	watch := time.NewTicker(beat)
 	defer watch.Stop()
+	lastTick := time.Now()
 	silence := time.Duration(missedBeats)*beat + beat/2
 	var why error
 	oversized := false
@@ -120,8 +121,13 @@ loop:
 			m.Header.Set(hdrMethod, ev.Method)
 			m.Data = ev.Params
 			h.publish(m)
-		case <-watch.C:
-			if why == nil && time.Since(time.Unix(0, hs.lastSeen.Load())) > silence {
+		case now := <-watch.C:
+			// A tick well past its time means this host was itself late
+			// (a starved machine): the keep-alives that came meanwhile
+			// may still wait to be read, so look again at the next tick.
+			late := now.Sub(lastTick) > beat+beat/2
+			lastTick = now
+			if why == nil && !late && time.Since(time.Unix(0, hs.lastSeen.Load())) > silence {
 				cancel(errCallerGone) // ended fires next
 			}
 		case <-ended:
