@@ -188,6 +188,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	}
 	c.conn = conn
 	answerDeadCalls(connseam.System(conn))
+	nameDeadCalls(connseam.System(conn), c.PID(), cfg.mcp.origin) // its Origin on replies once it stopped (deadorigin.go)
 	err = c.negotiate(ctx, cfg)
 	if err == nil {
 		era, version := string(c.mcp.era), c.mcp.version

@@ -13,8 +13,10 @@ import (
 // The Origin of a call message's reply when the actor it was sent to has
 // stopped: answerDeadCalls answers it from the dead letters, which carry
 // only the actor's PID. The supervisor package names its actors here as
-// it spawns them (seam.NameDeadCalls), so that those replies carry the
-// same Origin as the actor's live ones (issue 39: they carried none).
+// it spawns them (seam.NameDeadCalls), and Connect a client given an
+// Origin (WithOrigin; a supervisor's members are), so that those replies
+// carry the same Origin as the actor's live ones (issue 39: they carried
+// none).
 
 // deadKey is an actor of one system.
 type deadKey struct {
@@ -30,8 +32,8 @@ var deadOrigins sync.Map // deadKey → Origin
 // nameDeadCalls records o (a snodo.Origin) as pid's, in sys.
 func nameDeadCalls(sys *protoactor.ActorSystem, pid *protoactor.PID, o any) {
 	origin, ok := o.(Origin)
-	if sys == nil || pid == nil || !ok {
-		return
+	if sys == nil || pid == nil || !ok || origin == (Origin{}) {
+		return // nothing to name it by: its replies carry none, live or not
 	}
 	key := deadKey{weak.Make(sys), pid.Id}
 	deadOrigins.Store(key, origin)

@@ -417,3 +417,25 @@ func TestToolArgsAsBytesAreRawJSON(t *testing.T) {
 		})
 	}
 }
+
+// A client given an Origin keeps it on the replies to calls sent once it
+// has stopped, as on its live ones (issue 39: they carried none).
+func TestRepliesOfAStoppedClientCarryItsOrigin(t *testing.T) {
+	o := Origin{Server: "files", Member: "files-2"}
+	c := dialTest(t, nil, WithOrigin(o))
+	in := newInbox(t)
+	in.send(c.PID(), &Call{Method: "test/echo", Params: map[string]int{"n": 1}, Tag: "live"})
+	r := in.next(t).(*Reply)
+	require.NoError(t, r.Err)
+	assert.Equal(t, o, r.Origin)
+
+	require.NoError(t, c.Close())
+	in.send(c.PID(), &Call{Method: "test/echo", Tag: "late"})
+	r = in.next(t).(*Reply)
+	assert.ErrorIs(t, r.Err, ErrConnectionClosed)
+	assert.Equal(t, o, r.Origin)
+	in.send(c.PID(), &ToolCall{Name: "echo", Tag: "late tool"})
+	tr := in.next(t).(*ToolReply)
+	assert.ErrorIs(t, tr.Err, ErrConnectionClosed)
+	assert.Equal(t, o, tr.Origin)
+}

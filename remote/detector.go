@@ -13,11 +13,11 @@ import (
 
 // Telling a late host from a dead one.
 //
-// A host sends each call it holds a heartbeat every beat. A caller that
-// hears nothing for a while suspects the host; when it suspects it
+// A host sends each call and subscription it holds a heartbeat every
+// beat. A caller that hears nothing for a while suspects the host; when it suspects it
 // depends on what it has seen of that host's beats, as in a phi accrual
 // detector (Hayashibara et al.; Akka, Cassandra): the gaps between
-// consecutive beats of the host's calls are kept, and the host is
+// consecutive beats of the host's calls and subscriptions are kept, and the host is
 // suspected once the silence is as unlikely as 1 in 10^8 under a normal
 // law of those gaps, but never before 2 beats nor after 3.5 beats.
 //
@@ -28,8 +28,8 @@ import (
 // or its connection lost): its calls fail at once with ErrHostGone, so a
 // killed host is still found within 2 s at the default beat. A reply, or
 // no answer at all while the server still holds the subscription, means
-// the host lives but is late (a starved machine): its calls go on, asked
-// again every beat, up to hostSilenceCap.
+// the host lives but is late (a starved machine): its calls and
+// subscriptions go on, asked again every beat, up to hostSilenceCap.
 
 const (
 	// phiZ is the number of standard deviations above the mean gap at
@@ -37,7 +37,8 @@ const (
 	phiZ = 5.612
 	// beatGaps is how many gaps between beats are kept per host.
 	beatGaps = 64
-	// minSuspectBeats and missedBeats bound when a silent host is suspected.
+	// minSuspectBeats is the fewest beats of silence before a host is
+	// suspected (missedBeats and a half, the most).
 	minSuspectBeats = 2
 	// hostsRefresh is the least time between two asks of learnHosts.
 	hostsRefresh = 5 * time.Second

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -95,12 +97,14 @@ func TestBusyHostsAreLateNotDead(t *testing.T) {
 // A host that sends nothing for 15 beats because its process is stopped
 // (SIGSTOP: the extreme of a starved machine; its connection to NATS
 // lives) is late, not gone: its calls end with their results once it
-// runs again.
+// runs again, and its subscription goes on (neither side ends it).
 func TestStoppedHostIsLateNotDead(t *testing.T) {
 	e := natsServer(t)
 	a := startNode(t, e.URL(), writeConfig(t, "ts"))
 	c := client(t, e, "ts", WithHeartbeat(100*time.Millisecond))
 
+	sub, err := c.Listen(ctxFor(t, time.Minute), snodo.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
 	const n = 8
 	errs := make(chan error, n)
 	for range n {
@@ -124,4 +128,35 @@ func TestStoppedHostIsLateNotDead(t *testing.T) {
 	for range n {
 		assert.NoError(t, <-errs)
 	}
+	assert.NoError(t, sub.Err(), "the subscription on the stopped host goes on")
+	require.NoError(t, sub.Close())
+}
+
+// A client keeps a watch on at most maxWatched hosts, forgetting the
+// least recently heard first; a host found gone is forgotten at once.
+func TestWatchedHostsAreBounded(t *testing.T) {
+	e := natsServer(t)
+	c := client(t, e, "ts")
+	first := c.watchFor("h0")
+	for i := 1; i <= maxWatched+44; i++ {
+		first.addGap(time.Millisecond, time.Now()) // h0 keeps being heard
+		c.watchFor("h" + strconv.Itoa(i))
+	}
+	c.watchMu.Lock()
+	n, kept := len(c.watched), c.watched["h0"] == first
+	_, oldest := c.watched["h1"]
+	c.watchMu.Unlock()
+	assert.Equal(t, maxWatched, n)
+	assert.True(t, kept, "the host heard last is kept")
+	assert.False(t, oldest, "the least recently heard host is forgotten")
+
+	// No host has that id: NATS has no responder for its control subject.
+	c.suspect(first)
+	testutil.Receive(t, first.gone, 5*time.Second, "the gone host's watch")
+	testutil.Eventually(t, func() bool {
+		c.watchMu.Lock()
+		defer c.watchMu.Unlock()
+		return c.watched["h0"] == nil
+	}, 5*time.Second, "the gone host forgotten")
+	assert.Positive(t, c.goneAt.Load())
 }

@@ -228,7 +228,8 @@ func TestKilledHostFailsItsCallsFast(t *testing.T) {
 	assert.Positive(t, ok, "calls on the survivor complete")
 	if at, ok := <-subEnded; assert.True(t, ok, "the killed host's subscription ended") {
 		assert.ErrorIs(t, onA.Err(), ErrHostGone)
-		assert.Less(t, at.Sub(killed), 2500*time.Millisecond)
+		assert.Less(t, at.Sub(killed), 2*time.Second)
+		t.Logf("the killed host's subscription ended %s after the kill", at.Sub(killed).Round(time.Millisecond))
 	}
 	assert.Nil(t, onB.Err(), "the survivor's subscription goes on")
 	require.NoError(t, onB.Close())

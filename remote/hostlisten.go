@@ -90,6 +90,7 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 
 	watch := time.NewTicker(beat)
 	defer watch.Stop()
+	lastTick, heardFloor := time.Now(), time.Time{}
 	silence := time.Duration(missedBeats)*beat + beat/2
 	var why error
 	oversized := false
@@ -121,7 +122,21 @@ loop:
 			m.Data = ev.Params
 			h.publish(m)
 		case <-watch.C:
-			if why == nil && time.Since(time.Unix(0, hs.lastSeen.Load())) > silence {
+			// A tick well past its time (the clock now, not the tick's
+			// value: that is when it was due) means this host was itself
+			// late (a starved or stopped machine): the keep-alives that
+			// came meanwhile may still wait to be read, so the caller's
+			// silence counts from now.
+			now := time.Now()
+			if now.Sub(lastTick) > beat+beat/2 {
+				heardFloor = now
+			}
+			lastTick = now
+			seen := time.Unix(0, hs.lastSeen.Load())
+			if seen.Before(heardFloor) {
+				seen = heardFloor
+			}
+			if why == nil && now.Sub(seen) > silence {
 				cancel(errCallerGone) // ended fires next
 			}
 		case <-ended:

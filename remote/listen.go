@@ -261,8 +261,18 @@ func (s *hosted) deliver(m *nats.Msg) {
 // heartbeats until the subscription ends.
 func (s *hosted) run(unwatch func()) {
 	beat := s.c.cfg.beat
-	silence := time.Duration(missedBeats)*beat + beat/2
-	watchdog := time.NewTimer(silence)
+	// The host's silence, as for a call (detector.go): suspected after
+	// watch.suspectAfter, then probed every beat; gone when NATS holds no
+	// connection of it, or after hostSilenceCap of silence.
+	s.mu.Lock()
+	watch := s.c.watchFor(s.host)
+	s.mu.Unlock()
+	var gone <-chan struct{}
+	if watch != nil {
+		gone = watch.gone
+	}
+	heardAt, lastBeat := time.Now(), time.Time{}
+	watchdog := time.NewTimer(watch.suspectAfter(beat))
 	defer watchdog.Stop()
 	keepalive := time.NewTicker(beat)
 	defer keepalive.Stop()
@@ -272,7 +282,15 @@ loop:
 	for {
 		select {
 		case m := <-s.in:
-			watchdog.Reset(silence)
+			now := time.Now()
+			if m.Header.Get(hdrKind) == kindBeat && watch != nil {
+				if !lastBeat.IsZero() {
+					watch.addGap(now.Sub(lastBeat), now)
+				}
+				lastBeat = now
+			}
+			heardAt = now
+			watchdog.Reset(watch.suspectAfter(beat))
 			switch m.Header.Get(hdrKind) {
 			case kindEvent:
 				ev := snodo.Event{Method: m.Header.Get(hdrMethod), Params: m.Data}
@@ -302,9 +320,23 @@ loop:
 			}
 		case <-keepalive.C:
 			s.control1(opKeepalive)
+		case <-gone:
+			why, tellHost = closedErr(fmt.Sprintf("subscription on %s: its host is gone (NATS holds no connection of it; silent for %s)",
+				s.c.name, time.Since(heardAt).Round(time.Millisecond)), ErrHostGone), false
+			break loop
 		case <-watchdog.C:
-			why, tellHost = closedErr(fmt.Sprintf("subscription on %s: the host sent nothing for %s (it died or is cut off)",
-				s.c.name, silence.Round(time.Millisecond)), ErrHostGone), false
+			silence := time.Since(heardAt)
+			if s.c.nc.IsConnected() && silence < hostSilenceCap(beat) {
+				s.c.suspect(watch) // gone answers; look again in a beat
+				watchdog.Reset(beat)
+				continue
+			}
+			cause := "NATS still holds its connection: starved or cut off"
+			if !s.c.nc.IsConnected() {
+				cause = "NATS unreachable (reconnecting)"
+			}
+			why, tellHost = closedErr(fmt.Sprintf("subscription on %s: the host sent nothing for %s (%s)",
+				s.c.name, silence.Round(time.Millisecond), cause), ErrHostGone), false
 			break loop
 		case err := <-s.quit:
 			why = err

@@ -175,8 +175,8 @@ func WithLogger(l *slog.Logger) HostOption {
 // nothing for 2 to 3.5 beats (adapted to how regular its beats were) is
 // asked for through NATS, and its calls fail with -32000 (ErrHostGone)
 // once NATS holds no connection of it; a host still connected but late
-// keeps them for up to 20 beats (at least 10 s). A subscription ends
-// after 3.5 missed beats. Callers.
+// keeps them for up to 20 beats (at least 10 s); the same holds for a
+// subscription's host. Callers.
 func WithHeartbeat(d time.Duration) ClientOption {
 	return clientOption(func(c *config) error {
 		if d < 20*time.Millisecond || d > time.Minute {
