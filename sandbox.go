@@ -65,7 +65,9 @@ type Sandbox struct {
 // Limit is "memory", "cpu", "processes", "files", "filesystem" or
 // "network" (only "memory" and "cpu" stop a running server); Value is the
 // limit as set, in words; Mechanism what enforces it, such as "cgroup v1
-// memory controller" or "RLIMIT_AS". SandboxError is an alias of an
+// memory controller" or "RLIMIT_AS"; Peak, for a memory stop a cgroup
+// enforced, the most memory the server and its children held at once
+// (what the host lost to it). SandboxError is an alias of an
 // internal type; its methods are
 //
 //	func (e *SandboxError) Error() string // what stopped the server, or what is missing

@@ -67,6 +67,17 @@ func (g *cgroup) attach(pid int) error {
 	return nil
 }
 
+// number reads a file holding one number (memory.max_usage_in_bytes);
+// 0 when it cannot.
+func (g *cgroup) number(file string) int64 {
+	b, err := os.ReadFile(filepath.Join(g.dir, file))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
 // value reads one "key N" line of a flat-keyed file (memory.oom_control).
 func (g *cgroup) value(file, key string) int64 {
 	f, err := os.Open(filepath.Join(g.dir, file))

@@ -19,6 +19,13 @@ type Error struct {
 	// "RLIMIT_AS", "RLIMIT_CPU", "pids cgroup", "RLIMIT_NPROC",
 	// "RLIMIT_NOFILE", "Landlock", "network namespace".
 	Mechanism string
+	// Peak is the most memory the server and what it started held at
+	// once, in bytes, when a cgroup kept the count (the memory group's
+	// max_usage_in_bytes, read as the server was reaped); 0 otherwise.
+	// It is what the host lost to the server at most. (The server's own
+	// rusage cannot say it: Linux carries the high-water mark of the
+	// memory it was forked from, the host's, across its exec.)
+	Peak int64
 	// Err, when set, is why the sandbox could not be set up.
 	Err error
 }

@@ -285,7 +285,7 @@ func (h *Handle) classify(waitErr error) *Error {
 		// The OOM killer killed in its group (the kernel's own record,
 		// so it comes first): the server, or a process it started and
 		// then ended for (a wrapper such as npx exits 137).
-		return &Error{Limit: LimitMemory, Value: Bytes(s.MemoryBytes), Mechanism: mechMemCgroup}
+		return &Error{Limit: LimitMemory, Value: Bytes(s.MemoryBytes), Mechanism: mechMemCgroup, Peak: h.mem.number("memory.max_usage_in_bytes")}
 	}
 	if s.CPUTime > 0 && ws.Signaled() && (ws.Signal() == syscall.SIGKILL || ws.Signal() == syscall.SIGXCPU) {
 		// The kernel kills at the limit by its precise clock; the rusage
