@@ -343,7 +343,8 @@ func (t Target) Connect(ctx context.Context, opts ...Option) (*Client, error) {
 }
 
 func init() {
-	seam.TargetIsHTTP = func(t any) bool { return t.(Target).url != "" }
+	// Not a command: a URL, or a Transport (none is a process of ours).
+	seam.TargetIsHTTP = func(t any) bool { tt := t.(Target); return tt.url != "" || tt.transport != nil }
 	seam.Kill = func(c any) { c.(*Client).kill() }
 }
 

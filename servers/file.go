@@ -59,7 +59,8 @@ type Server struct {
 	// this server only. The file's are one supervisor.WithConnectOptions
 	// with its "env" (snodo.WithEnv, one per variable), "cwd"
 	// (snodo.WithDir; relative to the file's directory when Load read
-	// it), "headers" (snodo.WithHTTPHeader), and from the snodo block
+	// it), "headers" (snodo.WithHTTPHeader; an "sse" entry's are in its
+	// Target), and from the snodo block
 	// "timeout" (snodo.WithTimeout), "shutdownGrace"
 	// (snodo.WithShutdownGrace) and "era" (snodo.WithEra), with
 	// snodo.WithOrigin naming the server; then "maxRestarts" and
@@ -83,6 +84,11 @@ type Server struct {
 	// in supervisor.WithConnectOptions among its own options. The snodo
 	// command line authorizes with it when the server answers 401.
 	OAuth *snodo.OAuth
+	// SSE says the entry has "type": "sse": Target is a
+	// snodo.TransportTarget of the HTTP+SSE transport, which takes no
+	// HTTP options (snodo.WithHTTPHeader, snodo.WithOAuth) and no
+	// process options: its "headers" are in the transport.
+	SSE bool
 
 	// fromFile is how many of Options the file gave: a Router puts its
 	// options for every server after them.

@@ -48,7 +48,7 @@ const (
 // list is Server.Options' doc); a relative cwd is resolved against dir
 // when dir is not empty.
 func (e *entry) server(dir string) *Server {
-	s := &Server{Name: e.Name, Pool: e.Pool, OAuth: e.OAuth, Target: snodo.Command(e.Command, e.Args...)}
+	s := &Server{Name: e.Name, Pool: e.Pool, OAuth: e.OAuth, SSE: e.SSE, Target: snodo.Command(e.Command, e.Args...)}
 	var header http.Header // an sse entry's headers go with its transport
 	switch {
 	case e.SSE:

@@ -76,7 +76,7 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		target = spec.Target
 		s.fileTimeout = spec.timeout
 		opts = s.withFile(opts, spec)
-		if spec.http {
+		if spec.http && !spec.SSE { // the HTTP+SSE transport takes no OAuth
 			var o snodo.OAuth
 			if spec.OAuth != nil {
 				o = *spec.OAuth
