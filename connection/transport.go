@@ -10,7 +10,8 @@ import (
 
 // Transport carries one connection's JSON-RPC messages to a server and
 // back. stdio (a child process, Config.Command), Streamable HTTP
-// (Config.URL) and the in-memory transport (InMemory) are its
+// (Config.URL), HTTP+SSE of 2024-11-05 (SSE, or Config.URL with
+// Config.SSE) and the in-memory transport (InMemory) are its
 // implementations inside snodo; a user's own (a unix socket, a
 // websocket) is set as Config.Transport, or given to snodo.ConnectTransport.
 // The request table, timeouts, cancellation, progress, subscriptions,
