@@ -1,8 +1,13 @@
 package snodo
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,4 +125,48 @@ func TestSSEFallbackNotForOtherStatuses(t *testing.T) {
 	_, err := ConnectHTTP(t.Context(), hs.URL+"/mcp")
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "HTTP+SSE", "a 500 is no reason to try the old transport")
+}
+
+// TestSSERequestsPostedAtOnce: requests are not posted one after the
+// other (over a network each POST's round trip would add up): eight
+// calls whose POSTs the server holds until all eight have arrived all
+// complete.
+func TestSSERequestsPostedAtOnce(t *testing.T) {
+	const n = 8
+	srv := &httpserver.SSE{}
+	var arrived atomic.Int64
+	all := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"tools/call"`)) {
+				if arrived.Add(1) == n {
+					close(all)
+				}
+				select {
+				case <-all:
+				case <-r.Context().Done():
+				}
+			}
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	c, err := ConnectHTTP(ctx, hs.URL+"/sse")
+	require.NoError(t, err)
+	defer closeAndWait(t, c)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			res, err := c.CallTool(ctx, "echo", map[string]any{"text": "x"})
+			if assert.NoError(t, err, "held POSTs: were the requests posted one at a time?") {
+				assert.Equal(t, "x", res.Text())
+			}
+		})
+	}
+	wg.Wait()
+	assert.EqualValues(t, n, arrived.Load())
 }

@@ -62,6 +62,9 @@ const (
 	// ssePostWait bounds one POST when the connection has no per-request
 	// timeout.
 	ssePostWait = 30 * time.Second
+	// sseMaxPosts bounds the requests posted at once, each on a POST of
+	// its own; past it, they wait their turn in the queue.
+	sseMaxPosts = 64
 	// sseEndpointBytes bounds the endpoint event's data.
 	sseEndpointBytes = 8 << 10
 )
@@ -80,12 +83,13 @@ type sseChannel struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the stream reader and the poster
 
-	mu      sync.Mutex
-	queue   [][]byte // messages not yet posted, in order
-	posting bool     // the poster runs
-	closing bool     // Close was called: no more messages
-	over    bool     // ended: no goroutine starts
-	flushed chan struct{}
+	mu       sync.Mutex
+	queue    [][]byte // messages not yet posted, in order
+	posting  bool     // the poster runs
+	inflight int      // requests posted at once, on POSTs of their own (at most sseMaxPosts)
+	closing  bool     // Close was called: no more messages
+	over     bool     // ended: no goroutine starts
+	flushed  chan struct{}
 
 	endOnce sync.Once
 	reason  error // why it ended, before ended is closed; nil: Close
@@ -105,6 +109,7 @@ func (t *sseTransport) Open(ctx context.Context, p Peer) (Channel, error) {
 		ended: make(chan struct{}), done: make(chan struct{})}
 	if s.client == nil {
 		s.idle = http.DefaultTransport.(*http.Transport).Clone()
+		s.idle.MaxIdleConnsPerHost = sseMaxPosts + 2 // the posts in flight, the poster and the stream
 		s.client = &http.Client{Transport: s.idle}
 	}
 	if cfg.WrapTransport != nil {
@@ -323,6 +328,15 @@ func (s *sseChannel) Send(msg []byte) error {
 	case len(s.queue) >= sseMaxQueued:
 		return fmt.Errorf("%d messages wait to be posted to %s, which takes none: %w", len(s.queue), safeURL(s.endpoint.String()), ErrNotReading)
 	}
+	if !s.posting && s.inflight < sseMaxPosts && isRequestLine(msg) {
+		// Nothing waits before it: a request goes at once, on its own
+		// POST, as over Streamable HTTP (its answer comes on the stream,
+		// whichever POST ends first).
+		s.inflight++
+		s.wg.Add(1)
+		go s.postRequest(bytes.Clone(msg))
+		return nil
+	}
 	s.queue = append(s.queue, bytes.Clone(msg))
 	if !s.posting {
 		s.posting = true
@@ -332,8 +346,19 @@ func (s *sseChannel) Send(msg []byte) error {
 	return nil
 }
 
-// postLoop posts the queued messages in order, one at a time, until the
-// queue is empty or the channel ends.
+// postRequest posts one request that went at once (Send).
+func (s *sseChannel) postRequest(msg []byte) {
+	defer s.wg.Done()
+	s.post(msg)
+	s.mu.Lock()
+	s.inflight--
+	s.mu.Unlock()
+}
+
+// postLoop posts the queued messages in order until the queue is empty
+// or the channel ends: a notification or an answer is taken (its POST
+// answered) before anything after it goes; a request goes on a POST of
+// its own while at most sseMaxPosts run, else in turn.
 func (s *sseChannel) postLoop() {
 	defer s.wg.Done()
 	for {
@@ -350,6 +375,15 @@ func (s *sseChannel) postLoop() {
 		msg := s.queue[0]
 		s.queue[0] = nil
 		s.queue = s.queue[1:]
+		if s.inflight < sseMaxPosts && isRequestLine(msg) {
+			// Whatever came before it has been taken: it may go on a
+			// POST of its own while the queue goes on.
+			s.inflight++
+			s.wg.Add(1) // this loop is counted: the count is not zero
+			s.mu.Unlock()
+			go s.postRequest(msg)
+			continue
+		}
 		s.mu.Unlock()
 		s.post(msg)
 	}
