@@ -170,3 +170,51 @@ func TestSSERequestsPostedAtOnce(t *testing.T) {
 	wg.Wait()
 	assert.EqualValues(t, n, arrived.Load())
 }
+
+// TestSSECloseAbortsAHeldPost: Close does not wait for a POST the
+// server holds: it ends the stream and the POST, and the call fails as
+// closed.
+func TestSSECloseAbortsAHeldPost(t *testing.T) {
+	srv := &httpserver.SSE{}
+	held := make(chan struct{})
+	var once sync.Once
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"tools/call"`)) {
+				once.Do(func() { close(held) })
+				<-r.Context().Done() // held until the client gives up
+				return
+			}
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	c, err := ConnectHTTP(t.Context(), hs.URL+"/sse")
+	require.NoError(t, err)
+	called := make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(t.Context(), "echo", map[string]any{"text": "x"})
+		called <- err
+	}()
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call's POST did not arrive")
+	}
+	closed := make(chan struct{})
+	go func() { _ = c.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for the held POST")
+	}
+	select {
+	case err := <-called:
+		assert.ErrorIs(t, err, ErrConnectionClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call did not end with the connection")
+	}
+	<-c.Done()
+}

@@ -2,6 +2,7 @@ package connection
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -174,8 +175,12 @@ func (s *sseChannel) connect(ctx context.Context, u *url.URL) (io.ReadCloser, *f
 	if ct := mediaType(resp.Header); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
 		settled()
 		drain(resp.Body)
-		return nil, nil, fmt.Errorf("snodo: %s answered the GET of its SSE stream with %s and Content-Type %q, not an SSE stream: it does not speak the HTTP+SSE transport (2024-11-05): %w",
-			where, safetext.Visible(resp.Status), safetext.Visible(resp.Header.Get("Content-Type")), &HTTPStatusError{StatusCode: resp.StatusCode, Status: resp.Status})
+		err := fmt.Errorf("snodo: %s answered the GET of its SSE stream with %s and Content-Type %q, not an SSE stream: it does not speak the HTTP+SSE transport (2024-11-05)",
+			where, safetext.Visible(resp.Status), safetext.Visible(resp.Header.Get("Content-Type")))
+		if resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("%w: %w", err, &HTTPStatusError{StatusCode: resp.StatusCode, Status: resp.Status})
+		}
+		return nil, nil, err
 	}
 	fr := newFramer(resp.Body, s.peer.MaxMessageBytes+len("data: "), nil)
 	ev, err := nextEvent(fr, sseEndpointBytes)
@@ -184,7 +189,7 @@ func (s *sseChannel) connect(ctx context.Context, u *url.URL) (io.ReadCloser, *f
 		return nil, nil, why
 	}
 	if err == nil && ev.name != "endpoint" {
-		err = fmt.Errorf("its first event is %q, not endpoint", safetext.Visible(ev.name))
+		err = fmt.Errorf("its first event is %q, not endpoint", safetext.Visible(cmp.Or(ev.name, "message")))
 	}
 	if err != nil {
 		resp.Body.Close()
