@@ -12,6 +12,7 @@ import (
 	"time"
 
 	sn "github.com/snodo/snodo"
+	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -45,9 +46,10 @@ func ssePeers() []ssePeer {
 }
 
 // startSSEPeer runs p on a free local port, waits until its stream
-// answers and returns the stream's URL; the process is killed and
-// reaped when the test ends.
-func startSSEPeer(t *testing.T, p ssePeer) string {
+// answers and returns the stream's URL and a func that kills the process
+// and starts it again on the same port; the process is killed and reaped
+// when the test ends.
+func startSSEPeer(t *testing.T, p ssePeer) (string, func()) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -55,40 +57,54 @@ func startSSEPeer(t *testing.T, p ssePeer) string {
 	}
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	l.Close()
-	cmd := p.start(t, port)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	url := "http://127.0.0.1:" + port + "/sse"
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			cancel()
-			return url
+	var cmd *exec.Cmd
+	stop := func() {
+		if cmd != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			cmd = nil
 		}
-		cancel()
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer on %s within 30 s: %v", p.name, url, err)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	start := func() {
+		cmd = p.start(t, port)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			resp, err := client.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				cancel()
+				return
+			}
+			cancel()
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not answer on %s within 30 s: %v", p.name, url, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	start()
+	t.Cleanup(stop)
+	return url, func() { stop(); start() }
 }
 
 // Servers that speak only the HTTP+SSE transport of 2024-11-05 list and
 // call tools through the library (ConnectHTTP falls back to the old
 // transport), through --url (the same fallback) and through a
-// "type": "sse" entry of a --config file (the old transport directly).
+// "type": "sse" entry of a --config file (the old transport directly);
+// killed and started again on the same port, each serves the next call
+// of a supervised client (its stream ended with the process).
 func TestSSEPeers(t *testing.T) {
 	for _, p := range ssePeers() {
 		t.Run(p.name, func(t *testing.T) {
-			url := startSSEPeer(t, p)
+			url, restart := startSSEPeer(t, p)
 
 			t.Run("library", func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -118,6 +134,30 @@ func TestSSEPeers(t *testing.T) {
 				}
 				if !strings.Contains(res.Text(), p.want) {
 					t.Errorf("%s answered %q, want %q in it", p.tool, res.Text(), p.want)
+				}
+			})
+
+			t.Run("supervised restart", func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+				defer cancel()
+				sc, err := supervisor.Connect(ctx, sn.HTTP(url),
+					supervisor.WithBackoff(supervisor.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Multiplier: 2}),
+					supervisor.WithIntensity(1000, time.Minute)) // node takes a while to start again
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sc.Close()
+				if _, err := sc.CallTool(ctx, p.tool, rawArgs(p.args)); err != nil {
+					t.Fatal(err)
+				}
+				restart() // the stream ends with the process; a new one answers on the same port
+				testutil.Eventually(t, func() bool { return sc.Restarts() >= 1 }, 30*time.Second, "the supervisor did not connect again")
+				res, err := sc.CallTool(ctx, p.tool, rawArgs(p.args))
+				if err != nil {
+					t.Fatalf("the call after the restart: %v", err)
+				}
+				if !strings.Contains(res.Text(), p.want) {
+					t.Errorf("%s answered %q after the restart", p.tool, res.Text())
 				}
 			})
 
