@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -217,4 +218,21 @@ func TestSSECloseAbortsAHeldPost(t *testing.T) {
 		t.Fatal("the call did not end with the connection")
 	}
 	<-c.Done()
+}
+
+// TestSSEOverlongMessageDropped: a message event larger than
+// WithMaxLineBytes is dropped unread; the request it answered times
+// out, and the connection lives on.
+func TestSSEOverlongMessageDropped(t *testing.T) {
+	srv := &httpserver.SSE{}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	c, err := ConnectHTTP(t.Context(), hs.URL+"/sse", WithMaxLineBytes(4096))
+	require.NoError(t, err)
+	defer closeAndWait(t, c)
+	_, err = c.CallTool(t.Context(), "echo", map[string]any{"text": strings.Repeat("x", 8192)}, Timeout(500*time.Millisecond))
+	require.ErrorIs(t, err, ErrTimeout)
+	res, err := c.CallTool(t.Context(), "echo", map[string]any{"text": "small"})
+	require.NoError(t, err, "the connection lives on")
+	assert.Equal(t, "small", res.Text())
 }
