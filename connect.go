@@ -59,6 +59,11 @@ func Connect(ctx context.Context, command string, args []string, opts ...Option)
 // over stdio: a server/discover probe (modern, stateless POSTs), else
 // initialize (legacy: a session with Mcp-Session-Id, the optional GET
 // stream, resumable streams). docs/http.md says what goes on the wire.
+// A server of the older HTTP+SSE transport (2024-11-05) is reached too:
+// when the POST of initialize is answered 400, 404 or 405, the URL is
+// taken for its SSE stream (a GET whose first event names where to
+// POST), as the specification's backwards-compatibility rules say;
+// connection.SSE goes there directly.
 //
 // The options of a started process (WithEnv, WithoutEnv, WithCleanEnv,
 // WithDir, WithStderr, a positive WithShutdownGrace) are refused with an
@@ -344,7 +349,8 @@ func (t Target) Connect(ctx context.Context, opts ...Option) (*Client, error) {
 }
 
 func init() {
-	seam.TargetIsHTTP = func(t any) bool { return t.(Target).url != "" }
+	// Not a command: a URL, or a Transport (none is a process of ours).
+	seam.TargetIsHTTP = func(t any) bool { tt := t.(Target); return tt.url != "" || tt.transport != nil }
 	seam.Kill = func(c any) { c.(*Client).kill() }
 }
 

@@ -252,6 +252,9 @@ func (c *Client) initialize(ctx context.Context, cfg *config, probeErr error) er
 		"clientInfo":      cfg.mcp.clientInfo,
 	}
 	raw, err := c.send(ctx, "initialize", params, nil, nil)
+	if err != nil && c.fallBackToSSE(ctx, cfg, &err) {
+		raw, err = c.send(ctx, "initialize", params, nil, nil)
+	}
 	if err != nil {
 		why := ""
 		if errors.Is(probeErr, ErrTimeout) {

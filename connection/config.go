@@ -54,6 +54,11 @@ type Config struct {
 	// process fields above (and Stderr, ShutdownGrace) are then unused.
 	// Each message is its own POST; answers come as JSON or SSE.
 	URL string
+	// SSE says URL is the SSE stream of a server of the HTTP+SSE
+	// transport of protocol version 2024-11-05 (see SSE), not a
+	// Streamable HTTP endpoint. HTTPClient, Header and WrapTransport
+	// apply to it alike.
+	SSE bool
 	// HTTPClient makes every HTTP request of a URL connection (its
 	// Transport for proxies, TLS, authorization). Default: a client of
 	// the connection's own, whose idle connections are closed when the

@@ -33,6 +33,10 @@ var (
 	// that met it fails with a -32000 wrapping it, and so does the
 	// connection.
 	ErrServerUnreachable = serverproc.ErrServerUnreachable
+	// ErrStreamEnded: the server ended the SSE stream of the HTTP+SSE
+	// transport (2024-11-05), which is its session: it stopped or
+	// restarted. A new connection opens a new stream.
+	ErrStreamEnded = serverproc.ErrStreamEnded
 	// ErrStreamBroken: the HTTP answer to a request (an SSE stream, or a
 	// JSON body) ended before the response and could not be resumed
 	// (modern era: streams are never resumed). The request failed with a

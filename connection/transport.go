@@ -10,7 +10,8 @@ import (
 
 // Transport carries one connection's JSON-RPC messages to a server and
 // back. stdio (a child process, Config.Command), Streamable HTTP
-// (Config.URL) and the in-memory transport (InMemory) are its
+// (Config.URL), HTTP+SSE of 2024-11-05 (SSE, or Config.URL with
+// Config.SSE) and the in-memory transport (InMemory) are its
 // implementations inside snodo; a user's own (a unix socket, a
 // websocket) is set as Config.Transport, or given to snodo.ConnectTransport.
 // The request table, timeouts, cancellation, progress, subscriptions,
@@ -87,7 +88,8 @@ type Channel interface {
 
 // transportOf is the one place that decides which transport a
 // connection runs on: the one Config.Transport gives, else stdio for
-// Config.Command or Streamable HTTP for Config.URL. It reports false
+// Config.Command, Streamable HTTP for Config.URL, or HTTP+SSE (2024-11-05)
+// for Config.URL with Config.SSE. It reports false
 // for stdio, which the connection runs itself (the child process is its
 // actor's, with every rule of docs/seed-rules.md).
 func transportOf(cfg *Config) (Transport, error) {
@@ -98,8 +100,12 @@ func transportOf(cfg *Config) (Transport, error) {
 		return cfg.Transport, nil
 	case cfg.URL != "" && cfg.Command != "":
 		return nil, errors.New("snodo: both a server command and a URL given; a connection reaches one server")
+	case cfg.URL != "" && cfg.SSE:
+		return &sseTransport{cfg: cfg}, nil
 	case cfg.URL != "":
 		return &httpTransport{cfg: cfg}, nil
+	case cfg.SSE:
+		return nil, errors.New("snodo: Config.SSE given without a URL; set the URL of the server's SSE stream")
 	case cfg.Command != "":
 		return stdioTransport{}, nil
 	}

@@ -26,7 +26,7 @@ type File struct {
 	Path string
 	// Servers are the servers snodo can start, in file order. Servers
 	// marked "disabled" and servers of a transport snodo does not speak
-	// (a "type" other than "stdio", "http" and "streamable-http") are not
+	// (a "type" other than "stdio", "http", "streamable-http" and "sse") are not
 	// among them: they are in Skipped.
 	Servers []*Server
 	// Skipped names each server left out and says why.
@@ -44,8 +44,12 @@ type Server struct {
 	// Name is the server's key in the file.
 	Name string
 	// Target is how to reach the server: snodo.Command("command",
-	// "args"...), or snodo.HTTP("url") for an entry with "type": "http"
-	// or "streamable-http" and a "url".
+	// "args"...), snodo.HTTP("url") for an entry with "type": "http"
+	// or "streamable-http" and a "url", or
+	// snodo.TransportTarget(connection.SSE("url", nil, headers)) for one
+	// with "type": "sse" (the HTTP+SSE transport of 2024-11-05, which
+	// Claude Code and Cursor write; its "headers" go with the transport,
+	// not as options).
 	Target snodo.Target
 	// Pool is how many servers a pool of this one runs (the snodo "pool"
 	// key), 1 to 256. Default 1.
@@ -55,8 +59,8 @@ type Server struct {
 	// this server only. The file's are one supervisor.WithConnectOptions
 	// with its "env" (snodo.WithEnv, one per variable), "cwd"
 	// (snodo.WithDir; relative to the file's directory when Load read
-	// it), "headers" (snodo.WithHTTPHeader), "sandbox"
-	// (snodo.WithSandbox), and from the snodo block
+	// it), "headers" (snodo.WithHTTPHeader; an "sse" entry's are in its
+	// Target), "sandbox" (snodo.WithSandbox), and from the snodo block
 	// "timeout" (snodo.WithTimeout), "shutdownGrace"
 	// (snodo.WithShutdownGrace) and "era" (snodo.WithEra), with
 	// snodo.WithOrigin naming the server; then "maxRestarts" and
@@ -90,6 +94,11 @@ type Server struct {
 	// "noNetwork"; docs/cli.md); nil when the entry has none. Options
 	// already carry it as snodo.WithSandbox: it is here to be shown.
 	Sandbox *snodo.Sandbox
+	// SSE says the entry has "type": "sse": Target is a
+	// snodo.TransportTarget of the HTTP+SSE transport, which takes no
+	// HTTP options (snodo.WithHTTPHeader, snodo.WithOAuth) and no
+	// process options: its "headers" are in the transport.
+	SSE bool
 
 	// fromFile is how many of Options the file gave: a Router puts its
 	// options for every server after them.
@@ -386,7 +395,10 @@ func (p *parser) server(name string, data json.RawMessage) (s *entry, skip strin
 	switch {
 	case disabled:
 		return nil, "disabled", nil
-	case transport == "http" || transport == "streamable-http" || (transport == "" && s.URL != "" && s.Command == ""):
+	case transport == "sse" && s.OAuth != nil:
+		return nil, "", p.fail(name, "oauth", "snodo authorizes Streamable HTTP servers only, not those of the HTTP+SSE transport (\"type\": \"sse\"): leave it out, or give the token in \"headers\"")
+	case transport == "http" || transport == "streamable-http" || transport == "sse" || (transport == "" && s.URL != "" && s.Command == ""):
+		s.SSE = transport == "sse"
 		if s.URL == "" {
 			return nil, "", p.fail(name, "url", "missing or empty: say where the %s server listens", cmp.Or(transport, "http"))
 		}
@@ -411,7 +423,7 @@ func (p *parser) server(name string, data json.RawMessage) (s *entry, skip strin
 	case s.OAuth != nil:
 		return nil, "", p.fail(name, "oauth", "only an http server (a \"url\") is authorized with OAuth: leave it out")
 	case transport != "" && transport != "stdio":
-		return nil, fmt.Sprintf("transport %q (snodo speaks stdio and Streamable HTTP: \"http\")", transport), nil
+		return nil, fmt.Sprintf("transport %q (snodo speaks stdio, Streamable HTTP: \"http\", and HTTP+SSE: \"sse\")", transport), nil
 	case s.Command == "":
 		return nil, "", p.fail(name, "command", "missing or empty: say which program to start")
 	case len(s.Headers) > 0:

@@ -28,12 +28,13 @@ func TestParseClaudeDesktopFile(t *testing.T) {
 			"git": {"command": "uvx", "args": ["mcp-server-git"], "snodo": {"pool": 3, "timeout": "30s", "maxRestarts": 2, "window": "1m", "failFast": true, "maxWait": "5s", "era": "legacy", "shutdownGrace": "2s"}},
 			"web": {"url": "https://example.com/mcp"},
 			"api": {"type": "http", "url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer t"}},
-			"sse": {"type": "sse", "url": "https://old.example.com/sse"},
+			"sse": {"type": "sse", "url": "https://old.example.com/sse?key=k", "headers": {"Authorization": "Bearer t"}},
+			"ws": {"type": "websocket", "url": "wss://ws.example.com/mcp"},
 			"old": {"command": "x", "disabled": true}
 		}
 	}`))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"files", "git", "web", "api"}, names(f), "file order, skipped ones left out")
+	assert.Equal(t, []string{"files", "git", "web", "api", "sse"}, names(f), "file order, skipped ones left out")
 	files, err := f.Lookup("files")
 	require.NoError(t, err)
 	assert.Equal(t, snodo.Command("npx", "-y", "server-filesystem", "/srv"), files.Target)
@@ -53,10 +54,14 @@ func TestParseClaudeDesktopFile(t *testing.T) {
 	api, err := f.Lookup("api")
 	require.NoError(t, err)
 	assert.Len(t, api.Options, 1) // the header and the origin
-	assert.Contains(t, f.Skipped["sse"], `transport "sse"`)
+	sse, err := f.Lookup("sse")
+	require.NoError(t, err)
+	assert.Equal(t, "https://old.example.com/sse", sse.Target.String(), "the HTTP+SSE transport, its query left out")
+	assert.Len(t, sse.Options, 1) // the origin: its headers go with the transport
+	assert.Contains(t, f.Skipped["ws"], `transport "websocket"`)
 	assert.Equal(t, "disabled", f.Skipped["old"])
-	_, err = f.Lookup("sse")
-	require.ErrorContains(t, err, `claude.json: server "sse": skipped`)
+	_, err = f.Lookup("ws")
+	require.ErrorContains(t, err, `claude.json: server "ws": skipped`)
 	_, err = f.Lookup("nope")
 	require.ErrorContains(t, err, `server "nope": no such server`)
 	require.ErrorContains(t, err, `"files"`)

@@ -2,11 +2,13 @@ package servers
 
 import (
 	"maps"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -23,6 +25,7 @@ type entry struct {
 	Headers map[string]string
 	OAuth   *snodo.OAuth   // the "oauth" object: ClientID and Scopes
 	Sandbox *snodo.Sandbox // the "sandbox" object; nil: none
+	SSE     bool           // "type": "sse": URL is the SSE stream of an HTTP+SSE server (2024-11-05)
 
 	// The snodo block; zero values mean the library's defaults.
 	Pool          int
@@ -46,8 +49,16 @@ const (
 // list is Server.Options' doc); a relative cwd is resolved against dir
 // when dir is not empty.
 func (e *entry) server(dir string) *Server {
-	s := &Server{Name: e.Name, Pool: e.Pool, OAuth: e.OAuth, Sandbox: e.Sandbox, Target: snodo.Command(e.Command, e.Args...)}
-	if e.URL != "" {
+	s := &Server{Name: e.Name, Pool: e.Pool, OAuth: e.OAuth, Sandbox: e.Sandbox, SSE: e.SSE, Target: snodo.Command(e.Command, e.Args...)}
+	var header http.Header // an sse entry's headers go with its transport
+	switch {
+	case e.SSE:
+		header = http.Header{}
+		for k, v := range e.Headers {
+			header.Set(k, v)
+		}
+		s.Target = snodo.TransportTarget(connection.SSE(e.URL, nil, header))
+	case e.URL != "":
 		s.Target = snodo.HTTP(e.URL)
 	}
 	var conn []snodo.Option
@@ -60,8 +71,10 @@ func (e *entry) server(dir string) *Server {
 		}
 		conn = append(conn, snodo.WithDir(cwd))
 	}
-	for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
-		conn = append(conn, snodo.WithHTTPHeader(k, e.Headers[k]))
+	if !e.SSE {
+		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
+			conn = append(conn, snodo.WithHTTPHeader(k, e.Headers[k]))
+		}
 	}
 	if e.Timeout != 0 {
 		conn = append(conn, snodo.WithTimeout(e.Timeout))

@@ -110,11 +110,11 @@ func TestTraceServers(t *testing.T) {
 // so and fails, and --server naming it says why it was skipped.
 func TestConfigOnlySkippedServers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcp.json")
-	if err := os.WriteFile(path, []byte(`{"mcpServers": {"web": {"type": "sse", "url": "http://localhost:1/sse"}}}`), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(`{"mcpServers": {"web": {"type": "websocket", "url": "ws://localhost:1/mcp"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := snodo(t, "--config", path, "servers").want(t, 1)
-	for _, want := range []string{"no server snodo can use", `"web": transport "sse"`} {
+	for _, want := range []string{"no server snodo can use", `"web": transport "websocket"`} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("servers: stderr lacks %q:\n%s", want, r.stderr)
 		}
@@ -123,7 +123,7 @@ func TestConfigOnlySkippedServers(t *testing.T) {
 		t.Errorf("servers printed a list: %q", r.stdout)
 	}
 	r = snodo(t, "--config", path, "--server", "web", "tools").want(t, 1)
-	if !strings.Contains(r.stderr, `snodo: `+path+`: server "web": skipped: transport "sse"`) {
+	if !strings.Contains(r.stderr, `snodo: `+path+`: server "web": skipped: transport "websocket"`) {
 		t.Errorf("--server naming a skipped server does not say why:\n%s", r.stderr)
 	}
 	r = snodo(t, "--config", path, "--server", "nope", "tools").want(t, 2)

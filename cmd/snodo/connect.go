@@ -77,7 +77,7 @@ func (s *session) connect(ctx context.Context) (*snodo.Client, error) {
 		s.fileTimeout = spec.timeout
 		s.sandbox = spec.Sandbox
 		opts = s.withFile(opts, spec)
-		if spec.http {
+		if spec.http && !spec.SSE { // the HTTP+SSE transport takes no OAuth
 			var o snodo.OAuth
 			if spec.OAuth != nil {
 				o = *spec.OAuth

@@ -107,7 +107,8 @@ var (
 	WrappedCall func(msg any) (call any, server string, ok bool)
 
 	// TargetIsHTTP (set by snodo) reports whether t, a snodo.Target,
-	// names a Streamable HTTP endpoint rather than a command.
+	// names a server that runs elsewhere (a Streamable HTTP endpoint, or
+	// a Transport such as the HTTP+SSE one) rather than a command.
 	TargetIsHTTP func(t any) bool
 
 	// FlushNotifications (set by snodo) waits until every notification

@@ -23,11 +23,13 @@ var (
 	// The Streamable HTTP transport's own reasons.
 	ErrSessionExpired    = errors.New("the server ended the HTTP session")
 	ErrServerUnreachable = errors.New("the MCP endpoint cannot be reached")
+	// The HTTP+SSE transport's own.
+	ErrStreamEnded = errors.New("the server ended the SSE stream")
 )
 
 // ExitCause names why a connection stopped in one low-cardinality word,
 // for metrics and logs: "closed", "server_exited", "stdin_closed",
-// "stdout_closed", "not_reading", "session_expired", "unreachable",
+// "stdout_closed", "not_reading", "session_expired", "stream_ended", "unreachable",
 // "owner_exited", "panicked", or
 // "stopped" (any other reason: Stop, Poison, or actor.Exit with a reason
 // of the caller's).
@@ -45,6 +47,8 @@ func ExitCause(reason error) string {
 		return "not_reading"
 	case errors.Is(reason, ErrSessionExpired):
 		return "session_expired"
+	case errors.Is(reason, ErrStreamEnded):
+		return "stream_ended"
 	case errors.Is(reason, ErrServerUnreachable):
 		return "unreachable"
 	case errors.Is(reason, snodoactor.ErrOwnerExited):

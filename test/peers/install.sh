@@ -15,7 +15,11 @@
 #       test/peers/node_modules
 #   test/peers/bin/mcpgo-server
 #       our server on mcp-go's Streamable HTTP server (test/peers/mcpgo-server, a module of
-#       its own so the library never depends on mcp-go), both eras
+#       its own so the library never depends on mcp-go), both eras; with -sse its
+#       HTTP+SSE server of 2024-11-05 instead
+#   test/peers/bin/gosdk-sse-server
+#       our server on the Go SDK's HTTP+SSE transport of 2024-11-05 (mcp.NewSSEHandler;
+#       test/peers/gosdk-sse-server, a module of its own), legacy only
 # plus `node` (>= 20) on PATH.
 #
 # Usage: bash test/peers/install.sh     (idempotent; safe to re-run)
@@ -35,11 +39,15 @@ GOBIN="$PWD/bin" go install \
 echo "install.sh: go install ./mcpgo-server (mcp-go's Streamable HTTP server) into test/peers/bin"
 (cd mcpgo-server && GOBIN="$PWD/../bin" go install .)
 
+echo "install.sh: go install ./gosdk-sse-server (the Go SDK's HTTP+SSE server) into test/peers/bin"
+(cd gosdk-sse-server && GOBIN="$PWD/../bin" go install .)
+
 echo "install.sh: npm ci in test/peers (locked by package-lock.json)"
 npm ci --no-audit --no-fund --loglevel=error
 
 test -x bin/everything-server
 test -x bin/mcpgo-server
+test -x bin/gosdk-sse-server
 test -f node_modules/@modelcontextprotocol/server-everything/dist/index.js
 test -f node_modules/@modelcontextprotocol/server/package.json
 echo "install.sh: peers installed"

@@ -5,6 +5,7 @@
 // test/peers/install.sh builds it into test/peers/bin/mcpgo-server.
 //
 //	mcpgo-server -http 127.0.0.1:PORT [-stateful | -stateless]
+//	mcpgo-server -http 127.0.0.1:PORT -sse
 //	mcpgo-server -stdio
 //
 // serves on /mcp. By default (mcp-go's default) a legacy client gets an
@@ -12,6 +13,8 @@
 // of a session ID it is sent, not that it issued it; -stateful tracks
 // sessions (an unknown one is answered 404); -stateless serves without
 // them. A modern client (server/discover, 2026-07-28) is served either way.
+// -sse serves mcp-go's HTTP+SSE transport of 2024-11-05 instead
+// (server.NewSSEServer): the stream on /sse, messages POSTed to /message.
 //
 // Tools, one handler for both eras (mcp-go asks a legacy client with a
 // server request what a modern one gets as input_required):
@@ -46,9 +49,10 @@ func main() {
 	stateless := flag.Bool("stateless", false, "serve without sessions")
 	stateful := flag.Bool("stateful", false, "track sessions: an unknown session ID is answered 404")
 	stdio := flag.Bool("stdio", false, "serve on stdin and stdout instead")
+	sse := flag.Bool("sse", false, "serve the HTTP+SSE transport of 2024-11-05 instead (on /sse and /message)")
 	flag.Parse()
-	if (*addr == "") == !*stdio || (*stateless && *stateful) {
-		fmt.Fprintln(os.Stderr, "usage: mcpgo-server -http HOST:PORT [-stateful | -stateless]  or  mcpgo-server -stdio")
+	if (*addr == "") == !*stdio || (*stateless && *stateful) || (*sse && (*stdio || *stateless || *stateful)) {
+		fmt.Fprintln(os.Stderr, "usage: mcpgo-server -http HOST:PORT [-stateful | -stateless | -sse]  or  mcpgo-server -stdio")
 		os.Exit(2)
 	}
 	s := build()
@@ -59,6 +63,10 @@ func main() {
 		return
 	}
 	httpServer := &http.Server{Addr: *addr, ReadHeaderTimeout: 10 * time.Second}
+	if *sse {
+		serveSSE(s, httpServer)
+		return
+	}
 	handler := server.NewStreamableHTTPServer(s,
 		server.WithEndpointPath("/mcp"),
 		server.WithStateLess(*stateless),
@@ -76,6 +84,24 @@ func main() {
 		defer cancel()
 		_ = handler.Shutdown(shutdown)
 		_ = httpServer.Shutdown(shutdown)
+	}()
+	if err := httpServer.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Fatal(err)
+	}
+}
+
+// serveSSE serves s on mcp-go's HTTP+SSE transport until SIGINT or
+// SIGTERM.
+func serveSSE(s *server.MCPServer, httpServer *http.Server) {
+	handler := server.NewSSEServer(s, server.WithHTTPServer(httpServer))
+	httpServer.Handler = handler
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = handler.Shutdown(shutdown)
 	}()
 	if err := httpServer.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Fatal(err)
