@@ -201,6 +201,15 @@ func (h *Handler) Attach(s snodo.Session) error {
 	return nil
 }
 
+// listCache is the cache of the attached session (nil before Attach, or
+// without one): notifications may reach the handler before Attach
+// returns, so it is read under mu.
+func (h *Handler) listCache() *ListCache {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.cache
+}
+
 // AttachLegacy gives the handler a second session, connected to the same
 // server in the legacy era (snodo.WithEra(snodo.EraLegacy)), for its
 // legacy clients: a server that speaks both eras then serves each client

@@ -48,8 +48,8 @@ func (h *Handler) modernRequest(w http.ResponseWriter, r *http.Request, s snodo.
 	c := &call{st: st, modern: true, logs: hasLogLevel(env.Params)}
 	var raw json.RawMessage
 	var err error
-	if h.cache != nil && isListMethod(method) {
-		raw, err = h.cache.list(ctx, method, env.Params, func(ctx context.Context) (json.RawMessage, error) {
+	if cache := h.listCache(); cache != nil && isListMethod(method) {
+		raw, err = cache.list(ctx, method, env.Params, func(ctx context.Context) (json.RawMessage, error) {
 			return h.forward(ctx, s, c, method, env.Params)
 		})
 	} else {

@@ -98,13 +98,13 @@ func (h *Handler) toolParamSpecs(ctx context.Context, name string) []paramSpec {
 	if s == nil {
 		return nil
 	}
-	if h.cache != nil {
-		if specs, ok := h.cache.specs(name); ok {
+	if cache := h.listCache(); cache != nil {
+		if specs, ok := cache.specs(name); ok {
 			return specs
 		}
-		gen := h.cache.generation("tools/list")
+		gen := cache.generation("tools/list")
 		specs := h.readParamSpecs(ctx, s, name)
-		h.cache.keepSpecs(name, specs, gen)
+		cache.keepSpecs(name, specs, gen)
 		return specs
 	}
 	return h.readParamSpecs(ctx, s, name)
@@ -125,8 +125,8 @@ func (h *Handler) readParamSpecs(ctx context.Context, s snodo.Session, name stri
 		}
 		var raw json.RawMessage
 		var err error
-		if h.cache != nil {
-			raw, err = h.cache.list(ctx, "tools/list", params, fetch)
+		if cache := h.listCache(); cache != nil {
+			raw, err = cache.list(ctx, "tools/list", params, fetch)
 		} else {
 			raw, err = fetch(ctx)
 		}

@@ -99,8 +99,8 @@ func (h *Handler) notification(ctx context.Context, n *snodo.Notification) {
 		// Claimed by followLists' subscription in both eras; one that
 		// reaches here empties every cache and goes to every session.
 		ev := snodo.Event{Method: n.Method, Params: n.Params}
-		if h.cache != nil {
-			h.cache.invalidateFor(n.Method)
+		if cache := h.listCache(); cache != nil {
+			cache.invalidateFor(n.Method)
 		}
 		if sd := h.legacySide(); sd != nil && sd.cache != nil {
 			sd.cache.invalidateFor(n.Method)
