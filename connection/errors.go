@@ -24,9 +24,11 @@ var (
 	// connection's own lines (answers to its requests, refusals,
 	// cancellations) piled up past twice Config.MaxWriteQueue.
 	ErrNotReading = serverproc.ErrNotReading
-	// ErrSessionExpired: the Streamable HTTP server ended the session
-	// (legacy era: it answered 404 for the session's Mcp-Session-Id). A
-	// new connection opens a new session.
+	// ErrSessionExpired: the Streamable HTTP server forgot the session
+	// (legacy era: 404, or a 400 naming it, for the session's
+	// Mcp-Session-Id) and the new session the connection started in its
+	// place could not serve the request. A new connection opens a new
+	// session.
 	ErrSessionExpired = serverproc.ErrSessionExpired
 	// ErrServerUnreachable: the Streamable HTTP endpoint cannot be reached
 	// (nothing listens there, or its name does not resolve). A request
