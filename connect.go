@@ -15,6 +15,7 @@ import (
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/limits"
+	"github.com/snodo/snodo/internal/origins"
 	"github.com/snodo/snodo/internal/ownercheck"
 	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
@@ -193,7 +194,7 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	}
 	c.conn = conn
 	answerDeadCalls(connseam.System(conn))
-	nameDeadCalls(connseam.System(conn), c.PID(), cfg.mcp.origin) // its Origin on replies once it stopped (deadorigin.go)
+	origins.Name(connseam.System(conn), c.PID(), cfg.mcp.origin) // its Origin on replies once it stopped
 	err = c.negotiate(ctx, cfg)
 	if err == nil {
 		era, version := string(c.mcp.era), c.mcp.version

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"weak"
 
+	"github.com/snodo/snodo/internal/origins"
 	"github.com/snodo/snodo/internal/seam"
 
 	"github.com/snodo/snodo/internal/jsonrpc"
@@ -425,7 +426,7 @@ func answerDeadCalls(sys *protoactor.ActorSystem) {
 		msg := dl.Message
 		// The stopped actor's Origin, as on its live replies; a
 		// servers.To to a router names its server.
-		origin := deadOrigin(sys, dl.PID)
+		origin := origins.Dead(sys, dl.PID)
 		if seam.WrappedCall != nil {
 			if inner, server, ok := seam.WrappedCall(msg); ok {
 				msg, origin = inner, Origin{Server: server}

@@ -4,24 +4,24 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+
+	"github.com/snodo/snodo/internal/origins"
 )
 
 // Origin says which server a message snodo sends to an actor comes from:
 // every reply, progress update, notification, subscription event and end,
 // and lifecycle message carries one, so an actor fed by several servers
-// can tell them apart.
-type Origin struct {
-	// Server is the server's name: WithOrigin's (for a supervisor, given
-	// in supervisor.WithConnectOptions; default: the command; a servers
-	// file gives each its name), empty for a plain client without it.
-	Server string
-	// Member is the supervised client that served it: for a pool, the
-	// member ("NAME#N"); for a supervised client, its name, the same as
-	// Server; empty for a plain client without WithOrigin. It is the
-	// supervisor.LifecycleEvent's Member and supervisor.Client.Origin's;
-	// a supervised subscription's events name the member holding it now.
-	Member string
-}
+// can tell them apart. It is an alias of an internal type, shared with
+// package supervisor; its fields:
+//
+//	Server string // the server's name: WithOrigin's (for a supervisor, given in
+//	              // supervisor.WithConnectOptions; default: the command; a servers
+//	              // file gives each its name), empty for a plain client without it
+//	Member string // the supervised client that served it: for a pool, the member
+//	              // ("NAME#N"); for a supervised client, its name, the same as
+//	              // Server; empty for a plain client without WithOrigin; the
+//	              // supervisor.LifecycleEvent's Member and supervisor.Client.Origin's
+type Origin = origins.Origin
 
 // WithOrigin names the server in the messages the client sends to
 // actors (their Origin): replies, progress, notifications through

@@ -11,6 +11,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/life"
+	"github.com/snodo/snodo/internal/origins"
 	"github.com/snodo/snodo/internal/ownercheck"
 	"github.com/snodo/snodo/internal/seam"
 )
@@ -90,7 +91,7 @@ func start(ctx context.Context, target snodo.Target, cfg *config) (*Client, erro
 	})
 	a := &supervisorActor{s: s, calls: calls, rs: intensity{max: cfg.maxRestarts, window: cfg.window}}
 	pid := s.owned.Spawn(sys, "snodo-supervisor", a.Receive)
-	seam.NameDeadCalls(sys, pid, cfg.origin()) // replies to calls sent once it stopped
+	origins.Name(sys, pid, cfg.origin()) // replies to calls sent once it stopped
 	s.mu.Lock()
 	s.pid = pid
 	s.mu.Unlock()

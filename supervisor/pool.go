@@ -16,6 +16,7 @@ import (
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/life"
+	"github.com/snodo/snodo/internal/origins"
 	"github.com/snodo/snodo/internal/seam"
 )
 
@@ -182,7 +183,7 @@ func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) 
 	seam.AnswerDeadCalls(sys)
 	p.owned = life.Life{Name: "pool", Logger: cfg.logger, Owner: cfg.owner, Parent: parentOf(cfg)}
 	pid := p.owned.Spawn(sys, "snodo-pool", (&poolActor{p: p}).Receive)
-	seam.NameDeadCalls(sys, pid, snodo.Origin{Server: cfg.name}) // replies to calls sent once it stopped
+	origins.Name(sys, pid, snodo.Origin{Server: cfg.name}) // replies to calls sent once it stopped
 	p.mu.Lock()
 	p.pid = pid
 	p.mu.Unlock()

@@ -96,11 +96,6 @@ var (
 	// an actor of sys that is gone is still answered, with a -32000.
 	AnswerDeadCalls func(sys *protoactor.ActorSystem)
 
-	// NameDeadCalls (set by snodo) records origin (a snodo.Origin) as
-	// the Origin of the replies AnswerDeadCalls sends for pid, an actor
-	// of sys, once it has stopped.
-	NameDeadCalls func(sys *protoactor.ActorSystem, pid *protoactor.PID, origin any)
-
 	// WrappedCall (set by servers) is the call message a servers.To
 	// carries and the server it names (true), for a dead letter's
 	// answer; msg is any message.
