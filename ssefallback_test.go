@@ -73,6 +73,12 @@ func TestSSEStreamEndStopsTheClient(t *testing.T) {
 	c, err := ConnectHTTP(t.Context(), hs.URL+"/sse")
 	require.NoError(t, err)
 	defer closeAndWait(t, c)
+	// A call answered means notifications/initialized, posted before it
+	// in order, was taken: no POST is left in flight to meet the
+	// forgotten session's 404 before the end of the stream is seen (on a
+	// loaded machine it could, and that reason would come first).
+	_, err = c.ListTools(t.Context())
+	require.NoError(t, err)
 	srv.EndStreams()
 	select {
 	case <-c.Done():
