@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"weak"
 
+	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/origins"
 	"github.com/snodo/snodo/internal/seam"
 
@@ -222,7 +223,7 @@ func (h *callHandler) Handle(ctx protoactor.Context) bool {
 	if to == nil {
 		return true
 	}
-	if h.Calls.r == nil {
+	if calls.Calls[RequestOption, Era](h.Calls).Requester() == nil {
 		sendFrom(sys, self, to, refuse(jsonrpc.NewLocalError(CodeInternalError,
 			"the callHandler of this actor has no client; set callHandler.Calls", errNoRequester)))
 		return true

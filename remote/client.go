@@ -15,6 +15,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/natsname"
@@ -130,7 +131,7 @@ func NewClient(nc *nats.Conn, name string, opts ...ClientOption) (*Client, error
 	c.goneNext.Store(new(make(chan struct{})))
 	c.probeCtx, c.probeStop = context.WithCancel(context.Background())
 	c.traced = seam.Instrument(wire{c}, cfg.tracers, cfg.meters, telemetry.TransportTCP, name).(requester)
-	c.Calls = seam.NewCalls[snodo.Calls](c, c.inputHandling)
+	c.Calls = snodo.Calls(calls.New[snodo.RequestOption, snodo.Era](c, c.inputHandling))
 	if c.sub, err = nc.Subscribe(c.inbox+"*", c.dispatch); err != nil {
 		c.probeStop()
 		return nil, fmt.Errorf("remote: subscribing to the reply inbox: %w", err)
@@ -176,11 +177,11 @@ func Dial(ctx context.Context, url, name string, opts ...ClientOption) (*Client,
 // with the snodo.WithServerRequestHandler handler (WithConnectOptions),
 // here on the caller's side;
 // the retry goes to whichever host takes it.
-func (c *Client) inputHandling() seam.InputHandling {
+func (c *Client) inputHandling() calls.InputHandling {
 	serve := func(ctx context.Context, reqs []*snodo.ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
 		return dispatch.Serve(ctx, c.cfg.handler, c.cfg.logger, reqs, timeout)
 	}
-	return seam.InputHandling{Serve: serve, MaxRounds: c.cfg.maxRounds}
+	return calls.InputHandling{Serve: serve, MaxRounds: c.cfg.maxRounds}
 }
 
 // Name is the served name this client calls.
@@ -354,7 +355,7 @@ func (w wire) Era() snodo.Era { return w.c.Era() }
 // request sends the call, again to another host when the first refused
 // it before it ran or (for an idempotent call) went away.
 func (c *Client) request(ctx context.Context, method string, params any, opts []snodo.RequestOption) (json.RawMessage, error) {
-	o := seam.SettingsOf(opts)
+	o := calls.Of(opts)
 	raw, err := jsonrpc.Marshal(params)
 	if err == nil && c.cfg.meta != nil {
 		raw, err = jsonrpc.MergeMeta(raw, c.cfg.meta)
@@ -446,7 +447,7 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 // once sends the call once, to subject to. host is the host that
 // answered (ran or refused it), and notRun reports a refusal before it
 // ran.
-func (c *Client) once(ctx context.Context, to, method string, params []byte, o *seam.RequestSettings) (_ json.RawMessage, host string, notRun bool, _ error) {
+func (c *Client) once(ctx context.Context, to, method string, params []byte, o *calls.Settings[snodo.Progress, snodo.TaskStatus]) (_ json.RawMessage, host string, notRun bool, _ error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", false, err
 	}
@@ -531,7 +532,7 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 		if o.OnProgress == nil || json.Unmarshal(m.Data, &wp) != nil {
 			return
 		}
-		c.progress(o.OnProgress, connection.Progress{Progress: wp.Progress, Total: wp.Total, Message: wp.Message}, cancel)
+		c.progress(o.OnProgress, snodo.Progress{Progress: wp.Progress, Total: wp.Total, Message: wp.Message}, cancel)
 	}
 	for {
 		select {
@@ -757,7 +758,7 @@ func (c *Client) keepAlive(host, reply string) {
 
 // progress runs the caller's progress function; a panic cancels the call
 // on its host and continues in the caller.
-func (c *Client) progress(fn func(connection.Progress), p connection.Progress, cancel func()) {
+func (c *Client) progress(fn func(snodo.Progress), p snodo.Progress, cancel func()) {
 	ok := false
 	defer func() {
 		if !ok {

@@ -10,6 +10,7 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/life"
 	"github.com/snodo/snodo/internal/origins"
 	"github.com/snodo/snodo/internal/ownercheck"
@@ -81,7 +82,7 @@ func start(ctx context.Context, target snodo.Target, cfg *config) (*Client, erro
 	s := newState(cfg, target, sys)
 	c := &Client{s: s}
 	s.facade = c
-	c.Calls = seam.NewCalls[snodo.Calls](c, c.inputHandling)
+	c.Calls = snodo.Calls(calls.New[snodo.RequestOption, snodo.Era](c, c.inputHandling))
 	seam.AnswerDeadCalls(sys)
 	s.life, s.stopLife = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.owned = life.Life{Name: "supervisor", Logger: cfg.logger.With("supervisor", cfg.name), Owner: cfg.owner, Parent: parentOf(cfg)}

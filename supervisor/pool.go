@@ -14,6 +14,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/life"
 	"github.com/snodo/snodo/internal/origins"
@@ -175,7 +176,7 @@ func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) 
 		done:     make(chan struct{}),
 	}
 	p.starts, p.cancel = context.WithCancelCause(ctx)
-	p.Calls = seam.NewCalls[snodo.Calls](p, p.inputHandling)
+	p.Calls = snodo.Calls(calls.New[snodo.RequestOption, snodo.Era](p, p.inputHandling))
 	p.calls = seam.NewCallHandler(p.Calls, snodo.Origin{Server: cfg.name}, func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
 		_, err := p.Listen(ctx, f, opts...)
 		return err
@@ -508,7 +509,7 @@ func (p *Pool) leastLoadedLocked(avoid *Client, upOnly bool) *Client {
 // member.
 func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.RequestOption,
 	fn func(*snodo.Client, []snodo.RequestOption) (T, error)) (T, error) {
-	set := seam.SettingsOf(opts)
+	set := calls.Of(opts)
 	t0 := time.Now()
 	var (
 		m     *Client
@@ -563,7 +564,7 @@ func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.R
 	ro := remainingOpts(opts, set.Timeout, t0)
 	wait := *m2.s.cfg
 	wait.failFast = false
-	v, _, err = onceWith(ctx, m2.s, &wait, method, &callConfig{opts: ro, RequestSettings: seam.SettingsOf(ro)}, nil, time.Now(), fn)
+	v, _, err = onceWith(ctx, m2.s, &wait, method, &callConfig{opts: ro, Settings: calls.Of(ro)}, nil, time.Now(), fn)
 	return v, err
 }
 
@@ -646,19 +647,19 @@ func (p *Pool) Era() snodo.Era {
 // inputHandling runs the input requests of a round on the least-loaded
 // member's connection, with the handler and bound given with
 // WithConnectOptions.
-func (p *Pool) inputHandling() seam.InputHandling {
+func (p *Pool) inputHandling() calls.InputHandling {
 	rounds := 0
 	for _, m := range p.Members() {
 		if rounds = m.s.maxRounds(); rounds != 0 {
 			break
 		}
 	}
-	return seam.InputHandling{Serve: p.serveInputs, MaxRounds: rounds}
+	return calls.InputHandling{Serve: p.serveInputs, MaxRounds: rounds}
 }
 
 func (p *Pool) serveInputs(ctx context.Context, reqs []*snodo.ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
 	return poolCall(ctx, p, inputMethod, nil, func(cl *snodo.Client, _ []snodo.RequestOption) ([]json.RawMessage, error) {
-		return seam.InputOf(cl.Calls)().Serve(ctx, reqs, timeout)
+		return calls.Calls[snodo.RequestOption, snodo.Era](cl.Calls).Input()().Serve(ctx, reqs, timeout)
 	})
 }
 

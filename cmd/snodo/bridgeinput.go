@@ -9,8 +9,8 @@ import (
 	"strconv"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/jsonrpc"
-	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/remote"
 )
 
@@ -43,7 +43,7 @@ func inputRequired(res []byte) bool {
 // final round's raw result is the answer.
 func (b *bridge) completeInput(ctx context.Context, method string, params, first []byte, opts []snodo.RequestOption) (json.RawMessage, error) {
 	r := &rounds{c: b.c, first: first}
-	calls := seam.NewCalls[snodo.Calls](r, seam.InputOf(b.c.Calls))
+	typed := snodo.Calls(calls.New[snodo.RequestOption, snodo.Era](r, calls.Calls[snodo.RequestOption, snodo.Era](b.c.Calls).Input()))
 	var err error
 	switch method {
 	case "tools/call":
@@ -52,14 +52,14 @@ func (b *bridge) completeInput(ctx context.Context, method string, params, first
 			Arguments json.RawMessage `json:"arguments"`
 		}
 		if err = json.Unmarshal(params, &p); err == nil {
-			_, err = calls.CallTool(ctx, p.Name, p.Arguments, opts...)
+			_, err = typed.CallTool(ctx, p.Name, p.Arguments, opts...)
 		}
 	case "resources/read":
 		var p struct {
 			URI string `json:"uri"`
 		}
 		if err = json.Unmarshal(params, &p); err == nil {
-			_, err = calls.ReadResource(ctx, p.URI, opts...)
+			_, err = typed.ReadResource(ctx, p.URI, opts...)
 		}
 	case "prompts/get":
 		var p struct {
@@ -67,7 +67,7 @@ func (b *bridge) completeInput(ctx context.Context, method string, params, first
 			Arguments map[string]string `json:"arguments"`
 		}
 		if err = json.Unmarshal(params, &p); err == nil {
-			_, err = calls.GetPrompt(ctx, p.Name, p.Arguments, opts...)
+			_, err = typed.GetPrompt(ctx, p.Name, p.Arguments, opts...)
 		}
 	default:
 		return nil, &snodo.Error{Code: jsonrpc.CodeInternalError,
