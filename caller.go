@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
-	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/calls"
-	"github.com/snodo/snodo/internal/connseam"
 )
 
 // requester is the raw-request side of an MCP client: the one part that
@@ -75,7 +72,5 @@ func (noRequester) Era() Era { return "" }
 // connection, under the WithMaxServerRequests bound) and bounds the rounds
 // with WithMaxInputRounds.
 func (c *Client) inputHandling() calls.InputHandling {
-	return calls.InputHandling{Serve: func(ctx context.Context, reqs []*handlers.Request, timeout time.Duration) ([]json.RawMessage, error) {
-		return connseam.ServeInputs(c.conn, ctx, reqs, timeout)
-	}, MaxRounds: c.mcp.maxRounds}
+	return calls.InputHandling{Serve: c.lent.ServeInputs, MaxRounds: c.mcp.maxRounds}
 }

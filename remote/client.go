@@ -16,10 +16,10 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/calls"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/natsname"
-	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -59,11 +59,9 @@ const closeFlush = time.Second
 // a dropped progress update is the next one's to show).
 const progressQueue = 16
 
-// requester is what seam.Instrument returns for wire: its Request traced
-// and measured.
-type requester interface {
-	Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error)
-}
+// requester is what connopts.Instrument returns for wire: its Request
+// traced and measured, and its subscriptions' traces started.
+type requester = connopts.Traced[snodo.RequestOption, snodo.Era]
 
 // Client calls one named server served by hosts over NATS: the same
 // calls as a local pool (raw requests, typed calls, Listen). Any host of
@@ -72,7 +70,7 @@ type requester interface {
 type Client struct {
 	snodo.Calls // every typed call: ListTools, CallTool (input_required rounds answered here), ReadResource, …
 
-	traced    requester // wire, traced and measured by snodo's instrument (internal/seam): what Request calls
+	traced    requester // wire, traced and measured by snodo's instrument (internal/connopts): what Request calls
 	nc        *nats.Conn
 	owned     bool // Dial opened nc: Close closes it
 	name      string
@@ -130,7 +128,7 @@ func NewClient(nc *nats.Conn, name string, opts ...ClientOption) (*Client, error
 	}
 	c.goneNext.Store(new(make(chan struct{})))
 	c.probeCtx, c.probeStop = context.WithCancel(context.Background())
-	c.traced = seam.Instrument(wire{c}, cfg.tracers, cfg.meters, telemetry.TransportTCP, name).(requester)
+	c.traced = connopts.Instrument[snodo.RequestOption, snodo.Era, snodo.Option](wire{c}, cfg.tracers, cfg.meters, telemetry.TransportTCP, name)
 	c.Calls = snodo.Calls(calls.New[snodo.RequestOption, snodo.Era](c, c.inputHandling))
 	if c.sub, err = nc.Subscribe(c.inbox+"*", c.dispatch); err != nil {
 		c.probeStop()
@@ -344,7 +342,7 @@ func (c *Client) Request(ctx context.Context, method string, params any, opts ..
 }
 
 // wire is the Client's requests as they go over NATS, untraced: what
-// snodo's instrument wraps (internal/seam).
+// snodo's instrument wraps (internal/connopts).
 type wire struct{ c *Client }
 
 func (w wire) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {

@@ -15,10 +15,10 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/calls"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/life"
 	"github.com/snodo/snodo/internal/origins"
-	"github.com/snodo/snodo/internal/seam"
 )
 
 // Pool is N supervised connections to the same server (a snodo.Target). Each call
@@ -177,11 +177,11 @@ func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) 
 	}
 	p.starts, p.cancel = context.WithCancelCause(ctx)
 	p.Calls = snodo.Calls(calls.New[snodo.RequestOption, snodo.Era](p, p.inputHandling))
-	p.calls = seam.NewCallHandler(p.Calls, snodo.Origin{Server: cfg.name}, func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
+	p.calls = connopts.CallHandler[snodo.Option](p.Calls, snodo.Origin{Server: cfg.name}, func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
 		_, err := p.Listen(ctx, f, opts...)
 		return err
 	})
-	seam.AnswerDeadCalls(sys)
+	connopts.AnswerDeadCalls[snodo.Option](sys, nil)
 	p.owned = life.Life{Name: "pool", Logger: cfg.logger, Owner: cfg.owner, Parent: parentOf(cfg)}
 	pid := p.owned.Spawn(sys, "snodo-pool", (&poolActor{p: p}).Receive)
 	origins.Name(sys, pid, snodo.Origin{Server: cfg.name}) // replies to calls sent once it stopped
@@ -334,6 +334,16 @@ func (p *Pool) Members() []*Client {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.members)
+}
+
+// Size is the number of members in rotation (len(Members()), without
+// copying them): what Grow and Shrink change. A pool whose members all
+// left (Shrink, or give-ups past the restart intensity) has size 0 and
+// takes no calls; a health check asks it per call.
+func (p *Pool) Size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.members)
 }
 
 // PID is the pool actor; stopping it closes the pool.
