@@ -1,16 +1,21 @@
 // Package connopts is how the packages above snodo's root (supervisor,
-// remote, the snodo command, tests) read and extend a list of snodo's
-// connect options (snodo.Option), typed: what the options give the layers
-// above a connection (Shared), what a remote client takes of them
-// (RemoteSettings), and options only the module makes (Unowned, Lend,
-// ProcessGrace).
+// servers, remote, the snodo command, tests) read and extend a list of
+// snodo's connect options (snodo.Option), and reach, typed, what only the
+// root can do for them: what the options give the layers above a
+// connection (Shared), what a remote client takes of them
+// (RemoteSettings), options only the module makes (Unowned, Lend,
+// ProcessGrace), the instrumented requester of a remote client
+// (Instrument), and the call-message handling of the supervisor's and
+// pool's actors (CallHandler, AnswerDeadCalls).
 //
 // snodo.Option is a func(*config) error over the root's unexported
 // config, and the root cannot be imported from here, so the functions
 // below are generic over the option type O and the config's pointer type
-// PC, which they infer from O; PC implements Config (or RemoteConfig)
-// with methods the root declares on its config. The compiler checks each
-// use: no hook, no type assertion.
+// PC, which they infer from O; PC implements the interfaces below
+// (Config, RemoteConfig, Instrumenter, CallServer, DeadCalls) with
+// methods the root declares on its config, and asserts so at compile
+// time. The compiler checks each use: no hook, no type assertion, no
+// state of this package.
 package connopts
 
 import (
