@@ -299,19 +299,27 @@ func TestBridgeWithoutAHost(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(line), &m), "one JSON value per line: %q", line)
 		return m
 	}
-	for i, req := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
-		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{}}}`,
-	} {
-		m := answer(req)
-		assert.EqualValues(t, i+1, m["id"])
+	// initialize needs the served server's description: the error says
+	// no host serves the name, and the client may initialize again later.
+	for _, id := range []int{1, 2} {
+		m := answer(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, id))
+		assert.EqualValues(t, id, m["id"])
 		e, _ := m["error"].(map[string]any)
 		require.NotNil(t, e, "an error answer: %v", m)
 		assert.EqualValues(t, -32000, e["code"])
 		assert.Contains(t, e["message"], `no host serves "nobody"`)
 	}
-	assert.Equal(t, "{}", strings.TrimSpace(mustJSON(t, answer(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)["result"])))
+	// A modern request goes to the name as it is, and fails the same way.
+	m := answer(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	e, _ := m["error"].(map[string]any)
+	require.NotNil(t, e, "an error answer: %v", m)
+	assert.Contains(t, e["message"], `no host serves "nobody"`)
+	// A legacy request before initialize is refused, saying what to do.
+	m = answer(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	e, _ = m["error"].(map[string]any)
+	require.NotNil(t, e, "an error answer: %v", m)
+	assert.Contains(t, e["message"], "initialize first")
+	assert.Equal(t, "{}", strings.TrimSpace(mustJSON(t, answer(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)["result"])))
 	require.NoError(t, stdin.Close())
 	for range lines {
 	}
@@ -355,7 +363,7 @@ func TestBridgeAnswersAfterStdinEnds(t *testing.T) {
 	url := bridgedNATS(t)
 	bridgedHost(t, url, "bridged")
 	cmd := exec.Command(snodoBin, "bridge", "--nats", url, "--server", "bridged")
-	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":200}}}` + "\n")
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":200},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}` + "\n")
 	var stderr testutil.Buffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second
