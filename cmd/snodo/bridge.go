@@ -45,20 +45,26 @@ func runBridge(cfg *config, sio stdio) int {
 		return exitFailure
 	}
 	defer h.Close()
-	opts := []remote.ClientOption{
-		remote.WithNATSOptions(natsOptions(cfg)...),
-		remote.WithConnectOptions(append(h.RemoteConnectOptions(), snodo.WithTimeout(cfg.timeout), snodo.WithLogger(log))...),
+	dial := func(conn []snodo.Option) (*remote.Client, error) {
+		opts := []remote.ClientOption{
+			remote.WithNATSOptions(natsOptions(cfg)...),
+			remote.WithConnectOptions(append(conn, snodo.WithTimeout(cfg.timeout), snodo.WithLogger(log))...),
+		}
+		if cfg.prefix != "" {
+			opts = append(opts, remote.WithPrefix(cfg.prefix))
+		}
+		return remote.Dial(ctx, cfg.natsURL, cfg.serverName, opts...)
 	}
-	if cfg.prefix != "" {
-		opts = append(opts, remote.WithPrefix(cfg.prefix))
-	}
-	c, err := remote.Dial(ctx, cfg.natsURL, cfg.serverName, opts...)
-	if err != nil {
+	dialed := func(err error) int {
 		if ctx.Err() != nil {
 			fmt.Fprintln(sio.err, "snodo bridge: interrupted while connecting to NATS")
 			return exitInterrupted
 		}
 		return (&session{cfg: cfg, io: sio}).exitCode(ctx, err) // says what to check, as the other commands do
+	}
+	c, err := dial(h.RemoteConnectOptions())
+	if err != nil {
+		return dialed(err)
 	}
 	defer c.Close()
 	if err := h.Attach(c); err != nil {
