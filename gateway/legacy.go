@@ -524,7 +524,12 @@ func (s *session) close() {
 	s.mu.Lock()
 	subs := s.subs
 	s.subs = map[string]*snodo.Subscription{}
-	inflight := s.inflight
+	// Copied under the lock: a request that ends meanwhile deletes its
+	// entry from the map.
+	inflight := make([]context.CancelFunc, 0, len(s.inflight))
+	for _, c := range s.inflight {
+		inflight = append(inflight, c)
+	}
 	s.mu.Unlock()
 	for _, sub := range subs {
 		sub.Close()
