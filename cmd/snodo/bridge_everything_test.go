@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net"
@@ -53,11 +54,7 @@ func TestBridgeTypeScriptClientEverything(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testutil.NodePath(t), testutil.PeerPath(t, "ts-client/gateway-client.mjs"),
 		"--stdio", snodoBin, "bridge", "--nats", url, "--server", "everything")
-	// Until the hosts relay a legacy server's requests and logs to a
-	// remote caller, these steps cannot pass through a remote name:
-	// empty the list once they do.
-	skip := []string{"sampling", "logs"}
-	cmd.Env = append(os.Environ(), "GATEWAY_CLIENT_SKIP="+strings.Join(skip, ","))
+	cmd.Env = append(os.Environ(), "GATEWAY_CLIENT_SKIP="+strings.Join(bridgeSkip, ","))
 	var stderr testutil.Buffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second
@@ -78,12 +75,12 @@ func TestBridgeTypeScriptClientEverything(t *testing.T) {
 	require.Empty(t, seen.Errors, "the SDK raised no error (a late progress notification would be one)")
 	require.Contains(t, seen.Tools, "trigger-long-running-operation")
 	require.Equal(t, 5, seen.Progress, "every progress update, before the result")
-	if !slices.Contains(skip, "sampling") {
+	if !slices.Contains(bridgeSkip, "sampling") {
 		require.Equal(t, 1, seen.Sampled, "the client's own sampling handler answered")
 		require.Contains(t, seen.Sampling, "sampled by the TypeScript client")
 		require.Equal(t, 1, seen.Elicited, "the client's own elicitation handler answered")
 	}
-	if !slices.Contains(skip, "logs") {
+	if !slices.Contains(bridgeSkip, "logs") {
 		require.Positive(t, seen.Logs, "logs after setLevel")
 	}
 	require.Positive(t, seen.Updates, "resource updates after subscribe")
@@ -183,4 +180,107 @@ func TestBridgeBackendKilledMidCall(t *testing.T) {
 		return err == nil
 	}, 5*time.Second, "calls work again within 5 s")
 	t.Logf("calls worked again %v after the kill", time.Since(killed))
+}
+
+// bridgeSkip are the steps of the interop clients left out through a
+// remote name until its hosts relay a legacy server's requests (sampling,
+// elicitation) and logs to remote callers: empty it once they do.
+var bridgeSkip = []string{"sampling", "logs"}
+
+// goSDKBridge is what test/peers/gosdk-client prints.
+type goSDKBridge struct {
+	Tools    []string `json:"tools"`
+	Progress int      `json:"progress"`
+	Late     int      `json:"late_progress"`
+	Sampled  int      `json:"sampled"`
+	Elicited int      `json:"elicited"`
+	Sampling string   `json:"sampling"`
+	Logs     int      `json:"logs"`
+	Updates  int      `json:"updates"`
+
+	InflightError           string  `json:"inflight_error"`
+	RecoverySecs            float64 `json:"recovery_seconds"`
+	Reconnects              int     `json:"reconnects"`
+	ListChangedAfterRestart bool    `json:"list_changed_after_restart"`
+}
+
+func (seen goSDKBridge) check(t *testing.T) {
+	t.Helper()
+	require.Contains(t, seen.Tools, "trigger-long-running-operation")
+	// go-sdk runs notification handlers on a goroutine of their own: a
+	// progress handler may run after its call returned though the
+	// notification came first on the wire (the TypeScript client's test
+	// and the gateway's raw-line test check that order).
+	require.Equal(t, 5, seen.Progress+seen.Late, "every progress update of the call")
+	if !slices.Contains(bridgeSkip, "sampling") {
+		require.Equal(t, 1, seen.Sampled, "the client's own sampling handler answered")
+		require.Contains(t, seen.Sampling, "sampled by the go-sdk client")
+		require.Equal(t, 1, seen.Elicited, "the client's own elicitation handler answered")
+	}
+	if !slices.Contains(bridgeSkip, "logs") {
+		require.Positive(t, seen.Logs, "log messages after logging/setLevel")
+	}
+	require.Positive(t, seen.Updates, "resource updates after resources/subscribe")
+}
+
+// goSDKClient runs test/peers/gosdk-client (the official Go SDK's client)
+// on the bridge to name, with extra flags.
+func goSDKClient(ctx context.Context, t *testing.T, url, name string, flags ...string) *exec.Cmd {
+	args := append(flags, "--", snodoBin, "bridge", "--nats", url, "--server", name)
+	cmd := exec.CommandContext(ctx, testutil.PeerPath(t, "bin/gosdk-client"), args...)
+	cmd.Env = append(os.Environ(), "GATEWAY_CLIENT_SKIP="+strings.Join(bridgeSkip, ","))
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// The official Go SDK's client through the bridge, against
+// server-everything behind a host: the fidelity of the gateway.
+func TestBridgeGoSDKClient(t *testing.T) {
+	url := bridgedNATS(t)
+	everythingHost(t, url, "everything")
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	cmd := goSDKClient(ctx, t, url, "everything")
+	var stderr testutil.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+	t.Logf("%s", out)
+	var seen goSDKBridge
+	require.NoError(t, json.Unmarshal(out, &seen), string(out))
+	seen.check(t)
+}
+
+// The server behind the host killed mid-session, under the go-sdk
+// client through the bridge: the call in flight gets a clear error, calls
+// work again within 5 s on the same session (a stdio client cannot
+// initialize again), and the client is told the tools may have changed.
+func TestBridgeGoSDKClientBackendKilled(t *testing.T) {
+	url := bridgedNATS(t)
+	_, pool := everythingHost(t, url, "everything")
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	cmd := goSDKClient(ctx, t, url, "everything", "-restart")
+	var stderr testutil.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := bufio.NewScanner(stdout)
+	require.True(t, lines.Scan(), "the client's first line; stderr:\n%s", stderr.String())
+	require.Equal(t, `{"phase":"inflight"}`, lines.Text())
+	pid := pool.Members()[0].Current().ServerPID()
+	require.Positive(t, pid)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	require.True(t, lines.Scan(), "the client's report; stderr:\n%s", stderr.String())
+	out := slices.Clone(lines.Bytes())
+	require.NoError(t, cmd.Wait(), "stderr:\n%s", stderr.String())
+	t.Logf("%s", out)
+	var seen goSDKBridge
+	require.NoError(t, json.Unmarshal(out, &seen), string(out))
+	seen.check(t)
+	require.NotEmpty(t, seen.InflightError)
+	require.Less(t, seen.RecoverySecs, 5.0, "a call succeeded again within 5 s")
+	require.Zero(t, seen.Reconnects, "the bridge's session outlived the restart")
+	require.True(t, seen.ListChangedAfterRestart, "tools/list_changed after the restart")
 }

@@ -19,6 +19,9 @@
 // backend. It records the long call's error, calls echo every 100 ms
 // (connecting again when the session is gone, as a host would) until one
 // succeeds, and waits for a tools/list_changed notification.
+//
+// GATEWAY_CLIENT_SKIP (comma-separated: "sampling", "logs") leaves steps
+// out, as for the TypeScript client's script.
 package main
 
 import (
@@ -29,6 +32,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -149,23 +154,28 @@ func run(s *seen, url string, argv []string, restart bool) error {
 	if _, err := call(cs, "long", "trigger-long-running-operation", map[string]any{"duration": 0.5, "steps": 5}); err != nil {
 		return fmt.Errorf("long-running call: %w", err)
 	}
-	res, err := call(cs, "", "trigger-sampling-request", map[string]any{"prompt": "hello"})
-	if err != nil {
-		return fmt.Errorf("sampling call: %w", err)
+	skip := strings.Split(os.Getenv("GATEWAY_CLIENT_SKIP"), ",")
+	if !slices.Contains(skip, "sampling") {
+		res, err := call(cs, "", "trigger-sampling-request", map[string]any{"prompt": "hello"})
+		if err != nil {
+			return fmt.Errorf("sampling call: %w", err)
+		}
+		b, _ := json.Marshal(res.Content)
+		s.add(func() { s.Sampling = string(b) })
+		if _, err := call(cs, "", "trigger-elicitation-request", map[string]any{}); err != nil {
+			return fmt.Errorf("elicitation call: %w", err)
+		}
 	}
-	b, _ := json.Marshal(res.Content)
-	s.add(func() { s.Sampling = string(b) })
-	if _, err := call(cs, "", "trigger-elicitation-request", map[string]any{}); err != nil {
-		return fmt.Errorf("elicitation call: %w", err)
-	}
-	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
-		return fmt.Errorf("logging/setLevel: %w", err)
-	}
-	if _, err := call(cs, "", "toggle-simulated-logging", map[string]any{}); err != nil {
-		return fmt.Errorf("toggle-simulated-logging: %w", err)
-	}
-	if err := until("log message", func() bool { return s.count(func() int { return s.Logs }) > 0 }); err != nil {
-		return err
+	if !slices.Contains(skip, "logs") {
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			return fmt.Errorf("logging/setLevel: %w", err)
+		}
+		if _, err := call(cs, "", "toggle-simulated-logging", map[string]any{}); err != nil {
+			return fmt.Errorf("toggle-simulated-logging: %w", err)
+		}
+		if err := until("log message", func() bool { return s.count(func() int { return s.Logs }) > 0 }); err != nil {
+			return err
+		}
 	}
 	rs, err := cs.ListResources(ctx, nil)
 	if err != nil {
