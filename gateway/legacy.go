@@ -498,13 +498,7 @@ func (s *session) subscribe(ctx context.Context, uri string) error {
 	}
 	s.subs[uri] = sub
 	s.mu.Unlock()
-	go func() {
-		for ev := range sub.Events() {
-			if ev.Method == "notifications/resources/updated" {
-				s.deliver(jsonrpc.AppendNotification(nil, ev.Method, setMeta(ev.Params, nil)))
-			}
-		}
-	}()
+	go s.followResource(uri, sub)
 	return nil
 }
 

@@ -501,3 +501,51 @@ func TestBridgeListChangesAfterHostRestart(t *testing.T) {
 	require.NoError(t, err)
 	toolsChanged(10*time.Second, "the new host's list change")
 }
+
+// A legacy client's resource subscription outlives the host that held
+// it: once another host serves the name, the bridge subscribes there,
+// tells the client the resource may have changed, and the new host's
+// updates reach it. Before, updates stopped with the first host.
+func TestBridgeResourceUpdatesAfterHostRestart(t *testing.T) {
+	url := bridgedNATS(t)
+	start := func() *remote.Host {
+		cmd, args := testutil.Server(t, "-era", "legacy")
+		p, err := supervisor.NewPool(context.Background(), mcp.Command(cmd, args...), 1)
+		require.NoError(t, err)
+		h, err := remote.NewHost(context.Background(), url, remote.Serve("bridged", p))
+		require.NoError(t, err)
+		return h
+	}
+	h := start()
+	updated := make(chan string, 16)
+	c := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy), mcp.WithNotificationHandler(func(_ context.Context, n *mcp.Notification) {
+		if n.Method == "notifications/resources/updated" {
+			select {
+			case updated <- string(n.Params):
+			default:
+			}
+		}
+	}))
+	ctx := t.Context()
+	_, err := c.Request(ctx, "resources/subscribe", map[string]any{"uri": "test://watched"})
+	require.NoError(t, err)
+	_, err = c.Request(ctx, "test/touch", map[string]any{"uri": "test://watched"})
+	require.NoError(t, err)
+	assert.Contains(t, testutil.Receive(t, updated, 10*time.Second, "the first host's update"), "test://watched")
+
+	require.NoError(t, h.Close())
+	testutil.Receive(t, h.Done(), 10*time.Second, "the first host's servers reaped")
+	h2 := start()
+	t.Cleanup(func() {
+		_ = h2.Close()
+		testutil.Receive(t, h2.Done(), 10*time.Second, "the second host's servers reaped")
+	})
+	assert.Contains(t, testutil.Receive(t, updated, 20*time.Second, "the gap's update, once subscribed on the new host"), "test://watched")
+	var res json.RawMessage
+	testutil.Eventually(t, func() bool {
+		res, err = c.Request(ctx, "test/touch", map[string]any{"uri": "test://watched"})
+		return err == nil
+	}, 10*time.Second, "a call through the new host")
+	assert.Contains(t, string(res), `"notified":true`, "the new host's server holds the subscription")
+	assert.Contains(t, testutil.Receive(t, updated, 10*time.Second, "the new host's update"), "test://watched")
+}
