@@ -448,29 +448,6 @@ func safeID(id []byte) string {
 	return quoteSafe(string(id))
 }
 
-// declares reports whether a legacy client whose initialize declared caps
-// answers method: a server request whose capability it lacks is not sent
-// to it. Without capabilities known, or for a method snodo does not know,
-// the client says.
-func declares(caps json.RawMessage, method string) bool {
-	if len(caps) == 0 {
-		return true
-	}
-	var key string
-	switch method {
-	case "sampling/createMessage":
-		key = "sampling"
-	case "elicitation/create":
-		key = "elicitation"
-	case "roots/list":
-		key = "roots"
-	default:
-		return true
-	}
-	v, err := jsonrpc.Member(caps, key)
-	return err == nil && v != nil && string(v) != "null"
-}
-
 // readLine reads one line (without its line break) of at most max bytes.
 // A longer line is read to its end and returned as nil (reported as a
 // parse error); an empty line comes back as an empty, non-nil slice.
