@@ -108,7 +108,7 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	if cl.wantProgress || ((meta != nil || traceCtx != nil) && !splice) {
 		if p, err = mergeMeta(p, meta, traceCtx, id, cl.wantProgress); err != nil {
 			c.table.abandon(id, cl)
-			cl.release()
+			c.table.release(cl)
 			return nil, jsonrpc.ParamsError(method, err)
 		}
 		meta, traceCtx = nil, nil
@@ -125,7 +125,7 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 		cl.ticket, err = c.out.append(lineCaller, func(b []byte) []byte { return jsonrpc.AppendRequestMeta(b, id, method, p, meta, traceCtx) })
 	}
 	if err == errQueueFull && c.table.abandon(id, cl) {
-		cl.release()
+		c.table.release(cl)
 		return nil, queueFullError(method, c.cfg.MaxWriteQueue)
 	}
 	// A writer that no longer takes lines means the connection is stopping:
@@ -136,7 +136,7 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	if err != nil {
 		err = c.notSent(err, cl.ticket, refused)
 	}
-	cl.release()
+	c.table.release(cl)
 	return res, err
 }
 
@@ -179,7 +179,7 @@ func (c *Conn) sent(fn func(int64), id int64, cl *call) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.table.abandon(id, cl)
-			cl.release()
+			c.table.release(cl)
 			panic(r)
 		}
 	}()
