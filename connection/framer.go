@@ -10,7 +10,7 @@ import (
 
 const (
 	framerInitial = 512      // an idle connection keeps little memory
-	framerBurst   = 4 << 10  // a busy connection's reads: a burst of answers at once (lending framers)
+	framerBurst   = 16 << 10 // a busy connection's reads: a burst of answers at once (lending framers)
 	framerBatch   = 64 << 10 // a larger buffer is given back once its line has gone
 	// A line that outgrows framerLong gets framerLarge at once instead of
 	// doubling its way there, which would leave a trail of buffers behind
@@ -53,8 +53,12 @@ type framer struct {
 	readN   int                // what attemptRead read
 	readErr error              // and read(2)'s error
 	// full: the last read filled all the room it was given, so more is
-	// likely waiting; a lending framer then reads into a burst buffer
-	// (framerBurst), one read for what took eight of the initial size.
+	// likely waiting, or (lending) brought more than the initial buffer
+	// holds, so the answers come in bursts; a lending framer then reads
+	// into a burst buffer (framerBurst), one read for what took 32 of
+	// the initial size. It stays in burst buffers while reads bring more
+	// than framerInitial: a busy connection does not fall back to a small
+	// read, and a second one for the rest, every other time.
 	full bool
 }
 
@@ -70,11 +74,13 @@ var (
 	burstBufs = make(chan *[framerBurst]byte, maxBurstBufs)
 )
 
-// maxIdleBufs (32 KiB) and maxBurstBufs (64 KiB) bound the free lists: a
-// buffer given back past them is dropped.
+// maxIdleBufs (32 KiB) and maxBurstBufs (128 KiB) bound the free lists:
+// a buffer given back past them is dropped. A burst buffer holds the
+// answers to 64 requests in flight (about 200 bytes each), so a busy
+// connection takes them in one read.
 const (
 	maxIdleBufs  = 64
-	maxBurstBufs = 16
+	maxBurstBufs = 8
 )
 
 // takeBuf is a buffer from the free lists (a burst buffer when burst),
@@ -303,7 +309,7 @@ func (f *framer) attemptRead(fd uintptr) bool {
 			return false
 		}
 		f.readN, f.readErr = max(n, 0), err
-		f.full = n == len(f.buf)
+		f.full = n == len(f.buf) || n > framerInitial
 		return true
 	}
 }
