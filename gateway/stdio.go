@@ -68,8 +68,10 @@ const (
 // at most 5 s later, then cancelling them), ctx.Err() once ctx is done,
 // or an error wrapping the writer's once a write to out fails (the
 // client went away). A Read of in already under way is not interrupted:
-// close in to end it. Attach a session first; serve any number of
-// clients at once, each with its own call.
+// close in to end it. A write to out is not bounded in time: a client
+// that stops reading holds the calls whose messages wait for it, as a
+// stalled HTTP stream does (close out to end them). Attach a session
+// first; serve any number of clients at once, each with its own call.
 func (h *Handler) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	if h.closed.Load() {
 		return errors.New("gateway: ServeStdio on a closed Handler")
