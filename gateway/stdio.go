@@ -398,8 +398,11 @@ func (c *lineConn) request(ctx context.Context, env jsonrpc.Envelope) {
 		if rctx.Err() == nil {
 			// Every request gets an answer: a listen whose subscription
 			// ended (its backend went away) says so.
-			r.final(http.StatusOK, jsonrpc.AppendError(nil, env.ID, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed,
-				Message: "gateway: the backend ended the request without an answer; send it again"}))
+			msg := "gateway: the backend ended the request without an answer; send it again"
+			if method == "subscriptions/listen" {
+				msg = "gateway: the subscription ended on the backend (its server or host went away); listen again"
+			}
+			r.final(http.StatusOK, jsonrpc.AppendError(nil, env.ID, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: msg}))
 		}
 	}()
 }

@@ -550,3 +550,27 @@ func TestBridgeResourceUpdatesAfterHostRestart(t *testing.T) {
 	assert.Contains(t, string(res), `"notified":true`, "the new host's server holds the subscription")
 	assert.Contains(t, testutil.Receive(t, updated, 10*time.Second, "the new host's update"), "test://watched")
 }
+
+// A modern client's subscription through the bridge ends when the host
+// that held it goes away: the listen request is answered with an error,
+// so the client knows to listen again, rather than waiting on a
+// subscription nobody serves.
+func TestBridgeListenEndsWithItsHost(t *testing.T) {
+	url := bridgedNATS(t)
+	cmd, args := testutil.Server(t)
+	p, err := supervisor.NewPool(context.Background(), mcp.Command(cmd, args...), 1)
+	require.NoError(t, err)
+	h, err := remote.NewHost(context.Background(), url, remote.Serve("bridged", p))
+	require.NoError(t, err)
+	c := connectBridge(t, url, "bridged")
+	require.Equal(t, mcp.EraModern, c.Era())
+	sub, err := c.Listen(t.Context(), mcp.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	defer sub.Close()
+	require.NoError(t, h.Close())
+	testutil.Receive(t, h.Done(), 10*time.Second, "the host's servers reaped")
+	for range sub.Events() {
+	}
+	require.Error(t, sub.Err(), "the subscription ended with an error")
+	assert.Contains(t, sub.Err().Error(), "listen again")
+}
