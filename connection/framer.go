@@ -53,13 +53,15 @@ type framer struct {
 	readN   int                // what attemptRead read
 	readErr error              // and read(2)'s error
 	// full: the last read filled all the room it was given, so more is
-	// likely waiting, or (lending) brought more than the initial buffer
-	// holds, so the answers come in bursts; a lending framer then reads
-	// into a burst buffer (framerBurst), one read for what took 32 of
-	// the initial size. It stays in burst buffers while reads bring more
-	// than framerInitial: a busy connection does not fall back to a small
-	// read, and a second one for the rest, every other time.
+	// likely waiting; a lending framer then reads into a burst buffer
+	// (framerBurst), one read for what took 32 of the initial size.
 	full bool
+	// bursting counts down the reads a lending framer still makes into a
+	// burst buffer after the last one that brought more than the initial
+	// buffer holds (burstReads): answers come in bursts of every size on
+	// a busy connection, and falling back to the small buffer after one
+	// small read would cost two reads for the next large burst.
+	bursting uint8
 }
 
 // idleBufs holds the framers' initial buffers while they wait with
@@ -270,13 +272,19 @@ func (f *framer) fill() error {
 // given back.
 func (f *framer) fillLent() error {
 	f.start, f.end, f.scanned = 0, 0, 0
-	if burst := f.full && f.bursts(); f.buf != nil && burst != (len(f.buf) == framerBurst) {
+	if burst := f.burst(); f.buf != nil && burst != (len(f.buf) == framerBurst) {
 		giveBuf(f.buf) // the other size, for this read
 		f.buf = nil
 	}
 	f.readN, f.readErr = 0, nil
 	if err := f.raw.Read(f.attempt); err != nil {
-		return err // closed while waiting (the reader's read end closed)
+		// Closed while waiting (the reader's read end closed), or before
+		// any attempt (a deadline passed): hold no buffer either way.
+		if f.buf != nil {
+			giveBuf(f.buf)
+			f.buf = nil
+		}
+		return err
 	}
 	if n := f.readN; n > 0 {
 		f.end = n
@@ -296,7 +304,7 @@ func (f *framer) fillLent() error {
 // when there is nothing to read.
 func (f *framer) attemptRead(fd uintptr) bool {
 	if f.buf == nil {
-		f.buf = takeBuf(f.full && f.bursts())
+		f.buf = takeBuf(f.burst())
 	}
 	for {
 		n, err := rawRead(fd, f.buf)
@@ -309,10 +317,24 @@ func (f *framer) attemptRead(fd uintptr) bool {
 			return false
 		}
 		f.readN, f.readErr = max(n, 0), err
-		f.full = n == len(f.buf) || n > framerInitial
+		f.full = n == len(f.buf)
+		switch {
+		case n > framerInitial || f.full:
+			f.bursting = burstReads
+		case f.bursting > 0:
+			f.bursting--
+		}
 		return true
 	}
 }
+
+// burstReads is how many reads a lending framer goes on making into a
+// burst buffer after one that needed it.
+const burstReads = 16
+
+// burst reports whether a lending framer's next read goes into a burst
+// buffer.
+func (f *framer) burst() bool { return (f.full || f.bursting > 0) && f.bursts() }
 
 // lent reports whether the buffer is one of the free lists' sizes (a
 // lending framer gives it back while it waits).
