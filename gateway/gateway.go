@@ -237,13 +237,14 @@ func (h *Handler) AttachLegacy(s snodo.Session) error {
 // side is one session as the gateway serves it: members to pin legacy
 // sessions to, and its list cache.
 type side struct {
-	s     snodo.Session
-	info  *backendInfo
-	cache *ListCache
+	s         snodo.Session
+	info      *backendInfo
+	cache     *ListCache
+	following chan struct{} // closed once the first Listen of followLists returned
 }
 
 func (h *Handler) newSide(s snodo.Session) *side {
-	sd := &side{s: s, info: newBackendInfo(s)}
+	sd := &side{s: s, info: newBackendInfo(s), following: make(chan struct{})}
 	if !h.cfg.noCache {
 		sd.cache = newListCache(s, false)
 	}

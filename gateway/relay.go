@@ -128,7 +128,7 @@ func (h *Handler) followLists(sd *side, main bool) {
 		if !main || h.legacySide() == sd {
 			h.listChanged(ev)
 		}
-	})
+	}, func() { close(sd.following) })
 }
 
 // listChanged tells every legacy session of a list change.
