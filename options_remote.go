@@ -1,6 +1,7 @@
 package snodo
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -56,12 +57,20 @@ func remoteOptions(opts []Option) (seam.RemoteSettings, error) {
 		if c.conn.Logger != nil {
 			s.Logger, c.conn.Logger = c.conn.Logger, nil
 		}
+		if c.mcp.era != "" { // natsleg
+			s.Era, c.mcp.era = string(c.mcp.era), ""
+		}
+		if h := c.mcp.notify; h != nil { // natsleg
+			s.Notify, c.mcp.notify = func(ctx context.Context, method string, params json.RawMessage) {
+				h(ctx, &Notification{Method: method, Params: params})
+			}, nil
+		}
 		if !reflect.ValueOf(c).IsZero() {
 			name := c.processOnly + c.httpOnly // at most one is set: the option applied alone
 			if name != "" {
 				name = " (" + name + ")"
 			}
-			return s, fmt.Errorf("option %d%s does not apply to a remote client: its server is started and reached by the hosts, which take such options in their pools' own; a remote client takes WithTimeout, WithServerRequestHandler, WithMaxInputRounds, WithClientCapabilities, WithTracerProvider, WithMeterProvider, WithActorSystem and WithLogger", i+1, name)
+			return s, fmt.Errorf("option %d%s does not apply to a remote client: its server is started and reached by the hosts, which take such options in their pools' own; a remote client takes WithTimeout, WithServerRequestHandler, WithMaxInputRounds, WithClientCapabilities, WithTracerProvider, WithMeterProvider, WithActorSystem, WithLogger, WithEra and WithNotificationHandler", i+1, name)
 		}
 	}
 	return s, nil

@@ -36,9 +36,11 @@ func (h *Handler) ConnectOptions() []snodo.Option {
 	return append(h.RemoteConnectOptions(), snodo.WithNotificationHandler(h.notification))
 }
 
-// RemoteConnectOptions are the ConnectOptions a remote client
-// (remote.WithConnectOptions) takes: the server-request handler and the
-// client capabilities. A remote name's notifications stay with its host.
+// RemoteConnectOptions are the ConnectOptions of a modern-era remote
+// client (remote.WithConnectOptions): the server-request handler and the
+// client capabilities; its log messages stay with its hosts. A remote
+// client of the legacy era takes ConnectOptions whole: its hosts relay
+// the log messages of its calls to the notification handler.
 func (h *Handler) RemoteConnectOptions() []snodo.Option {
 	return []snodo.Option{
 		snodo.WithServerRequestHandler(h.serverRequest),

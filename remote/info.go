@@ -94,8 +94,12 @@ func (c *Client) Info(ctx context.Context) (*ServerInfo, error) {
 
 // Era is the era of the MCP server behind the name, as its hosts report
 // it: learnt from replies, or asked for (bounded by 5 s) before the
-// first. EraModern when no host answers.
+// first. EraModern when no host answers. A client of the legacy era
+// (snodo.WithEra(snodo.EraLegacy) in WithConnectOptions) is EraLegacy.
 func (c *Client) Era() snodo.Era {
+	if c.cfg.era == snodo.EraLegacy {
+		return snodo.EraLegacy
+	}
 	if e := knownEras[c.era.Load()]; e != "" {
 		return e
 	}

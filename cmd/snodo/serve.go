@@ -88,7 +88,10 @@ func runServe(cfg *config, sio stdio) int {
 		if err := h.Attach(s); err != nil {
 			return err
 		}
-		if twin && s.Era() == snodo.EraModern {
+		// A remote name's twin is a legacy-era caller whatever the hosts'
+		// pools speak: its calls go to their legacy-era connections, which
+		// relay server requests and logs to it (natsleg).
+		if twin && (cfg.natsURL != "" || s.Era() == snodo.EraModern) {
 			l, err := connect(append(h.ConnectOptions(), snodo.WithEra(snodo.EraLegacy)))
 			if err != nil {
 				logger.Warn("snodo serve: no legacy-era twin; legacy clients are translated to the modern era", "name", name, "error", err)
@@ -138,7 +141,7 @@ func runServe(cfg *config, sio stdio) int {
 					ropts = append(ropts, remote.WithPrefix(cfg.prefix))
 				}
 				return remote.Dial(ctx, cfg.natsURL, name, ropts...)
-			}, false); err != nil {
+			}, true); err != nil {
 				err = fmt.Errorf("--server %s: %w", name, err)
 				break
 			}

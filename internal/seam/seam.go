@@ -6,6 +6,7 @@ package seam
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"time"
 
@@ -29,6 +30,9 @@ type RemoteSettings struct {
 	Meters         metric.MeterProvider // WithMeterProvider
 	System         *protoactor.ActorSystem
 	Logger         *slog.Logger
+	// natsleg: WithEra and WithNotificationHandler (remote clients of the legacy era).
+	Era    string                                                           // WithEra: "legacy" or "modern"; "" when not given
+	Notify func(ctx context.Context, method string, params json.RawMessage) // WithNotificationHandler
 }
 
 // SubscriptionTrace traces and measures one subscription opened through
