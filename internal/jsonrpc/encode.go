@@ -329,16 +329,17 @@ func addToMeta(params []byte, members map[string]json.RawMessage) (out []byte, o
 	}) != nil || n != 1 || len(meta) < 2 || meta[0] != '{' {
 		return nil, false
 	}
-	have := make(map[string]struct{}, 8)
+	var buf [8][]byte
+	have := buf[:0] // _meta's member names (a handful: a slice beats a map)
 	if eachMember(meta, func(key, _ []byte) error {
-		have[string(key)] = struct{}{}
+		have = append(have, key)
 		return nil
 	}) != nil {
 		return nil, false
 	}
 	var add []string
 	for k, v := range members {
-		if _, set := have[k]; !set {
+		if !slices.ContainsFunc(have, func(h []byte) bool { return string(h) == k }) {
 			if !Valid(v) || bytes.ContainsAny(v, "\r\n") {
 				return nil, false // json.Marshal's checks and compaction
 			}
