@@ -167,7 +167,12 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env jsonrpc
 	if isLegacyVersion(p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
-	sd := h.legacySide()
+	sd, err := h.legacyFor(r.Context())
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		writeJSON(w, http.StatusServiceUnavailable, jsonrpc.AppendError(nil, env.ID, errorOf(err)))
+		return
+	}
 	m := sd.info.pin()
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	desc, err := describe(ctx, m.s)
