@@ -187,3 +187,46 @@ func TestWithConnectOptionsTakesEraAndNotificationHandler(t *testing.T) {
 	assert.Equal(t, snodo.EraLegacy, c.era)
 	assert.NotNil(t, c.notify)
 }
+
+// A legacy caller that gives up while its handler is answering a relayed
+// request: the handler's ctx ends with the call, the host cancels the
+// call on its server, and the next call is served.
+func TestLegacyCallerGivesUpDuringARelayedRequest(t *testing.T) {
+	e := natsServer(t)
+	var starts atomic.Int32
+	legacyHost(t, e, "ts", &starts)
+	asked := make(chan struct{}, 1)
+	ended := make(chan struct{}, 1)
+	block := true
+	var mu sync.Mutex
+	handler := func(ctx context.Context, _ *snodo.ServerRequest) (any, error) {
+		mu.Lock()
+		b := block
+		mu.Unlock()
+		if b {
+			asked <- struct{}{}
+			<-ctx.Done()
+			ended <- struct{}{}
+			return nil, ctx.Err()
+		}
+		return map[string]any{"action": "accept", "content": map[string]any{"name": "Bo"}}, nil
+	}
+	c := client(t, e, "ts", WithConnectOptions(snodo.WithEra(snodo.EraLegacy), snodo.WithServerRequestHandler(handler)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Request(ctx, "tools/call", map[string]any{"name": "ask"})
+		done <- err
+	}()
+	testutil.Receive(t, asked, 30*time.Second, "the relayed elicitation")
+	cancel()
+	err := testutil.Receive(t, done, 10*time.Second, "the call's end")
+	require.ErrorIs(t, err, context.Canceled)
+	testutil.Receive(t, ended, 10*time.Second, "the handler's ctx ending with the call")
+	mu.Lock()
+	block = false
+	mu.Unlock()
+	raw, err := c.Request(ctxFor(t, 30*time.Second), "tools/call", map[string]any{"name": "ask"})
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), "Hello, Bo!")
+}
