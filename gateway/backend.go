@@ -105,11 +105,9 @@ func describe(ctx context.Context, s snodo.Session) (serverDesc, error) {
 		if err != nil {
 			return serverDesc{}, err
 		}
-		era := snodo.Era(si.Era)
-		if x.Era() == snodo.EraLegacy { // a caller of the legacy era: the hosts' legacy-era connections serve it
-			era = snodo.EraLegacy
-		}
-		return serverDesc{era: era, info: si.ServerInfo, capabilities: si.Capabilities, instructions: si.Instructions}, nil
+		// A remote client of the legacy era is told of the hosts'
+		// legacy-era connection, when they have one (remote.ServeLegacy).
+		return serverDesc{era: snodo.Era(si.Era), info: si.ServerInfo, capabilities: si.Capabilities, instructions: si.Instructions}, nil
 	default:
 		return serverDesc{era: s.Era(), info: snodo.Implementation{Name: "snodo-gateway", Version: "1"}}, nil
 	}

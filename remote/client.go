@@ -809,7 +809,9 @@ func (c *Client) result(method string, m *nats.Msg) (json.RawMessage, bool, erro
 		return nil, false, noHostErr(fmt.Sprintf("no host serves %q (subject %s): start a snodo node that serves it, connected to this NATS system",
 			c.name, c.subj.call))
 	}
-	c.learnEra(m.Header.Get(hdrEra))
+	if c.cfg.era != snodo.EraLegacy { // a legacy-era caller learns its era from Info alone
+		c.learnEra(m.Header.Get(hdrEra))
+	}
 	env, err := jsonrpc.Scan(m.Data)
 	if err != nil || env.Kind != jsonrpc.KindResponse {
 		return nil, false, fmt.Errorf("remote: %s on %s: the host sent a reply that is not a JSON-RPC response: %.200q", method, c.name, m.Data)

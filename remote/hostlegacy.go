@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
@@ -102,9 +103,10 @@ type legacySide struct {
 	err      error // the start's, while failedAt is recent
 	failedAt time.Time
 	closed   bool
-	level    int         // the pool's logging level (logRank); -1: none set
-	calls    []*heldCall // the legacy calls in flight, in start order (each holds a host slot: at most maxHeld)
-	levelMu  sync.Mutex  // serializes SetLoggingLevel
+	level    int            // the pool's logging level (logRank); -1: none set
+	calls    []*heldCall    // the legacy calls in flight, in start order (each holds a host slot: at most maxHeld)
+	levelMu  sync.Mutex     // serializes SetLoggingLevel
+	bg       sync.WaitGroup // info answers under way (info)
 }
 
 func newLegacySide(h *Host, s *served, start legacyStart) *legacySide {
@@ -181,6 +183,7 @@ func (l *legacySide) close() (done <-chan struct{}) {
 	if ready != nil {
 		<-ready
 	}
+	l.bg.Wait()
 	l.mu.Lock()
 	p := l.pool
 	l.mu.Unlock()
@@ -262,6 +265,56 @@ func (l *legacySide) flush(p *supervisor.Pool) {
 			_ = seam.FlushNotifications(ctx, c)
 		}
 	}
+}
+
+// info answers a legacy-era caller's info request from the legacy-era
+// pool, started now if need be, on a goroutine of its own (the start may
+// take a while; the info endpoint goes on): its server's description
+// (era legacy) with the host's pool state, or an error (503) saying why
+// it cannot start.
+func (l *legacySide) info(r *nats.Msg, t0 time.Time) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.bg.Add(1)
+	l.mu.Unlock()
+	go func() {
+		defer l.bg.Done()
+		s := l.s
+		ctx, cancel := context.WithTimeout(l.life, legacyStartWait)
+		defer cancel()
+		p, err := l.get(ctx)
+		var cur *snodo.Client
+		if err == nil {
+			for _, m := range p.Members() {
+				if c := m.Current(); c != nil && c.Err() == nil {
+					cur = c
+					break
+				}
+			}
+			if cur == nil {
+				err = errors.New("no member is connected now (restarting)")
+			}
+		}
+		if err != nil {
+			why := fmt.Sprintf("the legacy-era connection of %s cannot serve: %v", s.name, err)
+			s.infoStats.fail(why)
+			m := nats.NewMsg(r.Reply)
+			m.Header.Set(micro.ErrorHeader, why)
+			m.Header.Set(micro.ErrorCodeHeader, "503")
+			_ = r.RespondMsg(m)
+			s.infoStats.record(time.Since(t0))
+			return
+		}
+		si := infoOf(cur, l.h)
+		st := l.h.poolState(s)
+		si.Pool = &st
+		b, _ := json.Marshal(si)
+		_ = r.Respond(b)
+		s.infoStats.record(time.Since(t0))
+	}()
 }
 
 // latest is the legacy call in flight that started last and that match

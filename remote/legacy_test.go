@@ -230,3 +230,20 @@ func TestLegacyCallerGivesUpDuringARelayedRequest(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), "Hello, Bo!")
 }
+
+// A legacy-era caller of a host without ServeLegacy is served by the
+// host's pool as any caller: its Era is that pool's (so a gateway in
+// front translates for its legacy clients), and input_required rounds
+// are answered by its handler as before.
+func TestLegacyCallerOfAHostWithoutALegacySide(t *testing.T) {
+	e := natsServer(t)
+	host(t, e, "ts", 1)
+	answer := func(context.Context, *snodo.ServerRequest) (any, error) {
+		return map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}, nil
+	}
+	c := client(t, e, "ts", WithConnectOptions(snodo.WithEra(snodo.EraLegacy), snodo.WithServerRequestHandler(answer)))
+	assert.Equal(t, snodo.EraModern, c.Era())
+	res, err := c.CallTool(ctxFor(t, 30*time.Second), "ask", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "Hello, Ada!", res.Text())
+}

@@ -239,8 +239,10 @@ func WithHeartbeat(d time.Duration) ClientOption {
 //     roots) come to this client's WithServerRequestHandler, whose answer
 //     goes back to the server. logging/setLevel is kept by the client:
 //     each call then carries the level, and the log messages its server
-//     sends during it come to WithNotificationHandler. Era reports
-//     EraLegacy. WithEra(snodo.EraModern) is the default.
+//     sends during it come to WithNotificationHandler. Info (and Era)
+//     then describe the hosts' legacy-era connection: EraLegacy, or
+//     their pool's era when they have none. WithEra(snodo.EraModern) is
+//     the default.
 //   - snodo.WithNotificationHandler: the log messages
 //     (notifications/message) of a legacy-era caller's calls, at or
 //     above its logging/setLevel level, before the call's result.
