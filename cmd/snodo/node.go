@@ -131,6 +131,12 @@ func runNode(cfg *config, sio stdio) int {
 		return fail(err)
 	}
 	defer reaped() // after Shutdown, which closes the pools
+	defer func() { // natsleg: and the legacy-era pools the host started, which it owns
+		select {
+		case <-h.Done():
+		case <-time.After(wait):
+		}
+	}()
 	// Only now, when every server serves, is the URL worth calling: a
 	// program that waits for the first line calls no name too soon.
 	if cfg.natsURL == "" {
