@@ -73,6 +73,13 @@ type Conn struct {
 	// metaOK is a copy of the last CallOptions.Meta found to be one JSON
 	// object on one line (checkMeta).
 	metaOK atomic.Pointer[[]byte]
+	// paramsOK is a copy of the last raw params checked and found to be
+	// one JSON value on one line, with whether _meta splices into them
+	// (marshalParams); paramsSeen is the address where the last raw params
+	// that missed it began (an address only: it keeps nothing alive), as
+	// the same slice twice in a row is worth a copy.
+	paramsOK   atomic.Pointer[checkedParams]
+	paramsSeen atomic.Uintptr
 
 	done     chan struct{} // all three
 	doneOnce sync.Once

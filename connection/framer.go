@@ -10,7 +10,7 @@ import (
 
 const (
 	framerInitial = 512      // an idle connection keeps little memory
-	framerBurst   = 4 << 10  // a busy connection's reads: a burst of answers at once (lending framers)
+	framerBurst   = 16 << 10 // a busy connection's reads: a burst of answers at once (lending framers)
 	framerBatch   = 64 << 10 // a larger buffer is given back once its line has gone
 	// A line that outgrows framerLong gets framerLarge at once instead of
 	// doubling its way there, which would leave a trail of buffers behind
@@ -54,8 +54,14 @@ type framer struct {
 	readErr error              // and read(2)'s error
 	// full: the last read filled all the room it was given, so more is
 	// likely waiting; a lending framer then reads into a burst buffer
-	// (framerBurst), one read for what took eight of the initial size.
+	// (framerBurst), one read for what took 32 of the initial size.
 	full bool
+	// bursting counts down the reads a lending framer still makes into a
+	// burst buffer after the last one that brought more than the initial
+	// buffer holds (burstReads): answers come in bursts of every size on
+	// a busy connection, and falling back to the small buffer after one
+	// small read would cost two reads for the next large burst.
+	bursting uint8
 }
 
 // idleBufs holds the framers' initial buffers while they wait with
@@ -70,11 +76,13 @@ var (
 	burstBufs = make(chan *[framerBurst]byte, maxBurstBufs)
 )
 
-// maxIdleBufs (32 KiB) and maxBurstBufs (64 KiB) bound the free lists: a
-// buffer given back past them is dropped.
+// maxIdleBufs (32 KiB) and maxBurstBufs (128 KiB) bound the free lists:
+// a buffer given back past them is dropped. A burst buffer holds the
+// answers to 64 requests in flight (about 200 bytes each), so a busy
+// connection takes them in one read.
 const (
 	maxIdleBufs  = 64
-	maxBurstBufs = 16
+	maxBurstBufs = 8
 )
 
 // takeBuf is a buffer from the free lists (a burst buffer when burst),
@@ -264,13 +272,19 @@ func (f *framer) fill() error {
 // given back.
 func (f *framer) fillLent() error {
 	f.start, f.end, f.scanned = 0, 0, 0
-	if burst := f.full && f.bursts(); f.buf != nil && burst != (len(f.buf) == framerBurst) {
+	if burst := f.burst(); f.buf != nil && burst != (len(f.buf) == framerBurst) {
 		giveBuf(f.buf) // the other size, for this read
 		f.buf = nil
 	}
 	f.readN, f.readErr = 0, nil
 	if err := f.raw.Read(f.attempt); err != nil {
-		return err // closed while waiting (the reader's read end closed)
+		// Closed while waiting (the reader's read end closed), or before
+		// any attempt (a deadline passed): hold no buffer either way.
+		if f.buf != nil {
+			giveBuf(f.buf)
+			f.buf = nil
+		}
+		return err
 	}
 	if n := f.readN; n > 0 {
 		f.end = n
@@ -290,7 +304,7 @@ func (f *framer) fillLent() error {
 // when there is nothing to read.
 func (f *framer) attemptRead(fd uintptr) bool {
 	if f.buf == nil {
-		f.buf = takeBuf(f.full && f.bursts())
+		f.buf = takeBuf(f.burst())
 	}
 	for {
 		n, err := rawRead(fd, f.buf)
@@ -304,9 +318,23 @@ func (f *framer) attemptRead(fd uintptr) bool {
 		}
 		f.readN, f.readErr = max(n, 0), err
 		f.full = n == len(f.buf)
+		switch {
+		case n > framerInitial || f.full:
+			f.bursting = burstReads
+		case f.bursting > 0:
+			f.bursting--
+		}
 		return true
 	}
 }
+
+// burstReads is how many reads a lending framer goes on making into a
+// burst buffer after one that needed it.
+const burstReads = 16
+
+// burst reports whether a lending framer's next read goes into a burst
+// buffer.
+func (f *framer) burst() bool { return (f.full || f.bursting > 0) && f.bursts() }
 
 // lent reports whether the buffer is one of the free lists' sizes (a
 // lending framer gives it back while it waits).

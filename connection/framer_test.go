@@ -126,10 +126,12 @@ func TestRouteHandsOverOnlyABufferItFills(t *testing.T) {
 
 // TestCompanyCountsAnswersNotStreams: a subscription's stream stays in the
 // table for as long as it lives; it must not turn a lone caller's direct
-// write into a hand-off to the writer goroutine.
+// write into a hand-off to the writer goroutine. A caller answered but
+// not yet returned still counts: woken with others, it is about to send.
 func TestCompanyCountsAnswersNotStreams(t *testing.T) {
 	tb := newTable()
-	stream, _ := tb.add(newCall(&CallOptions{moduleCallOptions: moduleCallOptions{Stream: func(string, json.RawMessage) {}}}), 0, 0)
+	sc := newCall(&CallOptions{moduleCallOptions: moduleCallOptions{Stream: func(string, json.RawMessage) {}}})
+	stream, _ := tb.add(sc, 0, 0)
 	first := newCall(&noOptions)
 	id1, _ := tb.add(first, 0, 0)
 	assert.False(t, tb.company(), "one caller and a stream")
@@ -137,9 +139,13 @@ func TestCompanyCountsAnswersNotStreams(t *testing.T) {
 	id2, _ := tb.add(second, 0, 0)
 	assert.True(t, tb.company(), "two callers")
 	tb.complete(id1, nil, nil)
+	assert.True(t, tb.company(), "one answered, not yet returned")
+	tb.release(first)
 	assert.False(t, tb.company())
 	assert.True(t, tb.abandon(id2, second))
+	tb.release(second)
 	tb.complete(stream, nil, nil)
+	tb.release(sc)
 	assert.False(t, tb.company())
 	assert.Zero(t, tb.answers.Load())
 }

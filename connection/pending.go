@@ -165,8 +165,12 @@ type table struct {
 	shards [tableShards]shard
 
 	n atomic.Int64 // calls in the table
-	// answers counts the calls waiting for one answer (streams, which
-	// stay for as long as a subscription, do not count).
+	// answers counts the callers of one answer (streams, which stay for
+	// as long as a subscription, do not count) from add until they
+	// release their call: those waiting, and those the reader has just
+	// handed their answer, who are about to return and, often, send
+	// again. So a burst of callers the reader has woken together still
+	// counts as company (see company) while the first of them sends.
 	answers atomic.Int64
 	// closed is the error close fails everything with, set once as close
 	// begins (before it takes any shard's lock): add checks it under its
@@ -279,11 +283,17 @@ func (s *shard) each(fn func(*call)) {
 }
 
 // removed accounts for c leaving the table.
-func (t *table) removed(c *call) {
+func (t *table) removed(*call) {
 	t.n.Add(-1)
+}
+
+// release returns c, added to the table and out of it again (answered,
+// abandoned, or failed by close), to the pool: its caller is done.
+func (t *table) release(c *call) {
 	if c.stream == nil {
 		t.answers.Add(-1)
 	}
+	c.release()
 }
 
 // add registers c under a fresh id with its deadlines (0: none). IDs
@@ -554,7 +564,8 @@ func (t *table) close(err error) {
 // inFlight counts the requests waiting for an answer.
 func (t *table) inFlight() int { return int(t.n.Load()) }
 
-// company reports whether more than one call waits for its answer.
+// company reports whether more than one caller waits for its answer or
+// is about to return with it.
 func (t *table) company() bool { return t.answers.Load() > 1 }
 
 func signal(ch chan struct{}) {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/jsonrpc"
@@ -88,7 +90,7 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	if opts == nil {
 		opts = &noOptions
 	}
-	p, splice, err := jsonrpc.MarshalParamsSplice(method, params, "")
+	p, splice, err := c.marshalParams(method, params)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +110,7 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	if cl.wantProgress || ((meta != nil || traceCtx != nil) && !splice) {
 		if p, err = mergeMeta(p, meta, traceCtx, id, cl.wantProgress); err != nil {
 			c.table.abandon(id, cl)
-			cl.release()
+			c.table.release(cl)
 			return nil, jsonrpc.ParamsError(method, err)
 		}
 		meta, traceCtx = nil, nil
@@ -125,7 +127,7 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 		cl.ticket, err = c.out.append(lineCaller, func(b []byte) []byte { return jsonrpc.AppendRequestMeta(b, id, method, p, meta, traceCtx) })
 	}
 	if err == errQueueFull && c.table.abandon(id, cl) {
-		cl.release()
+		c.table.release(cl)
 		return nil, queueFullError(method, c.cfg.MaxWriteQueue)
 	}
 	// A writer that no longer takes lines means the connection is stopping:
@@ -136,8 +138,51 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	if err != nil {
 		err = c.notSent(err, cl.ticket, refused)
 	}
-	cl.release()
+	c.table.release(cl)
 	return res, err
+}
+
+// maxKeptParams bounds the raw params a connection keeps checked: past
+// it, comparing would cost about as much as checking.
+const maxKeptParams = 4 << 10
+
+// checkedParams are raw params found to be one JSON value on one line.
+type checkedParams struct {
+	raw    []byte // a copy: the caller may change its own
+	splice bool   // _meta splices into them (jsonrpc.CanSpliceMeta)
+}
+
+// marshalParams is jsonrpc.MarshalParamsSplice, at the cost of one
+// comparison for raw params equal to the last ones checked (a caller
+// sending the same encoded params again: a poll, a benchmark, a typed
+// layer's fixed arguments): the kept copy is what goes on the wire, so
+// a caller changing its bytes meanwhile cannot put an unchecked byte in
+// the line. Raw params are kept once the same slice comes twice in a
+// row (and are at most maxKeptParams), so params that change on every
+// call cost no copy.
+func (c *Conn) marshalParams(method string, params any) ([]byte, bool, error) {
+	var raw []byte
+	switch p := params.(type) {
+	case json.RawMessage:
+		raw = p
+	case []byte:
+		raw = p
+	}
+	if len(raw) == 0 || len(raw) > maxKeptParams {
+		return jsonrpc.MarshalParamsSplice(method, params, "")
+	}
+	if k := c.paramsOK.Load(); k != nil && bytes.Equal(k.raw, raw) {
+		return k.raw, k.splice, nil
+	}
+	p, splice, err := jsonrpc.MarshalParamsSplice(method, params, "")
+	if err == nil && len(p) == len(raw) { // on one line as given
+		if at := uintptr(unsafe.Pointer(&raw[0])); c.paramsSeen.Swap(at) == at {
+			// Clipped: whoever appends to the params gets a copy, never
+			// writes into spare room others read.
+			c.paramsOK.Store(&checkedParams{raw: slices.Clip(bytes.Clone(raw)), splice: splice})
+		}
+	}
+	return p, splice, err
 }
 
 // checkMeta checks CallOptions.Meta as params are checked, since it goes
@@ -179,7 +224,7 @@ func (c *Conn) sent(fn func(int64), id int64, cl *call) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.table.abandon(id, cl)
-			cl.release()
+			c.table.release(cl)
 			panic(r)
 		}
 	}()

@@ -72,80 +72,150 @@ func backoff(retry time.Duration, failures int) time.Duration {
 	return min(d, httpMaxRetry)
 }
 
-// readSSE reads an SSE stream, calling deliver with the data of each
-// event (messages), keeping the last event ID and the server's retry
-// (clamped: sseRetry). It returns the number of events with data and why
-// reading stopped (nil at the end of the stream). A line or an event's
-// data past p.max ends it with errTooLarge as soon as it passes, without
-// reading the rest; an event of type "endpoint" ends it with an
-// *endpointEvent. Lines end with CRLF, LF or a lone CR, as the SSE
-// standard has it.
-func (p *httpPeer) readSSE(body io.Reader, deliver func([]byte), lastID *string, retry *time.Duration) (int, error) {
-	fr := newFramer(body, p.max+len("data: "), func(int) {})
-	fr.stop = errTooLarge
-	var data []byte
-	event := ""
-	has, events := false, 0
+// sseEvent is one event of an SSE stream.
+type sseEvent struct {
+	name     string // the event field; "" is "message"
+	data     []byte // the data lines joined by "\n" (reused by the next event)
+	hasData  bool   // it had a data field (its data may still be empty)
+	overlong bool   // a line or the data went past the limit: data is incomplete
+}
+
+// sseReader reads the events of an SSE stream, the one parser of both
+// HTTP transports: a Streamable HTTP response or GET stream (readSSE) and
+// the stream of an old HTTP+SSE server (ssetransport.go). Lines end with
+// CRLF, LF or a lone CR, as the SSE standard has it; comments are
+// skipped. It keeps the last event ID that may go back in a
+// Last-Event-ID header and the server's retry (clamped: sseRetry).
+type sseReader struct {
+	fr   *framer
+	max  int    // bound on an event's data
+	rest []byte // what followed a lone CR in the framer's line
+	ev   sseEvent
+
+	// stop, when set, ends the stream as soon as a line or an event's
+	// data passes max (next returns it), without reading the rest;
+	// otherwise the event is returned marked overlong, its data dropped.
+	stop error
+	// owned: each event's data is a buffer of its own, which the caller
+	// keeps (the old transport hands it to Peer.Receive, which owns what
+	// it is given); otherwise it is reused by the next event.
+	owned bool
+
+	lastID string
+	retry  time.Duration
+}
+
+// newSSEReader reads body's events, each bounded to max bytes of data;
+// stop: see sseReader.stop.
+func newSSEReader(body io.Reader, max int, stop error) *sseReader {
+	r := &sseReader{stop: stop}
+	r.fr = newFramer(body, 0, func(int) { r.ev.overlong = true })
+	r.fr.stop = stop
+	r.setMax(max)
+	return r
+}
+
+// setMax bounds the data of the events after the next one to max bytes.
+func (r *sseReader) setMax(max int) {
+	r.max, r.fr.max = max, max+len("data: ")
+}
+
+// next returns the next event that has data or a name; its data is
+// valid until the following call unless r.owned. It returns io.EOF (or the read error,
+// or stop) at the end of the stream.
+func (r *sseReader) next() (sseEvent, error) {
+	if r.owned {
+		r.ev = sseEvent{}
+	} else {
+		r.ev = sseEvent{data: r.ev.data[:0]}
+	}
+	seen := false
 	for {
-		line, err := fr.next()
-		if err != nil {
-			if err == io.EOF {
-				err = nil
+		line := r.rest
+		if line == nil {
+			var err error
+			if line, err = r.fr.next(); err != nil {
+				return r.ev, err
 			}
-			return events, err
 		}
-		for more := true; more; {
-			// A lone CR ends a line too: the framer split on LF (and
-			// CRLF) only.
-			part := line
-			if i := bytes.IndexByte(line, '\r'); i >= 0 {
-				part, line = line[:i], line[i+1:]
-			} else {
-				more = false
+		// A lone CR ends a line too: the framer split on LF (and CRLF)
+		// only.
+		r.rest = nil
+		if i := bytes.IndexByte(line, '\r'); i >= 0 {
+			line, r.rest = line[:i], line[i+1:]
+		}
+		if len(line) == 0 { // the end of an event
+			if seen {
+				return r.ev, nil
 			}
-			if len(part) == 0 { // the end of an event
-				if event == "endpoint" {
-					return events, &endpointEvent{data: string(data)}
-				}
-				if has && len(bytes.TrimSpace(data)) > 0 {
-					events++
-					deliver(data)
-				}
-				data, has, event = data[:0], false, ""
+			continue
+		}
+		if line[0] == ':' {
+			continue // a comment: a keep-alive
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(field) {
+		case "event":
+			r.ev.name, seen = string(value), true
+		case "data":
+			seen = true
+			if r.ev.overlong {
 				continue
 			}
-			if part[0] == ':' {
-				continue // a comment: a keep-alive
+			if r.ev.hasData {
+				r.ev.data = append(r.ev.data, '\n')
 			}
-			field, value := part, []byte(nil)
-			if i := bytes.IndexByte(part, ':'); i >= 0 {
-				field, value = part[:i], part[i+1:]
-				if len(value) > 0 && value[0] == ' ' {
-					value = value[1:]
+			if len(r.ev.data)+len(value) > r.max {
+				if r.stop != nil {
+					return r.ev, r.stop
 				}
+				r.ev.overlong, r.ev.data = true, r.ev.data[:0]
+				continue
 			}
-			switch string(field) {
-			case "data":
-				if has {
-					data = append(data, '\n')
-				}
-				data, has = append(data, value...), true
-				if len(data) > p.max {
-					return events, errTooLarge
-				}
-			case "event":
-				event = string(value)
-			case "id":
-				// An id that cannot go back in a Last-Event-ID header
-				// (a control character, too long) is ignored.
-				if len(value) <= httpMaxEventID && visibleHeaderValue(value) {
-					*lastID = string(value)
-				}
-			case "retry":
-				if d, ok := sseRetry(value); ok {
-					*retry = d
-				}
+			r.ev.data, r.ev.hasData = append(r.ev.data, value...), true
+		case "id":
+			// An id that cannot go back in a Last-Event-ID header (a
+			// control character, too long) is ignored.
+			if len(value) <= httpMaxEventID && visibleHeaderValue(value) {
+				r.lastID = string(value)
 			}
+		case "retry":
+			if d, ok := sseRetry(value); ok {
+				r.retry = d
+			}
+		}
+	}
+}
+
+// readSSE reads a Streamable HTTP stream, calling deliver with the data
+// of each message event, keeping the last event ID and the server's
+// retry. It returns the number of events with data and why reading
+// stopped (nil at the end of the stream). A line or an event's data past
+// p.max ends it with errTooLarge as soon as it passes, without reading
+// the rest; an event of type "endpoint" ends it with an *endpointEvent.
+func (p *httpPeer) readSSE(body io.Reader, deliver func([]byte), lastID *string, retry *time.Duration) (int, error) {
+	r := newSSEReader(body, p.max, errTooLarge)
+	r.lastID, r.retry = *lastID, *retry
+	defer func() { *lastID, *retry = r.lastID, r.retry }()
+	events := 0
+	for {
+		ev, err := r.next()
+		switch {
+		case err == io.EOF:
+			return events, nil
+		case err != nil:
+			return events, err
+		case ev.name == "endpoint":
+			return events, &endpointEvent{data: string(ev.data)}
+		case ev.hasData && len(bytes.TrimSpace(ev.data)) > 0:
+			events++
+			deliver(ev.data)
 		}
 	}
 }

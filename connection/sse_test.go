@@ -104,3 +104,29 @@ func TestReadSSEStopsAtAnEndpointEvent(t *testing.T) {
 }
 
 var _ io.Reader = (*endless)(nil)
+
+// The old HTTP+SSE transport reads its stream with the same parser, but
+// an overlong event is dropped and the stream goes on: the stream is the
+// session, and one message too large must not end it.
+func TestSSEReaderSkipsAnOverlongEventAndGoesOn(t *testing.T) {
+	stream := "event: message\ndata: " + strings.Repeat("x", 100) + "\n\n" +
+		"data:{\rdata:1}\n\n" + // a lone CR ends a line here too
+		"data: 12345\ndata: 678\n\n" + // 9 bytes of data with its "\n": past 8
+		": keep-alive\n\nevent: message\ndata: {}\n\n"
+	r := newSSEReader(strings.NewReader(stream), 8, nil)
+	r.owned = true
+	var got []string
+	for {
+		ev, err := r.next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		if ev.overlong {
+			got = append(got, "overlong")
+			continue
+		}
+		got = append(got, ev.name+"|"+string(ev.data))
+	}
+	assert.Equal(t, []string{"overlong", "|{\n1}", "overlong", "message|{}"}, got)
+}

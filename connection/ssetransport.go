@@ -129,21 +129,21 @@ func (t *sseTransport) Open(ctx context.Context, p Peer) (Channel, error) {
 		s.client = &client
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	body, fr, err := s.connect(ctx, u)
+	body, events, err := s.connect(ctx, u)
 	if err != nil {
 		s.cancel()
 		s.closeIdle()
 		return nil, err
 	}
 	s.wg.Add(1)
-	go s.readLoop(body, fr)
+	go s.readLoop(body, events)
 	return s, nil
 }
 
 // connect GETs the stream and reads it up to its endpoint event. The
 // GET runs on the channel's ctx (it outlives Open), cancelled if ctx
 // ends or sseEndpointWait passes before the endpoint came.
-func (s *sseChannel) connect(ctx context.Context, u *url.URL) (io.ReadCloser, *framer, error) {
+func (s *sseChannel) connect(ctx context.Context, u *url.URL) (io.ReadCloser, *sseReader, error) {
 	where := safeURL(s.url)
 	var timedOut, ctxDone bool
 	var mu sync.Mutex
@@ -183,8 +183,12 @@ func (s *sseChannel) connect(ctx context.Context, u *url.URL) (io.ReadCloser, *f
 		}
 		return nil, nil, err
 	}
-	fr := newFramer(resp.Body, s.peer.MaxMessageBytes+len("data: "), nil)
-	ev, err := nextEvent(fr, sseEndpointBytes)
+	events := newSSEReader(resp.Body, sseEndpointBytes, nil) // sse.go
+	events.owned = true
+	ev, err := events.next()
+	if err == nil && ev.overlong {
+		err = fmt.Errorf("its endpoint event is longer than %d bytes", sseEndpointBytes)
+	}
 	if why := settled(); why != nil {
 		resp.Body.Close()
 		return nil, nil, why
@@ -202,7 +206,8 @@ func (s *sseChannel) connect(ctx context.Context, u *url.URL) (io.ReadCloser, *f
 		return nil, nil, fmt.Errorf("snodo: the SSE stream of %s: %w", where, err)
 	}
 	s.endpoint = endpoint
-	return resp.Body, fr, nil
+	events.setMax(s.peer.MaxMessageBytes)
+	return resp.Body, events, nil
 }
 
 // resolveEndpoint resolves the endpoint event's URI against the SSE URL
@@ -223,67 +228,13 @@ func resolveEndpoint(base *url.URL, ref string) (*url.URL, error) {
 	return e, nil
 }
 
-// sseEvent is one event of an SSE stream.
-type sseEvent struct {
-	name     string // the event field; "" is "message"
-	data     []byte // the data lines joined by "\n" (reused by the next event)
-	overlong bool   // a line or the data went past the limit: data is incomplete
-}
-
-// nextEvent reads the next event with data or a name from fr; max
-// bounds its data. It returns io.EOF (or the read error) at the end of
-// the stream. The event's data is a buffer of its own.
-func nextEvent(fr *framer, max int) (sseEvent, error) {
-	var ev sseEvent
-	seen, hasData := false, false
-	fr.overlong = func(int) { ev.overlong = true }
-	for {
-		line, err := fr.next()
-		if err != nil {
-			return ev, err
-		}
-		if len(line) == 0 {
-			if seen {
-				return ev, nil
-			}
-			continue
-		}
-		if line[0] == ':' {
-			continue // a comment: a keep-alive
-		}
-		field, value := line, []byte(nil)
-		if i := bytes.IndexByte(line, ':'); i >= 0 {
-			field, value = line[:i], line[i+1:]
-			if len(value) > 0 && value[0] == ' ' {
-				value = value[1:]
-			}
-		}
-		switch string(field) {
-		case "event":
-			ev.name, seen = string(value), true
-		case "data":
-			seen = true
-			switch {
-			case ev.overlong:
-			case len(ev.data)+len(value) >= max+1 || (hasData && len(ev.data)+len(value) >= max):
-				ev.overlong, ev.data = true, nil
-			default:
-				if hasData {
-					ev.data = append(ev.data, '\n')
-				}
-				ev.data, hasData = append(ev.data, value...), true
-			}
-		}
-	}
-}
-
 // readLoop hands the stream's message events to the connection until
 // the stream ends, which ends the channel: the stream is the session.
-func (s *sseChannel) readLoop(body io.ReadCloser, fr *framer) {
+func (s *sseChannel) readLoop(body io.ReadCloser, events *sseReader) {
 	defer s.wg.Done()
 	defer body.Close()
 	for {
-		ev, err := nextEvent(fr, s.peer.MaxMessageBytes)
+		ev, err := events.next()
 		if err != nil {
 			if s.ctx.Err() == nil {
 				why := "the server closed it"

@@ -93,6 +93,36 @@ func TestCallerRawJSONNeverBreaksFraming(t *testing.T) {
 	sent.requireOneValuePerLine(t)
 }
 
+// Raw params sent again are checked once (a copy kept), yet the caller's
+// bytes are what counts: the same slice changed between calls goes out
+// as changed, and changed into invalid JSON or a second message it is
+// refused like any other.
+func TestReusedRawParamsAreCheckedAsTheyAre(t *testing.T) {
+	var sent sentLines
+	c := start(t, Config{Trace: sent.trace, Timeout: 30 * time.Second})
+	ctx := context.Background()
+	buf := []byte(`{"n":1}                                                                             `)
+	params := json.RawMessage(buf[:7])
+	for range 3 { // twice to be kept, then from the kept copy
+		require.JSONEq(t, `{"n":1}`, string(mustCall(t, c, "test/echo", params)))
+	}
+	copy(buf, `{"n":2}`)
+	require.JSONEq(t, `{"n":2}`, string(mustCall(t, c, "test/echo", params)))
+	injected := "{}}\n{\"jsonrpc\":\"2.0\",\"id\":424242,\"method\":\"test/exit\"}"
+	for range 3 {
+		require.JSONEq(t, `{"n":2}`, string(mustCall(t, c, "test/echo", params)))
+	}
+	params = json.RawMessage(buf[:copy(buf, injected)])
+	_, err := c.Request(ctx, "test/echo", params, nil)
+	requireInvalidParams(t, err)
+	copy(buf, `{"n":3}`)
+	params = params[:7]
+	require.JSONEq(t, `{"n":3}`, string(mustCall(t, c, "test/echo", params)))
+	reqs := mustCall(t, c, "test/requests", map[string]any{"method": "test/exit"})
+	require.JSONEq(t, `{"requests":[]}`, string(reqs), "the injected request reached the server")
+	sent.requireOneValuePerLine(t)
+}
+
 // A handler's *Error.Data and result are checked like params: multi-line
 // data is compacted, invalid data becomes a -32603 answer.
 func TestHandlerErrorDataNeverBreaksFraming(t *testing.T) {

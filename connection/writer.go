@@ -83,6 +83,10 @@ type writer struct {
 	company func() bool
 
 	written atomic.Int64 // bytes that reached the pipe
+	// queued counts the lines ever put in the queue (the direct path's
+	// excepted): gather watches it to tell whether callers are still
+	// arriving.
+	queued atomic.Uint64
 
 	mu      sync.Mutex // guards the fields below, up to the attempt's
 	busy    bool       // a write (direct or by the goroutine) is under way
@@ -201,6 +205,7 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, don
 			return 0, err
 		}
 		w.segs = append(w.segs, segment{n: n, ticket: t, done: done, own: kind == lineOwn})
+		w.queued.Add(1)
 		w.live += n
 		if kind == lineOwn {
 			w.ownLive += n
@@ -442,13 +447,12 @@ func (w *writer) close() {
 // run writes batches until the queue is empty, then exits (closing stdin
 // first if the writer is closing). Started by signal; at most one runs.
 func (w *writer) run() {
-	if w.company != nil && w.company() {
-		// Started by the first of a burst of lines (callers the reader
-		// just woke): let the others run and queue theirs first, so that
-		// the batch below takes them all in one write(2).
-		runtime.Gosched()
-	}
 	for {
+		// Started by the first of a burst of lines (callers the reader
+		// just woke), or back from a write during which more came: let
+		// the others run and queue theirs first, so that the batch below
+		// takes them all in one write(2).
+		w.gather()
 		w.mu.Lock()
 		if w.busy { // a caller is writing directly; it starts us again after
 			w.running = false
@@ -506,9 +510,7 @@ func (w *writer) run() {
 // longer be dropped (counted as callers' bytes, the bound's stricter
 // share).
 func (w *writer) flushInline() bool {
-	if w.company != nil && w.company() {
-		runtime.Gosched()
-	}
+	w.gather()
 	w.mu.Lock()
 	if w.busy || w.closing || w.err != nil || w.live == 0 || w.awaited() {
 		w.mu.Unlock()
@@ -528,6 +530,42 @@ func (w *writer) flushInline() bool {
 	w.running = false
 	w.mu.Unlock()
 	return true
+}
+
+// maxGatherYields bounds how long gather lets callers arrive: a line
+// waits for at most this many turns of the scheduler before it is
+// written, however busy the connection.
+const maxGatherYields = 8
+
+// gather lets the callers that are about to queue a line do so before a
+// batch is taken, so that one write(2) carries the burst the reader has
+// just woken (each of them answered at once) instead of many small
+// writes, each one also a wake-up of the server's reader. With company
+// (other requests in flight: more lines are likely on their way) it
+// yields, and yields again while the yield brought new lines, up to
+// maxGatherYields times or a batch's worth of bytes: it stops as soon as
+// a turn of the scheduler brings nothing, which is when the queue is
+// flushed, as a hand-tuned writer does. Alone, it does not wait: a lone
+// request is written at once.
+func (w *writer) gather() {
+	if w.company == nil || !w.company() {
+		return
+	}
+	seen := w.queued.Load()
+	for range maxGatherYields {
+		runtime.Gosched()
+		now := w.queued.Load()
+		if now == seen {
+			return
+		}
+		seen = now
+		w.mu.Lock()
+		full := w.live >= batchBytes
+		w.mu.Unlock()
+		if full {
+			return
+		}
+	}
 }
 
 // attemptLocked makes the one non-blocking write of b that the caller

@@ -27,7 +27,7 @@ import (
 // client that made it (relay.go).
 type call struct {
 	seq    uint64
-	st     *stream
+	st     outlet
 	sess   *session // nil for a modern client
 	modern bool
 	logs   bool // the client asked for logs (setLevel, or a logLevel in _meta)

@@ -325,13 +325,14 @@ func (h *Handler) startLegacy(connect func(ctx context.Context) (snodo.Session, 
 // side is one session as the gateway serves it: members to pin legacy
 // sessions to, and its list cache.
 type side struct {
-	s     snodo.Session
-	info  *backendInfo
-	cache *ListCache
+	s         snodo.Session
+	info      *backendInfo
+	cache     *ListCache
+	following chan struct{} // closed once the first Listen of followLists returned
 }
 
 func (h *Handler) newSide(s snodo.Session) *side {
-	sd := &side{s: s, info: newBackendInfo(s)}
+	sd := &side{s: s, info: newBackendInfo(s), following: make(chan struct{})}
 	if !h.cfg.noCache {
 		sd.cache = newListCache(s, false)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/remote"
 )
 
 // Legacy sessions (protocol versions up to 2025-11-25): a client
@@ -38,8 +39,8 @@ type session struct {
 	mu       sync.Mutex
 	level    string
 	last     time.Time
-	get      *stream // the open GET stream, if any
-	streams  int     // open streams (GET and POST) keeping it from idling out
+	get      outlet // the open GET stream, if any (over stdio: stdout, always)
+	streams  int    // open streams (GET and POST) keeping it from idling out
 	queue    [][]byte
 	subs     map[string]*snodo.Subscription // resources/subscribe, by URI
 	pending  map[string]chan answer         // server requests sent to the client, by id
@@ -154,33 +155,58 @@ func newSessionID() string {
 // initialize starts a legacy session: pinned to a member, answered with
 // that member's server's own description.
 func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env jsonrpc.Envelope) {
+	s, result, status, e := h.openSession(r.Context(), env, false)
+	if e != nil {
+		if status == http.StatusServiceUnavailable && e.Code == jsonrpc.CodeInternalError {
+			w.Header().Set("Retry-After", "5")
+		}
+		writeJSON(w, status, jsonrpc.AppendError(nil, env.ID, e))
+		return
+	}
+	w.Header().Set(hdrSessionID, s.id)
+	writeJSON(w, http.StatusOK, jsonrpc.AppendResult(nil, env.ID, result))
+}
+
+// openSession starts a legacy session for an initialize request and
+// returns it with the initialize result, or the HTTP status and error the
+// request is answered with. A session over HTTP is pinned to a pool
+// member and ends with it (the client initializes again); one over stdio
+// (whole) is on the session itself, since its client cannot initialize
+// again, and lives as long as its connection.
+func (h *Handler) openSession(ctx context.Context, env jsonrpc.Envelope, whole bool) (*session, json.RawMessage, int, *jsonrpc.Error) {
 	var p struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 	}
 	if err := json.Unmarshal(env.Params, &p); err != nil {
-		writeJSONError(w, http.StatusBadRequest, env.ID, jsonrpc.CodeInvalidParams, "Invalid params: initialize needs protocolVersion, capabilities and clientInfo", nil)
-		return
+		return nil, nil, http.StatusBadRequest, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: initialize needs protocolVersion, capabilities and clientInfo"}
 	}
 	version := legacyVersions[0]
 	if isLegacyVersion(p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
-	sd, err := h.legacyFor(r.Context())
-	if err != nil {
-		w.Header().Set("Retry-After", "5")
-		writeJSON(w, http.StatusServiceUnavailable, jsonrpc.AppendError(nil, env.ID, errorOf(err)))
-		return
+	sd, lerr := h.legacyFor(ctx)
+	if lerr != nil {
+		return nil, nil, http.StatusServiceUnavailable, errorOf(lerr)
 	}
-	m := sd.info.pin()
-	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	desc, err := describe(ctx, m.s)
+	m := member{s: sd.s, alive: func() bool { return true }}
+	if !whole {
+		m = sd.info.pin()
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	desc, err := describe(dctx, m.s)
+	if err == nil {
+		// The session's list changes come from followLists: a change
+		// right after initialize must find its subscription open.
+		select {
+		case <-sd.following:
+		case <-dctx.Done():
+		}
+	}
 	cancel()
 	if err != nil {
-		e := errorOf(err)
-		writeJSON(w, http.StatusServiceUnavailable, jsonrpc.AppendError(nil, env.ID, e))
-		return
+		return nil, nil, http.StatusServiceUnavailable, errorOf(err)
 	}
 	sctx, scancel := context.WithCancel(h.ctx)
 	s := &session{
@@ -190,20 +216,21 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, env jsonrpc
 	}
 	if !h.sessions.add(s) {
 		scancel()
-		w.Header().Set("Retry-After", "5")
-		writeJSONError(w, http.StatusServiceUnavailable, env.ID, jsonrpc.CodeInternalError, "gateway: too many sessions; retry later", nil)
-		return
+		return nil, nil, http.StatusServiceUnavailable, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "gateway: too many sessions; retry later"}
 	}
 	caps := desc.capabilities
-	caps.Tasks = nil // tasks are the backend's own; the gateway does not relay them yet
+	if _, remote := m.s.(*remote.Client); !remote {
+		// Tasks are the backend's own: a task's later calls must reach the
+		// server that holds it, which only a remote client routes.
+		caps.Tasks = nil
+	}
 	result, _ := json.Marshal(map[string]any{
 		"protocolVersion": version,
 		"capabilities":    caps,
 		"serverInfo":      desc.info,
 		"instructions":    desc.instructions,
 	})
-	w.Header().Set(hdrSessionID, s.id)
-	writeJSON(w, http.StatusOK, jsonrpc.AppendResult(nil, env.ID, result))
+	return s, result, http.StatusOK, nil
 }
 
 // legacyPost serves a message of a legacy session.
@@ -231,7 +258,14 @@ func (h *Handler) legacyPost(w http.ResponseWriter, r *http.Request, env jsonrpc
 	}
 	st := newStream(w, func(hd http.Header) { hd.Set(hdrSessionID, s.id) })
 	defer st.end()
-	ctx, cancel := context.WithCancel(r.Context())
+	s.serve(r.Context(), st, env)
+}
+
+// serve serves one request of the session, whatever the transport: its
+// messages and its answer go out on st, and the client may cancel it
+// (notifications/cancelled) while it runs.
+func (s *session) serve(ctx context.Context, st outlet, env jsonrpc.Envelope) {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	key := string(env.ID)
 	s.mu.Lock()
@@ -259,7 +293,7 @@ func (s *session) touch(d int) {
 }
 
 // request serves one request of the session.
-func (s *session) request(ctx context.Context, st *stream, method string, params []byte) (json.RawMessage, error) {
+func (s *session) request(ctx context.Context, st outlet, method string, params []byte) (json.RawMessage, error) {
 	switch method {
 	case "ping":
 		return json.RawMessage(`{}`), nil
@@ -374,7 +408,7 @@ func (s *session) answered(env jsonrpc.Envelope) {
 // call it belongs to) or, without one, on the session's GET stream, and
 // waits for the client's answer while ctx lasts; when ctx ends first the
 // client is told with notifications/cancelled.
-func (s *session) ask(ctx context.Context, st *stream, method string, params json.RawMessage) (json.RawMessage, error) {
+func (s *session) ask(ctx context.Context, st outlet, method string, params json.RawMessage) (json.RawMessage, error) {
 	s.mu.Lock()
 	s.nextID++
 	id := []byte(strconv.Quote("gw-" + strconv.FormatInt(s.nextID, 10)))
@@ -463,13 +497,7 @@ func (s *session) subscribe(ctx context.Context, uri string) error {
 	}
 	s.subs[uri] = sub
 	s.mu.Unlock()
-	go func() {
-		for ev := range sub.Events() {
-			if ev.Method == "notifications/resources/updated" {
-				s.deliver(jsonrpc.AppendNotification(nil, ev.Method, setMeta(ev.Params, nil)))
-			}
-		}
-	}()
+	go s.followResource(uri, sub)
 	return nil
 }
 
@@ -489,7 +517,12 @@ func (s *session) close() {
 	s.mu.Lock()
 	subs := s.subs
 	s.subs = map[string]*snodo.Subscription{}
-	inflight := s.inflight
+	// Copied under the lock: a request that ends meanwhile deletes its
+	// entry from the map.
+	inflight := make([]context.CancelFunc, 0, len(s.inflight))
+	for _, c := range s.inflight {
+		inflight = append(inflight, c)
+	}
 	s.mu.Unlock()
 	for _, sub := range subs {
 		sub.Close()

@@ -49,7 +49,7 @@ func NewListCache(ctx context.Context, s snodo.Session) *ListCache {
 		defer close(c.done)
 		follow(ctx, s, snodo.Filter{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true}, func(ev snodo.Event) {
 			c.invalidateFor(ev.Method)
-		})
+		}, nil)
 	}()
 	return c
 }
@@ -193,20 +193,36 @@ func (c *ListCache) list(ctx context.Context, method string, params []byte, fetc
 
 // follow keeps a subscription with filter f open on s until ctx ends,
 // calling fn with each event (the resubscription marker included), and
-// opening it again (after a pause that grows to 5 s) when it ends.
-func follow(ctx context.Context, s snodo.Session, f snodo.Filter, fn func(snodo.Event)) {
+// opening it again (after a pause that grows to 5 s) when it ends. Once
+// it is open again fn gets a resubscription marker: the lists may have
+// changed while none was open (a remote host restarted, say), and only
+// now can a client that lists them again be answered. tried, if not nil,
+// is called once, after the first Listen returned.
+func follow(ctx context.Context, s snodo.Session, f snodo.Filter, fn func(snodo.Event), tried func()) {
+	defer func() {
+		if tried != nil {
+			tried()
+		}
+	}()
 	pause := 100 * time.Millisecond
+	gap := false
 	for ctx.Err() == nil {
 		sub, err := s.Listen(ctx, f)
+		if tried != nil {
+			tried()
+			tried = nil
+		}
 		if err == nil {
 			pause = 100 * time.Millisecond
+			if gap {
+				fn(snodo.Event{Method: resubscribedMethod})
+				gap = false
+			}
 			for ev := range sub.Events() {
 				fn(ev)
 			}
 			sub.Close()
-			// The subscription ended (the server went away): what the
-			// lists were is unknown now.
-			fn(snodo.Event{Method: resubscribedMethod})
+			gap = true
 		}
 		t := time.NewTimer(pause)
 		select {

@@ -33,7 +33,6 @@ func (h *Handler) modernRequest(w http.ResponseWriter, r *http.Request, s snodo.
 	}
 	st := newStream(w, nil)
 	defer st.end()
-	ctx := r.Context()
 	if method == "subscriptions/listen" {
 		if h.listens.Add(1) > int64(h.cfg.maxSessions) {
 			h.listens.Add(-1)
@@ -42,6 +41,16 @@ func (h *Handler) modernRequest(w http.ResponseWriter, r *http.Request, s snodo.
 			return
 		}
 		defer h.listens.Add(-1)
+	}
+	h.serveModern(r.Context(), st, s, env)
+}
+
+// serveModern serves a modern request whose _meta (and, over HTTP, its
+// headers) were checked, whatever the transport: its messages and answer
+// go out on st.
+func (h *Handler) serveModern(ctx context.Context, st outlet, s snodo.Session, env jsonrpc.Envelope) {
+	method, id := env.MethodName(), env.ID
+	if method == "subscriptions/listen" {
 		h.modernListen(ctx, st, s, env)
 		return
 	}
@@ -172,7 +181,7 @@ func decodeHeaderValue(v string) (string, bool) {
 // stream under the client's own request id, until the client closes it.
 // A backend restart (the supervisor's marker) goes out as list_changed
 // notifications for the lists the client asked to follow.
-func (h *Handler) modernListen(ctx context.Context, st *stream, s snodo.Session, env jsonrpc.Envelope) {
+func (h *Handler) modernListen(ctx context.Context, st outlet, s snodo.Session, env jsonrpc.Envelope) {
 	var p struct {
 		Notifications snodo.Filter `json:"notifications"`
 	}
@@ -199,7 +208,7 @@ func (h *Handler) modernListen(ctx context.Context, st *stream, s snodo.Session,
 // id members in _meta, for a modern client), sending keep-alive comments
 // while it is quiet, until ctx ends, the stream breaks or the
 // subscription ends.
-func (h *Handler) pump(ctx context.Context, st *stream, sub *snodo.Subscription, f snodo.Filter, idMeta map[string]json.RawMessage) {
+func (h *Handler) pump(ctx context.Context, st outlet, sub *snodo.Subscription, f snodo.Filter, idMeta map[string]json.RawMessage) {
 	tick := newTicker(keepAlive)
 	defer tick.Stop()
 	for {

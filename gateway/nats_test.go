@@ -41,7 +41,7 @@ func TestRemoteNameLegacyClientGetsRequestsAndLogs(t *testing.T) {
 	defer cancel()
 	h, err := gateway.New()
 	require.NoError(t, err)
-	main, err := remote.Dial(ctx, e.URL(), "ts", remote.WithConnectOptions(h.RemoteConnectOptions()...))
+	main, err := remote.Dial(ctx, e.URL(), "ts", remote.WithConnectOptions(h.ConnectOptions()...))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = main.Close() })
 	require.NoError(t, h.Attach(main))

@@ -31,18 +31,12 @@ import (
 // supervisor.WithConnectOptions, before Attach. They declare the client
 // capabilities (sampling, elicitation, roots) the gateway's clients may
 // have; a client that lacks one answers the server's request with its
-// own error.
+// own error. A remote client (remote.WithConnectOptions) takes them too:
+// the log messages of a legacy-era remote client's calls reach the
+// notification handler; a modern-era one's stay with its hosts.
 func (h *Handler) ConnectOptions() []snodo.Option {
-	return append(h.RemoteConnectOptions(), snodo.WithNotificationHandler(h.notification))
-}
-
-// RemoteConnectOptions are the ConnectOptions of a modern-era remote
-// client (remote.WithConnectOptions): the server-request handler and the
-// client capabilities; its log messages stay with its hosts. A remote
-// client of the legacy era takes ConnectOptions whole: its hosts relay
-// the log messages of its calls to the notification handler.
-func (h *Handler) RemoteConnectOptions() []snodo.Option {
 	return []snodo.Option{
+		snodo.WithNotificationHandler(h.notification),
 		snodo.WithServerRequestHandler(h.serverRequest),
 		snodo.WithClientCapabilities(snodo.ClientCapabilities{
 			Roots:       &snodo.ListChangedCapability{ListChanged: true},
@@ -130,7 +124,7 @@ func (h *Handler) followLists(sd *side, main bool) {
 		if !main || h.legacySide() == sd {
 			h.listChanged(ev)
 		}
-	})
+	}, func() { close(sd.following) })
 }
 
 // listChanged tells every legacy session of a list change.

@@ -143,12 +143,13 @@ func TestBridgeInputRoundsReachTheClient(t *testing.T) {
 	assert.Equal(t, "Hello, name2!", res.Text())
 	assert.EqualValues(t, 2, asked.Load(), "one elicitation/create per round")
 
-	// A client that did not declare elicitation is not asked: the call
-	// fails, saying why.
+	// A client without a handler answers the request itself, with its
+	// own error (the gateway never answers for it): the call fails,
+	// saying why.
 	plain := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy))
 	_, err = plain.CallTool(t.Context(), "ask", map[string]any{"rounds": 1})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "did not declare")
+	assert.Contains(t, err.Error(), "elicitation/create")
 }
 
 // The TypeScript SDK's client uses the bridge as it would any stdio
@@ -299,19 +300,27 @@ func TestBridgeWithoutAHost(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(line), &m), "one JSON value per line: %q", line)
 		return m
 	}
-	for i, req := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
-		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{}}}`,
-	} {
-		m := answer(req)
-		assert.EqualValues(t, i+1, m["id"])
+	// initialize needs the served server's description: the error says
+	// no host serves the name, and the client may initialize again later.
+	for _, id := range []int{1, 2} {
+		m := answer(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, id))
+		assert.EqualValues(t, id, m["id"])
 		e, _ := m["error"].(map[string]any)
 		require.NotNil(t, e, "an error answer: %v", m)
 		assert.EqualValues(t, -32000, e["code"])
 		assert.Contains(t, e["message"], `no host serves "nobody"`)
 	}
-	assert.Equal(t, "{}", strings.TrimSpace(mustJSON(t, answer(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)["result"])))
+	// A modern request goes to the name as it is, and fails the same way.
+	m := answer(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	e, _ := m["error"].(map[string]any)
+	require.NotNil(t, e, "an error answer: %v", m)
+	assert.Contains(t, e["message"], `no host serves "nobody"`)
+	// A legacy request before initialize is refused, saying what to do.
+	m = answer(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	e, _ = m["error"].(map[string]any)
+	require.NotNil(t, e, "an error answer: %v", m)
+	assert.Contains(t, e["message"], "initialize first")
+	assert.Equal(t, "{}", strings.TrimSpace(mustJSON(t, answer(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)["result"])))
 	require.NoError(t, stdin.Close())
 	for range lines {
 	}
@@ -355,7 +364,7 @@ func TestBridgeAnswersAfterStdinEnds(t *testing.T) {
 	url := bridgedNATS(t)
 	bridgedHost(t, url, "bridged")
 	cmd := exec.Command(snodoBin, "bridge", "--nats", url, "--server", "bridged")
-	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":200}}}` + "\n")
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":200},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}` + "\n")
 	var stderr testutil.Buffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second
@@ -492,4 +501,76 @@ func TestBridgeListChangesAfterHostRestart(t *testing.T) {
 	_, err := c.Request(t.Context(), "test/notify", map[string]any{"method": "notifications/tools/list_changed"})
 	require.NoError(t, err)
 	toolsChanged(10*time.Second, "the new host's list change")
+}
+
+// A legacy client's resource subscription outlives the host that held
+// it: once another host serves the name, the bridge subscribes there,
+// tells the client the resource may have changed, and the new host's
+// updates reach it. Before, updates stopped with the first host.
+func TestBridgeResourceUpdatesAfterHostRestart(t *testing.T) {
+	url := bridgedNATS(t)
+	start := func() *remote.Host {
+		cmd, args := testutil.Server(t, "-era", "legacy")
+		p, err := supervisor.NewPool(context.Background(), mcp.Command(cmd, args...), 1)
+		require.NoError(t, err)
+		h, err := remote.NewHost(context.Background(), url, remote.Serve("bridged", p))
+		require.NoError(t, err)
+		return h
+	}
+	h := start()
+	updated := make(chan string, 16)
+	c := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy), mcp.WithNotificationHandler(func(_ context.Context, n *mcp.Notification) {
+		if n.Method == "notifications/resources/updated" {
+			select {
+			case updated <- string(n.Params):
+			default:
+			}
+		}
+	}))
+	ctx := t.Context()
+	_, err := c.Request(ctx, "resources/subscribe", map[string]any{"uri": "test://watched"})
+	require.NoError(t, err)
+	_, err = c.Request(ctx, "test/touch", map[string]any{"uri": "test://watched"})
+	require.NoError(t, err)
+	assert.Contains(t, testutil.Receive(t, updated, 10*time.Second, "the first host's update"), "test://watched")
+
+	require.NoError(t, h.Close())
+	testutil.Receive(t, h.Done(), 10*time.Second, "the first host's servers reaped")
+	h2 := start()
+	t.Cleanup(func() {
+		_ = h2.Close()
+		testutil.Receive(t, h2.Done(), 10*time.Second, "the second host's servers reaped")
+	})
+	assert.Contains(t, testutil.Receive(t, updated, 20*time.Second, "the gap's update, once subscribed on the new host"), "test://watched")
+	var res json.RawMessage
+	testutil.Eventually(t, func() bool {
+		res, err = c.Request(ctx, "test/touch", map[string]any{"uri": "test://watched"})
+		return err == nil
+	}, 10*time.Second, "a call through the new host")
+	assert.Contains(t, string(res), `"notified":true`, "the new host's server holds the subscription")
+	assert.Contains(t, testutil.Receive(t, updated, 10*time.Second, "the new host's update"), "test://watched")
+}
+
+// A modern client's subscription through the bridge ends when the host
+// that held it goes away: the listen request is answered with an error,
+// so the client knows to listen again, rather than waiting on a
+// subscription nobody serves.
+func TestBridgeListenEndsWithItsHost(t *testing.T) {
+	url := bridgedNATS(t)
+	cmd, args := testutil.Server(t)
+	p, err := supervisor.NewPool(context.Background(), mcp.Command(cmd, args...), 1)
+	require.NoError(t, err)
+	h, err := remote.NewHost(context.Background(), url, remote.Serve("bridged", p))
+	require.NoError(t, err)
+	c := connectBridge(t, url, "bridged")
+	require.Equal(t, mcp.EraModern, c.Era())
+	sub, err := c.Listen(t.Context(), mcp.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	defer sub.Close()
+	require.NoError(t, h.Close())
+	testutil.Receive(t, h.Done(), 10*time.Second, "the host's servers reaped")
+	for range sub.Events() {
+	}
+	require.Error(t, sub.Err(), "the subscription ended with an error")
+	assert.Contains(t, sub.Err().Error(), "listen again")
 }

@@ -76,11 +76,7 @@ func runServe(cfg *config, sio stdio) int {
 		if err != nil {
 			return err
 		}
-		opts := h.ConnectOptions()
-		if cfg.natsURL != "" {
-			opts = h.RemoteConnectOptions()
-		}
-		s, err := connect(opts)
+		s, err := connect(h.ConnectOptions())
 		if err != nil {
 			return err
 		}

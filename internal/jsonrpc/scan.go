@@ -216,24 +216,21 @@ func (s *scanner) str() bool {
 	}
 	s.escaped = false
 	for {
-		// Skip the plain bytes: one at a time for a short string (most
-		// member names and values), eight at a time past 16 bytes.
+		// Skip the plain bytes eight at a time (a short member name or
+		// value ends within the first eight), then the last few of the
+		// line one at a time.
 		i, b := s.i, s.b
-		for end := min(i+16, len(b)); i < end && !stringStop[b[i]]; {
+		for i+8 <= len(b) {
+			if m := stopMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				goto stop
+			}
+			i += 8
+		}
+		for i < len(b) && !stringStop[b[i]] {
 			i++
 		}
-		if i == s.i+16 {
-			for i+8 <= len(b) {
-				if m := stopMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-					i += bits.TrailingZeros64(m) / 8
-					break
-				}
-				i += 8
-			}
-			for i < len(b) && !stringStop[b[i]] {
-				i++
-			}
-		}
+	stop:
 		s.i = i
 		if i >= len(b) {
 			return false

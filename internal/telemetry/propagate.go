@@ -19,7 +19,7 @@ import (
 // recommend.
 func Propagator() propagation.TextMapPropagator {
 	p := otel.GetTextMapPropagator()
-	if isGlobalDefault(p) {
+	if isGlobalDefault(p, &propagatorMemo) {
 		return propagation.TraceContext{}
 	}
 	return p
@@ -36,7 +36,7 @@ func AppendTraceMembers(dst []byte, ctx context.Context) []byte {
 	if !sc.IsValid() {
 		return dst
 	}
-	if p := otel.GetTextMapPropagator(); !isGlobalDefault(p) {
+	if p := otel.GetTextMapPropagator(); !isGlobalDefault(p, &propagatorMemo) {
 		c := &memberCarrier{b: dst, n: len(dst)}
 		p.Inject(ctx, c)
 		return c.b

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -20,15 +21,38 @@ import (
 const globalPackage = "go.opentelemetry.io/otel/internal/global"
 
 // isGlobalDefault reports whether v is one of the API's delegating
-// defaults, by the package of its type. It holds no state: a type
+// defaults, by the package of its type. It captures no type: a type
 // captured while this package initialises would be wrong for good when a
 // package initialised earlier (one that does not import snodo, whose
 // init may run first) had already set a global provider, and snodo would
-// then take the program's provider for the default and never record.
-func isGlobalDefault(v any) bool {
+// then take the program's provider for the default and never record. Its
+// verdict, a function of v's type alone, is remembered for the last type
+// seen at each call site (memo): asked on every request, the look-up of
+// the type's package would cost more than the rest of an untraced
+// request's telemetry.
+func isGlobalDefault(v any, memo *atomic.Pointer[typeVerdict]) bool {
 	t := reflect.TypeOf(v)
-	return t != nil && t.Kind() == reflect.Pointer && t.Elem().PkgPath() == globalPackage
+	if t == nil {
+		return false
+	}
+	if m := memo.Load(); m != nil && m.t == t {
+		return m.is
+	}
+	is := t.Kind() == reflect.Pointer && t.Elem().PkgPath() == globalPackage
+	memo.Store(&typeVerdict{t: t, is: is})
+	return is
 }
+
+// typeVerdict is isGlobalDefault's verdict on type t.
+type typeVerdict struct {
+	t  reflect.Type
+	is bool
+}
+
+// The memos of isGlobalDefault's call sites, one per kind of provider so
+// that they do not take turns evicting each other. A memo only saves a
+// look-up: its verdict is the same whoever computes it.
+var tracerMemo, meterMemo, propagatorMemo atomic.Pointer[typeVerdict]
 
 // apiNoopTracerProviderType is the type of trace.NewNoopTracerProvider,
 // the trace package's own no-op (deprecated for trace/noop, still in
@@ -81,7 +105,7 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider) *Telemetry {
 		t.metering = on
 	}
 	switch {
-	case t.metering == followGlobal && isGlobalDefault(mp):
+	case t.metering == followGlobal && isGlobalDefault(mp, &meterMemo):
 		t.meters = globalMeters()
 	case t.metering != off:
 		t.meters = meters(mp)
@@ -102,7 +126,7 @@ var globalMeters = sync.OnceValue(func() *Meters { return meters(otel.GetMeterPr
 // callers start no span at all, so the default costs nothing.
 func (t *Telemetry) Tracing() bool {
 	return t != nil && t.tracing.records(func() bool {
-		return !isGlobalDefault(otel.GetTracerProvider())
+		return !isGlobalDefault(otel.GetTracerProvider(), &tracerMemo)
 	})
 }
 
@@ -110,7 +134,7 @@ func (t *Telemetry) Tracing() bool {
 // for spans.
 func (t *Telemetry) Metering() bool {
 	return t != nil && t.metering.records(func() bool {
-		return !isGlobalDefault(otel.GetMeterProvider())
+		return !isGlobalDefault(otel.GetMeterProvider(), &meterMemo)
 	})
 }
 

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,20 +14,27 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
+// testMemo is shared by every isDefault of the tests, whatever the type:
+// a memo that took turns between types must still give each its verdict.
+var testMemo atomic.Pointer[typeVerdict]
+
+// isDefault is isGlobalDefault through one memo shared by all types.
+func isDefault(v any) bool { return isGlobalDefault(v, &testMemo) }
+
 // The API's delegating defaults are told from a program's providers by
 // their type's package, not by a type captured while snodo initialises:
 // a program whose own package sets the global providers in an init that
 // runs before snodo's would otherwise have its provider taken for the
 // default, and snodo would never record.
 func TestGlobalDefaultsAreToldByTheirPackage(t *testing.T) {
-	if isGlobalDefault(otel.GetTracerProvider()) != isGlobalDefault(otel.GetMeterProvider()) {
+	if isDefault(otel.GetTracerProvider()) != isDefault(otel.GetMeterProvider()) {
 		t.Skip("a global provider is set")
 	}
-	if !isGlobalDefault(otel.GetTracerProvider()) {
+	if !isDefault(otel.GetTracerProvider()) {
 		t.Skip("a global provider is set")
 	}
-	assert.True(t, isGlobalDefault(otel.GetMeterProvider()), "the default meter provider")
-	assert.True(t, isGlobalDefault(otel.GetTextMapPropagator()), "the default propagator")
+	assert.True(t, isDefault(otel.GetMeterProvider()), "the default meter provider")
+	assert.True(t, isDefault(otel.GetTextMapPropagator()), "the default propagator")
 
 	tp := sdktrace.NewTracerProvider()
 	mp := sdkmetric.NewMeterProvider()
@@ -35,7 +43,7 @@ func TestGlobalDefaultsAreToldByTheirPackage(t *testing.T) {
 		"noop tracer provider": tracenoop.NewTracerProvider(), "noop meter provider": metricnoop.NewMeterProvider(),
 		"propagator": propagation.TraceContext{}, "nil": nil,
 	} {
-		assert.False(t, isGlobalDefault(v), name)
+		assert.False(t, isDefault(v), name)
 	}
 	// Once a tracer provider is given, it records, whenever the global
 	// one was set: nothing is remembered from the time snodo loaded.

@@ -11,7 +11,7 @@ import (
 // made from it, to forward it later), every client following it gets the
 // same instruments, so connecting again and again does not pile them up.
 func TestClientsFollowingTheDefaultGlobalShareInstruments(t *testing.T) {
-	if !isGlobalDefault(otel.GetMeterProvider()) {
+	if !isDefault(otel.GetMeterProvider()) {
 		t.Skip("a global meter provider is set")
 	}
 	first := New(nil, nil)

@@ -1,12 +1,14 @@
 package interop_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -107,4 +109,90 @@ func TestGatewaySnodoClientEverything(t *testing.T) {
 		snodo.OnProgress(func(snodo.Progress) { updates++ }))
 	require.NoError(t, err)
 	require.Equal(t, 3, updates)
+}
+
+// goSDKSeen is what test/peers/gosdk-client prints.
+type goSDKSeen struct {
+	Tools       []string `json:"tools"`
+	Progress    int      `json:"progress"`
+	Late        int      `json:"late_progress"`
+	Sampled     int      `json:"sampled"`
+	Elicited    int      `json:"elicited"`
+	Sampling    string   `json:"sampling"`
+	Logs        int      `json:"logs"`
+	Updates     int      `json:"updates"`
+	ListChanged int      `json:"list_changed"`
+
+	InflightError           string  `json:"inflight_error"`
+	RecoverySecs            float64 `json:"recovery_seconds"`
+	Reconnects              int     `json:"reconnects"`
+	ListChangedAfterRestart bool    `json:"list_changed_after_restart"`
+}
+
+// checkGoSDKBasics asserts what every run of the go-sdk client must see
+// through a gateway or a bridge in front of server-everything.
+func checkGoSDKBasics(t *testing.T, seen goSDKSeen) {
+	t.Helper()
+	require.Contains(t, seen.Tools, "trigger-long-running-operation")
+	// The SDK runs notification handlers on a goroutine of their own, so
+	// a progress handler may run after its call returned even when the
+	// notification came first on the wire (the TypeScript client's test
+	// checks that order): count both.
+	require.Equal(t, 5, seen.Progress+seen.Late, "every progress update of the call")
+	require.Equal(t, 1, seen.Sampled, "the client's own sampling handler answered")
+	require.Contains(t, seen.Sampling, "sampled by the go-sdk client")
+	require.Equal(t, 1, seen.Elicited, "the client's own elicitation handler answered")
+	require.Positive(t, seen.Logs, "log messages after logging/setLevel")
+	require.Positive(t, seen.Updates, "resource updates after resources/subscribe")
+}
+
+// The official Go SDK's client through the gateway, against
+// server-everything: the same fidelity as the TypeScript client's.
+func TestGatewayGoSDKClient(t *testing.T) {
+	url, _ := serveEverything(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testutil.PeerPath(t, "bin/gosdk-client"), "-url", url)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+	t.Logf("%s", out)
+	var seen goSDKSeen
+	require.NoError(t, json.Unmarshal(out, &seen), string(out))
+	checkGoSDKBasics(t, seen)
+}
+
+// A backend killed mid-session, under the go-sdk client through the
+// gateway: the call in flight gets a clear error, calls work again within
+// 5 s of it, and the client learns that the tools may have changed.
+func TestGatewayBackendKilledMidSession(t *testing.T) {
+	url, sc := serveEverything(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testutil.PeerPath(t, "bin/gosdk-client"), "-url", url, "-restart")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := bufio.NewScanner(stdout)
+	require.True(t, lines.Scan(), "the client's first line; stderr:\n%s", stderr.String())
+	require.Equal(t, `{"phase":"inflight"}`, lines.Text())
+	pid := sc.Current().ServerPID()
+	require.Positive(t, pid)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	require.True(t, lines.Scan(), "the client's report; stderr:\n%s", stderr.String())
+	out := lines.Bytes()
+	require.NoError(t, cmd.Wait(), "stderr:\n%s", stderr.String())
+	t.Logf("%s", out)
+	var seen goSDKSeen
+	require.NoError(t, json.Unmarshal(out, &seen), string(out))
+	checkGoSDKBasics(t, seen)
+	require.NotEmpty(t, seen.InflightError)
+	require.Less(t, seen.RecoverySecs, 5.0, "a call succeeded again within 5 s")
+	// A session that outlived the restart is told the lists may have
+	// changed; one that ended with its member (404) was initialized
+	// again by the client, which lists anew.
+	require.True(t, seen.ListChangedAfterRestart || seen.Reconnects > 0, "tools/list_changed after the restart, or a new session")
 }

@@ -20,6 +20,9 @@
 #   test/peers/bin/gosdk-sse-server
 #       our server on the Go SDK's HTTP+SSE transport of 2024-11-05 (mcp.NewSSEHandler;
 #       test/peers/gosdk-sse-server, a module of its own), legacy only
+#   test/peers/bin/gosdk-client
+#       our client on the Go SDK (test/peers/gosdk-client, a module of its own), over
+#       Streamable HTTP or stdio: the gateway's and the bridge's interop tests
 # plus `node` (>= 20) on PATH.
 #
 # Usage: bash test/peers/install.sh     (idempotent; safe to re-run)
@@ -42,12 +45,16 @@ echo "install.sh: go install ./mcpgo-server (mcp-go's Streamable HTTP server) in
 echo "install.sh: go install ./gosdk-sse-server (the Go SDK's HTTP+SSE server) into test/peers/bin"
 (cd gosdk-sse-server && GOBIN="$PWD/../bin" go install .)
 
+echo "install.sh: go install ./gosdk-client (the Go SDK's client) into test/peers/bin"
+(cd gosdk-client && GOBIN="$PWD/../bin" go install .)
+
 echo "install.sh: npm ci in test/peers (locked by package-lock.json)"
 npm ci --no-audit --no-fund --loglevel=error
 
 test -x bin/everything-server
 test -x bin/mcpgo-server
 test -x bin/gosdk-sse-server
+test -x bin/gosdk-client
 test -f node_modules/@modelcontextprotocol/server-everything/dist/index.js
 test -f node_modules/@modelcontextprotocol/server/package.json
 echo "install.sh: peers installed"

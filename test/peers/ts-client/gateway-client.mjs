@@ -1,6 +1,7 @@
 // The TypeScript SDK's client (the v1 SDK that test/peers installs with
 // server-everything) against snodo's gateway over Streamable HTTP:
-// node gateway-client.mjs URL. In front of server-everything it lists the
+// node gateway-client.mjs URL; or over stdio, against a command such as
+// `snodo bridge`: node gateway-client.mjs --stdio CMD ARGS... In front of server-everything it lists the
 // tools, runs trigger-long-running-operation with progress, answers the
 // server's sampling and elicitation requests with its own handlers, sets
 // the log level and turns the simulated logs on, subscribes to a resource
@@ -10,12 +11,18 @@
 // exits 1.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import {
   CreateMessageRequestSchema, ElicitRequestSchema, LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
-const [url] = process.argv.slice(2);
+const [url, ...rest] = process.argv.slice(2);
+// GATEWAY_CLIENT_SKIP: comma-separated steps left out ("sampling", "logs").
+const skip = new Set((process.env.GATEWAY_CLIENT_SKIP ?? "").split(",").filter(Boolean));
+const transport = url === "--stdio"
+  ? new StdioClientTransport({ command: rest[0], args: rest.slice(1), stderr: "inherit" })
+  : new StreamableHTTPClientTransport(new URL(url));
 const client = new Client({ name: "gateway-test", version: "1.0.0" },
   { capabilities: { sampling: {}, elicitation: {} } });
 const seen = { errors: [], sampled: 0, elicited: 0, logs: 0, updates: 0 };
@@ -39,7 +46,7 @@ const until = (what, cond) => new Promise((resolve, reject) => {
 });
 
 try {
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  await client.connect(transport);
   seen.server = client.getServerVersion()?.name;
   seen.tools = [];
   let cursor;
@@ -55,15 +62,19 @@ try {
   seen.progress = progress;
   seen.long = long.content[0].text;
 
-  const sampled = await client.callTool({ name: "trigger-sampling-request", arguments: { prompt: "hello" } });
-  seen.sampling = JSON.stringify(sampled.content);
-  const elicited = await client.callTool({ name: "trigger-elicitation-request", arguments: {} });
-  seen.elicitation = JSON.stringify(elicited.content);
+  if (!skip.has("sampling")) {
+    const sampled = await client.callTool({ name: "trigger-sampling-request", arguments: { prompt: "hello" } });
+    seen.sampling = JSON.stringify(sampled.content);
+    const elicited = await client.callTool({ name: "trigger-elicitation-request", arguments: {} });
+    seen.elicitation = JSON.stringify(elicited.content);
+  }
 
-  client.setNotificationHandler(LoggingMessageNotificationSchema, () => seen.logs++);
-  await client.setLoggingLevel("debug");
-  await client.callTool({ name: "toggle-simulated-logging", arguments: {} });
-  await until("log message", () => seen.logs > 0);
+  if (!skip.has("logs")) {
+    client.setNotificationHandler(LoggingMessageNotificationSchema, () => seen.logs++);
+    await client.setLoggingLevel("debug");
+    await client.callTool({ name: "toggle-simulated-logging", arguments: {} });
+    await until("log message", () => seen.logs > 0);
+  }
 
   client.setNotificationHandler(ResourceUpdatedNotificationSchema, () => seen.updates++);
   const resources = await client.listResources();
