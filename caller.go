@@ -4,23 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
-	"github.com/snodo/snodo/handlers"
-	"github.com/snodo/snodo/internal/connseam"
-	"github.com/snodo/snodo/internal/seam"
+	"github.com/snodo/snodo/internal/calls"
 )
 
 // requester is the raw-request side of an MCP client: the one part that
 // differs between a connection (*Client), a supervised connection, a pool
 // and a client on another machine. Calls builds every typed call on top
 // of it, so each of them offers the whole client surface and a new typed
-// call is written once. The contract of Request is internal/seam's
-// NewCalls'; Era picks the method Ping sends.
-type requester interface {
-	Request(ctx context.Context, method string, params any, opts ...RequestOption) (json.RawMessage, error)
-	Era() Era
-}
+// call is written once. Its contract is internal/calls' Requester's; Era
+// picks the method Ping sends.
+type requester = calls.Requester[RequestOption, Era]
 
 // Calls is every typed MCP call (ListTools, CallTool, ReadResource,
 // GetPrompt, Complete, Ping, …) on top of the raw requests of the client
@@ -36,31 +30,33 @@ type requester interface {
 // repeats a cursor or runs past MaxPages pages, and the input_required
 // failures (ErrTooManyInputRounds, ErrUnknownResultType, ErrInputRequest).
 // A zero Calls, outside any client, fails every call.
-type Calls struct {
-	r  requester
-	in func() seam.InputHandling // nil: input requests are answered -32601
-}
+//
+// Its value is the internal state every kind of client builds its Calls
+// from (the requester and the input handling), so that package
+// supervisor, package remote and the snodo command build theirs with the
+// compiler checking each call.
+type Calls calls.Calls[RequestOption, Era]
 
 // newCalls returns the typed calls over r, completing input_required
 // rounds as in says.
-func newCalls(r requester, in func() seam.InputHandling) Calls { return Calls{r: r, in: in} }
+func newCalls(r requester, in func() calls.InputHandling) Calls { return Calls(calls.New(r, in)) }
 
 // errNoRequester: a zero Calls was called.
 var errNoRequester = errors.New("snodo: these typed calls belong to no client (a zero Calls); call them on the Client, supervisor.Client, Pool or remote.Client that embeds them")
 
 func (c Calls) requester() requester {
-	if c.r == nil {
-		return noRequester{}
+	if r := calls.Calls[RequestOption, Era](c).Requester(); r != nil {
+		return r
 	}
-	return c.r
+	return noRequester{}
 }
 
 // inputHandling is how c completes input_required rounds.
-func (c Calls) inputHandling() seam.InputHandling {
-	if c.in == nil {
-		return seam.InputHandling{}
+func (c Calls) inputHandling() calls.InputHandling {
+	if in := calls.Calls[RequestOption, Era](c).Input(); in != nil {
+		return in()
 	}
-	return c.in()
+	return calls.InputHandling{}
 }
 
 // noRequester is the requester of a zero Calls.
@@ -75,23 +71,6 @@ func (noRequester) Era() Era { return "" }
 // path (the WithServerRequestHandler handler in child actors of the
 // connection, under the WithMaxServerRequests bound) and bounds the rounds
 // with WithMaxInputRounds.
-func (c *Client) inputHandling() seam.InputHandling {
-	return seam.InputHandling{Serve: func(ctx context.Context, reqs []*handlers.Request, timeout time.Duration) ([]json.RawMessage, error) {
-		return connseam.ServeInputs(c.conn, ctx, reqs, timeout)
-	}, MaxRounds: c.mcp.maxRounds}
-}
-
-func init() {
-	seam.RegisterCalls(
-		func(r any, in func() seam.InputHandling) Calls {
-			req, _ := r.(requester)
-			return newCalls(req, in)
-		},
-		func(opts []RequestOption) seam.RequestSettings {
-			s := settingsOf(opts...)
-			return seam.RequestSettings{Timeout: s.Timeout, OnProgress: toConnProgress(s.OnProgress),
-				ResetTimeoutOnProgress: s.ResetTimeoutOnProgress, MaxTotalTimeout: s.MaxTotalTimeout, Idempotent: s.Idempotent}
-		},
-		func(c Calls) func() seam.InputHandling { return c.inputHandling },
-	)
+func (c *Client) inputHandling() calls.InputHandling {
+	return calls.InputHandling{Serve: c.lent.ServeInputs, MaxRounds: c.mcp.maxRounds}
 }

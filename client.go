@@ -76,6 +76,7 @@ type Client struct {
 	connected atomic.Bool  // Connect returned it: its owner is told when it stops
 	calls     *callHandler // answers call messages sent to its PID
 	conn      *connection.Conn
+	lent      connseam.Lent // what conn lends the root (input rounds, probe retry, process id, kill)
 	mcp       mcpState
 	notes     *notifier     // the notification path (notifications.go)
 	tasks     taskRegistry  // tasks polled on this connection, for their status notifications (tasks.go)
@@ -149,8 +150,8 @@ func (c *Client) Close() error { return c.conn.Close() }
 // that could not start and with a server it replaces; Close alone never
 // signals (a caller of the library who wants a server stopped gives the
 // client WithShutdownGrace). Safe from any goroutine, after Close too.
-// Lent to package supervisor as seam.Kill.
-func (c *Client) kill() { connseam.Kill(c.conn, failedConnectGrace) }
+// Lent to package supervisor (connopts.Lent.Kill).
+func (c *Client) kill() { c.lent.Kill(failedConnectGrace) }
 
 // Done is closed once the server process has exited and the connection
 // actor has stopped.
@@ -164,7 +165,7 @@ func (c *Client) Err() error { return c.conn.Err() }
 func (c *Client) PID() *protoactor.PID { return c.conn.PID() }
 
 // ServerPID is the server's operating-system process id.
-func (c *Client) ServerPID() int { return connseam.ProcessID(c.conn) }
+func (c *Client) ServerPID() int { return c.lent.ProcessID }
 
 // Exit stops the connection actor pid with reason, like an exit signal:
 // waiting callers get a -32000 *Error that wraps reason (errors.Is(err,

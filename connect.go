@@ -13,11 +13,12 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/origins"
 	"github.com/snodo/snodo/internal/ownercheck"
-	"github.com/snodo/snodo/internal/seam"
+	tgt "github.com/snodo/snodo/internal/target"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -193,8 +194,8 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 		return err // already says which command could not start, and why
 	}
 	c.conn = conn
-	answerDeadCalls(connseam.System(conn))
-	origins.Name(connseam.System(conn), c.PID(), cfg.mcp.origin) // its Origin on replies once it stopped
+	answerDeadCalls(conn.System())
+	origins.Name(conn.System(), c.PID(), cfg.mcp.origin) // its Origin on replies once it stopped
 	err = c.negotiate(ctx, cfg)
 	if err == nil {
 		era, version := string(c.mcp.era), c.mcp.version
@@ -210,6 +211,15 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	}
 	c.notes.modern.Store(c.mcp.era == EraModern)
 	c.connected.Store(true)
+	if cfg.lent != nil || cfg.lendEach != nil {
+		l := connopts.Lent{Kill: c.kill, Flush: c.notes.flush, Done: c.Done()}
+		if cfg.lent != nil {
+			*cfg.lent = l
+		}
+		if cfg.lendEach != nil {
+			cfg.lendEach(l)
+		}
+	}
 	return nil
 }
 
@@ -245,10 +255,16 @@ func (c *Client) startConn(ctx context.Context, cfg *config) (*connection.Conn, 
 	cfg.conn.OnStop = func(reason error) {
 		ended(reason)
 		if owner != nil && c.connected.Load() { // a Connect that failed reports on its own
-			connseam.System(c.conn).Root.Send(owner, &Closed{Client: c, Err: reason, Origin: c.mcp.origin})
+			c.conn.System().Root.Send(owner, &Closed{Client: c, Err: reason, Origin: c.mcp.origin})
 		}
 	}
-	return connection.Start(ctx, cfg.conn)
+	var lent connseam.Lent
+	cfg.conn.Lend = &lent
+	conn, err := connection.Start(ctx, cfg.conn)
+	if err == nil {
+		c.lent = lent // what c.conn lends: written before Connect returns, read-only after
+	}
+	return conn, err
 }
 
 // failedConnectGrace is how long a failed Connect (a restart, Kill) lets
@@ -288,29 +304,24 @@ func ConnectTo(ctx context.Context, system *protoactor.ActorSystem, pid *protoac
 // start (Command) or a Streamable HTTP endpoint (HTTP). The zero Target
 // names nothing and cannot be connected. A Target is a value: copy it
 // freely.
-type Target struct {
-	command   string
-	args      []string
-	url       string
-	transport Transport
-}
+type Target tgt.Target
 
 // Command is the Target of a server started as name with args (no
 // shell), reached over its stdio, as Connect does.
 func Command(name string, args ...string) Target {
-	return Target{command: name, args: append([]string(nil), args...)}
+	return Target(tgt.Command(name, args))
 }
 
 // HTTP is the Target of a server reached at a Streamable HTTP endpoint
 // url, as ConnectHTTP does.
 func HTTP(url string) Target {
-	return Target{url: url}
+	return Target(tgt.URL(url))
 }
 
 // TransportTarget is the Target of a server reached through t, as
 // ConnectTransport does; t is opened anew for each connection.
 func TransportTarget(t Transport) Target {
-	return Target{transport: t}
+	return Target(tgt.Transport(t))
 }
 
 // String names the target in logs, events and metrics: the command name
@@ -318,16 +329,18 @@ func TransportTarget(t Transport) Target {
 // password and query left out, or a transport's own name (its String
 // method's, else its type's).
 func (t Target) String() string {
-	if t.transport != nil {
-		if s, ok := t.transport.(fmt.Stringer); ok {
+	tt := tgt.Target(t)
+	if tr := tt.Transport(); tr != nil {
+		if s, ok := tr.(fmt.Stringer); ok {
 			return s.String()
 		}
-		return fmt.Sprintf("%T", t.transport)
+		return fmt.Sprintf("%T", tr)
 	}
-	if t.url == "" {
-		return t.command
+	if tt.URL() == "" {
+		command, _ := tt.Command()
+		return command
 	}
-	u, err := url.Parse(t.url)
+	u, err := url.Parse(tt.URL())
 	if err != nil {
 		return "(unparsable URL)"
 	}
@@ -338,21 +351,17 @@ func (t Target) String() string {
 // Connect connects to the target once, as Connect or ConnectHTTP would,
 // with opts.
 func (t Target) Connect(ctx context.Context, opts ...Option) (*Client, error) {
+	tt := tgt.Target(t)
+	command, args := tt.Command()
 	switch {
-	case t.transport != nil:
-		return ConnectTransport(ctx, t.transport, opts...)
-	case t.url != "":
-		return connectHTTPTarget(ctx, t.url, opts)
-	case t.command != "":
-		return Connect(ctx, t.command, t.args, opts...)
+	case tt.Transport() != nil:
+		return ConnectTransport(ctx, tt.Transport(), opts...)
+	case tt.URL() != "":
+		return connectHTTPTarget(ctx, tt.URL(), opts)
+	case command != "":
+		return Connect(ctx, command, args, opts...)
 	}
 	return nil, errors.New("snodo: empty Target: make one with snodo.Command(name, args...), snodo.HTTP(url) or snodo.TransportTarget(t)")
-}
-
-func init() {
-	// Not a command: a URL, or a Transport (none is a process of ours).
-	seam.TargetIsHTTP = func(t any) bool { tt := t.(Target); return tt.url != "" || tt.transport != nil }
-	seam.Kill = func(c any) { c.(*Client).kill() }
 }
 
 // connectHTTPTarget is the one place an HTTP Target is connected: each

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/mcpmethod"
@@ -104,7 +103,7 @@ func (c *Client) negotiate(ctx context.Context, cfg *config) error {
 		return fmt.Errorf("snodo: %s is not a modern MCP server (WithEra(EraModern) forbids the legacy fallback): %w", cfg.name(), err)
 	case ctx.Err() != nil:
 		return fmt.Errorf("snodo: connecting to %s: %w", cfg.name(), ctx.Err())
-	case diedOfProbe(err) && connseam.LeftInputUnread(c.conn):
+	case diedOfProbe(err) && c.lent.LeftInputUnread():
 		// It went away without reading the probe (it exited at start, or
 		// before the probe arrived): starting it again would only run its
 		// side effects twice.

@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/snodo/snodo/internal/seam"
-
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -30,27 +29,34 @@ import (
 // mean the global providers, followed as they change; with the default
 // no-op ones a request costs nothing more. Over a nil r every request
 // fails with errNoRequester, as the calls of a zero Calls do.
-func init() {
-	seam.Instrument = func(r any, tp trace.TracerProvider, mp metric.MeterProvider, transport, server string) any {
-		req, _ := r.(requester)
-		return instrument(req, tp, mp, transport, server)
-	}
-	seam.TraceSubscription = func(ctx context.Context, r any) (context.Context, seam.SubscriptionTrace) {
-		req, _ := r.(requester)
-		ctx, t := traceSubscription(ctx, req)
-		if t == nil {
-			return ctx, nil // an interface that is nil, not a nil *subscriptionTrace
-		}
-		return ctx, t
-	}
-}
-
-func instrument(r requester, tp trace.TracerProvider, mp metric.MeterProvider, transport, server string) requester {
+//
+// The remote package reaches it through internal/connopts' Instrument,
+// which calls the config's Instrument method below.
+func instrument(r requester, tp trace.TracerProvider, mp metric.MeterProvider, transport, server string) *instrumented {
 	if r == nil {
 		r = noRequester{}
 	}
 	tel := telemetry.New(tp, mp)
 	return &instrumented{r: r, site: site{tel: tel, meters: tel.ForEndpoint(transport, server), transport: transport}}
+}
+
+// Instrument is instrument, lent to package remote through
+// internal/connopts (a config does no work of its own here: its type is
+// how connopts reaches the root, typed).
+func (*config) Instrument(r requester, tp trace.TracerProvider, mp metric.MeterProvider, transport, server string) connopts.Traced[RequestOption, Era] {
+	return instrument(r, tp, mp, transport, server)
+}
+
+var _ connopts.Instrumenter[RequestOption, Era] = (*config)(nil)
+
+// TraceSubscription starts tracing a subscription opened through in
+// (traceSubscription), for package remote's Listen.
+func (in *instrumented) TraceSubscription(ctx context.Context) (context.Context, connopts.SubscriptionTrace) {
+	ctx, t := in.site.listenStarted(ctx)
+	if t == nil {
+		return ctx, nil // an interface that is nil, not a nil *subscriptionTrace
+	}
+	return ctx, t
 }
 
 // instrumented is a requester whose requests go through a site.

@@ -45,27 +45,21 @@ type Event = subscription.Event
 // events), or a remote client's (served by a host over NATS, kept alive
 // by heartbeats). Its methods are safe for concurrent use; Close may be
 // called any number of times.
-type Subscription struct {
-	impl listening.Impl
-}
+type Subscription listening.Sub
 
-func init() {
-	listening.Register(
-		func(impl listening.Impl) any { return &Subscription{impl: impl} },
-		func(s any) listening.Impl { return s.(*Subscription).impl },
-		func(opts any) (listening.Settings, error) { return listenSettingsOf(opts.([]ListenOption)...) })
-}
+// impl is what serves s.
+func (s *Subscription) impl() listening.Impl { return listening.ImplOf((*listening.Sub)(s)) }
 
 // ID is the listen request's JSON-RPC ID, which the server carries in
 // every notification of the subscription; json.Marshal(ID()) is its wire
 // form. A supervised subscription's changes with each re-subscription; a
 // remote one's is its id between the client and the host; a legacy-era
 // one's is 0 (there is no listen request).
-func (s *Subscription) ID() int64 { return s.impl.ID() }
+func (s *Subscription) ID() int64 { return s.impl().ID() }
 
 // Acknowledged is the subset of the requested filter the server agreed to
 // honour. Types it left out are never delivered.
-func (s *Subscription) Acknowledged() Filter { return s.impl.Acknowledged() }
+func (s *Subscription) Acknowledged() Filter { return s.impl().Acknowledged() }
 
 // Events delivers the subscription's events in the order the server sent
 // them, and is closed after the last one once the subscription ended
@@ -73,10 +67,10 @@ func (s *Subscription) Acknowledged() Filter { return s.impl.Acknowledged() }
 // once: the actor gets the events. A reader that falls behind by more
 // than the queue bound (MaxQueued) ends it
 // with subscription.ErrQueueFull.
-func (s *Subscription) Events() <-chan Event { return s.impl.Events() }
+func (s *Subscription) Events() <-chan Event { return s.impl().Events() }
 
 // Done is closed once the subscription has ended, whatever the cause.
-func (s *Subscription) Done() <-chan struct{} { return s.impl.Done() }
+func (s *Subscription) Done() <-chan struct{} { return s.impl().Done() }
 
 // Err is why the subscription ended: nil while it runs and after a
 // graceful end (the server answered the listen request); a -32000 *Error
@@ -85,7 +79,7 @@ func (s *Subscription) Done() <-chan struct{} { return s.impl.Done() }
 // subscription.ErrServerTeardown, subscription.ErrQueueFull or actor.ErrOwnerExited. A supervised one
 // may also end with the supervisor's error wrapping supervisor.ErrGaveUp, a remote one with
 // remote.ErrHostGone or remote.ErrHostEnded.
-func (s *Subscription) Err() error { return s.impl.Err() }
+func (s *Subscription) Err() error { return s.impl().Err() }
 
 // Close cancels the subscription: the server is sent
 // notifications/cancelled for the listen request (Close does not wait for
@@ -94,27 +88,18 @@ func (s *Subscription) Err() error { return s.impl.Err() }
 // subscription had already ended, and Events is closed after the events
 // already queued. Close returns once the subscription has ended; it always
 // returns nil.
-func (s *Subscription) Close() error { return s.impl.Close() }
+func (s *Subscription) Close() error { return s.impl().Close() }
 
 // ListenOption tunes one subscription. Build it with ListenTo or
-// MaxQueued.
-type ListenOption struct {
-	set func(*listening.Settings) error
-}
+// MaxQueued. It has no fields or methods of its own: it is the value of
+// the internal type it names, which the supervisor and remote packages
+// read too. The zero ListenOption sets nothing.
+type ListenOption = listening.Option
 
 // listenSettingsOf applies opts in order; the first invalid one is an
 // error.
 func listenSettingsOf(opts ...ListenOption) (listening.Settings, error) {
-	var s listening.Settings
-	for _, o := range opts {
-		if o.set == nil {
-			continue
-		}
-		if err := o.set(&s); err != nil {
-			return listening.Settings{}, err
-		}
-	}
-	return s, nil
+	return listening.SettingsOf(opts)
 }
 
 // ListenTo delivers the subscription's events to the actor pid, as
@@ -122,13 +107,13 @@ func listenSettingsOf(opts ...ListenOption) (listening.Settings, error) {
 // the Events channel. The subscription watches pid and is cancelled when
 // it terminates. pid lives in the connection's actor system.
 func ListenTo(pid *protoactor.PID) ListenOption {
-	return ListenOption{func(o *listening.Settings) error {
+	return listening.NewOption(func(o *listening.Settings) error {
 		if pid == nil {
 			return errors.New("ListenTo: nil PID")
 		}
 		o.Actor = pid
 		return nil
-	}}
+	})
 }
 
 // MaxQueued bounds the events waiting for a slow reader: at most events
@@ -138,7 +123,7 @@ func ListenTo(pid *protoactor.PID) ListenOption {
 // 0 keeps a bound's default: 1024 events, 16 MiB; a negative one is an
 // error.
 func MaxQueued(events, bytes int) ListenOption {
-	return ListenOption{func(o *listening.Settings) error {
+	return listening.NewOption(func(o *listening.Settings) error {
 		if events < 0 || bytes < 0 {
 			return fmt.Errorf("MaxQueued(%d, %d): a bound cannot be negative; 0 keeps its default", events, bytes)
 		}
@@ -149,7 +134,7 @@ func MaxQueued(events, bytes int) ListenOption {
 			o.MaxQueueBytes = bytes
 		}
 		return nil
-	}}
+	})
 }
 
 // Listen subscribes to the notifications f asks for and returns once the
@@ -188,7 +173,7 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	}
 	// The actor's messages name the *Subscription Listen returns: they
 	// wait until it is made (events may come as Open returns).
-	outer, ready := new(Subscription), make(chan struct{})
+	outer, ready := (*Subscription)(new(listening.Sub)), make(chan struct{})
 	defer close(ready)
 	message := func(_ *subscription.Subscription, ev *Event, err error) any {
 		<-ready
@@ -199,7 +184,7 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	if set.Opened != nil {
 		o.First = func(*subscription.Subscription) any {
 			<-ready
-			return set.Opened(outer, c.mcp.origin)
+			return set.Opened((*listening.Sub)(outer), c.mcp.origin)
 		}
 	}
 	var params json.RawMessage
@@ -229,7 +214,7 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 		}
 		return nil, err
 	}
-	outer.impl = sub
+	listening.Set((*listening.Sub)(outer), sub)
 	return outer, nil
 }
 

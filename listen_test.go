@@ -10,7 +10,6 @@ import (
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 	"github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/subscription"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,7 +52,7 @@ func TestListenEndToEnd(t *testing.T) {
 func TestListenToAnActor(t *testing.T) {
 	c := dialTest(t, nil)
 	got := make(chan any, 10)
-	sys := connseam.System(c.conn)
+	sys := c.conn.System()
 	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 		switch msg := ctx.Message().(type) {
 		case *SubscriptionEvent, *SubscriptionEnded:

@@ -13,8 +13,9 @@ import (
 	"sync/atomic"
 	"weak"
 
+	"github.com/snodo/snodo/internal/calls"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/origins"
-	"github.com/snodo/snodo/internal/seam"
 
 	"github.com/snodo/snodo/internal/jsonrpc"
 
@@ -114,7 +115,7 @@ var ErrTooManyCalls = errors.New("snodo: too many call messages in flight")
 // callHandler answers the call messages (*Call, *ToolCall) an actor
 // receives by running them on R, off the actor's mailbox. The connection,
 // supervisor and pool actors each have one (the supervisor's through
-// internal/seam). The zero
+// internal/connopts). The zero
 // Max means 1024 at once; a call over it is answered at once
 // with a -32603 wrapping ErrTooManyCalls; a call that panics (its own
 // OnProgress option, say) is answered with a -32603 saying so, and the
@@ -222,7 +223,7 @@ func (h *callHandler) Handle(ctx protoactor.Context) bool {
 	if to == nil {
 		return true
 	}
-	if h.Calls.r == nil {
+	if calls.Calls[RequestOption, Era](h.Calls).Requester() == nil {
 		sendFrom(sys, self, to, refuse(jsonrpc.NewLocalError(CodeInternalError,
 			"the callHandler of this actor has no client; set callHandler.Calls", errNoRequester)))
 		return true
@@ -395,7 +396,12 @@ func runToolCall(ctx context.Context, sys *protoactor.ActorSystem, from, to *pro
 // answered holds the actor systems whose dead letters answerDeadCalls
 // watches, so each is watched once. Its keys are weak: a system that is
 // shut down and dropped is collected, and its entry removed.
-var answered sync.Map // weak.Pointer[protoactor.ActorSystem] → struct{}
+var answered sync.Map // weak.Pointer[protoactor.ActorSystem] → *unwrapper
+
+// unwrapper finds the call message inside a message that carries one (a
+// servers.To: a router registers it for its system) and the server it
+// names; nil until one is registered.
+type unwrapper = atomic.Pointer[func(msg any) (call any, server string, ok bool)]
 
 // answerDeadCalls makes sure a call message sent to an actor of sys that
 // has stopped still gets its one reply: a -32000 *Error wrapping
@@ -404,14 +410,23 @@ var answered sync.Map // weak.Pointer[protoactor.ActorSystem] → struct{}
 // when it stops dead letters too (protoactor-go drops them): spawn it
 // with life.Life (internal/life), as snodo's actors are. (protoactor-go also sends the sender an
 // *actor.DeadLetterResponse; ignore it.) Connect and the supervisor
-// package call it for the systems they use (through internal/seam).
+// package call it for the systems they use (through internal/connopts).
 // Idempotent.
-func answerDeadCalls(sys *protoactor.ActorSystem) {
+func answerDeadCalls(sys *protoactor.ActorSystem) { answerDeadCallsIn(sys, nil) }
+
+// answerDeadCallsIn is answerDeadCalls, finding a call message inside
+// another with unwrap (nil: none) from now on.
+func answerDeadCallsIn(sys *protoactor.ActorSystem, unwrap func(msg any) (call any, server string, ok bool)) {
 	if sys == nil {
 		return // no system, no dead letters
 	}
 	key := weak.Make(sys)
-	if _, loaded := answered.LoadOrStore(key, struct{}{}); loaded {
+	v, loaded := answered.LoadOrStore(key, new(unwrapper))
+	wrapped := v.(*unwrapper)
+	if unwrap != nil {
+		wrapped.Store(&unwrap)
+	}
+	if loaded {
 		return
 	}
 	runtime.AddCleanup(sys, func(key weak.Pointer[protoactor.ActorSystem]) { answered.Delete(key) }, key)
@@ -427,8 +442,8 @@ func answerDeadCalls(sys *protoactor.ActorSystem) {
 		// The stopped actor's Origin, as on its live replies; a
 		// servers.To to a router names its server.
 		origin := origins.Dead(sys, dl.PID)
-		if seam.WrappedCall != nil {
-			if inner, server, ok := seam.WrappedCall(msg); ok {
+		if unwrap := wrapped.Load(); unwrap != nil {
+			if inner, server, ok := (*unwrap)(msg); ok {
 				msg, origin = inner, Origin{Server: server}
 			}
 		}
@@ -499,12 +514,12 @@ type ListenReply struct {
 // ListenReply once it is open, before its first event: sent after Listen
 // returned, the reply could come after events already posted.
 func listenOpened(tag any) ListenOption {
-	return ListenOption{func(o *listening.Settings) error {
-		o.Opened = func(sub, origin any) any {
-			return &ListenReply{Tag: tag, Subscription: sub.(*Subscription), Origin: origin.(Origin)}
+	return listening.NewOption(func(o *listening.Settings) error {
+		o.Opened = func(sub *listening.Sub, origin Origin) listening.Message {
+			return &ListenReply{Tag: tag, Subscription: (*Subscription)(sub), Origin: origin}
 		}
 		return nil
-	}}
+	})
 }
 
 func runListenCall(msg *ListenCall, to *protoactor.PID, listen listenFunc) any {
@@ -592,13 +607,22 @@ type Connected struct {
 	Err    error
 }
 
-func init() {
-	seam.NewCallHandler = func(calls, origin, listen any) func(protoactor.Context) bool {
-		h := &callHandler{Calls: calls.(Calls), Origin: origin.(Origin)}
-		if listen != nil {
-			h.Listen = listen.(func(context.Context, Filter, ...ListenOption) error)
-		}
-		return h.Handle
-	}
-	seam.AnswerDeadCalls = answerDeadCalls
+// CallHandler returns the Handle of a new call-message handler, lent to
+// package supervisor through internal/connopts' CallHandler (a config
+// does no work of its own here: its type is how connopts reaches the
+// root, typed).
+func (*config) CallHandler(calls Calls, origin Origin, listen func(context.Context, Filter, ...ListenOption) error) func(protoactor.Context) bool {
+	h := &callHandler{Calls: calls, Origin: origin, Listen: listen}
+	return h.Handle
 }
+
+// AnswerDeadCalls is answerDeadCallsIn, lent to package supervisor and
+// servers through internal/connopts' AnswerDeadCalls.
+func (*config) AnswerDeadCalls(sys *protoactor.ActorSystem, unwrap func(msg any) (call any, server string, ok bool)) {
+	answerDeadCallsIn(sys, unwrap)
+}
+
+var (
+	_ connopts.CallServer[Calls, ListenOption] = (*config)(nil)
+	_ connopts.DeadCalls                       = (*config)(nil)
+)

@@ -9,10 +9,10 @@ import (
 	"sort"
 	"time"
 
+	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/limits"
-	"github.com/snodo/snodo/internal/seam"
 )
 
 // Multi round-trip requests (modern era): a server that needs input
@@ -85,7 +85,7 @@ func resultType(method string, raw json.RawMessage) (string, error) {
 // result. The first round sends params as they are; only a retry decodes
 // them into members to add inputResponses and requestState.
 func (c Calls) requestWithInput(ctx context.Context, method string, params any, opts []RequestOption) (json.RawMessage, error) {
-	var in seam.InputHandling // asked for at the first input_required: most calls never need it
+	var in calls.InputHandling // asked for at the first input_required: most calls never need it
 	var retry map[string]any
 	retriedURL := false
 	for round := 0; ; round++ {
@@ -168,7 +168,7 @@ func members(params any) (map[string]any, error) {
 // WithMaxServerRequests bound, in arrival order beyond it) and collects
 // the results by key. The call's ctx and its timeout bound the wait; the
 // first failure fails the call.
-func fulfil(ctx context.Context, in seam.InputHandling, method string, reqs map[string]inputRequest, opts []RequestOption) (map[string]json.RawMessage, error) {
+func fulfil(ctx context.Context, in calls.InputHandling, method string, reqs map[string]inputRequest, opts []RequestOption) (map[string]json.RawMessage, error) {
 	keys := make([]string, 0, len(reqs))
 	for k := range reqs {
 		keys = append(keys, k)

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/snodo/snodo/internal/recovered"
-	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -294,10 +293,6 @@ func (q *notifier) flush(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-func init() {
-	seam.FlushNotifications = func(ctx context.Context, c any) error { return c.(*Client).notes.flush(ctx) }
 }
 
 func (q *notifier) droppedCount() uint64 {

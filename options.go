@@ -17,9 +17,9 @@ import (
 	"net/http"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/oauth"
-	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/serverproc"
 )
 
@@ -34,6 +34,8 @@ type config struct {
 	tracerProvider trace.TracerProvider // nil: the global one
 	meterProvider  metric.MeterProvider // nil: the global one
 	oauth          *oauth.Config        // WithOAuth; nil: no authorization
+	lent           *connopts.Lent       // connopts.Lend; nil: none asked
+	lendEach       func(connopts.Lent)  // connopts.LendEach; nil: none asked
 
 	// The first option given that only one transport has, by name: a
 	// connect over the other transport refuses it (checkTransport).
@@ -72,28 +74,36 @@ func applyOptions(fn string, opts []Option, kind transportKind) (*config, error)
 	return cfg, nil
 }
 
-func init() {
-	// A supervisor or pool takes its logger, meter provider, actor
-	// system, owner and server name from the options given for its
-	// connections: each is given once and reaches every layer.
-	seam.SharedOf = func(opts any) (seam.Shared, error) {
-		cfg := &config{}
-		for i, opt := range opts.([]Option) {
-			if opt == nil {
-				return seam.Shared{}, fmt.Errorf("option %d is nil; leave it out of the list instead", i+1)
-			}
-			if err := opt(cfg); err != nil {
-				return seam.Shared{}, err
-			}
-		}
-		return seam.Shared{
-			Logger: cfg.conn.Logger, Meter: cfg.meterProvider, System: cfg.conn.System, Owner: cfg.conn.Owner,
-			OriginServer: cfg.mcp.origin.Server, OriginMember: cfg.mcp.origin.Member,
-			Timeout: cfg.conn.Timeout, ShutdownGrace: cfg.conn.ShutdownGrace, Era: cfg.mcp.era != "",
-		}, nil
+// config is what internal/connopts reads of a list of options.
+var (
+	_ connopts.Config                           = (*config)(nil)
+	_ connopts.RemoteConfig[ClientCapabilities] = (*config)(nil)
+)
+
+// Shared is what the options applied to c give the layers above a
+// connection (a supervisor, a pool): each is given once and reaches
+// every layer (internal/connopts).
+func (c *config) Shared() connopts.Shared {
+	return connopts.Shared{
+		Logger: c.conn.Logger, Meter: c.meterProvider, System: c.conn.System, Owner: c.conn.Owner,
+		OriginServer: c.mcp.origin.Server, OriginMember: c.mcp.origin.Member,
+		Timeout: c.conn.Timeout, ShutdownGrace: c.conn.ShutdownGrace, Era: c.mcp.era != "",
 	}
-	seam.Unowned = Option(func(c *config) error { c.conn.Owner = nil; return nil })
 }
+
+// Unown takes back the owner an earlier WithOwner gave (connopts.Unowned).
+func (c *config) Unown() { c.conn.Owner = nil }
+
+// Lend has a successful connect fill in l (connopts.Lend).
+func (c *config) Lend(l *connopts.Lent) { c.lent = l }
+
+// LendEach is connopts.LendEach's.
+func (c *config) LendEach(f func(connopts.Lent)) { c.lendEach = f }
+
+// ProcessGrace sets the shutdown grace of a server started as a command
+// without making it a process-only option (connopts.ProcessGrace): the
+// connection of another transport never reads it.
+func (c *config) ProcessGrace(d time.Duration) { c.conn.ShutdownGrace = d }
 
 // WithEnv sets an environment variable for the server, on top of the
 // inherited environment.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
@@ -48,79 +49,24 @@ func fromConnProgress(fn func(connection.Progress)) func(Progress) {
 
 // RequestOption tunes one request. Build it with Timeout, OnProgress,
 // ResetTimeoutOnProgress, MaxTotalTimeout, Idempotent, MaxPages, TaskTTL,
-// OnTaskStatus or RetryURLElicitation; every kind of session reads the
-// values back with settingsOf. The zero RequestOption sets nothing.
+// OnTaskStatus or RetryURLElicitation; every kind of session (a Client,
+// a supervised client, a pool, a remote client) reads the values back as
+// one settings type. The zero RequestOption sets nothing.
 //
 // An option is a plain value, one encoding for every setting: which one
-// it sets (key) and the value, in the field of its type. Making one and
-// reading a list of them allocate nothing.
-type RequestOption struct {
-	key      requestKey
-	d        time.Duration    // Timeout, MaxTotalTimeout, TaskTTL
-	n        int              // MaxPages
-	progress func(Progress)   // OnProgress
-	status   func(TaskStatus) // OnTaskStatus
-}
+// it sets and the value, in the field of its type. Making one and
+// reading a list of them allocate nothing. It has no fields or methods
+// of its own: it is the value of the internal type it names.
+type RequestOption = calls.Option[Progress, TaskStatus]
 
-// requestKey names the setting a RequestOption sets.
-type requestKey uint8
-
-const (
-	keyNone requestKey = iota
-	keyTimeout
-	keyMaxTotalTimeout
-	keyOnProgress
-	keyResetTimeoutOnProgress
-	keyIdempotent
-	keyMaxPages
-	keyTaskTTL
-	keyOnTaskStatus
-	keyRetryURLElicitation
-)
-
-// requestSettings are the values a request's options set: what a
-// requester implementation (a pool, a remote client) needs to honour
-// them. The zero value means the defaults.
-type requestSettings struct {
-	Timeout                time.Duration    // Timeout: 0 the connection's, negative for ever
-	OnProgress             func(Progress)   // OnProgress: nil asks for none
-	ResetTimeoutOnProgress bool             // ResetTimeoutOnProgress
-	MaxTotalTimeout        time.Duration    // MaxTotalTimeout: 0 none
-	Idempotent             bool             // Idempotent
-	MaxPages               int              // MaxPages: 0 defaultMaxPages
-	TaskTTL                time.Duration    // TaskTTL: 0 the server's
-	OnTaskStatus           func(TaskStatus) // OnTaskStatus: nil asks for none
-	RetryURLElicitation    bool             // RetryURLElicitation
-}
+// requestSettings are the values a request's options set: the one type
+// every requester (this Client, a supervised client, a pool, a remote
+// client) reads them as. The zero value means the defaults.
+type requestSettings = calls.Settings[Progress, TaskStatus]
 
 // settingsOf applies opts in order (a later option of the same setting
 // wins) and returns the result.
-func settingsOf(opts ...RequestOption) requestSettings {
-	var s requestSettings
-	for _, o := range opts {
-		switch o.key {
-		case keyTimeout:
-			s.Timeout = o.d
-		case keyMaxTotalTimeout:
-			s.MaxTotalTimeout = o.d
-		case keyOnProgress:
-			s.OnProgress = o.progress
-		case keyResetTimeoutOnProgress:
-			s.ResetTimeoutOnProgress = true
-		case keyIdempotent:
-			s.Idempotent = true
-		case keyMaxPages:
-			s.MaxPages = o.n
-		case keyTaskTTL:
-			s.TaskTTL = o.d
-		case keyOnTaskStatus:
-			s.OnTaskStatus = o.status
-		case keyRetryURLElicitation:
-			s.RetryURLElicitation = true
-		}
-	}
-	return s
-}
+func settingsOf(opts ...RequestOption) requestSettings { return calls.Of(opts) }
 
 // defaultMaxPages is how many pages a list call (ListTools, …) follows
 // at most when MaxPages is not given.
@@ -132,14 +78,14 @@ const defaultMaxPages = 1000
 // a fresh cursor for ever. n <= 0 means 1000. Other calls
 // ignore it.
 func MaxPages(n int) RequestOption {
-	return RequestOption{key: keyMaxPages, n: n}
+	return calls.Count[Progress, TaskStatus](calls.KeyMaxPages, n)
 }
 
 // Timeout overrides the connection's timeout for this request; a negative
 // value waits for ever. On expiry the caller gets a -32001 *Error
 // (errors.Is(err, ErrTimeout)) and the server notifications/cancelled.
 func Timeout(d time.Duration) RequestOption {
-	return RequestOption{key: keyTimeout, d: d}
+	return calls.Duration[Progress, TaskStatus](calls.KeyTimeout, d)
 }
 
 // OnProgress asks the server for progress (a progressToken in
@@ -147,7 +93,7 @@ func Timeout(d time.Duration) RequestOption {
 // order, before Request returns. If fn panics, the request is cancelled on
 // the server and the panic continues in the caller.
 func OnProgress(fn func(Progress)) RequestOption {
-	return RequestOption{key: keyOnProgress, progress: fn}
+	return calls.OnProgress[Progress, TaskStatus](fn)
 }
 
 // ResetTimeoutOnProgress restarts the request's timeout at each progress
@@ -155,7 +101,7 @@ func OnProgress(fn func(Progress)) RequestOption {
 // It asks the server for progress (a progressToken) by itself; OnProgress
 // is not needed.
 func ResetTimeoutOnProgress() RequestOption {
-	return RequestOption{key: keyResetTimeoutOnProgress}
+	return calls.Flag[Progress, TaskStatus](calls.KeyResetTimeoutOnProgress)
 }
 
 // MaxTotalTimeout caps the whole wait, whatever the progress (with
@@ -163,7 +109,7 @@ func ResetTimeoutOnProgress() RequestOption {
 // and the server notifications/cancelled. Zero or a negative d sets no
 // cap.
 func MaxTotalTimeout(d time.Duration) RequestOption {
-	return RequestOption{key: keyMaxTotalTimeout, d: d}
+	return calls.Duration[Progress, TaskStatus](calls.KeyMaxTotalTimeout, d)
 }
 
 // Idempotent marks a request as safe to run twice. A supervised client or
@@ -173,7 +119,7 @@ func MaxTotalTimeout(d time.Duration) RequestOption {
 // retried: one may have run on the server before it died. A plain Client
 // has no next server and ignores it.
 func Idempotent() RequestOption {
-	return RequestOption{key: keyIdempotent}
+	return calls.Flag[Progress, TaskStatus](calls.KeyIdempotent)
 }
 
 // connOptions are opts in the connection's terms; nil when there are none.

@@ -2,6 +2,7 @@ package snodo
 
 import (
 	"context"
+	tgt "github.com/snodo/snodo/internal/target"
 	"io"
 	"net/http"
 	"net/url"
@@ -34,7 +35,8 @@ func TestTargetKeepsItsArgs(t *testing.T) {
 	args := []string{"a", "b"}
 	tg := Command("x", args...)
 	args[0] = "changed"
-	require.Equal(t, []string{"a", "b"}, tg.args)
+	_, got := tgt.Target(tg).Command()
+	require.Equal(t, []string{"a", "b"}, got)
 }
 
 // No option is silently ignored: each transport refuses the options only

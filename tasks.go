@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/mcpmethod"
 	"github.com/snodo/snodo/internal/recovered"
@@ -94,7 +95,7 @@ func (s TaskStatus) Terminal() bool {
 // another). The TTL the server grants also bounds the wait: a task not
 // done by then fails with ErrTaskExpired. Other calls ignore it.
 func TaskTTL(d time.Duration) RequestOption {
-	return RequestOption{key: keyTaskTTL, d: d}
+	return calls.Duration[Progress, TaskStatus](calls.KeyTaskTTL, d)
 }
 
 // OnTaskStatus runs fn for each new status of a task (a status or status
@@ -103,7 +104,7 @@ func TaskTTL(d time.Duration) RequestOption {
 // then. A panic in fn is logged and fn is not called again. CallTool
 // honours it too when it runs a tool as a task. Other calls ignore it.
 func OnTaskStatus(fn func(TaskStatus)) RequestOption {
-	return RequestOption{key: keyOnTaskStatus, status: fn}
+	return calls.OnTaskStatus[Progress](fn)
 }
 
 // Task is a tool call the server runs as a task. Its methods are safe for

@@ -716,7 +716,8 @@ type subscriptionTrace struct {
 // Queued and the end with End. When r did not come from Instrument, or
 // neither its tracer provider nor its meter provider records (the
 // default no-op ones), it returns ctx and nil. The remote package reaches
-// it, and instrument, through internal/seam.
+// it through the TraceSubscription method of what instrument returned
+// (internal/connopts' Traced).
 func traceSubscription(ctx context.Context, r requester) (context.Context, *subscriptionTrace) {
 	in, ok := r.(*instrumented)
 	if !ok {

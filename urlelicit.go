@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/mcpmethod"
 )
 
@@ -83,7 +84,7 @@ func urlElicitationRequired(err error) *URLElicitationRequiredError {
 // *URLElicitationRequiredError. Declare URL mode
 // (ElicitationCapability.URL) so servers use it.
 func RetryURLElicitation() RequestOption {
-	return RequestOption{key: keyRetryURLElicitation}
+	return calls.Flag[Progress, TaskStatus](calls.KeyRetryURLElicitation)
 }
 
 // elicitURLs hands each elicitation of ue to the handler; nil when the

@@ -1,6 +1,8 @@
 package bench_test
 
 import (
+	"os"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -87,4 +89,75 @@ func BenchmarkRemote(b *testing.B) {
 	if over, remoteOver, ok := remotebench.BarePoolGap(got); ok {
 		b.Logf("not a goal: bare-pool (bare request/reply + the pool call) %+.0f µs from the p50 bound; remote %+.0f µs over bare-pool", over, remoteOver)
 	}
+}
+
+// BenchmarkRemoteAB compares two builds of the host, call by call: with
+// SNODO_BENCH_HOST_B naming another build of this test binary (go test
+// -c at another commit), it pairs remote calls to this build's host (a)
+// with calls to that build's (b), both on one NATS server and called
+// from this process, b.N pairs in rounds of 1,000 with the order of the
+// two hosts swapped every pair, and logs the median of a − b per round
+// and over all pairs; then, at 16 in flight, the ratios of calls/s and
+// of host CPU per call over ten rounds of blocks. Without it, it is
+// skipped. Run it both ways round (a the new build, then the old): the
+// host of the build the caller does not run reads some 9 µs slower
+// whatever its code (remotebench.HostBEnv), so half the difference of
+// the two runs is the builds' own.
+//
+//	go test -c -o /tmp/new.test    # and /tmp/old.test at the other commit
+//	SNODO_BENCH_HOST_B=/tmp/old.test /tmp/new.test -test.run '^$' -test.bench 'RemoteAB$' -test.benchtime 6000x -test.v
+//	SNODO_BENCH_HOST_B=/tmp/new.test /tmp/old.test -test.run '^$' -test.bench 'RemoteAB$' -test.benchtime 6000x -test.v
+func BenchmarkRemoteAB(b *testing.B) {
+	if os.Getenv(remotebench.HostBEnv) == "" {
+		b.Skip(remotebench.HostBEnv + " is not set")
+	}
+	if b.N < 1000 {
+		return // the benchmark's first run, to size b.N: the rounds set their own
+	}
+	rig, err := remotebench.Start(serverBin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rig.Close()
+	for _, way := range []string{remotebench.Remote, remotebench.RemoteB} {
+		if err := rig.Warm(way, 1000); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	var diffs []float64
+	for done := 0; done < b.N; done += 1000 {
+		pr, err := rig.Pair(remotebench.Remote, remotebench.RemoteB, min(1000, b.N-done))
+		if err != nil {
+			b.Fatal(err)
+		}
+		diffs = append(diffs, pr.Diff)
+		b.Logf("a − b: %+.1f µs (quartiles %+.1f, %+.1f; a %.0f µs, b %.0f µs; %d pairs)", pr.Diff, pr.DiffQ1, pr.DiffQ3, pr.A50, pr.B50, pr.Pairs)
+	}
+	slices.Sort(diffs)
+	b.Logf("a − b over %d rounds: median %+.1f µs, from %+.1f to %+.1f", len(diffs), diffs[len(diffs)/2], diffs[0], diffs[len(diffs)-1])
+	// At 16 in flight: blocks of 2,000 calls each way in turn, the order
+	// swapped every round; the medians of the ratios a / b.
+	var rates, cpus []float64
+	for i := range 10 {
+		ways := []string{remotebench.Remote, remotebench.RemoteB}
+		if i%2 == 1 {
+			ways[0], ways[1] = ways[1], ways[0]
+		}
+		got := map[string]remotebench.Figures{}
+		for _, way := range ways {
+			f, err := rig.Measure(way, 2000, 16, remotebench.Hooks{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			got[way] = f
+		}
+		fa, fb := got[remotebench.Remote], got[remotebench.RemoteB]
+		rates = append(rates, fa.CallsPerSec/fb.CallsPerSec)
+		cpus = append(cpus, fa.HostCPU/fb.HostCPU)
+	}
+	slices.Sort(rates)
+	slices.Sort(cpus)
+	b.Logf("16 in flight, a / b over %d rounds: calls/s %.2f× (%.2f–%.2f), host CPU per call %.2f× (%.2f–%.2f)",
+		len(rates), rates[len(rates)/2], rates[0], rates[len(rates)-1], cpus[len(cpus)/2], cpus[0], cpus[len(cpus)-1])
 }

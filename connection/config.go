@@ -12,6 +12,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/sandbox"
 	"github.com/snodo/snodo/internal/serverproc"
@@ -208,4 +209,7 @@ type moduleConfig struct {
 	// (sandbox.Start in place of exec.Cmd.Start); a stop it causes wraps
 	// a *sandbox.Error. Nil: no sandbox.
 	Sandbox *sandbox.Spec
+	// Lend, when set, is filled in by Start with what the connection
+	// lends the module's other packages (connseam.Lent). Nil: none.
+	Lend *connseam.Lent
 }

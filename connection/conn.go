@@ -2,7 +2,6 @@ package connection
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
@@ -168,17 +166,26 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	if c.ready != nil {
 		close(c.ready)
 	}
+	if cfg.Lend != nil {
+		*cfg.Lend = connseam.Lent{ProcessID: c.processID(), ServeInputs: c.serveInputs,
+			LeftInputUnread: c.leftInputUnread, InFlight: c.inFlight, Kill: c.kill}
+	}
 	return c, nil
 }
 
-// PID is the connection actor, in Config.System (actor.Shared() when
-// that was nil). Stopping it (Stop, Poison) closes the connection;
-// snodo.Exit stops it with a reason that waiting callers see.
+// PID is the connection actor, in System. Stopping it (Stop, Poison)
+// closes the connection; snodo.Exit stops it with a reason that waiting
+// callers see.
 func (c *Conn) PID() *protoactor.PID { return c.pid }
 
+// System is the actor system the connection actor (PID) runs on:
+// Config.System, or actor.Shared() when that was nil. Stop, Poison or
+// send to PID through it.
+func (c *Conn) System() *protoactor.ActorSystem { return c.system }
+
 // processID is the server's operating-system process id; 0 for a
-// Streamable HTTP endpoint. Lent as connseam.ProcessID (snodo's
-// Client.ServerPID).
+// Streamable HTTP endpoint. Lent as connseam.Lent's ProcessID
+// (snodo's Client.ServerPID).
 func (c *Conn) processID() int {
 	if c.proc == nil {
 		return 0
@@ -214,7 +221,7 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 func (c *Conn) Err() error { return c.life.Reason() }
 
 // inFlight counts the requests waiting for an answer. Lent as
-// connseam.InFlight (tests check that no request is left behind).
+// connseam.Lent's InFlight (tests check that no request is left behind).
 func (c *Conn) inFlight() int { return c.table.inFlight() }
 
 // terminate records why the connection stops (the first reason wins) and
@@ -355,7 +362,8 @@ func (c *Conn) noteUnread() {
 // that retries with a fresh server uses it to tell a server that died of
 // the line it was sent (do not send that line again) from one that went
 // away on its own: snodo.Connect restarts a server that died of its
-// probe only when this is false. Lent as connseam.LeftInputUnread.
+// probe only when this is false. Lent as connseam.Lent's
+// LeftInputUnread.
 func (c *Conn) leftInputUnread() bool {
 	return c.unread.Load() > 0 || errors.Is(c.life.Reason(), ErrStdinClosed)
 }
@@ -367,7 +375,7 @@ func (c *Conn) leftInputUnread() bool {
 // about 2 s after the SIGKILL. For a server the caller gives up on before
 // using it (Connect failing); Close alone never signals (a caller who
 // wants the server stopped sets Config.ShutdownGrace and waits for
-// Done). Lent as connseam.Kill.
+// Done). Lent as connseam.Lent's Kill.
 func (c *Conn) kill(grace time.Duration) {
 	_ = c.Close()
 	c.forceExit(grace)
@@ -415,22 +423,4 @@ func safeTrace(trace func(Direction, []byte), logger *slog.Logger) func(Directio
 		}()
 		trace(dir, line)
 	}
-}
-
-// The methods snodo's own packages use and users do not (see
-// internal/connseam).
-func init() {
-	connseam.ServeInputs = func(c any, ctx context.Context, reqs []*handlers.Request, timeout time.Duration) ([]json.RawMessage, error) {
-		return c.(*Conn).serveInputs(ctx, reqs, timeout)
-	}
-	connseam.LeftInputUnread = func(c any) bool { return c.(*Conn).leftInputUnread() }
-	connseam.ProcessID = func(c any) int {
-		if conn, ok := c.(*Conn); ok {
-			return conn.processID()
-		}
-		return 0
-	}
-	connseam.InFlight = func(c any) int { return c.(*Conn).inFlight() }
-	connseam.System = func(c any) *protoactor.ActorSystem { return c.(*Conn).system }
-	connseam.Kill = func(c any, grace time.Duration) { c.(*Conn).kill(grace) }
 }

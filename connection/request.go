@@ -24,6 +24,13 @@ type Progress struct {
 
 // CallOptions tune one request. The zero value uses the connection's
 // defaults.
+//
+// It is the engine's own, not snodo's request settings: this package sits
+// below snodo and speaks its own Progress, a request it sends carries
+// what only the engine handles (Meta, Sent, a subscription's stream), and
+// the settings a session reads of snodo.RequestOption that the engine
+// never sees (Idempotent, MaxPages, a task's TTL and status) stay out of
+// it. snodo turns a request's options into one of these on its send path.
 type CallOptions struct {
 	// Timeout for this request: 0 uses the connection's, negative waits
 	// for ever (until the ctx is done or the connection stops).

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -24,10 +25,11 @@ const quickEOF = "-eof-grace=200ms"
 // when the test ends.
 func start(t *testing.T, cfg connection.Config, flags ...string) *connection.Conn {
 	t.Helper()
-	return testutil.Start(t, func(command string, args []string) (*connection.Conn, error) {
-		cfg.Command, cfg.Args = command, args
+	c, _ := testutil.StartLent(t, func(command string, args []string, lend *connseam.Lent) (*connection.Conn, error) {
+		cfg.Command, cfg.Args, cfg.Lend = command, args, lend
 		return connection.Start(context.Background(), cfg)
 	}, append([]string{quickEOF}, flags...)...)
+	return c
 }
 
 func waitDone(t *testing.T, c *connection.Conn) {

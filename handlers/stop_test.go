@@ -30,9 +30,11 @@ func startCapturing(t *testing.T, ctx context.Context, cfg connection.Config) (*
 	capture := filepath.Join(t.TempDir(), "stdin")
 	cfg.Command = "sh"
 	cfg.Args = []string{"-c", `tee "$0" | exec "$@"`, capture, testutil.ServerPath(t), quickEOF}
+	var lent connseam.Lent
+	cfg.Lend = &lent
 	c, err := connection.Start(ctx, cfg)
 	require.NoError(t, err)
-	pid := connseam.ProcessID(c)
+	pid := lent.ProcessID
 	t.Cleanup(func() {
 		c.Close()
 		waitDone(t, c)
@@ -56,9 +58,9 @@ func TestStopCancelsHandlersAndNeverWaitsForThem(t *testing.T) {
 			assert.Less(t, time.Since(t0), time.Second, "Close returns promptly")
 		}, connection.ErrClosed, true},
 		{"owner exit", func(_ *connection.Conn, cancel context.CancelFunc) { cancel() }, snodoactor.ErrOwnerExited, true},
-		{"Stop", func(c *connection.Conn, _ context.CancelFunc) { connseam.System(c).Root.Stop(c.PID()) }, snodoactor.ErrStopped, true},
+		{"Stop", func(c *connection.Conn, _ context.CancelFunc) { c.System().Root.Stop(c.PID()) }, snodoactor.ErrStopped, true},
 		{"Exit", func(c *connection.Conn, _ context.CancelFunc) {
-			exitsig.Send(connseam.System(c), c.PID(), errTestReason)
+			exitsig.Send(c.System(), c.PID(), errTestReason)
 		}, errTestReason, true},
 		{"server exit", func(c *connection.Conn, _ context.CancelFunc) {
 			go c.Request(context.Background(), "test/exit", map[string]int{"code": 0}, nil) //nolint:errcheck // the server dies mid-answer

@@ -52,12 +52,12 @@ func TestActorOwnerAnswersServerRequests(t *testing.T) {
 	svc := &service{asked: make(chan struct{}, 1), ctxDone: make(chan struct{}, 1)}
 	pid := sys.Root.SpawnPrefix(protoactor.PropsFromProducer(func() protoactor.Actor { return svc }), "service")
 	cmd, args := testutil.Server(t, quickEOF)
-	c, err := connection.Start(context.Background(), connection.Config{
-		Command: cmd, Args: args, System: sys, Owner: pid,
-		Handler: handlers.ToActor(sys, pid),
-	})
+	var lent connseam.Lent
+	cfg := connection.Config{Command: cmd, Args: args, System: sys, Owner: pid, Handler: handlers.ToActor(sys, pid)}
+	cfg.Lend = &lent
+	c, err := connection.Start(context.Background(), cfg)
 	require.NoError(t, err)
-	serverPID := connseam.ProcessID(c)
+	serverPID := lent.ProcessID
 
 	rs := ask(t, c, map[string]any{"method": "roots/list", "count": 3, "concurrent": true})
 	for _, r := range rs {

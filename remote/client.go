@@ -15,10 +15,11 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/calls"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/dispatch"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/natsname"
-	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -58,11 +59,9 @@ const closeFlush = time.Second
 // a dropped progress update is the next one's to show).
 const progressQueue = 16
 
-// requester is what seam.Instrument returns for wire: its Request traced
-// and measured.
-type requester interface {
-	Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error)
-}
+// requester is what connopts.Instrument returns for wire: its Request
+// traced and measured, and its subscriptions' traces started.
+type requester = connopts.Traced[snodo.RequestOption, snodo.Era]
 
 // Client calls one named server served by hosts over NATS: the same
 // calls as a local pool (raw requests, typed calls, Listen). Any host of
@@ -71,7 +70,7 @@ type requester interface {
 type Client struct {
 	snodo.Calls // every typed call: ListTools, CallTool (input_required rounds answered here), ReadResource, …
 
-	traced    requester // wire, traced and measured by snodo's instrument (internal/seam): what Request calls
+	traced    requester // wire, traced and measured by snodo's instrument (internal/connopts): what Request calls
 	nc        *nats.Conn
 	owned     bool // Dial opened nc: Close closes it
 	name      string
@@ -132,8 +131,8 @@ func NewClient(nc *nats.Conn, name string, opts ...ClientOption) (*Client, error
 	}
 	c.goneNext.Store(new(make(chan struct{})))
 	c.probeCtx, c.probeStop = context.WithCancel(context.Background())
-	c.traced = seam.Instrument(wire{c}, cfg.tracers, cfg.meters, telemetry.TransportTCP, name).(requester)
-	c.Calls = seam.NewCalls[snodo.Calls](c, c.inputHandling)
+	c.traced = connopts.Instrument[snodo.RequestOption, snodo.Era, snodo.Option](wire{c}, cfg.tracers, cfg.meters, telemetry.TransportTCP, name)
+	c.Calls = snodo.Calls(calls.New[snodo.RequestOption, snodo.Era](c, c.inputHandling))
 	if c.sub, err = nc.Subscribe(c.inbox+"*", c.dispatch); err != nil {
 		c.probeStop()
 		return nil, fmt.Errorf("remote: subscribing to the reply inbox: %w", err)
@@ -179,11 +178,11 @@ func Dial(ctx context.Context, url, name string, opts ...ClientOption) (*Client,
 // with the snodo.WithServerRequestHandler handler (WithConnectOptions),
 // here on the caller's side;
 // the retry goes to whichever host takes it.
-func (c *Client) inputHandling() seam.InputHandling {
+func (c *Client) inputHandling() calls.InputHandling {
 	serve := func(ctx context.Context, reqs []*snodo.ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
 		return dispatch.Serve(ctx, c.cfg.handler, c.cfg.logger, reqs, timeout)
 	}
-	return seam.InputHandling{Serve: serve, MaxRounds: c.cfg.maxRounds}
+	return calls.InputHandling{Serve: serve, MaxRounds: c.cfg.maxRounds}
 }
 
 // Name is the served name this client calls.
@@ -355,7 +354,7 @@ func (c *Client) Request(ctx context.Context, method string, params any, opts ..
 }
 
 // wire is the Client's requests as they go over NATS, untraced: what
-// snodo's instrument wraps (internal/seam).
+// snodo's instrument wraps (internal/connopts).
 type wire struct{ c *Client }
 
 func (w wire) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
@@ -366,7 +365,7 @@ func (w wire) Era() snodo.Era { return w.c.Era() }
 // request sends the call, again to another host when the first refused
 // it before it ran or (for an idempotent call) went away.
 func (c *Client) request(ctx context.Context, method string, params any, opts []snodo.RequestOption) (json.RawMessage, error) {
-	o := seam.SettingsOf(opts)
+	o := calls.Of(opts)
 	if method == "logging/setLevel" && c.cfg.era == snodo.EraLegacy {
 		return c.setLevel(params)
 	}
@@ -461,7 +460,7 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 // once sends the call once, to subject to. host is the host that
 // answered (ran or refused it), and notRun reports a refusal before it
 // ran.
-func (c *Client) once(ctx context.Context, to, method string, params []byte, o *seam.RequestSettings) (_ json.RawMessage, host string, notRun bool, _ error) {
+func (c *Client) once(ctx context.Context, to, method string, params []byte, o *calls.Settings[snodo.Progress, snodo.TaskStatus]) (_ json.RawMessage, host string, notRun bool, _ error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", false, err
 	}
@@ -555,7 +554,7 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 		if o.OnProgress == nil || json.Unmarshal(m.Data, &wp) != nil {
 			return
 		}
-		c.progress(o.OnProgress, connection.Progress{Progress: wp.Progress, Total: wp.Total, Message: wp.Message}, cancel)
+		c.progress(o.OnProgress, snodo.Progress{Progress: wp.Progress, Total: wp.Total, Message: wp.Message}, cancel)
 	}
 	for {
 		select {
@@ -787,7 +786,7 @@ func (c *Client) keepAlive(host, reply string) {
 
 // progress runs the caller's progress function; a panic cancels the call
 // on its host and continues in the caller.
-func (c *Client) progress(fn func(connection.Progress), p connection.Progress, cancel func()) {
+func (c *Client) progress(fn func(snodo.Progress), p snodo.Progress, cancel func()) {
 	ok := false
 	defer func() {
 		if !ok {

@@ -22,7 +22,7 @@
 // relays to the caller the requests and log messages that server sends
 // during a call (its handler answers them). Each request is
 // traced and measured as a local one is (snodo's instrument, through
-// internal/seam: a CLIENT span whose context the host's spans join), and
+// internal/connopts: a CLIENT span whose context the host's spans join), and
 // each subscription as a local one is (snodo's traceSubscription).
 // On a legacy-era server, the host's pool serves Listen as a local one
 // does (the server's list changes, and resources/subscribe for the

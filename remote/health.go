@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -48,7 +47,7 @@ func canServe(s *served) (bool, error) {
 	if err := s.pool.Err(); err != nil {
 		return false, err
 	}
-	if seam.PoolSize(s.pool) == 0 { // per call: Members would copy them
+	if s.pool.Size() == 0 { // per call: Members would copy them
 		return false, errors.New("no member is left in its pool")
 	}
 	return true, nil

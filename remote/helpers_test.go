@@ -72,5 +72,5 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 // hostedOf is what serves a remote subscription, for the tests that look
 // at its host and its measurements.
 func hostedOf(sub *snodo.Subscription) *hosted {
-	return listening.Unwrap(sub).(*hosted)
+	return listening.ImplOf((*listening.Sub)(sub)).(*hosted)
 }

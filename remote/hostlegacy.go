@@ -13,10 +13,10 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/natsname"
 	"github.com/snodo/snodo/internal/safetext"
-	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -107,6 +107,11 @@ type legacySide struct {
 	calls    []*heldCall    // the legacy calls in flight, in start order (each holds a host slot: at most maxHeld)
 	levelMu  sync.Mutex     // serializes SetLoggingLevel
 	bg       sync.WaitGroup // info answers under way (info)
+	// lent is what each live connection of the pool lends (its
+	// notifications' flush), added as each connects (connopts.LendEach)
+	// and let go at the first flush after it ended: at most the pool's
+	// connections and those that ended since the last flush.
+	lent []connopts.Lent
 }
 
 func newLegacySide(h *Host, s *served, start legacyStart) *legacySide {
@@ -153,6 +158,11 @@ func (l *legacySide) run(ready chan struct{}) {
 		}),
 		snodo.WithServerRequestHandler(l.serverRequest),
 		snodo.WithNotificationHandler(l.notification),
+		connopts.LendEach[snodo.Option](func(lent connopts.Lent) {
+			l.mu.Lock()
+			l.lent = append(l.lent, lent)
+			l.mu.Unlock()
+		}),
 	}
 	p, err := l.start(l.life, opts...)
 	if err == nil && p == nil {
@@ -225,7 +235,7 @@ func (l *legacySide) request(ctx context.Context, hc *heldCall, method, level st
 	}
 	res, err := p.Request(ctx, method, params, ro...)
 	if level != "" {
-		l.flush(p)
+		l.flush()
 	}
 	return res, err
 }
@@ -257,13 +267,27 @@ func (l *legacySide) lower(ctx context.Context, p *supervisor.Pool, level string
 // servers sent so far have been handed to the callers: a server sends a
 // call's logs before its result, and they reach notification (on the
 // connection's notification queue) after the result has reached the call.
-func (l *legacySide) flush(p *supervisor.Pool) {
+func (l *legacySide) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), logFlushWait)
 	defer cancel()
-	for _, m := range p.Members() {
-		if c := m.Current(); c != nil {
-			_ = seam.FlushNotifications(ctx, c)
+	l.mu.Lock()
+	live := l.lent[:0]
+	for _, lent := range l.lent {
+		select {
+		case <-lent.Done:
+		default:
+			live = append(live, lent)
 		}
+	}
+	clear(l.lent[len(live):])
+	l.lent = live
+	flushes := make([]func(context.Context) error, len(live))
+	for i, lent := range live {
+		flushes[i] = lent.Flush
+	}
+	l.mu.Unlock()
+	for _, flush := range flushes {
+		_ = flush(ctx)
 	}
 }
 

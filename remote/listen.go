@@ -15,11 +15,11 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/bytebound"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/listening"
 	"github.com/snodo/snodo/internal/mcpmethod"
-	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 )
@@ -60,7 +60,7 @@ type hosted struct {
 	quit           chan error      // Close and Client.Close: why
 	actor          *protoactor.PID // ListenTo, or nil
 	sys            *protoactor.ActorSystem
-	trace          seam.SubscriptionTrace // nil when tracing and metrics are off
+	trace          connopts.SubscriptionTrace // nil when tracing and metrics are off
 
 	// maxBytes bounds the params bytes of the events waiting in events,
 	// which bytes counts (run's alone).
@@ -98,7 +98,7 @@ type hosted struct {
 // it.
 //
 // The subscription is traced and measured as a local one is, by the same
-// code (snodo's traceSubscription, through internal/seam): a CLIENT span subscriptions/listen,
+// code (snodo's traceSubscription, through internal/connopts): a CLIENT span subscriptions/listen,
 // child of the span in ctx, until it ends, whose context goes to the
 // host; a SERVER span per event; the queue depth at each event queued on
 // Events, and an overflow when it ends with subscription.ErrQueueFull.
@@ -129,7 +129,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	// The subscription's CLIENT span and metrics, as a local Listen makes
 	// them (the same code): the span's context goes to the host in the
 	// request's headers.
-	ctx, trace := seam.TraceSubscription(ctx, c.traced)
+	ctx, trace := c.traced.TraceSubscription(ctx)
 	s := &hosted{
 		c: c, owner: ctx,
 		in:       make(chan *nats.Msg, inboxQueue),
@@ -155,7 +155,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	s.token = token
 	id, _ := strconv.ParseInt(token, 10, 64)
 	s.reqID = id
-	s.outer = listening.Wrap[*snodo.Subscription](s)
+	s.outer = (*snodo.Subscription)(listening.New(s))
 	m := nats.NewMsg(c.subj.listen)
 	m.Reply = c.inbox + token
 	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, mcpmethod.Listen, params))
@@ -428,14 +428,14 @@ func (s *hosted) Close() error {
 }
 
 // traceQueued records the queue depth when the subscription is measured.
-func traceQueued(t seam.SubscriptionTrace, depth int) {
+func traceQueued(t connopts.SubscriptionTrace, depth int) {
 	if t != nil {
 		t.Queued(depth)
 	}
 }
 
 // traceEnd ends the subscription's span and measurements, if any.
-func traceEnd(t seam.SubscriptionTrace, err error) {
+func traceEnd(t connopts.SubscriptionTrace, err error) {
 	if t != nil {
 		t.End(err)
 	}

@@ -15,10 +15,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/mcpmethod"
 	"github.com/snodo/snodo/internal/natsname"
-	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -253,7 +253,7 @@ func WithHeartbeat(d time.Duration) ClientOption {
 // each other; a later one wins. Callers.
 func WithConnectOptions(opts ...snodo.Option) ClientOption {
 	return clientOption(func(c *config) error {
-		s, err := seam.RemoteOptions(opts)
+		s, err := connopts.RemoteOf[snodo.ClientCapabilities](opts)
 		if err != nil {
 			return fmt.Errorf("remote: WithConnectOptions: %w", err)
 		}
@@ -267,7 +267,7 @@ func WithConnectOptions(opts ...snodo.Option) ClientOption {
 			c.maxRounds = s.MaxInputRounds
 		}
 		if s.Capabilities != nil {
-			if c.meta, err = capabilitiesMeta(s.Capabilities.(snodo.ClientCapabilities)); err != nil {
+			if c.meta, err = capabilitiesMeta(*s.Capabilities); err != nil {
 				return err
 			}
 		}

@@ -8,7 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/internal/seam"
+	"github.com/snodo/snodo/internal/connopts"
+	"github.com/snodo/snodo/internal/supopts"
 )
 
 // Each key of the snodo block is read, checked, and becomes its option:
@@ -39,10 +40,10 @@ func TestParseSnodoBlockIntoOptions(t *testing.T) {
 	require.Len(t, s.Options, 4) // connect options, intensity, fail-fast, max wait
 	assert.Equal(t, 4, s.fromFile)
 	assert.Equal(t, len(s.Options), cap(s.Options), "an append copies: it never writes past the file's options")
-	conn, err := seam.ConnectOptionsOf(s.Options)
+	conn, err := supopts.ConnectOptions(s.Options)
 	require.NoError(t, err)
 	assert.Len(t, conn, 6) // env, dir, timeout, grace, era, origin
-	set, err := seam.SharedOf(conn)
+	set, err := connopts.SharedOf(conn)
 	require.NoError(t, err)
 	assert.Equal(t, 30*time.Second, set.Timeout)
 	assert.Equal(t, 3*time.Second, set.ShutdownGrace)
@@ -54,9 +55,9 @@ func TestParseSnodoBlockIntoOptions(t *testing.T) {
 	require.NoError(t, err)
 	s = e.server("")
 	require.Len(t, s.Options, 1)
-	conn, err = seam.ConnectOptionsOf(s.Options)
+	conn, err = supopts.ConnectOptions(s.Options)
 	require.NoError(t, err)
-	set, err = seam.SharedOf(conn)
+	set, err = connopts.SharedOf(conn)
 	require.NoError(t, err)
 	assert.Zero(t, set.Timeout)
 	assert.Zero(t, set.ShutdownGrace)

@@ -12,10 +12,11 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/life"
 	"github.com/snodo/snodo/internal/ownercheck"
-	"github.com/snodo/snodo/internal/seam"
+	"github.com/snodo/snodo/internal/supopts"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -63,16 +64,15 @@ type RouterReady struct {
 	Err    error
 }
 
-func init() {
-	// A To sent to a router that has stopped is still answered, with a
-	// -32000, as snodo answers every call message sent to an actor that
-	// is gone: it answers the call the To carries.
-	seam.WrappedCall = func(msg any) (any, string, bool) {
-		if t, ok := msg.(*To); ok && t != nil {
-			return t.Call, t.Server, true
-		}
-		return nil, "", false
+// wrappedCall is the call message a To carries and the server it names
+// (true), for a dead letter's answer: a To sent to a router that has
+// stopped is still answered, with a -32000, as snodo answers every call
+// message sent to an actor that is gone.
+func wrappedCall(msg any) (any, string, bool) {
+	if t, ok := msg.(*To); ok && t != nil {
+		return t.Call, t.Server, true
 	}
+	return nil, "", false
 }
 
 // ErrUnknownServer: a To named a server the router does not have, or
@@ -113,7 +113,7 @@ func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *pro
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
 	}
-	named, owned, logger, err := seam.SupervisorSetup(opts)
+	named, owned, logger, err := supopts.Setup(opts)
 	if err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
 	}
@@ -139,7 +139,7 @@ func StartRouter(ctx context.Context, system *protoactor.ActorSystem, owner *pro
 		done:    make(chan struct{}),
 	}
 	r.life = life.Life{Name: "router", Logger: logger, Owner: owner}
-	seam.AnswerDeadCalls(system)
+	connopts.AnswerDeadCalls[snodo.Option](system, wrappedCall)
 	r.life.Spawn(system, "snodo-router", r.receive)
 	r.life.LinkContext(ctx)
 	return r, nil

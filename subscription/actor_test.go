@@ -10,7 +10,6 @@ import (
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -38,13 +37,13 @@ func testMessage(s *Subscription, ev *Event, err error) any {
 func collector(t *testing.T, c *connection.Conn) (*protoactor.PID, chan any) {
 	t.Helper()
 	got := make(chan any, 100)
-	pid := connseam.System(c).Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+	pid := c.System().Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 		switch msg := ctx.Message().(type) {
 		case *eventMsg, *endMsg:
 			got <- msg
 		}
 	}))
-	t.Cleanup(func() { connseam.System(c).Root.Stop(pid) })
+	t.Cleanup(func() { c.System().Root.Stop(pid) })
 	return pid, got
 }
 
@@ -77,7 +76,7 @@ func TestOwnerActorTerminatingCancelsOnTheServer(t *testing.T) {
 	c := startConn(t, connection.Config{})
 	pid, _ := collector(t, c)
 	s := open(t, c, toolsFilter, Options{Actor: pid, Message: testMessage})
-	connseam.System(c).Root.Stop(pid)
+	c.System().Root.Stop(pid)
 	err := waitEnded(t, s)
 	require.ErrorIs(t, err, snodoactor.ErrOwnerExited)
 	assert.Contains(t, err.Error(), pid.Id)
@@ -88,12 +87,12 @@ func TestOwnerActorTerminatingCancelsOnTheServer(t *testing.T) {
 func TestListenToADeadActorFails(t *testing.T) {
 	c := startConn(t, connection.Config{})
 	stopped := make(chan struct{})
-	pid := connseam.System(c).Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
+	pid := c.System().Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 		if _, ok := ctx.Message().(*protoactor.Stopped); ok {
 			close(stopped) // after the actor left the registry
 		}
 	}))
-	connseam.System(c).Root.Stop(pid)
+	c.System().Root.Stop(pid)
 	<-stopped
 	_, err := Open(t.Context(), c, listenParams(toolsFilter), nil, Options{Actor: pid, Message: testMessage})
 	require.ErrorIs(t, err, snodoactor.ErrOwnerExited)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -18,10 +19,11 @@ func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
 // by cfg, closed (and its server checked reaped) when the test ends.
 func startConn(t testing.TB, cfg connection.Config, flags ...string) *connection.Conn {
 	t.Helper()
-	return testutil.Start(t, func(command string, args []string) (*connection.Conn, error) {
-		cfg.Command, cfg.Args = command, args
+	c, _ := testutil.StartLent(t, func(command string, args []string, lend *connseam.Lent) (*connection.Conn, error) {
+		cfg.Command, cfg.Args, cfg.Lend = command, args, lend
 		return connection.Start(context.Background(), cfg)
 	}, flags...)
+	return c
 }
 
 // listenParams is a modern subscriptions/listen params object: it carries

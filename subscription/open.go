@@ -9,7 +9,6 @@ import (
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/mcpmethod"
 )
@@ -46,7 +45,7 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, me
 	}
 	if opts.Actor != nil {
 		if opts.System == nil {
-			opts.System = connseam.System(conn)
+			opts.System = conn.System()
 		}
 		if _, ok := opts.System.ProcessRegistry.Get(opts.Actor); !ok {
 			return nil, fmt.Errorf("snodo: %s: %w: actor %s does not exist (has it stopped? is it in another actor system?)",

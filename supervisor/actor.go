@@ -7,7 +7,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/internal/seam"
+	"github.com/snodo/snodo/internal/connopts"
 )
 
 // supervisorActor owns one supervised connection. It starts the server
@@ -83,20 +83,22 @@ func (a *supervisorActor) connect(ctx protoactor.Context) {
 	// actor: the actor closes it in its Stopping, and no watch in either
 	// direction outlives one of them (each would be a dead letter).
 	attempt, self, s := a.attempt, ctx.Self(), a.s
-	var opts []snodo.Option
-	if !seam.TargetIsHTTP(s.target) { // an HTTP server is no process of ours to stop
-		opts = append(opts, snodo.WithShutdownGrace(defaultShutdownGrace))
-	}
-	// The supervisor's owner (snodo.WithOwner) is not its connections'.
-	opts = append(append(opts, s.cfg.connect...), snodo.WithActorSystem(s.sys), snodo.WithOrigin(s.cfg.origin()), seam.Unowned.(snodo.Option))
+	// The grace stops a server started as a command (a process of ours);
+	// a connection of another transport ignores it. The supervisor's
+	// owner (snodo.WithOwner) is not its connections'. lent gets the
+	// connection's kill.
+	lent := new(connopts.Lent)
+	opts := append([]snodo.Option{connopts.ProcessGrace[snodo.Option](defaultShutdownGrace)}, s.cfg.connect...)
+	opts = append(opts, snodo.WithActorSystem(s.sys), snodo.WithOrigin(s.cfg.origin()),
+		connopts.Unowned[snodo.Option](), connopts.Lend[snodo.Option](lent))
 	s.bg.Go(func() {
 		c, err := s.target.Connect(s.life, opts...)
 		if err == nil {
 			s.applyLevel(c)
 		}
-		if err == nil && !s.adopt(c) {
+		if err == nil && !s.adopt(c, lent.Kill) {
 			_ = c.Close() // supervision ended meanwhile
-			s.reap(c)
+			s.reap(c, lent.Kill)
 			return
 		}
 		s.sys.Root.Send(self, &connected{attempt: attempt, client: c, err: err})

@@ -8,8 +8,8 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/jsonrpc"
-	"github.com/snodo/snodo/internal/seam"
 )
 
 // Request sends a JSON-RPC request to the current server and returns the
@@ -40,13 +40,13 @@ func (c *Client) Era() snodo.Era {
 // inputHandling runs the input requests of a round on the current
 // server's connection (waiting through a restart like Request), with the
 // handler and bound given with WithConnectOptions.
-func (c *Client) inputHandling() seam.InputHandling {
-	return seam.InputHandling{Serve: c.serveInputs, MaxRounds: c.s.maxRounds()}
+func (c *Client) inputHandling() calls.InputHandling {
+	return calls.InputHandling{Serve: c.serveInputs, MaxRounds: c.s.maxRounds()}
 }
 
 func (c *Client) serveInputs(ctx context.Context, reqs []*snodo.ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
 	return call(ctx, c, inputMethod, nil, false, func(cl *snodo.Client, _ []snodo.RequestOption) ([]json.RawMessage, error) {
-		return seam.InputOf(cl.Calls)().Serve(ctx, reqs, timeout)
+		return calls.Calls[snodo.RequestOption, snodo.Era](cl.Calls).Input()().Serve(ctx, reqs, timeout)
 	})
 }
 
@@ -56,7 +56,7 @@ const inputMethod = "input requests"
 // maxRounds is the WithMaxInputRounds bound of the connections.
 func (s *state) maxRounds() int {
 	if l := s.latest(); l != nil {
-		return seam.InputOf(l.Calls)().MaxRounds
+		return calls.Calls[snodo.RequestOption, snodo.Era](l.Calls).Input()().MaxRounds
 	}
 	return 0
 }
@@ -94,7 +94,7 @@ func callSent[T any](ctx context.Context, c *Client, method string, opts []snodo
 		c.s.inflight.Add(1)
 	}
 	defer c.s.release()
-	cc := callConfig{opts: opts, RequestSettings: seam.SettingsOf(opts)}
+	cc := callConfig{opts: opts, Settings: calls.Of(opts)}
 	t0 := time.Now()
 	v, used, err := once(ctx, c, method, &cc, nil, t0, fn)
 	for moved := 0; !reserved && used != nil && notSent(err) && ctx.Err() == nil && moved < maxPoolSize; moved++ {
@@ -122,7 +122,7 @@ func notSent(err error) bool { return err != nil && errors.Is(err, connection.Er
 
 // callConfig is one call's options and what they say.
 type callConfig struct {
-	seam.RequestSettings
+	calls.Settings[snodo.Progress, snodo.TaskStatus]
 	opts []snodo.RequestOption
 }
 

@@ -10,10 +10,11 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/calls"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/life"
 	"github.com/snodo/snodo/internal/origins"
 	"github.com/snodo/snodo/internal/ownercheck"
-	"github.com/snodo/snodo/internal/seam"
 )
 
 // Client is a supervised connection: a supervisor actor that owns one
@@ -81,11 +82,11 @@ func start(ctx context.Context, target snodo.Target, cfg *config) (*Client, erro
 	s := newState(cfg, target, sys)
 	c := &Client{s: s}
 	s.facade = c
-	c.Calls = seam.NewCalls[snodo.Calls](c, c.inputHandling)
-	seam.AnswerDeadCalls(sys)
+	c.Calls = snodo.Calls(calls.New[snodo.RequestOption, snodo.Era](c, c.inputHandling))
+	connopts.AnswerDeadCalls[snodo.Option](sys, nil)
 	s.life, s.stopLife = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.owned = life.Life{Name: "supervisor", Logger: cfg.logger.With("supervisor", cfg.name), Owner: cfg.owner, Parent: parentOf(cfg)}
-	calls := seam.NewCallHandler(c.Calls, cfg.origin(), func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
+	calls := connopts.CallHandler[snodo.Option](c.Calls, cfg.origin(), func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
 		_, err := c.Listen(ctx, f, opts...)
 		return err
 	})

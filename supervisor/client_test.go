@@ -13,7 +13,6 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -75,7 +74,11 @@ func TestAbandonedServerIgnoringEOFIsKilled(t *testing.T) {
 
 	// Closed by hand, a server is not signalled (Close never does): the
 	// replacement, ignoring EOF too, is ended with Kill.
-	seam.Kill(c.Current())
+	current := c.Current()
+	c.s.mu.Lock()
+	kill := c.s.live[current] // what the connection lent (connopts.Lent)
+	c.s.mu.Unlock()
+	kill()
 	require.NoError(t, c.Close())
 	testutil.AssertReaped(t, back.ServerPID, 5*time.Second)
 	select {

@@ -79,3 +79,22 @@ func ExampleNewPool() {
 	fmt.Println(len(p.Members()), string(res.StructuredContent))
 	// Output: 3 {"sum":5}
 }
+
+// Size is how many members are in rotation, read without copying them:
+// Grow and Shrink change it.
+func ExamplePool_Size() {
+	cmd, args := exampleServer()
+	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	fmt.Println(p.Size())
+	if err := p.Shrink(1); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(p.Size())
+	// Output:
+	// 2
+	// 1
+}

@@ -70,7 +70,7 @@ func sleepCalls(t *testing.T, raw json.RawMessage) []int {
 // supervisedOf is what serves a supervised or pooled subscription, for
 // the tests that look at its member and re-subscriptions.
 func supervisedOf(sub *snodo.Subscription) *supervised {
-	return listening.Unwrap(sub).(*supervised)
+	return listening.ImplOf((*listening.Sub)(sub)).(*supervised)
 }
 
 // serverPID is the current server's process id, 0 while none is up.

@@ -97,5 +97,5 @@ func TestPoolListenCallDeliversAfterItsReply(t *testing.T) {
 
 // memberOf is the member holding a supervised subscription.
 func memberOf(sub *snodo.Subscription) *Client {
-	return listening.Unwrap(sub).(*supervised).Member()
+	return listening.ImplOf((*listening.Sub)(sub)).(*supervised).Member()
 }

@@ -11,12 +11,12 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/internal/seam"
+	"github.com/snodo/snodo/internal/supopts"
 )
 
-// loggerOf is the logger seam.SupervisorSetup reads among opts.
+// loggerOf is the logger supopts.Setup reads among opts.
 func loggerOf(opts ...Option) (*slog.Logger, error) {
-	_, _, l, err := seam.SupervisorSetup(opts)
+	_, _, l, err := supopts.Setup(opts)
 	return l, err
 }
 

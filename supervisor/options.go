@@ -13,7 +13,8 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/internal/seam"
+	"github.com/snodo/snodo/internal/connopts"
+	"github.com/snodo/snodo/internal/supopts"
 )
 
 // Defaults for the options below, stated in their docs.
@@ -93,14 +94,12 @@ func (c *config) origin() snodo.Origin {
 	return snodo.Origin{Server: cmp.Or(c.server, c.name), Member: c.name}
 }
 
+// config is what internal/supopts reads of a list of options.
+var _ supopts.Config = (*config)(nil)
+
 func newConfig(opts []Option) (*config, error) {
-	cfg := &config{
-		maxRestarts: defaultMaxRestarts,
-		window:      defaultWindow,
-		backoff:     defaultBackoff,
-		maxWait:     defaultMaxWait,
-		kill:        new(atomic.Bool),
-	}
+	cfg := &config{}
+	cfg.Defaults()
 	for i, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("supervisor: option %d is nil; leave it out of the list instead", i+1)
@@ -109,21 +108,49 @@ func newConfig(opts []Option) (*config, error) {
 			return nil, fmt.Errorf("supervisor: %w", err)
 		}
 	}
-	if err := cfg.share(); err != nil {
+	if err := cfg.Finish(); err != nil {
 		return nil, fmt.Errorf("supervisor: WithConnectOptions: %w", err)
-	}
-	if cfg.logger == nil {
-		cfg.logger = slog.New(slog.DiscardHandler)
 	}
 	return cfg, nil
 }
+
+// Defaults readies a zero config before the options are applied (also
+// for internal/supopts, which reads options for servers and the snodo
+// command).
+func (c *config) Defaults() {
+	c.maxRestarts, c.window, c.backoff, c.maxWait = defaultMaxRestarts, defaultWindow, defaultBackoff, defaultMaxWait
+	c.kill = new(atomic.Bool)
+}
+
+// Finish completes a config the options were applied to: what the
+// connections' options share with the supervisor, and the logger that
+// discards when none was named.
+func (c *config) Finish() error {
+	if err := c.share(); err != nil {
+		return err
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Setup is the actor system, owner and logger of a finished config (nil
+// where none was named), for internal/supopts.
+func (c *config) Setup() (*protoactor.ActorSystem, *protoactor.PID, *slog.Logger) {
+	return c.system, c.owner, c.logger
+}
+
+// ConnectOptions are the options WithConnectOptions gave, in order, for
+// internal/supopts.
+func (c *config) ConnectOptions() []snodo.Option { return c.connect }
 
 // share takes from the connections' options what the supervisor shares
 // with them (WithConnectOptions): logger, meter provider, actor system,
 // owner, and the server's name (snodo.WithOrigin's Server). Each is
 // given once; what WithParent (or StartPool) also sets must agree.
 func (c *config) share() error {
-	set, err := seam.SharedOf(c.connect)
+	set, err := connopts.SharedOf(c.connect)
 	if err != nil {
 		return err
 	}
@@ -280,39 +307,6 @@ func WithParent(ctx protoactor.Context) Option {
 		}
 		c.parent, c.owner, c.system = ctx, ctx.Self(), ctx.ActorSystem()
 		return nil
-	}
-}
-
-func init() {
-	// What code that builds on supervisors (servers.Router) needs of the
-	// options it passes on: the system their actors run on, to run its
-	// own there too, and the logger they log to, to log there too.
-	seam.SupervisorSetup = func(opts any) (*protoactor.ActorSystem, *protoactor.PID, *slog.Logger, error) {
-		cfg, err := newConfig(opts.([]Option))
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return cfg.system, cfg.owner, cfg.logger, nil
-	}
-	// What the snodo command, which connects to a servers file's server
-	// without supervising it, reads of the server's configuration.
-	seam.ConnectOptionsOf = func(opts any) (any, error) {
-		cfg := &config{}
-		for i, opt := range opts.([]Option) {
-			if opt == nil {
-				return nil, fmt.Errorf("supervisor: option %d is nil; leave it out of the list instead", i+1)
-			}
-			if err := opt(cfg); err != nil {
-				return nil, fmt.Errorf("supervisor: %w", err)
-			}
-		}
-		return cfg.connect, nil
-	}
-	seam.PoolSize = func(p any) int {
-		pool := p.(*Pool)
-		pool.mu.Lock()
-		defer pool.mu.Unlock()
-		return len(pool.members)
 	}
 }
 

@@ -14,10 +14,11 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/calls"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/life"
 	"github.com/snodo/snodo/internal/origins"
-	"github.com/snodo/snodo/internal/seam"
 )
 
 // Pool is N supervised connections to the same server (a snodo.Target). Each call
@@ -175,12 +176,12 @@ func newPool(ctx context.Context, target snodo.Target, size int, opts []Option) 
 		done:     make(chan struct{}),
 	}
 	p.starts, p.cancel = context.WithCancelCause(ctx)
-	p.Calls = seam.NewCalls[snodo.Calls](p, p.inputHandling)
-	p.calls = seam.NewCallHandler(p.Calls, snodo.Origin{Server: cfg.name}, func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
+	p.Calls = snodo.Calls(calls.New[snodo.RequestOption, snodo.Era](p, p.inputHandling))
+	p.calls = connopts.CallHandler[snodo.Option](p.Calls, snodo.Origin{Server: cfg.name}, func(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) error {
 		_, err := p.Listen(ctx, f, opts...)
 		return err
 	})
-	seam.AnswerDeadCalls(sys)
+	connopts.AnswerDeadCalls[snodo.Option](sys, nil)
 	p.owned = life.Life{Name: "pool", Logger: cfg.logger, Owner: cfg.owner, Parent: parentOf(cfg)}
 	pid := p.owned.Spawn(sys, "snodo-pool", (&poolActor{p: p}).Receive)
 	origins.Name(sys, pid, snodo.Origin{Server: cfg.name}) // replies to calls sent once it stopped
@@ -333,6 +334,16 @@ func (p *Pool) Members() []*Client {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.members)
+}
+
+// Size is the number of members in rotation (len(Members()), without
+// copying them): what Grow and Shrink change. A pool whose members all
+// left (Shrink, or give-ups past the restart intensity) has size 0 and
+// takes no calls; a health check asks it per call.
+func (p *Pool) Size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.members)
 }
 
 // PID is the pool actor; stopping it closes the pool.
@@ -508,7 +519,7 @@ func (p *Pool) leastLoadedLocked(avoid *Client, upOnly bool) *Client {
 // member.
 func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.RequestOption,
 	fn func(*snodo.Client, []snodo.RequestOption) (T, error)) (T, error) {
-	set := seam.SettingsOf(opts)
+	set := calls.Of(opts)
 	t0 := time.Now()
 	var (
 		m     *Client
@@ -563,7 +574,7 @@ func poolCall[T any](ctx context.Context, p *Pool, method string, opts []snodo.R
 	ro := remainingOpts(opts, set.Timeout, t0)
 	wait := *m2.s.cfg
 	wait.failFast = false
-	v, _, err = onceWith(ctx, m2.s, &wait, method, &callConfig{opts: ro, RequestSettings: seam.SettingsOf(ro)}, nil, time.Now(), fn)
+	v, _, err = onceWith(ctx, m2.s, &wait, method, &callConfig{opts: ro, Settings: calls.Of(ro)}, nil, time.Now(), fn)
 	return v, err
 }
 
@@ -646,19 +657,19 @@ func (p *Pool) Era() snodo.Era {
 // inputHandling runs the input requests of a round on the least-loaded
 // member's connection, with the handler and bound given with
 // WithConnectOptions.
-func (p *Pool) inputHandling() seam.InputHandling {
+func (p *Pool) inputHandling() calls.InputHandling {
 	rounds := 0
 	for _, m := range p.Members() {
 		if rounds = m.s.maxRounds(); rounds != 0 {
 			break
 		}
 	}
-	return seam.InputHandling{Serve: p.serveInputs, MaxRounds: rounds}
+	return calls.InputHandling{Serve: p.serveInputs, MaxRounds: rounds}
 }
 
 func (p *Pool) serveInputs(ctx context.Context, reqs []*snodo.ServerRequest, timeout time.Duration) ([]json.RawMessage, error) {
 	return poolCall(ctx, p, inputMethod, nil, func(cl *snodo.Client, _ []snodo.RequestOption) ([]json.RawMessage, error) {
-		return seam.InputOf(cl.Calls)().Serve(ctx, reqs, timeout)
+		return calls.Calls[snodo.RequestOption, snodo.Era](cl.Calls).Input()().Serve(ctx, reqs, timeout)
 	})
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/life"
-	"github.com/snodo/snodo/internal/seam"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -34,14 +33,14 @@ type state struct {
 	restarts atomic.Int64 // restarts since Connect
 
 	mu       sync.Mutex
-	client   *snodo.Client              // nil while restarting
-	last     *snodo.Client              // the last connection installed: its era and input handling
-	level    snodo.LoggingLevel         // SetLoggingLevel's, for the servers of later restarts
-	live     map[*snodo.Client]struct{} // connections to close when supervision ends
-	changed  chan struct{}              // closed and replaced when client or ended changes
-	lastExit error                      // the exit being recovered from
-	nextTry  time.Time                  // when the next attempt starts
-	ended    bool                       // the actor is stopping: no new connections
+	client   *snodo.Client            // nil while restarting
+	last     *snodo.Client            // the last connection installed: its era and input handling
+	level    snodo.LoggingLevel       // SetLoggingLevel's, for the servers of later restarts
+	live     map[*snodo.Client]func() // connections to close when supervision ends, with their kill (connopts.Lent)
+	changed  chan struct{}            // closed and replaced when client or ended changes
+	lastExit error                    // the exit being recovered from
+	nextTry  time.Time                // when the next attempt starts
+	ended    bool                     // the actor is stopping: no new connections
 
 	first    chan struct{} // closed on the first outcome: connected, or stopped
 	firstErr error
@@ -55,7 +54,7 @@ func newState(cfg *config, target snodo.Target, sys *protoactor.ActorSystem) *st
 	return &state{
 		cfg: cfg, target: target, sys: sys, level: cfg.level,
 		meters:  telemetry.New(nil, cfg.meter).ForConn(target.String()),
-		live:    map[*snodo.Client]struct{}{},
+		live:    map[*snodo.Client]func(){},
 		changed: make(chan struct{}),
 		first:   make(chan struct{}),
 		stopped: make(chan struct{}),
@@ -99,15 +98,16 @@ func (s *state) Err() error {
 	}
 }
 
-// adopt registers a connection Connect just returned, unless supervision
-// is ending: then the caller must close it.
-func (s *state) adopt(c *snodo.Client) bool {
+// adopt registers a connection Connect just returned, and kill, which
+// stops its server for good, unless supervision is ending: then the
+// caller must close it.
+func (s *state) adopt(c *snodo.Client, kill func()) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
 		return false
 	}
-	s.live[c] = struct{}{}
+	s.live[c] = kill
 	return true
 }
 
@@ -130,14 +130,15 @@ func (s *state) lost(c *snodo.Client, reason error, next time.Time) {
 	if s.client == c {
 		s.client = nil
 	}
+	kill := s.live[c]
 	delete(s.live, c)
 	s.lastExit, s.nextTry = reason, next
 	s.notifyLocked()
 	s.mu.Unlock()
 	abandoned := unexpected(reason)
 	s.bg.Go(func() {
-		if abandoned {
-			seam.Kill(c)
+		if abandoned && kill != nil {
+			kill()
 		}
 		<-c.Done()
 	})
@@ -227,17 +228,17 @@ func (s *state) shutdown() {
 	reason := s.owned.Reason() // settled by the Life before Stopping
 	s.mu.Lock()
 	s.ended = true
-	clients := make([]*snodo.Client, 0, len(s.live))
-	for c := range s.live {
-		clients = append(clients, c)
+	clients := make(map[*snodo.Client]func(), len(s.live))
+	for c, kill := range s.live {
+		clients[c] = kill
 	}
 	s.live, s.client = nil, nil
 	s.notifyLocked()
 	s.mu.Unlock()
 	var closing sync.WaitGroup
-	for _, c := range clients {
+	for c, kill := range clients {
 		closing.Go(func() { _ = c.Close() })
-		s.bg.Go(func() { s.reap(c) })
+		s.bg.Go(func() { s.reap(c, kill) })
 	}
 	closing.Wait()
 	s.stopLife(reason) // aborts a Connect in progress
@@ -246,9 +247,9 @@ func (s *state) shutdown() {
 // reap returns once c's server is reaped, c being closed. If the servers
 // are to be stopped for good (cfg.kill: the pool's start failed), one
 // that ignores EOF is first signalled as a failed snodo.Connect does.
-func (s *state) reap(c *snodo.Client) {
+func (s *state) reap(c *snodo.Client, kill func()) {
 	if s.cfg.kill.Load() {
-		seam.Kill(c)
+		kill()
 	}
 	<-c.Done()
 }

@@ -48,11 +48,11 @@ type supervised struct {
 	sys            *protoactor.ActorSystem
 	pool           *Pool // Pool.Listen's: where it moves when its member leaves
 	filter         snodo.Filter
-	opts           []snodo.ListenOption      // for each server's subscription
-	actor          *protoactor.PID           // ListenTo, or nil
-	opened         func(sub, origin any) any // listening.Settings.Opened: the actor's first message
-	owner          context.Context           // Listen's ctx
-	unwatch        func()                    // ends the watch on actor
+	opts           []snodo.ListenOption                                 // for each server's subscription
+	actor          *protoactor.PID                                      // ListenTo, or nil
+	opened         func(*listening.Sub, snodo.Origin) listening.Message // listening.Settings.Opened: the actor's first message
+	owner          context.Context                                      // Listen's ctx
+	unwatch        func()                                               // ends the watch on actor
 
 	ctx    context.Context // owner, or Close
 	cancel context.CancelFunc
@@ -130,7 +130,7 @@ func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []
 			s.cancel()
 		})
 	}
-	s.outer = listening.Wrap[*snodo.Subscription](s)
+	s.outer = (*snodo.Subscription)(listening.New(s))
 	go s.run(inner, cl)
 	return s.outer, nil
 }
@@ -215,7 +215,7 @@ func (s *supervised) run(inner *snodo.Subscription, cl *snodo.Client) {
 		defer s.unwatch()
 	}
 	if s.actor != nil && s.opened != nil {
-		s.sys.Root.Send(s.actor, s.opened(s.outer, s.Member().Origin())) // before any event
+		s.sys.Root.Send(s.actor, s.opened((*listening.Sub)(s.outer), s.Member().Origin())) // before any event
 	}
 	for {
 		if !s.forward(inner) {

@@ -17,9 +17,11 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/safetext"
-	"github.com/snodo/snodo/internal/seam"
+	"github.com/snodo/snodo/internal/supopts"
+	"github.com/snodo/snodo/internal/target"
 	"github.com/snodo/snodo/servers"
 )
 
@@ -147,17 +149,16 @@ type fileServer struct {
 
 // readServer reads spec's configuration.
 func readServer(spec *servers.Server) (*fileServer, error) {
-	conn, err := seam.ConnectOptionsOf(spec.Options)
+	opts, err := supopts.ConnectOptions(spec.Options)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
 	}
-	opts := conn.([]snodo.Option)
-	set, err := seam.SharedOf(opts)
+	set, err := connopts.SharedOf(opts)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
 	}
 	return &fileServer{Server: spec, connect: opts, timeout: set.Timeout, grace: set.ShutdownGrace,
-		era: set.Era, http: seam.TargetIsHTTP(spec.Target)}, nil
+		era: set.Era, http: !target.Target(spec.Target).IsCommand()}, nil
 }
 
 // withFile adds the file's options for spec after the flags' (so the
@@ -260,6 +261,7 @@ func (s *session) options() ([]snodo.Option, error) {
 		snodo.WithClientInfo("snodo-cli", version),
 		snodo.WithMaxInputRounds(cfg.maxInputRounds),
 		snodo.WithNotificationHandler(newNotes(s.io.err, cfg.quiet, cfg.verbose).handle),
+		connopts.Lend[snodo.Option](&s.lent), // its Flush, for flushNotes
 	}
 	opts = append(opts, s.eraOption()...)
 	if cfg.dir != "" {

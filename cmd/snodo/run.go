@@ -15,7 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/internal/seam"
+	"github.com/snodo/snodo/internal/connopts"
 )
 
 // Exit statuses.
@@ -168,6 +168,9 @@ type session struct {
 	// sandbox is the "sandbox" the --config file gives the server (nil:
 	// none); info shows it.
 	sandbox *snodo.Sandbox
+	// lent is what the connection lends the command (its notifications'
+	// Flush), filled in once it connected.
+	lent connopts.Lent
 }
 
 // runCommand runs cfg.command on c.
@@ -205,5 +208,7 @@ func (s *session) close(c *snodo.Client) {
 func (s *session) flushNotes(c *snodo.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = seam.FlushNotifications(ctx, c)
+	if s.lent.Flush != nil {
+		_ = s.lent.Flush(ctx)
+	}
 }

@@ -1,8 +1,10 @@
-// Package connseam holds what package connection lends snodo's other
-// packages (and their tests) without exporting it to users: functions
-// package connection sets in its init, on a *connection.Conn passed as
-// c. Nothing here is a user's to call, so nothing here counts as public
-// surface.
+// Package connseam holds, with real types, what package connection
+// lends snodo's other packages (and their tests) without exporting it to
+// users: the part of a request's options only the module sets
+// (CallOptions, embedded unexported in connection.CallOptions), and what
+// one connection lends the code that started it (Lent, filled in by
+// connection.Start when the config's Lend points at one). Nothing here is
+// a user's to call, so nothing here counts as public surface.
 package connseam
 
 import (
@@ -10,40 +12,39 @@ import (
 	"encoding/json"
 	"time"
 
-	protoactor "github.com/asynkron/protoactor-go/actor"
-
 	"github.com/snodo/snodo/handlers"
 )
 
-var (
-	// ServeInputs runs the server-request handler for the input requests
-	// of one modern input_required result on c's one handler path and
-	// returns their encoded results, in order (see
-	// connection/input.go).
-	ServeInputs func(c any, ctx context.Context, reqs []*handlers.Request, timeout time.Duration) ([]json.RawMessage, error)
+// Lent is what one connection lends the code that started it: set
+// connection.Config's Lend (a field of the config's part only the module
+// sets) to a *Lent, and connection.Start fills it in before it returns.
+type Lent struct {
+	// ProcessID is the server's operating-system process id; 0 for a
+	// server reached through a Transport (Streamable HTTP, in memory…).
+	ProcessID int
 
-	// LeftInputUnread reports whether c's server went away without
+	// ServeInputs runs the server-request handler for the input requests
+	// of one modern input_required result on the connection's one
+	// handler path and returns their encoded results, in order (see
+	// connection/input.go).
+	ServeInputs func(ctx context.Context, reqs []*handlers.Request, timeout time.Duration) ([]json.RawMessage, error)
+
+	// LeftInputUnread reports whether the server went away without
 	// reading everything written to its stdin: snodo.Connect restarts a
 	// server that died of its probe only when this is false.
-	LeftInputUnread func(c any) bool
+	LeftInputUnread func() bool
 
-	// ProcessID is c's server's operating-system process id; 0 for a
-	// Streamable HTTP endpoint or when c is no *connection.Conn.
-	ProcessID func(c any) int
+	// InFlight counts the connection's requests waiting for an answer
+	// (tests check that none is left behind).
+	InFlight func() int
 
-	// System is the actor system c's actor runs on: Config.System, or
-	// actor.Shared() when that was nil.
-	System func(c any) *protoactor.ActorSystem
-
-	// InFlight counts c's requests waiting for an answer.
-	InFlight func(c any) int
-
-	// Kill closes c and stops its server for good: SIGTERM to its
-	// process group grace after its stdin was closed, SIGKILL another
-	// grace later; it returns once the server was reaped (or about 2 s
-	// after the SIGKILL). For a server given up on before it is used.
-	Kill func(c any, grace time.Duration)
-)
+	// Kill closes the connection and stops its server for good: SIGTERM
+	// to its process group grace after its stdin was closed, SIGKILL
+	// another grace later; it returns once the server was reaped (or
+	// about 2 s after the SIGKILL). For a server given up on before it
+	// is used.
+	Kill func(grace time.Duration)
+}
 
 // CallOptions is the part of connection.CallOptions only the module sets:
 // the connection embeds it unexported, so its fields are reachable as

@@ -1,14 +1,22 @@
 // Package listening is how the packages that serve a subscription in
 // their own way (supervisor: across restarts and pool moves; remote:
-// through a host) hand it to the user as the one *snodo.Subscription.
-// Package snodo registers the wrapper at init; nothing else is global.
+// through a host) hand it to the user as the one *snodo.Subscription,
+// typed: snodo.Subscription is a defined type over Sub, so a sibling
+// makes one with (*snodo.Subscription)(listening.New(impl)) and reads
+// its Impl back with listening.ImplOf((*listening.Sub)(sub)), and
+// snodo.ListenOption is Option, read with SettingsOf.
 package listening
 
 import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
+	"github.com/snodo/snodo/internal/origins"
 	"github.com/snodo/snodo/subscription"
 )
+
+// Message is a message snodo sends an actor: every one is marked for
+// protoactor's dead-letter logging.
+type Message interface{ IgnoreDeadLetterLogging() }
 
 // Settings are the values a subscription's options (snodo.ListenTo,
 // snodo.MaxQueued) set.
@@ -18,9 +26,32 @@ type Settings struct {
 	MaxQueueBytes int             // MaxQueued's bytes: 0 the default
 	// Opened, set when a *snodo.ListenCall opens the subscription, builds
 	// the message (its *snodo.ListenReply) Actor receives first, once the
-	// subscription (a *snodo.Subscription) is open and before its first
-	// event: every Listen that delivers to an actor sends it. nil: none.
-	Opened func(sub, origin any) any // origin: a snodo.Origin
+	// subscription is open and before its first event: every Listen that
+	// delivers to an actor sends it. nil: none.
+	Opened func(sub *Sub, origin origins.Origin) Message
+}
+
+// Option is one subscription option (snodo.ListenOption): it sets some
+// of the Settings, or says why it cannot. The zero Option sets nothing.
+type Option struct {
+	set func(*Settings) error
+}
+
+// NewOption is the option that runs set.
+func NewOption(set func(*Settings) error) Option { return Option{set: set} }
+
+// SettingsOf applies opts in order; the first invalid one is an error.
+func SettingsOf(opts []Option) (Settings, error) {
+	var s Settings
+	for _, o := range opts {
+		if o.set == nil {
+			continue
+		}
+		if err := o.set(&s); err != nil {
+			return Settings{}, err
+		}
+	}
+	return s, nil
 }
 
 // Impl serves a *snodo.Subscription: its methods are the Subscription's,
@@ -34,25 +65,17 @@ type Impl interface {
 	Close() error
 }
 
-var (
-	wrap       func(Impl) any
-	unwrap     func(any) Impl
-	settingsOf func(any) (Settings, error)
-)
-
-// Register is called once, by package snodo's init: w wraps an Impl as
-// a *snodo.Subscription, u returns the Impl of one, s applies a
-// []snodo.ListenOption.
-func Register(w func(Impl) any, u func(any) Impl, s func(any) (Settings, error)) {
-	wrap, unwrap, settingsOf = w, u, s
+// Sub is what a snodo.Subscription holds: the Impl serving it.
+type Sub struct {
+	impl Impl
 }
 
-// SettingsOf applies opts ([]snodo.ListenOption) in order; the first
-// invalid one is an error.
-func SettingsOf(opts any) (Settings, error) { return settingsOf(opts) }
+// New is the subscription impl serves.
+func New(impl Impl) *Sub { return &Sub{impl: impl} }
 
-// Wrap is impl as a *snodo.Subscription (T).
-func Wrap[T any](impl Impl) T { return wrap(impl).(T) }
+// Set makes impl serve s, a Sub made before impl was (with new), before
+// s is handed to anyone else.
+func Set(s *Sub, impl Impl) { s.impl = impl }
 
-// Unwrap is the Impl serving sub, a *snodo.Subscription.
-func Unwrap(sub any) Impl { return unwrap(sub) }
+// ImplOf is the Impl serving s.
+func ImplOf(s *Sub) Impl { return s.impl }

@@ -28,6 +28,7 @@ const quickEOF = "-eof-grace=100ms"
 type rig struct {
 	t      *testing.T
 	c      *connection.Conn
+	lent   *connseam.Lent // what c lends: its process id, requests in flight
 	pid    int
 	fds    int
 	stderr *testutil.Buffer
@@ -49,11 +50,13 @@ func dial(t *testing.T, cfg connection.Config, flags ...string) *rig {
 	if cfg.Logger == nil {
 		cfg.Logger = r.logs.Logger()
 	}
+	r.lent = new(connseam.Lent)
+	cfg.Lend = r.lent
 	c, err := connection.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	r.c, r.pid = c, connseam.ProcessID(c)
+	r.c, r.pid = c, r.lent.ProcessID
 	t.Cleanup(func() { // a failed test must not leave a server behind
 		c.Close()
 		select {
@@ -81,7 +84,7 @@ func (r *rig) finish(reason error) {
 	if err := r.c.Err(); !errors.Is(err, reason) {
 		t.Errorf("Err() = %v, want it to wrap %v", err, reason)
 	}
-	if n := connseam.InFlight(r.c); n != 0 {
+	if n := r.lent.InFlight(); n != 0 {
 		t.Errorf("InFlight() = %d after Done", n)
 	}
 	if _, err := r.c.Request(context.Background(), "test/echo", nil, nil); !isClosed(err, reason) {
@@ -149,10 +152,10 @@ func (cr *crowd) collect(t *testing.T, within time.Duration) []answer {
 	return out
 }
 
-// waitInFlight waits until n requests are in flight.
-func waitInFlight(t *testing.T, c *connection.Conn, n int) {
+// waitInFlight waits until n requests are in flight on r's connection.
+func waitInFlight(t *testing.T, r *rig, n int) {
 	t.Helper()
-	testutil.Eventually(t, func() bool { return connseam.InFlight(c) >= n }, 10*time.Second, "requests in flight")
+	testutil.Eventually(t, func() bool { return r.lent.InFlight() >= n }, 10*time.Second, "requests in flight")
 }
 
 // blockingWriter blocks every Write until released.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
-	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -72,7 +71,7 @@ func TestDuplicateAndUnsolicitedResponses(t *testing.T) {
 	if n := r.logs.Count("ignored a response to no request in flight"); n != 2*10+2 {
 		t.Errorf("%d ignored responses logged, want %d", n, 2*10+2)
 	}
-	if n := connseam.InFlight(r.c); n != 0 {
+	if n := r.lent.InFlight(); n != 0 {
 		t.Errorf("InFlight() = %d", n)
 	}
 	r.finish(connection.ErrClosed)

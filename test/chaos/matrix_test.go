@@ -13,7 +13,6 @@ import (
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/exitsig"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -170,7 +169,7 @@ func TestFatalFaults(t *testing.T) {
 		{
 			name: "Stop mid-call",
 			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
-				return func(_ *testing.T, r *rig) { connseam.System(r.c).Root.Stop(r.c.PID()) }
+				return func(_ *testing.T, r *rig) { r.c.System().Root.Stop(r.c.PID()) }
 			},
 			reason: snodoactor.ErrStopped,
 			text:   []string{"connection closed: actor stopped"},
@@ -178,7 +177,7 @@ func TestFatalFaults(t *testing.T) {
 		{
 			name: "Poison mid-call",
 			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
-				return func(_ *testing.T, r *rig) { connseam.System(r.c).Root.Poison(r.c.PID()) }
+				return func(_ *testing.T, r *rig) { r.c.System().Root.Poison(r.c.PID()) }
 			},
 			reason: snodoactor.ErrStopped,
 			text:   []string{"connection closed: actor stopped"},
@@ -186,7 +185,7 @@ func TestFatalFaults(t *testing.T) {
 		{
 			name: "Exit with a reason mid-call",
 			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
-				return func(_ *testing.T, r *rig) { exitsig.Send(connseam.System(r.c), r.c.PID(), errChaos) }
+				return func(_ *testing.T, r *rig) { exitsig.Send(r.c.System(), r.c.PID(), errChaos) }
 			},
 			reason: errChaos,
 			text:   []string{"connection closed: chaos: stopped by the supervisor"},
@@ -211,7 +210,7 @@ func TestFatalFaults(t *testing.T) {
 			inject := f.setup(t, &cfg)
 			r := dial(t, cfg, append([]string{quickEOF}, f.flags...)...)
 			waiting := call(r.c, callers, "test/sleep", map[string]int{"ms": 30000}, nil)
-			waitInFlight(t, r.c, callers)
+			waitInFlight(t, r, callers)
 			inject(t, r)
 			for _, a := range waiting.collect(t, 10*time.Second) {
 				checkClosed(t, a, f.reason)
@@ -221,7 +220,7 @@ func TestFatalFaults(t *testing.T) {
 					}
 				}
 			}
-			if n := connseam.InFlight(r.c); n != 0 {
+			if n := r.lent.InFlight(); n != 0 {
 				t.Errorf("InFlight() = %d once every caller has its answer", n)
 			}
 			if f.after != nil {

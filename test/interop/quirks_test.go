@@ -17,7 +17,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/internal/seam"
+	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -186,8 +186,10 @@ func TestMCPGoStdioListenEventsCarryNoSubscriptionID(t *testing.T) {
 	defer cancel()
 	var logs testutil.LogRecorder
 	var untagged atomic.Int32
+	var lent connopts.Lent // its Flush
 	c, err := snodo.Connect(ctx, peerPath(t, "bin/mcpgo-server"), []string{"-stdio"},
 		append(clientOptions(snodo.EraModern, newAnswers()), snodo.WithShutdownGrace(10*time.Second), snodo.WithLogger(logs.Logger()),
+			connopts.Lend[snodo.Option](&lent),
 			snodo.WithWireTrace(func(dir connection.Direction, line []byte) {
 				if dir == connection.Received && bytes.Contains(line, []byte(`"notifications/tools/list_changed"`)) &&
 					!bytes.Contains(line, []byte("subscriptionId")) {
@@ -207,7 +209,7 @@ func TestMCPGoStdioListenEventsCarryNoSubscriptionID(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return untagged.Load() == 2 }, 20*time.Second, 10*time.Millisecond,
 		"two list_changed events without a subscriptionId")
-	require.NoError(t, seam.FlushNotifications(ctx, c))
+	require.NoError(t, lent.Flush(ctx))
 	assert.Equal(t, 1, logs.Count("without the io.modelcontextprotocol/subscriptionId"), "one warning per connection")
 	select {
 	case ev := <-sub.Events():

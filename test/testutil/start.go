@@ -28,20 +28,38 @@ func Start[C Conn](tb testing.TB, start func(command string, args []string) (C, 
 	return c
 }
 
+// StartLent is Start for a connection (connection.Start): start sets its
+// config's Lend to lend, so that the test gets what the connection lends
+// (its process id, requests in flight…) and the server is checked
+// reaped when the test ends.
+func StartLent[C Conn](tb testing.TB, start func(command string, args []string, lend *connseam.Lent) (C, error), flags ...string) (C, *connseam.Lent) {
+	tb.Helper()
+	command, args := Server(tb, flags...)
+	lent := new(connseam.Lent)
+	c, err := start(command, args, lent)
+	if err != nil {
+		tb.Fatalf("starting the test server %v: %v", flags, err)
+	}
+	closeAtEnd(tb, c, lent.ProcessID)
+	return c, lent
+}
+
 // CloseAtEnd closes c when the test ends, waits (30 s at most) for Done,
 // and checks that the server process was reaped when c tells its id
-// (ServerPID, or a connection's process id).
+// (ServerPID).
 func CloseAtEnd(tb testing.TB, c Conn) {
 	tb.Helper()
 	pid := 0
-	switch p := c.(type) {
-	case interface{ ServerPID() int }:
+	if p, ok := c.(interface{ ServerPID() int }); ok {
 		pid = p.ServerPID()
-	default: // a *connection.Conn
-		if connseam.ProcessID != nil {
-			pid = connseam.ProcessID(c)
-		}
 	}
+	closeAtEnd(tb, c, pid)
+}
+
+// closeAtEnd is CloseAtEnd for the server of process id pid (0: none
+// to check).
+func closeAtEnd(tb testing.TB, c Conn, pid int) {
+	tb.Helper()
 	tb.Cleanup(func() {
 		_ = c.Close()
 		select {

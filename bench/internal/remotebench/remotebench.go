@@ -59,6 +59,9 @@ const (
 	// them, so the least any remote call can cost. It answers one call at
 	// a time, so it is measured at 1 in flight only (BarePoolInFlight).
 	BarePool = "bare-pool"
+
+	// RemoteB is Remote to the host of HostBEnv's build, when set.
+	RemoteB = "remote-b"
 )
 
 // Transports are the three ways measured at every number of calls in
@@ -94,6 +97,19 @@ const (
 	HostProfileEnv = "SNODO_BENCH_HOST_PROFILE"
 	// NATSProfileEnv does the same for the NATS server's child.
 	NATSProfileEnv = "SNODO_BENCH_NATS_PROFILE"
+	// HostBEnv names another build of the calling binary (go test -c of
+	// another commit) whose host child serves a second name, RemoteB,
+	// beside the first, on the same NATS server: Pair(Remote, RemoteB)
+	// then compares two hosts' code call by call. Run each pair of builds
+	// both ways round and take half the difference: the host of the other
+	// build reads some 9 µs slower whatever its code, where two hosts of
+	// one build read alike (the caller, the NATS server and the first
+	// host run one binary, whose code the CPUs' caches hold once for all
+	// three).
+	HostBEnv = "SNODO_BENCH_HOST_B"
+	// hostNameEnv is the name a host child serves (default "fast"); a
+	// host child serving another name runs no bare responders.
+	hostNameEnv = "SNODO_BENCH_HOST_NAME"
 	// BlockProfileEnv, set to 1 as well, makes those children write
 	// PREFIX.block and PREFIX.mutex profiles too (at a cost in CPU that
 	// skews the CPU profile: take them in a run of their own).
@@ -103,6 +119,7 @@ const (
 // Rig is the three processes, connected.
 type Rig struct {
 	natsSrv, host *child
+	hostB         *child // HostBEnv's host, or nil
 	stops         []func()
 	pool          *supervisor.Pool
 	nc, bare      *nats.Conn
@@ -118,18 +135,30 @@ func Start(serverBin string) (*Rig, error) {
 		r.Close()
 		return nil, err
 	}
-	natsURL, natsSrv, stop, err := startChild("nats", serverBin)
+	self, err := os.Executable()
+	if err != nil {
+		return fail(err)
+	}
+	natsURL, natsSrv, stop, err := startChild(self, "nats", serverBin, nil)
 	if err != nil {
 		return fail(err)
 	}
 	r.natsSrv = natsSrv
 	r.stops = append(r.stops, stop)
-	_, host, stop, err := startChild("host", serverBin, natsURL)
+	_, host, stop, err := startChild(self, "host", serverBin, nil, natsURL)
 	if err != nil {
 		return fail(err)
 	}
 	r.host = host
 	r.stops = append(r.stops, stop)
+	if binB := os.Getenv(HostBEnv); binB != "" {
+		_, hostB, stop, err := startChild(binB, "host", serverBin, []string{hostNameEnv + "=" + RemoteB}, natsURL)
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", HostBEnv, err))
+		}
+		r.hostB = hostB
+		r.stops = append(r.stops, stop)
+	}
 	if r.pool, err = supervisor.NewPool(context.Background(), snodo.Command(serverBin, "-fast"), 1); err != nil {
 		return fail(err)
 	}
@@ -141,6 +170,12 @@ func Start(serverBin string) (*Rig, error) {
 	}
 	if r.bare, err = nats.Connect(natsURL); err != nil {
 		return fail(err)
+	}
+	var clientB *remote.Client
+	if os.Getenv(HostBEnv) != "" {
+		if clientB, err = remote.NewClient(r.nc, RemoteB); err != nil {
+			return fail(err)
+		}
 	}
 	raw := json.RawMessage(`{"name":"echo","arguments":{"text":"hello"}}`)
 	var params any = raw // boxed once: the callers' allocations are the calls' own
@@ -155,6 +190,13 @@ func Start(serverBin string) (*Rig, error) {
 		},
 		Remote: func() error {
 			_, err := r.client.Request(context.Background(), "tools/call", params)
+			return err
+		},
+		RemoteB: func() error {
+			if clientB == nil {
+				return errors.New(RemoteB + ": " + HostBEnv + " is not set")
+			}
+			_, err := clientB.Request(context.Background(), "tools/call", params)
 			return err
 		},
 		BarePool: func() error {
@@ -313,6 +355,9 @@ func (r *Rig) Measure(transport string, n, inFlight int, h Hooks) (Figures, erro
 	if transport != Local {
 		side, server = r.host, r.natsSrv
 	}
+	if transport == RemoteB {
+		side = r.hostB
+	}
 	lat := make([]time.Duration, n)
 	var m0, m1 runtime.MemStats
 	var side0, server0 childStats
@@ -460,16 +505,13 @@ type child struct {
 	out *bufio.Reader
 }
 
-// startChild runs this binary as role (nats or host) with args, and
+// startChild runs exe (this binary, or HostBEnv's build of it) as role
+// (nats or host) with args and env added to the environment, and
 // returns the first line it prints (the NATS URL, or "ready"), the child,
 // and a stop that closes its stdin and waits for it to exit.
-func startChild(role, serverBin string, args ...string) (string, *child, func(), error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", nil, nil, err
-	}
-	cmd := exec.Command(self, args...)
-	cmd.Env = append(os.Environ(), childEnv+"="+role, serverEnv+"="+serverBin)
+func startChild(exe, role, serverBin string, env []string, args ...string) (string, *child, func(), error) {
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(append(os.Environ(), childEnv+"="+role, serverEnv+"="+serverBin), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -627,11 +669,17 @@ func runChild(role string) error {
 		if err != nil {
 			return err
 		}
-		h, err := remote.NewHost(context.Background(), url, remote.Serve("fast", pool))
+		name := cmp.Or(os.Getenv(hostNameEnv), "fast")
+		h, err := remote.NewHost(context.Background(), url, remote.Serve(name, pool))
 		if err != nil {
 			return err
 		}
 		defer func() { _ = h.Close(); <-h.Done() }()
+		if name != "fast" { // a second host (HostBEnv): no responders
+			fmt.Println("ready")
+			serveStats()
+			return nil
+		}
 		responder, err := nats.Connect(url)
 		if err != nil {
 			return err
