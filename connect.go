@@ -211,8 +211,14 @@ func (c *Client) start(ctx context.Context, cfg *config) error {
 	}
 	c.notes.modern.Store(c.mcp.era == EraModern)
 	c.connected.Store(true)
-	if cfg.lent != nil {
-		*cfg.lent = connopts.Lent{Kill: c.kill, Flush: c.notes.flush}
+	if cfg.lent != nil || cfg.lendEach != nil {
+		l := connopts.Lent{Kill: c.kill, Flush: c.notes.flush, Done: c.Done()}
+		if cfg.lent != nil {
+			*cfg.lent = l
+		}
+		if cfg.lendEach != nil {
+			cfg.lendEach(l)
+		}
 	}
 	return nil
 }

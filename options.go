@@ -35,6 +35,7 @@ type config struct {
 	meterProvider  metric.MeterProvider // nil: the global one
 	oauth          *oauth.Config        // WithOAuth; nil: no authorization
 	lent           *connopts.Lent       // connopts.Lend; nil: none asked
+	lendEach       func(connopts.Lent)  // connopts.LendEach; nil: none asked
 
 	// The first option given that only one transport has, by name: a
 	// connect over the other transport refuses it (checkTransport).
@@ -95,6 +96,9 @@ func (c *config) Unown() { c.conn.Owner = nil }
 
 // Lend has a successful connect fill in l (connopts.Lend).
 func (c *config) Lend(l *connopts.Lent) { c.lent = l }
+
+// LendEach is connopts.LendEach's.
+func (c *config) LendEach(f func(connopts.Lent)) { c.lendEach = f }
 
 // ProcessGrace sets the shutdown grace of a server started as a command
 // without making it a process-only option (connopts.ProcessGrace): the

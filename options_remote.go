@@ -1,6 +1,7 @@
 package snodo
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 
@@ -45,6 +46,14 @@ func (c *config) TakeRemote(s *connopts.RemoteSettings[ClientCapabilities]) (res
 	}
 	if c.conn.Logger != nil {
 		s.Logger, c.conn.Logger = c.conn.Logger, nil
+	}
+	if c.mcp.era != "" {
+		s.Era, c.mcp.era = string(c.mcp.era), ""
+	}
+	if h := c.mcp.notify; h != nil {
+		s.Notify, c.mcp.notify = func(ctx context.Context, method string, params json.RawMessage) {
+			h(ctx, &Notification{Method: method, Params: params})
+		}, nil
 	}
 	return c.processOnly + c.httpOnly, !reflect.ValueOf(*c).IsZero() // at most one name is set: the option applied alone
 }

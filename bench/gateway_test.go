@@ -35,7 +35,7 @@ func startGateway(tb testing.TB) string {
 	if err := h.Attach(connect()); err != nil {
 		tb.Fatal(err)
 	}
-	if err := h.AttachLegacy(connect(snodo.WithEra(snodo.EraLegacy))); err != nil {
+	if err := h.AttachLegacy(func(context.Context) (snodo.Session, error) { return connect(snodo.WithEra(snodo.EraLegacy)), nil }); err != nil {
 		tb.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

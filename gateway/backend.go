@@ -105,6 +105,8 @@ func describe(ctx context.Context, s snodo.Session) (serverDesc, error) {
 		if err != nil {
 			return serverDesc{}, err
 		}
+		// A remote client of the legacy era is told of the hosts'
+		// legacy-era connection, when they have one (remote.ServeLegacy).
 		return serverDesc{era: snodo.Era(si.Era), info: si.ServerInfo, capabilities: si.Capabilities, instructions: si.Instructions}, nil
 	default:
 		return serverDesc{era: s.Era(), info: snodo.Implementation{Name: "snodo-gateway", Version: "1"}}, nil

@@ -97,3 +97,60 @@ func ExampleRequireBearer() {
 	srv := gateway.NewServer("127.0.0.1:8080", protected)
 	_ = srv // srv.ListenAndServe() serves it
 }
+
+// A server that speaks both eras, served to each client in its own: the
+// legacy-era twin is connected when the first legacy client initializes,
+// and the server's mid-call requests then reach that client's handler.
+func ExampleHandler_AttachLegacy() {
+	ctx := context.Background()
+	h, err := gateway.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer h.Close()
+	target := snodo.Command(testServer())
+	sc, err := supervisor.Connect(ctx, target, supervisor.WithConnectOptions(h.ConnectOptions()...))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sc.Close()
+	if err := h.Attach(sc); err != nil {
+		log.Fatal(err)
+	}
+	twin := make(chan *supervisor.Client, 1)
+	defer func() {
+		select {
+		case t := <-twin:
+			_ = t.Close()
+		default:
+		}
+	}()
+	err = h.AttachLegacy(func(ctx context.Context) (snodo.Session, error) { // runs with the first legacy client
+		t, err := supervisor.Connect(ctx, target,
+			supervisor.WithConnectOptions(append(h.ConnectOptions(), snodo.WithEra(snodo.EraLegacy))...))
+		if err == nil {
+			twin <- t
+		}
+		return t, err
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	answer := func(context.Context, *snodo.ServerRequest) (any, error) {
+		return map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}, nil
+	}
+	c, err := snodo.ConnectHTTP(ctx, srv.URL, snodo.WithEra(snodo.EraLegacy), snodo.WithServerRequestHandler(answer))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.CallTool(ctx, "ask", nil) // the server asks for a name mid-call
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Text())
+	// Output: Hello, Ada!
+}

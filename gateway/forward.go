@@ -40,19 +40,21 @@ type callTable struct {
 	calls []*call
 }
 
-func (t *callTable) add(c *call) func() {
+func (t *callTable) add(c *call) {
 	c.seq = t.seq.Add(1)
 	t.mu.Lock()
 	t.calls = append(t.calls, c)
 	t.mu.Unlock()
-	return func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		for i, x := range t.calls {
-			if x == c {
-				t.calls = append(t.calls[:i], t.calls[i+1:]...)
-				return
-			}
+}
+
+// remove takes c out of the table once it has ended.
+func (t *callTable) remove(c *call) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, x := range t.calls {
+		if x == c {
+			t.calls = append(t.calls[:i], t.calls[i+1:]...)
+			return
 		}
 	}
 }
@@ -72,8 +74,8 @@ func (t *callTable) latest(match func(*call) bool) *call {
 // forward sends method with params to s for c and returns the raw result
 // or the error, sending the client's progress updates on c's stream.
 func (h *Handler) forward(ctx context.Context, s snodo.Session, c *call, method string, params []byte) (json.RawMessage, error) {
-	done := h.calls.add(c)
-	defer done()
+	h.calls.add(c)
+	defer h.calls.remove(c)
 	params, token := takeProgressToken(params)
 	var p any
 	if params != nil {

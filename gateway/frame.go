@@ -51,6 +51,18 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) // not every ResponseWriter can; then none
 	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		// The common case: one buffer of the announced size (ReadAll
+		// would grow one from 512 bytes, LimitReader allocate a reader).
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	if r.ContentLength > limit {
+		return nil, errBodyTooLarge
+	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return nil, err

@@ -51,6 +51,15 @@ type Handler struct {
 	backend snodo.Session
 	cache   *ListCache
 	legacy  *side // for legacy clients; nil until Attach
+	// AttachLegacy's connect, until it has made the legacy-era session
+	// (then nil, and legacy is that session's side).
+	legacyConnect func(ctx context.Context) (snodo.Session, error)
+
+	lmu     sync.Mutex    // the legacy-era session's start
+	lready  chan struct{} // closed when the start under way ended; nil: none began
+	lerr    error         // the last start's error
+	lfailed time.Time     // when it failed
+	bg      sync.WaitGroup
 
 	sessions *sessionTable
 	calls    callTable
@@ -210,14 +219,30 @@ func (h *Handler) listCache() *ListCache {
 	return h.cache
 }
 
-// AttachLegacy gives the handler a second session, connected to the same
-// server in the legacy era (snodo.WithEra(snodo.EraLegacy)), for its
-// legacy clients: a server that speaks both eras then serves each client
-// in the client's own era, its legacy server requests and tools
-// included, instead of the gateway translating a legacy client's
-// requests for a modern server. Call it after Attach, at most once.
-func (h *Handler) AttachLegacy(s snodo.Session) error {
-	if s == nil {
+// Bounds of the legacy-era session's start (AttachLegacy).
+const (
+	// legacyStartWait bounds an initialize's wait for the start.
+	legacyStartWait = 30 * time.Second
+	// legacyRetry is how long a failed start's error answers the legacy
+	// clients' initialize before the next one tries again.
+	legacyRetry = 5 * time.Second
+)
+
+// AttachLegacy gives the handler the way to make a second session,
+// connected to the same server in the legacy era
+// (snodo.WithEra(snodo.EraLegacy)), for its legacy clients: a server that
+// speaks both eras then serves each client in the client's own era, its
+// legacy server requests and tools included, instead of the gateway
+// translating a legacy client's requests for a modern server. connect
+// runs once, when the first legacy client initializes, not before (a
+// gateway whose clients are all modern starts no second server); ctx is
+// the handler's life, so it may own what it makes (the caller still
+// closes the session, as Attach's). An initialize waits for it at most
+// 30 s; when it fails, that initialize and those of the next 5 s are
+// answered 503 with its error, then the next one tries again. Call it
+// after Attach, at most once.
+func (h *Handler) AttachLegacy(connect func(ctx context.Context) (snodo.Session, error)) error {
+	if connect == nil {
 		return errors.New("gateway: AttachLegacy(nil)")
 	}
 	h.mu.Lock()
@@ -225,13 +250,76 @@ func (h *Handler) AttachLegacy(s snodo.Session) error {
 	if h.backend == nil {
 		return errors.New("gateway: AttachLegacy before Attach; attach the main session first")
 	}
-	if h.legacy.s != h.backend {
+	if h.legacyConnect != nil || h.legacy.s != h.backend {
 		return errors.New("gateway: AttachLegacy called twice")
 	}
-	side := h.newSide(s)
-	h.legacy = side
-	go h.followLists(side, false)
+	h.legacyConnect = connect
 	return nil
+}
+
+// legacyFor is the side a new legacy session goes to: the legacy-era
+// session's, started now if AttachLegacy gave one and it has not started
+// (waiting while ctx lasts, at most legacyStartWait), else the main one.
+func (h *Handler) legacyFor(ctx context.Context) (*side, error) {
+	h.mu.RLock()
+	connect, sd := h.legacyConnect, h.legacy
+	h.mu.RUnlock()
+	if connect == nil {
+		return sd, nil
+	}
+	h.lmu.Lock()
+	if h.lready == nil || h.lerr != nil && time.Since(h.lfailed) > legacyRetry {
+		h.lready, h.lerr = make(chan struct{}), nil
+		h.bg.Add(1)
+		go h.startLegacy(connect, h.lready)
+	}
+	ready := h.lready
+	h.lmu.Unlock()
+	t := time.NewTimer(legacyStartWait)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, fmt.Errorf("the legacy-era connection has not started after %v", legacyStartWait)
+	}
+	h.lmu.Lock()
+	err := h.lerr
+	h.lmu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("the legacy-era connection could not start: %w", err)
+	}
+	return h.legacySide(), nil
+}
+
+// startLegacy runs AttachLegacy's connect.
+func (h *Handler) startLegacy(connect func(ctx context.Context) (snodo.Session, error), ready chan struct{}) {
+	defer h.bg.Done()
+	s, err := connect(h.ctx)
+	if err == nil && s == nil {
+		err = errors.New("it returned no session")
+	}
+	if err == nil {
+		h.mu.Lock()
+		sd := h.newSide(s)
+		h.legacy, h.legacyConnect = sd, nil
+		h.mu.Unlock()
+		h.bg.Add(1)
+		go func() {
+			defer h.bg.Done()
+			h.followLists(sd, false)
+		}()
+	} else {
+		h.log.Warn("gateway: the legacy-era connection did not start", "error", err)
+	}
+	h.lmu.Lock()
+	h.lerr = err
+	if err != nil {
+		h.lfailed = time.Now()
+	}
+	h.lmu.Unlock()
+	close(ready)
 }
 
 // side is one session as the gateway serves it: members to pin legacy
@@ -266,6 +354,7 @@ func (h *Handler) Close() error {
 	}
 	h.cancel()
 	h.sessions.closeAll()
+	h.bg.Wait() // a legacy-era start under way ends with h.ctx
 	return nil
 }
 

@@ -186,7 +186,10 @@ func (h *Handler) openSession(ctx context.Context, env jsonrpc.Envelope, whole b
 	if isLegacyVersion(p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
-	sd := h.legacySide()
+	sd, lerr := h.legacyFor(ctx)
+	if lerr != nil {
+		return nil, nil, http.StatusServiceUnavailable, errorOf(lerr)
+	}
 	m := member{s: sd.s, alive: func() bool { return true }}
 	if !whole {
 		m = sd.info.pin()

@@ -31,16 +31,12 @@ import (
 // supervisor.WithConnectOptions, before Attach. They declare the client
 // capabilities (sampling, elicitation, roots) the gateway's clients may
 // have; a client that lacks one answers the server's request with its
-// own error.
+// own error. A remote client (remote.WithConnectOptions) takes them too:
+// the log messages of a legacy-era remote client's calls reach the
+// notification handler; a modern-era one's stay with its hosts.
 func (h *Handler) ConnectOptions() []snodo.Option {
-	return append(h.RemoteConnectOptions(), snodo.WithNotificationHandler(h.notification))
-}
-
-// RemoteConnectOptions are the ConnectOptions a remote client
-// (remote.WithConnectOptions) takes: the server-request handler and the
-// client capabilities. A remote name's notifications stay with its host.
-func (h *Handler) RemoteConnectOptions() []snodo.Option {
 	return []snodo.Option{
+		snodo.WithNotificationHandler(h.notification),
 		snodo.WithServerRequestHandler(h.serverRequest),
 		snodo.WithClientCapabilities(snodo.ClientCapabilities{
 			Roots:       &snodo.ListChangedCapability{ListChanged: true},

@@ -99,6 +99,9 @@ type Client struct {
 	hostsAt   atomic.Int64   // when the hosts were last asked for their ids (learnHosts), unix nanoseconds
 	goneAt    atomic.Int64   // when a host was last found gone, unix nanoseconds
 
+	level   atomic.Pointer[string] // a legacy-era client's logging/setLevel level (legacy.go)
+	serving sync.WaitGroup         // the handlers answering relayed server requests (legacy.go)
+
 	mu     sync.Mutex
 	calls  map[int64]*pending // by token
 	subs   map[string]*hosted
@@ -222,6 +225,7 @@ func (c *Client) Close() error {
 	c.watchMu.Unlock()
 	c.probeStop()
 	c.probes.Wait()
+	c.serving.Wait()
 	c.unwatch()
 	c.unroute()
 	if c.owned {
@@ -253,10 +257,18 @@ func (c *Client) dispatch(m *nats.Msg) {
 // deliver hands m to the call p. c.mu is held.
 func (c *Client) deliver(p *pending, m *nats.Msg) {
 	p.heard.Store(true)
-	if m.Header.Get(hdrKind) == "" {
+	switch m.Header.Get(hdrKind) {
+	case "":
 		select {
 		case p.final <- m:
 		default: // a second final reply: the first wins
+		}
+		return
+	case kindRequest:
+		select {
+		case p.reqs <- m:
+		default:
+			refuseRelayed(m, "too many server requests of one call wait for the caller's handler")
 		}
 		return
 	}
@@ -354,6 +366,9 @@ func (w wire) Era() snodo.Era { return w.c.Era() }
 // it before it ran or (for an idempotent call) went away.
 func (c *Client) request(ctx context.Context, method string, params any, opts []snodo.RequestOption) (json.RawMessage, error) {
 	o := calls.Of(opts)
+	if method == "logging/setLevel" && c.cfg.era == snodo.EraLegacy {
+		return c.setLevel(params)
+	}
 	raw, err := jsonrpc.Marshal(params)
 	if err == nil && c.cfg.meta != nil {
 		raw, err = jsonrpc.MergeMeta(raw, c.cfg.meta)
@@ -479,7 +494,7 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 	m.Header[hdrOpts] = append(p.opts[:0], c.optsValue(callOpts{
 		beat: c.cfg.beat, timeout: max(hostTimeout, 0), total: o.MaxTotalTimeout, alive: true,
 		progress: o.OnProgress != nil || o.ResetTimeoutOnProgress, reset: o.ResetTimeoutOnProgress,
-		era: c.era.Load() == 0,
+		era: c.era.Load() == 0, legacy: c.cfg.era == snodo.EraLegacy, log: c.logLevel(),
 	}))
 	injectTrace(ctx, m.Header)
 
@@ -517,10 +532,19 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 		return nil, "", false, err // not run, but not to be sent again: NATS is down
 	}
 	cancel := func() { _ = c.nc.Publish(c.subj.cancel, []byte(reply)) }
+	// The server requests relayed to this call are answered under rctx,
+	// which ends with the call (made with the first of them).
+	var relayed callScope
+	defer relayed.end()
 	// onProgress runs the caller's progress function for a progress update
 	// (a heartbeat only feeds the watchdog).
 	onProgress := func(m *nats.Msg) {
-		if m.Header.Get(hdrKind) != kindProgress {
+		switch m.Header.Get(hdrKind) {
+		case kindProgress:
+		case kindLog:
+			c.relayLog(ctx, m)
+			return
+		default:
 			return
 		}
 		if o.ResetTimeoutOnProgress && timeout > 0 {
@@ -552,6 +576,9 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 			}
 			res, notRun, err := c.result(method, m)
 			return res, m.Header.Get(hdrHost), notRun, err
+		case m := <-p.reqs:
+			c.answerRelayed(relayed.get(ctx), m)
+			heardAt = time.Now()
 		case m := <-p.msgs:
 			now := time.Now()
 			if m.Header.Get(hdrKind) == kindBeat {
@@ -622,7 +649,8 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 // while holding the client's mu and finding it in the client's calls.
 type pending struct {
 	final  chan *nats.Msg // the reply (or the no-responders status; nil: the client closed)
-	msgs   chan *nats.Msg // heartbeats and progress, bounded by progressQueue
+	msgs   chan *nats.Msg // heartbeats, progress and logs, bounded by progressQueue
+	reqs   chan *nats.Msg // server requests relayed by a legacy host, bounded by relayQueue
 	denied chan error     // the NATS server refused to publish the call
 	unsent chan error     // publishing the call failed (when another caller published it)
 	out    atomic.Int32   // outIdle, outQueued (in the client's outbox), outAbandoned (queued, its caller gone)
@@ -647,7 +675,7 @@ const (
 var pendings = sync.Pool{New: func() any {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &pending{final: make(chan *nats.Msg, 1), msgs: make(chan *nats.Msg, progressQueue), denied: make(chan error, 1),
+	return &pending{final: make(chan *nats.Msg, 1), msgs: make(chan *nats.Msg, progressQueue), reqs: make(chan *nats.Msg, relayQueue), denied: make(chan error, 1),
 		unsent: make(chan error, 1), timer: t, hdr: nats.Header{}, opts: make([]string, 0, 1)}
 }}
 
@@ -665,6 +693,8 @@ func putPending(p *pending) {
 		select {
 		case <-p.final:
 		case <-p.msgs:
+		case m := <-p.reqs:
+			refuseRelayed(m, "the call has ended")
 		case <-p.denied:
 		case <-p.unsent:
 		default:
@@ -778,7 +808,9 @@ func (c *Client) result(method string, m *nats.Msg) (json.RawMessage, bool, erro
 		return nil, false, noHostErr(fmt.Sprintf("no host serves %q (subject %s): start a snodo node that serves it, connected to this NATS system",
 			c.name, c.subj.call))
 	}
-	c.learnEra(m.Header.Get(hdrEra))
+	if c.cfg.era != snodo.EraLegacy { // a legacy-era caller learns its era from Info alone
+		c.learnEra(m.Header.Get(hdrEra))
+	}
 	env, err := jsonrpc.Scan(m.Data)
 	if err != nil || env.Kind != jsonrpc.KindResponse {
 		return nil, false, fmt.Errorf("remote: %s on %s: the host sent a reply that is not a JSON-RPC response: %.200q", method, c.name, m.Data)

@@ -15,7 +15,12 @@
 // it, with their meanings for a local client, in WithConnectOptions:
 // WithTimeout, WithServerRequestHandler, WithMaxInputRounds,
 // WithClientCapabilities, WithTracerProvider, WithMeterProvider,
-// WithActorSystem and WithLogger; any other is refused. Each request is
+// WithActorSystem, WithLogger, and WithEra(EraLegacy) with
+// WithNotificationHandler for a caller of the legacy era; any other is
+// refused. A host given ServeLegacy(name, start) runs such a caller's
+// calls on a legacy-era pool it starts with the first of them, and
+// relays to the caller the requests and log messages that server sends
+// during a call (its handler answers them). Each request is
 // traced and measured as a local one is (snodo's instrument, through
 // internal/connopts: a CLIENT span whose context the host's spans join), and
 // each subscription as a local one is (snodo's traceSubscription).

@@ -173,6 +173,7 @@ type served struct {
 	tasks                             taskTable[*snodo.Client]    // the tasks it created, by id: the member holding each
 	recentOpts                        [8]atomic.Pointer[optsRead] // Snodo-Opts values read lately, by hash (optsOf)
 	taskExt                           atomic.Int32                // taskExtUnknown, No or Yes
+	leg                               *legacySide                 // ServeLegacy's; nil without
 }
 
 // NewHost connects to the NATS server at url and serves the pools given
@@ -202,6 +203,12 @@ func NewHost(ctx context.Context, url string, opts ...HostOption) (*Host, error)
 	}
 	if len(cfg.pools) == 0 {
 		return nil, errors.New("remote: NewHost: nothing to serve; pass Serve(name, pool) at least once")
+	}
+	for name := range cfg.legacy {
+		if _, ok := cfg.pools[name]; !ok {
+			closePools()
+			return nil, fmt.Errorf("remote: NewHost: ServeLegacy(%q) without Serve(%q); serve the name's pool too", name, name)
+		}
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
@@ -292,6 +299,9 @@ func (h *Host) connect(ctx context.Context, url string) (err error) {
 	for _, name := range h.cfg.order {
 		s := &served{name: name, pool: h.cfg.pools[name], subj: subjectsOf(h.cfg.prefix, name)}
 		s.size0 = len(s.pool.Members())
+		if start := h.cfg.legacy[name]; start != nil {
+			s.leg = newLegacySide(h, s, start)
+		}
 		s.run = func(reply string, hdr nats.Header, data []byte) { h.runCall(s, reply, hdr, data) }
 		h.served = append(h.served, s)
 		if s.cancelSub, err = h.reply.Subscribe(s.subj.cancel, func(m *nats.Msg) { h.cancelCall(string(m.Data), s) }); err != nil {
@@ -472,12 +482,21 @@ func (h *Host) shutdown(ctx context.Context) error {
 	close(h.stopWorkers) // every job is done: the idle workers end
 	h.workers.Wait()
 	h.stopCalls(errHostClosed)
+	var legDone []<-chan struct{}
 	for _, s := range h.served {
 		_ = s.pool.Close()
+		if s.leg != nil {
+			if d := s.leg.close(); d != nil {
+				legDone = append(legDone, d)
+			}
+		}
 	}
 	go func() {
 		for _, s := range h.served {
 			<-s.pool.Done()
+		}
+		for _, d := range legDone {
+			<-d
 		}
 		close(h.done)
 	}()
@@ -683,7 +702,14 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	if env.Params != nil {
 		hc.params = json.RawMessage(withoutProgressToken(env.Params))
 	}
-	raw, created, err := h.request(ctx, s, method, &hc.params, ro)
+	var raw json.RawMessage
+	var created bool
+	legacy := opts.legacy && s.leg != nil
+	if legacy {
+		raw, err = s.leg.request(ctx, hc, method, opts.log, ro)
+	} else {
+		raw, created, err = h.request(ctx, s, method, &hc.params, ro)
+	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && (errors.Is(cause, errCallerCancelled) || errors.Is(cause, errCallerGone)) {
 			s.cancels.Add(1)
@@ -704,7 +730,9 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 		h.answer(s, reply, env.ID, raw, nil, false) // with Snodo-Host: where the task's later calls go
 		return
 	}
-	h.answerResult(s, reply, env.ID, raw, opts.era, !opts.progress)
+	// A legacy call's relayed requests and logs left on the reply
+	// connection: its result follows them there.
+	h.answerResult(s, reply, env.ID, raw, opts.era, !opts.progress && !legacy)
 }
 
 // optsRead is one Snodo-Opts value read (callOptsOf), with the request
@@ -955,6 +983,8 @@ type heldCall struct {
 	beat     time.Duration
 	next     int64           // unix nanoseconds of its next heartbeat; guarded by the host's mu
 	params   json.RawMessage // its params, for the pool call (passed by pointer: no allocation)
+	ctx      context.Context // a legacy call's (hostlegacy.go): its relayed requests end with it
+	level    int             // a legacy call's caller's logging level (logRank); -1: no logs
 }
 
 // beatCalls sends the held calls the heartbeats that are due, then sets

@@ -32,9 +32,15 @@ type ServerInfo struct {
 // infoWait bounds Era's look-up when no call has told the era yet.
 const infoWait = 5 * time.Second
 
-// onInfo answers an info request from a pool member whose server is up.
+// onInfo answers an info request from a pool member whose server is up
+// (for a caller of the legacy era, from the legacy-era pool when the name
+// has one: legacyInfo).
 func (h *Host) onInfo(s *served, r *nats.Msg) {
 	t0 := time.Now()
+	if s.leg != nil && callOptsOf(r.Header).legacy && r.Header.Get(hdrOpts) != "" {
+		s.leg.info(r, t0)
+		return
+	}
 	var cur *snodo.Client
 	for _, m := range s.pool.Members() {
 		if c := m.Current(); c != nil && c.Err() == nil {
@@ -74,7 +80,11 @@ func (c *Client) Info(ctx context.Context) (*ServerInfo, error) {
 	if ctx == nil {
 		return nil, nilContextError("info of " + c.name)
 	}
-	msg, err := c.nc.RequestWithContext(ctx, c.subj.info, nil)
+	req := nats.NewMsg(c.subj.info)
+	if c.cfg.era == snodo.EraLegacy {
+		req.Header.Set(hdrOpts, "legacy") // the host's legacy-era connection, if it has one
+	}
+	msg, err := c.nc.RequestMsgWithContext(ctx, req)
 	if err != nil {
 		if err == nats.ErrNoResponders {
 			return nil, noHostErr(fmt.Sprintf("no host serves %q (subject %s)", c.name, c.subj.info))
@@ -94,7 +104,10 @@ func (c *Client) Info(ctx context.Context) (*ServerInfo, error) {
 
 // Era is the era of the MCP server behind the name, as its hosts report
 // it: learnt from replies, or asked for (bounded by 5 s) before the
-// first. EraModern when no host answers.
+// first. EraModern when no host answers. A client of the legacy era
+// (snodo.WithEra(snodo.EraLegacy) in WithConnectOptions) learns it from
+// Info alone: EraLegacy when its hosts serve it on a legacy-era
+// connection (ServeLegacy), their pool's era otherwise.
 func (c *Client) Era() snodo.Era {
 	if e := knownEras[c.era.Load()]; e != "" {
 		return e

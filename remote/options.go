@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,16 +63,19 @@ type config struct {
 	given   []*supervisor.Pool // every pool passed to Serve, valid or not: closed if NewHost fails
 	maxHeld int
 	label   string
+	legacy  map[string]legacyStart // ServeLegacy's, by name
 
 	// callers
 	beat      time.Duration
 	timeout   time.Duration
 	handler   snodo.ServerRequestHandler
 	maxRounds int
-	meta      map[string]json.RawMessage // snodo.WithClientCapabilities: merged into every request's _meta
-	system    *protoactor.ActorSystem    // ListenTo actors; nil: snodo's shared system
-	tracers   trace.TracerProvider       // nil: the global provider
-	meters    metric.MeterProvider       // nil: the global provider
+	meta      map[string]json.RawMessage                                       // snodo.WithClientCapabilities: merged into every request's _meta
+	system    *protoactor.ActorSystem                                          // ListenTo actors; nil: snodo's shared system
+	tracers   trace.TracerProvider                                             // nil: the global provider
+	meters    metric.MeterProvider                                             // nil: the global provider
+	era       snodo.Era                                                        // snodo.WithEra: EraLegacy asks for the names' legacy-era connections
+	notify    func(ctx context.Context, method string, params json.RawMessage) // snodo.WithNotificationHandler: a legacy call's log messages
 }
 
 func hostConfig(opts []HostOption) (config, error) {
@@ -200,7 +204,9 @@ func WithHeartbeat(d time.Duration) ClientOption {
 //     input_required results (elicitation, sampling, roots) on the
 //     caller's side, before the call is sent again, to whichever host
 //     takes it. Requests a legacy server sends during a call are
-//     answered by the host's own handler (its pool's), never by this one.
+//     answered by the host's own handler (its pool's), unless the client
+//     is of the legacy era (WithEra below) and the host serves the name's
+//     legacy-era connection: then this handler answers them.
 //   - snodo.WithMaxInputRounds: bounds the input_required rounds one
 //     typed call completes (default 10).
 //   - snodo.WithClientCapabilities: what the handler answers. It travels
@@ -226,6 +232,20 @@ func WithHeartbeat(d time.Duration) ClientOption {
 //     system snodo uses when none is given).
 //   - snodo.WithLogger: lifecycle events (its NATS connection lost and
 //     back) and anomalies (default: discarded).
+//   - snodo.WithEra(snodo.EraLegacy): the client is a caller of the
+//     legacy era. Its calls go to the legacy-era connection of each host
+//     that has one (ServeLegacy; the host's pool otherwise), and the
+//     requests that server sends during a call (sampling, elicitation,
+//     roots) come to this client's WithServerRequestHandler, whose answer
+//     goes back to the server. logging/setLevel is kept by the client:
+//     each call then carries the level, and the log messages its server
+//     sends during it come to WithNotificationHandler. Info (and Era)
+//     then describe the hosts' legacy-era connection: EraLegacy, or
+//     their pool's era when they have none. WithEra(snodo.EraModern) is
+//     the default.
+//   - snodo.WithNotificationHandler: the log messages
+//     (notifications/message) of a legacy-era caller's calls, at or
+//     above its logging/setLevel level, before the call's result.
 //
 // Any other (WithEnv, WithDir, WithStderr, WithClientInfo, …) configures
 // how a server is started or reached, which the hosts do: NewClient and
@@ -262,6 +282,12 @@ func WithConnectOptions(opts ...snodo.Option) ClientOption {
 		}
 		if s.Logger != nil {
 			c.logger = s.Logger
+		}
+		if s.Era != "" {
+			c.era = snodo.Era(s.Era)
+		}
+		if s.Notify != nil {
+			c.notify = s.Notify
 		}
 		return nil
 	})

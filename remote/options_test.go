@@ -106,13 +106,11 @@ func TestConnectOptionsTakeWhatAppliesAndRefuseTheRest(t *testing.T) {
 		assert.ErrorContains(t, err, "does not apply to a remote client")
 	}
 	for name, o := range map[string]snodo.Option{
-		"WithMaxServerRequests":   snodo.WithMaxServerRequests(2),
-		"WithClientInfo":          snodo.WithClientInfo("me", "1"),
-		"WithProbeTimeout":        snodo.WithProbeTimeout(time.Second),
-		"WithEra":                 snodo.WithEra(snodo.EraLegacy),
-		"WithOwner":               snodo.WithOwner(sys.NewLocalPID("x")),
-		"WithNotificationHandler": snodo.WithNotificationHandler(func(context.Context, *snodo.Notification) {}),
-		"WithWireTrace":           snodo.WithWireTrace(func(connection.Direction, []byte) {}),
+		"WithMaxServerRequests": snodo.WithMaxServerRequests(2),
+		"WithClientInfo":        snodo.WithClientInfo("me", "1"),
+		"WithProbeTimeout":      snodo.WithProbeTimeout(time.Second),
+		"WithOwner":             snodo.WithOwner(sys.NewLocalPID("x")),
+		"WithWireTrace":         snodo.WithWireTrace(func(connection.Direction, []byte) {}),
 	} {
 		_, err := clientConfig([]ClientOption{WithConnectOptions(o)})
 		assert.ErrorContains(t, err, "option 1 does not apply to a remote client", name)

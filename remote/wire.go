@@ -64,6 +64,8 @@ const (
 	kindAck      = "ack"
 	kindEvent    = "event"
 	kindEnd      = "end"
+	kindRequest  = "request" // a request a legacy server sent during the call, for the caller to answer (hostlegacy.go)
+	kindLog      = "log"     // a log message (notifications/message params) the call's server sent (hostlegacy.go)
 )
 
 // Control operations (hdrOp).
@@ -148,13 +150,15 @@ func parseMillis(v string) time.Duration {
 // call costs NATS to encode and a host to decode): space-separated
 // fields, each a name or name=milliseconds:
 //
-//	beat=500 timeout=60000 total=120000 alive progress reset era
+//	beat=500 timeout=60000 total=120000 alive progress reset era legacy log=debug
 //
 // beat is the heartbeat interval the caller wants, timeout its remaining
 // timeout, total its MaxTotalTimeout; alive says it answers beats with
 // keep-alives, progress that it wants progress updates, reset that
 // progress restarts the timeout, era that it has not learnt the era yet
-// (the final reply then carries Snodo-Era). A call without it is read
+// (the final reply then carries Snodo-Era), legacy that the caller
+// wants the name's legacy-era connection (ServeLegacy), log the least
+// severe log level it wants log messages of (legacy calls). A call without it is read
 // from the one-header-per-setting form of earlier callers (Snodo-Timeout,
 // Snodo-Heartbeat, Snodo-Alive, Snodo-Progress, Snodo-Reset,
 // Snodo-Total), whose final replies always carry Snodo-Era.
@@ -164,6 +168,8 @@ const hdrOpts = "Snodo-Opts"
 type callOpts struct {
 	beat, timeout, total        time.Duration
 	alive, progress, reset, era bool
+	legacy                      bool   // served by the name's legacy-era connection (ServeLegacy)
+	log                         string // a logging level: the call's log messages go to its caller
 }
 
 // appendOpts appends o's hdrOpts value.
@@ -193,6 +199,11 @@ func appendOpts(b []byte, o callOpts) []byte {
 	flag("progress", o.progress)
 	flag("reset", o.reset)
 	flag("era", o.era)
+	flag("legacy", o.legacy)
+	if o.log != "" {
+		flag("log=", true)
+		b = append(b, o.log...)
+	}
 	return b
 }
 
@@ -240,7 +251,26 @@ func callOptsOf(hdr nats.Header) callOpts {
 			o.reset = true
 		case "era":
 			o.era = true
+		case "legacy":
+			o.legacy = true
+		case "log":
+			if logRank(ms) >= 0 {
+				o.log = ms
+			}
 		}
 	}
 	return o
+}
+
+// logLevels are the logging levels, least severe first.
+var logLevels = [...]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// logRank is level's place in logLevels, or -1 for no level.
+func logRank(level string) int {
+	for i, l := range logLevels {
+		if l == level {
+			return i
+		}
+	}
+	return -1
 }

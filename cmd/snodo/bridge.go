@@ -62,7 +62,7 @@ func runBridge(cfg *config, sio stdio) int {
 		}
 		return (&session{cfg: cfg, io: sio}).exitCode(ctx, err) // says what to check, as the other commands do
 	}
-	c, err := dial(h.RemoteConnectOptions())
+	c, err := dial(h.ConnectOptions()) // natsleg: remote clients take them whole
 	if err != nil {
 		return dialed(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -99,7 +100,7 @@ func runNode(cfg *config, sio stdio) int {
 		}
 		pools = append(pools, p)
 		wait = max(wait, reapWait(srv))
-		opts = append(opts, remote.Serve(srv.Name, p))
+		opts = append(opts, remote.Serve(srv.Name, p), remote.ServeLegacy(srv.Name, legacyPool(srv))) // natsleg: legacy callers
 	}
 	if !abandon() { // the signal came as the last pool started
 		for _, p := range pools {
@@ -130,6 +131,12 @@ func runNode(cfg *config, sio stdio) int {
 		return fail(err)
 	}
 	defer reaped() // after Shutdown, which closes the pools
+	defer func() { // natsleg: and the legacy-era pools the host started, which it owns
+		select {
+		case <-h.Done():
+		case <-time.After(wait):
+		}
+	}()
 	// Only now, when every server serves, is the URL worth calling: a
 	// program that waits for the first line calls no name too soon.
 	if cfg.natsURL == "" {
@@ -205,6 +212,15 @@ func startPool(ctx context.Context, srv *servers.Server, cfg *config, sio stdio)
 	h := &answers{roots: cfg.roots, samplingReply: cfg.samplingReply, io: sio}
 	conn := []snodo.Option{snodo.WithServerRequestHandler(h.serve), snodo.WithClientCapabilities(h.capabilities())}
 	return supervisor.NewPool(ctx, srv.Target, srv.Pool, append(srv.Options, supervisor.WithConnectOptions(conn...))...)
+}
+
+// legacyPool starts, when the first legacy caller comes, the pool of srv
+// connected in the legacy era: the host relays the requests and logs its
+// server sends during a call to the call's caller (natsleg).
+func legacyPool(srv *servers.Server) func(context.Context, ...snodo.Option) (*supervisor.Pool, error) {
+	return func(ctx context.Context, conn ...snodo.Option) (*supervisor.Pool, error) {
+		return supervisor.NewPool(ctx, srv.Target, srv.Pool, append(slices.Clone(srv.Options), supervisor.WithConnectOptions(conn...))...)
+	}
 }
 
 // natsOptions are the NATS connection options of the command line:

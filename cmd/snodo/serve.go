@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -47,16 +48,16 @@ func runServe(cfg *config, sio stdio) int {
 	var routes []*route
 	defer func() {
 		for _, r := range routes {
-			_ = r.h.Close()
+			_ = r.h.Close() // a twin's start under way ends first
 			_ = r.s.Close()
-			if r.legacy != nil {
-				_ = r.legacy.Close()
+			if l := r.twin(); l != nil {
+				_ = l.Close()
 			}
 		}
 		wait := time.NewTimer(10 * time.Second)
 		defer wait.Stop()
 		for _, r := range routes {
-			for _, s := range []snodo.Session{r.s, r.legacy} {
+			for _, s := range []snodo.Session{r.s, r.twin()} {
 				if d, ok := s.(interface{ Done() <-chan struct{} }); ok {
 					select {
 					case <-d.Done():
@@ -75,11 +76,7 @@ func runServe(cfg *config, sio stdio) int {
 		if err != nil {
 			return err
 		}
-		opts := h.ConnectOptions()
-		if cfg.natsURL != "" {
-			opts = h.RemoteConnectOptions()
-		}
-		s, err := connect(opts)
+		s, err := connect(h.ConnectOptions())
 		if err != nil {
 			return err
 		}
@@ -88,14 +85,20 @@ func runServe(cfg *config, sio stdio) int {
 		if err := h.Attach(s); err != nil {
 			return err
 		}
-		if twin && s.Era() == snodo.EraModern {
-			l, err := connect(append(h.ConnectOptions(), snodo.WithEra(snodo.EraLegacy)))
-			if err != nil {
-				logger.Warn("snodo serve: no legacy-era twin; legacy clients are translated to the modern era", "name", name, "error", err)
-				return nil
-			}
-			rt.legacy = l
-			return h.AttachLegacy(l)
+		// A remote name's twin is a legacy-era caller whatever the hosts'
+		// pools speak: its calls go to their legacy-era connections, which
+		// relay server requests and logs to it (natsleg).
+		// The twin is connected when the first legacy client comes.
+		if twin && (cfg.natsURL != "" || s.Era() == snodo.EraModern) {
+			return h.AttachLegacy(func(context.Context) (snodo.Session, error) {
+				l, err := connect(append(h.ConnectOptions(), snodo.WithEra(snodo.EraLegacy)))
+				if err != nil {
+					logger.Warn("snodo serve: the legacy-era twin did not start", "name", name, "error", err)
+					return nil, err
+				}
+				rt.setLegacy(l)
+				return l, nil
+			})
 		}
 		return nil
 	}
@@ -138,7 +141,7 @@ func runServe(cfg *config, sio stdio) int {
 					ropts = append(ropts, remote.WithPrefix(cfg.prefix))
 				}
 				return remote.Dial(ctx, cfg.natsURL, name, ropts...)
-			}, false); err != nil {
+			}, true); err != nil {
 				err = fmt.Errorf("--server %s: %w", name, err)
 				break
 			}
@@ -198,8 +201,22 @@ func runServe(cfg *config, sio stdio) int {
 type route struct {
 	name   string
 	s      snodo.Session
-	legacy snodo.Session // the legacy-era twin, if any
 	h      *gateway.Handler
+	mu     sync.Mutex
+	legacy snodo.Session // the legacy-era twin, once the first legacy client made it; guarded by mu
+}
+
+func (r *route) setLegacy(l snodo.Session) {
+	r.mu.Lock()
+	r.legacy = l
+	r.mu.Unlock()
+}
+
+// twin is the legacy-era twin, nil before it was made.
+func (r *route) twin() snodo.Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.legacy
 }
 
 // serverOptions are the command line's settings of a server process.
@@ -243,7 +260,7 @@ func serveNames(cfg *config) []string {
 func healthz(w http.ResponseWriter, r *http.Request, routes []*route) {
 	var down []string
 	for _, rt := range routes {
-		if !canServe(r.Context(), rt.s) || (rt.legacy != nil && !canServe(r.Context(), rt.legacy)) {
+		if l := rt.twin(); !canServe(r.Context(), rt.s) || (l != nil && !canServe(r.Context(), l)) {
 			down = append(down, cmpName(rt.name))
 		}
 	}

@@ -20,6 +20,7 @@ package connopts
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -61,6 +62,12 @@ type RemoteSettings[K any] struct {
 	Meters         metric.MeterProvider // WithMeterProvider
 	System         *protoactor.ActorSystem
 	Logger         *slog.Logger
+	// Era is WithEra's ("legacy" or "modern"; "" when not given): a
+	// legacy remote client is served on its hosts' legacy-era pools.
+	Era string
+	// Notify is WithNotificationHandler's: the log messages of a legacy
+	// remote client's calls.
+	Notify func(ctx context.Context, method string, params json.RawMessage)
 }
 
 // Lent is what a connection lends the code that connected it with a Lend
@@ -79,6 +86,10 @@ type Lent struct {
 	// more arrive, so it waits for all the server sent: the snodo
 	// command flushes before it exits, to print them all.
 	Flush func(ctx context.Context) error
+
+	// Done is closed once the client is closed (its connection over):
+	// what LendEach's f was given may then be let go.
+	Done <-chan struct{}
 }
 
 // Config is what the root's config does for this package.
@@ -89,6 +100,8 @@ type Config interface {
 	Unown()
 	// Lend has a successful connect fill in l.
 	Lend(l *Lent)
+	// LendEach has every successful connect call f with what it lends.
+	LendEach(f func(Lent))
 	// ProcessGrace sets the shutdown grace of a server snodo starts as a
 	// command, as WithShutdownGrace does, yet is no process-only option:
 	// a connection of another transport ignores it.
@@ -146,6 +159,18 @@ func Lend[O ~func(PC) error, PC interface {
 	return O(func(c PC) error { c.Lend(l); return nil })
 }
 
+// LendEach is an option (O is snodo.Option) that calls f, once each
+// connect made with it succeeded, with what that connection lends: one
+// option given to every connection of a pool (supervisor.WithConnectOptions),
+// whose connections come and go. f runs on the connecting goroutine and
+// must not block.
+func LendEach[O ~func(PC) error, PC interface {
+	*C
+	Config
+}, C any](f func(Lent)) O {
+	return O(func(c PC) error { c.LendEach(f); return nil })
+}
+
 // ProcessGrace is an option (O is snodo.Option) that sets the shutdown
 // grace of a server started as a command (snodo.WithShutdownGrace) and
 // is ignored by a connection of any other transport: a supervisor gives
@@ -180,7 +205,7 @@ func RemoteOf[K any, O ~func(PC) error, PC interface {
 			if name != "" {
 				name = " (" + name + ")"
 			}
-			return s, fmt.Errorf("option %d%s does not apply to a remote client: its server is started and reached by the hosts, which take such options in their pools' own; a remote client takes WithTimeout, WithServerRequestHandler, WithMaxInputRounds, WithClientCapabilities, WithTracerProvider, WithMeterProvider, WithActorSystem and WithLogger", i+1, name)
+			return s, fmt.Errorf("option %d%s does not apply to a remote client: its server is started and reached by the hosts, which take such options in their pools' own; a remote client takes WithTimeout, WithServerRequestHandler, WithMaxInputRounds, WithClientCapabilities, WithTracerProvider, WithMeterProvider, WithActorSystem, WithLogger, WithEra and WithNotificationHandler", i+1, name)
 		}
 	}
 	return s, nil

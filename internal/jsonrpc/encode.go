@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -275,6 +276,9 @@ func MergeMeta(params []byte, members map[string]json.RawMessage) ([]byte, error
 		out, _ := SpliceMeta(params, meta)
 		return out, nil
 	}
+	if out, ok := addToMeta(params, members); ok {
+		return out, nil
+	}
 	if err := RequireObject(params, "to carry _meta"); err != nil {
 		return nil, err
 	}
@@ -303,6 +307,63 @@ func MergeMeta(params []byte, members map[string]json.RawMessage) ([]byte, error
 }
 
 var metaKey = []byte(`"_meta"`)
+
+// addToMeta is MergeMeta for params that already carry a "_meta" object
+// (a request forwarded as a client sent it): the members it lacks are
+// appended inside that object, without decoding params; params are
+// returned as they are when it has them all. ok is false when it cannot
+// tell (escapes in member names, a second "_meta", a _meta that is no
+// object, malformed params): MergeMeta then decodes and merges.
+func addToMeta(params []byte, members map[string]json.RawMessage) (out []byte, ok bool) {
+	if bytes.Contains(params, escapeU) {
+		return nil, false
+	}
+	var meta []byte
+	n := 0
+	if eachMember(params, func(key, val []byte) error {
+		if string(key) == "_meta" {
+			meta = val
+			n++
+		}
+		return nil
+	}) != nil || n != 1 || len(meta) < 2 || meta[0] != '{' {
+		return nil, false
+	}
+	var buf [8][]byte
+	have := buf[:0] // _meta's member names (a handful: a slice beats a map)
+	if eachMember(meta, func(key, _ []byte) error {
+		have = append(have, key)
+		return nil
+	}) != nil {
+		return nil, false
+	}
+	var add []string
+	for k, v := range members {
+		if !slices.ContainsFunc(have, func(h []byte) bool { return string(h) == k }) {
+			if !Valid(v) || bytes.ContainsAny(v, "\r\n") {
+				return nil, false // json.Marshal's checks and compaction
+			}
+			add = append(add, k)
+		}
+	}
+	if len(add) == 0 {
+		return params, true
+	}
+	slices.Sort(add)                               // as json.Marshal orders a map's keys
+	end := cap(params) - cap(meta) + len(meta) - 1 // the offset of _meta's closing brace
+	empty := len(bytes.TrimSpace(meta[1:len(meta)-1])) == 0
+	out = make([]byte, 0, len(params)+64*len(add))
+	out = append(out, params[:end]...)
+	for i, k := range add {
+		if i > 0 || !empty {
+			out = append(out, ',')
+		}
+		out = AppendString(out, k)
+		out = append(out, ':')
+		out = append(out, members[k]...)
+	}
+	return append(out, params[end:]...), true
+}
 
 // SpliceMeta returns params (a JSON object, or nil or null) with meta, an
 // encoded JSON object, as its "_meta" member, without decoding params: one

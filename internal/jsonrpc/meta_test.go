@@ -99,3 +99,48 @@ func TestValidStringsAgreeWithEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// MergeMeta into params that carry a _meta already: the missing members
+// are added inside it, as the decoding merge adds them, and params that
+// have them all come back as they are.
+func TestMergeMetaIntoAnExistingMeta(t *testing.T) {
+	members := map[string]json.RawMessage{"b": json.RawMessage(`{"x":1}`), "a": json.RawMessage(`"v"`)}
+	for _, params := range []string{
+		`{"name":"echo","_meta":{"a":"mine"},"arguments":{"_meta":1}}`,
+		`{"_meta":{}}`,
+		`{"_meta": { } ,"k":[1,2]}`,
+		`{"k":{"_meta":{"z":1}},"_meta":{"b":2,"a":3}}`,
+	} {
+		got, err := MergeMeta([]byte(params), members)
+		if err != nil {
+			t.Fatalf("%s: %v", params, err)
+		}
+		var obj, want map[string]any
+		if err := json.Unmarshal(got, &obj); err != nil {
+			t.Fatalf("%s: merged into invalid JSON %s", params, got)
+		}
+		_ = json.Unmarshal([]byte(params), &want)
+		meta, _ := want["_meta"].(map[string]any)
+		for k, v := range members {
+			if _, ok := meta[k]; !ok {
+				var x any
+				_ = json.Unmarshal(v, &x)
+				meta[k] = x
+			}
+		}
+		wb, _ := json.Marshal(want)
+		gb, _ := json.Marshal(obj)
+		if string(wb) != string(gb) {
+			t.Errorf("%s: got %s, want %s", params, gb, wb)
+		}
+	}
+	full := []byte(`{"_meta":{"a":1,"b":2}}`)
+	got, _ := MergeMeta(full, members)
+	if &got[0] != &full[0] {
+		t.Error("params that have every member were copied")
+	}
+	// Two _meta members, or escapes: the decoding merge decides.
+	if _, err := MergeMeta([]byte(`{"_meta":{},"_meta":{}}`), members); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,249 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/natsembed"
+	"github.com/snodo/snodo/supervisor"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// legacyHost serves a pool of the test server (both eras: connected in
+// the modern one) under name, with ServeLegacy starting its legacy-era
+// twin; starts counts the twin's starts.
+func legacyHost(t *testing.T, e *natsembed.Server, name string, starts *atomic.Int32) *Host {
+	t.Helper()
+	cmd, args := testutil.Server(t)
+	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 1)
+	require.NoError(t, err)
+	require.Equal(t, snodo.EraModern, p.Era())
+	start := func(ctx context.Context, opts ...snodo.Option) (*supervisor.Pool, error) {
+		starts.Add(1)
+		return supervisor.NewPool(ctx, snodo.Command(cmd, args...), 1, supervisor.WithConnectOptions(opts...))
+	}
+	h, err := NewHost(context.Background(), e.URL(), Serve(name, p), ServeLegacy(name, start))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+// A legacy-era caller's call runs on the host's legacy-era connection,
+// started by the first such call, and the elicitation its server sends
+// mid-call is answered by the caller's own handler; a modern caller of
+// the same name neither starts it nor is served by it.
+func TestLegacyCallerAnswersItsServersRequests(t *testing.T) {
+	e := natsServer(t)
+	var starts atomic.Int32
+	legacyHost(t, e, "ts", &starts)
+	var asked atomic.Int32
+	handler := func(_ context.Context, req *snodo.ServerRequest) (any, error) {
+		asked.Add(1)
+		if req.Method != "elicitation/create" {
+			return nil, &snodo.Error{Code: snodo.CodeMethodNotFound, Message: req.Method}
+		}
+		return map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}, nil
+	}
+	modern := client(t, e, "ts", WithConnectOptions(snodo.WithServerRequestHandler(handler)))
+	res, err := modern.CallTool(ctxFor(t, 30*time.Second), "echo", map[string]any{"message": "hi"})
+	require.NoError(t, err)
+	assert.Equal(t, "hi", res.Text())
+	assert.Zero(t, starts.Load(), "a modern call starts no legacy-era connection")
+
+	legacy := client(t, e, "ts", WithConnectOptions(snodo.WithEra(snodo.EraLegacy), snodo.WithServerRequestHandler(handler)))
+	assert.Equal(t, snodo.EraLegacy, legacy.Era())
+	// Raw requests: no input_required round here, the server asks mid-call.
+	raw, err := legacy.Request(ctxFor(t, 30*time.Second), "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{"rounds": 2}})
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), "Hello, Ada!")
+	assert.Equal(t, int32(2), asked.Load(), "both rounds were asked of the caller's handler")
+	raw, err = legacy.Request(ctxFor(t, 30*time.Second), "tools/call", map[string]any{"name": "ask"})
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), "Hello, Ada!")
+	assert.Equal(t, int32(1), starts.Load(), "the legacy-era connection started once")
+}
+
+// A legacy caller without a handler: the server hears -32601 and says so
+// in its result; nothing hangs.
+func TestLegacyCallerWithoutHandler(t *testing.T) {
+	e := natsServer(t)
+	var starts atomic.Int32
+	legacyHost(t, e, "ts", &starts)
+	legacy := client(t, e, "ts", WithConnectOptions(snodo.WithEra(snodo.EraLegacy)))
+	raw, err := legacy.Request(ctxFor(t, 30*time.Second), "tools/call", map[string]any{"name": "ask"})
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), "elicitation failed")
+	assert.Contains(t, string(raw), "no handler")
+}
+
+// A legacy caller's logs: after logging/setLevel (kept by the client),
+// the log messages its call's server sends at or above that level reach
+// its notification handler before the call returns; below it, or
+// without a level, none do.
+func TestLegacyCallerGetsItsCallsLogs(t *testing.T) {
+	e := natsServer(t)
+	var starts atomic.Int32
+	legacyHost(t, e, "ts", &starts)
+	var mu sync.Mutex
+	var logs []string
+	notify := func(_ context.Context, n *snodo.Notification) {
+		mu.Lock()
+		defer mu.Unlock()
+		var p struct {
+			Level string `json:"level"`
+			Data  string `json:"data"`
+		}
+		_ = json.Unmarshal(n.Params, &p)
+		logs = append(logs, n.Method+" "+p.Level+" "+p.Data)
+	}
+	got := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), logs...)
+	}
+	c := client(t, e, "ts", WithConnectOptions(snodo.WithEra(snodo.EraLegacy), snodo.WithNotificationHandler(notify)))
+	say := func(level, data string) {
+		t.Helper()
+		_, err := c.Request(ctxFor(t, 30*time.Second), "test/notify", map[string]any{
+			"method": "notifications/message", "params": map[string]any{"level": level, "data": data}})
+		require.NoError(t, err)
+	}
+	say("warning", "before setLevel")
+	assert.Empty(t, got(), "no logs before logging/setLevel")
+
+	_, err := c.Request(ctxFor(t, 5*time.Second), "logging/setLevel", map[string]any{"level": "nope"})
+	var se *snodo.Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, snodo.CodeInvalidParams, se.Code)
+	_, err = c.Request(ctxFor(t, 5*time.Second), "logging/setLevel", map[string]any{"level": "info"})
+	require.NoError(t, err)
+	say("debug", "too low")
+	say("warning", "one")
+	say("info", "two")
+	assert.Equal(t, []string{"notifications/message warning one", "notifications/message info two"}, got(),
+		"each call's logs at or above info, before its result")
+
+	// Another legacy caller that set no level gets none of them.
+	other := client(t, e, "ts", WithConnectOptions(snodo.WithEra(snodo.EraLegacy), snodo.WithNotificationHandler(func(context.Context, *snodo.Notification) {
+		t.Error("a caller without a level got a log message")
+	})))
+	_, err = other.Request(ctxFor(t, 30*time.Second), "test/notify", map[string]any{
+		"method": "notifications/message", "params": map[string]any{"level": "error", "data": "x"}})
+	require.NoError(t, err)
+}
+
+// A legacy-era connection that cannot start fails the legacy calls with
+// a -32000 that says so; modern calls go on.
+func TestLegacyStartFailureIsAClearError(t *testing.T) {
+	e := natsServer(t)
+	cmd, args := testutil.Server(t)
+	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 1)
+	require.NoError(t, err)
+	start := func(context.Context, ...snodo.Option) (*supervisor.Pool, error) {
+		return nil, errors.New("no such server here")
+	}
+	h, err := NewHost(context.Background(), e.URL(), Serve("ts", p), ServeLegacy("ts", start))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	legacy := client(t, e, "ts", WithConnectOptions(snodo.WithEra(snodo.EraLegacy)))
+	_, err = legacy.Request(ctxFor(t, 30*time.Second), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"message": "x"}})
+	var se *snodo.Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, snodo.CodeConnectionClosed, se.Code)
+	assert.Contains(t, se.Message, "cannot start the legacy-era connection of ts")
+	assert.Contains(t, se.Message, "no such server here")
+	modern := client(t, e, "ts")
+	res, err := modern.CallTool(ctxFor(t, 30*time.Second), "echo", map[string]any{"message": "hi"})
+	require.NoError(t, err)
+	assert.Equal(t, "hi", res.Text())
+}
+
+// ServeLegacy needs the name served with Serve.
+func TestServeLegacyNeedsServe(t *testing.T) {
+	e := natsServer(t)
+	cmd, args := testutil.Server(t)
+	p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 1)
+	require.NoError(t, err)
+	_, err = NewHost(context.Background(), e.URL(), Serve("ts", p),
+		ServeLegacy("other", func(context.Context, ...snodo.Option) (*supervisor.Pool, error) { return nil, nil }))
+	require.ErrorContains(t, err, `ServeLegacy("other") without Serve("other")`)
+	<-p.Done()
+}
+
+// WithConnectOptions takes snodo.WithEra and snodo.WithNotificationHandler.
+func TestWithConnectOptionsTakesEraAndNotificationHandler(t *testing.T) {
+	c, err := clientConfig([]ClientOption{WithConnectOptions(snodo.WithEra(snodo.EraLegacy),
+		snodo.WithNotificationHandler(func(context.Context, *snodo.Notification) {}))})
+	require.NoError(t, err)
+	assert.Equal(t, snodo.EraLegacy, c.era)
+	assert.NotNil(t, c.notify)
+}
+
+// A legacy caller that gives up while its handler is answering a relayed
+// request: the handler's ctx ends with the call, the host cancels the
+// call on its server, and the next call is served.
+func TestLegacyCallerGivesUpDuringARelayedRequest(t *testing.T) {
+	e := natsServer(t)
+	var starts atomic.Int32
+	legacyHost(t, e, "ts", &starts)
+	asked := make(chan struct{}, 1)
+	ended := make(chan struct{}, 1)
+	block := true
+	var mu sync.Mutex
+	handler := func(ctx context.Context, _ *snodo.ServerRequest) (any, error) {
+		mu.Lock()
+		b := block
+		mu.Unlock()
+		if b {
+			asked <- struct{}{}
+			<-ctx.Done()
+			ended <- struct{}{}
+			return nil, ctx.Err()
+		}
+		return map[string]any{"action": "accept", "content": map[string]any{"name": "Bo"}}, nil
+	}
+	c := client(t, e, "ts", WithConnectOptions(snodo.WithEra(snodo.EraLegacy), snodo.WithServerRequestHandler(handler)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Request(ctx, "tools/call", map[string]any{"name": "ask"})
+		done <- err
+	}()
+	testutil.Receive(t, asked, 30*time.Second, "the relayed elicitation")
+	cancel()
+	err := testutil.Receive(t, done, 10*time.Second, "the call's end")
+	require.ErrorIs(t, err, context.Canceled)
+	testutil.Receive(t, ended, 10*time.Second, "the handler's ctx ending with the call")
+	mu.Lock()
+	block = false
+	mu.Unlock()
+	raw, err := c.Request(ctxFor(t, 30*time.Second), "tools/call", map[string]any{"name": "ask"})
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), "Hello, Bo!")
+}
+
+// A legacy-era caller of a host without ServeLegacy is served by the
+// host's pool as any caller: its Era is that pool's (so a gateway in
+// front translates for its legacy clients), and input_required rounds
+// are answered by its handler as before.
+func TestLegacyCallerOfAHostWithoutALegacySide(t *testing.T) {
+	e := natsServer(t)
+	host(t, e, "ts", 1)
+	answer := func(context.Context, *snodo.ServerRequest) (any, error) {
+		return map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}, nil
+	}
+	c := client(t, e, "ts", WithConnectOptions(snodo.WithEra(snodo.EraLegacy), snodo.WithServerRequestHandler(answer)))
+	assert.Equal(t, snodo.EraModern, c.Era())
+	res, err := c.CallTool(ctxFor(t, 30*time.Second), "ask", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "Hello, Ada!", res.Text())
+}
