@@ -127,7 +127,6 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		c.cfg.Trace = safeTrace(cfg.Trace, c.cfg.Logger)
 		c.wr = newWriter(c.proc.stdin, cfg.MaxWriteQueue, c.writeFailed)
 		c.wr.company = c.table.company
-		c.table.alone = c.wr.nudge
 		c.wr.beforeClose = c.settleUnread
 		c.wr.trace = c.cfg.Trace
 		c.wr.bytes = cfg.Metrics

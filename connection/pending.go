@@ -172,10 +172,6 @@ type table struct {
 	// again. So a burst of callers the reader has woken together still
 	// counts as company (see company) while the first of them sends.
 	answers atomic.Int64
-	// alone, when set, is called as a release leaves at most one caller
-	// of an answer (company ends): the writer's nudge, so that a writer
-	// goroutine waiting for the company's next line exits.
-	alone func()
 	// closed is the error close fails everything with, set once as close
 	// begins (before it takes any shard's lock): add checks it under its
 	// shard's lock, so a request added after a caller has seen that
@@ -294,8 +290,8 @@ func (t *table) removed(*call) {
 // release returns c, added to the table and out of it again (answered,
 // abandoned, or failed by close), to the pool: its caller is done.
 func (t *table) release(c *call) {
-	if c.stream == nil && t.answers.Add(-1) <= 1 && t.alone != nil {
-		t.alone()
+	if c.stream == nil {
+		t.answers.Add(-1)
 	}
 	c.release()
 }

@@ -56,8 +56,7 @@ const (
 // goroutine runs only while there is something to write: started by the
 // first line queued, it exits once the queue is empty (or a direct write
 // is under way, whose caller starts it again if lines are left), so an
-// idle connection has no writer goroutine; with company it parks instead,
-// until the next line or the company's end (see parked). A stalled write (a server that
+// idle connection has no writer goroutine. A stalled write (a server that
 // stopped reading) therefore never holds up a caller's timer, the reader,
 // or the connection actor.
 //
@@ -116,12 +115,6 @@ type writer struct {
 	// runFn is w.run, bound once so that starting the goroutine does not
 	// allocate.
 	runFn func()
-	// parked: the goroutine has found the queue empty while callers were
-	// about (company) and waits on wake for their next line, instead of
-	// exiting and being started again for the next wave. Set and cleared
-	// by the goroutine under mu; read by anyone (see nudge).
-	parked atomic.Bool
-	wake   chan struct{} // one token: a line came, company ended, or close
 	// closedCh is closed once stdin is closed.
 	closedCh chan struct{}
 
@@ -144,7 +137,7 @@ type segment struct {
 }
 
 func newWriter(f *os.File, max int, failed func(error)) *writer {
-	w := &writer{f: f, max: max, failed: failed, closedCh: make(chan struct{}), wake: make(chan struct{}, 1)}
+	w := &writer{f: f, max: max, failed: failed, closedCh: make(chan struct{})}
 	w.runFn = w.run
 	if raw, err := f.SyscallConn(); err == nil && directWrites {
 		w.raw = raw
@@ -223,9 +216,7 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, don
 		}
 		start := w.startLocked()
 		w.mu.Unlock()
-		if !start {
-			w.nudge()
-		} else if done != nil || w.raw == nil || w.company != nil && w.company() || !w.flushInline() {
+		if start && (done != nil || w.raw == nil || !w.flushInline()) {
 			go w.runFn()
 		}
 		return t, nil
@@ -244,13 +235,10 @@ func (w *writer) appendLine(kind int, add func([]byte) []byte, built []byte, don
 	if add != nil && cap(line) <= batchBytes {
 		w.direct = line[:0]
 	}
-	left := w.live > 0 || w.closing
-	start := left && w.startLocked()
+	start := (w.live > 0 || w.closing) && w.startLocked()
 	w.mu.Unlock()
 	if start {
 		go w.runFn()
-	} else if left {
-		w.nudge() // a parked goroutine writes the rest
 	}
 	return t, nil
 }
@@ -429,20 +417,6 @@ func (w *writer) signal() {
 	w.mu.Unlock()
 	if start {
 		go w.runFn()
-	} else {
-		w.nudge()
-	}
-}
-
-// nudge wakes the goroutine if it is parked: a line came, the company
-// ended (the table calls it as callers leave), or the writer closes. Its
-// cost when the goroutine is not parked is one atomic load.
-func (w *writer) nudge() {
-	if w.parked.Load() {
-		select {
-		case w.wake <- struct{}{}:
-		default: // a token waits already
-		}
 	}
 }
 
@@ -488,25 +462,6 @@ func (w *writer) run() {
 		waiters := w.take()
 		batch, closing := w.batch, w.closing
 		w.busy, w.writing = len(batch) > 0, len(batch)
-		if len(batch) == 0 && !closing && w.company != nil && w.err == nil {
-			// Empty while callers are about: wait for their next line
-			// rather than exit, so the next wave is written by this
-			// goroutine (its yields in gather run behind the callers)
-			// and costs no goroutine start. parked is set before company
-			// is looked at, and the table nudges after it lowers the
-			// count, so one of the two sees the other: a parked
-			// goroutine is always woken once the company ends.
-			w.parked.Store(true)
-			if w.company() {
-				w.mu.Unlock()
-				<-w.wake
-				w.mu.Lock()
-				w.parked.Store(false)
-				w.mu.Unlock()
-				continue
-			}
-			w.parked.Store(false)
-		}
 		if len(batch) == 0 && !closing {
 			w.running = false
 		}

@@ -123,12 +123,13 @@ func TestWriterCountsACallersLongLineOnlyUpToTheBound(t *testing.T) {
 	w.mu.Unlock()
 }
 
-// A lone caller writes its line itself, without waiting on the pipe. When
-// the pipe is full that write takes nothing: the line goes back first in
-// the queue, pinned (it can no longer be dropped), and the goroutine
+// With company, the caller that would start the writer's goroutine makes
+// its batch's first write itself, without waiting on the pipe. When the
+// pipe is full that write takes nothing: the batch goes back first in the
+// queue, pinned (its lines can no longer be dropped), and the goroutine
 // writes it once the server reads, before the lines queued after it, of
 // which a dropped one is never written.
-func TestWriterPinsWhatThePipeDidNotTake(t *testing.T) {
+func TestWriterInlineFlushPinsWhatThePipeDidNotTake(t *testing.T) {
 	if !directWrites {
 		t.Skip("no non-blocking writes on this platform")
 	}
@@ -136,6 +137,8 @@ func TestWriterPinsWhatThePipeDidNotTake(t *testing.T) {
 	require.NoError(t, err)
 	defer r.Close()
 	w := newWriter(wf, 1<<20, func(err error) { t.Errorf("writer failed: %v", err) })
+	w.company = func() bool { return true }
+
 	raw, err := wf.SyscallConn()
 	require.NoError(t, err)
 	filled := 0
@@ -152,7 +155,7 @@ func TestWriterPinsWhatThePipeDidNotTake(t *testing.T) {
 
 	first, err := w.append(lineCaller, func(b []byte) []byte { return append(b, "first\n"...) })
 	require.NoError(t, err)
-	require.False(t, w.drop(first), "the line taken for the direct write is pinned")
+	require.False(t, w.drop(first), "the batch taken for the inline write is pinned")
 	testutil.Eventually(t, func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
