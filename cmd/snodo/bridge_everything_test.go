@@ -3,7 +3,6 @@ package main_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -60,30 +59,7 @@ func TestBridgeTypeScriptClientEverything(t *testing.T) {
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.Output()
 	require.NoError(t, err, "stderr:\n%s", stderr.String())
-	var seen struct {
-		Errors   []string `json:"errors"`
-		Tools    []string `json:"tools"`
-		Progress int      `json:"progress"`
-		Sampled  int      `json:"sampled"`
-		Elicited int      `json:"elicited"`
-		Sampling string   `json:"sampling"`
-		Logs     int      `json:"logs"`
-		Updates  int      `json:"updates"`
-	}
-	require.NoError(t, json.Unmarshal(out, &seen), string(out))
-	t.Logf("%s", out)
-	require.Empty(t, seen.Errors, "the SDK raised no error (a late progress notification would be one)")
-	require.Contains(t, seen.Tools, "trigger-long-running-operation")
-	require.Equal(t, 5, seen.Progress, "every progress update, before the result")
-	if !slices.Contains(bridgeSkip, "sampling") {
-		require.Equal(t, 1, seen.Sampled, "the client's own sampling handler answered")
-		require.Contains(t, seen.Sampling, "sampled by the TypeScript client")
-		require.Equal(t, 1, seen.Elicited, "the client's own elicitation handler answered")
-	}
-	if !slices.Contains(bridgeSkip, "logs") {
-		require.Positive(t, seen.Logs, "logs after setLevel")
-	}
-	require.Positive(t, seen.Updates, "resource updates after subscribe")
+	testutil.ReadClientReport(t, out).Check(t, "TypeScript", bridgeSkip...)
 }
 
 // A bridge listed in a host's configuration survives a restart of the
@@ -187,42 +163,6 @@ func TestBridgeBackendKilledMidCall(t *testing.T) {
 // elicitation) and logs to remote callers: empty it once they do.
 var bridgeSkip = []string{"sampling", "logs"}
 
-// goSDKBridge is what test/peers/gosdk-client prints.
-type goSDKBridge struct {
-	Tools    []string `json:"tools"`
-	Progress int      `json:"progress"`
-	Late     int      `json:"late_progress"`
-	Sampled  int      `json:"sampled"`
-	Elicited int      `json:"elicited"`
-	Sampling string   `json:"sampling"`
-	Logs     int      `json:"logs"`
-	Updates  int      `json:"updates"`
-
-	InflightError           string  `json:"inflight_error"`
-	RecoverySecs            float64 `json:"recovery_seconds"`
-	Reconnects              int     `json:"reconnects"`
-	ListChangedAfterRestart bool    `json:"list_changed_after_restart"`
-}
-
-func (seen goSDKBridge) check(t *testing.T) {
-	t.Helper()
-	require.Contains(t, seen.Tools, "trigger-long-running-operation")
-	// go-sdk runs notification handlers on a goroutine of their own: a
-	// progress handler may run after its call returned though the
-	// notification came first on the wire (the TypeScript client's test
-	// and the gateway's raw-line test check that order).
-	require.Equal(t, 5, seen.Progress+seen.Late, "every progress update of the call")
-	if !slices.Contains(bridgeSkip, "sampling") {
-		require.Equal(t, 1, seen.Sampled, "the client's own sampling handler answered")
-		require.Contains(t, seen.Sampling, "sampled by the go-sdk client")
-		require.Equal(t, 1, seen.Elicited, "the client's own elicitation handler answered")
-	}
-	if !slices.Contains(bridgeSkip, "logs") {
-		require.Positive(t, seen.Logs, "log messages after logging/setLevel")
-	}
-	require.Positive(t, seen.Updates, "resource updates after resources/subscribe")
-}
-
 // goSDKClient runs test/peers/gosdk-client (the official Go SDK's client)
 // on the bridge to name, with extra flags.
 func goSDKClient(ctx context.Context, t *testing.T, url, name string, flags ...string) *exec.Cmd {
@@ -245,10 +185,7 @@ func TestBridgeGoSDKClient(t *testing.T) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, "stderr:\n%s", stderr.String())
-	t.Logf("%s", out)
-	var seen goSDKBridge
-	require.NoError(t, json.Unmarshal(out, &seen), string(out))
-	seen.check(t)
+	testutil.ReadClientReport(t, out).Check(t, "go-sdk", bridgeSkip...)
 }
 
 // The server behind the host killed mid-session, under the go-sdk
@@ -275,10 +212,8 @@ func TestBridgeGoSDKClientBackendKilled(t *testing.T) {
 	require.True(t, lines.Scan(), "the client's report; stderr:\n%s", stderr.String())
 	out := slices.Clone(lines.Bytes())
 	require.NoError(t, cmd.Wait(), "stderr:\n%s", stderr.String())
-	t.Logf("%s", out)
-	var seen goSDKBridge
-	require.NoError(t, json.Unmarshal(out, &seen), string(out))
-	seen.check(t)
+	seen := testutil.ReadClientReport(t, out)
+	seen.Check(t, "go-sdk", bridgeSkip...)
 	require.NotEmpty(t, seen.InflightError)
 	require.Less(t, seen.RecoverySecs, 5.0, "a call succeeded again within 5 s")
 	require.Zero(t, seen.Reconnects, "the bridge's session outlived the restart")

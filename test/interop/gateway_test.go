@@ -60,27 +60,7 @@ func TestGatewayTypeScriptClient(t *testing.T) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, "stderr:\n%s", stderr.String())
-	var seen struct {
-		Errors      []string `json:"errors"`
-		Tools       []string `json:"tools"`
-		Progress    int      `json:"progress"`
-		Sampled     int      `json:"sampled"`
-		Elicited    int      `json:"elicited"`
-		Sampling    string   `json:"sampling"`
-		Logs        int      `json:"logs"`
-		Updates     int      `json:"updates"`
-		Elicitation string   `json:"elicitation"`
-	}
-	require.NoError(t, json.Unmarshal(out, &seen), string(out))
-	t.Logf("%s", out)
-	require.Empty(t, seen.Errors, "the SDK raised no error (a late progress notification would be one)")
-	require.Contains(t, seen.Tools, "trigger-long-running-operation")
-	require.Equal(t, 5, seen.Progress, "every progress update, before the result")
-	require.Equal(t, 1, seen.Sampled, "the client's own sampling handler answered")
-	require.Contains(t, seen.Sampling, "sampled by the TypeScript client")
-	require.Equal(t, 1, seen.Elicited, "the client's own elicitation handler answered")
-	require.Positive(t, seen.Logs)
-	require.Positive(t, seen.Updates)
+	testutil.ReadClientReport(t, out).Check(t, "TypeScript")
 }
 
 // snodo's own client, legacy era, through the gateway against
@@ -111,41 +91,6 @@ func TestGatewaySnodoClientEverything(t *testing.T) {
 	require.Equal(t, 3, updates)
 }
 
-// goSDKSeen is what test/peers/gosdk-client prints.
-type goSDKSeen struct {
-	Tools       []string `json:"tools"`
-	Progress    int      `json:"progress"`
-	Late        int      `json:"late_progress"`
-	Sampled     int      `json:"sampled"`
-	Elicited    int      `json:"elicited"`
-	Sampling    string   `json:"sampling"`
-	Logs        int      `json:"logs"`
-	Updates     int      `json:"updates"`
-	ListChanged int      `json:"list_changed"`
-
-	InflightError           string  `json:"inflight_error"`
-	RecoverySecs            float64 `json:"recovery_seconds"`
-	Reconnects              int     `json:"reconnects"`
-	ListChangedAfterRestart bool    `json:"list_changed_after_restart"`
-}
-
-// checkGoSDKBasics asserts what every run of the go-sdk client must see
-// through a gateway or a bridge in front of server-everything.
-func checkGoSDKBasics(t *testing.T, seen goSDKSeen) {
-	t.Helper()
-	require.Contains(t, seen.Tools, "trigger-long-running-operation")
-	// The SDK runs notification handlers on a goroutine of their own, so
-	// a progress handler may run after its call returned even when the
-	// notification came first on the wire (the TypeScript client's test
-	// checks that order): count both.
-	require.Equal(t, 5, seen.Progress+seen.Late, "every progress update of the call")
-	require.Equal(t, 1, seen.Sampled, "the client's own sampling handler answered")
-	require.Contains(t, seen.Sampling, "sampled by the go-sdk client")
-	require.Equal(t, 1, seen.Elicited, "the client's own elicitation handler answered")
-	require.Positive(t, seen.Logs, "log messages after logging/setLevel")
-	require.Positive(t, seen.Updates, "resource updates after resources/subscribe")
-}
-
 // The official Go SDK's client through the gateway, against
 // server-everything: the same fidelity as the TypeScript client's.
 func TestGatewayGoSDKClient(t *testing.T) {
@@ -157,10 +102,7 @@ func TestGatewayGoSDKClient(t *testing.T) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, "stderr:\n%s", stderr.String())
-	t.Logf("%s", out)
-	var seen goSDKSeen
-	require.NoError(t, json.Unmarshal(out, &seen), string(out))
-	checkGoSDKBasics(t, seen)
+	testutil.ReadClientReport(t, out).Check(t, "go-sdk")
 }
 
 // A backend killed mid-session, under the go-sdk client through the
@@ -185,10 +127,8 @@ func TestGatewayBackendKilledMidSession(t *testing.T) {
 	require.True(t, lines.Scan(), "the client's report; stderr:\n%s", stderr.String())
 	out := lines.Bytes()
 	require.NoError(t, cmd.Wait(), "stderr:\n%s", stderr.String())
-	t.Logf("%s", out)
-	var seen goSDKSeen
-	require.NoError(t, json.Unmarshal(out, &seen), string(out))
-	checkGoSDKBasics(t, seen)
+	seen := testutil.ReadClientReport(t, out)
+	seen.Check(t, "go-sdk")
 	require.NotEmpty(t, seen.InflightError)
 	require.Less(t, seen.RecoverySecs, 5.0, "a call succeeded again within 5 s")
 	// A session that outlived the restart is told the lists may have
