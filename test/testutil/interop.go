@@ -3,9 +3,8 @@ package testutil
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 // ClientReport is what the interop clients print on their last line, in
@@ -33,7 +32,9 @@ type ClientReport struct {
 func ReadClientReport(tb testing.TB, out []byte) ClientReport {
 	tb.Helper()
 	var r ClientReport
-	require.NoError(tb, json.Unmarshal(out, &r), string(out))
+	if err := json.Unmarshal(out, &r); err != nil {
+		tb.Fatalf("the interop client's report %q: %v", out, err)
+	}
 	tb.Logf("%s", out)
 	return r
 }
@@ -46,20 +47,31 @@ func ReadClientReport(tb testing.TB, out []byte) ClientReport {
 // in its sampling answer: "TypeScript" or "go-sdk".
 func (r ClientReport) Check(tb testing.TB, who string, skip ...string) {
 	tb.Helper()
-	require.Empty(tb, r.Errors, "the SDK raised no error (a late progress notification would be one)")
-	require.Contains(tb, r.Tools, "trigger-long-running-operation")
+	if len(r.Errors) > 0 {
+		tb.Fatalf("the SDK raised errors (a late progress notification would be one): %q", r.Errors)
+	}
+	if !slices.Contains(r.Tools, "trigger-long-running-operation") {
+		tb.Fatalf("tools/list lacks trigger-long-running-operation: %q", r.Tools)
+	}
 	// The go-sdk client runs notification handlers on a goroutine of
 	// their own, so a progress handler may run after its call returned
 	// though the notification came first on the wire (counted in Late;
 	// the TypeScript client's runs, which have none, check the order).
-	require.Equal(tb, 5, r.Progress+r.Late, "every progress update of the call")
+	if r.Progress+r.Late != 5 {
+		tb.Fatalf("%d progress updates (%d of them after the result), not the call's 5", r.Progress+r.Late, r.Late)
+	}
 	if !slices.Contains(skip, "sampling") {
-		require.Equal(tb, 1, r.Sampled, "the client's own sampling handler answered")
-		require.Contains(tb, r.Sampling, "sampled by the "+who+" client")
-		require.Equal(tb, 1, r.Elicited, "the client's own elicitation handler answered")
+		if r.Sampled != 1 || !strings.Contains(r.Sampling, "sampled by the "+who+" client") {
+			tb.Fatalf("the client's own sampling handler answered %d times; the tool returned %s", r.Sampled, r.Sampling)
+		}
+		if r.Elicited != 1 {
+			tb.Fatalf("the client's own elicitation handler answered %d times, not once", r.Elicited)
+		}
 	}
-	if !slices.Contains(skip, "logs") {
-		require.Positive(tb, r.Logs, "log messages after logging/setLevel")
+	if !slices.Contains(skip, "logs") && r.Logs == 0 {
+		tb.Fatalf("no log message after logging/setLevel")
 	}
-	require.Positive(tb, r.Updates, "resource updates after resources/subscribe")
+	if r.Updates == 0 {
+		tb.Fatalf("no resource update after resources/subscribe")
+	}
 }
