@@ -109,8 +109,7 @@ type legacySide struct {
 	bg       sync.WaitGroup // info answers under way (info)
 	// lent is what each live connection of the pool lends (its
 	// notifications' flush), added as each connects (connopts.LendEach)
-	// and let go at the first flush after it ended: at most the pool's
-	// connections and those that ended since the last flush.
+	// and let go at the next connect or flush after it ended (liveLent).
 	lent []connopts.Lent
 }
 
@@ -160,7 +159,7 @@ func (l *legacySide) run(ready chan struct{}) {
 		snodo.WithNotificationHandler(l.notification),
 		connopts.LendEach[snodo.Option](func(lent connopts.Lent) {
 			l.mu.Lock()
-			l.lent = append(l.lent, lent)
+			l.lent = append(l.liveLent(), lent)
 			l.mu.Unlock()
 		}),
 	}
@@ -271,15 +270,7 @@ func (l *legacySide) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), logFlushWait)
 	defer cancel()
 	l.mu.Lock()
-	live := l.lent[:0]
-	for _, lent := range l.lent {
-		select {
-		case <-lent.Done:
-		default:
-			live = append(live, lent)
-		}
-	}
-	clear(l.lent[len(live):])
+	live := l.liveLent()
 	l.lent = live
 	flushes := make([]func(context.Context) error, len(live))
 	for i, lent := range live {
@@ -289,6 +280,23 @@ func (l *legacySide) flush() {
 	for _, flush := range flushes {
 		_ = flush(ctx)
 	}
+}
+
+// liveLent is l.lent without the connections that have ended, in
+// place; l.mu is held. Run at every connect and every flush, it keeps
+// l.lent to the pool's live connections and at most one that ended
+// since, however often the pool's servers restart.
+func (l *legacySide) liveLent() []connopts.Lent {
+	live := l.lent[:0]
+	for _, lent := range l.lent {
+		select {
+		case <-lent.Done:
+		default:
+			live = append(live, lent)
+		}
+	}
+	clear(l.lent[len(live):])
+	return live
 }
 
 // info answers a legacy-era caller's info request from the legacy-era
