@@ -87,21 +87,7 @@ func TestBridgeAcrossNodeRestart(t *testing.T) {
 
 	node.signal(t, syscall.SIGTERM, "SIGTERM")
 	startNodeAt(t, config, addr)
-	toolsChanged := func(within time.Duration, what string) {
-		t.Helper()
-		deadline := time.After(within)
-		for {
-			select {
-			case m := <-changed:
-				if m == "notifications/tools/list_changed" {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("no tools/list_changed within %v: %s", within, what)
-			}
-		}
-	}
-	toolsChanged(30*time.Second, "the gap's list change, once the new node serves")
+	awaitToolsChanged(t, changed, 30*time.Second, "the gap's list change, once the new node serves")
 	testutil.Eventually(t, func() bool {
 		_, err := c.CallTool(ctx, "echo", map[string]any{"message": "second node"})
 		return err == nil
@@ -111,7 +97,7 @@ func TestBridgeAcrossNodeRestart(t *testing.T) {
 	}
 	_, err = c.Request(ctx, "test/notify", map[string]any{"method": "notifications/tools/list_changed"})
 	require.NoError(t, err)
-	toolsChanged(10*time.Second, "the new node's own list change")
+	awaitToolsChanged(t, changed, 10*time.Second, "the new node's own list change")
 }
 
 // The MCP server behind a host killed while a call through the bridge is

@@ -453,15 +453,7 @@ func TestBridgeLegacyNotificationsReachTheTypeScriptClient(t *testing.T) {
 // changes. Before, the subscription ended for good with the first host.
 func TestBridgeListChangesAfterHostRestart(t *testing.T) {
 	url := bridgedNATS(t)
-	start := func() *remote.Host {
-		cmd, args := testutil.Server(t, "-era", "legacy")
-		p, err := supervisor.NewPool(context.Background(), mcp.Command(cmd, args...), 1)
-		require.NoError(t, err)
-		h, err := remote.NewHost(context.Background(), url, remote.Serve("bridged", p))
-		require.NoError(t, err)
-		return h
-	}
-	h := start()
+	h := legacyHost(t, url)
 	changed := make(chan string, 16)
 	c := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy), mcp.WithNotificationHandler(func(_ context.Context, n *mcp.Notification) {
 		select {
@@ -471,26 +463,12 @@ func TestBridgeListChangesAfterHostRestart(t *testing.T) {
 	}))
 	require.NoError(t, h.Close())
 	testutil.Receive(t, h.Done(), 10*time.Second, "the first host's servers reaped")
-	h2 := start()
+	h2 := legacyHost(t, url)
 	t.Cleanup(func() {
 		_ = h2.Close()
 		testutil.Receive(t, h2.Done(), 10*time.Second, "the second host's servers reaped")
 	})
-	toolsChanged := func(within time.Duration, what string) {
-		t.Helper()
-		deadline := time.After(within)
-		for {
-			select {
-			case m := <-changed:
-				if m == "notifications/tools/list_changed" {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("no tools/list_changed within %v: %s", within, what)
-			}
-		}
-	}
-	toolsChanged(20*time.Second, "the gap's list change, once the subscription is open again")
+	awaitToolsChanged(t, changed, 20*time.Second, "the gap's list change, once the subscription is open again")
 	testutil.Eventually(t, func() bool {
 		_, err := c.Request(t.Context(), "test/notify", map[string]any{"method": "notifications/prompts/list_changed"})
 		return err == nil
@@ -500,7 +478,7 @@ func TestBridgeListChangesAfterHostRestart(t *testing.T) {
 	}
 	_, err := c.Request(t.Context(), "test/notify", map[string]any{"method": "notifications/tools/list_changed"})
 	require.NoError(t, err)
-	toolsChanged(10*time.Second, "the new host's list change")
+	awaitToolsChanged(t, changed, 10*time.Second, "the new host's list change")
 }
 
 // A legacy client's resource subscription outlives the host that held
@@ -509,15 +487,7 @@ func TestBridgeListChangesAfterHostRestart(t *testing.T) {
 // updates reach it. Before, updates stopped with the first host.
 func TestBridgeResourceUpdatesAfterHostRestart(t *testing.T) {
 	url := bridgedNATS(t)
-	start := func() *remote.Host {
-		cmd, args := testutil.Server(t, "-era", "legacy")
-		p, err := supervisor.NewPool(context.Background(), mcp.Command(cmd, args...), 1)
-		require.NoError(t, err)
-		h, err := remote.NewHost(context.Background(), url, remote.Serve("bridged", p))
-		require.NoError(t, err)
-		return h
-	}
-	h := start()
+	h := legacyHost(t, url)
 	updated := make(chan string, 16)
 	c := connectBridge(t, url, "bridged", mcp.WithEra(mcp.EraLegacy), mcp.WithNotificationHandler(func(_ context.Context, n *mcp.Notification) {
 		if n.Method == "notifications/resources/updated" {
@@ -536,7 +506,7 @@ func TestBridgeResourceUpdatesAfterHostRestart(t *testing.T) {
 
 	require.NoError(t, h.Close())
 	testutil.Receive(t, h.Done(), 10*time.Second, "the first host's servers reaped")
-	h2 := start()
+	h2 := legacyHost(t, url)
 	t.Cleanup(func() {
 		_ = h2.Close()
 		testutil.Receive(t, h2.Done(), 10*time.Second, "the second host's servers reaped")
@@ -573,4 +543,34 @@ func TestBridgeListenEndsWithItsHost(t *testing.T) {
 	}
 	require.Error(t, sub.Err(), "the subscription ended with an error")
 	assert.Contains(t, sub.Err().Error(), "listen again")
+}
+
+// awaitToolsChanged waits, at most within, for a
+// notifications/tools/list_changed among the methods sent on changed,
+// taking the others; what says which change the test waits for.
+func awaitToolsChanged(t *testing.T, changed <-chan string, within time.Duration, what string) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case m := <-changed:
+			if m == "notifications/tools/list_changed" {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no tools/list_changed within %v: %s", within, what)
+		}
+	}
+}
+
+// legacyHost serves the test server (legacy era, a pool of one) as
+// "bridged" on the NATS server at url; the caller closes it.
+func legacyHost(t *testing.T, url string) *remote.Host {
+	t.Helper()
+	cmd, args := testutil.Server(t, "-era", "legacy")
+	p, err := supervisor.NewPool(context.Background(), mcp.Command(cmd, args...), 1)
+	require.NoError(t, err)
+	h, err := remote.NewHost(context.Background(), url, remote.Serve("bridged", p))
+	require.NoError(t, err)
+	return h
 }
