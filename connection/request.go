@@ -260,16 +260,14 @@ func traceMembers(ctx context.Context, params []byte) []byte {
 // braces) and the progress token (the request ID) to params._meta,
 // keeping any member the caller set.
 func mergeMeta(params, meta, traceCtx []byte, id int64, progress bool) ([]byte, error) {
-	members := map[string]json.RawMessage{}
+	var obj []byte
 	if meta != nil || traceCtx != nil {
-		if err := json.Unmarshal(jsonrpc.AppendRequestMetaObject(nil, meta, traceCtx), &members); err != nil {
-			return nil, err
-		}
+		obj = jsonrpc.AppendRequestMetaObject(nil, meta, traceCtx)
 	}
 	if progress {
-		members["progressToken"] = json.RawMessage(strconv.FormatInt(id, 10))
+		return jsonrpc.MergeMetaObject(params, obj, "progressToken", strconv.AppendInt(nil, id, 10))
 	}
-	return jsonrpc.MergeMeta(params, members)
+	return jsonrpc.MergeMetaObject(params, obj, "", nil)
 }
 
 // await waits for the answer to request id, running progress callbacks on
