@@ -277,8 +277,9 @@ func MergeMeta(params []byte, members map[string]json.RawMessage) ([]byte, error
 		out, _ := SpliceMeta(params, meta)
 		return out, nil
 	}
-	keys := make([]string, 0, len(members))
-	vals := make([][]byte, 0, len(members))
+	var kb [8]string
+	var vb [8][]byte
+	keys, vals := kb[:0], vb[:0]
 	for k, v := range members {
 		keys, vals = append(keys, k), append(vals, v)
 	}
