@@ -67,7 +67,10 @@ const (
 // error, then is tried again. The
 // requests that server sends during a call are relayed to the call's
 // caller, whose handler answers them, and its log messages at or above
-// the caller's level go to the caller before the call's result. The host
+// the caller's level go to the caller before the call's result. Their
+// subscriptions (Listen) are served by that pool too, started by the
+// first if need be: the resources a caller subscribes to are then those
+// of the servers its calls reach. The host
 // owns the pool: it closes it when it stops. Without ServeLegacy, legacy
 // callers are served by the name's pool. Hosts.
 func ServeLegacy(name string, start func(ctx context.Context, opts ...snodo.Option) (*supervisor.Pool, error)) HostOption {
@@ -239,6 +242,21 @@ func (l *legacySide) request(ctx context.Context, hc *heldCall, method, level st
 	return res, err
 }
 
+// listen opens a legacy-era caller's subscription on the legacy-era
+// pool, started now if need be (as for a call: at most legacyStartWait,
+// while ctx lasts).
+func (l *legacySide) listen(ctx context.Context, f snodo.Filter) (*snodo.Subscription, error) {
+	p, err := l.get(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
+			fmt.Sprintf("host %s cannot start the legacy-era connection of %s: %v", l.h.label, l.s.name, err), jsonrpc.ErrConnectionClosed)
+	}
+	return p.Listen(ctx, f)
+}
+
 // lower sets the pool's logging level to level when it is less severe
 // than the pool's: the level of a connection is one for all its callers,
 // so it only ever goes down, and each call's log messages are filtered
@@ -405,8 +423,9 @@ func (l *legacySide) serverRequest(ctx context.Context, req *snodo.ServerRequest
 
 // notification relays a log message of the legacy-era server to the
 // caller of the latest call in flight whose level it meets. Other
-// notifications (list changes, resource updates) reach callers through
-// their subscriptions (Listen), as the pool's do.
+// notifications (list changes, resource updates) reach legacy-era
+// callers through their subscriptions (Listen), which this pool serves
+// (listen).
 func (l *legacySide) notification(_ context.Context, n *snodo.Notification) {
 	if n.Method != "notifications/message" {
 		return

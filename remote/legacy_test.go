@@ -141,8 +141,8 @@ func TestLegacyCallerGetsItsCallsLogs(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// A legacy-era connection that cannot start fails the legacy calls with
-// a -32000 that says so; modern calls go on.
+// A legacy-era connection that cannot start fails the legacy calls and
+// subscriptions with a -32000 that says so; modern calls go on.
 func TestLegacyStartFailureIsAClearError(t *testing.T) {
 	e := natsServer(t)
 	cmd, args := testutil.Server(t)
@@ -161,6 +161,11 @@ func TestLegacyStartFailureIsAClearError(t *testing.T) {
 	assert.Equal(t, snodo.CodeConnectionClosed, se.Code)
 	assert.Contains(t, se.Message, "cannot start the legacy-era connection of ts")
 	assert.Contains(t, se.Message, "no such server here")
+	// Its subscriptions too: they go where its calls go.
+	_, err = legacy.Listen(ctxFor(t, 30*time.Second), snodo.Filter{ToolsListChanged: true})
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, snodo.CodeConnectionClosed, se.Code)
+	assert.Contains(t, se.Message, "cannot start the legacy-era connection of ts")
 	modern := client(t, e, "ts")
 	res, err := modern.CallTool(ctxFor(t, 30*time.Second), "echo", map[string]any{"message": "hi"})
 	require.NoError(t, err)
@@ -246,4 +251,50 @@ func TestLegacyCallerOfAHostWithoutALegacySide(t *testing.T) {
 	res, err := c.CallTool(ctxFor(t, 30*time.Second), "ask", nil)
 	require.NoError(t, err)
 	assert.Equal(t, "Hello, Ada!", res.Text())
+}
+
+// A legacy-era caller's subscription is served by the legacy-era pool
+// its calls go to: the resource it subscribes to is subscribed on the
+// server its calls reach, so an update that server sends during the
+// caller's call arrives on the caller's subscription, as do its list
+// changes. A modern caller's subscription stays on the name's pool.
+func TestLegacyCallerListensWhereItsCallsGo(t *testing.T) {
+	e := natsServer(t)
+	var starts atomic.Int32
+	legacyHost(t, e, "ts", &starts)
+	c := client(t, e, "ts", WithConnectOptions(snodo.WithEra(snodo.EraLegacy)))
+	ctx := ctxFor(t, 30*time.Second)
+	f := snodo.Filter{ToolsListChanged: true, ResourceSubscriptions: []string{"test://a"}}
+	sub, err := c.Listen(ctx, f)
+	require.NoError(t, err)
+	defer sub.Close()
+	assert.Equal(t, f, sub.Acknowledged())
+	assert.Equal(t, int32(1), starts.Load(), "the subscription started the legacy-era connection")
+
+	raw, err := c.Request(ctx, "test/touch", map[string]any{"uri": "test://a"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"notified":true}`, string(raw), "the call reached the server that holds the subscription")
+	ev := testutil.Receive(t, sub.Events(), 10*time.Second, "the resource update")
+	assert.Equal(t, "notifications/resources/updated", ev.Method)
+	assert.JSONEq(t, `{"uri":"test://a"}`, string(ev.Params))
+
+	_, err = c.Request(ctx, "test/notify", map[string]any{"method": "notifications/tools/list_changed"})
+	require.NoError(t, err)
+	ev = testutil.Receive(t, sub.Events(), 10*time.Second, "the list change")
+	assert.Equal(t, "notifications/tools/list_changed", ev.Method)
+
+	// A modern caller's subscription is on the name's (modern) pool.
+	modern := client(t, e, "ts")
+	msub, err := modern.Listen(ctx, snodo.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	defer msub.Close()
+	_, err = c.Request(ctx, "test/notify", map[string]any{"method": "notifications/tools/list_changed"})
+	require.NoError(t, err)
+	testutil.Receive(t, sub.Events(), 10*time.Second, "the legacy caller's list change")
+	select {
+	case ev := <-msub.Events():
+		t.Fatalf("the modern subscription got the legacy-era server's %s", ev.Method)
+	default:
+	}
+	assert.Equal(t, int32(1), starts.Load(), "the legacy-era connection started once")
 }
