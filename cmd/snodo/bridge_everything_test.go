@@ -23,21 +23,39 @@ import (
 
 // everythingHost serves the TypeScript reference server
 // (server-everything, stdio, legacy era) as name on the NATS server at
-// url, in this process, and returns the host and its pool.
-func everythingHost(t *testing.T, url, name string) (*remote.Host, *supervisor.Pool) {
+// url, in this process, as `snodo node` serves a server: a pool, and a
+// legacy-era pool for legacy-era callers (remote.ServeLegacy), which the
+// bridge's legacy clients reach. It returns the host and a function
+// returning the pool that serves them (the legacy-era one, once the
+// first of them started it).
+func everythingHost(t *testing.T, url, name string) (*remote.Host, func() *supervisor.Pool) {
 	t.Helper()
 	entry := testutil.PeerPath(t, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	p, err := supervisor.NewPool(context.Background(), mcp.Command(testutil.NodePath(t), entry, "stdio"), 1,
-		supervisor.WithBackoff(supervisor.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Multiplier: 2}),
-		supervisor.WithConnectOptions(mcp.WithTimeout(30*time.Second)))
+	target := mcp.Command(testutil.NodePath(t), entry, "stdio")
+	backoff := supervisor.WithBackoff(supervisor.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Multiplier: 2})
+	p, err := supervisor.NewPool(context.Background(), target, 1, backoff, supervisor.WithConnectOptions(mcp.WithTimeout(30*time.Second)))
 	require.NoError(t, err)
-	h, err := remote.NewHost(context.Background(), url, remote.Serve(name, p))
+	legacy := make(chan *supervisor.Pool, 1)
+	start := func(ctx context.Context, opts ...mcp.Option) (*supervisor.Pool, error) {
+		lp, err := supervisor.NewPool(ctx, target, 1, backoff, supervisor.WithConnectOptions(append([]mcp.Option{mcp.WithTimeout(30 * time.Second)}, opts...)...))
+		if err == nil {
+			legacy <- lp
+		}
+		return lp, err
+	}
+	h, err := remote.NewHost(context.Background(), url, remote.Serve(name, p), remote.ServeLegacy(name, start))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = h.Close()
 		testutil.Receive(t, h.Done(), 10*time.Second, "the host's servers reaped")
 	})
-	return h, p
+	var served *supervisor.Pool
+	return h, func() *supervisor.Pool {
+		if served == nil {
+			served = testutil.Receive(t, legacy, 30*time.Second, "the host's legacy-era pool")
+		}
+		return served
+	}
 }
 
 // The TypeScript SDK's client through the bridge, against
@@ -144,10 +162,11 @@ func TestBridgeBackendKilledMidCall(t *testing.T) {
 	t.Logf("calls worked again %v after the kill", time.Since(killed))
 }
 
-// bridgeSkip are the steps of the interop clients left out through a
-// remote name until its hosts relay a legacy server's requests (sampling,
-// elicitation) and logs to remote callers: empty it once they do.
-var bridgeSkip = []string{"sampling", "logs"}
+// bridgeSkip are the steps of the interop clients left out through the
+// bridge: none (the hosts' legacy-era connection relays the server's
+// requests and logs to the bridge's legacy clients, and serves their
+// subscriptions).
+var bridgeSkip []string
 
 // goSDKClient runs test/peers/gosdk-client (the official Go SDK's client)
 // on the bridge to name, with extra flags.
@@ -180,7 +199,7 @@ func TestBridgeGoSDKClient(t *testing.T) {
 // initialize again), and the client is told the tools may have changed.
 func TestBridgeGoSDKClientBackendKilled(t *testing.T) {
 	url := bridgedNATS(t)
-	_, pool := everythingHost(t, url, "everything")
+	_, served := everythingHost(t, url, "everything")
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	cmd := goSDKClient(ctx, t, url, "everything", "-restart")
@@ -192,7 +211,7 @@ func TestBridgeGoSDKClientBackendKilled(t *testing.T) {
 	lines := bufio.NewScanner(stdout)
 	require.True(t, lines.Scan(), "the client's first line; stderr:\n%s", stderr.String())
 	require.Equal(t, `{"phase":"inflight"}`, lines.Text())
-	pid := pool.Members()[0].Current().ServerPID()
+	pid := served().Members()[0].Current().ServerPID()
 	require.Positive(t, pid)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	require.True(t, lines.Scan(), "the client's report; stderr:\n%s", stderr.String())
