@@ -106,10 +106,11 @@ type legacySide struct {
 	err      error // the start's, while failedAt is recent
 	failedAt time.Time
 	closed   bool
-	level    int            // the pool's logging level (logRank); -1: none set
-	calls    []*heldCall    // the legacy calls in flight, in start order (each holds a host slot: at most maxHeld)
-	levelMu  sync.Mutex     // serializes SetLoggingLevel
-	bg       sync.WaitGroup // info answers under way (info)
+	level    int                      // the pool's logging level (logRank); -1: none set
+	calls    []*heldCall              // the legacy calls in flight, in start order (each holds a host slot: at most maxHeld)
+	levelMu  sync.Mutex               // serializes SetLoggingLevel
+	bg       sync.WaitGroup           // info answers under way (info)
+	tasks    taskTable[*snodo.Client] // the tasks its members created, by id: the member holding each
 	// lent is what each live connection of the pool lends (its
 	// notifications' flush), added as each connects (connopts.LendEach)
 	// and let go at the next connect or flush after it ended (liveLent).
@@ -207,14 +208,17 @@ func (l *legacySide) close() (done <-chan struct{}) {
 }
 
 // request runs a legacy call on the legacy-era pool: hc is its held
-// call, level the caller's logging level ("" for no logs).
-func (l *legacySide) request(ctx context.Context, hc *heldCall, method, level string, ro []snodo.RequestOption) (json.RawMessage, error) {
+// call, level the caller's logging level ("" for no logs). A tools/call
+// that asks for a task runs on the member the pool chooses for tasks, and
+// the task it created (created) is filed with that member, where its
+// later calls go (Host.requestOn), as on the name's pool.
+func (l *legacySide) request(ctx context.Context, hc *heldCall, method, level string, ro []snodo.RequestOption) (_ json.RawMessage, created bool, _ error) {
 	p, err := l.get(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return nil, jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
+		return nil, false, jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
 			fmt.Sprintf("host %s cannot start the legacy-era connection of %s: %v", l.h.label, l.s.name, err), jsonrpc.ErrConnectionClosed)
 	}
 	if level != "" {
@@ -231,15 +235,11 @@ func (l *legacySide) request(ctx context.Context, hc *heldCall, method, level st
 		}
 		l.mu.Unlock()
 	}()
-	var params any
-	if hc.params != nil {
-		params = &hc.params
-	}
-	res, err := p.Request(ctx, method, params, ro...)
+	res, created, err := l.h.requestOn(ctx, p, &l.tasks, method == "tools/call" && asksForTask(hc.params), method, &hc.params, ro)
 	if level != "" {
 		l.flush()
 	}
-	return res, err
+	return res, created, err
 }
 
 // listen opens a legacy-era caller's subscription on the legacy-era

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -297,4 +298,64 @@ func TestLegacyCallerListensWhereItsCallsGo(t *testing.T) {
 	default:
 	}
 	assert.Equal(t, int32(1), starts.Load(), "the legacy-era connection started once")
+}
+
+// A legacy-era caller's tasks stay on the host and the legacy-era pool
+// member that created them: two hosts serve the test server offering
+// tasks, each with a legacy-era pool of 2, so a task's later calls
+// (tasks/get, tasks/result, tasks/cancel) sent to any host or member
+// would mostly miss it. Every task ends with its own result, and each is
+// in its host's table of the legacy-era pool's tasks.
+func TestLegacyCallerTasksStayOnTheirMember(t *testing.T) {
+	e := natsServer(t)
+	cmd, args := testutil.Server(t, "-tasks")
+	var hosts []*Host
+	for range 2 {
+		p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 1)
+		require.NoError(t, err)
+		start := func(ctx context.Context, opts ...snodo.Option) (*supervisor.Pool, error) {
+			return supervisor.NewPool(ctx, snodo.Command(cmd, args...), 2, supervisor.WithConnectOptions(opts...))
+		}
+		h, err := NewHost(context.Background(), e.URL(), Serve("tasks", p), ServeLegacy("tasks", start))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = h.Close() })
+		hosts = append(hosts, h)
+	}
+	c := client(t, e, "tasks", WithConnectOptions(snodo.WithEra(snodo.EraLegacy), snodo.WithServerRequestHandler(answerAda),
+		snodo.WithClientCapabilities(snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{Form: true}})))
+	require.Equal(t, snodo.EraLegacy, c.Era())
+
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			task, err := c.CallToolAsTask(ctxFor(t, 60*time.Second), "research", map[string]any{"topic": strconv.Itoa(i), "ms": 300, "pollMs": 20})
+			if !assert.NoError(t, err) {
+				return
+			}
+			res, err := task.Wait(ctxFor(t, 60*time.Second))
+			if assert.NoError(t, err, "task %d", i) {
+				assert.Equal(t, "Report on "+strconv.Itoa(i), res.Text())
+			}
+		})
+	}
+	wg.Wait()
+	held := 0
+	for _, h := range hosts {
+		s := h.served[0]
+		if s.leg == nil {
+			continue
+		}
+		s.leg.tasks.mu.Lock()
+		held += len(s.leg.tasks.byID)
+		s.leg.tasks.mu.Unlock()
+	}
+	assert.Equal(t, 8, held, "each task is in its host's legacy-era table")
+
+	task, err := c.CallToolAsTask(ctxFor(t, 60*time.Second), "research", map[string]any{"ms": 60000})
+	require.NoError(t, err)
+	waited := make(chan error, 1)
+	go func() { _, err := task.Wait(ctxFor(t, 60*time.Second)); waited <- err }()
+	require.NoError(t, task.Cancel(ctxFor(t, 20*time.Second)))
+	err = testutil.Receive(t, waited, 20*time.Second, "Wait's end")
+	require.ErrorIs(t, err, snodo.ErrTaskCancelled)
 }
