@@ -224,3 +224,36 @@ func TestBridgeGoSDKClientBackendKilled(t *testing.T) {
 	require.Zero(t, seen.Reconnects, "the bridge's session outlived the restart")
 	require.True(t, seen.ListChangedAfterRestart, "tools/list_changed after the restart")
 }
+
+// The same clients over Streamable HTTP through `snodo serve --nats` in
+// front of server-everything served as a node serves it: serve's legacy
+// clients go to its legacy-era twin, as the bridge's do, and pass every
+// step, the resource update after subscribe included (the twin's
+// subscription is on the legacy-era pool its calls go to). Each client
+// has a server of its own: server-everything's simulated logs and updates
+// are toggled per process on stdio, so a second client would turn off
+// what the first turned on.
+func TestServeNATSInteropClients(t *testing.T) {
+	for _, who := range []string{"TypeScript", "go-sdk"} {
+		t.Run(who, func(t *testing.T) {
+			url := bridgedNATS(t)
+			everythingHost(t, url, "everything")
+			_, urls := startServe(t, "--nats", url, "--server", "everything")
+			require.Len(t, urls, 1)
+			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+			defer cancel()
+			var cmd *exec.Cmd
+			if who == "TypeScript" {
+				cmd = exec.CommandContext(ctx, testutil.NodePath(t), testutil.PeerPath(t, "ts-client/gateway-client.mjs"), urls[0])
+			} else {
+				cmd = exec.CommandContext(ctx, testutil.PeerPath(t, "bin/gosdk-client"), "-url", urls[0])
+			}
+			var stderr testutil.Buffer
+			cmd.Stderr = &stderr
+			cmd.WaitDelay = 5 * time.Second
+			out, err := cmd.Output()
+			require.NoError(t, err, "stderr:\n%s", stderr.String())
+			testutil.ReadClientReport(t, out).Check(t, who)
+		})
+	}
+}
