@@ -68,8 +68,9 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 
 	stopBeats := h.beatSubscription(events, beat)
 	// In either era: on a legacy server the pool's Listen serves it with
-	// the list changes and resources/subscribe.
-	sub, err := s.pool.Listen(ctx, p.Notifications)
+	// the list changes and resources/subscribe. A legacy-era caller's
+	// goes to the pool its calls go to (legacyListen).
+	sub, err := h.listenOn(ctx, s, hdr, p.Notifications)
 	if err != nil {
 		stopBeats()
 		e, local := rpcError(err)
@@ -178,6 +179,19 @@ loop:
 	default:
 		h.end(events, nil, false)
 	}
+}
+
+// listenOn opens the subscription on the pool that serves its caller:
+// for a legacy-era caller (Snodo-Opts legacy) of a name with ServeLegacy,
+// the legacy-era pool its calls go to, started now if need be, so that
+// the resources it subscribes to are those of the servers its calls
+// reach, and their updates and list changes come back to it; the name's
+// pool otherwise.
+func (h *Host) listenOn(ctx context.Context, s *served, hdr nats.Header, f snodo.Filter) (*snodo.Subscription, error) {
+	if s.leg == nil || hdr.Get(hdrOpts) == "" || !callOptsOf(hdr).legacy {
+		return s.pool.Listen(ctx, f)
+	}
+	return s.leg.listen(ctx, f)
 }
 
 // end sends a subscription's last message: why it ended (nil: gracefully).

@@ -75,7 +75,9 @@ type hosted struct {
 }
 
 // Listen opens a subscription for the notifications f asks for on a host
-// of the name and returns once the host's MCP server acknowledged it. ctx
+// of the name and returns once the host's MCP server acknowledged it (a
+// client of the legacy era: the host's legacy-era connection, where its
+// calls go, when the host has one; see ServeLegacy). ctx
 // is the subscription's owner: when it is done, the host is told to
 // cancel it, as on Close. snodo.MaxQueued bounds the events waiting
 // for the reader (default 1024), and their
@@ -160,6 +162,11 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	m.Reply = c.inbox + token
 	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, mcpmethod.Listen, params))
 	m.Header.Set(hdrBeat, millis(c.cfg.beat))
+	if c.cfg.era == snodo.EraLegacy {
+		// Served by the pool its calls go to: the hosts' legacy-era
+		// connection, if they have one (ServeLegacy).
+		m.Header.Set(hdrOpts, "legacy")
+	}
 	injectTrace(ctx, m.Header)
 	if err := c.nc.PublishMsg(m); err != nil {
 		c.unregister(token)
