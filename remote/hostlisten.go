@@ -13,7 +13,6 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
-	"github.com/snodo/snodo/subscription"
 )
 
 // hostSub is one subscription a host runs for a remote caller.
@@ -160,7 +159,7 @@ loop:
 	case why != nil && errors.Is(why, errCallerGone):
 		h.cfg.logger.Info("remote: subscription cancelled: its caller went away", "server", s.name, "sub", hs.id)
 		h.end(events, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: why.Error()}, true)
-	case why != nil && errors.Is(why, subscription.ErrClosed):
+	case why != nil && errors.Is(why, snodo.ErrSubscriptionClosed):
 		h.end(events, nil, false) // the caller closed it: it knows why
 	case why != nil:
 		msg := "host " + h.label + ": " + why.Error()
@@ -172,7 +171,7 @@ loop:
 		e, local := rpcError(sub.Err())
 		s.listenStats.fail(e.Message)
 		m := h.endMsg(events, e, local)
-		if errors.Is(sub.Err(), subscription.ErrServerTeardown) {
+		if errors.Is(sub.Err(), snodo.ErrSubscriptionTeardown) {
 			m.Header.Set(hdrTeardown, "1")
 		}
 		h.publish(m)
@@ -241,6 +240,6 @@ func (h *Host) onControl(m *nats.Msg) {
 	case opKeepalive:
 		hs.lastSeen.Store(time.Now().UnixNano())
 	case opClose:
-		hs.cancel(subscription.ErrClosed)
+		hs.cancel(snodo.ErrSubscriptionClosed)
 	}
 }

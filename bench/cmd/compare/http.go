@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/bench/clients"
 )
 
