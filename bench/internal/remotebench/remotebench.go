@@ -231,10 +231,13 @@ func Start(serverBin string) (*Rig, error) {
 			return err
 		},
 	}
-	// The client's first call learns the host's era; its second is the
-	// request every call after sends.
-	if err := r.calls[Remote](); err != nil {
-		return fail(err)
+	// The client's first calls learn the host's era and ask the hosts
+	// what they read (a call's settings in its payload, or in a header
+	// only); the calls a second later send what every call after sends.
+	for t0 := time.Now(); time.Since(t0) < time.Second; {
+		if err := r.calls[Remote](); err != nil {
+			return fail(err)
+		}
 	}
 	if r.sent, err = captureCall(natsURL, r.calls[Remote]); err != nil {
 		return fail(err)
