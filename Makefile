@@ -113,6 +113,6 @@ fmt:
 # two untyped hooks (the system a Conn's PID lives in; a pool's size
 # read without copying its members).
 API_MAX_ROOT ?= 197
-API_MAX_ALL ?= 387
+API_MAX_ALL ?= 378
 api-count:
 	$(GO) run ./internal/cmd/apicount -max-root $(API_MAX_ROOT) -max-all $(API_MAX_ALL)
