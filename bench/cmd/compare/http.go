@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/bench/clients"
 )
 
