@@ -12,7 +12,7 @@ import (
 	"github.com/snodo/snodo/test/testutil"
 )
 
-// Open is for users of the connection layer alone; with the root package,
+// Open runs a subscription on the engine alone; with the root package,
 // Client.Listen does the same with the era's _meta filled in.
 func ExampleOpen() {
 	ctx := context.Background()
