@@ -13,8 +13,10 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/snodo/snodo/internal/callerrun"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
@@ -36,9 +38,12 @@ import (
 // be reached at all (ErrServerUnreachable), or when the connection
 // closes it (Close, which ends a legacy session with a DELETE first).
 type httpPeer struct {
-	peer   Peer
-	url    string
-	u      *url.URL // url parsed once; each request gets a copy
+	peer Peer
+	url  string
+	u    *url.URL // url parsed once
+	// tmpl is every request's start: its URL is u (a request is a copy
+	// made with WithContext, which then gets its method and headers).
+	tmpl   *http.Request
 	client *http.Client
 	idle   *http.Transport // the transport made here, whose idle connections are closed at the end; nil: the caller's
 	header http.Header     // the caller's extra headers
@@ -154,6 +159,8 @@ func (t *httpTransport) Open(_ context.Context, peer Peer) (Channel, error) {
 		p.client = &client
 	}
 	p.client = p.withRedirectPolicy(p.client) // redirect.go
+	p.tmpl, _ = http.NewRequest(http.MethodPost, "", nil)
+	p.tmpl.URL, p.tmpl.Host, p.tmpl.Header = u, u.Host, nil
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
 }
@@ -179,6 +186,12 @@ func (p *httpPeer) Send(msg []byte) error {
 		p.send(bytes.Clone(msg))
 		return nil
 	}
+	return p.enqueue(msg)
+}
+
+// enqueue queues a copy of msg for postLoop, which it starts if none
+// runs. The caller holds qmu.
+func (p *httpPeer) enqueue(msg []byte) error {
 	if len(p.queue) >= httpMaxQueued {
 		return fmt.Errorf("%d messages wait to be posted to %s, which takes none: %w", len(p.queue), safeURL(p.url), ErrNotReading)
 	}
@@ -189,6 +202,32 @@ func (p *httpPeer) Send(msg []byte) error {
 		go p.postLoop()
 	}
 	return nil
+}
+
+// SendRequest is Send for a request line with ID id (callerrun.Sender).
+// A modern request that goes at once (nothing waits to be posted before
+// it) is returned for its caller to run, on the caller's goroutine; any
+// other goes as Send sends it, and nil is returned.
+func (p *httpPeer) SendRequest(msg []byte, id int64) (callerrun.Runner, error) {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	if p.posting {
+		return nil, p.enqueue(msg)
+	}
+	ex := p.newExchange(bytes.Clone(msg))
+	if ex == nil {
+		return nil, nil
+	}
+	if !ex.modern || ex.id != id {
+		p.begin(ex)
+		return nil, nil
+	}
+	if !p.admit(ex) {
+		ex.abort()
+		return nil, nil // ended: the connection's stop fails the request
+	}
+	ex.inline = true
+	return ex, nil
 }
 
 // isRequestLine reports whether msg, a line the connection built, is a
@@ -267,24 +306,43 @@ func (p *httpPeer) Err() error {
 // errPeerClosed is the reason of a peer that Close ended.
 var errPeerClosed = errors.New("closed by the connection")
 
-// send sends one line the connection wrote.
+// newExchange makes the exchange of a request line (a copy the peer
+// owns); nil when line is no request.
+func (p *httpPeer) newExchange(line []byte) *exchange {
+	env, err := jsonrpc.Scan(line)
+	if err != nil || env.Kind != jsonrpc.KindRequest {
+		return nil
+	}
+	return p.exchangeOf(&env, line, p.messageHeaders(&env))
+}
+
+func (p *httpPeer) exchangeOf(env *jsonrpc.Envelope, body []byte, h http.Header) *exchange {
+	id, _ := env.IntID()
+	ex := &exchange{p: p, id: id, method: env.MethodName(), body: body, header: h, modern: h[headerVersion] != nil && p.sessionless()}
+	ex.ctx, ex.abort = context.WithCancel(p.ctx)
+	return ex
+}
+
+// begin admits ex and starts it on a worker goroutine.
+func (p *httpPeer) begin(ex *exchange) {
+	if !p.admit(ex) {
+		ex.abort()
+		return // ended: the connection's stop fails the request
+	}
+	p.start(ex)
+}
+
+// send sends one line the connection wrote, a copy the peer owns.
 func (p *httpPeer) send(line []byte) {
 	env, err := jsonrpc.Scan(line)
 	if err != nil {
 		return // the connection writes only JSON-RPC
 	}
 	h := p.messageHeaders(&env)
-	body := bytes.Clone(line)
+	body := line
 	switch env.Kind {
 	case jsonrpc.KindRequest:
-		id, _ := env.IntID()
-		ex := &exchange{p: p, id: id, method: env.MethodName(), body: body, header: h, modern: h.Get(headerVersion) != "" && p.sessionless()}
-		ex.ctx, ex.abort = context.WithCancel(p.ctx)
-		if !p.admit(ex) {
-			ex.abort()
-			return // ended: the connection's stop fails the request
-		}
-		p.start(ex)
+		p.begin(p.exchangeOf(&env, body, h))
 	case jsonrpc.KindNotification:
 		if env.MethodName() == "notifications/cancelled" {
 			if ex := p.cancelled(env.Params); ex != nil && ex.modern {
@@ -421,22 +479,36 @@ func (p *httpPeer) postOnce(what string, body []byte, h http.Header, renew bool)
 // message carries. The body is a bytes.Reader, so GetBody is set: a
 // redirect or a RoundTripper that retries (authorization) can replay it.
 func (p *httpPeer) newRequest(ctx context.Context, method string, body []byte, h http.Header) *http.Request {
-	// The URL was parsed at start; an empty one parses for nothing, and
-	// each request gets its own copy of the parsed one.
-	req, _ := http.NewRequestWithContext(ctx, method, "", nil)
-	u := *p.u
-	req.URL, req.Host = &u, u.Host
-	req.Header = make(http.Header, len(p.header)+len(h)+4)
-	for k, v := range p.header {
-		req.Header[k] = append([]string(nil), v...)
-	}
-	for k, v := range h {
-		req.Header[k] = v
+	return p.buildRequest(ctx, method, body, h, false)
+}
+
+// buildRequest is newRequest; own says h is the request's to keep and
+// fill in (a modern exchange's first POST), so no second map is made.
+func (p *httpPeer) buildRequest(ctx context.Context, method string, body []byte, h http.Header, own bool) *http.Request {
+	// A copy of the template made at start: the URL, parsed once, is
+	// shared (neither net/http nor a RoundTripper changes a request's).
+	req := p.tmpl.WithContext(ctx)
+	req.Method = method
+	if own {
+		req.Header = h
+		for k, v := range p.header {
+			if _, set := h[k]; !set {
+				h[k] = append([]string(nil), v...)
+			}
+		}
+	} else {
+		req.Header = make(http.Header, len(p.header)+len(h)+4)
+		for k, v := range p.header {
+			req.Header[k] = append([]string(nil), v...)
+		}
+		for k, v := range h {
+			req.Header[k] = v
+		}
 	}
 	if body != nil {
 		req.ContentLength = int64(len(body))
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.Body = newRequestBody(body)
+		req.GetBody = func() (io.ReadCloser, error) { return newRequestBody(body), nil }
 		req.Header["Content-Type"] = contentTypeJSON
 		req.Header["Accept"] = acceptPost
 	} else {
@@ -453,6 +525,19 @@ func (p *httpPeer) newRequest(ctx context.Context, method string, body []byte, h
 	}
 	return req
 }
+
+// requestBody is a request's body: its bytes, read once, closed for
+// nothing (one allocation, where io.NopCloser(bytes.NewReader) makes two).
+type requestBody struct{ bytes.Reader }
+
+func newRequestBody(b []byte) *requestBody {
+	r := new(requestBody)
+	r.Reset(b)
+	return r
+}
+
+// Close does nothing: the bytes stay the exchange's.
+func (*requestBody) Close() error { return nil }
 
 // Header values every request of a kind carries, shared: the transport
 // only reads them.
@@ -565,34 +650,68 @@ type exchange struct {
 	ctx      context.Context
 	abort    context.CancelFunc
 	answered bool // the response for id was delivered
-	renewed  bool // a forgotten session was renewed for this request once
-	retries  int  // the POST's retries after 429 or 503 so far
-	ignored  int  // events of its streams that were no JSON-RPC message
+	// inline: the exchange runs on its caller's goroutine (Run); its
+	// stream, if the answer is one, goes to a worker (handed, then sse).
+	inline      bool
+	sse         io.ReadCloser
+	interrupted atomic.Bool // Interrupt was called
+	renewed     bool        // a forgotten session was renewed for this request once
+	retries     int         // the POST's retries after 429 or 503 so far
+	ignored     int         // events of its streams that were no JSON-RPC message
 }
 
-// run performs the exchange and settles the request if the server did not.
+// errHandedOff: the exchange's stream goes on on a worker.
+var errHandedOff = errors.New("handed to a worker")
+
+// run performs the exchange and settles the request if the server did
+// not: on a worker, or on the caller's goroutine (Run) until the answer
+// turns out to be a stream, which a worker then reads.
 func (ex *exchange) run() {
 	p := ex.p
-	defer func() {
-		ex.abort()
-		p.mu.Lock()
-		if p.exchanges[ex.id] == ex {
-			delete(p.exchanges, ex.id)
-		}
-		p.mu.Unlock()
-		p.wg.Done()
-	}()
-	err := ex.do()
+	var err error
+	if body := ex.sse; body != nil {
+		ex.sse = nil
+		err = ex.stream(body)
+	} else {
+		err = ex.do()
+	}
+	if err == errHandedOff {
+		p.start(ex)
+		return
+	}
 	if err != nil && !ex.answered && ex.ctx.Err() == nil {
 		p.fail(ex.id, err)
 	}
+	ex.abort()
+	p.mu.Lock()
+	if p.exchanges[ex.id] == ex {
+		delete(p.exchanges, ex.id)
+	}
+	p.mu.Unlock()
+	p.wg.Done()
+}
+
+// Run runs the exchange on its caller's goroutine (callerrun.Runner).
+func (ex *exchange) Run() (cancelled bool) {
+	ex.run()
+	// Interrupt closed the request's stream before its answer: for a
+	// modern request (the only kind run here) that is its cancellation.
+	return ex.interrupted.Load() && !ex.answered
+}
+
+// Interrupt aborts the exchange run by its caller, who gave up.
+func (ex *exchange) Interrupt() {
+	ex.interrupted.Store(true)
+	ex.abort()
 }
 
 func (ex *exchange) do() error {
 	p := ex.p
 	for attempt := 0; ; attempt++ {
 		ex.retries = attempt
-		req := p.newRequest(ex.ctx, http.MethodPost, ex.body, ex.header)
+		// The first POST of a modern exchange takes its header map; a
+		// retry builds one anew (net/http may still read the last).
+		req := p.buildRequest(ex.ctx, http.MethodPost, ex.body, ex.header, attempt == 0 && ex.modern)
 		resp, err := p.client.Do(req)
 		if err != nil {
 			if ex.ctx.Err() != nil {
@@ -705,6 +824,12 @@ func serverError(raw []byte) *jsonrpc.Error {
 func (ex *exchange) answer(resp *http.Response) error {
 	switch ct := mediaType(resp.Header); ct {
 	case "text/event-stream":
+		if ex.inline {
+			// The caller waits for a stream's events (progress, its
+			// answer) as for any other: a worker reads it.
+			ex.inline, ex.sse = false, resp.Body
+			return errHandedOff
+		}
 		return ex.stream(resp.Body)
 	case "application/json":
 		body, err := readBody(resp, ex.p.max)

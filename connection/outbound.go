@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snodo/snodo/internal/callerrun"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -47,6 +48,9 @@ type channelOut struct {
 	trace  func(Direction, []byte)
 	bytes  *telemetry.Conn
 	failed func(error) // called once, when Send fails
+	// runs is ch when it can leave a request's exchange to the caller
+	// (the Streamable HTTP transport); nil otherwise.
+	runs callerrun.Sender
 
 	mu       sync.Mutex
 	buf      []byte // the line being built; only under mu
@@ -56,7 +60,9 @@ type channelOut struct {
 }
 
 func newChannelOut(ch Channel, failed func(error)) *channelOut {
-	return &channelOut{ch: ch, failed: failed, doneCh: make(chan struct{})}
+	o := &channelOut{ch: ch, failed: failed, doneCh: make(chan struct{})}
+	o.runs, _ = ch.(callerrun.Sender)
+	return o
 }
 
 func (o *channelOut) append(_ int, add func([]byte) []byte) (uint64, error) {
@@ -82,11 +88,27 @@ var sentNow = func() <-chan error {
 	return ch
 }()
 
+// appendRequest is appendBuilt for the line of request id. When the
+// Channel can leave the request's exchange to its caller
+// (callerrun.Sender), it returns that exchange, for the caller to run
+// once appendRequest has returned; else nil.
+func (o *channelOut) appendRequest(line []byte, id int64) (callerrun.Runner, error) {
+	return o.sendLine(nil, line, id)
+}
+
 func (o *channelOut) send(add func([]byte) []byte, built []byte) error {
+	_, err := o.sendLine(add, built, 0)
+	return err
+}
+
+// sendLine sends the line add builds, or built; id, when not 0, is the
+// ID of the request it is, whose exchange the Channel may leave to the
+// caller (appendRequest).
+func (o *channelOut) sendLine(add func([]byte) []byte, built []byte, id int64) (callerrun.Runner, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
-		return o.err
+		return nil, o.err
 	}
 	line := built
 	if add != nil {
@@ -99,16 +121,23 @@ func (o *channelOut) send(add func([]byte) []byte, built []byte) error {
 	if o.trace != nil {
 		o.trace(Sent, line)
 	}
-	if err := o.ch.Send(line); err != nil {
+	var r callerrun.Runner
+	var err error
+	if id != 0 && o.runs != nil {
+		r, err = o.runs.SendRequest(line, id)
+	} else {
+		err = o.ch.Send(line)
+	}
+	if err != nil {
 		o.err = errWriterClosed
 		go o.failed(err)
-		return errWriterClosed
+		return nil, errWriterClosed
 	}
 	o.bytes.Written(len(line) + 1)
 	if cap(o.buf) > keepBytes {
 		o.buf = nil
 	}
-	return nil
+	return r, nil
 }
 
 func (o *channelOut) drop(uint64) bool { return false }
