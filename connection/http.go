@@ -78,10 +78,11 @@ type httpPeer struct {
 	// values, made once (nil while empty).
 	sessionValue, versionValue []string
 	exchanges                  map[int64]*exchange
-	tools                      map[string][]paramHeader // x-mcp-header annotations by tool name
-	names                      map[string]nameValue     // Mcp-Name values by the raw JSON string of the name
-	listening                  bool                     // the legacy GET stream was started
-	sess                       sessionState             // what a renewal replays (httpsession.go)
+	tools                      map[string][]paramHeader    // x-mcp-header annotations by tool name
+	names                      map[string]nameValue        // Mcp-Name values by the raw JSON string of the name
+	metaSeen                   atomic.Pointer[metaVersion] // the last _meta's version (versionOf)
+	listening                  bool                        // the legacy GET stream was started
+	sess                       sessionState                // what a renewal replays (httpsession.go)
 
 	renewMu sync.Mutex // one session renewal at a time
 
@@ -208,17 +209,23 @@ func (p *httpPeer) enqueue(msg []byte) error {
 // A modern request that goes at once (nothing waits to be posted before
 // it) is returned for its caller to run, on the caller's goroutine; any
 // other goes as Send sends it, and nil is returned.
-func (p *httpPeer) SendRequest(msg []byte, id int64) (callerrun.Runner, error) {
+func (p *httpPeer) SendRequest(msg []byte, r callerrun.Request) (callerrun.Runner, error) {
 	p.qmu.Lock()
 	defer p.qmu.Unlock()
 	if p.posting {
 		return nil, p.enqueue(msg)
 	}
-	ex := p.newExchange(bytes.Clone(msg))
-	if ex == nil {
-		return nil, nil
+	// The engine says what the line holds: no scan of it.
+	params := bytes.TrimSpace(r.Params)
+	if len(params) == 0 || params[0] != '{' {
+		params = nil
 	}
-	if !ex.modern || ex.id != id {
+	meta := bytes.TrimSpace(r.Meta)
+	if r.Meta == nil && params != nil {
+		meta, _ = jsonrpc.Member(params, "_meta")
+	}
+	ex := p.newExchange(r.ID, r.Method, bytes.Clone(msg), p.headersOf(true, r.Method, params, meta))
+	if !ex.modern {
 		p.begin(ex)
 		return nil, nil
 	}
@@ -306,20 +313,13 @@ func (p *httpPeer) Err() error {
 // errPeerClosed is the reason of a peer that Close ended.
 var errPeerClosed = errors.New("closed by the connection")
 
-// newExchange makes the exchange of a request line (a copy the peer
-// owns); nil when line is no request.
-func (p *httpPeer) newExchange(line []byte) *exchange {
-	env, err := jsonrpc.Scan(line)
-	if err != nil || env.Kind != jsonrpc.KindRequest {
-		return nil
-	}
-	return p.exchangeOf(&env, line, p.messageHeaders(&env))
-}
-
-func (p *httpPeer) exchangeOf(env *jsonrpc.Envelope, body []byte, h http.Header) *exchange {
-	id, _ := env.IntID()
-	ex := &exchange{p: p, id: id, method: env.MethodName(), body: body, header: h, modern: h[headerVersion] != nil && p.sessionless()}
-	ex.ctx, ex.abort = context.WithCancel(p.ctx)
+// newExchange makes the exchange of request id: its line (body, a copy
+// the peer owns) and the headers that mirror it.
+func (p *httpPeer) newExchange(id int64, method string, body []byte, h http.Header) *exchange {
+	ex := &exchange{p: p, id: id, method: method, body: body, header: h, modern: h[headerVersion] != nil && p.sessionless()}
+	// Not under p.ctx: end aborts the exchanges it finds admitted, which
+	// spares each exchange joining and leaving one shared parent's set.
+	ex.ctx, ex.abort = context.WithCancel(context.Background())
 	return ex
 }
 
@@ -342,7 +342,8 @@ func (p *httpPeer) send(line []byte) {
 	body := line
 	switch env.Kind {
 	case jsonrpc.KindRequest:
-		p.begin(p.exchangeOf(&env, body, h))
+		id, _ := env.IntID()
+		p.begin(p.newExchange(id, env.MethodName(), body, h))
 	case jsonrpc.KindNotification:
 		if env.MethodName() == "notifications/cancelled" {
 			if ex := p.cancelled(env.Params); ex != nil && ex.modern {
@@ -507,8 +508,11 @@ func (p *httpPeer) buildRequest(ctx context.Context, method string, body []byte,
 	}
 	if body != nil {
 		req.ContentLength = int64(len(body))
-		req.Body = newRequestBody(body)
-		req.GetBody = func() (io.ReadCloser, error) { return newRequestBody(body), nil }
+		// io.NopCloser of a *bytes.Reader, a body net/http knows is in
+		// memory: it writes the headers and the body in one write(2)
+		// (a body of another type makes it send the headers first).
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		req.Header["Content-Type"] = contentTypeJSON
 		req.Header["Accept"] = acceptPost
 	} else {
@@ -525,19 +529,6 @@ func (p *httpPeer) buildRequest(ctx context.Context, method string, body []byte,
 	}
 	return req
 }
-
-// requestBody is a request's body: its bytes, read once, closed for
-// nothing (one allocation, where io.NopCloser(bytes.NewReader) makes two).
-type requestBody struct{ bytes.Reader }
-
-func newRequestBody(b []byte) *requestBody {
-	r := new(requestBody)
-	r.Reset(b)
-	return r
-}
-
-// Close does nothing: the bytes stay the exchange's.
-func (*requestBody) Close() error { return nil }
 
 // Header values every request of a kind carries, shared: the transport
 // only reads them.
@@ -601,8 +592,11 @@ func cause(err error) string {
 func (p *httpPeer) end(reason error) {
 	p.endOnce.Do(func() {
 		p.mu.Lock()
-		p.over = true
+		p.over = true // no exchange is admitted from now on
 		session := p.session
+		for _, ex := range p.exchanges {
+			ex.abort()
+		}
 		p.mu.Unlock()
 		closed := reason == nil
 		if closed {

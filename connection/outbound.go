@@ -88,23 +88,23 @@ var sentNow = func() <-chan error {
 	return ch
 }()
 
-// appendRequest is appendBuilt for the line of request id. When the
+// appendRequest is appendBuilt for the line of request r. When the
 // Channel can leave the request's exchange to its caller
 // (callerrun.Sender), it returns that exchange, for the caller to run
 // once appendRequest has returned; else nil.
-func (o *channelOut) appendRequest(line []byte, id int64) (callerrun.Runner, error) {
-	return o.sendLine(nil, line, id)
+func (o *channelOut) appendRequest(line []byte, r *callerrun.Request) (callerrun.Runner, error) {
+	return o.sendLine(nil, line, r)
 }
 
 func (o *channelOut) send(add func([]byte) []byte, built []byte) error {
-	_, err := o.sendLine(add, built, 0)
+	_, err := o.sendLine(add, built, nil)
 	return err
 }
 
-// sendLine sends the line add builds, or built; id, when not 0, is the
-// ID of the request it is, whose exchange the Channel may leave to the
-// caller (appendRequest).
-func (o *channelOut) sendLine(add func([]byte) []byte, built []byte, id int64) (callerrun.Runner, error) {
+// sendLine sends the line add builds, or built; r, when not nil, is the
+// request it is, whose exchange the Channel may leave to the caller
+// (appendRequest).
+func (o *channelOut) sendLine(add func([]byte) []byte, built []byte, r *callerrun.Request) (callerrun.Runner, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
@@ -121,10 +121,10 @@ func (o *channelOut) sendLine(add func([]byte) []byte, built []byte, id int64) (
 	if o.trace != nil {
 		o.trace(Sent, line)
 	}
-	var r callerrun.Runner
+	var run callerrun.Runner
 	var err error
-	if id != 0 && o.runs != nil {
-		r, err = o.runs.SendRequest(line, id)
+	if r != nil && o.runs != nil {
+		run, err = o.runs.SendRequest(line, *r)
 	} else {
 		err = o.ch.Send(line)
 	}
@@ -137,7 +137,7 @@ func (o *channelOut) sendLine(add func([]byte) []byte, built []byte, id int64) (
 	if cap(o.buf) > keepBytes {
 		o.buf = nil
 	}
-	return r, nil
+	return run, nil
 }
 
 func (o *channelOut) drop(uint64) bool { return false }

@@ -13,8 +13,23 @@ type Sender interface {
 	// returns the exchange for the caller to run once it has let go of
 	// the lock it sends under, or nil when the exchange runs elsewhere
 	// (queued behind other messages, or a kind the transport runs on its
-	// own goroutines).
-	SendRequest(msg []byte, id int64) (Runner, error)
+	// own goroutines). r is what the engine knows of the line, which the
+	// transport then need not scan for it.
+	SendRequest(msg []byte, r Request) (Runner, error)
+}
+
+// Request is what the engine knows of a request line it built.
+type Request struct {
+	ID     int64
+	Method string
+	// Params are the params as the engine wrote them into the line,
+	// before the _meta object Meta was spliced in (an encoded JSON value;
+	// nil or empty for none).
+	Params []byte
+	// Meta is the encoded object the engine spliced into the params as
+	// their "_meta" member (the trace context's members may follow it
+	// there), or nil when it spliced none: then any _meta is Params' own.
+	Meta []byte
 }
 
 // Runner is one request's exchange, left to the caller.
