@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -194,7 +193,7 @@ func TestClientErrFollowsTheStop(t *testing.T) {
 	assert.NoError(t, c.Err(), "running")
 	require.NoError(t, c.Close())
 	<-c.Done()
-	assert.ErrorIs(t, c.Err(), connection.ErrClosed)
+	assert.ErrorIs(t, c.Err(), ErrClosed)
 }
 
 // The longest timeouts a time.Duration holds (a remote host adds its

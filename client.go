@@ -8,9 +8,9 @@ import (
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/connseam"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/exitsig"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/telemetry"
@@ -75,7 +75,7 @@ type Client struct {
 	Calls                  // every typed call: ListTools, CallTool, ReadResource, …
 	connected atomic.Bool  // Connect returned it: its owner is told when it stops
 	calls     *callHandler // answers call messages sent to its PID
-	conn      *connection.Conn
+	conn      *engine.Conn
 	lent      connseam.Lent // what conn lends the root (input rounds, probe retry, process id, kill)
 	mcp       mcpState
 	notes     *notifier     // the notification path (notifications.go)

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
+
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/connseam"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/origins"
 	"github.com/snodo/snodo/internal/ownercheck"
@@ -73,7 +75,7 @@ func Connect(ctx context.Context, command string, args []string, opts ...Option)
 // WithOAuth). Close
 // ends a legacy session with a DELETE. A server that ends the session
 // (404) or cannot be reached stops the client, with
-// connection.ErrSessionExpired or connection.ErrServerUnreachable as its
+// snodo.ErrSessionExpired or snodo.ErrServerUnreachable as its
 // Err: a supervised client then connects
 // again, opening a new session.
 func ConnectHTTP(ctx context.Context, url string, opts ...Option) (*Client, error) {
@@ -237,7 +239,7 @@ func (c *config) name() string {
 
 // checkOwner refuses, before anything starts, a WithOwner actor that the
 // connection's actor system does not know (internal/ownercheck).
-func checkOwner(cfg *connection.Config) error {
+func checkOwner(cfg *engine.Config) error {
 	sys := cfg.System
 	if sys == nil {
 		sys = snodoactor.Shared()
@@ -250,7 +252,7 @@ func checkOwner(cfg *connection.Config) error {
 
 // startConn starts a connection (the first, or a restart) with its
 // session clock.
-func (c *Client) startConn(ctx context.Context, cfg *config) (*connection.Conn, error) {
+func (c *Client) startConn(ctx context.Context, cfg *config) (*engine.Conn, error) {
 	ended, owner := c.sessionEnded(time.Now()), cfg.conn.Owner
 	cfg.conn.OnStop = func(reason error) {
 		ended(reason)
@@ -260,7 +262,7 @@ func (c *Client) startConn(ctx context.Context, cfg *config) (*connection.Conn, 
 	}
 	var lent connseam.Lent
 	cfg.conn.Lend = &lent
-	conn, err := connection.Start(ctx, cfg.conn)
+	conn, err := engine.Start(ctx, cfg.conn)
 	if err == nil {
 		c.lent = lent // what c.conn lends: written before Connect returns, read-only after
 	}

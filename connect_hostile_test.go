@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -46,7 +45,7 @@ func TestServerGoneBeforeTheProbeIsStartedOnce(t *testing.T) {
 	_, err := Connect(t.Context(), "sh", []string{"-c", `echo run >> "$0"; exit 1`, runs})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "before it read the server/discover probe")
-	assert.ErrorIs(t, err, connection.ErrServerExited)
+	assert.ErrorIs(t, err, ErrServerExited)
 	assert.Contains(t, err.Error(), "status 1")
 	b, rerr := os.ReadFile(runs)
 	require.NoError(t, rerr)
@@ -213,7 +212,7 @@ func TestKillStopsAServerThatIgnoresEOF(t *testing.T) {
 	t.Logf("Kill returned after %v", time.Since(began).Round(time.Millisecond))
 	testutil.AssertReaped(t, pid, 0)
 	testutil.Receive(t, c.Done(), time.Second, "Done after Kill")
-	require.ErrorIs(t, c.Err(), connection.ErrClosed)
+	require.ErrorIs(t, c.Err(), ErrClosed)
 	requireNoNewChildren(t, before)
 	_, rest, ok := strings.Cut(stderr.String(), "grandchild-pid=")
 	require.True(t, ok, "stderr: %q", stderr.String())

@@ -30,7 +30,7 @@
 //
 // Errors are the ctx's own or a *Error: the server's, or a local one errors.Is
 // tells apart (ErrTimeout, -32001; ErrConnectionClosed, -32000, with the
-// reason the connection stopped, such as connection.ErrServerExited).
+// reason the connection stopped, such as snodo.ErrServerExited).
 //
 // Each connection is a protoactor-go actor: its PID takes calls as
 // messages (Call, ToolCall), ConnectTo connects from an actor, and

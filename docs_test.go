@@ -159,7 +159,7 @@ func TestDocsCiteRealTests(t *testing.T) {
 }
 
 // TestDocsCitePathsThatExist checks that every repository path the
-// documentation writes in backquotes (`connection/pending.go`,
+// documentation writes in backquotes (`internal/engine/pending.go`,
 // `test/peers/install.sh`), and every package directory below a
 // directory of the module (`internal/natsembed`, `remote/…`; not below
 // test/, whose name the test server's methods share), exists.

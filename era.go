@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/mcpmethod"
@@ -126,7 +126,7 @@ func (c *Client) negotiate(ctx context.Context, cfg *config) error {
 func (c *Client) probe(ctx context.Context, cfg *config, version string) (modern bool, err error) {
 	meta := buildMeta(version, &cfg.mcp)
 	params, _ := jsonrpc.MergeMeta(nil, meta)
-	opts := &connection.CallOptions{Timeout: cmp.Or(cfg.mcp.probeTimeout, limits.ProbeTimeout)}
+	opts := &engine.CallOptions{Timeout: cmp.Or(cfg.mcp.probeTimeout, limits.ProbeTimeout)}
 	raw, err := c.send(ctx, "server/discover", json.RawMessage(params), nil, opts)
 	if err != nil {
 		return c.probeFailed(ctx, cfg, version, err)
@@ -220,7 +220,7 @@ func commonLegacy(versions []string) bool {
 // away (exit, closed pipes) rather than because of the caller.
 func diedOfProbe(err error) bool {
 	return errors.Is(err, ErrConnectionClosed) &&
-		(errors.Is(err, connection.ErrServerExited) || errors.Is(err, connection.ErrStdoutClosed) || errors.Is(err, connection.ErrStdinClosed))
+		(errors.Is(err, ErrServerExited) || errors.Is(err, ErrStdoutClosed) || errors.Is(err, ErrStdinClosed))
 }
 
 // restart replaces a connection whose server died of the probe. The old

@@ -11,9 +11,7 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -83,7 +81,7 @@ func ExampleClosed() {
 			// Ask the test server to crash.
 			ctx.Request(msg.Client.PID(), &snodo.Call{Method: "test/crash", Params: map[string]int{"code": 3}})
 		case *snodo.Closed:
-			out <- fmt.Sprint("closed; server exited: ", errors.Is(msg.Err, connection.ErrServerExited))
+			out <- fmt.Sprint("closed; server exited: ", errors.Is(msg.Err, snodo.ErrServerExited))
 			ctx.Stop(ctx.Self())
 		}
 	}))
@@ -202,7 +200,7 @@ func ExampleListenCall() {
 			out <- msg.Method
 			_ = sub.Close()
 		case *snodo.SubscriptionEnded:
-			out <- fmt.Sprint("ended: ", errors.Is(msg.Err, subscription.ErrClosed))
+			out <- fmt.Sprint("ended: ", errors.Is(msg.Err, snodo.ErrSubscriptionClosed))
 			ctx.Stop(ctx.Self())
 		}
 	}))

@@ -124,7 +124,7 @@ func ExampleWithOwner() {
 	}
 	system.Root.Stop(owner)
 	<-c.Done() // the owner terminated: the server got EOF, exited and was reaped
-	fmt.Println(errors.Is(c.Err(), snodoactor.ErrOwnerExited))
+	fmt.Println(errors.Is(c.Err(), snodo.ErrOwnerExited))
 	_, err = c.Request(context.Background(), "test/echo", nil)
 	fmt.Println(errors.Is(err, snodo.ErrConnectionClosed))
 	// Output:

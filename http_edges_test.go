@@ -175,7 +175,7 @@ func TestHTTPEndlessLineFailsAsItPassesTheLimit(t *testing.T) {
 	c, _ := dialHTTPTest(t, srv, WithTimeout(20*time.Second), WithMaxLineBytes(32<<10))
 	start := time.Now()
 	_, err := c.CallTool(t.Context(), "echo", map[string]any{"text": "hi"})
-	require.ErrorIs(t, err, connection.ErrMessageTooLarge)
+	require.ErrorIs(t, err, ErrMessageTooLarge)
 	assert.Less(t, time.Since(start), 10*time.Second)
 	_, err = c.ListTools(t.Context())
 	require.NoError(t, err, "the connection lives on")

@@ -79,23 +79,23 @@ func TestHTTPMisbehavingServers(t *testing.T) {
 	var cases []misbehaviour
 	for _, era := range []string{"modern", "legacy"} { // each in both eras
 		cases = append(cases,
-			misbehaviour{misbehave: "garbage", era: era, check: func(t *testing.T, err error) { assert.ErrorIs(t, err, connection.ErrNotJSONRPC) }},
+			misbehaviour{misbehave: "garbage", era: era, check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrNotJSONRPC) }},
 			misbehaviour{misbehave: "garbage-sse", era: era, check: func(t *testing.T, err error) {
 				assert.ErrorContains(t, err, "the stream ended, after 1 event(s) that are no JSON-RPC message, before the response")
-				assert.ErrorIs(t, err, connection.ErrStreamBroken)
-				assert.ErrorIs(t, err, connection.ErrNotJSONRPC)
+				assert.ErrorIs(t, err, ErrStreamBroken)
+				assert.ErrorIs(t, err, ErrNotJSONRPC)
 			}},
 			misbehaviour{misbehave: "never-ending", era: era, check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrTimeout) }},
 			misbehaviour{misbehave: "5xx", era: era, check: statusCheck(http.StatusInternalServerError, "upstream exploded")},
 			misbehaviour{misbehave: "429", era: era, check: func(t *testing.T, err error) { assert.NoError(t, err, "answered after honouring Retry-After") }},
 			misbehaviour{misbehave: "redirect-loop", era: era, check: func(t *testing.T, err error) { assert.ErrorContains(t, err, "redirects") }},
-			misbehaviour{misbehave: "oversized", era: era, check: func(t *testing.T, err error) { assert.ErrorIs(t, err, connection.ErrMessageTooLarge) }},
+			misbehaviour{misbehave: "oversized", era: era, check: func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrMessageTooLarge) }},
 		)
 	}
 	cases = append(cases,
 		misbehaviour{misbehave: "429-forever", era: "modern", timeout: 6 * time.Second, check: statusCheck(http.StatusTooManyRequests, "Retry-After")},
 		misbehaviour{misbehave: "expire", era: "legacy", stops: true, check: func(t *testing.T, err error) {
-			assert.ErrorIs(t, err, connection.ErrSessionExpired)
+			assert.ErrorIs(t, err, ErrSessionExpired)
 			assert.ErrorIs(t, err, ErrConnectionClosed)
 		}},
 	)
@@ -122,7 +122,7 @@ func TestHTTPMisbehavingServers(t *testing.T) {
 				case <-time.After(5 * time.Second):
 					t.Fatal("the client did not stop")
 				}
-				assert.ErrorIs(t, c.Err(), connection.ErrSessionExpired)
+				assert.ErrorIs(t, c.Err(), ErrSessionExpired)
 				return
 			}
 			_, err = c.ListTools(t.Context())
@@ -175,7 +175,7 @@ func TestHTTPUnreachable(t *testing.T) {
 	defer cancel()
 	_, err := ConnectHTTP(ctx, url)
 	require.Error(t, err)
-	assert.ErrorIs(t, err, connection.ErrServerUnreachable)
+	assert.ErrorIs(t, err, ErrServerUnreachable)
 }
 
 // Close leaves no connection open: the legacy session is deleted, every

@@ -7,8 +7,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/connopts"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -69,9 +69,9 @@ func (in *instrumented) Request(ctx context.Context, method string, params any, 
 	if !in.site.tel.Tracing() && !in.site.meters.Live() {
 		return in.r.Request(ctx, method, params, opts...) // nothing to record: no option is read
 	}
-	var co *connection.CallOptions
+	var co *engine.CallOptions
 	if len(opts) > 0 {
-		co = &connection.CallOptions{OnProgress: toConnProgress(settingsOf(opts...).OnProgress)}
+		co = &engine.CallOptions{OnProgress: toConnProgress(settingsOf(opts...).OnProgress)}
 	}
 	ctx, o, params, co := in.site.begin(ctx, method, params, co)
 	if o == nil {

@@ -66,7 +66,7 @@ func (s *Subscription) Acknowledged() Filter { return s.impl().Acknowledged() }
 // (after Done: Err is final by then). With ListenTo it is closed at
 // once: the actor gets the events. A reader that falls behind by more
 // than the queue bound (MaxQueued) ends it
-// with subscription.ErrQueueFull.
+// with snodo.ErrSubscriptionQueueFull.
 func (s *Subscription) Events() <-chan Event { return s.impl().Events() }
 
 // Done is closed once the subscription has ended, whatever the cause.
@@ -75,8 +75,8 @@ func (s *Subscription) Done() <-chan struct{} { return s.impl().Done() }
 // Err is why the subscription ended: nil while it runs and after a
 // graceful end (the server answered the listen request); a -32000 *Error
 // when the connection went away; the server's *Error when it answered the
-// listen request with one; otherwise it wraps subscription.ErrClosed,
-// subscription.ErrServerTeardown, subscription.ErrQueueFull or actor.ErrOwnerExited. A supervised one
+// listen request with one; otherwise it wraps snodo.ErrSubscriptionClosed,
+// snodo.ErrSubscriptionTeardown, snodo.ErrSubscriptionQueueFull or snodo.ErrOwnerExited. A supervised one
 // may also end with the supervisor's error wrapping supervisor.ErrGaveUp, a remote one with
 // remote.ErrHostGone or remote.ErrHostEnded.
 func (s *Subscription) Err() error { return s.impl().Err() }
@@ -84,7 +84,7 @@ func (s *Subscription) Err() error { return s.impl().Err() }
 // Close cancels the subscription: the server is sent
 // notifications/cancelled for the listen request (Close does not wait for
 // an answer to it; on a legacy-era server, resources/unsubscribe for the
-// URIs no other subscription watches, waiting at most 5 s), Err becomes subscription.ErrClosed unless the
+// URIs no other subscription watches, waiting at most 5 s), Err becomes snodo.ErrSubscriptionClosed unless the
 // subscription had already ended, and Events is closed after the events
 // already queued. Close returns once the subscription has ended; it always
 // returns nil.
@@ -119,7 +119,7 @@ func ListenTo(pid *protoactor.PID) ListenOption {
 // MaxQueued bounds the events waiting for a slow reader: at most events
 // of them, and bytes of their params (an event arriving at an empty queue
 // is always taken, however large). Past either bound the subscription
-// ends with subscription.ErrQueueFull and is cancelled on the server.
+// ends with snodo.ErrSubscriptionQueueFull and is cancelled on the server.
 // 0 keeps a bound's default: 1024 events, 16 MiB; a negative one is an
 // error.
 func MaxQueued(events, bytes int) ListenOption {
@@ -249,7 +249,7 @@ type legacyListens struct {
 type legacyListen struct {
 	acked    Filter          // what it delivers
 	uris     map[string]bool // acked.ResourceSubscriptions
-	max      int             // bound of pending's events (MaxQueued's): past it or maxBytes, open fails with subscription.ErrQueueFull
+	max      int             // bound of pending's events (MaxQueued's): past it or maxBytes, open fails with snodo.ErrSubscriptionQueueFull
 	maxBytes int             // bound of pending's params bytes (MaxQueued's); an event arriving at an empty pending is always taken
 
 	mu         sync.Mutex
@@ -323,7 +323,7 @@ func (ls *legacyListen) open(deliver func(string, json.RawMessage)) error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.overflowed {
-		return fmt.Errorf("%w: more than %d notifications or %d bytes of their params came while Listen subscribed to the resources (raise MaxQueued)", subscription.ErrQueueFull, ls.max, ls.maxBytes)
+		return fmt.Errorf("%w: more than %d notifications or %d bytes of their params came while Listen subscribed to the resources (raise MaxQueued)", ErrSubscriptionQueueFull, ls.max, ls.maxBytes)
 	}
 	deliver(methodAcknowledged, ack)
 	for _, ev := range ls.pending {

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
-	"github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/subscription"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -31,7 +29,7 @@ func TestListenEndToEnd(t *testing.T) {
 	_, err = c.Request(t.Context(), "test/endSubscription", map[string]any{"subscription": sub.ID(), "mode": "teardown"})
 	require.NoError(t, err)
 	<-sub.Done()
-	assert.ErrorIs(t, sub.Err(), subscription.ErrServerTeardown)
+	assert.ErrorIs(t, sub.Err(), ErrSubscriptionTeardown)
 
 	// The listen request carried the era's _meta (none in the legacy era).
 	raw, err := c.Request(t.Context(), "test/requests", map[string]string{"method": "subscriptions/listen"})
@@ -67,11 +65,11 @@ func TestListenToAnActor(t *testing.T) {
 	assert.Equal(t, "notifications/resources/updated", ev.Method)
 	sys.Root.Stop(pid) // the owner goes: the subscription is cancelled
 	<-sub.Done()
-	assert.ErrorIs(t, sub.Err(), actor.ErrOwnerExited)
+	assert.ErrorIs(t, sub.Err(), ErrOwnerExited)
 }
 
 // MaxQueued sets the byte bound of the queue as it sets the count
-// sets its count: past it, a reader that reads nothing sees subscription.ErrQueueFull
+// sets its count: past it, a reader that reads nothing sees snodo.ErrSubscriptionQueueFull
 // naming the bound, and the subscription is cancelled on the server.
 func TestListenMaxQueuedBytes(t *testing.T) {
 	const size, bound = 32 << 10, 100 << 10
@@ -86,7 +84,7 @@ func TestListenMaxQueuedBytes(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the byte bound did not end the subscription")
 	}
-	require.ErrorIs(t, sub.Err(), subscription.ErrQueueFull)
+	require.ErrorIs(t, sub.Err(), ErrSubscriptionQueueFull)
 	assert.Contains(t, sub.Err().Error(), fmt.Sprintf("bound %d bytes", bound))
 	var n, queued int
 	for ev := range sub.Events() {

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -84,7 +83,7 @@ func TestLegacyListen(t *testing.T) {
 	assert.Equal(t, methodResourceUpdated, got[1].Method)
 
 	require.NoError(t, sub.Close())
-	require.ErrorIs(t, sub.Err(), subscription.ErrClosed)
+	require.ErrorIs(t, sub.Err(), ErrSubscriptionClosed)
 	touch(t, c, "test://a", false) // unsubscribed before Close returned
 	touch(t, c, "test://b", false)
 	notify(t, c, methodToolsListChanged, nil) // no subscription now: the handler's
@@ -141,7 +140,7 @@ func TestLegacyListenEnds(t *testing.T) {
 	require.NoError(t, err)
 	cancel()
 	testutil.Receive(t, sub.Done(), 10*time.Second, "the end")
-	require.ErrorIs(t, sub.Err(), snodoactor.ErrOwnerExited)
+	require.ErrorIs(t, sub.Err(), ErrOwnerExited)
 	touch(t, c, "test://a", false)
 
 	sub, err = c.Listen(t.Context(), Filter{ToolsListChanged: true, ResourceSubscriptions: []string{"test://a"}})
@@ -174,7 +173,7 @@ func TestLegacyListenTo(t *testing.T) {
 	assert.Same(t, sub, ev.Subscription)
 	testutil.StopActor(t, sys, pid, 5*time.Second)
 	testutil.Receive(t, sub.Done(), 10*time.Second, "the end")
-	require.ErrorIs(t, sub.Err(), snodoactor.ErrOwnerExited)
+	require.ErrorIs(t, sub.Err(), ErrOwnerExited)
 	touch(t, c, "test://a", false)
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -120,7 +119,7 @@ func TestCallInFlightWhenTheServerDies(t *testing.T) {
 	in := newInbox(t)
 	in.send(c.PID(), &Call{Method: "test/crash", Params: map[string]int{"code": 3}, Tag: "x"})
 	r := in.next(t).(*Reply)
-	assert.ErrorIs(t, r.Err, connection.ErrServerExited)
+	assert.ErrorIs(t, r.Err, ErrServerExited)
 }
 
 // The owner actor is told when its connection stops, and why.
@@ -133,7 +132,7 @@ func TestOwnerGetsClosed(t *testing.T) {
 	_, _ = conn.Client.Request(t.Context(), "test/crash", map[string]int{"code": 4})
 	closed := in.next(t).(*Closed)
 	assert.Same(t, conn.Client, closed.Client)
-	assert.ErrorIs(t, closed.Err, connection.ErrServerExited)
+	assert.ErrorIs(t, closed.Err, ErrServerExited)
 	<-conn.Client.Done()
 }
 

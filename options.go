@@ -18,6 +18,7 @@ import (
 
 	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/connopts"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/oauth"
 	"github.com/snodo/snodo/internal/serverproc"
@@ -29,7 +30,7 @@ type Option func(*config) error
 
 // config is everything Connect needs; the caller never sees it.
 type config struct {
-	conn           connection.Config
+	conn           engine.Config
 	mcp            mcpConfig
 	tracerProvider trace.TracerProvider // nil: the global one
 	meterProvider  metric.MeterProvider // nil: the global one
@@ -116,7 +117,7 @@ func WithEnv(name, value string) Option {
 		if strings.ContainsRune(value, 0) {
 			return fmt.Errorf("WithEnv: the value of %s contains a NUL byte", name)
 		}
-		c.conn.Env = append(c.conn.Env, connection.EnvVar{Name: name, Value: value})
+		c.conn.Env = append(c.conn.Env, engine.EnvVar{Name: name, Value: value})
 		return nil
 	}
 }
@@ -129,7 +130,7 @@ func WithoutEnv(name string) Option {
 		if err := serverproc.CheckEnvName(name); err != nil {
 			return fmt.Errorf("WithoutEnv: %w", err)
 		}
-		c.conn.Env = append(c.conn.Env, connection.EnvVar{Name: name, Unset: true})
+		c.conn.Env = append(c.conn.Env, engine.EnvVar{Name: name, Unset: true})
 		return nil
 	}
 }
@@ -211,10 +212,10 @@ func WithMaxLineBytes(n int) Option {
 // WithMaxWriteQueue bounds, in bytes, what waits to be written to a
 // server that reads more slowly than it is written to. A request or
 // notification past the bound fails at once with a local -32603 wrapping
-// connection.ErrWriteQueueFull and is not sent; the connection lives on. Answers to
+// snodo.ErrWriteQueueFull and is not sent; the connection lives on. Answers to
 // the server's own requests may use as much again; past that the server
 // is taken to have stopped reading and the connection closes with
-// connection.ErrNotReading. A request that times out or is cancelled while still
+// snodo.ErrNotReading. A request that times out or is cancelled while still
 // queued is dropped, never sent. Default 16 MiB.
 func WithMaxWriteQueue(bytes int) Option {
 	return func(c *config) error {

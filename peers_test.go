@@ -15,7 +15,6 @@ import (
 
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/handlers"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -425,7 +424,7 @@ func TestTypeScriptEverythingNotificationsReachAnActor(t *testing.T) {
 		t.Fatalf("no update of %s within 30 s: %v", uri, sub.Err())
 	}
 	require.NoError(t, sub.Close())
-	assert.ErrorIs(t, sub.Err(), subscription.ErrClosed)
+	assert.ErrorIs(t, sub.Err(), ErrSubscriptionClosed)
 	// Stop both timers, which would keep the server alive after EOF.
 	for _, tool := range []string{"toggle-simulated-logging", "toggle-subscriber-updates"} {
 		_, err = c.CallTool(t.Context(), tool, nil)

@@ -18,7 +18,6 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/telemetry"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -278,7 +277,7 @@ func TestSandboxLeavesTheHostAsItWas(t *testing.T) {
 
 	require.NoError(t, c.Close())
 	testutil.Receive(t, c.Done(), 10*time.Second, "Done after Close")
-	assert.ErrorIs(t, c.Err(), connection.ErrClosed, "Close closed stdin and the server exited")
+	assert.ErrorIs(t, c.Err(), ErrClosed, "Close closed stdin and the server exited")
 	testutil.AssertReaped(t, pid, 5*time.Second)
 	testutil.Eventually(t, func() bool { return !testutil.Running(gpid) }, 5*time.Second, "what the server started is stopped with it")
 	testutil.Eventually(t, func() bool { return len(ownCgroups()) == 0 }, 5*time.Second, "cgroups removed after the reap")

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/calls"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
@@ -15,7 +15,7 @@ import (
 // connection's CallOptions; request adds the modern era's _meta; send is
 // the one send point, where telemetry (telemetry.go) hooks in with begin
 // and end around the connection's Request, which owns the request table,
-// timeouts and cancellation (connection/request.go).
+// timeouts and cancellation (internal/engine/request.go).
 
 // Progress is one progress update for a request: what OnProgress's
 // function gets, and the message an actor receives for each update of a
@@ -32,19 +32,19 @@ type Progress struct {
 }
 
 // toConnProgress is fn in the connection's terms (nil stays nil).
-func toConnProgress(fn func(Progress)) func(connection.Progress) {
+func toConnProgress(fn func(Progress)) func(engine.Progress) {
 	if fn == nil {
 		return nil
 	}
-	return func(p connection.Progress) { fn(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}) }
+	return func(p engine.Progress) { fn(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}) }
 }
 
 // fromConnProgress is fn in the root's terms (nil stays nil).
-func fromConnProgress(fn func(connection.Progress)) func(Progress) {
+func fromConnProgress(fn func(engine.Progress)) func(Progress) {
 	if fn == nil {
 		return nil
 	}
-	return func(p Progress) { fn(connection.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}) }
+	return func(p Progress) { fn(engine.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}) }
 }
 
 // RequestOption tunes one request. Build it with Timeout, OnProgress,
@@ -123,12 +123,12 @@ func Idempotent() RequestOption {
 }
 
 // connOptions are opts in the connection's terms; nil when there are none.
-func connOptions(opts []RequestOption) *connection.CallOptions {
+func connOptions(opts []RequestOption) *engine.CallOptions {
 	if len(opts) == 0 {
 		return nil
 	}
 	s := settingsOf(opts...)
-	return &connection.CallOptions{
+	return &engine.CallOptions{
 		Timeout:                s.Timeout,
 		OnProgress:             toConnProgress(s.OnProgress),
 		ResetTimeoutOnProgress: s.ResetTimeoutOnProgress,
@@ -173,7 +173,7 @@ func buildMeta(version string, cfg *mcpConfig) map[string]json.RawMessage {
 // request sends one request, adding what the negotiated era requires:
 // in the modern era the connection merges the encoded _meta into params
 // as it writes the line (the caller's own _meta members win).
-func (c *Client) request(ctx context.Context, method string, params any, opts *connection.CallOptions) (json.RawMessage, error) {
+func (c *Client) request(ctx context.Context, method string, params any, opts *engine.CallOptions) (json.RawMessage, error) {
 	return c.send(ctx, method, params, c.encodedMeta(), opts)
 }
 
@@ -202,10 +202,10 @@ func (c *Client) encodedMeta() []byte {
 // one operation when telemetry is on: the one place every request of a
 // Client passes (typed calls, Request, supervisors and pools, the era
 // negotiation).
-func (c *Client) send(ctx context.Context, method string, params any, meta []byte, opts *connection.CallOptions) (json.RawMessage, error) {
+func (c *Client) send(ctx context.Context, method string, params any, meta []byte, opts *engine.CallOptions) (json.RawMessage, error) {
 	c.recordOrigin(ctx)
 	ctx, o, params, opts := c.site.begin(ctx, method, params, opts)
-	var withMeta connection.CallOptions // stays on the stack: Request keeps no pointer to it
+	var withMeta engine.CallOptions // stays on the stack: Request keeps no pointer to it
 	if meta != nil {
 		if opts != nil {
 			withMeta = *opts

@@ -59,13 +59,13 @@ func TestSSEFallback(t *testing.T) {
 			assert.Equal(t, "over the old transport", res.Text())
 			assert.Equal(t, int64(1), srv.Streams(), "one stream: the server/discover probe is never posted to it")
 			closeAndWait(t, c)
-			assert.ErrorIs(t, c.Err(), connection.ErrClosed)
+			assert.ErrorIs(t, c.Err(), ErrClosed)
 		})
 	}
 }
 
 // TestSSEStreamEndStopsTheClient: the stream is the session; its end is
-// the server's exit, with connection.ErrStreamEnded.
+// the server's exit, with snodo.ErrStreamEnded.
 func TestSSEStreamEndStopsTheClient(t *testing.T) {
 	srv := &httpserver.SSE{}
 	hs := httptest.NewServer(srv)
@@ -85,7 +85,7 @@ func TestSSEStreamEndStopsTheClient(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the client did not stop 10 s after the stream ended")
 	}
-	assert.ErrorIs(t, c.Err(), connection.ErrStreamEnded)
+	assert.ErrorIs(t, c.Err(), ErrStreamEnded)
 	_, err = c.ListTools(t.Context())
 	assert.ErrorIs(t, err, ErrConnectionClosed)
 }

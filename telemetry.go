@@ -16,8 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/mcpmethod"
 	"github.com/snodo/snodo/internal/serverproc"
@@ -82,7 +81,7 @@ type op struct {
 	metering  bool
 	start     time.Time
 	id        atomic.Int64 // the last request ID sent for it
-	opts      connection.CallOptions
+	opts      engine.CallOptions
 	version   string // the version an initialize result chose, before the client has settled it
 	// measured is the ctx of both of the op's measurements (requests
 	// in flight at its begin and end, its duration): the request's ctx
@@ -97,7 +96,7 @@ type op struct {
 // returns its arguments and a nil op, allocating nothing. params for
 // tools/call, prompts/get and resources/read are marshalled here, once,
 // to read the target (the connection passes the bytes through).
-func (s *site) begin(ctx context.Context, method string, params any, opts *connection.CallOptions) (context.Context, *op, any, *connection.CallOptions) {
+func (s *site) begin(ctx context.Context, method string, params any, opts *engine.CallOptions) (context.Context, *op, any, *engine.CallOptions) {
 	tracing, metering := s.tel.Tracing(), s.meters.Live()
 	if !tracing && !metering {
 		return ctx, nil, params, opts
@@ -126,7 +125,7 @@ func (s *site) begin(ctx context.Context, method string, params any, opts *conne
 		if o.recording {
 			o.span.SetAttributes(o.attributes()...)
 			if progress := o.opts.OnProgress; progress != nil {
-				o.opts.OnProgress = func(p connection.Progress) {
+				o.opts.OnProgress = func(p engine.Progress) {
 					o.progressEvent(p)
 					progress(p)
 				}
@@ -213,7 +212,7 @@ func (o *op) attributes() []attribute.KeyValue {
 	return attrs
 }
 
-func (o *op) progressEvent(p connection.Progress) {
+func (o *op) progressEvent(p engine.Progress) {
 	attrs := []attribute.KeyValue{attribute.Float64(telemetry.AttrProgress, p.Progress)}
 	if p.Total != 0 {
 		attrs = append(attrs, attribute.Float64(telemetry.AttrProgressTotal, p.Total))
@@ -336,7 +335,7 @@ func classify(method string, raw json.RawMessage, err error) (errType, statusCod
 		return "timeout", "", desc
 	case errors.Is(err, ErrConnectionClosed):
 		return "connection_closed", "", desc
-	case errors.Is(err, connection.ErrWriteQueueFull):
+	case errors.Is(err, ErrWriteQueueFull):
 		return "write_queue_full", "", desc
 	case errors.Is(err, ErrInvalidParams):
 		return "invalid_params", "", desc
@@ -790,12 +789,12 @@ func (t *subscriptionTrace) Event(ev Event) {
 }
 
 // End ends the subscriptions/listen span with why the subscription ended,
-// as Subscription.Err reads: nil (a graceful end), subscription.ErrClosed
-// and actor.ErrOwnerExited (the caller ended it) leave the status unset; any
-// other reason sets error.type and an Error status (subscription.ErrQueueFull
-// "queue_full", subscription.ErrServerTeardown "server_teardown", an error response
+// as Subscription.Err reads: nil (a graceful end), snodo.ErrSubscriptionClosed
+// and snodo.ErrOwnerExited (the caller ended it) leave the status unset; any
+// other reason sets error.type and an Error status (snodo.ErrSubscriptionQueueFull
+// "queue_full", snodo.ErrSubscriptionTeardown "server_teardown", an error response
 // its code, a closed connection "connection_closed", …). A subscription
-// that ended with subscription.ErrQueueFull is counted once in
+// that ended with snodo.ErrSubscriptionQueueFull is counted once in
 // snodo.client.subscription.overflows. Call it once.
 func (t *subscriptionTrace) End(err error) {
 	if t != nil {
@@ -806,7 +805,7 @@ func (t *subscriptionTrace) End(err error) {
 // end is End with the listen request's JSON-RPC id (0: none, as across
 // NATS, where the host's span has it).
 func (t *subscriptionTrace) end(id int64, err error) {
-	if t.metering && errors.Is(err, subscription.ErrQueueFull) {
+	if t.metering && errors.Is(err, ErrSubscriptionQueueFull) {
 		t.s.meters.Overflow()
 	}
 	if t.span == nil {
@@ -819,12 +818,12 @@ func (t *subscriptionTrace) end(id int64, err error) {
 	if id != 0 {
 		t.span.SetAttributes(attribute.String(telemetry.AttrRequestID, strconv.FormatInt(id, 10)))
 	}
-	if err != nil && !errors.Is(err, subscription.ErrClosed) && !errors.Is(err, actor.ErrOwnerExited) {
+	if err != nil && !errors.Is(err, ErrSubscriptionClosed) && !errors.Is(err, ErrOwnerExited) {
 		errType, code, desc := classify(mcpmethod.Listen, nil, err)
 		switch {
-		case errors.Is(err, subscription.ErrQueueFull):
+		case errors.Is(err, ErrSubscriptionQueueFull):
 			errType = "queue_full"
-		case errors.Is(err, subscription.ErrServerTeardown):
+		case errors.Is(err, ErrSubscriptionTeardown):
 			errType = "server_teardown"
 		}
 		t.span.SetAttributes(attribute.String(telemetry.AttrErrorType, errType))

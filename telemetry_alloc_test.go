@@ -13,8 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/subscription"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -31,7 +30,7 @@ func TestTelemetryOffAddsNoAllocation(t *testing.T) {
 		params := json.RawMessage(`{"a":1}`)
 		ctx := context.Background()
 		conn := func() {
-			_, err := c.conn.Request(ctx, "test/echo", params, &connection.CallOptions{Meta: c.encodedMeta()})
+			_, err := c.conn.Request(ctx, "test/echo", params, &engine.CallOptions{Meta: c.encodedMeta()})
 			require.NoError(t, err)
 		}
 		client := func() {
@@ -203,7 +202,7 @@ func TestTraceSubscriptionOffIsNil(t *testing.T) {
 	got, tr = traceSubscription(ctx, instrument(nil, nil, mp, "tcp", "test"))
 	require.NotNil(t, tr, "metrics alone: measured, not traced")
 	require.Equal(t, ctx, got, "no span: ctx as it was")
-	tr.End(subscription.ErrQueueFull)
+	tr.End(ErrSubscriptionQueueFull)
 
 	var off *subscriptionTrace
 	ev := Event{Method: methodToolsListChanged, Params: json.RawMessage(`{}`)}
@@ -211,5 +210,5 @@ func TestTraceSubscriptionOffIsNil(t *testing.T) {
 		off.Queued(1)
 		off.Event(ev)
 	}))
-	off.End(subscription.ErrQueueFull) // nothing to end
+	off.End(ErrSubscriptionQueueFull) // nothing to end
 }

@@ -20,7 +20,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/telemetry"
 	"github.com/snodo/snodo/test/testutil"
@@ -111,8 +110,8 @@ func TestClassifyWords(t *testing.T) {
 		{&Error{Code: -32602, Message: "bad"}, "-32602", "-32602"},
 		{jsonrpc.NewLocalError(CodeTimeout, "t", ErrTimeout), "timeout", ""},
 		{jsonrpc.NewLocalError(CodeTimeout, "a requester's own, no sentinel", errors.New("its cause")), "timeout", ""},
-		{jsonrpc.ClosedError(connection.ErrServerExited), "connection_closed", ""},
-		{jsonrpc.NewLocalError(CodeInternalError, "q", connection.ErrWriteQueueFull), "write_queue_full", ""},
+		{jsonrpc.ClosedError(ErrServerExited), "connection_closed", ""},
+		{jsonrpc.NewLocalError(CodeInternalError, "q", ErrWriteQueueFull), "write_queue_full", ""},
 		{context.DeadlineExceeded, "deadline_exceeded", ""},
 		{errors.Join(ErrInputRequest, &Error{Code: 4242, Message: "the handler's"}), "input_request_failed", ""},
 		{errors.New("other"), "_OTHER", ""},

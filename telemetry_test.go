@@ -21,8 +21,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -467,7 +465,7 @@ func TestMetricsOfSubscriptionsAndDroppedNotifications(t *testing.T) {
 	_, err = modern.Request(t.Context(), "test/emit", map[string]any{"method": "notifications/tools/list_changed", "count": 3})
 	require.NoError(t, err)
 	<-sub.Done() // nobody reads: the third event overflows the queue
-	require.ErrorIs(t, sub.Err(), subscription.ErrQueueFull)
+	require.ErrorIs(t, sub.Err(), ErrSubscriptionQueueFull)
 
 	legacy := dialTest(t, []string{"-era", "legacy"}, WithMeterProvider(mp)) // no notification handler
 	_, err = legacy.Request(t.Context(), "test/notify", map[string]any{"method": "notifications/message", "params": map[string]any{"level": "info", "data": "x"}})
@@ -572,7 +570,7 @@ func TestInstrumentNilRequester(t *testing.T) {
 }
 
 // When Listen's ctx ends before the server acknowledged the subscription,
-// the owner left: Listen fails with an error wrapping actor.ErrOwnerExited and
+// the owner left: Listen fails with an error wrapping snodo.ErrOwnerExited and
 // the ctx's cause, and the span has no error (the rule of
 // SubscriptionTrace.End), as for a remote Listen
 // (TestRemoteListenOwnerLeavingBeforeAckIsNoError in remote).
@@ -591,7 +589,7 @@ func TestListenOwnerLeavingBeforeAckIsNoError(t *testing.T) {
 	}, 10*time.Second, "the server never received the listen request")
 	cancel()
 	err := testutil.Receive(t, done, 10*time.Second, "Listen's return")
-	require.ErrorIs(t, err, actor.ErrOwnerExited)
+	require.ErrorIs(t, err, ErrOwnerExited)
 	require.ErrorIs(t, err, context.Canceled)
 
 	spans := spansNamed(rec, "subscriptions/listen")

@@ -75,12 +75,13 @@ func TestGatewaySmoke(t *testing.T) {
 }
 
 // BenchmarkGateway is go-sdk's client calling echo at 1 in flight, modern
-// era, against the bench server over Streamable HTTP directly and through
-// the gateway (the same server on stdio behind it); p50-µs is the median
-// call.
+// era, against the bench server over Streamable HTTP directly, through the
+// bare forwarder (the floor of an HTTP front for a stdio server) and
+// through the gateway (the same server on stdio behind both); p50-µs is
+// the median call.
 func BenchmarkGateway(b *testing.B) {
-	direct := startHTTP(b)
-	for _, way := range []struct{ name, url string }{{"direct", direct.URL}, {"gateway", startGateway(b)}} {
+	direct, floor := startHTTP(b), startHTTP(b, "-forward")
+	for _, way := range []struct{ name, url string }{{"direct", direct.URL}, {"floor", floor.URL}, {"gateway", startGateway(b)}} {
 		b.Run(way.name, func(b *testing.B) {
 			ctx := context.Background()
 			c, err := clients.Connect(ctx, "go-sdk", clients.Options{URL: way.url, Era: clients.Modern})

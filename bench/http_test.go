@@ -16,8 +16,8 @@ import (
 
 // startHTTP starts the fast Streamable HTTP server (benchserver -http) in
 // a process of its own for the test or benchmark.
-func startHTTP(tb testing.TB) *server.HTTPProcess {
-	p, err := server.StartHTTP(serverBin)
+func startHTTP(tb testing.TB, flags ...string) *server.HTTPProcess {
+	p, err := server.StartHTTP(serverBin, flags...)
 	if err != nil {
 		tb.Fatal(err)
 	}

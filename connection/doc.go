@@ -1,16 +1,23 @@
-// Package connection is snodo's stdio transport: one connection actor
-// (protoactor-go) owning one MCP server child process.
+// Package connection is snodo's transports: the interface a connection's
+// JSON-RPC messages travel through (Transport, opened into a Channel,
+// feeding the connection's Peer) and the ones snodo provides as values:
+// InMemory (a server run in this process), HTTP (a Streamable HTTP
+// endpoint) and SSE (a server of the HTTP+SSE transport of 2024-11-05).
+// Give any of them, or a Transport of your own, to snodo.ConnectTransport
+// or snodo.TransportTarget; snodo.Connect (stdio) and snodo.ConnectHTTP
+// choose one for you.
 //
-//	caller goroutines ──Request──► table (id → call) ──line──► writer ──► server stdin
-//	server stdout ──► reader goroutine ──answer──► table ──wake──► caller goroutine
-//	                        └──server request / cancel──► connection actor ──► handler children
-//	owner (ctx or actor) ◄── watched by ── connection actor ── on stop: fail callers, close stdin
-//
-// Requests do not pass through the actor's mailbox: the caller registers
-// in the table and hands its line to the writer (a lone caller writes it
-// itself, without blocking; otherwise, and for what a full pipe does not
-// take, the writer's goroutine writes), and the reader completes the call
-// directly. The actor owns the connection's life: the owner watch, exit
-// signals, server-request handlers, and the stop that fails every caller
-// with -32000 and closes the server's stdin. See docs/architecture.md.
+// What this package exports is decided by one rule: would a user writing
+// or choosing a transport need it? So it holds the contract (Transport,
+// Peer, Channel), the transports, the error an HTTP transport reports an
+// error status with (HTTPStatusError, which errors.As finds in a
+// request's error), and which way a traced line went (Direction, for
+// snodo.WithWireTrace). The connection engine above every transport (the
+// request table, timeouts, cancellation, progress, server requests, and
+// the connection actor that owns a stdio server's child process) is
+// internal to snodo, and so is the stdio transport, which that actor
+// runs itself. Why a connection or a request ended is told by package
+// snodo's sentinels (snodo.ErrServerExited, snodo.ErrSessionExpired, …),
+// which a Channel's Err should wrap where one fits. See
+// docs/architecture.md.
 package connection

@@ -18,6 +18,7 @@ import (
 
 	"github.com/snodo/snodo/internal/callerrun"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/sentinel"
 )
 
 // httpPeer is the Streamable HTTP transport's Channel: every message the
@@ -92,8 +93,28 @@ type httpPeer struct {
 	finished chan struct{} // closed once every exchange is over (and the session deleted)
 }
 
-// httpTransport is the Streamable HTTP Transport of a Config's URL.
-type httpTransport struct{ cfg *Config }
+// HTTP is the Transport of a Streamable HTTP MCP endpoint at rawURL
+// (http:// or https://): each message the connection sends is a POST of
+// its own, answered with JSON or an SSE stream. client makes every
+// request (nil: a client of snodo's own, whose idle connections are
+// closed when the connection ends; a caller's client is left as it is:
+// wrap its Transport for authorization, proxies or TLS); header is added
+// to every request. snodo.ConnectHTTP uses it, and falls back to SSE for
+// a server of the older transport; HTTP goes to the endpoint as it is.
+func HTTP(rawURL string, client *http.Client, header http.Header) Transport {
+	return &httpTransport{url: rawURL, client: client, header: header.Clone()}
+}
+
+// httpTransport is the Streamable HTTP Transport of one endpoint.
+type httpTransport struct {
+	url    string
+	client *http.Client
+	header http.Header
+}
+
+// String names the transport in log records: its URL without
+// credentials or query.
+func (t *httpTransport) String() string { return safeURL(t.url) }
 
 // Limits of the HTTP transport.
 const (
@@ -123,14 +144,13 @@ const (
 // Open makes the peer of the Streamable HTTP endpoint: nothing goes on
 // the wire until the connection sends its first message.
 func (t *httpTransport) Open(_ context.Context, peer Peer) (Channel, error) {
-	cfg := t.cfg
-	u, err := url.Parse(cfg.URL)
+	u, err := url.Parse(t.url)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("snodo: %q is not an http:// or https:// URL of an MCP endpoint", safeURL(cfg.URL))
+		return nil, fmt.Errorf("snodo: %q is not an http:// or https:// URL of an MCP endpoint", safeURL(t.url))
 	}
 	p := &httpPeer{
 		peer: peer, logger: peer.Logger,
-		url: cfg.URL, u: u, client: cfg.HTTPClient, work: make(chan *exchange), header: cfg.Header.Clone(), max: peer.MaxMessageBytes,
+		url: t.url, u: u, client: t.client, work: make(chan *exchange), header: t.header.Clone(), max: peer.MaxMessageBytes,
 		exchanges: map[int64]*exchange{}, tools: map[string][]paramHeader{}, names: map[string]nameValue{},
 		ended: make(chan struct{}), finished: make(chan struct{}),
 	}
@@ -142,22 +162,6 @@ func (t *httpTransport) Open(_ context.Context, peer Peer) (Channel, error) {
 		// connection for most requests.
 		p.idle.MaxIdleConnsPerHost = httpMaxIdlePerHost
 		p.client = &http.Client{Transport: p.idle}
-	}
-	if cfg.WrapTransport != nil {
-		base := p.client.Transport
-		if base == nil {
-			base = http.DefaultTransport
-		}
-		rt, err := cfg.WrapTransport(base)
-		if err != nil {
-			if p.idle != nil {
-				p.idle.CloseIdleConnections()
-			}
-			return nil, fmt.Errorf("snodo: %w", err)
-		}
-		client := *p.client
-		client.Transport = rt
-		p.client = &client
 	}
 	p.client = p.withRedirectPolicy(p.client) // redirect.go
 	p.tmpl, _ = http.NewRequest(http.MethodPost, "", nil)
@@ -194,7 +198,7 @@ func (p *httpPeer) Send(msg []byte) error {
 // runs. The caller holds qmu.
 func (p *httpPeer) enqueue(msg []byte) error {
 	if len(p.queue) >= httpMaxQueued {
-		return fmt.Errorf("%d messages wait to be posted to %s, which takes none: %w", len(p.queue), safeURL(p.url), ErrNotReading)
+		return fmt.Errorf("%d messages wait to be posted to %s, which takes none: %w", len(p.queue), safeURL(p.url), sentinel.ErrNotReading)
 	}
 	p.queue = append(p.queue, bytes.Clone(msg))
 	if !p.posting {
@@ -558,7 +562,7 @@ func (p *httpPeer) expire(session string) {
 	current := p.session == session || p.session == "" // "": a renewal failed
 	p.mu.Unlock()
 	if current {
-		p.end(&exitReason{what: "the server forgot the HTTP session (404, or a 400 naming it, for its Mcp-Session-Id) and a new session could not serve the connection (it failed to start, or was forgotten again at once); connect again", cause: ErrSessionExpired})
+		p.end(&endReason{what: "the server forgot the HTTP session (404, or a 400 naming it, for its Mcp-Session-Id) and a new session could not serve the connection (it failed to start, or was forgotten again at once); connect again", cause: sentinel.ErrSessionExpired})
 	}
 }
 
@@ -569,7 +573,7 @@ func (p *httpPeer) unreachable(err error) bool {
 	var op *net.OpError
 	var dns *net.DNSError
 	if (errors.As(err, &op) && op.Op == "dial") || errors.As(err, &dns) {
-		p.end(&exitReason{what: "the MCP endpoint " + safeURL(p.url) + " cannot be reached: " + cause(err), cause: ErrServerUnreachable})
+		p.end(&endReason{what: "the MCP endpoint " + safeURL(p.url) + " cannot be reached: " + cause(err), cause: sentinel.ErrServerUnreachable})
 		return true
 	}
 	return false
@@ -712,7 +716,7 @@ func (ex *exchange) do() error {
 				return nil // aborted: whoever aborted settles the request
 			}
 			if p.unreachable(err) {
-				return httpError(jsonrpc.CodeConnectionClosed, ex.method+": "+safeURL(p.url)+" cannot be reached: "+cause(err), ErrServerUnreachable, jsonrpc.ErrConnectionClosed, err)
+				return httpError(jsonrpc.CodeConnectionClosed, ex.method+": "+safeURL(p.url)+" cannot be reached: "+cause(err), sentinel.ErrServerUnreachable, jsonrpc.ErrConnectionClosed, err)
 			}
 			return httpError(jsonrpc.CodeInternalError, ex.method+": the HTTP request to "+safeURL(p.url)+" failed: "+cause(err), err)
 		}
@@ -754,7 +758,7 @@ func (ex *exchange) do() error {
 				continue
 			}
 			p.expire(old)
-			return httpError(jsonrpc.CodeConnectionClosed, ex.method+": the server ended the HTTP session ("+resp.Status+" for its Mcp-Session-Id) and a new one could not serve the request", ErrSessionExpired, jsonrpc.ErrConnectionClosed)
+			return httpError(jsonrpc.CodeConnectionClosed, ex.method+": the server ended the HTTP session ("+resp.Status+" for its Mcp-Session-Id) and a new one could not serve the request", sentinel.ErrSessionExpired, jsonrpc.ErrConnectionClosed)
 		}
 		return ex.statusError(resp)
 	}
@@ -836,16 +840,16 @@ func (ex *exchange) answer(resp *http.Response) error {
 			if ex.ctx.Err() != nil {
 				return nil
 			}
-			return httpError(jsonrpc.CodeInternalError, ex.method+": reading the answer failed: "+err.Error(), ErrStreamBroken, err)
+			return httpError(jsonrpc.CodeInternalError, ex.method+": reading the answer failed: "+err.Error(), sentinel.ErrStreamBroken, err)
 		}
 		if len(body) > ex.p.max {
 			return tooLarge(ex.method, ex.p.max)
 		}
 		if !ex.deliver(body, true) {
-			return httpError(jsonrpc.CodeInternalError, ex.method+": the server's answer is not a JSON-RPC message: "+sample(bytes.TrimSpace(body)), ErrNotJSONRPC)
+			return httpError(jsonrpc.CodeInternalError, ex.method+": the server's answer is not a JSON-RPC message: "+sample(bytes.TrimSpace(body)), sentinel.ErrNotJSONRPC)
 		}
 		if !ex.answered {
-			return httpError(jsonrpc.CodeInternalError, ex.method+": the server's JSON answer is not the response to this request", ErrNotJSONRPC)
+			return httpError(jsonrpc.CodeInternalError, ex.method+": the server's JSON answer is not the response to this request", sentinel.ErrNotJSONRPC)
 		}
 		return nil
 	}
@@ -875,10 +879,10 @@ func (ex *exchange) stream(body io.ReadCloser) error {
 			if err != nil {
 				why = "the stream broke (" + err.Error() + ")"
 			}
-			causes := []error{ErrStreamBroken}
+			causes := []error{sentinel.ErrStreamBroken}
 			if ex.ignored > 0 {
 				why += fmt.Sprintf(", after %d event(s) that are no JSON-RPC message,", ex.ignored)
-				causes = append(causes, ErrNotJSONRPC)
+				causes = append(causes, sentinel.ErrNotJSONRPC)
 			}
 			return httpError(jsonrpc.CodeInternalError, ex.method+": "+why+" before the response; the request may be sent again", causes...)
 		}
@@ -886,7 +890,7 @@ func (ex *exchange) stream(body io.ReadCloser) error {
 			resumes = 0
 		}
 		if resumes++; resumes > httpMaxResumes {
-			return httpError(jsonrpc.CodeInternalError, fmt.Sprintf("%s: the stream was resumed %d times in a row without an event; giving up", ex.method, httpMaxResumes), ErrStreamBroken)
+			return httpError(jsonrpc.CodeInternalError, fmt.Sprintf("%s: the stream was resumed %d times in a row without an event; giving up", ex.method, httpMaxResumes), sentinel.ErrStreamBroken)
 		}
 		t := time.NewTimer(backoff(retry, resumes-1)) // sse.go
 		select {
@@ -912,7 +916,7 @@ func (ex *exchange) stream(body io.ReadCloser) error {
 			if old := req.Header.Get(headerSession); !p.renew(old) {
 				p.expire(old)
 			}
-			return httpError(jsonrpc.CodeInternalError, ex.method+": the server forgot the HTTP session while the answer streamed ("+resp.Status+"); the request may have run", ErrSessionExpired)
+			return httpError(jsonrpc.CodeInternalError, ex.method+": the server forgot the HTTP session while the answer streamed ("+resp.Status+"); the request may have run", sentinel.ErrSessionExpired)
 		}
 		if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
 			return ex.statusError(resp)
@@ -1095,5 +1099,5 @@ func httpError(code int, msg string, causes ...error) error {
 func tooLarge(method string, max int) error {
 	return httpError(jsonrpc.CodeInternalError,
 		fmt.Sprintf("%s: a message from the server is larger than %d bytes (WithMaxLineBytes); the request failed, the connection lives on", method, max),
-		ErrMessageTooLarge)
+		sentinel.ErrMessageTooLarge)
 }

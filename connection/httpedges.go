@@ -11,7 +11,12 @@ import (
 
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/safetext"
+	"github.com/snodo/snodo/internal/sentinel"
 )
+
+// sample is a message the server sent as it may go into a log record
+// or an error: shortened and made safe (safetext.Sample).
+func sample(b []byte) string { return safetext.Sample(b) }
 
 // sampleMax is how much of a server's text sampleString needs: Line
 // keeps safetext.LineMax bytes, and one more tells it to mark the cut.
@@ -139,5 +144,5 @@ func unexpectedAnswer(method, rawURL string, resp *http.Response) error {
 			msg += ": " + sampleString(string(t))
 		}
 	}
-	return httpError(jsonrpc.CodeInternalError, msg, ErrNotJSONRPC)
+	return httpError(jsonrpc.CodeInternalError, msg, sentinel.ErrNotJSONRPC)
 }

@@ -7,6 +7,9 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/snodo/snodo/internal/framer"
+	"github.com/snodo/snodo/internal/sentinel"
 )
 
 // InMemory is the Transport of a server run in this process: each Open
@@ -24,7 +27,7 @@ import (
 // connection closed, for a server that does not stop at EOF alone. The
 // connection is Done once serve has returned.
 // A serve that returns while the connection is open is the server's exit:
-// callers get -32000 wrapping ErrServerExited and the error serve
+// callers get -32000 wrapping snodo.ErrServerExited and the error serve
 // returned.
 func InMemory(serve func(ctx context.Context, in io.Reader, out io.Writer) error) Transport {
 	return memoryTransport{serve: serve}
@@ -80,7 +83,7 @@ func (m *memoryChannel) runServer(ctx context.Context, serve func(context.Contex
 	err := serve(ctx, in, out)
 	m.mu.Lock()
 	if !m.closing {
-		m.exitErr = fmt.Errorf("the in-memory server returned (%v): %w", err, ErrServerExited)
+		m.exitErr = fmt.Errorf("the in-memory server returned (%v): %w", err, sentinel.ErrServerExited)
 	}
 	m.mu.Unlock()
 	in.CloseWithError(io.ErrClosedPipe) // nothing reads what is still sent
@@ -94,12 +97,12 @@ func (m *memoryChannel) runServer(ctx context.Context, serve func(context.Contex
 // readLoop frames the server's output into messages for the connection.
 func (m *memoryChannel) readLoop() {
 	defer close(m.read)
-	fr := newFramer(m.outR, m.peer.MaxMessageBytes, func(n int) {
+	fr := framer.New(m.outR, m.peer.MaxMessageBytes, func(n int) {
 		m.peer.Logger.Warn("snodo: discarded an overlong line from the in-memory server; the request it answered will time out",
 			"bytes", n, "max_line_bytes", m.peer.MaxMessageBytes)
 	})
 	for {
-		line, err := fr.next()
+		line, err := fr.Next()
 		if err != nil {
 			m.outR.Close()
 			return
@@ -145,9 +148,9 @@ func (m *memoryChannel) Send(msg []byte) error {
 	defer m.mu.Unlock()
 	switch {
 	case m.closing:
-		return errWriterClosed
+		return errChannelClosed
 	case len(m.queue) >= memoryMaxQueued:
-		return fmt.Errorf("%d messages wait for the in-memory server to read them: %w", len(m.queue), ErrNotReading)
+		return fmt.Errorf("%d messages wait for the in-memory server to read them: %w", len(m.queue), sentinel.ErrNotReading)
 	}
 	line := make([]byte, len(msg)+1)
 	copy(line, msg)

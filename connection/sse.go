@@ -7,7 +7,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/snodo/snodo/internal/framer"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/sentinel"
 )
 
 // Bounds on what a server's SSE stream may make the client do.
@@ -87,7 +89,7 @@ type sseEvent struct {
 // skipped. It keeps the last event ID that may go back in a
 // Last-Event-ID header and the server's retry (clamped: sseRetry).
 type sseReader struct {
-	fr   *framer
+	fr   *framer.Framer
 	max  int    // bound on an event's data
 	rest []byte // what followed a lone CR in the framer's line
 	ev   sseEvent
@@ -109,15 +111,15 @@ type sseReader struct {
 // stop: see sseReader.stop.
 func newSSEReader(body io.Reader, max int, stop error) *sseReader {
 	r := &sseReader{stop: stop}
-	r.fr = newFramer(body, 0, func(int) { r.ev.overlong = true })
-	r.fr.stop = stop
+	r.fr = framer.New(body, 0, func(int) { r.ev.overlong = true })
+	r.fr.Stop = stop
 	r.setMax(max)
 	return r
 }
 
 // setMax bounds the data of the events after the next one to max bytes.
 func (r *sseReader) setMax(max int) {
-	r.max, r.fr.max = max, max+len("data: ")
+	r.max, r.fr.Max = max, max+len("data: ")
 }
 
 // next returns the next event that has data or a name; its data is
@@ -134,7 +136,7 @@ func (r *sseReader) next() (sseEvent, error) {
 		line := r.rest
 		if line == nil {
 			var err error
-			if line, err = r.fr.next(); err != nil {
+			if line, err = r.fr.Next(); err != nil {
 				return r.ev, err
 			}
 		}
@@ -243,5 +245,5 @@ func oldSSEError(method, url string, err error) error {
 	var e *endpointEvent
 	errors.As(err, &e)
 	return httpError(jsonrpc.CodeInternalError, fmt.Sprintf("%s: %s is the event stream of an old HTTP+SSE server (the 2024-11-05 transport: it sent an endpoint event naming %s), not a Streamable HTTP endpoint; %s",
-		method, safeURL(url), sampleString(e.data), suggestEndpoint(url)), ErrNotJSONRPC)
+		method, safeURL(url), sampleString(e.data), suggestEndpoint(url)), sentinel.ErrNotJSONRPC)
 }

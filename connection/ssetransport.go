@@ -17,6 +17,7 @@ import (
 
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/safetext"
+	"github.com/snodo/snodo/internal/sentinel"
 	"github.com/snodo/snodo/internal/weborigin"
 )
 
@@ -31,9 +32,8 @@ import (
 // session): a server/discover request is failed at once, unsent.
 //
 // It is a Transport of its own, not a mode of the Streamable HTTP one:
-// nothing in http.go knows it. A connection uses it when Config.SSE is
-// set with Config.URL (the fallback of snodo.ConnectHTTP sets it), or
-// through SSE as a Transport value.
+// nothing in http.go knows it. snodo.ConnectHTTP falls back to it, and
+// SSE gives it as a Transport value.
 
 // SSE is the Transport of a server that speaks the HTTP+SSE transport of
 // protocol version 2024-11-05 at rawURL (the URL of its SSE stream, often
@@ -44,15 +44,19 @@ import (
 // is refused with 400, 404 or 405); SSE goes to it directly. Only the
 // legacy era runs over it.
 func SSE(rawURL string, client *http.Client, header http.Header) Transport {
-	return &sseTransport{cfg: &Config{URL: rawURL, HTTPClient: client, Header: header.Clone()}}
+	return &sseTransport{url: rawURL, client: client, header: header.Clone()}
 }
 
-// sseTransport is the HTTP+SSE Transport of a Config's URL.
-type sseTransport struct{ cfg *Config }
+// sseTransport is the HTTP+SSE Transport of one server.
+type sseTransport struct {
+	url    string
+	client *http.Client
+	header http.Header
+}
 
 // String names the transport in log records: its URL without
 // credentials or query.
-func (t *sseTransport) String() string { return safeURL(t.cfg.URL) }
+func (t *sseTransport) String() string { return safeURL(t.url) }
 
 // Limits of the HTTP+SSE transport.
 const (
@@ -102,31 +106,16 @@ type sseChannel struct {
 // Open GETs the SSE stream and returns once its endpoint event has come
 // (within sseEndpointWait and ctx), so that messages can be posted.
 func (t *sseTransport) Open(ctx context.Context, p Peer) (Channel, error) {
-	cfg := t.cfg
-	u, err := url.Parse(cfg.URL)
+	u, err := url.Parse(t.url)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("snodo: %q is not an http:// or https:// URL of an SSE endpoint", safeURL(cfg.URL))
+		return nil, fmt.Errorf("snodo: %q is not an http:// or https:// URL of an SSE endpoint", safeURL(t.url))
 	}
-	s := &sseChannel{peer: p, url: cfg.URL, client: cfg.HTTPClient, header: cfg.Header.Clone(), logger: p.Logger,
+	s := &sseChannel{peer: p, url: t.url, client: t.client, header: t.header.Clone(), logger: p.Logger,
 		ended: make(chan struct{}), done: make(chan struct{})}
 	if s.client == nil {
 		s.idle = http.DefaultTransport.(*http.Transport).Clone()
 		s.idle.MaxIdleConnsPerHost = sseMaxPosts + 2 // the posts in flight, the poster and the stream
 		s.client = &http.Client{Transport: s.idle}
-	}
-	if cfg.WrapTransport != nil {
-		base := s.client.Transport
-		if base == nil {
-			base = http.DefaultTransport
-		}
-		rt, err := cfg.WrapTransport(base)
-		if err != nil {
-			s.closeIdle()
-			return nil, fmt.Errorf("snodo: %w", err)
-		}
-		client := *s.client
-		client.Transport = rt
-		s.client = &client
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	body, events, err := s.connect(ctx, u)
@@ -169,7 +158,7 @@ func (s *sseChannel) connect(ctx context.Context, u *url.URL) (io.ReadCloser, *s
 			return nil, nil, why
 		}
 		if dialFailed(err) {
-			return nil, nil, fmt.Errorf("snodo: the SSE endpoint %s cannot be reached: %s: %w", where, cause(err), ErrServerUnreachable)
+			return nil, nil, fmt.Errorf("snodo: the SSE endpoint %s cannot be reached: %s: %w", where, cause(err), sentinel.ErrServerUnreachable)
 		}
 		return nil, nil, fmt.Errorf("snodo: the GET of the SSE stream of %s failed: %s", where, cause(err))
 	}
@@ -241,7 +230,7 @@ func (s *sseChannel) readLoop(body io.ReadCloser, events *sseReader) {
 				if err != io.EOF {
 					why = "it broke: " + cause(err)
 				}
-				s.end(&exitReason{what: "the SSE stream of " + safeURL(s.url) + " ended (" + why + "); the HTTP+SSE session is over: connect again", cause: ErrStreamEnded})
+				s.end(&endReason{what: "the SSE stream of " + safeURL(s.url) + " ended (" + why + "); the HTTP+SSE session is over: connect again", cause: sentinel.ErrStreamEnded})
 			}
 			return
 		}
@@ -263,9 +252,9 @@ func (s *sseChannel) Send(msg []byte) error {
 	defer s.mu.Unlock()
 	switch {
 	case s.closing || s.over:
-		return errWriterClosed
+		return errChannelClosed
 	case len(s.queue) >= sseMaxQueued:
-		return fmt.Errorf("%d messages wait to be posted to %s, which takes none: %w", len(s.queue), safeURL(s.endpoint.String()), ErrNotReading)
+		return fmt.Errorf("%d messages wait to be posted to %s, which takes none: %w", len(s.queue), safeURL(s.endpoint.String()), sentinel.ErrNotReading)
 	}
 	if !s.posting && s.inflight < sseMaxPosts && isRequestLine(msg) {
 		// Nothing waits before it: a request goes at once, on its own
@@ -358,7 +347,7 @@ func (s *sseChannel) post(msg []byte) {
 	case err != nil && s.ctx.Err() != nil:
 		return // ended: the connection's stop settles the request
 	case err != nil && dialFailed(err):
-		s.end(&exitReason{what: "the SSE endpoint " + safeURL(s.url) + " cannot be reached: " + cause(err), cause: ErrServerUnreachable})
+		s.end(&endReason{what: "the SSE endpoint " + safeURL(s.url) + " cannot be reached: " + cause(err), cause: sentinel.ErrServerUnreachable})
 		return
 	case err != nil:
 		s.refused(isRequest, id, what, httpError(jsonrpc.CodeInternalError, what+": the POST to "+safeURL(s.endpoint.String())+" failed: "+cause(err), err))
@@ -368,7 +357,7 @@ func (s *sseChannel) post(msg []byte) {
 	switch {
 	case resp.StatusCode/100 == 2:
 	case resp.StatusCode == http.StatusNotFound:
-		s.end(&exitReason{what: "the server forgot the HTTP+SSE session (404 for its message endpoint); connect again", cause: ErrSessionExpired})
+		s.end(&endReason{what: "the server forgot the HTTP+SSE session (404 for its message endpoint); connect again", cause: sentinel.ErrSessionExpired})
 	default:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, httpErrorBody))
 		m := fmt.Sprintf("%s: the SSE server's message endpoint answered HTTP %s", what, safetext.Visible(resp.Status))

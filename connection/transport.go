@@ -3,17 +3,16 @@ package connection
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 )
 
 // Transport carries one connection's JSON-RPC messages to a server and
-// back. stdio (a child process, Config.Command), Streamable HTTP
-// (Config.URL), HTTP+SSE of 2024-11-05 (SSE, or Config.URL with
-// Config.SSE) and the in-memory transport (InMemory) are its
-// implementations inside snodo; a user's own (a unix socket, a
-// websocket) is set as Config.Transport, or given to snodo.ConnectTransport.
+// back. stdio (a child process: snodo.Connect), Streamable HTTP (HTTP,
+// snodo.ConnectHTTP), HTTP+SSE of 2024-11-05 (SSE) and the in-memory
+// transport (InMemory) are its implementations inside snodo; a user's own
+// (a unix socket, a websocket) is given to snodo.ConnectTransport or
+// snodo.TransportTarget.
 // The request table, timeouts, cancellation, progress, subscriptions,
 // server requests and telemetry above it are the same whatever the
 // transport: nothing above this interface asks which one it is.
@@ -49,7 +48,7 @@ type Peer struct {
 	// left alone.
 	Fail func(id int64, err error)
 	// MaxMessageBytes is the largest message the connection accepts
-	// (Config.MaxLineBytes): a transport fails the request whose answer
+	// (snodo.WithMaxLineBytes): a transport fails the request whose answer
 	// is larger, or drops the message, without reading it whole.
 	MaxMessageBytes int
 	// Timeout is the connection's per-request timeout (negative: none),
@@ -80,43 +79,25 @@ type Channel interface {
 	// Err says why the transport ended on its own (the server exited,
 	// the session expired, the endpoint cannot be reached); nil when it
 	// ended because Close was called, or while it runs. An error from
-	// the server's side should wrap one of this package's sentinels
-	// (ErrServerExited, ErrSessionExpired, ErrServerUnreachable) where
-	// one fits.
+	// the server's side should wrap one of snodo's sentinels
+	// (snodo.ErrServerExited, snodo.ErrSessionExpired,
+	// snodo.ErrServerUnreachable) where one fits.
 	Err() error
 }
 
-// transportOf is the one place that decides which transport a
-// connection runs on: the one Config.Transport gives, else stdio for
-// Config.Command, Streamable HTTP for Config.URL, or HTTP+SSE (2024-11-05)
-// for Config.URL with Config.SSE. It reports false
-// for stdio, which the connection runs itself (the child process is its
-// actor's, with every rule of docs/seed-rules.md).
-func transportOf(cfg *Config) (Transport, error) {
-	switch {
-	case cfg.Transport != nil && (cfg.Command != "" || cfg.URL != ""):
-		return nil, errors.New("snodo: Config.Transport given with a Command or URL; a connection reaches one server")
-	case cfg.Transport != nil:
-		return cfg.Transport, nil
-	case cfg.URL != "" && cfg.Command != "":
-		return nil, errors.New("snodo: both a server command and a URL given; a connection reaches one server")
-	case cfg.URL != "" && cfg.SSE:
-		return &sseTransport{cfg: cfg}, nil
-	case cfg.URL != "":
-		return &httpTransport{cfg: cfg}, nil
-	case cfg.SSE:
-		return nil, errors.New("snodo: Config.SSE given without a URL; set the URL of the server's SSE stream")
-	case cfg.Command != "":
-		return stdioTransport{}, nil
-	}
-	return nil, errors.New("snodo: no server command, URL or transport given")
+// closeFlushTimeout bounds how long a Channel's Close may spend sending
+// what is queued, as the stdio connection bounds its last flush.
+const closeFlushTimeout = 2 * time.Second
+
+// errChannelClosed is what Send returns once Close was called.
+var errChannelClosed = errors.New("the transport is closed")
+
+// endReason is why a transport ended on its own (Channel.Err): what
+// happened, in words, wrapping the sentinel snodo exports for it.
+type endReason struct {
+	what  string
+	cause error
 }
 
-// stdioTransport stands for the stdio transport in transportOf: the
-// connection starts and owns the child process itself (startProcess).
-type stdioTransport struct{}
-
-// Open is never called: Start runs stdio itself.
-func (stdioTransport) Open(context.Context, Peer) (Channel, error) {
-	return nil, fmt.Errorf("snodo: the stdio transport is started by the connection")
-}
+func (e *endReason) Error() string { return e.what }
+func (e *endReason) Unwrap() error { return e.cause }

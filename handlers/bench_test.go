@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -24,7 +24,7 @@ func BenchmarkServerRequestRoundTrip(b *testing.B) {
 			pong := struct{}{}
 			h := func(context.Context, *handlers.Request) (any, error) { return pong, nil }
 			cmd, args := testutil.Server(b, quickEOF)
-			c, err := connection.Start(context.Background(), connection.Config{
+			c, err := engine.Start(context.Background(), engine.Config{
 				Command: cmd, Args: args, Handler: h, MaxServerRequests: atOnce, Timeout: -1,
 			})
 			if err != nil {
@@ -49,7 +49,7 @@ func BenchmarkServerRequestRoundTrip(b *testing.B) {
 }
 
 // drive makes the server send n ping requests, one after the other.
-func drive(b *testing.B, c *connection.Conn, n int) {
+func drive(b *testing.B, c *engine.Conn, n int) {
 	const chunk = 1000 // keeps the report line well under the line limit
 	for n > 0 {
 		k := min(n, chunk)

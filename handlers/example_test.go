@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -27,7 +27,7 @@ func ExampleFunc() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	c, err := connection.Start(ctx, connection.Config{Command: server, Args: []string{"-era", "legacy"}, Handler: roots})
+	c, err := engine.Start(ctx, engine.Config{Command: server, Args: []string{"-era", "legacy"}, Handler: roots})
 	if err != nil {
 		log.Fatal(err)
 	}

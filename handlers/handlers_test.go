@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/test/testutil"
@@ -45,7 +45,7 @@ func scripted(_ context.Context, req *handlers.Request) (any, error) {
 
 func TestHandlerAnswers(t *testing.T) {
 	logs := &testutil.LogRecorder{}
-	c := start(t, connection.Config{Handler: scripted, Logger: logs.Logger()})
+	c := start(t, engine.Config{Handler: scripted, Logger: logs.Logger()})
 	cases := []struct {
 		do      string
 		code    int
@@ -84,7 +84,7 @@ func TestHandlerAnswers(t *testing.T) {
 }
 
 func TestNoHandlerAnswersMethodNotFound(t *testing.T) {
-	c := start(t, connection.Config{})
+	c := start(t, engine.Config{})
 	for _, method := range []string{"sampling/createMessage", "roots/list", "elicitation/create", "ping"} {
 		rs := ask(t, c, map[string]any{"method": method, "count": 2, "concurrent": true})
 		for _, r := range rs {
@@ -107,7 +107,7 @@ func TestBoundRejectsAtOnceAndRunsUpToIt(t *testing.T) {
 		<-release
 		return map[string]bool{"ok": true}, nil
 	}
-	c := start(t, connection.Config{Handler: h, MaxServerRequests: 2, Logger: logs.Logger()})
+	c := start(t, engine.Config{Handler: h, MaxServerRequests: 2, Logger: logs.Logger()})
 	answers := askAsync(t, c, map[string]any{"count": 10, "concurrent": true})
 	// Eight requests are answered -32603 while two handlers still block.
 	testutil.Eventually(t, func() bool { return logs.Count("over the bound") == 8 }, 10*time.Second, "8 rejections")
@@ -154,7 +154,7 @@ func TestHandlersRunConcurrentlyUpToTheDefaultBound(t *testing.T) {
 			return nil, errors.New("the other handlers never came")
 		}
 	}
-	c := start(t, connection.Config{Handler: h})
+	c := start(t, engine.Config{Handler: h})
 	for _, r := range ask(t, c, map[string]any{"count": n, "concurrent": true}) {
 		assert.JSONEq(t, `"together"`, string(r.Result), "%+v", r.Error)
 	}
@@ -166,7 +166,7 @@ func TestMalformedServerRequests(t *testing.T) {
 		calls.Add(1)
 		return map[string]json.RawMessage{"params": req.Params}, nil
 	}
-	c := start(t, connection.Config{Handler: h})
+	c := start(t, engine.Config{Handler: h})
 	cases := []struct {
 		line string
 		code int
@@ -211,7 +211,7 @@ func TestFloodNeverExceedsTheBound(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		return "ok", nil
 	}
-	c := start(t, connection.Config{Handler: h, MaxServerRequests: max})
+	c := start(t, engine.Config{Handler: h, MaxServerRequests: max})
 	base := int32(runtime.NumGoroutine())
 	rs := ask(t, c, map[string]any{"count": flood, "concurrent": true, "timeoutMs": 30000})
 	require.Len(t, rs, flood)

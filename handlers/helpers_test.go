@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/connseam"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -23,16 +23,16 @@ const quickEOF = "-eof-grace=200ms"
 // start starts the test server (exiting soon after EOF) with flags on a
 // connection configured by cfg, closed (and its server checked reaped)
 // when the test ends.
-func start(t *testing.T, cfg connection.Config, flags ...string) *connection.Conn {
+func start(t *testing.T, cfg engine.Config, flags ...string) *engine.Conn {
 	t.Helper()
-	c, _ := testutil.StartLent(t, func(command string, args []string, lend *connseam.Lent) (*connection.Conn, error) {
+	c, _ := testutil.StartLent(t, func(command string, args []string, lend *connseam.Lent) (*engine.Conn, error) {
 		cfg.Command, cfg.Args, cfg.Lend = command, args, lend
-		return connection.Start(context.Background(), cfg)
+		return engine.Start(context.Background(), cfg)
 	}, append([]string{quickEOF}, flags...)...)
 	return c
 }
 
-func waitDone(t *testing.T, c *connection.Conn) {
+func waitDone(t *testing.T, c *engine.Conn) {
 	t.Helper()
 	select {
 	case <-c.Done():
@@ -52,7 +52,7 @@ type response struct {
 
 // ask makes the test server send server requests (test/serverRequest
 // with params p) and returns the client's answers.
-func ask(t *testing.T, c *connection.Conn, p map[string]any) []response {
+func ask(t *testing.T, c *engine.Conn, p map[string]any) []response {
 	t.Helper()
 	res, err := c.Request(context.Background(), "test/serverRequest", p, nil)
 	require.NoError(t, err)
@@ -73,7 +73,7 @@ func parseResponses(t *testing.T, res json.RawMessage) []response {
 }
 
 // askAsync is ask on another goroutine; the channel gets the answers.
-func askAsync(t *testing.T, c *connection.Conn, p map[string]any) <-chan []response {
+func askAsync(t *testing.T, c *engine.Conn, p map[string]any) <-chan []response {
 	t.Helper()
 	ch := make(chan []response, 1)
 	go func() {

@@ -14,25 +14,25 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/connseam"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/exitsig"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/sentinel"
 	"github.com/snodo/snodo/test/testutil"
 )
 
 // startCapturing runs the test server behind tee, which copies every line
 // the client writes to the returned file: proof of what was (not) sent.
-func startCapturing(t *testing.T, ctx context.Context, cfg connection.Config) (*connection.Conn, string) {
+func startCapturing(t *testing.T, ctx context.Context, cfg engine.Config) (*engine.Conn, string) {
 	t.Helper()
 	capture := filepath.Join(t.TempDir(), "stdin")
 	cfg.Command = "sh"
 	cfg.Args = []string{"-c", `tee "$0" | exec "$@"`, capture, testutil.ServerPath(t), quickEOF}
 	var lent connseam.Lent
 	cfg.Lend = &lent
-	c, err := connection.Start(ctx, cfg)
+	c, err := engine.Start(ctx, cfg)
 	require.NoError(t, err)
 	pid := lent.ProcessID
 	t.Cleanup(func() {
@@ -48,23 +48,23 @@ var errTestReason = errors.New("test reason")
 func TestStopCancelsHandlersAndNeverWaitsForThem(t *testing.T) {
 	stops := []struct {
 		name    string
-		stop    func(c *connection.Conn, cancelOwner context.CancelFunc)
+		stop    func(c *engine.Conn, cancelOwner context.CancelFunc)
 		reason  error
 		capture bool // tee can't sit in front of a server that exits alone
 	}{
-		{"Close", func(c *connection.Conn, _ context.CancelFunc) {
+		{"Close", func(c *engine.Conn, _ context.CancelFunc) {
 			t0 := time.Now()
 			c.Close()
 			assert.Less(t, time.Since(t0), time.Second, "Close returns promptly")
-		}, connection.ErrClosed, true},
-		{"owner exit", func(_ *connection.Conn, cancel context.CancelFunc) { cancel() }, snodoactor.ErrOwnerExited, true},
-		{"Stop", func(c *connection.Conn, _ context.CancelFunc) { c.System().Root.Stop(c.PID()) }, snodoactor.ErrStopped, true},
-		{"Exit", func(c *connection.Conn, _ context.CancelFunc) {
+		}, sentinel.ErrClosed, true},
+		{"owner exit", func(_ *engine.Conn, cancel context.CancelFunc) { cancel() }, sentinel.ErrOwnerExited, true},
+		{"Stop", func(c *engine.Conn, _ context.CancelFunc) { c.System().Root.Stop(c.PID()) }, sentinel.ErrActorStopped, true},
+		{"Exit", func(c *engine.Conn, _ context.CancelFunc) {
 			exitsig.Send(c.System(), c.PID(), errTestReason)
 		}, errTestReason, true},
-		{"server exit", func(c *connection.Conn, _ context.CancelFunc) {
+		{"server exit", func(c *engine.Conn, _ context.CancelFunc) {
 			go c.Request(context.Background(), "test/exit", map[string]int{"code": 0}, nil) //nolint:errcheck // the server dies mid-answer
-		}, connection.ErrServerExited, false},
+		}, sentinel.ErrServerExited, false},
 	}
 	for _, tc := range stops {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,8 +87,8 @@ func TestStopCancelsHandlersAndNeverWaitsForThem(t *testing.T) {
 			}
 			owner, cancelOwner := context.WithCancel(context.Background())
 			defer cancelOwner()
-			cfg := connection.Config{Handler: h}
-			var c *connection.Conn
+			cfg := engine.Config{Handler: h}
+			var c *engine.Conn
 			var capture string
 			if tc.capture {
 				c, capture = startCapturing(t, owner, cfg)
@@ -128,7 +128,7 @@ func TestServerCancelDropsTheAnswer(t *testing.T) {
 		}
 		return "answer after the cancel", nil
 	}
-	c := start(t, connection.Config{Handler: h})
+	c := start(t, engine.Config{Handler: h})
 	for _, params := range []string{"prompt", "slow"} {
 		rs := ask(t, c, map[string]any{"method": "elicitation/create", "params": map[string]string{"mode": params}, "cancelAfterMs": 100})
 		require.Len(t, rs, 1)
@@ -149,7 +149,7 @@ func TestCancelledHandlerKeepsItsSlotUntilItReturns(t *testing.T) {
 		}
 		return "ok", nil
 	}
-	c := start(t, connection.Config{Handler: h, MaxServerRequests: 1})
+	c := start(t, engine.Config{Handler: h, MaxServerRequests: 1})
 	rs := ask(t, c, map[string]any{"cancelAfterMs": 50})
 	assert.True(t, rs[0].Cancelled)
 	assert.JSONEq(t, `null`, string(rs[0].Late))

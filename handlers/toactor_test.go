@@ -10,10 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/internal/connseam"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/sentinel"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -53,9 +54,9 @@ func TestActorOwnerAnswersServerRequests(t *testing.T) {
 	pid := sys.Root.SpawnPrefix(protoactor.PropsFromProducer(func() protoactor.Actor { return svc }), "service")
 	cmd, args := testutil.Server(t, quickEOF)
 	var lent connseam.Lent
-	cfg := connection.Config{Command: cmd, Args: args, System: sys, Owner: pid, Handler: handlers.ToActor(sys, pid)}
+	cfg := engine.Config{Command: cmd, Args: args, System: sys, Owner: pid, Handler: handlers.ToActor(sys, pid)}
 	cfg.Lend = &lent
-	c, err := connection.Start(context.Background(), cfg)
+	c, err := engine.Start(context.Background(), cfg)
 	require.NoError(t, err)
 	serverPID := lent.ProcessID
 
@@ -80,7 +81,7 @@ func TestActorOwnerAnswersServerRequests(t *testing.T) {
 	testutil.Receive(t, svc.asked, 10*time.Second, "the request to reach the actor")
 	sys.Root.Stop(pid)
 	waitDone(t, c)
-	assert.ErrorIs(t, c.Err(), snodoactor.ErrOwnerExited)
+	assert.ErrorIs(t, c.Err(), sentinel.ErrOwnerExited)
 	// Two watchers of the actor race: the connection stops (the waiting
 	// request fails with it), or the handler sees its actor stop first
 	// and answers -32603, as ToActor documents, before the connection
@@ -99,7 +100,7 @@ func TestToActorWithAStoppedActor(t *testing.T) {
 	pid := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
 	sys.Root.Stop(pid)
 	testutil.Eventually(t, func() bool { _, ok := sys.ProcessRegistry.Get(pid); return !ok }, 5*time.Second, "actor gone")
-	c := start(t, connection.Config{Handler: handlers.ToActor(sys, pid)})
+	c := start(t, engine.Config{Handler: handlers.ToActor(sys, pid)})
 	rs := ask(t, c, map[string]any{"method": "roots/list"})
 	assert.Equal(t, jsonrpc.CodeInternalError, codeOf(rs[0]))
 	assert.Contains(t, rs[0].Error.Message, "not running")
@@ -115,7 +116,7 @@ func TestToActorActorStopsWithoutReplying(t *testing.T) {
 			ctx.Stop(ctx.Self())
 		}
 	}))
-	c := start(t, connection.Config{Handler: handlers.ToActor(sys, pid)})
+	c := start(t, engine.Config{Handler: handlers.ToActor(sys, pid)})
 	rs := ask(t, c, map[string]any{"method": "roots/list", "timeoutMs": 5000})
 	require.NotNil(t, rs[0].Error, "the request was never answered: %s", rs[0].Result)
 	assert.Equal(t, jsonrpc.CodeInternalError, codeOf(rs[0]))

@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/dispatch"
@@ -25,7 +24,7 @@ import (
 
 // Errors of remote calls, for errors.Is. Both come as -32000 *snodo.Error
 // values that also match snodo.ErrConnectionClosed. Besides them, a call
-// wraps connection.ErrClosed after Close (as on every snodo.Session),
+// wraps snodo.ErrClosed after Close (as on every snodo.Session),
 // nats.ErrConnectionReconnecting when it was not sent because the
 // client's NATS connection is down and reconnecting (it never runs
 // later), and nats.ErrConnectionClosed when that connection closed for
@@ -189,7 +188,7 @@ func (c *Client) inputHandling() calls.InputHandling {
 func (c *Client) Name() string { return c.name }
 
 // Close fails the calls in flight with -32000 (errors.Is
-// connection.ErrClosed), ends the subscriptions (cancelled on their hosts) and
+// snodo.ErrClosed), ends the subscriptions (cancelled on their hosts) and
 // stops taking replies. Idempotent; it returns nil.
 func (c *Client) Close() error {
 	c.mu.Lock()
@@ -208,7 +207,7 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 	for _, s := range subs {
-		s.stop(closedErr("the client was closed", connection.ErrClosed))
+		s.stop(closedErr("the client was closed", snodo.ErrClosed))
 		<-s.Done()
 	}
 	_ = c.sub.Unsubscribe()
@@ -284,7 +283,7 @@ func (c *Client) registerCall(p *pending) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return 0, closedErr("the client was closed", connection.ErrClosed)
+		return 0, closedErr("the client was closed", snodo.ErrClosed)
 	}
 	c.calls[token] = p
 	return token, nil
@@ -304,7 +303,7 @@ func (c *Client) register(p *pending, s *hosted) (token string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return "", closedErr("the client was closed", connection.ErrClosed)
+		return "", closedErr("the client was closed", snodo.ErrClosed)
 	}
 	c.subs[token] = s
 	return token, nil
@@ -413,7 +412,7 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 		case ctx.Err() != nil:
 			return res, err
 		case taskHost != "" && !notRun && errors.Is(err, snodo.ErrConnectionClosed) &&
-			!errors.Is(err, nats.ErrConnectionReconnecting) && !errors.Is(err, connection.ErrClosed) && !errors.Is(err, snodo.ErrTaskLost):
+			!errors.Is(err, nats.ErrConnectionReconnecting) && !errors.Is(err, snodo.ErrClosed) && !errors.Is(err, snodo.ErrTaskLost):
 			// The host that holds the task stopped or went away in the
 			// middle of one of its calls: the task is lost with it.
 			return nil, jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
@@ -560,7 +559,7 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 		select {
 		case m := <-p.final:
 			if m == nil {
-				return nil, "", false, closedErr("the client was closed", connection.ErrClosed)
+				return nil, "", false, closedErr("the client was closed", snodo.ErrClosed)
 			}
 			// Progress runs before the result, as on a local call: the
 			// updates the host sent before its reply are already queued

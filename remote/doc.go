@@ -20,7 +20,8 @@
 // refused. A host given ServeLegacy(name, start) runs such a caller's
 // calls on a legacy-era pool it starts with the first of them, and
 // relays to the caller the requests and log messages that server sends
-// during a call (its handler answers them). Each request is
+// during a call (its handler answers them); that pool serves the
+// caller's subscriptions (Listen) too. Each request is
 // traced and measured as a local one is (snodo's instrument, through
 // internal/connopts: a CLIENT span whose context the host's spans join), and
 // each subscription as a local one is (snodo's traceSubscription).

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/sentinel"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -103,6 +103,6 @@ func (h *Host) watchHealth(s *served) {
 // it, or its server went away without reading it. The host refuses such
 // a call as not run, so its caller sends it to another host.
 func notRunError(s *served, err error) bool {
-	return errors.Is(err, connection.ErrNotSent) || errors.Is(err, supervisor.ErrGaveUp) ||
-		(s.pool.Err() != nil && errors.Is(err, connection.ErrClosed))
+	return errors.Is(err, sentinel.ErrNotSent) || errors.Is(err, supervisor.ErrGaveUp) ||
+		(s.pool.Err() != nil && errors.Is(err, sentinel.ErrClosed))
 }

@@ -20,7 +20,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/subscription"
 )
 
 func TestTraceContextCrossesTheHop(t *testing.T) {
@@ -159,7 +158,7 @@ func TestHostSideEndsTellWhy(t *testing.T) {
 	<-sub.Done()
 	require.ErrorIs(t, sub.Err(), ErrHostEnded)
 	assert.Contains(t, sub.Err().Error(), "tore the subscription down")
-	require.ErrorIs(t, sub.Err(), subscription.ErrServerTeardown, "as a local subscription's Err")
+	require.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionTeardown, "as a local subscription's Err")
 
 	// The host drains.
 	sub, err = c.Listen(ctx, snodo.Filter{ToolsListChanged: true})

@@ -706,7 +706,7 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	var created bool
 	legacy := opts.legacy && s.leg != nil
 	if legacy {
-		raw, err = s.leg.request(ctx, hc, method, opts.log, ro)
+		raw, created, err = s.leg.request(ctx, hc, method, opts.log, ro)
 	} else {
 		raw, created, err = h.request(ctx, s, method, &hc.params, ro)
 	}

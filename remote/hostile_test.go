@@ -17,7 +17,6 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/limits"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -183,7 +182,7 @@ func TestOversizedEventEndsTheSubscription(t *testing.T) {
 
 // A remote subscription's queue is bounded in bytes as well as in
 // events, as a local one is: a host sending large events to a caller
-// that does not read ends the subscription with subscription.ErrQueueFull once
+// that does not read ends the subscription with snodo.ErrSubscriptionQueueFull once
 // 16 MiB of params wait, long before 1024 events do (1024 events of up
 // to max_payload each: 8 GiB with the embedded server's 8 MiB), and the
 // host cancels it on its MCP server.
@@ -201,7 +200,7 @@ func TestRemoteQueueBytesBoundEndsTheSubscription(t *testing.T) {
 		"params": map[string]any{"pad": strings.Repeat("p", size)}, "count": count})
 	require.NoError(t, err)
 	testutil.Receive(t, sub.Done(), 20*time.Second, "the subscription's end (the byte bound)")
-	require.ErrorIs(t, sub.Err(), subscription.ErrQueueFull)
+	require.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionQueueFull)
 	assert.Contains(t, sub.Err().Error(), "bytes")
 	var n, queued int
 	for ev := range sub.Events() {
@@ -225,7 +224,7 @@ func TestRemoteQueueBytesBoundEndsTheSubscription(t *testing.T) {
 		"params": map[string]any{"pad": strings.Repeat("p", 32<<10)}, "count": 8})
 	require.NoError(t, err)
 	testutil.Receive(t, sub.Done(), 10*time.Second, "the subscription's end (MaxQueued)")
-	require.ErrorIs(t, sub.Err(), subscription.ErrQueueFull)
+	require.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionQueueFull)
 	assert.Contains(t, sub.Err().Error(), "bound 102400 bytes")
 	_, err = c.Listen(ctx, snodo.Filter{}, snodo.MaxQueued(0, -1))
 	assert.ErrorContains(t, err, "MaxQueued")

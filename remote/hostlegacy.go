@@ -67,7 +67,10 @@ const (
 // error, then is tried again. The
 // requests that server sends during a call are relayed to the call's
 // caller, whose handler answers them, and its log messages at or above
-// the caller's level go to the caller before the call's result. The host
+// the caller's level go to the caller before the call's result. Their
+// subscriptions (Listen) are served by that pool too, started by the
+// first if need be: the resources a caller subscribes to are then those
+// of the servers its calls reach. The host
 // owns the pool: it closes it when it stops. Without ServeLegacy, legacy
 // callers are served by the name's pool. Hosts.
 func ServeLegacy(name string, start func(ctx context.Context, opts ...snodo.Option) (*supervisor.Pool, error)) HostOption {
@@ -103,10 +106,11 @@ type legacySide struct {
 	err      error // the start's, while failedAt is recent
 	failedAt time.Time
 	closed   bool
-	level    int            // the pool's logging level (logRank); -1: none set
-	calls    []*heldCall    // the legacy calls in flight, in start order (each holds a host slot: at most maxHeld)
-	levelMu  sync.Mutex     // serializes SetLoggingLevel
-	bg       sync.WaitGroup // info answers under way (info)
+	level    int                      // the pool's logging level (logRank); -1: none set
+	calls    []*heldCall              // the legacy calls in flight, in start order (each holds a host slot: at most maxHeld)
+	levelMu  sync.Mutex               // serializes SetLoggingLevel
+	bg       sync.WaitGroup           // info answers under way (info)
+	tasks    taskTable[*snodo.Client] // the tasks its members created, by id: the member holding each
 	// lent is what each live connection of the pool lends (its
 	// notifications' flush), added as each connects (connopts.LendEach)
 	// and let go at the next connect or flush after it ended (liveLent).
@@ -204,14 +208,17 @@ func (l *legacySide) close() (done <-chan struct{}) {
 }
 
 // request runs a legacy call on the legacy-era pool: hc is its held
-// call, level the caller's logging level ("" for no logs).
-func (l *legacySide) request(ctx context.Context, hc *heldCall, method, level string, ro []snodo.RequestOption) (json.RawMessage, error) {
+// call, level the caller's logging level ("" for no logs). A tools/call
+// that asks for a task runs on the member the pool chooses for tasks, and
+// the task it created (created) is filed with that member, where its
+// later calls go (Host.requestOn), as on the name's pool.
+func (l *legacySide) request(ctx context.Context, hc *heldCall, method, level string, ro []snodo.RequestOption) (_ json.RawMessage, created bool, _ error) {
 	p, err := l.get(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return nil, jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
+		return nil, false, jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
 			fmt.Sprintf("host %s cannot start the legacy-era connection of %s: %v", l.h.label, l.s.name, err), jsonrpc.ErrConnectionClosed)
 	}
 	if level != "" {
@@ -228,15 +235,26 @@ func (l *legacySide) request(ctx context.Context, hc *heldCall, method, level st
 		}
 		l.mu.Unlock()
 	}()
-	var params any
-	if hc.params != nil {
-		params = &hc.params
-	}
-	res, err := p.Request(ctx, method, params, ro...)
+	res, created, err := l.h.requestOn(ctx, p, &l.tasks, method == "tools/call" && asksForTask(hc.params), method, &hc.params, ro)
 	if level != "" {
 		l.flush()
 	}
-	return res, err
+	return res, created, err
+}
+
+// listen opens a legacy-era caller's subscription on the legacy-era
+// pool, started now if need be (as for a call: at most legacyStartWait,
+// while ctx lasts).
+func (l *legacySide) listen(ctx context.Context, f snodo.Filter) (*snodo.Subscription, error) {
+	p, err := l.get(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
+			fmt.Sprintf("host %s cannot start the legacy-era connection of %s: %v", l.h.label, l.s.name, err), jsonrpc.ErrConnectionClosed)
+	}
+	return p.Listen(ctx, f)
 }
 
 // lower sets the pool's logging level to level when it is less severe
@@ -405,8 +423,9 @@ func (l *legacySide) serverRequest(ctx context.Context, req *snodo.ServerRequest
 
 // notification relays a log message of the legacy-era server to the
 // caller of the latest call in flight whose level it meets. Other
-// notifications (list changes, resource updates) reach callers through
-// their subscriptions (Listen), as the pool's do.
+// notifications (list changes, resource updates) reach legacy-era
+// callers through their subscriptions (Listen), which this pool serves
+// (listen).
 func (l *legacySide) notification(_ context.Context, n *snodo.Notification) {
 	if n.Method != "notifications/message" {
 		return

@@ -13,7 +13,6 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
-	"github.com/snodo/snodo/subscription"
 )
 
 // hostSub is one subscription a host runs for a remote caller.
@@ -68,8 +67,9 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 
 	stopBeats := h.beatSubscription(events, beat)
 	// In either era: on a legacy server the pool's Listen serves it with
-	// the list changes and resources/subscribe.
-	sub, err := s.pool.Listen(ctx, p.Notifications)
+	// the list changes and resources/subscribe. A legacy-era caller's
+	// goes to the pool its calls go to (legacyListen).
+	sub, err := h.listenOn(ctx, s, hdr, p.Notifications)
 	if err != nil {
 		stopBeats()
 		e, local := rpcError(err)
@@ -159,7 +159,7 @@ loop:
 	case why != nil && errors.Is(why, errCallerGone):
 		h.cfg.logger.Info("remote: subscription cancelled: its caller went away", "server", s.name, "sub", hs.id)
 		h.end(events, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: why.Error()}, true)
-	case why != nil && errors.Is(why, subscription.ErrClosed):
+	case why != nil && errors.Is(why, snodo.ErrSubscriptionClosed):
 		h.end(events, nil, false) // the caller closed it: it knows why
 	case why != nil:
 		msg := "host " + h.label + ": " + why.Error()
@@ -171,13 +171,26 @@ loop:
 		e, local := rpcError(sub.Err())
 		s.listenStats.fail(e.Message)
 		m := h.endMsg(events, e, local)
-		if errors.Is(sub.Err(), subscription.ErrServerTeardown) {
+		if errors.Is(sub.Err(), snodo.ErrSubscriptionTeardown) {
 			m.Header.Set(hdrTeardown, "1")
 		}
 		h.publish(m)
 	default:
 		h.end(events, nil, false)
 	}
+}
+
+// listenOn opens the subscription on the pool that serves its caller:
+// for a legacy-era caller (Snodo-Opts legacy) of a name with ServeLegacy,
+// the legacy-era pool its calls go to, started now if need be, so that
+// the resources it subscribes to are those of the servers its calls
+// reach, and their updates and list changes come back to it; the name's
+// pool otherwise.
+func (h *Host) listenOn(ctx context.Context, s *served, hdr nats.Header, f snodo.Filter) (*snodo.Subscription, error) {
+	if s.leg == nil || hdr.Get(hdrOpts) == "" || !callOptsOf(hdr).legacy {
+		return s.pool.Listen(ctx, f)
+	}
+	return s.leg.listen(ctx, f)
 }
 
 // end sends a subscription's last message: why it ended (nil: gracefully).
@@ -227,6 +240,6 @@ func (h *Host) onControl(m *nats.Msg) {
 	case opKeepalive:
 		hs.lastSeen.Store(time.Now().UnixNano())
 	case opClose:
-		hs.cancel(subscription.ErrClosed)
+		hs.cancel(snodo.ErrSubscriptionClosed)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/mcpmethod"
+	"github.com/snodo/snodo/supervisor"
 )
 
 // Tasks over NATS. A task belongs to the MCP server process that created
@@ -17,7 +18,8 @@ import (
 // member the pool chooses for tasks (supervisor.Pool.Await) and
 // remembers which member holds each task it created; the task's later
 // calls (tasks/get, tasks/result, tasks/cancel, tasks/update) go to that
-// member. The caller remembers which host answered, and sends those later
+// member (on the legacy-era pool of ServeLegacy, for its callers, the
+// same way). The caller remembers which host answered, and sends those later
 // calls to that host's own call subject (call.HOSTID), not to the queue
 // group. A task whose member is gone (its server restarted, or it left
 // the pool) is lost with it: its later calls fail with a -32000 saying
@@ -110,11 +112,7 @@ func createdTaskID(result []byte) string {
 // extension (modern: the server may answer any tools/call with a task).
 func (s *served) mayCreateTask(params []byte) bool {
 	if s.poolEra() == snodo.EraLegacy {
-		if !bytes.Contains(params, []byte(`"task"`)) {
-			return false
-		}
-		m, err := jsonrpc.Member(params, "task")
-		return err == nil && len(m) > 0 && string(m) != "null"
+		return asksForTask(params)
 	}
 	switch s.taskExt.Load() {
 	case taskExtNo:
@@ -136,6 +134,16 @@ func (s *served) mayCreateTask(params []byte) bool {
 	return false
 }
 
+// asksForTask reports whether a legacy tools/call's params ask for a
+// task (a "task" member, not null).
+func asksForTask(params []byte) bool {
+	if !bytes.Contains(params, []byte(`"task"`)) {
+		return false
+	}
+	m, err := jsonrpc.Member(params, "task")
+	return err == nil && len(m) > 0 && string(m) != "null"
+}
+
 // What a served name's server offers of the tasks extension (modern),
 // learnt from the first member connected (served.taskExt).
 const (
@@ -154,6 +162,13 @@ const (
 // rawp points to the params (nil inside: none), which stay the caller's:
 // a pointer in params is no allocation where the slice itself would be.
 func (h *Host) request(ctx context.Context, s *served, method string, rawp *json.RawMessage, ro []snodo.RequestOption) (_ json.RawMessage, created bool, _ error) {
+	return h.requestOn(ctx, s.pool, &s.tasks, method == "tools/call" && s.mayCreateTask(*rawp), method, rawp, ro)
+}
+
+// requestOn is request on pool p, whose tasks are filed in tasks; mayCreate
+// says the call is a tools/call that may create a task (the legacy-era
+// pool of ServeLegacy runs its callers' calls through it too).
+func (h *Host) requestOn(ctx context.Context, p *supervisor.Pool, tasks *taskTable[*snodo.Client], mayCreate bool, method string, rawp *json.RawMessage, ro []snodo.RequestOption) (_ json.RawMessage, created bool, _ error) {
 	raw := *rawp
 	var params any
 	if raw != nil {
@@ -165,7 +180,7 @@ func (h *Host) request(ctx context.Context, s *served, method string, rawp *json
 		if id == "" {
 			break
 		}
-		conn := s.tasks.get(id)
+		conn := tasks.get(id)
 		if conn == nil {
 			break // not a task of this host's: the server says so
 		}
@@ -178,20 +193,20 @@ func (h *Host) request(ctx context.Context, s *served, method string, rawp *json
 		}
 		res, err := conn.Request(ctx, method, params, ro...)
 		return res, false, err
-	case method == "tools/call" && s.mayCreateTask(raw):
-		conn, err := s.pool.Await(ctx)
+	case mayCreate:
+		conn, err := p.Await(ctx)
 		if err != nil {
 			return nil, false, err
 		}
 		res, err := conn.Request(ctx, method, params, ro...)
 		if err == nil {
 			if id := createdTaskID(res); id != "" {
-				s.tasks.put(id, conn)
+				tasks.put(id, conn)
 				created = true
 			}
 		}
 		return res, created, err
 	}
-	res, err := s.pool.Request(ctx, method, params, ro...)
+	res, err := p.Request(ctx, method, params, ro...)
 	return res, false, err
 }

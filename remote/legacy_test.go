@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,8 +142,8 @@ func TestLegacyCallerGetsItsCallsLogs(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// A legacy-era connection that cannot start fails the legacy calls with
-// a -32000 that says so; modern calls go on.
+// A legacy-era connection that cannot start fails the legacy calls and
+// subscriptions with a -32000 that says so; modern calls go on.
 func TestLegacyStartFailureIsAClearError(t *testing.T) {
 	e := natsServer(t)
 	cmd, args := testutil.Server(t)
@@ -161,6 +162,11 @@ func TestLegacyStartFailureIsAClearError(t *testing.T) {
 	assert.Equal(t, snodo.CodeConnectionClosed, se.Code)
 	assert.Contains(t, se.Message, "cannot start the legacy-era connection of ts")
 	assert.Contains(t, se.Message, "no such server here")
+	// Its subscriptions too: they go where its calls go.
+	_, err = legacy.Listen(ctxFor(t, 30*time.Second), snodo.Filter{ToolsListChanged: true})
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, snodo.CodeConnectionClosed, se.Code)
+	assert.Contains(t, se.Message, "cannot start the legacy-era connection of ts")
 	modern := client(t, e, "ts")
 	res, err := modern.CallTool(ctxFor(t, 30*time.Second), "echo", map[string]any{"message": "hi"})
 	require.NoError(t, err)
@@ -246,4 +252,110 @@ func TestLegacyCallerOfAHostWithoutALegacySide(t *testing.T) {
 	res, err := c.CallTool(ctxFor(t, 30*time.Second), "ask", nil)
 	require.NoError(t, err)
 	assert.Equal(t, "Hello, Ada!", res.Text())
+}
+
+// A legacy-era caller's subscription is served by the legacy-era pool
+// its calls go to: the resource it subscribes to is subscribed on the
+// server its calls reach, so an update that server sends during the
+// caller's call arrives on the caller's subscription, as do its list
+// changes. A modern caller's subscription stays on the name's pool.
+func TestLegacyCallerListensWhereItsCallsGo(t *testing.T) {
+	e := natsServer(t)
+	var starts atomic.Int32
+	legacyHost(t, e, "ts", &starts)
+	c := client(t, e, "ts", WithConnectOptions(snodo.WithEra(snodo.EraLegacy)))
+	ctx := ctxFor(t, 30*time.Second)
+	f := snodo.Filter{ToolsListChanged: true, ResourceSubscriptions: []string{"test://a"}}
+	sub, err := c.Listen(ctx, f)
+	require.NoError(t, err)
+	defer sub.Close()
+	assert.Equal(t, f, sub.Acknowledged())
+	assert.Equal(t, int32(1), starts.Load(), "the subscription started the legacy-era connection")
+
+	raw, err := c.Request(ctx, "test/touch", map[string]any{"uri": "test://a"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"notified":true}`, string(raw), "the call reached the server that holds the subscription")
+	ev := testutil.Receive(t, sub.Events(), 10*time.Second, "the resource update")
+	assert.Equal(t, "notifications/resources/updated", ev.Method)
+	assert.JSONEq(t, `{"uri":"test://a"}`, string(ev.Params))
+
+	_, err = c.Request(ctx, "test/notify", map[string]any{"method": "notifications/tools/list_changed"})
+	require.NoError(t, err)
+	ev = testutil.Receive(t, sub.Events(), 10*time.Second, "the list change")
+	assert.Equal(t, "notifications/tools/list_changed", ev.Method)
+
+	// A modern caller's subscription is on the name's (modern) pool.
+	modern := client(t, e, "ts")
+	msub, err := modern.Listen(ctx, snodo.Filter{ToolsListChanged: true})
+	require.NoError(t, err)
+	defer msub.Close()
+	_, err = c.Request(ctx, "test/notify", map[string]any{"method": "notifications/tools/list_changed"})
+	require.NoError(t, err)
+	testutil.Receive(t, sub.Events(), 10*time.Second, "the legacy caller's list change")
+	select {
+	case ev := <-msub.Events():
+		t.Fatalf("the modern subscription got the legacy-era server's %s", ev.Method)
+	default:
+	}
+	assert.Equal(t, int32(1), starts.Load(), "the legacy-era connection started once")
+}
+
+// A legacy-era caller's tasks stay on the host and the legacy-era pool
+// member that created them: two hosts serve the test server offering
+// tasks, each with a legacy-era pool of 2, so a task's later calls
+// (tasks/get, tasks/result, tasks/cancel) sent to any host or member
+// would mostly miss it. Every task ends with its own result, and each is
+// in its host's table of the legacy-era pool's tasks.
+func TestLegacyCallerTasksStayOnTheirMember(t *testing.T) {
+	e := natsServer(t)
+	cmd, args := testutil.Server(t, "-tasks")
+	var hosts []*Host
+	for range 2 {
+		p, err := supervisor.NewPool(context.Background(), snodo.Command(cmd, args...), 1)
+		require.NoError(t, err)
+		start := func(ctx context.Context, opts ...snodo.Option) (*supervisor.Pool, error) {
+			return supervisor.NewPool(ctx, snodo.Command(cmd, args...), 2, supervisor.WithConnectOptions(opts...))
+		}
+		h, err := NewHost(context.Background(), e.URL(), Serve("tasks", p), ServeLegacy("tasks", start))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = h.Close() })
+		hosts = append(hosts, h)
+	}
+	c := client(t, e, "tasks", WithConnectOptions(snodo.WithEra(snodo.EraLegacy), snodo.WithServerRequestHandler(answerAda),
+		snodo.WithClientCapabilities(snodo.ClientCapabilities{Elicitation: &snodo.ElicitationCapability{Form: true}})))
+	require.Equal(t, snodo.EraLegacy, c.Era())
+
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			task, err := c.CallToolAsTask(ctxFor(t, 60*time.Second), "research", map[string]any{"topic": strconv.Itoa(i), "ms": 300, "pollMs": 20})
+			if !assert.NoError(t, err) {
+				return
+			}
+			res, err := task.Wait(ctxFor(t, 60*time.Second))
+			if assert.NoError(t, err, "task %d", i) {
+				assert.Equal(t, "Report on "+strconv.Itoa(i), res.Text())
+			}
+		})
+	}
+	wg.Wait()
+	held := 0
+	for _, h := range hosts {
+		s := h.served[0]
+		if s.leg == nil {
+			continue
+		}
+		s.leg.tasks.mu.Lock()
+		held += len(s.leg.tasks.byID)
+		s.leg.tasks.mu.Unlock()
+	}
+	assert.Equal(t, 8, held, "each task is in its host's legacy-era table")
+
+	task, err := c.CallToolAsTask(ctxFor(t, 60*time.Second), "research", map[string]any{"ms": 60000})
+	require.NoError(t, err)
+	waited := make(chan error, 1)
+	go func() { _, err := task.Wait(ctxFor(t, 60*time.Second)); waited <- err }()
+	require.NoError(t, task.Cancel(ctxFor(t, 20*time.Second)))
+	err = testutil.Receive(t, waited, 20*time.Second, "Wait's end")
+	require.ErrorIs(t, err, snodo.ErrTaskCancelled)
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/listening"
 	"github.com/snodo/snodo/internal/mcpmethod"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -31,7 +30,7 @@ var ErrHostEnded = errors.New("remote: the host ended the subscription")
 
 // inboxQueue bounds the messages of one subscription between the NATS
 // delivery goroutine and the subscription's own; past it the
-// subscription ends with subscription.ErrQueueFull.
+// subscription ends with snodo.ErrSubscriptionQueueFull.
 const inboxQueue = 256
 
 // hosted serves a *snodo.Subscription served by a host: events arrive
@@ -41,12 +40,12 @@ const inboxQueue = 256
 // they stop.
 //
 // Its End's Err is why it ended: nil after a graceful end;
-// subscription.ErrClosed after Close; snodoactor.ErrOwnerExited when
+// snodo.ErrSubscriptionClosed after Close; snodo.ErrOwnerExited when
 // Listen's ctx is done or the ListenTo actor terminated;
-// subscription.ErrQueueFull; a -32000 wrapping ErrHostGone when the host
-// stopped sending heartbeats, or connection.ErrClosed (Client.Close); an
+// snodo.ErrSubscriptionQueueFull; a -32000 wrapping ErrHostGone when the host
+// stopped sending heartbeats, or snodo.ErrClosed (Client.Close); an
 // error wrapping ErrHostEnded, with the host's reason, when the host
-// ended it (and subscription.ErrServerTeardown when its MCP server tore
+// ended it (and snodo.ErrSubscriptionTeardown when its MCP server tore
 // it down, as for a local subscription).
 type hosted struct {
 	*listening.End                     // Done and Err
@@ -75,12 +74,14 @@ type hosted struct {
 }
 
 // Listen opens a subscription for the notifications f asks for on a host
-// of the name and returns once the host's MCP server acknowledged it. ctx
+// of the name and returns once the host's MCP server acknowledged it (a
+// client of the legacy era: the host's legacy-era connection, where its
+// calls go, when the host has one; see ServeLegacy). ctx
 // is the subscription's owner: when it is done, the host is told to
 // cancel it, as on Close. snodo.MaxQueued bounds the events waiting
 // for the reader (default 1024), and their
 // params (default 16 MiB): past either the subscription ends with
-// subscription.ErrQueueFull and is cancelled on the host.
+// snodo.ErrSubscriptionQueueFull and is cancelled on the host.
 //
 // With snodo.ListenTo(pid) the events go to the actor instead, as for a
 // supervised or pooled subscription: *snodo.SubscriptionEvent messages
@@ -89,11 +90,11 @@ type hosted struct {
 // only closes. Their Subscription field is the one Listen returned.
 // pid lives in the client's actor system
 // (snodo.WithActorSystem in WithConnectOptions); the subscription watches it and is cancelled on
-// the host when it terminates (Err wraps snodoactor.ErrOwnerExited).
+// the host when it terminates (Err wraps snodo.ErrOwnerExited).
 //
 // When ctx is done before the host acknowledged the subscription, Listen
 // fails as a local Listen does: with an error wrapping
-// snodoactor.ErrOwnerExited and ctx's cause (errors.Is context.Canceled or
+// snodo.ErrOwnerExited and ctx's cause (errors.Is context.Canceled or
 // context.DeadlineExceeded), and the host, hearing no keep-alive, cancels
 // it.
 //
@@ -101,7 +102,7 @@ type hosted struct {
 // code (snodo's traceSubscription, through internal/connopts): a CLIENT span subscriptions/listen,
 // child of the span in ctx, until it ends, whose context goes to the
 // host; a SERVER span per event; the queue depth at each event queued on
-// Events, and an overflow when it ends with subscription.ErrQueueFull.
+// Events, and an overflow when it ends with snodo.ErrSubscriptionQueueFull.
 func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.ListenOption) (*snodo.Subscription, error) {
 	if ctx == nil {
 		return nil, nilContextError(mcpmethod.Listen)
@@ -160,6 +161,11 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	m.Reply = c.inbox + token
 	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, mcpmethod.Listen, params))
 	m.Header.Set(hdrBeat, millis(c.cfg.beat))
+	if c.cfg.era == snodo.EraLegacy {
+		// Served by the pool its calls go to: the hosts' legacy-era
+		// connection, if they have one (ServeLegacy).
+		m.Header.Set(hdrOpts, "legacy")
+	}
 	injectTrace(ctx, m.Header)
 	if err := c.nc.PublishMsg(m); err != nil {
 		c.unregister(token)
@@ -176,7 +182,7 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	var unwatch func()
 	if s.actor != nil {
 		unwatch = snodoactor.WatchOwner(s.sys, s.actor, func() {
-			s.stop(fmt.Errorf("%w: the ListenTo actor terminated", snodoactor.ErrOwnerExited))
+			s.stop(fmt.Errorf("%w: the ListenTo actor terminated", snodo.ErrOwnerExited))
 		})
 	}
 	go s.run(unwatch)
@@ -220,10 +226,10 @@ func (s *hosted) awaitAck(ctx context.Context) error {
 }
 
 // ownerLeft is why a subscription ends when ctx, its owner, is done: the
-// error a local subscription ends with then (snodoactor.ErrOwnerExited and the
+// error a local subscription ends with then (snodo.ErrOwnerExited and the
 // ctx's cause).
 func ownerLeft(ctx context.Context) error {
-	return fmt.Errorf("%w: the context given to Listen is done: %w", snodoactor.ErrOwnerExited, context.Cause(ctx))
+	return fmt.Errorf("%w: the context given to Listen is done: %w", snodo.ErrOwnerExited, context.Cause(ctx))
 }
 
 // endError is why a host ended a subscription: nil for a graceful end.
@@ -238,7 +244,7 @@ func endError(m *nats.Msg) error {
 	if m.Header.Get(hdrLocal) != "" {
 		causes := []error{ErrHostEnded, jsonrpc.ErrConnectionClosed}
 		if m.Header.Get(hdrTeardown) != "" {
-			causes = append(causes, subscription.ErrServerTeardown)
+			causes = append(causes, snodo.ErrSubscriptionTeardown)
 		}
 		return jsonrpc.NewLocalError(e.Code, "host "+m.Header.Get(hdrHost)+" ended the subscription: "+e.Message, causes...)
 	}
@@ -251,7 +257,7 @@ func (s *hosted) deliver(m *nats.Msg) {
 	case s.in <- m:
 	default:
 		select {
-		case s.quit <- subscription.ErrQueueFull:
+		case s.quit <- snodo.ErrSubscriptionQueueFull:
 		default:
 		}
 	}
@@ -301,7 +307,7 @@ loop:
 				}
 				if waiting, ok := s.bytes.Admit(len(s.events), len(ev.Params), s.maxBytes); !ok {
 					why = fmt.Errorf("%w: the subscription on %s has %d bytes of events waiting for a slow reader, and the next has %d (bound %d bytes); read Events faster or raise the queue bound",
-						subscription.ErrQueueFull, s.c.name, waiting, len(ev.Params), s.maxBytes)
+						snodo.ErrSubscriptionQueueFull, s.c.name, waiting, len(ev.Params), s.maxBytes)
 					break loop
 				}
 				select {
@@ -311,7 +317,7 @@ loop:
 					s.traceEvent(ev)
 				default:
 					why = fmt.Errorf("%w: the subscription on %s has %d events waiting for a slow reader; read Events faster or raise the queue bound",
-						subscription.ErrQueueFull, s.c.name, cap(s.events))
+						snodo.ErrSubscriptionQueueFull, s.c.name, cap(s.events))
 					break loop
 				}
 			case kindEnd:
@@ -395,7 +401,7 @@ func (s *hosted) stop(why error) {
 // Events delivers the events in order and is closed once the
 // subscription has ended (after Done: Err is final by then). A reader that falls behind by more than the
 // queue bound (snodo.MaxQueued) ends it
-// with subscription.ErrQueueFull.
+// with snodo.ErrSubscriptionQueueFull.
 // With ListenTo it only closes: the events go to the actor.
 func (s *hosted) Events() <-chan snodo.Event { return s.events }
 
@@ -422,7 +428,7 @@ func (s *hosted) Host() string {
 // Close tells the host to cancel the subscription on its MCP server and
 // returns once it has ended here. It always returns nil.
 func (s *hosted) Close() error {
-	s.stop(subscription.ErrClosed)
+	s.stop(snodo.ErrSubscriptionClosed)
 	<-s.Done()
 	return nil
 }

@@ -15,8 +15,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -33,7 +31,7 @@ func meterReader(t *testing.T) (*sdkmetric.MeterProvider, *sdkmetric.ManualReade
 // same code, with the attributes of the remote client's other connection
 // metrics (network.transport tcp, snodo.server.name): the queue depth as
 // each event is queued on Events, and one overflow when it ends with
-// subscription.ErrQueueFull. A subscription ended otherwise is no overflow.
+// snodo.ErrSubscriptionQueueFull. A subscription ended otherwise is no overflow.
 func TestRemoteListenIsMeasured(t *testing.T) {
 	e := natsServer(t)
 	host(t, e, "measured", 1)
@@ -58,7 +56,7 @@ func TestRemoteListenIsMeasured(t *testing.T) {
 	_, err = c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "count": 3})
 	require.NoError(t, err)
 	<-sub.Done()
-	require.ErrorIs(t, sub.Err(), subscription.ErrQueueFull)
+	require.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionQueueFull)
 
 	m := testutil.Metrics(t, reader)
 	depth, ok := m["snodo.client.subscription.queue.depth"].(metricdata.Histogram[int64])
@@ -119,7 +117,7 @@ func TestRemoteListenMetricsAllocation(t *testing.T) {
 }
 
 // When Listen's ctx ends before the host acknowledged the subscription,
-// the owner left: Listen fails with an error wrapping actor.ErrOwnerExited
+// the owner left: Listen fails with an error wrapping snodo.ErrOwnerExited
 // and the ctx's cause, and the span has no error, as for a local Listen
 // (TestListenOwnerLeavingBeforeAckIsNoError in the root package).
 func TestRemoteListenOwnerLeavingBeforeAckIsNoError(t *testing.T) {
@@ -150,7 +148,7 @@ func TestRemoteListenOwnerLeavingBeforeAckIsNoError(t *testing.T) {
 	testutil.Receive(t, sent, 10*time.Second, "the listen request")
 	cancel()
 	err = testutil.Receive(t, done, 10*time.Second, "Listen's return")
-	require.ErrorIs(t, err, actor.ErrOwnerExited)
+	require.ErrorIs(t, err, snodo.ErrOwnerExited)
 	require.ErrorIs(t, err, context.Canceled)
 
 	spans := ended(rec, "subscriptions/listen")
@@ -160,6 +158,6 @@ func TestRemoteListenOwnerLeavingBeforeAckIsNoError(t *testing.T) {
 
 	// A ctx already done: nothing is sent, and the error is the same.
 	_, err = c.Listen(owned, snodo.Filter{ToolsListChanged: true})
-	require.ErrorIs(t, err, actor.ErrOwnerExited)
+	require.ErrorIs(t, err, snodo.ErrOwnerExited)
 	require.ErrorIs(t, err, context.Canceled)
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -65,8 +64,8 @@ func TestRemoteListenToAcrossARestart(t *testing.T) {
 	_, open := <-sub.Events()
 	assert.False(t, open, "with ListenTo, Events only closes")
 	end := next().(*snodo.SubscriptionEnded)
-	assert.ErrorIs(t, end.Err, subscription.ErrClosed)
-	assert.ErrorIs(t, sub.Err(), subscription.ErrClosed)
+	assert.ErrorIs(t, end.Err, snodo.ErrSubscriptionClosed)
+	assert.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionClosed)
 	assert.Len(t, ended(rec, "notifications/tools/list_changed"), 2, "the server's events are traced")
 	assert.Empty(t, ended(rec, supervisor.ResubscribedMethod), "the host's marker is no notification of the server's")
 }
@@ -88,7 +87,7 @@ func TestRemoteSubscriptionEndsWithItsListenToActor(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("subscription outlived its actor")
 	}
-	assert.ErrorIs(t, sub.Err(), snodoactor.ErrOwnerExited)
+	assert.ErrorIs(t, sub.Err(), snodo.ErrOwnerExited)
 	// The host cancelled it on its MCP server.
 	require.Eventually(t, func() bool {
 		raw, err := c.Request(ctx, "test/subscriptions", nil)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -155,7 +154,7 @@ func TestRemoteListenSpanEndsWithItsReason(t *testing.T) {
 
 	sub = serverEnds("teardown")
 	require.ErrorIs(t, sub.Err(), ErrHostEnded)
-	require.ErrorIs(t, sub.Err(), subscription.ErrServerTeardown, "as a local subscription's")
+	require.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionTeardown, "as a local subscription's")
 	assert.Equal(t, codes.Error, last().Status().Code)
 	assert.Equal(t, "server_teardown", attrsOf(last())["error.type"])
 
@@ -164,7 +163,7 @@ func TestRemoteListenSpanEndsWithItsReason(t *testing.T) {
 	_, err = c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "count": 3})
 	require.NoError(t, err)
 	<-sub.Done() // nobody reads: the second event overflows the queue
-	require.ErrorIs(t, sub.Err(), subscription.ErrQueueFull)
+	require.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionQueueFull)
 	assert.Equal(t, "queue_full", attrsOf(last())["error.type"])
 	assert.Len(t, ended(rec, "notifications/tools/list_changed"), 1, "only the queued event")
 
@@ -173,7 +172,7 @@ func TestRemoteListenSpanEndsWithItsReason(t *testing.T) {
 	require.NoError(t, err)
 	cancel()
 	<-sub.Done()
-	require.ErrorIs(t, sub.Err(), snodoactor.ErrOwnerExited)
+	require.ErrorIs(t, sub.Err(), snodo.ErrOwnerExited)
 	assert.Equal(t, codes.Unset, last().Status().Code, "the owner leaving is no error")
 
 	sub, err = c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
@@ -214,7 +213,7 @@ func TestRemoteListenToIsTraced(t *testing.T) {
 	testutil.Receive(t, got, 5*time.Second, "an event")
 	sys.Root.Stop(pid)
 	<-sub.Done()
-	require.ErrorIs(t, sub.Err(), snodoactor.ErrOwnerExited)
+	require.ErrorIs(t, sub.Err(), snodo.ErrOwnerExited)
 
 	listen := ended(rec, "subscriptions/listen")
 	require.Len(t, listen, 1)

@@ -237,7 +237,9 @@ func WithHeartbeat(d time.Duration) ClientOption {
 //     that has one (ServeLegacy; the host's pool otherwise), and the
 //     requests that server sends during a call (sampling, elicitation,
 //     roots) come to this client's WithServerRequestHandler, whose answer
-//     goes back to the server. logging/setLevel is kept by the client:
+//     goes back to the server; its subscriptions (Listen) are served by
+//     the same connection, so that what it subscribes to is where its
+//     calls go. logging/setLevel is kept by the client:
 //     each call then carries the level, and the log messages its server
 //     sends during it come to WithNotificationHandler. Info (and Era)
 //     then describe the hosts' legacy-era connection: EraLegacy, or

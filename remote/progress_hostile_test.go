@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -127,7 +126,7 @@ func TestRemoteListenOnALegacyServer(t *testing.T) {
 		}
 	}
 	require.NoError(t, sub.Close())
-	require.ErrorIs(t, sub.Err(), subscription.ErrClosed)
+	require.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionClosed)
 	// The host ends its own subscription after the caller's close: the
 	// member is unsubscribed soon after.
 	testutil.Eventually(t, func() bool { return !touch() }, 20*time.Second, "the member unsubscribed after the caller's close")

@@ -13,8 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -131,7 +129,7 @@ func TestListenEvents(t *testing.T) {
 		}
 	}
 	require.NoError(t, sub.Close())
-	assert.ErrorIs(t, sub.Err(), subscription.ErrClosed)
+	assert.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionClosed)
 }
 
 func TestManyInFlight(t *testing.T) {
@@ -189,7 +187,7 @@ func TestCloseCancelsCallsOnHost(t *testing.T) {
 		return err == nil && strings.Contains(string(raw), "test/sleep")
 	}, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, c.Close())
-	require.ErrorIs(t, <-done, connection.ErrClosed)
+	require.ErrorIs(t, <-done, snodo.ErrClosed)
 	_, err := probe.Request(ctx, "test/waitNotification", map[string]any{"method": "notifications/cancelled", "count": 1, "timeoutMs": 5000})
 	require.NoError(t, err, "the host cancelled the call of a closed client")
 }

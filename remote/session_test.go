@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -66,7 +65,7 @@ func useSession(ctx context.Context, s snodo.Session) error {
 					return err
 				}
 				<-sub.Done()
-				if !errors.Is(sub.Err(), subscription.ErrClosed) {
+				if !errors.Is(sub.Err(), snodo.ErrSubscriptionClosed) {
 					return fmt.Errorf("subscription ended with %v, want ErrSubscriptionClosed", sub.Err())
 				}
 				return nil

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -117,7 +116,7 @@ func TestStatsCountListenErrors(t *testing.T) {
 	_, err = c.Request(ctx, "test/endSubscription", map[string]any{"subscription": open.Open[0], "mode": "teardown"})
 	require.NoError(t, err)
 	testutil.Receive(t, sub.Done(), 20*time.Second, "the torn-down subscription ended")
-	require.ErrorIs(t, sub.Err(), subscription.ErrServerTeardown)
+	require.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionTeardown)
 	sub, err = c.Listen(ctx, snodo.Filter{ToolsListChanged: true})
 	require.NoError(t, err)
 	require.NoError(t, sub.Close())

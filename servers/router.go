@@ -11,7 +11,6 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/life"
@@ -187,11 +186,11 @@ func (r *Router) Pool(name string) (*supervisor.Pool, error) {
 func (r *Router) Ready() <-chan struct{} { return r.ready }
 
 // Close stops the router and with it every pool, its children (their
-// calls end with a -32000 wrapping snodoactor.ErrOwnerExited): it returns
+// calls end with a -32000 wrapping snodo.ErrOwnerExited): it returns
 // without waiting for the servers to exit (each gets its shutdown grace);
 // Done tells when they have. Idempotent; it returns nil.
 func (r *Router) Close() error {
-	r.life.Stop(connection.ErrClosed)
+	r.life.Stop(snodo.ErrClosed)
 	<-r.stopped
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/servers"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
@@ -104,7 +103,7 @@ func TestRouterRoutesCallsByName(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the router's servers were not reaped")
 	}
-	assert.ErrorIs(t, router.Err(), connection.ErrClosed)
+	assert.ErrorIs(t, router.Err(), snodo.ErrClosed)
 }
 
 // NewRouter waits for every pool; a server that cannot start fails it.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/sentinel"
 )
 
 // pump posts queued events to the owner actor, then the end. Posting to an
@@ -39,6 +40,6 @@ func (s *Subscription) pump() {
 func watchOwner(s *Subscription) (stop func()) {
 	owner := s.opts.Actor
 	return snodoactor.WatchOwner(s.opts.System, owner, func() {
-		s.end(fmt.Errorf("%w: actor %s terminated", snodoactor.ErrOwnerExited, owner.Id))
+		s.end(fmt.Errorf("%w: actor %s terminated", sentinel.ErrOwnerExited, owner.Id))
 	})
 }

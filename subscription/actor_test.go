@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/engine"
+	"github.com/snodo/snodo/internal/sentinel"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -34,7 +34,7 @@ func testMessage(s *Subscription, ev *Event, err error) any {
 
 // collector spawns an actor that forwards every subscription message it
 // receives to the returned channel.
-func collector(t *testing.T, c *connection.Conn) (*protoactor.PID, chan any) {
+func collector(t *testing.T, c *engine.Conn) (*protoactor.PID, chan any) {
 	t.Helper()
 	got := make(chan any, 100)
 	pid := c.System().Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
@@ -48,7 +48,7 @@ func collector(t *testing.T, c *connection.Conn) (*protoactor.PID, chan any) {
 }
 
 func TestActorReceivesEventsAndTheEnd(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	pid, got := collector(t, c)
 	s := open(t, c, toolsFilter, Options{Actor: pid, Message: testMessage})
 	_, ok := <-s.Events()
@@ -73,19 +73,19 @@ func TestActorReceivesEventsAndTheEnd(t *testing.T) {
 }
 
 func TestOwnerActorTerminatingCancelsOnTheServer(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	pid, _ := collector(t, c)
 	s := open(t, c, toolsFilter, Options{Actor: pid, Message: testMessage})
 	c.System().Root.Stop(pid)
 	err := waitEnded(t, s)
-	require.ErrorIs(t, err, snodoactor.ErrOwnerExited)
+	require.ErrorIs(t, err, sentinel.ErrOwnerExited)
 	assert.Contains(t, err.Error(), pid.Id)
 	assert.Equal(t, []int64{s.ID()}, cancelledOnServer(t, c, 1))
 	assert.Empty(t, openOnServer(t, c))
 }
 
 func TestListenToADeadActorFails(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	stopped := make(chan struct{})
 	pid := c.System().Root.Spawn(protoactor.PropsFromFunc(func(ctx protoactor.Context) {
 		if _, ok := ctx.Message().(*protoactor.Stopped); ok {
@@ -95,15 +95,15 @@ func TestListenToADeadActorFails(t *testing.T) {
 	c.System().Root.Stop(pid)
 	<-stopped
 	_, err := Open(t.Context(), c, listenParams(toolsFilter), nil, Options{Actor: pid, Message: testMessage})
-	require.ErrorIs(t, err, snodoactor.ErrOwnerExited)
+	require.ErrorIs(t, err, sentinel.ErrOwnerExited)
 }
 
 // Open with no connection, or no ctx, fails with an error saying what to
 // pass, and starts nothing.
 func TestOpenWithoutAConnectionOrAContext(t *testing.T) {
 	_, err := Open(t.Context(), nil, listenParams(toolsFilter), nil, Options{})
-	require.ErrorContains(t, err, "nil *connection.Conn")
-	c := startConn(t, connection.Config{})
+	require.ErrorContains(t, err, "nil *engine.Conn")
+	c := startConn(t, engine.Config{})
 	_, err = Open(nil, c, listenParams(toolsFilter), nil, Options{}) //nolint:staticcheck // the point of the test
 	require.ErrorContains(t, err, "nil context.Context")
 	assert.Empty(t, openOnServer(t, c))

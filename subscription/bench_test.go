@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/engine"
 )
 
 // BenchmarkEvents measures events per second from the test server through
@@ -15,7 +15,7 @@ import (
 func BenchmarkEvents(b *testing.B) {
 	for _, n := range []int{1, 100} {
 		b.Run(fmt.Sprintf("subs=%d", n), func(b *testing.B) {
-			c := startConn(b, connection.Config{})
+			c := startConn(b, engine.Config{})
 			subs := make([]*Subscription, n)
 			for i := range subs {
 				subs[i] = open(b, c, toolsFilter, Options{MaxQueue: 1 << 16})

@@ -11,13 +11,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/limits"
+	"github.com/snodo/snodo/internal/sentinel"
 	"github.com/snodo/snodo/test/testutil"
 )
 
 func TestListenSendsFilterAndReturnsAcknowledgedSubset(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	want := Filter{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true,
 		ResourceSubscriptions: []string{"file:///project/config.json"}}
 	s := open(t, c, want, Options{})
@@ -45,7 +46,7 @@ func TestListenSendsFilterAndReturnsAcknowledgedSubset(t *testing.T) {
 }
 
 func TestManySubscriptionsAreDemultiplexedInOrder(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	subs := make([]*Subscription, 10)
 	for i := range subs {
 		subs[i] = open(t, c, toolsFilter, Options{})
@@ -74,7 +75,7 @@ func TestManySubscriptionsAreDemultiplexedInOrder(t *testing.T) {
 
 func TestNotificationsForUnknownSubscriptionsAreDropped(t *testing.T) {
 	logs := &testutil.LogRecorder{}
-	c := startConn(t, connection.Config{Logger: logs.Logger()})
+	c := startConn(t, engine.Config{Logger: logs.Logger()})
 	s := open(t, c, toolsFilter, Options{})
 	call(t, c, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "rawSubscriptionId": 9999})
 	call(t, c, "test/emit", map[string]any{"method": "notifications/tools/list_changed", "rawSubscriptionId": `"x"`})
@@ -105,7 +106,7 @@ func TestEventsBeforeAcknowledgementAreDropped(t *testing.T) {
 // A caller that makes requests on the goroutine that reads events, with
 // events arriving all the while, never deadlocks the connection.
 func TestRequestsFromTheReadingGoroutine(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	s := open(t, c, toolsFilter, Options{})
 	emit(t, c, s.ID(), 0, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -132,7 +133,7 @@ func TestRequestsFromTheReadingGoroutine(t *testing.T) {
 // A reader that does not read holds up neither responses nor other
 // subscriptions; its events wait, in order, within the queue bound.
 func TestSlowReaderDoesNotHoldUpResponses(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	slow := open(t, c, toolsFilter, Options{MaxQueue: 2000})
 	other := open(t, c, toolsFilter, Options{})
 	emit(t, c, slow.ID(), 0, 1000)
@@ -142,7 +143,7 @@ func TestSlowReaderDoesNotHoldUpResponses(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 20 {
-				res, err := c.Request(context.Background(), "test/echo", map[string]int{"g": g, "i": i}, &connection.CallOptions{Timeout: 5 * time.Second})
+				res, err := c.Request(context.Background(), "test/echo", map[string]int{"g": g, "i": i}, &engine.CallOptions{Timeout: 5 * time.Second})
 				if assert.NoError(t, err) {
 					assert.JSONEq(t, `{"g":`+itoa(g)+`,"i":`+itoa(i)+`}`, string(res))
 				}
@@ -162,11 +163,11 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // A queue that passes its bound ends the subscription with a clear error
 // and cancels it on the server; the events queued before stay readable.
 func TestQueueBoundEndsTheSubscription(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	s := open(t, c, toolsFilter, Options{MaxQueue: 10})
 	emit(t, c, s.ID(), 0, 50)
 	err := waitEnded(t, s)
-	require.ErrorIs(t, err, ErrQueueFull)
+	require.ErrorIs(t, err, sentinel.ErrSubscriptionQueueFull)
 	assert.Contains(t, err.Error(), "raise the queue bound")
 	assert.Len(t, drain(t, s), 10)
 	assert.Equal(t, []int64{s.ID()}, cancelledOnServer(t, c, 1))
@@ -174,20 +175,20 @@ func TestQueueBoundEndsTheSubscription(t *testing.T) {
 }
 
 // The queue is bounded in bytes as well as in events: large events to a
-// reader that does not keep up end the subscription with ErrQueueFull
+// reader that does not keep up end the subscription with snodo.ErrSubscriptionQueueFull
 // once limits.MaxQueueBytes (16 MiB) wait, long before 1024 of them do (1024 events
 // of up to MaxLineBytes each: 16 GiB with the default line cap). A reader
 // that keeps up is never near it.
 func TestQueueBytesBoundEndsTheSubscription(t *testing.T) {
 	const size, count = 512 << 10, 48 // 24 MiB of events
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	s := open(t, c, toolsFilter, Options{})
 	call(t, c, "test/emit", map[string]any{
 		"method": "notifications/tools/list_changed", "subscription": s.ID(),
 		"params": map[string]any{"k": 0, "pad": strings.Repeat("p", size)}, "count": count,
 	})
 	err := waitEnded(t, s)
-	require.ErrorIs(t, err, ErrQueueFull)
+	require.ErrorIs(t, err, sentinel.ErrSubscriptionQueueFull)
 	assert.Contains(t, err.Error(), "bytes")
 	var queued int
 	evs := drain(t, s)
@@ -218,7 +219,7 @@ func TestQueueBytesBoundEndsTheSubscription(t *testing.T) {
 // delivered like any other; it was dropped on the reader, with nothing
 // but a log record, and the stream went on without it.
 func TestEventsWithAnyMembersAreDelivered(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	s := open(t, c, toolsFilter, Options{})
 	for k, params := range []map[string]any{
 		{"k": 0, "message": map[string]string{"text": "hi"}},

@@ -1,5 +1,5 @@
 // Package subscription implements MCP subscriptions/listen streams on top
-// of a connection.Conn: one long-lived request whose acknowledgement,
+// of snodo's connection engine: one long-lived request whose acknowledgement,
 // events and end are correlated by the subscription ID (the request's
 // JSON-RPC ID, carried in _meta["io.modelcontextprotocol/subscriptionId"]).
 //
@@ -17,15 +17,15 @@
 // subscription's sink, which appends them to a queue of bounded size (a
 // buffered channel; Options.MaxQueue events and Options.MaxQueueBytes of
 // their params) without ever blocking; a queue that passes either bound
-// ends the subscription with ErrQueueFull and cancels it on the server.
+// ends the subscription with snodo.ErrSubscriptionQueueFull and cancels it on the server.
 //
 // How a subscription ends decides Err:
 //
 //	successful response to the listen request   nil (graceful end)
-//	server notifications/cancelled              wraps ErrServerTeardown
-//	Close                                       ErrClosed
-//	Open's ctx done / owner actor terminated    wraps actor.ErrOwnerExited
-//	queue bound passed                          wraps ErrQueueFull
+//	server notifications/cancelled              wraps snodo.ErrSubscriptionTeardown
+//	Close                                       snodo.ErrSubscriptionClosed
+//	Open's ctx done / owner actor terminated    wraps snodo.ErrOwnerExited
+//	queue bound passed                          wraps snodo.ErrSubscriptionQueueFull
 //	server exit, stdin closed, Conn.Close       the connection's -32000 *jsonrpc.Error
 //	error response from the server              that *jsonrpc.Error
 package subscription

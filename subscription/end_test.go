@@ -8,20 +8,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/sentinel"
 )
 
 func TestCloseCancelsOnTheServer(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	s := open(t, c, toolsFilter, Options{})
 	keep := open(t, c, toolsFilter, Options{})
 	emit(t, c, s.ID(), 1, 2)
 	next(t, s) // the events are in the queue before Close
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close(), "Close is idempotent")
-	assert.ErrorIs(t, s.Err(), ErrClosed)
+	assert.ErrorIs(t, s.Err(), sentinel.ErrSubscriptionClosed)
 	assert.Len(t, drain(t, s), 1, "Events closes after the events already queued")
 	assert.Equal(t, []int64{s.ID()}, cancelledOnServer(t, c, 1))
 	assert.Equal(t, []int64{keep.ID()}, openOnServer(t, c))
@@ -29,13 +29,13 @@ func TestCloseCancelsOnTheServer(t *testing.T) {
 }
 
 func TestOwnerContextDoneCancelsOnTheServer(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := Open(ctx, c, listenParams(toolsFilter), nil, Options{})
 	require.NoError(t, err)
 	cancel()
 	err = waitEnded(t, s)
-	require.ErrorIs(t, err, snodoactor.ErrOwnerExited)
+	require.ErrorIs(t, err, sentinel.ErrOwnerExited)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Empty(t, drain(t, s))
 	assert.Equal(t, []int64{s.ID()}, cancelledOnServer(t, c, 1))
@@ -43,7 +43,7 @@ func TestOwnerContextDoneCancelsOnTheServer(t *testing.T) {
 }
 
 func TestOpenWithADoneContextSendsNothing(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := Open(ctx, c, listenParams(toolsFilter), nil, Options{})
@@ -53,7 +53,7 @@ func TestOpenWithADoneContextSendsNothing(t *testing.T) {
 }
 
 func TestGracefulEndLeavesErrNil(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	s := open(t, c, toolsFilter, Options{})
 	emit(t, c, s.ID(), 5, 3)
 	call(t, c, "test/endSubscription", map[string]any{"subscription": s.ID(), "mode": "graceful"})
@@ -64,12 +64,12 @@ func TestGracefulEndLeavesErrNil(t *testing.T) {
 }
 
 func TestServerTeardownIsADistinctError(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	s := open(t, c, toolsFilter, Options{})
 	emit(t, c, s.ID(), 5, 2)
 	call(t, c, "test/endSubscription", map[string]any{"subscription": s.ID(), "mode": "teardown"})
 	err := waitEnded(t, s)
-	require.ErrorIs(t, err, ErrServerTeardown)
+	require.ErrorIs(t, err, sentinel.ErrSubscriptionTeardown)
 	assert.Contains(t, err.Error(), "server shutting down", "the server's reason is kept")
 	var e *jsonrpc.Error
 	assert.NotErrorAs(t, err, &e)
@@ -77,30 +77,30 @@ func TestServerTeardownIsADistinctError(t *testing.T) {
 }
 
 func TestServerCrashEndsEverySubscription(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	subs := []*Subscription{open(t, c, toolsFilter, Options{}), open(t, c, toolsFilter, Options{}), open(t, c, toolsFilter, Options{})}
 	emit(t, c, subs[1].ID(), 0, 1)
 	_, err := c.Request(context.Background(), "test/crash", map[string]int{"code": 3}, nil)
-	requireClosed(t, err, connection.ErrServerExited)
+	requireClosed(t, err, sentinel.ErrServerExited)
 	for _, s := range subs {
-		requireClosed(t, waitEnded(t, s), connection.ErrServerExited)
+		requireClosed(t, waitEnded(t, s), sentinel.ErrServerExited)
 	}
 	assert.Len(t, drain(t, subs[1]), 1)
 	<-c.Done()
 }
 
 func TestConnectionCloseEndsEverySubscription(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	a, b := open(t, c, toolsFilter, Options{}), open(t, c, toolsFilter, Options{MaxQueue: 1})
 	require.NoError(t, c.Close())
-	requireClosed(t, waitEnded(t, a), connection.ErrClosed)
-	requireClosed(t, waitEnded(t, b), connection.ErrClosed)
+	requireClosed(t, waitEnded(t, a), sentinel.ErrClosed)
+	requireClosed(t, waitEnded(t, b), sentinel.ErrClosed)
 	_, err := Open(context.Background(), c, listenParams(toolsFilter), nil, Options{})
-	requireClosed(t, err, connection.ErrClosed)
+	requireClosed(t, err, sentinel.ErrClosed)
 }
 
 func TestOpenFailsWhenTheServerRefuses(t *testing.T) {
-	c := startConn(t, connection.Config{}, "-era", "legacy")
+	c := startConn(t, engine.Config{}, "-era", "legacy")
 	start := time.Now()
 	_, err := Open(context.Background(), c, listenParams(toolsFilter), nil, Options{})
 	var e *jsonrpc.Error
@@ -128,11 +128,11 @@ func requireClosed(t *testing.T, err error, reason error) {
 // notifications/cancelled for a request the server had ended (15 times
 // in 100 teardowns under -race).
 func TestServerTeardownIsNeverCancelledBack(t *testing.T) {
-	c := startConn(t, connection.Config{})
+	c := startConn(t, engine.Config{})
 	for range 100 {
 		s := open(t, c, toolsFilter, Options{})
 		call(t, c, "test/endSubscription", map[string]any{"subscription": s.ID(), "mode": "teardown"})
-		require.ErrorIs(t, waitEnded(t, s), ErrServerTeardown)
+		require.ErrorIs(t, waitEnded(t, s), sentinel.ErrSubscriptionTeardown)
 	}
 	call(t, c, "test/echo", nil) // read after every cancellation the client wrote
 	received := call(t, c, "test/received", map[string]string{"method": "notifications/cancelled"})

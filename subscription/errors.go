@@ -1,22 +1,11 @@
 package subscription
 
-import (
-	"errors"
-)
+import ()
 
-// Why a subscription ended, for errors.Is on Err (see the package doc).
-// A graceful end, signalled by the server answering the listen request,
-// leaves Err nil.
-var (
-	// ErrClosed: Close was called.
-	ErrClosed = errors.New("snodo: subscription closed by the client")
-	// ErrServerTeardown: the server sent notifications/cancelled for the
-	// listen request. Listen again to resume receiving events.
-	ErrServerTeardown = errors.New("snodo: the server tore the subscription down")
-	// ErrQueueFull: events arrived faster than they were taken and the
-	// queue passed its bound; the subscription was cancelled on the server.
-	ErrQueueFull = errors.New("snodo: subscription queue full")
-)
+// A subscription's Err wraps one of snodo's sentinels
+// (snodo.ErrSubscriptionClosed, snodo.ErrSubscriptionTeardown,
+// snodo.ErrSubscriptionQueueFull: see the package doc); package snodo
+// exports them, so one import tells every end apart.
 
 // localEnd marks a cancellation cause set by this package, so that it can
 // be told apart from the cause of the owner's context.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -19,7 +19,7 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, err := connection.Start(ctx, connection.Config{Command: server})
+	c, err := engine.Start(ctx, engine.Config{Command: server})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/connseam"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -17,11 +17,11 @@ func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
 
 // startConn starts the test server with flags on a connection configured
 // by cfg, closed (and its server checked reaped) when the test ends.
-func startConn(t testing.TB, cfg connection.Config, flags ...string) *connection.Conn {
+func startConn(t testing.TB, cfg engine.Config, flags ...string) *engine.Conn {
 	t.Helper()
-	c, _ := testutil.StartLent(t, func(command string, args []string, lend *connseam.Lent) (*connection.Conn, error) {
+	c, _ := testutil.StartLent(t, func(command string, args []string, lend *connseam.Lent) (*engine.Conn, error) {
 		cfg.Command, cfg.Args, cfg.Lend = command, args, lend
-		return connection.Start(context.Background(), cfg)
+		return engine.Start(context.Background(), cfg)
 	}, flags...)
 	return c
 }
@@ -47,7 +47,7 @@ func listenParams(f Filter) json.RawMessage {
 var toolsFilter = Filter{ToolsListChanged: true}
 
 // open opens a subscription that the test's end closes.
-func open(t testing.TB, c *connection.Conn, f Filter, opts Options) *Subscription {
+func open(t testing.TB, c *engine.Conn, f Filter, opts Options) *Subscription {
 	t.Helper()
 	s, err := Open(context.Background(), c, listenParams(f), nil, opts)
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ func open(t testing.TB, c *connection.Conn, f Filter, opts Options) *Subscriptio
 	return s
 }
 
-func call(t testing.TB, c *connection.Conn, method string, params any) json.RawMessage {
+func call(t testing.TB, c *engine.Conn, method string, params any) json.RawMessage {
 	t.Helper()
 	res, err := c.Request(context.Background(), method, params, nil)
 	require.NoError(t, err, method)
@@ -64,7 +64,7 @@ func call(t testing.TB, c *connection.Conn, method string, params any) json.RawM
 
 // emit asks the server to send count tools/list_changed notifications to
 // subscription id, each with params {"k": k}.
-func emit(t testing.TB, c *connection.Conn, id int64, k, count int) {
+func emit(t testing.TB, c *engine.Conn, id int64, k, count int) {
 	t.Helper()
 	call(t, c, "test/emit", map[string]any{
 		"method": "notifications/tools/list_changed", "subscription": id,
@@ -74,13 +74,13 @@ func emit(t testing.TB, c *connection.Conn, id int64, k, count int) {
 
 // cancelledOnServer waits until the server has received n
 // notifications/cancelled and returns the request IDs they named.
-func cancelledOnServer(t testing.TB, c *connection.Conn, n int) []int64 {
+func cancelledOnServer(t testing.TB, c *engine.Conn, n int) []int64 {
 	t.Helper()
 	return testutil.CancelledIDs(t, call(t, c, "test/waitNotification", map[string]any{"method": "notifications/cancelled", "count": n, "timeoutMs": 5000}))
 }
 
 // openOnServer lists the subscriptions the server holds open.
-func openOnServer(t testing.TB, c *connection.Conn) []int64 {
+func openOnServer(t testing.TB, c *engine.Conn) []int64 {
 	t.Helper()
 	var out struct{ Open []int64 }
 	require.NoError(t, json.Unmarshal(call(t, c, "test/subscriptions", nil), &out))

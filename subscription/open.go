@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"time"
 
-	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/mcpmethod"
+	"github.com/snodo/snodo/internal/sentinel"
 )
 
 // method is the request that opens a subscription.
@@ -21,7 +21,7 @@ const method = mcpmethod.Listen
 // requires (nil: none; the connection adds it to params' own _meta), and
 // returns once the server acknowledged it. ctx is the subscription's
 // owner: when it is done the subscription is cancelled on the server and
-// ends with actor.ErrOwnerExited.
+// ends with snodo.ErrOwnerExited.
 //
 // Open is this package's way in for a user of the connection layer alone
 // (snodo.Client.Listen is built on it): the acknowledgement, the bounded
@@ -32,12 +32,12 @@ const method = mcpmethod.Listen
 // stops, when ctx is done first, or when no acknowledgement came within
 // Options.AckTimeout (a local -32001: the request is cancelled on the
 // server). A nil ctx or conn is an error, and nothing is started.
-func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, meta []byte, opts Options) (*Subscription, error) {
+func Open(ctx context.Context, conn *engine.Conn, params json.RawMessage, meta []byte, opts Options) (*Subscription, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("snodo: %s: nil context.Context; pass context.Background() or a ctx that owns the subscription", method)
 	}
 	if conn == nil {
-		return nil, fmt.Errorf("snodo: %s: nil *connection.Conn; pass the connection to listen on (connection.Start)", method)
+		return nil, fmt.Errorf("snodo: %s: nil *engine.Conn; pass the connection to listen on (engine.Start)", method)
 	}
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -49,7 +49,7 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, me
 		}
 		if _, ok := opts.System.ProcessRegistry.Get(opts.Actor); !ok {
 			return nil, fmt.Errorf("snodo: %s: %w: actor %s does not exist (has it stopped? is it in another actor system?)",
-				method, snodoactor.ErrOwnerExited, opts.Actor.Id)
+				method, sentinel.ErrOwnerExited, opts.Actor.Id)
 		}
 	}
 	subCtx, cancel := context.WithCancelCause(ctx)
@@ -102,7 +102,7 @@ func Open(ctx context.Context, conn *connection.Conn, params json.RawMessage, me
 }
 
 // run makes the listen request and ends the subscription when it returns.
-func (s *Subscription) run(ctx context.Context, conn *connection.Conn, params json.RawMessage, meta []byte) {
+func (s *Subscription) run(ctx context.Context, conn *engine.Conn, params json.RawMessage, meta []byte) {
 	if ctx.Err() != nil { // the owner is already gone: send nothing
 		s.finish(endReason(ctx))
 		return
@@ -115,7 +115,7 @@ func (s *Subscription) run(ctx context.Context, conn *connection.Conn, params js
 		s.finish(err)
 		return
 	}
-	opts := &connection.CallOptions{
+	opts := &engine.CallOptions{
 		Timeout: -1,
 		Meta:    meta,
 		Sent:    func(id int64) { s.id.Store(id) },
@@ -136,7 +136,7 @@ func endReason(ctx context.Context) error {
 	if errors.As(cause, &le) {
 		return le.err
 	}
-	return fmt.Errorf("%w: the context given to Listen is done: %w", snodoactor.ErrOwnerExited, cause)
+	return fmt.Errorf("%w: the context given to Listen is done: %w", sentinel.ErrOwnerExited, cause)
 }
 
 // finish records err, closes the queue after the last event and closes

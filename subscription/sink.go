@@ -3,6 +3,8 @@ package subscription
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/snodo/snodo/internal/sentinel"
 )
 
 // Notification methods with a meaning for the subscription itself.
@@ -60,7 +62,7 @@ func (s *Subscription) teardown(params json.RawMessage) {
 	if p.Reason != "" {
 		reason = p.Reason
 	}
-	s.end(fmt.Errorf("%w (%s); listen again to resume receiving events", ErrServerTeardown, reason))
+	s.end(fmt.Errorf("%w (%s); listen again to resume receiving events", sentinel.ErrSubscriptionTeardown, reason))
 }
 
 func (s *Subscription) enqueue(ev Event) {
@@ -76,7 +78,7 @@ func (s *Subscription) enqueue(ev Event) {
 	}
 	if waiting, ok := s.bytes.Admit(len(s.events), len(ev.Params), s.opts.MaxQueueBytes); !ok {
 		s.overflow(fmt.Errorf("%w: subscription %d has %d bytes of events waiting for a slow reader, and the next has %d (bound %d bytes); read Events faster or raise the queue bound",
-			ErrQueueFull, s.ID(), waiting, len(ev.Params), s.opts.MaxQueueBytes))
+			sentinel.ErrSubscriptionQueueFull, s.ID(), waiting, len(ev.Params), s.opts.MaxQueueBytes))
 		return
 	}
 	select {
@@ -87,7 +89,7 @@ func (s *Subscription) enqueue(ev Event) {
 		}
 	default:
 		s.overflow(fmt.Errorf("%w: subscription %d has %d events waiting for a slow reader; read Events faster or raise the queue bound",
-			ErrQueueFull, s.ID(), cap(s.events)))
+			sentinel.ErrSubscriptionQueueFull, s.ID(), cap(s.events)))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snodo/snodo/internal/bytebound"
 	"github.com/snodo/snodo/internal/limits"
+	"github.com/snodo/snodo/internal/sentinel"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -38,12 +39,12 @@ type Event struct {
 type Options struct {
 	// MaxQueue bounds the events waiting for the reader (the Events
 	// channel's capacity, about 40 bytes a slot, allocated up front).
-	// Passing it ends the subscription with ErrQueueFull. Default 1024;
+	// Passing it ends the subscription with snodo.ErrSubscriptionQueueFull. Default 1024;
 	// negative is an error.
 	MaxQueue int
 	// MaxQueueBytes bounds the events waiting for the reader by the
 	// size of their params, with the same policy as MaxQueue: passing it
-	// ends the subscription with ErrQueueFull. An event arriving at an
+	// ends the subscription with snodo.ErrSubscriptionQueueFull. An event arriving at an
 	// empty queue is always taken, however large. Default 16 MiB;
 	// negative is an error.
 	MaxQueueBytes int
@@ -176,11 +177,11 @@ func (s *Subscription) Err() error {
 
 // Close cancels the subscription: the server is sent notifications/cancelled
 // for the listen request (Close does not wait for any answer to it), Err
-// becomes ErrClosed unless the subscription had already ended, and Events
+// becomes snodo.ErrSubscriptionClosed unless the subscription had already ended, and Events
 // is closed after the events already queued. Close returns once the
 // subscription has ended; it always returns nil.
 func (s *Subscription) Close() error {
-	s.end(ErrClosed)
+	s.end(sentinel.ErrSubscriptionClosed)
 	<-s.done
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
@@ -19,9 +18,9 @@ import (
 // rounds. During a restart it waits for the new server or fails fast
 // (FailFast); a Timeout request option also bounds that wait, and the
 // time waited counts against it. A call in flight when its server dies
-// fails with -32000 (errors.Is connection.ErrServerExited and the like)
+// fails with -32000 (errors.Is snodo.ErrServerExited and the like)
 // unless marked snodo.Idempotent; one the server went away without
-// reading (connection.ErrNotSent) is sent to the next server, as a call made
+// reading (snodo.ErrNotSent) is sent to the next server, as a call made
 // during the restart (it waits for it, or fails fast with FailFast).
 func (c *Client) Request(ctx context.Context, method string, params any, opts ...snodo.RequestOption) (json.RawMessage, error) {
 	return call(ctx, c, method, opts, false, func(cl *snodo.Client, ro []snodo.RequestOption) (json.RawMessage, error) {
@@ -82,7 +81,7 @@ func call[T any](ctx context.Context, c *Client, method string, opts []snodo.Req
 // callSent is call, also saying whether fn ran on a connection: false
 // when the call failed before reaching any server (supervision ended, a
 // wait timed out, or its connection stopped without the server reading
-// it: connection.ErrNotSent), so that it can go elsewhere. Each fn sends at
+// it: snodo.ErrNotSent), so that it can go elsewhere. Each fn sends at
 // most one request, so ErrNotSent means that nothing of the call ran.
 // Unless reserved (a pool moves such a call itself), a call not sent is
 // sent to the next server (at most maxPoolSize times: a server that keeps
@@ -118,7 +117,7 @@ func callSent[T any](ctx context.Context, c *Client, method string, opts []snodo
 // notSent reports whether err is a call's failure on a connection that
 // stopped without its server reading the call: it can go to another
 // server, Idempotent or not.
-func notSent(err error) bool { return err != nil && errors.Is(err, connection.ErrNotSent) }
+func notSent(err error) bool { return err != nil && errors.Is(err, snodo.ErrNotSent) }
 
 // callConfig is one call's options and what they say.
 type callConfig struct {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/life"
@@ -180,12 +179,12 @@ func (c *Client) InFlight() int { return int(c.s.inflight.Load()) }
 // stdin is closed, and a server still running 2 s later (the default grace;
 // or the snodo.WithShutdownGrace given in WithConnectOptions; 0: never)
 // is sent SIGTERM, then SIGKILL, to its process group; calls in flight, waiting calls and
-// later ones get a -32000 wrapping connection.ErrClosed, and Close returns
+// later ones get a -32000 wrapping snodo.ErrClosed, and Close returns
 // without waiting for the server to exit: it is reaped in the
 // background, and Done tells when. It never waits on the caller's actor,
 // so an actor may call it from its Stopping. Idempotent; it returns nil.
 func (c *Client) Close() error {
-	c.s.stop(connection.ErrClosed)
+	c.s.stop(snodo.ErrClosed)
 	<-c.s.stopped
 	return nil
 }
@@ -194,8 +193,8 @@ func (c *Client) Close() error {
 // has exited and been reaped.
 func (c *Client) Done() <-chan struct{} { return c.s.done }
 
-// Err is why supervision ended (nil while it runs): connection.ErrClosed,
-// snodoactor.ErrOwnerExited, or an error wrapping ErrGaveUp.
+// Err is why supervision ended (nil while it runs): snodo.ErrClosed,
+// snodo.ErrOwnerExited, or an error wrapping ErrGaveUp.
 func (c *Client) Err() error { return c.s.Err() }
 
 var (

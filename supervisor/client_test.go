@@ -12,7 +12,6 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -27,7 +26,7 @@ func TestRestartAfterKill(t *testing.T) {
 
 	kill(t, old)
 	exited := ev.waitFor(t, "exited", 5*time.Second)
-	assert.ErrorIs(t, exited.Err, connection.ErrServerExited)
+	assert.ErrorIs(t, exited.Err, snodo.ErrServerExited)
 	assert.Contains(t, exited.Err.Error(), "killed by signal")
 	assert.Equal(t, old, exited.ServerPID, "Exited names the process that died")
 	back := ev.waitFor(t, "connected", 5*time.Second)
@@ -42,12 +41,12 @@ func TestRestartAfterKill(t *testing.T) {
 	assert.Equal(t, 1, c.Restarts())
 
 	require.NoError(t, c.Close())
-	assert.ErrorIs(t, c.Err(), connection.ErrClosed)
+	assert.ErrorIs(t, c.Err(), snodo.ErrClosed)
 	testutil.AssertReaped(t, old, 5*time.Second)
 	testutil.AssertReaped(t, back.ServerPID, 5*time.Second)
 	_, err = c.Request(t.Context(), "test/echo", nil)
 	assert.ErrorIs(t, err, snodo.ErrConnectionClosed)
-	assert.ErrorIs(t, err, connection.ErrClosed)
+	assert.ErrorIs(t, err, snodo.ErrClosed)
 	stopped := ev.waitFor(t, "stopped", time.Second)
 	assert.Equal(t, 1, stopped.Restarts, "the restart is still inside the window as supervision stops")
 	assert.Equal(t, 1, stopped.Total)
@@ -65,9 +64,9 @@ func TestAbandonedServerIgnoringEOFIsKilled(t *testing.T) {
 	old := ev.waitFor(t, "connected", 5*time.Second).ServerPID
 
 	_, err = c.Request(t.Context(), "test/closeStdout", nil)
-	assert.ErrorIs(t, err, connection.ErrStdoutClosed, "the call fails as its server goes away")
+	assert.ErrorIs(t, err, snodo.ErrStdoutClosed, "the call fails as its server goes away")
 	exited := ev.waitFor(t, "exited", 5*time.Second)
-	assert.ErrorIs(t, exited.Err, connection.ErrStdoutClosed)
+	assert.ErrorIs(t, exited.Err, snodo.ErrStdoutClosed)
 	back := ev.waitFor(t, "connected", 5*time.Second)
 	assert.NotEqual(t, old, back.ServerPID)
 	testutil.AssertReaped(t, old, 5*time.Second)
@@ -98,7 +97,7 @@ func TestGiveUpWhenTheServerCrashesAtStart(t *testing.T) {
 		fast, WithIntensity(3, 10*time.Second), ev.option())
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrGaveUp)
-	assert.ErrorIs(t, err, connection.ErrServerExited)
+	assert.ErrorIs(t, err, snodo.ErrServerExited)
 	assert.Contains(t, err.Error(), "gave up after 3 restarts in 10s: server exited with status 3")
 	var gu *gaveUpError
 	require.ErrorAs(t, err, &gu)
@@ -174,7 +173,7 @@ func TestInFlightCallFailsAndIsNotRetried(t *testing.T) {
 	var e *snodo.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, snodo.CodeConnectionClosed, e.Code)
-	assert.ErrorIs(t, err, connection.ErrServerExited)
+	assert.ErrorIs(t, err, snodo.ErrServerExited)
 
 	ev.waitFor(t, "connected", time.Second)
 	ev.waitFor(t, "connected", 5*time.Second)
@@ -272,7 +271,7 @@ func TestOwnerContextEndsSupervision(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("not done after the owner context ended")
 	}
-	assert.ErrorIs(t, c.Err(), snodoactor.ErrOwnerExited)
+	assert.ErrorIs(t, c.Err(), snodo.ErrOwnerExited)
 	assert.Zero(t, c.Restarts())
 	testutil.AssertReaped(t, pid, 5*time.Second)
 }
@@ -358,5 +357,5 @@ func TestEventHandlerPanicStopsSupervision(t *testing.T) {
 		}
 		err = c.Err()
 	}
-	require.ErrorIs(t, err, snodoactor.ErrPanicked)
+	require.ErrorIs(t, err, snodo.ErrActorPanicked)
 }

@@ -23,7 +23,7 @@
 //	  calls ───────────────────────► member Client ──────► current *snodo.Client (waits or fails fast while restarting)
 //
 // Calls in flight when a server dies fail with -32000 (errors.Is
-// connection.ErrServerExited or the like) and are never retried behind the
+// snodo.ErrServerExited or the like) and are never retried behind the
 // caller's back, since a request need not be idempotent; mark one with
 // snodo.Idempotent to have it sent once more to the next server. Calls made
 // during a restart wait for the new server, bounded by their Timeout

@@ -136,7 +136,7 @@ func TestAStoppingParentGetsTerminatedForEachChild(t *testing.T) {
 	testutil.Receive(t, stopped, 10*time.Second, "the parent's Stopped")
 	for _, c := range cs {
 		testutil.Receive(t, c.done, 10*time.Second, "a child's Done")
-		assert.ErrorIs(t, c.err(), snodoactor.ErrOwnerExited)
+		assert.ErrorIs(t, c.err(), snodo.ErrOwnerExited)
 	}
 
 	mu.Lock()

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/jsonrpc"
 )
 
@@ -28,14 +26,14 @@ var (
 	// stopped. The error wrapping it says the limit and the last exit
 	// ("supervisor: gave up after 3 restarts in 10s: server exited with
 	// status 3 …"), and wraps that exit too: errors.Is holds on its causes
-	// (connection.ErrServerExited, say).
+	// (snodo.ErrServerExited, say).
 	ErrGaveUp = errors.New("supervisor: gave up restarting the server")
 )
 
 // gaveUpError is why supervision stopped when the server kept exiting:
 // more than Restarts restarts within Window (the OTP intensity rule).
 // Last is the last exit; errors.Is(err, ErrGaveUp) and errors.Is on
-// Last's causes (connection.ErrServerExited, say) both hold.
+// Last's causes (snodo.ErrServerExited, say) both hold.
 type gaveUpError struct {
 	Restarts int           // the limit that was passed
 	Window   time.Duration // the window it applies to
@@ -65,7 +63,7 @@ func (e *gaveUpError) Unwrap() []error { return []error{ErrGaveUp, e.Last} }
 // Err, or the -32000 its callers got) should be restarted: anything but
 // Close and the owner's exit, like an OTP transient child.
 func unexpected(reason error) bool {
-	return reason != nil && !errors.Is(reason, connection.ErrClosed) && !errors.Is(reason, actor.ErrOwnerExited)
+	return reason != nil && !errors.Is(reason, snodo.ErrClosed) && !errors.Is(reason, snodo.ErrOwnerExited)
 }
 
 // lostConnection reports whether a call failed because its server went
@@ -80,8 +78,8 @@ func lostConnection(err error) bool {
 // start, bad options, or a protocol mismatch: only crashes are retried at
 // start.
 func crashed(err error) bool {
-	return errors.Is(err, connection.ErrServerExited) || errors.Is(err, connection.ErrStdinClosed) ||
-		errors.Is(err, connection.ErrStdoutClosed)
+	return errors.Is(err, snodo.ErrServerExited) || errors.Is(err, snodo.ErrStdinClosed) ||
+		errors.Is(err, snodo.ErrStdoutClosed)
 }
 
 // exitWords is the shortest description of an exit: the error that says
@@ -96,7 +94,7 @@ func exitWords(err error) string {
 	return err.Error()
 }
 
-var exitSentinels = []error{connection.ErrServerExited, connection.ErrStdinClosed, connection.ErrStdoutClosed}
+var exitSentinels = []error{snodo.ErrServerExited, snodo.ErrStdinClosed, snodo.ErrStdoutClosed}
 
 // deepest finds, in err's tree, the innermost error that is not itself an
 // exit sentinel but wraps one.

@@ -26,8 +26,8 @@ type LifecycleEvent struct {
 	//     intensity limit is passed;
 	//   - "gave-up": the intensity limit was passed; Err wraps ErrGaveUp
 	//     and the supervisor stops;
-	//   - "stopped": supervision ended (Err: connection.ErrClosed,
-	//     actor.ErrOwnerExited, or the error wrapping ErrGaveUp).
+	//   - "stopped": supervision ended (Err: snodo.ErrClosed,
+	//     snodo.ErrOwnerExited, or the error wrapping ErrGaveUp).
 	Kind         string
 	snodo.Origin               // the server (snodo.WithOrigin's Server, or the target's String) and the member: "name#N" in a pool
 	Restarts     int           // restarts inside the intensity window so far
@@ -40,7 +40,7 @@ type LifecycleEvent struct {
 
 // Ended tells the owner actor of a pool or a supervised client
 // (snodo.WithOwner in WithConnectOptions, StartPool's pid, WithParent) that it has stopped: Err is why, as its
-// Err() (connection.ErrClosed, actor.ErrOwnerExited, an error wrapping
+// Err() (snodo.ErrClosed, snodo.ErrOwnerExited, an error wrapping
 // ErrGaveUp…). One of
 // Pool and Client is set. Its servers may still be exiting: a *Reaped
 // follows once every one has been reaped (Done closed). A pool or client

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -43,7 +42,7 @@ func Example() {
 
 	// The server crashes while answering: that call fails with -32000.
 	_, err = c.Request(context.Background(), "test/crash", map[string]int{"code": 1})
-	fmt.Println(errors.Is(err, connection.ErrServerExited))
+	fmt.Println(errors.Is(err, snodo.ErrServerExited))
 	for ev := range events {
 		if ev.Kind == "connected" && ev.Total > 0 {
 			fmt.Println("restarted after:", ev.Total, "restart")

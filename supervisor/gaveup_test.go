@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/sentinel"
 )
 
 // gaveUpError reads right for every limit: no "after 0 restarts" when
@@ -24,6 +24,6 @@ func TestGaveUpErrorWording(t *testing.T) {
 		assert.Contains(t, err.Error(), "raise WithIntensity")
 		assert.ErrorIs(t, err, ErrGaveUp)
 		assert.ErrorIs(t, err, last)
-		assert.NotErrorIs(t, err, connection.ErrClosed)
+		assert.NotErrorIs(t, err, sentinel.ErrClosed)
 	}
 }

@@ -20,7 +20,6 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -212,7 +211,7 @@ func TestPoolSubscriptionMovesWhenItsMemberLeaves(t *testing.T) {
 
 	require.NoError(t, p.Close())
 	testutil.Receive(t, sub.Done(), 5*time.Second, "the subscription's end")
-	assert.ErrorIs(t, sub.Err(), connection.ErrClosed)
+	assert.ErrorIs(t, sub.Err(), snodo.ErrClosed)
 }
 
 // Call messages to a pool whose members are all restarting wait for a
@@ -256,7 +255,7 @@ func TestPoolCallMessagesWhileAllMembersAreDownThenClose(t *testing.T) {
 		r := testutil.Receive(t, got, 5*time.Second, "a reply")
 		seen[r.Tag.(int)]++
 		require.Equal(t, 1, seen[r.Tag.(int)], "a second reply to call %v", r.Tag)
-		require.ErrorIs(t, r.Err, connection.ErrClosed)
+		require.ErrorIs(t, r.Err, snodo.ErrClosed)
 	}
 	t.Logf("%d calls answered %s after Close", n, time.Since(t0).Round(time.Millisecond))
 	select {
@@ -465,7 +464,7 @@ func TestPoolStopsAfterAGrowWhenNoMemberIsLeft(t *testing.T) {
 	require.ErrorIs(t, testutil.Receive(t, grown, 10*time.Second, "Grow's end"), ErrGaveUp)
 	testutil.Receive(t, p.Done(), 10*time.Second, "the pool's end")
 	require.ErrorIs(t, p.Err(), ErrGaveUp)
-	assert.ErrorIs(t, p.Err(), connection.ErrServerExited)
+	assert.ErrorIs(t, p.Err(), snodo.ErrServerExited)
 }
 
 // An Idempotent call whose server dies under it is sent once more even

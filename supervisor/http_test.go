@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/httpserver"
 )
 
@@ -30,7 +29,7 @@ func TestSupervisedHTTPNewSessionAfterExpiry(t *testing.T) {
 	defer sc.Close()
 	_, err = sc.CallTool(ctx, "echo", map[string]any{"text": "hi"})
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, connection.ErrSessionExpired), "%v", err)
+	assert.True(t, errors.Is(err, snodo.ErrSessionExpired), "%v", err)
 	require.Eventually(t, func() bool { return sc.Restarts() >= 1 }, 10*time.Second, 10*time.Millisecond)
 	tools, err := sc.ListTools(ctx)
 	require.NoError(t, err, "the new session answers")

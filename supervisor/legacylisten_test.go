@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -49,7 +48,7 @@ func TestLegacyListenSurvivesARestart(t *testing.T) {
 	assert.Positive(t, c.Restarts())
 
 	require.NoError(t, sub.Close())
-	assert.ErrorIs(t, sub.Err(), subscription.ErrClosed)
+	assert.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionClosed)
 	assert.False(t, touched(t, c, "test://a"))
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/listening"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -91,7 +90,7 @@ func TestPoolListenCallDeliversAfterItsReply(t *testing.T) {
 	require.NoError(t, lr.(*snodo.ListenReply).Subscription.Close())
 	end := testutil.Receive(t, got, 5*time.Second, "the end")
 	require.IsType(t, &snodo.SubscriptionEnded{}, end)
-	assert.ErrorIs(t, end.(*snodo.SubscriptionEnded).Err, subscription.ErrClosed)
+	assert.ErrorIs(t, end.(*snodo.SubscriptionEnded).Err, snodo.ErrSubscriptionClosed)
 	testutil.StopActor(t, sys, pid, time.Second)
 }
 

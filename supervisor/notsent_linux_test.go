@@ -10,14 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
 // A call made right after its server was killed, once the server is dead
 // (so it cannot have read the call) but usually before the supervisor has
 // seen it, reaches the dead server's connection: its -32000 wraps
-// connection.ErrNotSent, and the call goes to the restarted server (supervised
+// snodo.ErrNotSent, and the call goes to the restarted server (supervised
 // client) or another member (pool) although it is not Idempotent. Every
 // call succeeds.
 func TestCallToAJustKilledServerGoesToTheNext(t *testing.T) {
@@ -63,7 +62,7 @@ func TestCallToAJustKilledServerGoesToTheNext(t *testing.T) {
 }
 
 // A call the server read and died of is not sent again unless it is
-// Idempotent: its -32000 wraps the exit, not connection.ErrNotSent.
+// Idempotent: its -32000 wraps the exit, not snodo.ErrNotSent.
 func TestCallTheServerDiedOfIsNotSentAgain(t *testing.T) {
 	cmd, args := testutil.Server(t)
 	for _, size := range []int{0, 2} { // 0: a supervised client
@@ -83,8 +82,8 @@ func TestCallTheServerDiedOfIsNotSentAgain(t *testing.T) {
 		var e *snodo.Error
 		require.ErrorAs(t, err, &e, "size %d", size)
 		require.Equal(t, snodo.CodeConnectionClosed, e.Code, err.Error())
-		require.ErrorIs(t, err, connection.ErrServerExited)
-		require.False(t, errors.Is(err, connection.ErrNotSent), "size %d: %v", size, err)
+		require.ErrorIs(t, err, snodo.ErrServerExited)
+		require.False(t, errors.Is(err, snodo.ErrNotSent), "size %d: %v", size, err)
 	}
 }
 

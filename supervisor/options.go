@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/snodo/snodo"
-	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/supopts"
 )
@@ -86,7 +85,7 @@ func parentOf(c *config) protoactor.SpawnerContext {
 // reach it before or after that child's Terminated or not at all, and a
 // Reaped never. Its Terminated is what a stopping parent gets, always.
 func endToOwner(c *config, reason error) bool {
-	return c.owner != nil && !(c.parent != nil && errors.Is(reason, snodoactor.ErrOwnerExited))
+	return c.owner != nil && !(c.parent != nil && errors.Is(reason, snodo.ErrOwnerExited))
 }
 
 // origin names the supervised client's server in messages to actors.
@@ -263,7 +262,7 @@ func WithMaxWait(d time.Duration) Option {
 // supervisor actor: fn must return quickly (send to a buffered channel or
 // an actor) and must not call the supervised client. A panic in fn stops
 // supervision, as any panic of the supervisor actor does (Err wraps
-// actor.ErrPanicked).
+// snodo.ErrActorPanicked).
 func WithEventHandler(fn func(LifecycleEvent)) Option {
 	return func(c *config) error {
 		if fn == nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -43,7 +42,7 @@ func TestPoolStartedWithParentIsAChildAndTellsItsEnd(t *testing.T) {
 	ended := testutil.Receive(t, got, 5*time.Second, "Ended")
 	require.IsType(t, &Ended{}, ended)
 	assert.Same(t, pool, ended.(*Ended).Pool)
-	assert.ErrorIs(t, ended.(*Ended).Err, connection.ErrClosed)
+	assert.ErrorIs(t, ended.(*Ended).Err, snodo.ErrClosed)
 	assert.NotEmpty(t, ended.(*Ended).Server)
 	reaped := testutil.Receive(t, got, 10*time.Second, "Reaped")
 	require.IsType(t, &Reaped{}, reaped)
@@ -75,7 +74,7 @@ func TestPoolAndClientStopWithTheirParent(t *testing.T) {
 	testutil.StopActor(t, sys, parent, 5*time.Second)
 	testutil.Receive(t, p.Done(), 10*time.Second, "the pool's Done")
 	testutil.Receive(t, c.Done(), 10*time.Second, "the client's Done")
-	assert.ErrorIs(t, p.Err(), snodoactor.ErrOwnerExited)
-	assert.ErrorIs(t, c.Err(), snodoactor.ErrOwnerExited)
+	assert.ErrorIs(t, p.Err(), snodo.ErrOwnerExited)
+	assert.ErrorIs(t, c.Err(), snodo.ErrOwnerExited)
 	testutil.VerifyNone(t)
 }

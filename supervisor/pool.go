@@ -13,7 +13,6 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/calls"
 	"github.com/snodo/snodo/internal/connopts"
 	"github.com/snodo/snodo/internal/jsonrpc"
@@ -283,7 +282,7 @@ func (p *Pool) add(m *Client) error {
 // for the calls they are running to finish, for at most WithMaxWait (the
 // bound of a wait that has none of its own: a call may have Timeout(-1)),
 // then closes them: calls still running get a -32000 wrapping
-// connection.ErrClosed. At least one member stays. The subscriptions
+// snodo.ErrClosed. At least one member stays. The subscriptions
 // (Listen) the closed members held move to the members that stay.
 //
 // Until they are closed they still belong to the pool: a Close meanwhile
@@ -351,12 +350,12 @@ func (p *Pool) PID() *protoactor.PID { return p.pid }
 
 // Close closes every member as Client.Close does: each server's stdin is
 // closed, calls in flight, waiting calls and later ones get a -32000
-// wrapping connection.ErrClosed, and Close returns without waiting for the
+// wrapping snodo.ErrClosed, and Close returns without waiting for the
 // servers to exit; they are reaped in the background, and Done tells
 // when. It never waits on the caller's actor, so an actor may call it
 // from its Stopping. Idempotent; it returns nil.
 func (p *Pool) Close() error {
-	p.stop(connection.ErrClosed)
+	p.stop(snodo.ErrClosed)
 	<-p.stopped
 	p.mu.Lock()
 	members := p.stopping
@@ -371,8 +370,8 @@ func (p *Pool) Close() error {
 // have been reaped.
 func (p *Pool) Done() <-chan struct{} { return p.done }
 
-// Err is why the pool stopped (nil while it runs): connection.ErrClosed,
-// snodoactor.ErrOwnerExited, or, when every member gave up, the last error wrapping ErrGaveUp.
+// Err is why the pool stopped (nil while it runs): snodo.ErrClosed,
+// snodo.ErrOwnerExited, or, when every member gave up, the last error wrapping ErrGaveUp.
 func (p *Pool) Err() error {
 	select {
 	case <-p.stopped:
@@ -428,7 +427,7 @@ func (p *Pool) pick(ctx context.Context, method string, avoid *Client, timeout t
 			reason := p.owned.Reason()
 			p.mu.Unlock()
 			if reason == nil {
-				reason = connection.ErrClosed
+				reason = snodo.ErrClosed
 			}
 			return nil, jsonrpc.ClosedError(reason)
 		}
@@ -513,7 +512,7 @@ func (p *Pool) leastLoadedLocked(avoid *Client, upOnly bool) *Client {
 
 // poolCall runs fn on the least-loaded member. A call whose member ended
 // (gave up, or was closed) before it reached a server, or whose server
-// went away without reading it (connection.ErrNotSent), goes to another member
+// went away without reading it (snodo.ErrNotSent), goes to another member
 // (the same one, restarted, when it is the only one to go to); an
 // Idempotent call that lost its server is sent once more to another
 // member.

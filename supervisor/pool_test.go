@@ -14,7 +14,6 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -129,7 +128,7 @@ func TestPoolKeepsAnsweringWhenAMemberIsKilled(t *testing.T) {
 
 	pids = append(pids, victim.serverPID())
 	require.NoError(t, p.Close())
-	assert.ErrorIs(t, p.Err(), connection.ErrClosed)
+	assert.ErrorIs(t, p.Err(), snodo.ErrClosed)
 	for _, pid := range pids {
 		testutil.AssertReaped(t, pid, 5*time.Second)
 	}
@@ -218,8 +217,8 @@ func TestOwnerActorStopsPoolAndClient(t *testing.T) {
 			t.Fatal("not stopped with its owner")
 		}
 	}
-	assert.ErrorIs(t, p.Err(), snodoactor.ErrOwnerExited)
-	assert.ErrorIs(t, c.Err(), snodoactor.ErrOwnerExited)
+	assert.ErrorIs(t, p.Err(), snodo.ErrOwnerExited)
+	assert.ErrorIs(t, c.Err(), snodo.ErrOwnerExited)
 	for _, pid := range pids {
 		testutil.AssertReaped(t, pid, 5*time.Second)
 	}
@@ -258,7 +257,7 @@ func TestPoolCloseDuringShrink(t *testing.T) {
 	for range members {
 		select {
 		case err := <-calls:
-			require.ErrorIs(t, err, connection.ErrClosed)
+			require.ErrorIs(t, err, snodo.ErrClosed)
 		case <-time.After(5 * time.Second):
 			t.Fatal("a call on the member being shrunk still runs after the pool's Close")
 		}
@@ -346,7 +345,7 @@ func TestShrinkWaitIsBoundedForCallsWithoutTimeout(t *testing.T) {
 		gone = 1
 	}
 	err = testutil.Receive(t, calls[gone], time.Second, "the cut call's error")
-	require.ErrorIs(t, err, connection.ErrClosed)
+	require.ErrorIs(t, err, snodo.ErrClosed)
 	select {
 	case err := <-calls[1-gone]:
 		t.Fatalf("the call on the member that stays ended: %v", err)

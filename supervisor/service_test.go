@@ -13,7 +13,6 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -68,7 +67,7 @@ func TestActorOnlyServiceThroughAPoolWhileAMemberIsKilled(t *testing.T) {
 			switch {
 			case msg.Err == nil:
 				res.answered++
-			case errors.Is(msg.Err, snodo.ErrConnectionClosed) && errors.Is(msg.Err, connection.ErrServerExited):
+			case errors.Is(msg.Err, snodo.ErrConnectionClosed) && errors.Is(msg.Err, snodo.ErrServerExited):
 				res.failed++
 			default:
 				res.others = append(res.others, msg.Err)
@@ -109,7 +108,7 @@ func TestActorOnlyServiceThroughAPoolWhileAMemberIsKilled(t *testing.T) {
 		t.Fatal("the pool's servers were not reaped")
 	}
 	testutil.AssertReaped(t, got.victimPID, 5*time.Second)
-	assert.ErrorIs(t, pool.Err(), connection.ErrClosed)
+	assert.ErrorIs(t, pool.Err(), snodo.ErrClosed)
 }
 
 // A supervised client's PID takes call messages too; once it has stopped,

@@ -81,10 +81,10 @@ func TestSystemShutdownLeavesNoServer(t *testing.T) {
 	testutil.Receive(t, p.Done(), 10*time.Second, "the pool's Done")
 	testutil.Receive(t, plain.Done(), 10*time.Second, "the plain client's Done")
 	testutil.Receive(t, c.Done(), 2*defaultShutdownGrace+5*time.Second, "the supervised client's Done")
-	assert.ErrorIs(t, p.Err(), snodoactor.ErrOwnerExited)
+	assert.ErrorIs(t, p.Err(), snodo.ErrOwnerExited)
 	assert.ErrorContains(t, p.Err(), "shut down")
-	assert.ErrorIs(t, c.Err(), snodoactor.ErrOwnerExited)
-	assert.ErrorIs(t, plain.Err(), snodoactor.ErrOwnerExited)
+	assert.ErrorIs(t, c.Err(), snodo.ErrOwnerExited)
+	assert.ErrorIs(t, plain.Err(), snodo.ErrOwnerExited)
 	for _, pid := range pids {
 		testutil.AssertReaped(t, pid, 0)
 	}

@@ -14,7 +14,6 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/listening"
-	"github.com/snodo/snodo/subscription"
 )
 
 // listenMethod is the request a subscription sends.
@@ -37,10 +36,10 @@ const ResubscribedMethod = "snodo/resubscribed"
 // same marker.
 //
 // Its End's Err is why it ended: nil after a graceful end;
-// subscription.ErrClosed after Close; the owner's end
-// (snodoactor.ErrOwnerExited: Listen's ctx, or the ListenTo actor), a
+// snodo.ErrSubscriptionClosed after Close; the owner's end
+// (snodo.ErrOwnerExited: Listen's ctx, or the ListenTo actor), a
 // server teardown or a full queue as for snodo.Subscription; a -32000
-// wrapping connection.ErrClosed after Close of the supervised client or
+// wrapping snodo.ErrClosed after Close of the supervised client or
 // pool, or the error wrapping ErrGaveUp when supervision gave up.
 type supervised struct {
 	*listening.End                     // Done and Err
@@ -101,7 +100,7 @@ func (c *Client) listen(ctx context.Context, pool *Pool, f snodo.Filter, opts []
 		// this system): otherwise the subscription would end at once.
 		if _, ok := c.s.sys.ProcessRegistry.Get(set.Actor); !ok {
 			return nil, fmt.Errorf("supervisor: %s: %w: actor %s does not exist (has it stopped? is it in another actor system than the supervisor's?)",
-				listenMethod, snodoactor.ErrOwnerExited, set.Actor.Id)
+				listenMethod, snodo.ErrOwnerExited, set.Actor.Id)
 		}
 	}
 	var each []snodo.ListenOption
@@ -179,7 +178,7 @@ func (s *supervised) Resubscriptions() int {
 // Done: Err is final by then). With
 // ListenTo it only closes: the events go to the actor. Delivery
 // is unbuffered past the inner subscription's queue: a reader that falls
-// behind by more than that queue (snodo.MaxQueued) ends it with subscription.ErrQueueFull.
+// behind by more than that queue (snodo.MaxQueued) ends it with snodo.ErrSubscriptionQueueFull.
 func (s *supervised) Events() <-chan snodo.Event { return s.events }
 
 // Close cancels the subscription on the server and returns once it has
@@ -219,7 +218,7 @@ func (s *supervised) run(inner *snodo.Subscription, cl *snodo.Client) {
 	}
 	for {
 		if !s.forward(inner) {
-			why = s.end(inner, subscription.ErrClosed)
+			why = s.end(inner, snodo.ErrSubscriptionClosed)
 			return
 		}
 		ended := inner.Err()
@@ -353,11 +352,11 @@ func (s *supervised) end(inner *snodo.Subscription, err error) error {
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		return subscription.ErrClosed
+		return snodo.ErrSubscriptionClosed
 	case s.actorGone:
-		return fmt.Errorf("%w: actor %s terminated", snodoactor.ErrOwnerExited, s.actor.Id)
-	case s.owner.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || err == subscription.ErrClosed):
-		return fmt.Errorf("%w: the context given to Listen is done: %w", snodoactor.ErrOwnerExited, context.Cause(s.owner))
+		return fmt.Errorf("%w: actor %s terminated", snodo.ErrOwnerExited, s.actor.Id)
+	case s.owner.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || err == snodo.ErrSubscriptionClosed):
+		return fmt.Errorf("%w: the context given to Listen is done: %w", snodo.ErrOwnerExited, context.Cause(s.owner))
 	}
 	return err
 }

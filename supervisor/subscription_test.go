@@ -15,8 +15,6 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
-	"github.com/snodo/snodo/subscription"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -71,7 +69,7 @@ func TestSubscriptionComesBackAfterARestart(t *testing.T) {
 	assert.Equal(t, "notifications/tools/list_changed", nextEvent(t, sub).Method)
 
 	require.NoError(t, sub.Close())
-	assert.ErrorIs(t, sub.Err(), subscription.ErrClosed)
+	assert.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionClosed)
 	_, open := <-sub.Events()
 	assert.False(t, open)
 }
@@ -97,7 +95,7 @@ func TestSubscriptionMaxQueuedBytes(t *testing.T) {
 		n++
 	}
 	assert.LessOrEqual(t, n, 4, "3 events of 32 KiB fit in 100 KiB, and one waits in the forwarder")
-	require.ErrorIs(t, sub.Err(), subscription.ErrQueueFull)
+	require.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionQueueFull)
 	assert.Contains(t, sub.Err().Error(), fmt.Sprintf("bound %d bytes", bound))
 	_, err = c.Listen(t.Context(), snodo.Filter{}, snodo.MaxQueued(0, -1))
 	assert.ErrorContains(t, err, "MaxQueued")
@@ -118,8 +116,8 @@ func TestSubscriptionEndsWithSupervision(t *testing.T) {
 	// Close's reason, not the owner exit the connection would see once
 	// the supervisor is gone.
 	assert.ErrorIs(t, sub.Err(), snodo.ErrConnectionClosed)
-	assert.ErrorIs(t, sub.Err(), connection.ErrClosed)
-	assert.NotErrorIs(t, sub.Err(), snodoactor.ErrOwnerExited)
+	assert.ErrorIs(t, sub.Err(), snodo.ErrClosed)
+	assert.NotErrorIs(t, sub.Err(), snodo.ErrOwnerExited)
 	assert.Zero(t, supervisedOf(sub).Resubscriptions())
 }
 
@@ -161,8 +159,8 @@ func TestSubscriptionListenToAcrossARestart(t *testing.T) {
 
 	require.NoError(t, c.Close())
 	end := next().(*snodo.SubscriptionEnded)
-	assert.ErrorIs(t, end.Err, connection.ErrClosed)
-	assert.ErrorIs(t, sub.Err(), connection.ErrClosed)
+	assert.ErrorIs(t, end.Err, snodo.ErrClosed)
+	assert.ErrorIs(t, sub.Err(), snodo.ErrClosed)
 }
 
 // The subscription watches its ListenTo actor: when it stops, the
@@ -182,7 +180,7 @@ func TestSubscriptionEndsWithItsListenToActor(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("subscription outlived its actor")
 	}
-	assert.ErrorIs(t, sub.Err(), snodoactor.ErrOwnerExited)
+	assert.ErrorIs(t, sub.Err(), snodo.ErrOwnerExited)
 }
 
 // A pool's subscription ends with a -32000 wrapping ErrClosed when the
@@ -203,8 +201,8 @@ func TestPoolSubscriptionEndsWithClosed(t *testing.T) {
 			t.Fatal("subscription outlived its pool")
 		}
 		require.ErrorIs(t, sub.Err(), snodo.ErrConnectionClosed, "run %d", i)
-		require.ErrorIs(t, sub.Err(), connection.ErrClosed, "run %d", i)
-		require.NotErrorIs(t, sub.Err(), snodoactor.ErrOwnerExited, "run %d", i)
+		require.ErrorIs(t, sub.Err(), snodo.ErrClosed, "run %d", i)
+		require.NotErrorIs(t, sub.Err(), snodo.ErrOwnerExited, "run %d", i)
 		<-p.Done()
 	}
 }
@@ -240,7 +238,7 @@ func TestListenToAnActorThatIsGone(t *testing.T) {
 	gone := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
 	testutil.StopActor(t, sys, gone, 5*time.Second)
 	_, err = c.Listen(t.Context(), snodo.Filter{ToolsListChanged: true}, snodo.ListenTo(gone))
-	require.ErrorIs(t, err, snodoactor.ErrOwnerExited)
+	require.ErrorIs(t, err, snodo.ErrOwnerExited)
 	assert.ErrorContains(t, err, "does not exist")
 }
 
@@ -265,6 +263,6 @@ func TestSubscriptionErrIsFinalOnceEventsClose(t *testing.T) {
 		require.NoError(t, err)
 		for range sub.Events() {
 		}
-		require.ErrorIs(t, sub.Err(), subscription.ErrServerTeardown, "run %d: Err as Events closed", i)
+		require.ErrorIs(t, sub.Err(), snodo.ErrSubscriptionTeardown, "run %d: Err as Events closed", i)
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/snodo/snodo"
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -118,7 +117,7 @@ func TestPoolCloseFromStoppingAgainstAServerIgnoringEOF(t *testing.T) {
 	select {
 	case err := <-inflight:
 		assert.ErrorIs(t, err, snodo.ErrConnectionClosed)
-		assert.ErrorIs(t, err, connection.ErrClosed)
+		assert.ErrorIs(t, err, snodo.ErrClosed)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the call in flight was not answered")
 	}

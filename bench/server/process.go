@@ -22,9 +22,10 @@ type HTTPProcess struct {
 }
 
 // StartHTTP starts bin (the benchserver binary) serving Streamable HTTP on
-// a free loopback port and waits for its endpoint URL.
-func StartHTTP(bin string) (*HTTPProcess, error) {
-	cmd := exec.Command(bin, "-http", "127.0.0.1:0")
+// a free loopback port, with more benchserver flags (-forward), and waits
+// for its endpoint URL.
+func StartHTTP(bin string, flags ...string) (*HTTPProcess, error) {
+	cmd := exec.Command(bin, append([]string{"-http", "127.0.0.1:0"}, flags...)...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -23,7 +23,8 @@ import (
 //	MCP host ──stdio──▶ gateway.Handler.ServeStdio ──remote.Client──▶ NATS ──▶ a host of NAME ──▶ MCP server
 //
 // It is the gateway of `snodo serve --nats` with a stdio framing instead
-// of Streamable HTTP: the same engine serves the client, in both eras,
+// of Streamable HTTP: the same engine serves the client, in both eras
+// (a legacy client on a legacy-era twin, as serve's legacy clients),
 // with the same fidelity (progress before each result, setLevel and
 // resources/subscribe served, server requests relayed to the client and
 // its answer returned, list changes announced again after an outage).
@@ -45,7 +46,7 @@ func runBridge(cfg *config, sio stdio) int {
 		return exitFailure
 	}
 	defer h.Close()
-	dial := func(conn []snodo.Option) (*remote.Client, error) {
+	dial := func(ctx context.Context, conn []snodo.Option) (*remote.Client, error) {
 		opts := []remote.ClientOption{
 			remote.WithNATSOptions(natsOptions(cfg)...),
 			remote.WithConnectOptions(append(conn, snodo.WithTimeout(cfg.timeout), snodo.WithLogger(log))...),
@@ -62,12 +63,35 @@ func runBridge(cfg *config, sio stdio) int {
 		}
 		return (&session{cfg: cfg, io: sio}).exitCode(ctx, err) // says what to check, as the other commands do
 	}
-	c, err := dial(h.ConnectOptions()) // natsleg: remote clients take them whole
+	c, err := dial(ctx, h.ConnectOptions()) // natsleg: remote clients take them whole
 	if err != nil {
 		return dialed(err)
 	}
 	defer c.Close()
 	if err := h.Attach(c); err != nil {
+		fmt.Fprintf(sio.err, "snodo bridge: %v\n", err)
+		return exitFailure
+	}
+	// The legacy-era twin, as `snodo serve --nats` has: a legacy client's
+	// session goes to a remote client of the legacy era, whose calls and
+	// subscriptions the hosts serve on their legacy-era connection of the
+	// name (remote.ServeLegacy), relaying that server's requests and logs
+	// to it, so that the client's own handlers answer them. It is dialled
+	// when the client initializes; a dial that fails answers that
+	// initialize with an error saying why. Closed after the handler, which
+	// ends a dial under way first.
+	var twin twinClient
+	defer twin.close()
+	defer h.Close()
+	if err := h.AttachLegacy(func(hctx context.Context) (snodo.Session, error) {
+		l, err := dial(hctx, append(h.ConnectOptions(), snodo.WithEra(snodo.EraLegacy)))
+		if err != nil {
+			log.Warn("snodo bridge: the legacy-era connection did not start", "server", cfg.serverName, "error", err)
+			return nil, err
+		}
+		twin.set(l)
+		return l, nil
+	}); err != nil {
 		fmt.Fprintf(sio.err, "snodo bridge: %v\n", err)
 		return exitFailure
 	}
@@ -91,6 +115,28 @@ func bridgeLogLevel(cfg *config) slog.Level {
 		return slog.LevelDebug
 	}
 	return slog.LevelWarn
+}
+
+// twinClient is the bridge's legacy-era remote client, once dialled.
+type twinClient struct {
+	mu sync.Mutex
+	c  *remote.Client
+}
+
+func (t *twinClient) set(c *remote.Client) {
+	t.mu.Lock()
+	t.c = c
+	t.mu.Unlock()
+}
+
+// close closes the client, if one was dialled.
+func (t *twinClient) close() {
+	t.mu.Lock()
+	c := t.c
+	t.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
 }
 
 // watchedWriter remembers that a write to the client failed: its reader

@@ -23,21 +23,39 @@ import (
 
 // everythingHost serves the TypeScript reference server
 // (server-everything, stdio, legacy era) as name on the NATS server at
-// url, in this process, and returns the host and its pool.
-func everythingHost(t *testing.T, url, name string) (*remote.Host, *supervisor.Pool) {
+// url, in this process, as `snodo node` serves a server: a pool, and a
+// legacy-era pool for legacy-era callers (remote.ServeLegacy), which the
+// bridge's legacy clients reach. It returns the host and a function
+// returning the pool that serves them (the legacy-era one, once the
+// first of them started it).
+func everythingHost(t *testing.T, url, name string) (*remote.Host, func() *supervisor.Pool) {
 	t.Helper()
 	entry := testutil.PeerPath(t, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	p, err := supervisor.NewPool(context.Background(), mcp.Command(testutil.NodePath(t), entry, "stdio"), 1,
-		supervisor.WithBackoff(supervisor.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Multiplier: 2}),
-		supervisor.WithConnectOptions(mcp.WithTimeout(30*time.Second)))
+	target := mcp.Command(testutil.NodePath(t), entry, "stdio")
+	backoff := supervisor.WithBackoff(supervisor.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Multiplier: 2})
+	p, err := supervisor.NewPool(context.Background(), target, 1, backoff, supervisor.WithConnectOptions(mcp.WithTimeout(30*time.Second)))
 	require.NoError(t, err)
-	h, err := remote.NewHost(context.Background(), url, remote.Serve(name, p))
+	legacy := make(chan *supervisor.Pool, 1)
+	start := func(ctx context.Context, opts ...mcp.Option) (*supervisor.Pool, error) {
+		lp, err := supervisor.NewPool(ctx, target, 1, backoff, supervisor.WithConnectOptions(append([]mcp.Option{mcp.WithTimeout(30 * time.Second)}, opts...)...))
+		if err == nil {
+			legacy <- lp
+		}
+		return lp, err
+	}
+	h, err := remote.NewHost(context.Background(), url, remote.Serve(name, p), remote.ServeLegacy(name, start))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = h.Close()
 		testutil.Receive(t, h.Done(), 10*time.Second, "the host's servers reaped")
 	})
-	return h, p
+	var served *supervisor.Pool
+	return h, func() *supervisor.Pool {
+		if served == nil {
+			served = testutil.Receive(t, legacy, 30*time.Second, "the host's legacy-era pool")
+		}
+		return served
+	}
 }
 
 // The TypeScript SDK's client through the bridge, against
@@ -144,10 +162,11 @@ func TestBridgeBackendKilledMidCall(t *testing.T) {
 	t.Logf("calls worked again %v after the kill", time.Since(killed))
 }
 
-// bridgeSkip are the steps of the interop clients left out through a
-// remote name until its hosts relay a legacy server's requests (sampling,
-// elicitation) and logs to remote callers: empty it once they do.
-var bridgeSkip = []string{"sampling", "logs"}
+// bridgeSkip are the steps of the interop clients left out through the
+// bridge: none (the hosts' legacy-era connection relays the server's
+// requests and logs to the bridge's legacy clients, and serves their
+// subscriptions).
+var bridgeSkip []string
 
 // goSDKClient runs test/peers/gosdk-client (the official Go SDK's client)
 // on the bridge to name, with extra flags.
@@ -180,7 +199,7 @@ func TestBridgeGoSDKClient(t *testing.T) {
 // initialize again), and the client is told the tools may have changed.
 func TestBridgeGoSDKClientBackendKilled(t *testing.T) {
 	url := bridgedNATS(t)
-	_, pool := everythingHost(t, url, "everything")
+	_, served := everythingHost(t, url, "everything")
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	cmd := goSDKClient(ctx, t, url, "everything", "-restart")
@@ -192,7 +211,7 @@ func TestBridgeGoSDKClientBackendKilled(t *testing.T) {
 	lines := bufio.NewScanner(stdout)
 	require.True(t, lines.Scan(), "the client's first line; stderr:\n%s", stderr.String())
 	require.Equal(t, `{"phase":"inflight"}`, lines.Text())
-	pid := pool.Members()[0].Current().ServerPID()
+	pid := served().Members()[0].Current().ServerPID()
 	require.Positive(t, pid)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	require.True(t, lines.Scan(), "the client's report; stderr:\n%s", stderr.String())
@@ -204,4 +223,37 @@ func TestBridgeGoSDKClientBackendKilled(t *testing.T) {
 	require.Less(t, seen.RecoverySecs, 5.0, "a call succeeded again within 5 s")
 	require.Zero(t, seen.Reconnects, "the bridge's session outlived the restart")
 	require.True(t, seen.ListChangedAfterRestart, "tools/list_changed after the restart")
+}
+
+// The same clients over Streamable HTTP through `snodo serve --nats` in
+// front of server-everything served as a node serves it: serve's legacy
+// clients go to its legacy-era twin, as the bridge's do, and pass every
+// step, the resource update after subscribe included (the twin's
+// subscription is on the legacy-era pool its calls go to). Each client
+// has a server of its own: server-everything's simulated logs and updates
+// are toggled per process on stdio, so a second client would turn off
+// what the first turned on.
+func TestServeNATSInteropClients(t *testing.T) {
+	for _, who := range []string{"TypeScript", "go-sdk"} {
+		t.Run(who, func(t *testing.T) {
+			url := bridgedNATS(t)
+			everythingHost(t, url, "everything")
+			_, urls := startServe(t, "--nats", url, "--server", "everything")
+			require.Len(t, urls, 1)
+			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+			defer cancel()
+			var cmd *exec.Cmd
+			if who == "TypeScript" {
+				cmd = exec.CommandContext(ctx, testutil.NodePath(t), testutil.PeerPath(t, "ts-client/gateway-client.mjs"), urls[0])
+			} else {
+				cmd = exec.CommandContext(ctx, testutil.PeerPath(t, "bin/gosdk-client"), "-url", urls[0])
+			}
+			var stderr testutil.Buffer
+			cmd.Stderr = &stderr
+			cmd.WaitDelay = 5 * time.Second
+			out, err := cmd.Output()
+			require.NoError(t, err, "stderr:\n%s", stderr.String())
+			testutil.ReadClientReport(t, out).Check(t, who)
+		})
+	}
 }

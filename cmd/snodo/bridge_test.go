@@ -327,6 +327,55 @@ func TestBridgeWithoutAHost(t *testing.T) {
 	require.NoError(t, cmd.Wait(), "the bridge exits 0 at the end of its stdin; stderr:\n%s", stderr.String())
 }
 
+// The bridge connects its legacy-era client to NATS when a legacy client
+// initializes; when it cannot (the NATS server went away since the bridge
+// started), initialize is answered with an error saying so, and the
+// bridge lives on.
+func TestBridgeLegacyClientCannotConnect(t *testing.T) {
+	e, err := natsembed.Start(natsembed.Options{})
+	require.NoError(t, err)
+	t.Cleanup(e.Shutdown)
+	cmd := exec.Command(snodoBin, "bridge", "--nats", e.URL(), "--server", "nobody")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr testutil.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	answer := func(req string) map[string]any {
+		t.Helper()
+		_, err := io.WriteString(stdin, req+"\n")
+		require.NoError(t, err)
+		line := testutil.Receive(t, lines, 30*time.Second, "the bridge's answer to "+req)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "one JSON value per line: %q", line)
+		return m
+	}
+	// The bridge serves once its first client is connected: a ping says so.
+	assert.Equal(t, "{}", mustJSON(t, answer(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)["result"]))
+	e.Shutdown()
+	m := answer(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	er, _ := m["error"].(map[string]any)
+	require.NotNil(t, er, "an error answer: %v", m)
+	assert.Contains(t, er["message"], "legacy-era connection could not start")
+	t.Logf("initialize: %v", er["message"])
+	assert.Equal(t, "{}", mustJSON(t, answer(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)["result"]), "the bridge lives on")
+	require.NoError(t, stdin.Close())
+	for range lines {
+	}
+	require.NoError(t, cmd.Wait(), "the bridge exits 0 at the end of its stdin; stderr:\n%s", stderr.String())
+	assert.Contains(t, stderr.String(), "the legacy-era connection did not start")
+}
+
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -564,13 +613,19 @@ func awaitToolsChanged(t *testing.T, changed <-chan string, within time.Duration
 }
 
 // legacyHost serves the test server (legacy era, a pool of one) as
-// "bridged" on the NATS server at url; the caller closes it.
+// "bridged" on the NATS server at url, as `snodo node` serves it: with a
+// legacy-era pool of one for legacy-era callers (remote.ServeLegacy),
+// which serves the bridge's legacy clients, their calls and their
+// subscriptions; the caller closes it.
 func legacyHost(t *testing.T, url string) *remote.Host {
 	t.Helper()
 	cmd, args := testutil.Server(t, "-era", "legacy")
 	p, err := supervisor.NewPool(context.Background(), mcp.Command(cmd, args...), 1)
 	require.NoError(t, err)
-	h, err := remote.NewHost(context.Background(), url, remote.Serve("bridged", p))
+	start := func(ctx context.Context, opts ...mcp.Option) (*supervisor.Pool, error) {
+		return supervisor.NewPool(ctx, mcp.Command(cmd, args...), 1, supervisor.WithConnectOptions(opts...))
+	}
+	h, err := remote.NewHost(context.Background(), url, remote.Serve("bridged", p), remote.ServeLegacy("bridged", start))
 	require.NoError(t, err)
 	return h
 }

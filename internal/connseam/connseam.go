@@ -26,7 +26,7 @@ type Lent struct {
 	// ServeInputs runs the server-request handler for the input requests
 	// of one modern input_required result on the connection's one
 	// handler path and returns their encoded results, in order (see
-	// connection/input.go).
+	// internal/engine/input.go).
 	ServeInputs func(ctx context.Context, reqs []*handlers.Request, timeout time.Duration) ([]json.RawMessage, error)
 
 	// LeftInputUnread reports whether the server went away without

@@ -7,7 +7,7 @@ package exitsig
 
 import protoactor "github.com/asynkron/protoactor-go/actor"
 
-// Signal asks an actor to stop with Reason (nil: actor.ErrStopped).
+// Signal asks an actor to stop with Reason (nil: snodo.ErrActorStopped).
 type Signal struct {
 	Reason error
 }
@@ -16,7 +16,7 @@ type Signal struct {
 // protoactor's dead-letter log.
 func (*Signal) IgnoreDeadLetterLogging() {}
 
-// Send sends pid an exit signal with reason (nil: actor.ErrStopped). It
+// Send sends pid an exit signal with reason (nil: snodo.ErrActorStopped). It
 // returns at once; an actor that has already stopped ignores it, and a
 // nil system or pid means no actor: nothing is sent.
 func Send(system *protoactor.ActorSystem, pid *protoactor.PID, reason error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -276,9 +277,70 @@ func MergeMeta(params []byte, members map[string]json.RawMessage) ([]byte, error
 		out, _ := SpliceMeta(params, meta)
 		return out, nil
 	}
-	if out, ok := addToMeta(params, members); ok {
+	var kb [8]string
+	var vb [8][]byte
+	keys, vals := kb[:0], vb[:0]
+	for k, v := range members {
+		keys, vals = append(keys, k), append(vals, v)
+	}
+	if out, ok := addToMeta(params, keys, vals); ok {
 		return out, nil
 	}
+	return mergeDecoded(params, members)
+}
+
+// MergeMetaObject is MergeMeta with the members given as one encoded JSON
+// object (obj, as jsonrpc.AppendRequestMetaObject makes it) and an extra
+// member, key extraKey (none when ""): into params that already carry a
+// "_meta" object (a request forwarded as its client sent it) the members
+// it lacks are appended without decoding obj or params, and params are
+// returned as they are when it has them all. Whatever that cannot vouch
+// for (escapes, a key twice, params to splice into) takes MergeMeta's
+// decoding way, with the same result.
+func MergeMetaObject(params, obj []byte, extraKey string, extraVal []byte) ([]byte, error) {
+	var kb [8]string
+	var vb [8][]byte
+	keys, vals := kb[:0], vb[:0]
+	simple := !bytes.ContainsRune(obj, '\\') && !CanSpliceMeta(params)
+	if simple && len(obj) > 0 {
+		simple = eachMember(obj, func(k, v []byte) error {
+			if slices.Contains(keys, string(k)) {
+				return errSyntax // a key twice: the map's last-wins, decoded
+			}
+			keys, vals = append(keys, string(k)), append(vals, v)
+			return nil
+		}) == nil
+	}
+	if simple && extraKey != "" {
+		if slices.Contains(keys, extraKey) {
+			simple = false
+		} else {
+			keys, vals = append(keys, extraKey), append(vals, extraVal)
+		}
+	}
+	if simple {
+		if len(keys) == 0 {
+			return params, nil
+		}
+		if out, ok := addToMeta(params, keys, vals); ok {
+			return out, nil
+		}
+	}
+	members := map[string]json.RawMessage{}
+	if len(obj) > 0 {
+		if err := json.Unmarshal(obj, &members); err != nil {
+			return nil, err
+		}
+	}
+	if extraKey != "" {
+		members[extraKey] = extraVal
+	}
+	return MergeMeta(params, members)
+}
+
+// mergeDecoded is MergeMeta's way for params it cannot splice into
+// without decoding them.
+func mergeDecoded(params []byte, members map[string]json.RawMessage) ([]byte, error) {
 	if err := RequireObject(params, "to carry _meta"); err != nil {
 		return nil, err
 	}
@@ -314,7 +376,7 @@ var metaKey = []byte(`"_meta"`)
 // returned as they are when it has them all. ok is false when it cannot
 // tell (escapes in member names, a second "_meta", a _meta that is no
 // object, malformed params): MergeMeta then decodes and merges.
-func addToMeta(params []byte, members map[string]json.RawMessage) (out []byte, ok bool) {
+func addToMeta(params []byte, keys []string, vals [][]byte) (out []byte, ok bool) {
 	if bytes.Contains(params, escapeU) {
 		return nil, false
 	}
@@ -337,30 +399,32 @@ func addToMeta(params []byte, members map[string]json.RawMessage) (out []byte, o
 	}) != nil {
 		return nil, false
 	}
-	var add []string
-	for k, v := range members {
+	var ab [8]int
+	add := ab[:0] // indexes into keys of the members _meta lacks
+	for i, k := range keys {
 		if !slices.ContainsFunc(have, func(h []byte) bool { return string(h) == k }) {
-			if !Valid(v) || bytes.ContainsAny(v, "\r\n") {
+			if !Valid(vals[i]) || bytes.ContainsAny(vals[i], "\r\n") {
 				return nil, false // json.Marshal's checks and compaction
 			}
-			add = append(add, k)
+			add = append(add, i)
 		}
 	}
 	if len(add) == 0 {
 		return params, true
 	}
-	slices.Sort(add)                               // as json.Marshal orders a map's keys
+	// In the order json.Marshal gives a map's keys.
+	slices.SortFunc(add, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
 	end := cap(params) - cap(meta) + len(meta) - 1 // the offset of _meta's closing brace
 	empty := len(bytes.TrimSpace(meta[1:len(meta)-1])) == 0
 	out = make([]byte, 0, len(params)+64*len(add))
 	out = append(out, params[:end]...)
-	for i, k := range add {
+	for i, j := range add {
 		if i > 0 || !empty {
 			out = append(out, ',')
 		}
-		out = AppendString(out, k)
+		out = AppendString(out, keys[j])
 		out = append(out, ':')
-		out = append(out, members[k]...)
+		out = append(out, vals[j]...)
 	}
 	return append(out, params[end:]...), true
 }

@@ -302,3 +302,23 @@ func checkLine(t *testing.T, line []byte) {
 	}
 	checkWireValue(t, body)
 }
+
+// FuzzMergeMetaObject: whatever the params and the members' object,
+// MergeMetaObject answers as MergeMeta does for the same members decoded.
+func FuzzMergeMetaObject(f *testing.F) {
+	f.Add([]byte(`{"_meta":{"a":1},"x":2}`), []byte(`{"b":2,"a":3}`))
+	f.Add([]byte(`{"name":"t"}`), []byte(`{"progressToken":1}`))
+	f.Add([]byte(`{"_meta":{}}`), []byte(`{"k\n":1}`))
+	f.Fuzz(func(t *testing.T, params, obj []byte) {
+		members := map[string]json.RawMessage{}
+		if json.Unmarshal(obj, &members) != nil {
+			return
+		}
+		members["progressToken"] = json.RawMessage(`5`)
+		want, werr := MergeMeta(params, members)
+		got, gerr := MergeMetaObject(params, obj, "progressToken", []byte(`5`))
+		if string(got) != string(want) || (werr == nil) != (gerr == nil) {
+			t.Fatalf("params %q, obj %q: got %q (%v), want %q (%v)", params, obj, got, gerr, want, werr)
+		}
+	})
+}

@@ -9,9 +9,9 @@ import (
 
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
-	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/exitsig"
 	"github.com/snodo/snodo/internal/guardian"
+	"github.com/snodo/snodo/internal/sentinel"
 )
 
 // Life is the life of an actor that owns something a restart would lose
@@ -23,10 +23,10 @@ import (
 //     (Owner, watched from Started), or both;
 //   - an exit signal (Exit) stops it with the signal's reason;
 //   - the system's Shutdown stops it, as its owner's end would
-//     (snodoactor.ErrOwnerExited): protoactor-go's Shutdown stops no actor, but
+//     (snodo.ErrOwnerExited): protoactor-go's Shutdown stops no actor, but
 //     snodo's leave nothing running;
 //   - a panic in its Receive is recovered, logged, and stops it with
-//     snodoactor.ErrPanicked: it never restarts with empty state while what it
+//     snodo.ErrActorPanicked: it never restarts with empty state while what it
 //     owns lives on;
 //   - the messages still in its mailbox when it stops become dead
 //     letters, as those sent after the stop do (protoactor-go drops
@@ -35,7 +35,7 @@ import (
 //
 // The actor's own Receive sees every message but the exit signal and the
 // owner's Terminated; its Stopping comes after the reason is settled
-// (snodoactor.ErrStopped when none was given), so it can read Reason. Set the
+// (snodo.ErrActorStopped when none was given), so it can read Reason. Set the
 // fields before Spawn; the methods are safe from any goroutine.
 type Life struct {
 	Name   string          // for logs: "connection", "supervisor", "pool"
@@ -89,7 +89,7 @@ func (l *Life) Spawn(system *protoactor.ActorSystem, prefix string, receive prot
 }
 
 // LinkContext makes ctx an owner, after Spawn: when it is done the actor
-// stops with snodoactor.ErrOwnerExited wrapping the context's cause (at once if it
+// stops with snodo.ErrOwnerExited wrapping the context's cause (at once if it
 // is done already). The watch is context.AfterFunc, released as the actor
 // stops, so it costs no goroutine while it waits. A context that can
 // never be done (its Done is nil, as context.Background's) is no owner:
@@ -99,7 +99,7 @@ func (l *Life) LinkContext(ctx context.Context) {
 		return
 	}
 	stop := context.AfterFunc(ctx, func() {
-		l.Stop(fmt.Errorf("%w: %w", snodoactor.ErrOwnerExited, context.Cause(ctx)))
+		l.Stop(fmt.Errorf("%w: %w", sentinel.ErrOwnerExited, context.Cause(ctx)))
 	})
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -160,7 +160,7 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 			if l.Logger != nil {
 				l.Logger.Error("snodo: "+l.Name+" actor panicked; stopping it", "panic", r)
 			}
-			l.stopSelf(ctx, fmt.Errorf("%w: %v", snodoactor.ErrPanicked, r))
+			l.stopSelf(ctx, fmt.Errorf("%w: %v", sentinel.ErrActorPanicked, r))
 		}
 	}()
 	switch msg := ctx.Message().(type) {
@@ -173,13 +173,13 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 			l.mu.Lock()
 			l.ownerGone = true
 			l.mu.Unlock()
-			l.stopSelf(ctx, fmt.Errorf("%w: actor %s terminated", snodoactor.ErrOwnerExited, l.Owner.Id))
+			l.stopSelf(ctx, fmt.Errorf("%w: actor %s terminated", sentinel.ErrOwnerExited, l.Owner.Id))
 			return
 		}
 	case *exitsig.Signal:
 		reason := msg.Reason
 		if reason == nil {
-			reason = snodoactor.ErrStopped
+			reason = sentinel.ErrActorStopped
 		}
 		l.stopSelf(ctx, reason)
 		return
@@ -188,9 +188,9 @@ func (l *Life) receive(ctx protoactor.Context, next protoactor.ReceiveFunc) {
 		switch {
 		case l.reason == nil && l.parent != nil:
 			// Most likely its parent stopping (a child stops first).
-			l.reason = fmt.Errorf("%w (%w: a child of %s stops with it)", snodoactor.ErrStopped, snodoactor.ErrOwnerExited, l.parent.Id)
+			l.reason = fmt.Errorf("%w (%w: a child of %s stops with it)", sentinel.ErrActorStopped, sentinel.ErrOwnerExited, l.parent.Id)
 		case l.reason == nil:
-			l.reason = snodoactor.ErrStopped
+			l.reason = sentinel.ErrActorStopped
 		}
 		unwatch, ownerGone := l.unwatch, l.ownerGone
 		l.ending = true

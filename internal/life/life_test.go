@@ -11,6 +11,7 @@ import (
 	snodoactor "github.com/snodo/snodo/actor"
 	"github.com/snodo/snodo/internal/exitsig"
 	"github.com/snodo/snodo/internal/life"
+	"github.com/snodo/snodo/internal/sentinel"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -67,7 +68,7 @@ func TestLifeExitSignalAndPlainStop(t *testing.T) {
 	var plain life.Life
 	pid, stopped = owned(t, &plain)
 	snodoactor.Shared().Root.Stop(pid)
-	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ErrStopped) {
+	if err := reasonOf(t, stopped); !errors.Is(err, sentinel.ErrActorStopped) {
 		t.Fatalf("reason %v, want ErrStopped", err)
 	}
 }
@@ -77,7 +78,7 @@ func TestLifePanicStopsWithReasonAndLogs(t *testing.T) {
 	l := life.Life{Name: "test", Logger: logs.Logger()}
 	pid, stopped := owned(t, &l)
 	snodoactor.Shared().Root.Send(pid, panics{})
-	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ErrPanicked) {
+	if err := reasonOf(t, stopped); !errors.Is(err, sentinel.ErrActorPanicked) {
 		t.Fatalf("reason %v, want ErrPanicked", err)
 	}
 	if !logs.Has("snodo: test actor panicked; stopping it panic=boom") {
@@ -91,7 +92,7 @@ func TestLifeOwnerActorAndOwnerContext(t *testing.T) {
 	l := life.Life{Owner: owner}
 	_, stopped := owned(t, &l)
 	testutil.StopActor(t, sys, owner, 10*time.Second)
-	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ErrOwnerExited) {
+	if err := reasonOf(t, stopped); !errors.Is(err, sentinel.ErrOwnerExited) {
 		t.Fatalf("reason %v, want ErrOwnerExited", err)
 	}
 
@@ -101,7 +102,7 @@ func TestLifeOwnerActorAndOwnerContext(t *testing.T) {
 	byCtx.LinkContext(ctx)
 	gone := errors.New("owner gone")
 	cancel(gone)
-	if err := reasonOf(t, stopped); !errors.Is(err, snodoactor.ErrOwnerExited) || !errors.Is(err, gone) {
+	if err := reasonOf(t, stopped); !errors.Is(err, sentinel.ErrOwnerExited) || !errors.Is(err, gone) {
 		t.Fatalf("reason %v, want ErrOwnerExited wrapping the cause", err)
 	}
 }

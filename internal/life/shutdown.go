@@ -8,6 +8,7 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/sentinel"
 )
 
 // protoactor-go's ActorSystem.Shutdown only closes a channel it keeps to
@@ -82,7 +83,7 @@ func (w *systemWatch) run(system *protoactor.ActorSystem) {
 				lives = append(lives, l)
 			}
 			systemWatches.mu.Unlock()
-			reason := fmt.Errorf("%w: actor system %s was shut down", snodoactor.ErrOwnerExited, system.ID)
+			reason := fmt.Errorf("%w: actor system %s was shut down", sentinel.ErrOwnerExited, system.ID)
 			for _, l := range lives {
 				l.Stop(reason)
 			}

@@ -100,3 +100,8 @@ func LineN(s string, max int) string {
 	}
 	return b.String()
 }
+
+// Sample is b, bytes a server sent, as they may go into an error or a
+// log: Line of its first LineMax+1 bytes (one more than Line keeps, so
+// that Line marks the cut), without copying the rest.
+func Sample(b []byte) string { return Line(string(b[:min(len(b), LineMax+1)])) }

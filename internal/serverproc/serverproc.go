@@ -1,7 +1,7 @@
 // Package serverproc holds the rules about the server process that both the
 // connection layer and the root package apply: which names an environment
-// variable may have, and why a connection stopped (the sentinel errors the
-// connection package exports, and one word for each, for metrics).
+// variable may have, and one word, for metrics, for each reason a
+// connection stops (internal/sentinel).
 package serverproc
 
 import (
@@ -9,22 +9,7 @@ import (
 	"fmt"
 	"strings"
 
-	snodoactor "github.com/snodo/snodo/actor"
-)
-
-// Why a connection stopped; the connection package exports these under
-// the same names, with their documentation.
-var (
-	ErrClosed       = errors.New("connection closed by the client")
-	ErrServerExited = errors.New("server exited")
-	ErrStdinClosed  = errors.New("server closed its stdin")
-	ErrStdoutClosed = errors.New("server closed its stdout")
-	ErrNotReading   = errors.New("server is not reading its stdin")
-	// The Streamable HTTP transport's own reasons.
-	ErrSessionExpired    = errors.New("the server ended the HTTP session")
-	ErrServerUnreachable = errors.New("the MCP endpoint cannot be reached")
-	// The HTTP+SSE transport's own.
-	ErrStreamEnded = errors.New("the server ended the SSE stream")
+	"github.com/snodo/snodo/internal/sentinel"
 )
 
 // ExitCause names why a connection stopped in one low-cardinality word,
@@ -35,25 +20,25 @@ var (
 // of the caller's).
 func ExitCause(reason error) string {
 	switch {
-	case errors.Is(reason, ErrClosed):
+	case errors.Is(reason, sentinel.ErrClosed):
 		return "closed"
-	case errors.Is(reason, ErrServerExited):
+	case errors.Is(reason, sentinel.ErrServerExited):
 		return "server_exited"
-	case errors.Is(reason, ErrStdinClosed):
+	case errors.Is(reason, sentinel.ErrStdinClosed):
 		return "stdin_closed"
-	case errors.Is(reason, ErrStdoutClosed):
+	case errors.Is(reason, sentinel.ErrStdoutClosed):
 		return "stdout_closed"
-	case errors.Is(reason, ErrNotReading):
+	case errors.Is(reason, sentinel.ErrNotReading):
 		return "not_reading"
-	case errors.Is(reason, ErrSessionExpired):
+	case errors.Is(reason, sentinel.ErrSessionExpired):
 		return "session_expired"
-	case errors.Is(reason, ErrStreamEnded):
+	case errors.Is(reason, sentinel.ErrStreamEnded):
 		return "stream_ended"
-	case errors.Is(reason, ErrServerUnreachable):
+	case errors.Is(reason, sentinel.ErrServerUnreachable):
 		return "unreachable"
-	case errors.Is(reason, snodoactor.ErrOwnerExited):
+	case errors.Is(reason, sentinel.ErrOwnerExited):
 		return "owner_exited"
-	case errors.Is(reason, snodoactor.ErrPanicked):
+	case errors.Is(reason, sentinel.ErrActorPanicked):
 		return "panicked"
 	}
 	return "stopped"

@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"testing"
 
-	snodoactor "github.com/snodo/snodo/actor"
+	"github.com/snodo/snodo/internal/sentinel"
 )
 
 func TestExitCause(t *testing.T) {
 	for reason, want := range map[error]string{
-		ErrClosed: "closed", ErrServerExited: "server_exited", ErrStdinClosed: "stdin_closed",
-		ErrStdoutClosed: "stdout_closed", ErrNotReading: "not_reading",
-		snodoactor.ErrOwnerExited: "owner_exited", snodoactor.ErrPanicked: "panicked",
-		fmt.Errorf("wrapped: %w", ErrServerExited): "server_exited", errors.New("mine"): "stopped", nil: "stopped",
+		sentinel.ErrClosed: "closed", sentinel.ErrServerExited: "server_exited", sentinel.ErrStdinClosed: "stdin_closed",
+		sentinel.ErrStdoutClosed: "stdout_closed", sentinel.ErrNotReading: "not_reading",
+		sentinel.ErrOwnerExited: "owner_exited", sentinel.ErrActorPanicked: "panicked",
+		fmt.Errorf("wrapped: %w", sentinel.ErrServerExited): "server_exited", errors.New("mine"): "stopped", nil: "stopped",
 	} {
 		if got := ExitCause(reason); got != want {
 			t.Errorf("ExitCause(%v) = %q, want %q", reason, got, want)

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/sentinel"
 )
 
 // 600 requests of 256 KiB (150 MiB) to a server that stopped reading: the
@@ -17,7 +18,7 @@ import (
 // refused at once, those queued are dropped as they time out, and the heap
 // comes back once they have.
 func TestNonReadingServerKeepsTheHeapBounded(t *testing.T) {
-	r := dial(t, connection.Config{ShutdownGrace: 100 * time.Millisecond, Timeout: 2 * time.Second})
+	r := dial(t, engine.Config{ShutdownGrace: 100 * time.Millisecond, Timeout: 2 * time.Second})
 	if _, err := r.c.Request(context.Background(), "test/stopReading", nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestNonReadingServerKeepsTheHeapBounded(t *testing.T) {
 		switch {
 		case errors.Is(a.err, jsonrpc.ErrTimeout):
 			timedOut++
-		case errors.Is(a.err, connection.ErrWriteQueueFull):
+		case errors.Is(a.err, sentinel.ErrWriteQueueFull):
 			refused++
 		default:
 			t.Errorf("caller %d got %s, %v; want a timeout or a refusal", a.caller, a.result, a.err)
@@ -55,7 +56,7 @@ func TestNonReadingServerKeepsTheHeapBounded(t *testing.T) {
 	if after > 8<<20 {
 		t.Errorf("heap still %d MiB above the start after every caller gave up, want < 8 MiB", after>>20)
 	}
-	r.finish(connection.ErrClosed)
+	r.finish(sentinel.ErrClosed)
 }
 
 // A legacy server sends 300,000 requests and reads nothing meanwhile:
@@ -63,14 +64,14 @@ func TestNonReadingServerKeepsTheHeapBounded(t *testing.T) {
 // (32 MiB); past that (300,000 refusals are about 42 MB) the connection
 // stops with ErrNotReading instead of growing.
 func TestRequestFloodFromANonReadingServerIsBounded(t *testing.T) {
-	r := dial(t, connection.Config{}, "-era", "legacy", quickEOF)
+	r := dial(t, engine.Config{}, "-era", "legacy", quickEOF)
 	base := heapInUse()
 	stop := make(chan struct{})
 	peak := peakHeap(stop)
 	began := time.Now()
 	_, err := r.c.Request(context.Background(), "test/floodRequests",
-		map[string]any{"count": 300000, "method": "x/unknown", "pauseMs": 3000}, &connection.CallOptions{Timeout: 60 * time.Second})
-	if !isClosed(err, connection.ErrNotReading) {
+		map[string]any{"count": 300000, "method": "x/unknown", "pauseMs": 3000}, &engine.CallOptions{Timeout: 60 * time.Second})
+	if !isClosed(err, sentinel.ErrNotReading) {
 		t.Fatalf("the flood request got %v, want -32000 wrapping ErrNotReading", err)
 	}
 	took := time.Since(began)
@@ -86,5 +87,5 @@ func TestRequestFloodFromANonReadingServerIsBounded(t *testing.T) {
 	if grew > 160<<20 {
 		t.Errorf("heap grew by %d MiB, want < 160 MiB", grew>>20)
 	}
-	r.finish(connection.ErrNotReading)
+	r.finish(sentinel.ErrNotReading)
 }

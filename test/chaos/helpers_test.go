@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/internal/connseam"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/test/testutil"
 )
@@ -27,7 +27,7 @@ const quickEOF = "-eof-grace=100ms"
 // rig is one connection under test with what it started from.
 type rig struct {
 	t      *testing.T
-	c      *connection.Conn
+	c      *engine.Conn
 	lent   *connseam.Lent // what c lends: its process id, requests in flight
 	pid    int
 	fds    int
@@ -38,7 +38,7 @@ type rig struct {
 // dial starts the test server with flags on a connection whose stderr and
 // log records are captured. The descriptor count is taken before the
 // start, so finish can check that every descriptor came back.
-func dial(t *testing.T, cfg connection.Config, flags ...string) *rig {
+func dial(t *testing.T, cfg engine.Config, flags ...string) *rig {
 	t.Helper()
 	testutil.ServerPath(t) // build first: the build is not part of the count
 	r := &rig{t: t, stderr: &testutil.Buffer{}, logs: &testutil.LogRecorder{}}
@@ -52,7 +52,7 @@ func dial(t *testing.T, cfg connection.Config, flags ...string) *rig {
 	}
 	r.lent = new(connseam.Lent)
 	cfg.Lend = r.lent
-	c, err := connection.Start(context.Background(), cfg)
+	c, err := engine.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -118,7 +118,7 @@ type crowd struct {
 }
 
 // call starts n callers of method with params; each reports exactly once.
-func call(c *connection.Conn, n int, method string, params any, opts *connection.CallOptions) *crowd {
+func call(c *engine.Conn, n int, method string, params any, opts *engine.CallOptions) *crowd {
 	cr := &crowd{answers: make(chan answer, n), count: make([]atomic.Int32, n), n: n}
 	for i := range n {
 		go func() {

@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/sentinel"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -21,7 +22,7 @@ import (
 // the anomaly is logged, and the connection ends only when closed.
 
 func TestGarbageAndHalfWrittenLines(t *testing.T) {
-	r := dial(t, connection.Config{})
+	r := dial(t, engine.Config{})
 	echoes := call(r.c, 20, "test/echo", map[string]string{"k": "v"}, nil)
 	garbage := call(r.c, 3, "test/garbage", nil, nil)
 	split := call(r.c, 3, "test/split", map[string]int{"parts": 40, "delayMs": 2}, nil)
@@ -41,11 +42,11 @@ func TestGarbageAndHalfWrittenLines(t *testing.T) {
 	if err := r.c.Err(); err != nil {
 		t.Errorf("Err() = %v while running", err)
 	}
-	r.finish(connection.ErrClosed)
+	r.finish(sentinel.ErrClosed)
 }
 
 func TestDuplicateAndUnsolicitedResponses(t *testing.T) {
-	r := dial(t, connection.Config{})
+	r := dial(t, engine.Config{})
 	slow := call(r.c, 4, "test/sleep", map[string]int{"ms": 200}, nil)
 	dups := call(r.c, 10, "test/duplicate", nil, nil)
 	for _, a := range dups.collect(t, 10*time.Second) {
@@ -74,7 +75,7 @@ func TestDuplicateAndUnsolicitedResponses(t *testing.T) {
 	if n := r.lent.InFlight(); n != 0 {
 		t.Errorf("InFlight() = %d", n)
 	}
-	r.finish(connection.ErrClosed)
+	r.finish(sentinel.ErrClosed)
 }
 
 // heapInUse is the heap in use after a collection.
@@ -110,14 +111,14 @@ func peakHeap(stop <-chan struct{}) <-chan uint64 {
 const heapBound = 64 << 20
 
 func TestOneGiBLineKeepsTheHeapFlat(t *testing.T) {
-	r := dial(t, connection.Config{}) // default line cap: 16 MiB
+	r := dial(t, engine.Config{}) // default line cap: 16 MiB
 	base := heapInUse()
 	stop := make(chan struct{})
 	peak := peakHeap(stop)
 	const size = 1 << 30
 	// The answer is discarded as it arrives: its caller times out, while
 	// the rest of the gigabyte still streams through.
-	big := call(r.c, 1, "test/overlong", map[string]int{"bytes": size}, &connection.CallOptions{Timeout: time.Second})
+	big := call(r.c, 1, "test/overlong", map[string]int{"bytes": size}, &engine.CallOptions{Timeout: time.Second})
 	a := big.collect(t, 30*time.Second)[0]
 	var e *jsonrpc.Error
 	if !errors.As(a.err, &e) || e.Code != jsonrpc.CodeTimeout || !errors.Is(a.err, jsonrpc.ErrTimeout) {
@@ -138,12 +139,12 @@ func TestOneGiBLineKeepsTheHeapFlat(t *testing.T) {
 			t.Errorf("echo after the overlong line: %s, %v", a.result, a.err)
 		}
 	}
-	r.finish(connection.ErrClosed)
+	r.finish(sentinel.ErrClosed)
 }
 
 func TestStderrFloodIntoABlockedWriter(t *testing.T) {
 	w := blockingWriter{release: make(chan struct{})}
-	r := dial(t, connection.Config{Stderr: w})
+	r := dial(t, engine.Config{Stderr: w})
 	base := heapInUse()
 	stop := make(chan struct{})
 	peak := peakHeap(stop)
@@ -165,18 +166,18 @@ func TestStderrFloodIntoABlockedWriter(t *testing.T) {
 		t.Errorf("heap grew by %d MiB during a stderr flood", grew>>20)
 	}
 	close(w.release) // the user's writer lets go: the forwarding goroutine ends
-	r.finish(connection.ErrClosed)
+	r.finish(sentinel.ErrClosed)
 }
 
 func TestProgressFloodCannotPileUp(t *testing.T) {
-	r := dial(t, connection.Config{})
+	r := dial(t, engine.Config{})
 	base := heapInUse()
 	stop := make(chan struct{})
 	peak := peakHeap(stop)
 	const count = 50000
 	var calls atomic.Int64
-	var last connection.Progress
-	slow := func(p connection.Progress) { // a callback far slower than the server
+	var last engine.Progress
+	slow := func(p engine.Progress) { // a callback far slower than the server
 		if calls.Add(1)%64 == 0 {
 			time.Sleep(time.Millisecond)
 		}
@@ -186,7 +187,7 @@ func TestProgressFloodCannotPileUp(t *testing.T) {
 		last = p
 	}
 	res, err := r.c.Request(context.Background(), "test/progress", map[string]int{"count": count},
-		&connection.CallOptions{OnProgress: slow, Timeout: time.Minute})
+		&engine.CallOptions{OnProgress: slow, Timeout: time.Minute})
 	if err != nil || string(res) != fmt.Sprintf(`{"done":%d}`, count) {
 		t.Fatalf("progress caller: %s, %v", res, err)
 	}
@@ -195,7 +196,7 @@ func TestProgressFloodCannotPileUp(t *testing.T) {
 	}
 	// Progress nobody asked for is dropped at once.
 	if _, err := r.c.Request(context.Background(), "test/flood",
-		map[string]any{"count": count, "method": "notifications/progress"}, &connection.CallOptions{Timeout: time.Minute}); err != nil {
+		map[string]any{"count": count, "method": "notifications/progress"}, &engine.CallOptions{Timeout: time.Minute}); err != nil {
 		t.Errorf("unrequested progress flood: %v", err)
 	}
 	close(stop)
@@ -204,7 +205,7 @@ func TestProgressFloodCannotPileUp(t *testing.T) {
 	if grew > heapBound {
 		t.Errorf("heap grew by %d MiB during a progress flood", grew>>20)
 	}
-	r.finish(connection.ErrClosed)
+	r.finish(sentinel.ErrClosed)
 }
 
 func TestServerRequestFloodIsBounded(t *testing.T) {
@@ -228,10 +229,10 @@ func TestServerRequestFloodIsBounded(t *testing.T) {
 		handled.Add(1)
 		return map[string]any{"roots": []any{}}, nil
 	}
-	r := dial(t, connection.Config{Handler: h, MaxServerRequests: bound})
+	r := dial(t, engine.Config{Handler: h, MaxServerRequests: bound})
 	srv := call(r.c, 1, "test/serverRequest",
 		map[string]any{"method": "roots/list", "count": flood, "concurrent": true, "timeoutMs": 20000},
-		&connection.CallOptions{Timeout: time.Minute})
+		&engine.CallOptions{Timeout: time.Minute})
 	testutil.Eventually(t, func() bool { return running.Load() == bound }, 10*time.Second, "handlers at the bound")
 	testutil.Eventually(t, func() bool {
 		return r.logs.Count("came over the bound of handlers running at once") == flood-bound
@@ -264,12 +265,12 @@ func TestServerRequestFloodIsBounded(t *testing.T) {
 		t.Errorf("%d responses, %d handled, %d rejected, peak %d; want %d, %d, %d, <= %d",
 			len(out.Responses), ok, rejected, peakRunning.Load(), flood, bound, flood-bound, bound)
 	}
-	r.finish(connection.ErrClosed)
+	r.finish(sentinel.ErrClosed)
 }
 
 func TestHandlerPanicsAreAnswered(t *testing.T) {
 	h := func(context.Context, *handlers.Request) (any, error) { panic("handler bug") }
-	r := dial(t, connection.Config{Handler: h})
+	r := dial(t, engine.Config{Handler: h})
 	res, err := r.c.Request(context.Background(), "test/serverRequest",
 		map[string]any{"method": "sampling/createMessage", "count": 20}, nil) // one after another: a panic frees its slot
 	if err != nil {
@@ -294,11 +295,11 @@ func TestHandlerPanicsAreAnswered(t *testing.T) {
 	if err := r.c.Err(); err != nil {
 		t.Errorf("a handler panic stopped the connection: %v", err)
 	}
-	r.finish(connection.ErrClosed)
+	r.finish(sentinel.ErrClosed)
 }
 
 func TestCloseRacingAThousandCalls(t *testing.T) {
-	r := dial(t, connection.Config{}, quickEOF)
+	r := dial(t, engine.Config{}, quickEOF)
 	const n = 1000
 	start := make(chan struct{})
 	cr := &crowd{answers: make(chan answer, n), count: make([]atomic.Int32, n), n: n}
@@ -334,7 +335,7 @@ func TestCloseRacingAThousandCalls(t *testing.T) {
 		switch {
 		case a.err == nil:
 			answered++
-		case isClosed(a.err, connection.ErrClosed):
+		case isClosed(a.err, sentinel.ErrClosed):
 			closed++
 		default:
 			t.Errorf("caller %d got %v", a.caller, a.err)
@@ -344,5 +345,5 @@ func TestCloseRacingAThousandCalls(t *testing.T) {
 	if closed == 0 {
 		t.Errorf("no call was cut off by Close")
 	}
-	r.finish(connection.ErrClosed)
+	r.finish(sentinel.ErrClosed)
 }

@@ -12,8 +12,9 @@ import (
 	protoactor "github.com/asynkron/protoactor-go/actor"
 
 	snodoactor "github.com/snodo/snodo/actor"
-	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/engine"
 	"github.com/snodo/snodo/internal/exitsig"
+	"github.com/snodo/snodo/internal/sentinel"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -26,7 +27,7 @@ type fatal struct {
 	flags []string
 	// setup may change the config (an owner, say) and returns the
 	// function that injects the fault once the callers wait.
-	setup  func(t *testing.T, cfg *connection.Config) func(t *testing.T, r *rig)
+	setup  func(t *testing.T, cfg *engine.Config) func(t *testing.T, r *rig)
 	reason error    // every caller's -32000 wraps it
 	text   []string // and its message says this
 	after  func(t *testing.T, r *rig)
@@ -34,12 +35,12 @@ type fatal struct {
 
 // crash has the server die through test/crash with params; that request
 // is one more caller, which must get the same answer as the others.
-func crash(params map[string]any) func(*testing.T, *connection.Config) func(*testing.T, *rig) {
-	return func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+func crash(params map[string]any) func(*testing.T, *engine.Config) func(*testing.T, *rig) {
+	return func(*testing.T, *engine.Config) func(*testing.T, *rig) {
 		return func(t *testing.T, r *rig) {
 			cr := call(r.c, 1, "test/crash", params, nil)
 			a := cr.collect(t, 10*time.Second)[0]
-			checkClosed(t, a, connection.ErrServerExited)
+			checkClosed(t, a, sentinel.ErrServerExited)
 		}
 	}
 }
@@ -72,25 +73,25 @@ func TestFatalFaults(t *testing.T) {
 		{
 			name:   "crash/exit status",
 			setup:  crash(map[string]any{"code": 3, "stderr": "fatal: disk on fire"}),
-			reason: connection.ErrServerExited,
+			reason: sentinel.ErrServerExited,
 			text:   []string{"server exited with status 3", "last stderr: fatal: disk on fire"},
 		},
 		{
 			// The exit is seen on the process, not on stdout's EOF: the
 			// grandchild keeps stdout and stderr open for an hour.
 			name: "exit while a grandchild holds stdout",
-			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+			setup: func(*testing.T, *engine.Config) func(*testing.T, *rig) {
 				return func(t *testing.T, r *rig) {
 					began := time.Now()
 					a := call(r.c, 1, "test/orphanExit", map[string]any{"code": 3}, nil).collect(t, 10*time.Second)[0]
-					checkClosed(t, a, connection.ErrServerExited)
+					checkClosed(t, a, sentinel.ErrServerExited)
 					t.Logf("exit with stdout held by a grandchild: -32000 after %v", time.Since(began).Round(time.Millisecond))
 					if took := time.Since(began); took > 2*time.Second {
 						t.Errorf("-32000 after %v, want it at once", took)
 					}
 				}
 			},
-			reason: connection.ErrServerExited,
+			reason: sentinel.ErrServerExited,
 			text:   []string{"server exited with status 3"},
 			after: func(t *testing.T, r *rig) {
 				testutil.AssertReaped(t, r.pid, 2*time.Second) // reaped at once, not a zombie
@@ -100,30 +101,30 @@ func TestFatalFaults(t *testing.T) {
 		{
 			name:   "crash/SIGKILL",
 			setup:  crash(map[string]any{"signal": "SIGKILL"}),
-			reason: connection.ErrServerExited,
+			reason: sentinel.ErrServerExited,
 			text:   []string{"killed by signal 9 (killed)"},
 		},
 		{
 			name:   "crash/SIGSEGV",
 			setup:  crash(map[string]any{"signal": "SIGSEGV"}),
-			reason: connection.ErrServerExited,
+			reason: sentinel.ErrServerExited,
 			text:   []string{"killed by signal 11 (segmentation fault)"},
 		},
 		{
 			name: "stdin closed",
-			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+			setup: func(*testing.T, *engine.Config) func(*testing.T, *rig) {
 				return func(t *testing.T, r *rig) {
 					if _, err := r.c.Request(context.Background(), "test/closeStdin", nil, nil); err != nil {
 						t.Fatalf("test/closeStdin: %v", err)
 					}
 					// Only a write notices: the next request's write fails.
 					testutil.Eventually(t, func() bool {
-						_, err := r.c.Request(context.Background(), "test/echo", nil, &connection.CallOptions{Timeout: time.Second})
-						return isClosed(err, connection.ErrStdinClosed)
+						_, err := r.c.Request(context.Background(), "test/echo", nil, &engine.CallOptions{Timeout: time.Second})
+						return isClosed(err, sentinel.ErrStdinClosed)
 					}, 10*time.Second, "a write to the closed stdin fails")
 				}
 			},
-			reason: connection.ErrStdinClosed,
+			reason: sentinel.ErrStdinClosed,
 			text:   []string{"server closed its stdin (write failed:", "broken pipe"},
 			after: func(t *testing.T, r *rig) { // it lingers 30 s after closing stdin
 				if err := syscall.Kill(r.pid, syscall.SIGKILL); err != nil {
@@ -133,29 +134,29 @@ func TestFatalFaults(t *testing.T) {
 		},
 		{
 			name: "stdout closed, process alive",
-			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+			setup: func(*testing.T, *engine.Config) func(*testing.T, *rig) {
 				return func(t *testing.T, r *rig) {
 					a := call(r.c, 1, "test/closeStdout", nil, nil).collect(t, 10*time.Second)[0]
-					checkClosed(t, a, connection.ErrStdoutClosed)
+					checkClosed(t, a, sentinel.ErrStdoutClosed)
 				}
 			},
-			reason: connection.ErrStdoutClosed,
+			reason: sentinel.ErrStdoutClosed,
 			text:   []string{"server closed its stdout but is still running"},
 		},
 		{
 			name: "owner context done",
-			setup: func(t *testing.T, cfg *connection.Config) func(*testing.T, *rig) {
+			setup: func(t *testing.T, cfg *engine.Config) func(*testing.T, *rig) {
 				ctx, cancel := context.WithCancel(context.Background())
 				t.Cleanup(cancel)
 				cfg.OwnerContext = ctx
 				return func(*testing.T, *rig) { cancel() }
 			},
-			reason: snodoactor.ErrOwnerExited,
+			reason: sentinel.ErrOwnerExited,
 			text:   []string{"owner exited", "context canceled"},
 		},
 		{
 			name: "owner actor dies",
-			setup: func(t *testing.T, cfg *connection.Config) func(*testing.T, *rig) {
+			setup: func(t *testing.T, cfg *engine.Config) func(*testing.T, *rig) {
 				sys := snodoactor.Shared()
 				owner := sys.Root.Spawn(protoactor.PropsFromFunc(func(protoactor.Context) {}))
 				cfg.Owner = owner
@@ -163,28 +164,28 @@ func TestFatalFaults(t *testing.T) {
 					testutil.StopActor(t, sys, owner, 10*time.Second)
 				}
 			},
-			reason: snodoactor.ErrOwnerExited,
+			reason: sentinel.ErrOwnerExited,
 			text:   []string{"owner exited: actor", "terminated"},
 		},
 		{
 			name: "Stop mid-call",
-			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+			setup: func(*testing.T, *engine.Config) func(*testing.T, *rig) {
 				return func(_ *testing.T, r *rig) { r.c.System().Root.Stop(r.c.PID()) }
 			},
-			reason: snodoactor.ErrStopped,
+			reason: sentinel.ErrActorStopped,
 			text:   []string{"connection closed: actor stopped"},
 		},
 		{
 			name: "Poison mid-call",
-			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+			setup: func(*testing.T, *engine.Config) func(*testing.T, *rig) {
 				return func(_ *testing.T, r *rig) { r.c.System().Root.Poison(r.c.PID()) }
 			},
-			reason: snodoactor.ErrStopped,
+			reason: sentinel.ErrActorStopped,
 			text:   []string{"connection closed: actor stopped"},
 		},
 		{
 			name: "Exit with a reason mid-call",
-			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+			setup: func(*testing.T, *engine.Config) func(*testing.T, *rig) {
 				return func(_ *testing.T, r *rig) { exitsig.Send(r.c.System(), r.c.PID(), errChaos) }
 			},
 			reason: errChaos,
@@ -192,21 +193,21 @@ func TestFatalFaults(t *testing.T) {
 		},
 		{
 			name: "Close mid-call",
-			setup: func(*testing.T, *connection.Config) func(*testing.T, *rig) {
+			setup: func(*testing.T, *engine.Config) func(*testing.T, *rig) {
 				return func(t *testing.T, r *rig) {
 					if err := r.c.Close(); err != nil {
 						t.Errorf("Close: %v", err)
 					}
 				}
 			},
-			reason: connection.ErrClosed,
+			reason: sentinel.ErrClosed,
 			text:   []string{"connection closed: connection closed by the client"},
 		},
 	}
 	const callers = 8
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
-			var cfg connection.Config
+			var cfg engine.Config
 			inject := f.setup(t, &cfg)
 			r := dial(t, cfg, append([]string{quickEOF}, f.flags...)...)
 			waiting := call(r.c, callers, "test/sleep", map[string]int{"ms": 30000}, nil)

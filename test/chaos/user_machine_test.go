@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/test/testutil"
 )
 
@@ -136,7 +135,7 @@ func TestShutdownGraceKillsTheWholeProcessGroup(t *testing.T) {
 		t.Fatal("not done 10 s after Close with a shutdown grace")
 	}
 	t.Logf("wrapper, server and grandchild gone %v after Close (grace %v: SIGTERM, then SIGKILL)", time.Since(began).Round(time.Millisecond), grace)
-	if !errors.Is(tr.c.Err(), connection.ErrClosed) {
+	if !errors.Is(tr.c.Err(), snodo.ErrClosed) {
 		t.Errorf("Err() = %v", tr.c.Err())
 	}
 	reapOrphan(t, tr.grandchild, 5*time.Second) // SIGTERM; its parent, the server, reaps it
@@ -175,7 +174,7 @@ func TestWithoutShutdownGraceCloseSignalsNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("not done after the server was killed")
 	}
-	if !errors.Is(tr.c.Err(), connection.ErrClosed) {
+	if !errors.Is(tr.c.Err(), snodo.ErrClosed) {
 		t.Errorf("Err() = %v", tr.c.Err())
 	}
 	reapOrphan(t, tr.grandchild, 5*time.Second)

@@ -27,7 +27,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/handlers"
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
@@ -380,8 +379,8 @@ func (r row) restart(t *testing.T, ctx context.Context, srv *server, opts []snod
 		return err == nil && (srv != nil || sc.Restarts() >= 1)
 	}, 30*time.Second, 50*time.Millisecond, "a new session answers (calls failed with: %v)", failures)
 	for _, err := range failures {
-		assert.True(t, errors.Is(err, connection.ErrSessionExpired) || errors.Is(err, connection.ErrServerUnreachable) ||
-			errors.Is(err, snodo.ErrConnectionClosed) || errors.Is(err, supervisor.ErrRestarting) || errors.Is(err, connection.ErrServerExited),
+		assert.True(t, errors.Is(err, snodo.ErrSessionExpired) || errors.Is(err, snodo.ErrServerUnreachable) ||
+			errors.Is(err, snodo.ErrConnectionClosed) || errors.Is(err, supervisor.ErrRestarting) || errors.Is(err, snodo.ErrServerExited),
 			"a call that met the restart says why: %v", err)
 	}
 	assert.Equal(t, r.era, sc.Era())
@@ -414,7 +413,7 @@ func closeAndWait(t *testing.T, c *snodo.Client) {
 	_ = c.Close()
 	select {
 	case <-c.Done():
-		assert.ErrorIs(t, c.Err(), connection.ErrClosed)
+		assert.ErrorIs(t, c.Err(), snodo.ErrClosed)
 	case <-time.After(20 * time.Second):
 		t.Error("the client did not end within 20 s of Close")
 	}

@@ -31,14 +31,21 @@ const gatewayGoal = 100
 
 // measureGateway is one run of the gateway measurement: go-sdk's client
 // calls echo, modern era, one call at a time, on the fast HTTP server
-// directly and through `snodo serve` in front of the same server on stdio
-// (each a process of its own), the order of the ways rotated by j.Run.
+// directly, through the bare forwarder (benchserver -forward: the floor of
+// any HTTP front for the same server on stdio) and through `snodo serve`
+// in front of the same server on stdio (each a process of its own), the
+// order of the ways rotated by j.Run.
 func measureGateway(j job) (map[string]float64, error) {
 	direct, err := server.StartHTTP(j.Server)
 	if err != nil {
 		return nil, err
 	}
 	defer direct.Close()
+	floor, err := server.StartHTTP(j.Server, "-forward")
+	if err != nil {
+		return nil, err
+	}
+	defer floor.Close()
 	serve := exec.Command(j.Snodo, "serve", "--http", "127.0.0.1:0", "--", j.Server, "-fast")
 	stdout, err := serve.StdoutPipe()
 	if err != nil {
@@ -63,10 +70,9 @@ func measureGateway(j job) (map[string]float64, error) {
 		for sc.Scan() {
 		}
 	}()
-	ways := []struct{ name, url string }{{"direct", direct.URL}, {"gateway", url}}
-	if j.Run%2 == 1 {
-		ways[0], ways[1] = ways[1], ways[0]
-	}
+	ways := []struct{ name, url string }{{"direct", direct.URL}, {"floor", floor.URL}, {"gateway", url}}
+	k := j.Run % len(ways)
+	ways = append(ways[k:], ways[:k]...)
 	res := map[string]float64{}
 	for _, w := range ways {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -101,12 +107,12 @@ func measureGateway(j job) (map[string]float64, error) {
 	return res, nil
 }
 
-// addedP50s is each run's gateway p50 less its direct p50.
-func (r *results) addedP50s() []float64 {
+// addedP50s is each run's p50 of way less its p50 of base.
+func (r *results) addedP50s(way, base string) []float64 {
 	var out []float64
 	for _, m := range r.runs[gatewayKey] {
-		g, ok1 := m["gateway:p50_us"]
-		d, ok2 := m["direct:p50_us"]
+		g, ok1 := m[way+":p50_us"]
+		d, ok2 := m[base+":p50_us"]
 		if ok1 && ok2 {
 			out = append(out, g-d)
 		}
@@ -123,12 +129,13 @@ func renderGateway(s settings, r *results) []byte {
 	p("## Through the gateway (`snodo serve`)\n\n")
 	p("Measured %s with snodo %s, %d run(s) of %d calls per way; load average %s at the end. "+
 		"go-sdk's client calls `echo` one call at a time, modern era, over Streamable HTTP: on the fast HTTP server directly, "+
+		"through a bare forwarder in front of the same server on stdio (`benchserver -http … -forward`: net/http's server and a pipe each way, one exchange at a time, nothing checked or decoded: the floor of any HTTP front for a stdio server), "+
 		"and through `snodo serve --http … -- benchserver -fast` (the gateway, a supervised client and the same server on stdio), each a process of its own; "+
-		"the order of the two ways alternates from run to run.\n\n",
+		"the order of the three ways rotates from run to run.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), snodoVersion(), s.gatewayRuns, s.gatewayCalls, loadAvg())
 	p("| | calls/s, 1 in flight | p50 µs | p99 µs |\n|---|---|---|---|\n")
-	for _, w := range []string{"direct", "gateway"} {
-		name := map[string]string{"direct": "the server directly", "gateway": "through `snodo serve`"}[w]
+	for _, w := range []string{"direct", "floor", "gateway"} {
+		name := map[string]string{"direct": "the server directly", "floor": "through the bare forwarder (the floor)", "gateway": "through `snodo serve`"}[w]
 		p("| %s | %s | %s | %s |\n", name, r.cell(gatewayKey, w+":calls", human, notes),
 			r.cell(gatewayKey, w+":p50_us", human, notes), r.cell(gatewayKey, w+":p99_us", human, notes))
 	}
@@ -140,7 +147,7 @@ func renderGateway(s settings, r *results) []byte {
 
 // gatewayGoalLine says how the added p50 compares with the goal.
 func gatewayGoalLine(r *results) string {
-	st, ok := summarize(r.addedP50s())
+	st, ok := summarize(r.addedP50s("gateway", "direct"))
 	if !ok {
 		return "Added p50: not measured."
 	}
@@ -148,5 +155,11 @@ func gatewayGoalLine(r *results) string {
 	if st.med > gatewayGoal {
 		verdict = "missed"
 	}
-	return fmt.Sprintf("Added p50 at 1 in flight: %s µs (goal: at most %d µs; %s).", st.format(func(v float64) string { return fmt.Sprintf("%+.0f", v) }), gatewayGoal, verdict)
+	signed := func(v float64) string { return fmt.Sprintf("%+.0f", v) }
+	line := fmt.Sprintf("Added p50 at 1 in flight: %s µs (goal: at most %d µs; %s).", st.format(signed), gatewayGoal, verdict)
+	if fl, ok := summarize(r.addedP50s("floor", "direct")); ok {
+		over, _ := summarize(r.addedP50s("gateway", "floor"))
+		line += fmt.Sprintf(" The bare forwarder adds %s µs to the same calls; the gateway adds %s µs over it.", fl.format(signed), over.format(signed))
+	}
+	return line
 }

@@ -1,6 +1,0 @@
-//go:build !linux || mips || mipsle || mips64 || mips64le
-
-package connection
-
-// awaitExit cannot wait without a thread on this system: Wait does.
-func awaitExit(int) {}

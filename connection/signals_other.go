@@ -1,7 +1,0 @@
-//go:build !unix
-
-package connection
-
-import "syscall"
-
-var forceSignals = []syscall.Signal{syscall.SIGKILL}
