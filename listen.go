@@ -15,6 +15,7 @@ import (
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/listening"
+	"github.com/snodo/snodo/internal/substream"
 	"github.com/snodo/snodo/subscription"
 )
 
@@ -175,14 +176,14 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	// wait until it is made (events may come as Open returns).
 	outer, ready := (*Subscription)(new(listening.Sub)), make(chan struct{})
 	defer close(ready)
-	message := func(_ *subscription.Subscription, ev *Event, err error) any {
+	message := func(_ *substream.Subscription, ev *Event, err error) any {
 		<-ready
 		return subscriptionMessage(outer, ev, err, c.mcp.origin)
 	}
-	o := subscription.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, MaxQueueBytes: set.MaxQueueBytes, AckTimeout: c.mcp.timeout,
+	o := substream.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, MaxQueueBytes: set.MaxQueueBytes, AckTimeout: c.mcp.timeout,
 		Logger: c.notes.logger, Message: message}
 	if set.Opened != nil {
-		o.First = func(*subscription.Subscription) any {
+		o.First = func(*substream.Subscription) any {
 			<-ready
 			return set.Opened((*listening.Sub)(outer), c.mcp.origin)
 		}
@@ -207,7 +208,7 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 		}
 		ctx = c.observeSubscription(ctx, &o)
 	}
-	sub, err := subscription.Open(ctx, c.conn, params, c.encodedMeta(), o)
+	sub, err := substream.Open(ctx, c.conn, params, c.encodedMeta(), o)
 	if err != nil {
 		if refused != nil { // Open has returned after Serve: no race
 			return nil, refused

@@ -20,8 +20,8 @@ import (
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/mcpmethod"
 	"github.com/snodo/snodo/internal/serverproc"
+	"github.com/snodo/snodo/internal/substream"
 	"github.com/snodo/snodo/internal/telemetry"
-	"github.com/snodo/snodo/subscription"
 )
 
 // WithTracerProvider makes the client's spans with tp: one client span
@@ -673,7 +673,7 @@ func (h eraHandler) WithGroup(name string) slog.Handler {
 // subscription, all through its subscriptionTrace (the site's
 // listenStarted): the spans, the queue depth at each event and the
 // overflows. With telemetry off it sets nothing.
-func (c *Client) observeSubscription(ctx context.Context, o *subscription.Options) context.Context {
+func (c *Client) observeSubscription(ctx context.Context, o *substream.Options) context.Context {
 	ctx, t := c.site.listenStarted(ctx)
 	if t == nil {
 		return ctx

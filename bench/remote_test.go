@@ -18,7 +18,10 @@ import (
 // serving the pool (remote), at 1 and 16 in flight; and at 1 in flight,
 // bare request/reply whose subscriber makes the same pool call before it
 // answers (bare-pool: a remote call's hops with nothing of package remote
-// between them, the least any remote call can cost).
+// between them, the least any remote call can cost). It then pairs remote
+// calls with bare-pool calls (issue 41's measure), and splits that
+// difference at the remote call's own request sent by nats.go
+// (remotebench.NATSCaller): the caller's share and the host's.
 //
 // Three processes, so that each side's allocations are its own: the NATS
 // server, the host and the bare responder, and the callers (this
@@ -86,6 +89,13 @@ func BenchmarkRemote(b *testing.B) {
 	}
 	b.Logf("remote over bare NATS + pool call, paired: %+.1f µs (quartiles %+.1f, %+.1f; %d pairs; goal ≤ %d µs)",
 		pr.Diff, pr.DiffQ1, pr.DiffQ3, pr.Pairs, remotebench.PairedGoal)
+	caller, host, err := rig.Split(3000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("of which the caller (remote against nats.go request/reply of the same request to the same host), paired: %+.1f µs (quartiles %+.1f, %+.1f); "+
+		"the host and the wire (that request against bare NATS + pool call), paired: %+.1f µs (quartiles %+.1f, %+.1f)",
+		caller.Diff, caller.DiffQ1, caller.DiffQ3, host.Diff, host.DiffQ1, host.DiffQ3)
 	if over, remoteOver, ok := remotebench.BarePoolGap(got); ok {
 		b.Logf("not a goal: bare-pool (bare request/reply + the pool call) %+.0f µs from the p50 bound; remote %+.0f µs over bare-pool", over, remoteOver)
 	}

@@ -80,6 +80,7 @@ type Client struct {
 	seq       atomic.Int64
 	era       atomic.Int32           // the snodo.Era learnt from replies, its index in knownEras; 0 until then
 	lastOpts  atomic.Pointer[string] // the last Snodo-Opts value sent (optsValue)
+	envOpts   atomic.Bool            // every host last heard from reads a call's settings in its payload (envOptsPrefix)
 	unwatch   func()                 // ends the log of nc's state changes
 	unroute   func()                 // ends the routing of nc's permission violations to this client
 	peers     peers                  // the name's hosts and their room, for calls refused before they ran
@@ -487,15 +488,23 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 	if dl, ok := ctx.Deadline(); ok && (hostTimeout <= 0 || time.Until(dl) < hostTimeout) {
 		hostTimeout = max(time.Until(dl), time.Millisecond)
 	}
-	p.buf = trimNL(jsonrpc.AppendRequest(p.buf[:0], token, method, params))
-	m := &p.msg
-	*m = nats.Msg{Subject: to, Reply: reply, Data: p.buf, Header: p.header()}
-	m.Header[hdrOpts] = append(p.opts[:0], c.optsValue(callOpts{
+	settings := c.optsValue(callOpts{
 		beat: c.cfg.beat, timeout: max(hostTimeout, 0), total: o.MaxTotalTimeout, alive: true,
 		progress: o.OnProgress != nil || o.ResetTimeoutOnProgress, reset: o.ResetTimeoutOnProgress,
 		era: c.era.Load() == 0, legacy: c.cfg.era == snodo.EraLegacy, log: c.logLevel(),
-	}))
+	})
+	m := &p.msg
+	*m = nats.Msg{Subject: to, Reply: reply, Header: p.header()}
 	injectTrace(ctx, m.Header)
+	if len(m.Header) == 0 && c.envOpts.Load() && plainOpts(settings) {
+		// No header at all: the settings travel in the payload.
+		m.Header = nil
+		p.buf = trimNL(appendEnvRequest(p.buf[:0], settings, token, method, params))
+	} else {
+		m.Header[hdrOpts] = append(p.opts[:0], settings)
+		p.buf = trimNL(jsonrpc.AppendRequest(p.buf[:0], token, method, params))
+	}
+	m.Data = p.buf
 
 	// One timer for the call: it fires at the soonest of its timeout, its
 	// MaxTotalTimeout and the end of its host's allowed silence.
@@ -710,12 +719,9 @@ func putPending(p *pending) {
 	pendings.Put(p)
 }
 
-// header is p's call header, emptied of what the last call put there (a
-// trace context).
+// header is p's call header, emptied of what the last call put there.
 func (p *pending) header() nats.Header {
-	if len(p.hdr) > 1 {
-		clear(p.hdr)
-	}
+	clear(p.hdr)
 	return p.hdr
 }
 

@@ -177,16 +177,22 @@ func (c *Client) goProbe(f func()) bool {
 
 // learnHosts asks the name's hosts for their ids, at most once per
 // hostsRefresh, on a goroutine of its own: a call that has not heard
-// from its host yet can only suspect the hosts the client knows.
+// from its host yet can only suspect the hosts the client knows. Their
+// answers also say whether they all read a call's settings in its
+// payload (envOpts).
 func (c *Client) learnHosts(now time.Time) {
 	last := c.hostsAt.Load()
 	if now.UnixNano()-last < int64(hostsRefresh) || !c.hostsAt.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
 	c.goProbe(func() {
-		for _, h := range c.askHosts(c.probeCtx) {
+		hosts := c.askHosts(c.probeCtx)
+		all := len(hosts) > 0
+		for _, h := range hosts {
 			c.watchFor(h.ID)
+			all = all && h.Opts
 		}
+		c.envOpts.Store(all) // the settings in the payload only while every host reads them there
 	})
 }
 

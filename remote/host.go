@@ -548,10 +548,7 @@ func (h *Host) admit(r *nats.Msg, wg *sync.WaitGroup, st *endpointStats, run fun
 	if reply == "" {
 		return // nobody to answer: it must be a request
 	}
-	hdr, data := r.Header, r.Data
-	if hdr == nil {
-		hdr = nats.Header{}
-	}
+	hdr, data := r.Header, r.Data // hdr nil for a call with no header: read only, as a nil map reads
 	if !h.take() {
 		h.refuse(st, reply, data, fmt.Sprintf("host %s holds %d calls (its bound)", h.label, h.cfg.maxHeld))
 		st.record(time.Since(t0))
@@ -632,7 +629,7 @@ func (h *Host) refuse(st *endpointStats, reply string, data []byte, why string) 
 
 func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	env, err := jsonrpc.Scan(data)
-	opts, ro := s.optsOf(hdr)
+	opts, ro := s.optsOf(hdr, data)
 	if err != nil || env.Kind != jsonrpc.KindRequest || len(env.ID) == 0 {
 		h.answer(s, reply, env.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: "remote: the payload is not a JSON-RPC request"}, true)
@@ -662,7 +659,7 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	// every call, which all the workers share. stopCalls cancels the held
 	// calls instead, and hold a call that comes after (callsEnd).
 	ctx := context.Background()
-	if len(hdr) > 1 || hdr.Get(hdrOpts) == "" { // more than the call's settings: trace context, maybe
+	if len(hdr) > 1 || len(hdr) == 1 && hdr.Get(hdrOpts) == "" { // more than the call's settings: trace context, maybe
 		ctx = extractTrace(ctx, hdr)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -750,7 +747,8 @@ const maxOptsKept = 256
 // optsSeed hashes Snodo-Opts values for served.recentOpts.
 var optsSeed = maphash.MakeSeed()
 
-// optsOf reads a call's settings from its headers (callOptsOf) and makes
+// optsOf reads a call's settings from its headers (callOptsOf), or from
+// its payload when it came with no hdrOpts (envOptsOf), and makes
 // the request options of its pool call: the caller's own timers fire
 // first and send the cancel; the host's, a grace later, are a backstop
 // for a cancel that never arrives. A caller sends the same Snodo-Opts
@@ -760,16 +758,32 @@ var optsSeed = maphash.MakeSeed()
 // value read that fell in it (a value over maxOptsKept bytes is read
 // every time, never kept). The progress option, which names the call,
 // is not among them.
-func (s *served) optsOf(hdr nats.Header) (callOpts, []snodo.RequestOption) {
+func (s *served) optsOf(hdr nats.Header, data []byte) (callOpts, []snodo.RequestOption) {
 	v := hdr.Get(hdrOpts)
+	var inPayload []byte
+	if v == "" {
+		inPayload, _ = envOptsOf(data)
+	}
 	var slot *atomic.Pointer[optsRead]
-	if v != "" && len(v) <= maxOptsKept {
+	switch {
+	case v != "" && len(v) <= maxOptsKept:
 		slot = &s.recentOpts[maphash.String(optsSeed, v)%uint64(len(s.recentOpts))]
 		if r := slot.Load(); r != nil && r.value == v {
 			return r.opts, r.ro
 		}
+	case inPayload != nil && len(inPayload) <= maxOptsKept:
+		slot = &s.recentOpts[maphash.Bytes(optsSeed, inPayload)%uint64(len(s.recentOpts))]
+		if r := slot.Load(); r != nil && r.value == string(inPayload) {
+			return r.opts, r.ro
+		}
 	}
-	opts := callOptsOf(hdr)
+	var opts callOpts
+	if inPayload != nil {
+		v = string(inPayload)
+		opts = parseOpts(v)
+	} else {
+		opts = callOptsOf(hdr)
+	}
 	var ro []snodo.RequestOption
 	if opts.timeout > 0 {
 		ro = append(ro, snodo.Timeout(plusGrace(opts.timeout)))

@@ -57,6 +57,7 @@ func TestResultsLeaveOnTheConnectionTheirCallCameIn(t *testing.T) {
 	ctx := ctxFor(t, 20*time.Second)
 	_, err := c.Request(ctx, "test/echo", nil) // the first call also learns the era, on the reply connection
 	require.NoError(t, err)
+	c.probes.Wait() // and asks the hosts, which answer on the serving connection
 	sent := func() (serve, reply uint64) { return h.serve.Stats().OutMsgs, h.reply.Stats().OutMsgs }
 
 	serve0, reply0 := sent()

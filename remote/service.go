@@ -186,8 +186,9 @@ func (h *Host) callData(s *served) any {
 
 // hostRoom is a host's answer on a name's hosts subject.
 type hostRoom struct {
-	ID   string `json:"id"`   // the host's id: it takes calls on call.ID
-	Free int    `json:"free"` // calls it can take now, before its bound
+	ID   string `json:"id"`             // the host's id: it takes calls on call.ID
+	Free int    `json:"free"`           // calls it can take now, before its bound
+	Opts bool   `json:"opts,omitempty"` // it reads a call's settings in its payload (envOptsPrefix)
 }
 
 // onHosts tells a caller looking for room this host's id and free slots.
@@ -199,6 +200,6 @@ func (h *Host) onHosts(s *served, r *nats.Msg) {
 	if ok, _ := canServe(s); !ok {
 		free = 0
 	}
-	b, _ := json.Marshal(hostRoom{ID: h.id, Free: free})
+	b, _ := json.Marshal(hostRoom{ID: h.id, Free: free, Opts: true})
 	_ = r.Respond(b)
 }

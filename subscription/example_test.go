@@ -2,58 +2,43 @@ package subscription_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 
-	"github.com/snodo/snodo/internal/engine"
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/connection"
 	"github.com/snodo/snodo/subscription"
-	"github.com/snodo/snodo/test/testutil"
+	"github.com/snodo/snodo/test/testserver"
 )
 
-// Open is for users of the connection layer alone; with the root package,
-// Client.Listen does the same with the era's _meta filled in.
-func ExampleOpen() {
+// A Filter asks for the notifications a subscription carries; each one
+// the server sends arrives as an Event. Here the project's test server,
+// run in this process, is asked to touch a resource the subscription
+// follows.
+func ExampleFilter() {
+	server := connection.InMemory(func(_ context.Context, in io.Reader, out io.Writer) error {
+		if code := testserver.Main([]string{"-era", "legacy"}, in, out, io.Discard); code != 0 {
+			return fmt.Errorf("test server: exit status %d", code)
+		}
+		return nil
+	})
 	ctx := context.Background()
-	server, err := testutil.BuildServer() // any stdio MCP server of the 2026-07-28 era
-	if err != nil {
-		log.Fatal(err)
-	}
-	c, err := engine.Start(ctx, engine.Config{Command: server})
+	c, err := snodo.ConnectTransport(ctx, server)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
 
-	// The modern era wants its _meta on every request.
-	meta := []byte(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
-		`"io.modelcontextprotocol/clientInfo":{"name":"example","version":"1.0.0"},` +
-		`"io.modelcontextprotocol/clientCapabilities":{}}`)
-	params, err := json.Marshal(map[string]any{"notifications": subscription.Filter{ToolsListChanged: true}})
+	sub, err := c.Listen(ctx, subscription.Filter{ResourceSubscriptions: []string{"test://a"}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	// ctx owns the subscription: when it is done, the subscription ends and
-	// is cancelled on the server.
-	s, err := subscription.Open(ctx, c, params, meta, subscription.Options{MaxQueue: 64})
-	if err != nil {
+	defer sub.Close()
+	if _, err := c.Request(ctx, "test/touch", map[string]string{"uri": "test://a"}); err != nil {
 		log.Fatal(err)
 	}
-	defer s.Close()
-	fmt.Printf("acknowledged tools: %v\n", s.Acknowledged().ToolsListChanged)
-
-	// Make the test server announce a change to its tools.
-	if _, err := c.Request(ctx, "test/emit", map[string]any{"method": "notifications/tools/list_changed"}, nil); err != nil {
-		log.Fatal(err)
-	}
-	ev := <-s.Events()
-	fmt.Println(ev.Method)
-
-	s.Close()
-	<-s.Done()
-	fmt.Println(s.Err())
-	// Output:
-	// acknowledged tools: true
-	// notifications/tools/list_changed
-	// snodo: subscription closed by the client
+	var ev subscription.Event = <-sub.Events()
+	fmt.Println(ev.Method, string(ev.Params))
+	// Output: notifications/resources/updated {"uri":"test://a"}
 }

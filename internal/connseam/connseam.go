@@ -1,9 +1,9 @@
-// Package connseam holds, with real types, what package connection
-// lends snodo's other packages (and their tests) without exporting it to
+// Package connseam holds, with real types, what the engine
+// (internal/engine) lends snodo's other packages (and their tests) without exporting it to
 // users: the part of a request's options only the module sets
-// (CallOptions, embedded unexported in connection.CallOptions), and what
+// (CallOptions, embedded unexported in engine.CallOptions), and what
 // one connection lends the code that started it (Lent, filled in by
-// connection.Start when the config's Lend points at one). Nothing here is
+// engine.Start when the config's Lend points at one). Nothing here is
 // a user's to call, so nothing here counts as public surface.
 package connseam
 
@@ -16,8 +16,8 @@ import (
 )
 
 // Lent is what one connection lends the code that started it: set
-// connection.Config's Lend (a field of the config's part only the module
-// sets) to a *Lent, and connection.Start fills it in before it returns.
+// engine.Config's Lend (a field of the config's part only the module
+// sets) to a *Lent, and engine.Start fills it in before it returns.
 type Lent struct {
 	// ProcessID is the server's operating-system process id; 0 for a
 	// server reached through a Transport (Streamable HTTP, in memory…).
@@ -46,10 +46,10 @@ type Lent struct {
 	Kill func(grace time.Duration)
 }
 
-// CallOptions is the part of connection.CallOptions only the module sets:
+// CallOptions is the part of engine.CallOptions only the module sets:
 // the connection embeds it unexported, so its fields are reachable as
-// opts.Stream from package subscription yet absent from the connection
-// package's documentation.
+// opts.Stream from internal/substream, and by no one outside the
+// module.
 type CallOptions struct {
 	// Stream receives the notifications the server correlates to the
 	// request through _meta["io.modelcontextprotocol/subscriptionId"]

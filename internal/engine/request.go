@@ -66,7 +66,7 @@ type CallOptions struct {
 }
 
 // moduleCallOptions is embedded in CallOptions: its fields are set by
-// package subscription (opts.Stream = …) and, their type being internal,
+// internal/substream (opts.Stream = …) and, their type being internal,
 // by no one else. What the server still sends for a request whose Stream
 // panicked is dropped as for a request the caller gave up (counted, not
 // logged).

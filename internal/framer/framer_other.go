@@ -7,4 +7,4 @@ package framer
 const CanLend = false
 
 // rawRead is never called where CanLend is false.
-func rawRead(uintptr, []byte) (int, error) { panic("connection: rawRead without CanLend") }
+func rawRead(uintptr, []byte) (int, error) { panic("framer: rawRead without CanLend") }

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Timeout is a request's default timeout (connection.Config.Timeout,
+// Timeout is a request's default timeout (engine.Config.Timeout,
 // snodo.WithTimeout, the CLI's --timeout) and the default bound on a
 // subscription's wait for its acknowledgement.
 const Timeout = 60 * time.Second
@@ -44,7 +44,7 @@ const (
 	DrainTimeout = 30 * time.Second
 )
 
-// Connections (connection.Config, snodo.WithMaxLineBytes and
+// Connections (engine.Config, snodo.WithMaxLineBytes and
 // WithMaxServerRequests, the CLI's flags and its bridge).
 const (
 	// MaxLineBytes is the largest line accepted from a server by default.

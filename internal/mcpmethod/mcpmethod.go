@@ -4,7 +4,7 @@
 // method's name as the specification spells it ("elicitation/create").
 package mcpmethod
 
-// The request that opens a subscription (package subscription, the
+// The request that opens a subscription (internal/substream, the
 // remote client, telemetry).
 const Listen = "subscriptions/listen"
 

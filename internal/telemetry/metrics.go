@@ -343,7 +343,7 @@ func (c *Conn) with(kv attribute.KeyValue) metric.MeasurementOption {
 	return metric.WithAttributes(append(append(make([]attribute.KeyValue, 0, len(attrs)+1), attrs...), kv)...)
 }
 
-// ConnConfig is the part of connection.Config only the module sets: the
+// ConnConfig is the part of engine.Config only the module sets: the
 // connection embeds it unexported, so its fields are reachable as
 // cfg.Metrics from the root package yet absent from the connection
 // package's documentation, and no user can name their types.

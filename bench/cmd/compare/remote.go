@@ -106,6 +106,11 @@ func measureRemote(j job) (map[string]float64, error) {
 	}
 	res["paired_us"], res["paired_q1_us"], res["paired_q3_us"] = pr.Diff, pr.DiffQ1, pr.DiffQ3
 	res[fmt.Sprintf("goal%d_met", pairedGoal)] = map[bool]float64{true: 1}[pr.Diff <= remotebench.PairedGoal]
+	caller, host, err := rig.Split(max(j.Count/3, 1000))
+	if err != nil {
+		return nil, err
+	}
+	res["paired_caller_us"], res["paired_host_us"] = caller.Diff, host.Diff
 	if bare16 := got[remotebench.Row(remotebench.Bare, 16)]; bare16.CallsPerSec > 0 {
 		res["ratio16"] = got[remotebench.Row(remotebench.Remote, 16)].CallsPerSec / bare16.CallsPerSec
 	}
@@ -123,7 +128,7 @@ func renderRemote(s settings, r *results) []byte {
 		"The same `tools/call` to a one-member pool of the fast server three ways, in one run and on one NATS server (run in process, `internal/natsembed`): "+
 		"through the pool directly (local pool), as a bare nats.go request/reply answered by a subscriber that echoes the payload "+
 		"(bare nats.go: two messages through the NATS server and nothing else, the floor of any call over NATS), and through a `remote.Client` "+
-		"to a `remote.Host` serving the pool; and at 1 in flight only, bare request/reply whose subscriber makes the same call on a pool of its own before it answers "+
+		"to a `remote.Host` serving the pool; and at 1 in flight only, bare request/reply whose subscriber makes the same call on the host's pool before it answers "+
 		"(bare nats.go + pool call: a remote call's hops with nothing of package `remote` between them, so the least any remote call can cost; it answers one call at a time). "+
 		"The NATS server and the host (with the bare responders beside it) are processes of their own, "+
 		"so each side's allocations and CPU are its own; the host's CPU leaves out its MCP server's. The order of the ways rotates from run to run "+
@@ -160,7 +165,7 @@ func renderRemote(s settings, r *results) []byte {
 	for _, g := range remoteGoals(r) {
 		p("- %s\n", g)
 	}
-	p("\n%s\n\n%s\n\n", barePoolLine(r), pacedLine(r))
+	p("\n%s\n\n%s\n\n%s\n\n", barePoolLine(r), splitLine(r), pacedLine(r))
 	notes.write(&b)
 	p("%s", remoteEnd)
 	return b.Bytes()
@@ -261,6 +266,19 @@ func remoteGoals(r *results) []string {
 		out = append(out, name+": n/a")
 	}
 	return out
+}
+
+// splitLine reports the paired measure cut in two (remotebench.Split):
+// not a goal, where its µs go.
+func splitLine(r *results) string {
+	caller, ok1 := summarize(r.values(remoteKey, "paired_caller_us"))
+	host, ok2 := summarize(r.values(remoteKey, "paired_host_us"))
+	if !ok1 || !ok2 {
+		return "The paired measure's split: n/a."
+	}
+	return fmt.Sprintf("Not a goal, where the paired measure goes: the caller's share (`remote.Client` against nats.go's request/reply sending the same request "+
+		"to the same host, paired) %s; the host's and the wire's (that request against bare nats.go + pool call, paired) %s.",
+		caller.format(signedUs), host.format(signedUs))
 }
 
 // pairedGoal is the paired goal's index among the goals of a run

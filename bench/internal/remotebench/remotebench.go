@@ -5,8 +5,11 @@
 // subscriber that echoes the payload (Bare: two messages through the NATS
 // server and nothing else), and through a remote.Client to a remote.Host
 // serving the pool (Remote). A fourth way, BarePool, is measured at 1 in
-// flight only: bare request/reply whose subscriber makes the same pool
-// call before it answers, the least any remote call can cost.
+// flight only: bare request/reply whose subscriber makes the same call on
+// the host's pool before it answers, the least any remote call can cost.
+// A fifth, NATSCaller, is only paired (Pair): the remote call's own
+// request sent to the host by nats.go's request/reply, which splits a
+// remote call's cost over BarePool into the caller's and the host's.
 //
 // Three processes, so that each side's allocations are its own: the NATS
 // server (internal/natsembed), the host with the bare responder beside it,
@@ -20,6 +23,7 @@ package remotebench
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -53,15 +57,25 @@ const (
 	Remote = "remote"    // remote.Client to remote.Host
 
 	// BarePool is bare request/reply whose subscriber, beside the host,
-	// makes the same call on a pool of its own before it answers, on its
-	// delivery goroutine: the hops of a remote call (caller, NATS server,
-	// host, MCP server, and back) with nothing of package remote between
-	// them, so the least any remote call can cost. It answers one call at
+	// makes the same call on the host's own pool (one MCP server for both
+	// ways, so that a pair's two calls differ only in the path to it)
+	// before it answers, on its delivery goroutine: the hops of a remote
+	// call (caller, NATS server, host, MCP server, and back) with nothing
+	// of package remote between them, so the least any remote call can
+	// cost. It answers one call at
 	// a time, so it is measured at 1 in flight only (BarePoolInFlight).
 	BarePool = "bare-pool"
 
 	// RemoteB is Remote to the host of HostBEnv's build, when set.
 	RemoteB = "remote-b"
+
+	// NATSCaller is a remote call made without package remote's caller:
+	// the request a remote.Client sends (its subject, header and
+	// payload, captured off the NATS server at Start) sent to the host as
+	// it is by nats.go's request/reply, on the client's NATS connection.
+	// Paired, Remote against it is the caller's share of a remote call's
+	// cost, and it against BarePool the host's and the wire's (Split).
+	NATSCaller = "nats-caller"
 )
 
 // Transports are the three ways measured at every number of calls in
@@ -125,6 +139,7 @@ type Rig struct {
 	nc, bare      *nats.Conn
 	client        *remote.Client
 	calls         map[string]func() error
+	sent          *nats.Msg // a remote.Client's request, as captured (NATSCaller)
 }
 
 // Start starts the NATS server and the host as children (this binary run
@@ -192,6 +207,15 @@ func Start(serverBin string) (*Rig, error) {
 			_, err := r.client.Request(context.Background(), "tools/call", params)
 			return err
 		},
+		NATSCaller: func() error {
+			m, err := r.nc.RequestMsgWithContext(context.Background(), r.sent)
+			// A result comes with no header (the client had learnt the
+			// era when it was captured); anything else is a failure.
+			if err == nil && (len(m.Header) > 0 || bytes.Contains(m.Data, []byte(`"error":`))) {
+				err = fmt.Errorf("%s: the host answered %.300q (header %v)", NATSCaller, m.Data, m.Header)
+			}
+			return err
+		},
 		RemoteB: func() error {
 			if clientB == nil {
 				return errors.New(RemoteB + ": " + HostBEnv + " is not set")
@@ -207,7 +231,52 @@ func Start(serverBin string) (*Rig, error) {
 			return err
 		},
 	}
+	// The client's first calls learn the host's era and ask the hosts
+	// what they read (a call's settings in its payload, or in a header
+	// only); the calls a second later send what every call after sends.
+	for t0 := time.Now(); time.Since(t0) < time.Second; {
+		if err := r.calls[Remote](); err != nil {
+			return fail(err)
+		}
+	}
+	if r.sent, err = captureCall(natsURL, r.calls[Remote]); err != nil {
+		return fail(err)
+	}
 	return r, nil
+}
+
+// captureCall makes one call with call and returns the tools/call request
+// it sent, as it went through the NATS server (subject, header and
+// payload), read by a subscriber of every subject of its own.
+func captureCall(url string, call func() error) (*nats.Msg, error) {
+	spy, err := nats.Connect(url)
+	if err != nil {
+		return nil, err
+	}
+	defer spy.Close()
+	got := make(chan *nats.Msg, 1)
+	if _, err := spy.Subscribe(">", func(m *nats.Msg) {
+		if m.Reply != "" && bytes.Contains(m.Data, []byte(`"method":"tools/call"`)) {
+			select {
+			case got <- m:
+			default:
+			}
+		}
+	}); err != nil {
+		return nil, err
+	}
+	if err := spy.Flush(); err != nil {
+		return nil, err
+	}
+	if err := call(); err != nil {
+		return nil, err
+	}
+	select {
+	case m := <-got:
+		return &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data}, nil
+	case <-time.After(10 * time.Second):
+		return nil, errors.New("capturing a remote call's request: none seen on the NATS server within 10s")
+	}
 }
 
 // Close stops everything Start started.
@@ -311,6 +380,25 @@ func (r *Rig) Pair(a, b string, pairs int) (Paired, error) {
 		return Paired{}, nil
 	}
 	return Paired{Pairs: pairs, Diff: q(diffs, 0.5), DiffQ1: q(diffs, 0.25), DiffQ3: q(diffs, 0.75), A50: q(la, 0.5), B50: q(lb, 0.5)}, nil
+}
+
+// Split is Pair's measure of Remote against BarePool cut in two at
+// NATSCaller: Remote against NATSCaller (the caller's share: package
+// remote's client against nats.go's request/reply, the same request to
+// the same host) and NATSCaller against BarePool (the host's and the
+// wire's share: package remote's host and its request's header and
+// envelope against a bare responder), pairs pairs each.
+func (r *Rig) Split(pairs int) (caller, host Paired, err error) {
+	if err = r.Warm(NATSCaller, 200); err != nil {
+		return Paired{}, Paired{}, err
+	}
+	if caller, err = r.Pair(Remote, NATSCaller, pairs); err != nil {
+		return Paired{}, Paired{}, err
+	}
+	if host, err = r.Pair(NATSCaller, BarePool, pairs); err != nil {
+		return Paired{}, Paired{}, err
+	}
+	return caller, host, nil
 }
 
 // Figures are one row's figures. Host figures are the host's (the bare
@@ -689,15 +777,13 @@ func runChild(role string) error {
 			return err
 		}
 		// BarePool's subscriber: the pool call on the delivery goroutine,
-		// its result the answer, or its error in a header of its own.
-		barePool, err := supervisor.NewPool(context.Background(), snodo.Command(os.Getenv(serverEnv), "-fast"), 1)
-		if err != nil {
-			return err
-		}
-		defer barePool.Close()
+		// its result the answer, or its error in a header of its own. The
+		// host's pool: a pair's two calls reach one MCP server, where two
+		// servers' own difference moved a pair by ±30 µs from round to
+		// round.
 		if _, err := responder.QueueSubscribe(barePoolSubject, "bare", func(m *nats.Msg) {
 			params := json.RawMessage(m.Data)
-			res, err := barePool.Request(context.Background(), "tools/call", &params)
+			res, err := pool.Request(context.Background(), "tools/call", &params)
 			if err != nil {
 				_ = m.RespondMsg(&nats.Msg{Header: nats.Header{barePoolErr: {err.Error()}}})
 				return

@@ -1,4 +1,4 @@
-// Package subscription implements MCP subscriptions/listen streams on top
+// Package substream runs MCP subscriptions/listen streams on top
 // of snodo's connection engine: one long-lived request whose acknowledgement,
 // events and end are correlated by the subscription ID (the request's
 // JSON-RPC ID, carried in _meta["io.modelcontextprotocol/subscriptionId"]).
@@ -28,4 +28,4 @@
 //	queue bound passed                          wraps snodo.ErrSubscriptionQueueFull
 //	server exit, stdin closed, Conn.Close       the connection's -32000 *jsonrpc.Error
 //	error response from the server              that *jsonrpc.Error
-package subscription
+package substream

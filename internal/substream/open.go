@@ -1,4 +1,4 @@
-package subscription
+package substream
 
 import (
 	"context"
@@ -23,8 +23,7 @@ const method = mcpmethod.Listen
 // owner: when it is done the subscription is cancelled on the server and
 // ends with snodo.ErrOwnerExited.
 //
-// Open is this package's way in for a user of the connection layer alone
-// (snodo.Client.Listen is built on it): the acknowledgement, the bounded
+// snodo.Client.Listen is built on Open: the acknowledgement, the bounded
 // queue and the owner link are the protocol's rules, not the caller's.
 //
 // Open fails, and leaves nothing running, when the server answers the
