@@ -239,3 +239,54 @@ func TestHTTPSessionRenewedWhenTheServerForgetsIt(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPGivingUpOnASilentServer: a call whose server never answers
+// (not even a status line) returns as soon as its timeout passes or its
+// ctx is cancelled, in both eras, and the server learns it: the
+// request's stream is closed, which is a modern request's cancellation
+// (nothing is posted), while a legacy session also gets
+// notifications/cancelled. The connection lives on.
+func TestHTTPGivingUpOnASilentServer(t *testing.T) {
+	for _, era := range []string{"modern", "legacy"} {
+		for _, how := range []string{"timeout", "cancel"} {
+			t.Run(era+"/"+how, func(t *testing.T) {
+				srv := &httpserver.HTTP{Era: era, Misbehave: "silent"}
+				c, _ := dialHTTPTest(t, srv)
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				var opts []RequestOption
+				if how == "timeout" {
+					opts = append(opts, Timeout(200*time.Millisecond))
+				} else {
+					go func() {
+						// Cancelled once the server holds the request.
+						for srv.Calls() == 0 && ctx.Err() == nil {
+							time.Sleep(time.Millisecond)
+						}
+						cancel()
+					}()
+				}
+				start := time.Now()
+				_, err := c.CallTool(ctx, "echo", map[string]any{"text": "hi"}, opts...)
+				took := time.Since(start)
+				if how == "timeout" {
+					require.ErrorIs(t, err, ErrTimeout)
+				} else {
+					require.ErrorIs(t, err, context.Canceled)
+				}
+				assert.Less(t, took, 5*time.Second, "held after it gave up")
+				require.Eventually(t, func() bool { return srv.Aborted() == 1 }, 5*time.Second, time.Millisecond,
+					"the request's stream is closed")
+				if era == "legacy" {
+					require.Eventually(t, func() bool { return srv.Cancels() == 1 }, 5*time.Second, time.Millisecond,
+						"the legacy server is told")
+				}
+				_, err = c.ListTools(t.Context())
+				require.NoError(t, err, "the connection lives on")
+				if era == "modern" {
+					assert.Zero(t, srv.Cancels(), "nothing is posted to cancel a modern request")
+				}
+			})
+		}
+	}
+}

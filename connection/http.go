@@ -13,8 +13,10 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/snodo/snodo/internal/callerrun"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/sentinel"
 )
@@ -37,9 +39,12 @@ import (
 // be reached at all (ErrServerUnreachable), or when the connection
 // closes it (Close, which ends a legacy session with a DELETE first).
 type httpPeer struct {
-	peer   Peer
-	url    string
-	u      *url.URL // url parsed once; each request gets a copy
+	peer Peer
+	url  string
+	u    *url.URL // url parsed once
+	// tmpl is every request's start: its URL is u (a request is a copy
+	// made with WithContext, which then gets its method and headers).
+	tmpl   *http.Request
 	client *http.Client
 	idle   *http.Transport // the transport made here, whose idle connections are closed at the end; nil: the caller's
 	header http.Header     // the caller's extra headers
@@ -74,10 +79,11 @@ type httpPeer struct {
 	// values, made once (nil while empty).
 	sessionValue, versionValue []string
 	exchanges                  map[int64]*exchange
-	tools                      map[string][]paramHeader // x-mcp-header annotations by tool name
-	names                      map[string]nameValue     // Mcp-Name values by the raw JSON string of the name
-	listening                  bool                     // the legacy GET stream was started
-	sess                       sessionState             // what a renewal replays (httpsession.go)
+	tools                      map[string][]paramHeader    // x-mcp-header annotations by tool name
+	names                      map[string]nameValue        // Mcp-Name values by the raw JSON string of the name
+	metaSeen                   atomic.Pointer[metaVersion] // the last _meta's version (versionOf)
+	listening                  bool                        // the legacy GET stream was started
+	sess                       sessionState                // what a renewal replays (httpsession.go)
 
 	renewMu sync.Mutex // one session renewal at a time
 
@@ -158,6 +164,8 @@ func (t *httpTransport) Open(_ context.Context, peer Peer) (Channel, error) {
 		p.client = &http.Client{Transport: p.idle}
 	}
 	p.client = p.withRedirectPolicy(p.client) // redirect.go
+	p.tmpl, _ = http.NewRequest(http.MethodPost, "", nil)
+	p.tmpl.URL, p.tmpl.Host, p.tmpl.Header = u, u.Host, nil
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
 }
@@ -183,6 +191,12 @@ func (p *httpPeer) Send(msg []byte) error {
 		p.send(bytes.Clone(msg))
 		return nil
 	}
+	return p.enqueue(msg)
+}
+
+// enqueue queues a copy of msg for postLoop, which it starts if none
+// runs. The caller holds qmu.
+func (p *httpPeer) enqueue(msg []byte) error {
 	if len(p.queue) >= httpMaxQueued {
 		return fmt.Errorf("%d messages wait to be posted to %s, which takes none: %w", len(p.queue), safeURL(p.url), sentinel.ErrNotReading)
 	}
@@ -193,6 +207,38 @@ func (p *httpPeer) Send(msg []byte) error {
 		go p.postLoop()
 	}
 	return nil
+}
+
+// SendRequest is Send for a request line with ID id (callerrun.Sender).
+// A modern request that goes at once (nothing waits to be posted before
+// it) is returned for its caller to run, on the caller's goroutine; any
+// other goes as Send sends it, and nil is returned.
+func (p *httpPeer) SendRequest(msg []byte, r callerrun.Request) (callerrun.Runner, error) {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	if p.posting {
+		return nil, p.enqueue(msg)
+	}
+	// The engine says what the line holds: no scan of it.
+	params := bytes.TrimSpace(r.Params)
+	if len(params) == 0 || params[0] != '{' {
+		params = nil
+	}
+	meta := bytes.TrimSpace(r.Meta)
+	if r.Meta == nil && params != nil {
+		meta, _ = jsonrpc.Member(params, "_meta")
+	}
+	ex := p.newExchange(r.ID, r.Method, bytes.Clone(msg), p.headersOf(true, r.Method, params, meta))
+	if !ex.modern {
+		p.begin(ex)
+		return nil, nil
+	}
+	if !p.admit(ex) {
+		ex.abort()
+		return nil, nil // ended: the connection's stop fails the request
+	}
+	ex.inline = true
+	return ex, nil
 }
 
 // isRequestLine reports whether msg, a line the connection built, is a
@@ -271,24 +317,37 @@ func (p *httpPeer) Err() error {
 // errPeerClosed is the reason of a peer that Close ended.
 var errPeerClosed = errors.New("closed by the connection")
 
-// send sends one line the connection wrote.
+// newExchange makes the exchange of request id: its line (body, a copy
+// the peer owns) and the headers that mirror it.
+func (p *httpPeer) newExchange(id int64, method string, body []byte, h http.Header) *exchange {
+	ex := &exchange{p: p, id: id, method: method, body: body, header: h, modern: h[headerVersion] != nil && p.sessionless()}
+	// Not under p.ctx: end aborts the exchanges it finds admitted, which
+	// spares each exchange joining and leaving one shared parent's set.
+	ex.ctx, ex.abort = context.WithCancel(context.Background())
+	return ex
+}
+
+// begin admits ex and starts it on a worker goroutine.
+func (p *httpPeer) begin(ex *exchange) {
+	if !p.admit(ex) {
+		ex.abort()
+		return // ended: the connection's stop fails the request
+	}
+	p.start(ex)
+}
+
+// send sends one line the connection wrote, a copy the peer owns.
 func (p *httpPeer) send(line []byte) {
 	env, err := jsonrpc.Scan(line)
 	if err != nil {
 		return // the connection writes only JSON-RPC
 	}
 	h := p.messageHeaders(&env)
-	body := bytes.Clone(line)
+	body := line
 	switch env.Kind {
 	case jsonrpc.KindRequest:
 		id, _ := env.IntID()
-		ex := &exchange{p: p, id: id, method: env.MethodName(), body: body, header: h, modern: h.Get(headerVersion) != "" && p.sessionless()}
-		ex.ctx, ex.abort = context.WithCancel(p.ctx)
-		if !p.admit(ex) {
-			ex.abort()
-			return // ended: the connection's stop fails the request
-		}
-		p.start(ex)
+		p.begin(p.newExchange(id, env.MethodName(), body, h))
 	case jsonrpc.KindNotification:
 		if env.MethodName() == "notifications/cancelled" {
 			if ex := p.cancelled(env.Params); ex != nil && ex.modern {
@@ -425,20 +484,37 @@ func (p *httpPeer) postOnce(what string, body []byte, h http.Header, renew bool)
 // message carries. The body is a bytes.Reader, so GetBody is set: a
 // redirect or a RoundTripper that retries (authorization) can replay it.
 func (p *httpPeer) newRequest(ctx context.Context, method string, body []byte, h http.Header) *http.Request {
-	// The URL was parsed at start; an empty one parses for nothing, and
-	// each request gets its own copy of the parsed one.
-	req, _ := http.NewRequestWithContext(ctx, method, "", nil)
-	u := *p.u
-	req.URL, req.Host = &u, u.Host
-	req.Header = make(http.Header, len(p.header)+len(h)+4)
-	for k, v := range p.header {
-		req.Header[k] = append([]string(nil), v...)
-	}
-	for k, v := range h {
-		req.Header[k] = v
+	return p.buildRequest(ctx, method, body, h, false)
+}
+
+// buildRequest is newRequest; own says h is the request's to keep and
+// fill in (a modern exchange's first POST), so no second map is made.
+func (p *httpPeer) buildRequest(ctx context.Context, method string, body []byte, h http.Header, own bool) *http.Request {
+	// A copy of the template made at start: the URL, parsed once, is
+	// shared (neither net/http nor a RoundTripper changes a request's).
+	req := p.tmpl.WithContext(ctx)
+	req.Method = method
+	if own {
+		req.Header = h
+		for k, v := range p.header {
+			if _, set := h[k]; !set {
+				h[k] = append([]string(nil), v...)
+			}
+		}
+	} else {
+		req.Header = make(http.Header, len(p.header)+len(h)+4)
+		for k, v := range p.header {
+			req.Header[k] = append([]string(nil), v...)
+		}
+		for k, v := range h {
+			req.Header[k] = v
+		}
 	}
 	if body != nil {
 		req.ContentLength = int64(len(body))
+		// io.NopCloser of a *bytes.Reader, a body net/http knows is in
+		// memory: it writes the headers and the body in one write(2)
+		// (a body of another type makes it send the headers first).
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		req.Header["Content-Type"] = contentTypeJSON
@@ -520,8 +596,11 @@ func cause(err error) string {
 func (p *httpPeer) end(reason error) {
 	p.endOnce.Do(func() {
 		p.mu.Lock()
-		p.over = true
+		p.over = true // no exchange is admitted from now on
 		session := p.session
+		for _, ex := range p.exchanges {
+			ex.abort()
+		}
 		p.mu.Unlock()
 		closed := reason == nil
 		if closed {
@@ -569,34 +648,68 @@ type exchange struct {
 	ctx      context.Context
 	abort    context.CancelFunc
 	answered bool // the response for id was delivered
-	renewed  bool // a forgotten session was renewed for this request once
-	retries  int  // the POST's retries after 429 or 503 so far
-	ignored  int  // events of its streams that were no JSON-RPC message
+	// inline: the exchange runs on its caller's goroutine (Run); its
+	// stream, if the answer is one, goes to a worker (handed, then sse).
+	inline      bool
+	sse         io.ReadCloser
+	interrupted atomic.Bool // Interrupt was called
+	renewed     bool        // a forgotten session was renewed for this request once
+	retries     int         // the POST's retries after 429 or 503 so far
+	ignored     int         // events of its streams that were no JSON-RPC message
 }
 
-// run performs the exchange and settles the request if the server did not.
+// errHandedOff: the exchange's stream goes on on a worker.
+var errHandedOff = errors.New("handed to a worker")
+
+// run performs the exchange and settles the request if the server did
+// not: on a worker, or on the caller's goroutine (Run) until the answer
+// turns out to be a stream, which a worker then reads.
 func (ex *exchange) run() {
 	p := ex.p
-	defer func() {
-		ex.abort()
-		p.mu.Lock()
-		if p.exchanges[ex.id] == ex {
-			delete(p.exchanges, ex.id)
-		}
-		p.mu.Unlock()
-		p.wg.Done()
-	}()
-	err := ex.do()
+	var err error
+	if body := ex.sse; body != nil {
+		ex.sse = nil
+		err = ex.stream(body)
+	} else {
+		err = ex.do()
+	}
+	if err == errHandedOff {
+		p.start(ex)
+		return
+	}
 	if err != nil && !ex.answered && ex.ctx.Err() == nil {
 		p.fail(ex.id, err)
 	}
+	ex.abort()
+	p.mu.Lock()
+	if p.exchanges[ex.id] == ex {
+		delete(p.exchanges, ex.id)
+	}
+	p.mu.Unlock()
+	p.wg.Done()
+}
+
+// Run runs the exchange on its caller's goroutine (callerrun.Runner).
+func (ex *exchange) Run() (cancelled bool) {
+	ex.run()
+	// Interrupt closed the request's stream before its answer: for a
+	// modern request (the only kind run here) that is its cancellation.
+	return ex.interrupted.Load() && !ex.answered
+}
+
+// Interrupt aborts the exchange run by its caller, who gave up.
+func (ex *exchange) Interrupt() {
+	ex.interrupted.Store(true)
+	ex.abort()
 }
 
 func (ex *exchange) do() error {
 	p := ex.p
 	for attempt := 0; ; attempt++ {
 		ex.retries = attempt
-		req := p.newRequest(ex.ctx, http.MethodPost, ex.body, ex.header)
+		// The first POST of a modern exchange takes its header map; a
+		// retry builds one anew (net/http may still read the last).
+		req := p.buildRequest(ex.ctx, http.MethodPost, ex.body, ex.header, attempt == 0 && ex.modern)
 		resp, err := p.client.Do(req)
 		if err != nil {
 			if ex.ctx.Err() != nil {
@@ -709,6 +822,12 @@ func serverError(raw []byte) *jsonrpc.Error {
 func (ex *exchange) answer(resp *http.Response) error {
 	switch ct := mediaType(resp.Header); ct {
 	case "text/event-stream":
+		if ex.inline {
+			// The caller waits for a stream's events (progress, its
+			// answer) as for any other: a worker reads it.
+			ex.inline, ex.sse = false, resp.Body
+			return errHandedOff
+		}
 		return ex.stream(resp.Body)
 	case "application/json":
 		body, err := readBody(resp, ex.p.max)

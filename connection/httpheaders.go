@@ -50,26 +50,28 @@ var (
 // tasks/update and tasks/cancel: its taskId), and a tool call's
 // Mcp-Param-* headers from the tool's x-mcp-header annotations.
 func (p *httpPeer) messageHeaders(env *jsonrpc.Envelope) http.Header {
-	h := http.Header{}
 	params := env.Params
 	if len(params) == 0 || params[0] != '{' {
 		params = nil
 	}
+	var meta []byte
 	if params != nil {
-		if meta, _ := jsonrpc.Member(params, "_meta"); len(meta) > 0 && meta[0] == '{' {
-			if v, _ := jsonrpc.Member(meta, metaVersionKey); len(v) > 0 && v[0] == '"' {
-				if string(v) == `"`+modernVersion+`"` {
-					h[headerVersion] = modernVersionValue
-				} else {
-					h.Set(headerVersion, jsonrpc.Unquote(v))
-				}
-			}
-		}
+		meta, _ = jsonrpc.Member(params, "_meta")
 	}
-	if env.Kind != jsonrpc.KindRequest {
+	return p.headersOf(env.Kind == jsonrpc.KindRequest, env.MethodName(), params, meta)
+}
+
+// headersOf is messageHeaders of a message whose parts are known: its
+// params object (nil: none, or not an object) and their _meta (nil:
+// none).
+func (p *httpPeer) headersOf(request bool, method string, params, meta []byte) http.Header {
+	h := http.Header{}
+	if v := p.versionOf(meta); v != nil {
+		h[headerVersion] = v
+	}
+	if !request {
 		return h
 	}
-	method := env.MethodName()
 	if v := methodValues[method]; v != nil {
 		h[headerMethod] = v
 	} else {
@@ -127,6 +129,40 @@ func (p *httpPeer) messageHeaders(env *jsonrpc.Envelope) http.Header {
 	}
 	return h
 }
+
+// versionOf is the MCP-Protocol-Version header value of the version a
+// message's _meta object names; nil for none. The last _meta seen and
+// its value are kept: every request of a session carries the same.
+func (p *httpPeer) versionOf(meta []byte) []string {
+	if len(meta) == 0 || meta[0] != '{' {
+		return nil
+	}
+	if k := p.metaSeen.Load(); k != nil && bytes.Equal(k.meta, meta) {
+		return k.value
+	}
+	v, _ := jsonrpc.Member(meta, metaVersionKey)
+	var value []string
+	switch {
+	case len(v) == 0 || v[0] != '"':
+	case string(v) == `"`+modernVersion+`"`:
+		value = modernVersionValue
+	default:
+		value = []string{jsonrpc.Unquote(v)}
+	}
+	if len(meta) <= maxKeptMeta {
+		p.metaSeen.Store(&metaVersion{meta: bytes.Clone(meta), value: value})
+	}
+	return value
+}
+
+// metaVersion is a _meta object and the version header value it names.
+type metaVersion struct {
+	meta  []byte
+	value []string
+}
+
+// maxKeptMeta bounds the _meta object kept by versionOf.
+const maxKeptMeta = 4 << 10
 
 // nameValue is a name a message's params give (a tool's, a prompt's, a
 // resource's URI) and its Mcp-Name header value, kept by the raw JSON

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/connection"
+	"github.com/snodo/snodo/internal/callerrun"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -48,6 +49,9 @@ type channelOut struct {
 	trace  func(connection.Direction, []byte)
 	bytes  *telemetry.Conn
 	failed func(error) // called once, when Send fails
+	// runs is ch when it can leave a request's exchange to the caller
+	// (the Streamable HTTP transport); nil otherwise.
+	runs callerrun.Sender
 
 	mu       sync.Mutex
 	buf      []byte // the line being built; only under mu
@@ -57,7 +61,9 @@ type channelOut struct {
 }
 
 func newChannelOut(ch connection.Channel, failed func(error)) *channelOut {
-	return &channelOut{ch: ch, failed: failed, doneCh: make(chan struct{})}
+	o := &channelOut{ch: ch, failed: failed, doneCh: make(chan struct{})}
+	o.runs, _ = ch.(callerrun.Sender)
+	return o
 }
 
 func (o *channelOut) append(_ int, add func([]byte) []byte) (uint64, error) {
@@ -83,11 +89,27 @@ var sentNow = func() <-chan error {
 	return ch
 }()
 
+// appendRequest is appendBuilt for the line of request r. When the
+// Channel can leave the request's exchange to its caller
+// (callerrun.Sender), it returns that exchange, for the caller to run
+// once appendRequest has returned; else nil.
+func (o *channelOut) appendRequest(line []byte, r *callerrun.Request) (callerrun.Runner, error) {
+	return o.sendLine(nil, line, r)
+}
+
 func (o *channelOut) send(add func([]byte) []byte, built []byte) error {
+	_, err := o.sendLine(add, built, nil)
+	return err
+}
+
+// sendLine sends the line add builds, or built; r, when not nil, is the
+// request it is, whose exchange the Channel may leave to the caller
+// (appendRequest).
+func (o *channelOut) sendLine(add func([]byte) []byte, built []byte, r *callerrun.Request) (callerrun.Runner, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
-		return o.err
+		return nil, o.err
 	}
 	line := built
 	if add != nil {
@@ -100,16 +122,23 @@ func (o *channelOut) send(add func([]byte) []byte, built []byte) error {
 	if o.trace != nil {
 		o.trace(connection.Sent, line)
 	}
-	if err := o.ch.Send(line); err != nil {
+	var run callerrun.Runner
+	var err error
+	if r != nil && o.runs != nil {
+		run, err = o.runs.SendRequest(line, *r)
+	} else {
+		err = o.ch.Send(line)
+	}
+	if err != nil {
 		o.err = errWriterClosed
 		go o.failed(err)
-		return errWriterClosed
+		return nil, errWriterClosed
 	}
 	o.bytes.Written(len(line) + 1)
 	if cap(o.buf) > keepBytes {
 		o.buf = nil
 	}
-	return nil
+	return run, nil
 }
 
 func (o *channelOut) drop(uint64) bool { return false }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/snodo/snodo/internal/callerrun"
 )
 
 // maxQueuedProgress bounds the progress updates waiting for a slow caller;
@@ -52,6 +54,15 @@ type call struct {
 	// notifications/cancelled is being delivered, and the request will be
 	// completed next): a caller giving up meanwhile sends no cancel.
 	serverEnded bool
+
+	// runner is the request's exchange while its caller runs it
+	// (runHere), interrupted when a deadline passes or the table closes
+	// so that the caller, busy in it, gives up in time; nil otherwise.
+	// Guarded by the shard's lock.
+	runner callerrun.Runner
+	// cancelled: the runner, interrupted, told the server the request
+	// is cancelled; giving up sends no notifications/cancelled then.
+	cancelled bool
 
 	// stream receives notifications correlated to this request by
 	// _meta["io.modelcontextprotocol/subscriptionId"]; it runs on the
@@ -116,6 +127,7 @@ func (cl *call) release() {
 		cl.line = cl.lineBuf[:0]
 	}
 	cl.deadline, cl.total, cl.expired, cl.serverEnded, cl.failed = 0, 0, notExpired, false, nil
+	cl.runner, cl.cancelled = nil, false
 	callPool.Put(cl)
 }
 
@@ -363,6 +375,9 @@ func (t *table) expire() {
 				if due == c.total {
 					c.expired = totalExpired
 				}
+				if c.runner != nil {
+					c.runner.Interrupt()
+				}
 				signal(c.wake)
 			case next == 0 || due < next:
 				next = due
@@ -536,6 +551,31 @@ func (t *table) abandon(id int64, c *call) bool {
 	return true
 }
 
+// running records r as the exchange of request id that its caller runs
+// (runHere), or interrupts it at once when a deadline of the call has
+// passed already or the call is out of the table.
+func (t *table) running(id int64, c *call, r callerrun.Runner) {
+	s := t.shardOf(id)
+	s.mu.Lock()
+	live := c.expired == notExpired && !c.done.Load()
+	if live {
+		c.runner = r
+	}
+	s.mu.Unlock()
+	if !live {
+		r.Interrupt()
+	}
+}
+
+// ran ends running: the caller's run is over; cancelled says it told the
+// server the request is cancelled.
+func (t *table) ran(id int64, c *call, cancelled bool) {
+	s := t.shardOf(id)
+	s.mu.Lock()
+	c.runner, c.cancelled = nil, cancelled
+	s.mu.Unlock()
+}
+
 // close fails every waiting request with err and refuses new ones.
 func (t *table) close(err error) {
 	if !t.closed.CompareAndSwap(nil, &err) {
@@ -547,6 +587,9 @@ func (t *table) close(err error) {
 		s.each(func(c *call) {
 			s.remove(c) // first: once done, its caller may reuse c
 			t.removed(c)
+			if c.runner != nil {
+				c.runner.Interrupt()
+			}
 			c.err = err
 			c.done.Store(true)
 			signal(c.wake)

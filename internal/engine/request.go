@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/snodo/snodo/internal/callerrun"
 	"github.com/snodo/snodo/internal/connseam"
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/telemetry"
@@ -129,7 +130,16 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 		// The common, small line: built here, outside the writer's lock
 		// (in the call's own reused buffer), then handed over whole.
 		cl.line = jsonrpc.AppendRequestMeta(cl.line[:0], id, method, p, meta, traceCtx)
-		cl.ticket, err = c.out.appendBuilt(lineCaller, cl.line)
+		if o, ok := c.out.(*channelOut); ok && !cl.wantProgress && cl.stream == nil {
+			// The Channel may leave the exchange to this goroutine.
+			var run callerrun.Runner
+			r := callerrun.Request{ID: id, Method: method, Params: p, Meta: meta}
+			if run, err = o.appendRequest(cl.line, &r); run != nil {
+				c.runHere(ctx, id, cl, run)
+			}
+		} else {
+			cl.ticket, err = c.out.appendBuilt(lineCaller, cl.line)
+		}
 	} else { // a large line goes straight into the queue: one copy, not two
 		cl.ticket, err = c.out.append(lineCaller, func(b []byte) []byte { return jsonrpc.AppendRequestMeta(b, id, method, p, meta, traceCtx) })
 	}
@@ -147,6 +157,24 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 	}
 	c.table.release(cl)
 	return res, err
+}
+
+// runHere runs request id's exchange, which the Channel left to its
+// caller, on the caller's goroutine: when it returns, the answer is in
+// (or the request failed, or the rest of the answer, a stream, went to
+// the transport's own goroutine). A done ctx or a passed deadline
+// interrupts it, so the caller gives up as promptly as when it waits.
+func (c *Conn) runHere(ctx context.Context, id int64, cl *call, run callerrun.Runner) {
+	c.table.running(id, cl, run)
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, run.Interrupt)
+	}
+	cancelled := run.Run()
+	if stop != nil {
+		stop()
+	}
+	c.table.ran(id, cl, cancelled)
 }
 
 // maxKeptParams bounds the raw params a connection keeps checked: past
@@ -335,7 +363,7 @@ func (c *Conn) giveUp(id int64, cl *call, reason string) bool {
 	if !c.table.abandon(id, cl) {
 		return false
 	}
-	if !c.out.drop(cl.ticket) {
+	if !cl.cancelled && !c.out.drop(cl.ticket) {
 		c.cancelOnServer(id, reason)
 	}
 	return true

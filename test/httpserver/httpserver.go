@@ -53,7 +53,8 @@ type HTTP struct {
 	sessions map[string]bool
 	calls    atomic.Int64 // tools/call requests received
 	deletes  atomic.Int64 // DELETEs of a live session
-	aborted  atomic.Int64 // "never-ending" streams the client closed
+	aborted  atomic.Int64 // "never-ending" and "silent" requests the client closed
+	cancels  atomic.Int64 // notifications/cancelled posted
 	opened   atomic.Int64 // sessions opened
 	gets     atomic.Int64 // GET requests
 	resumes  atomic.Int64 // GET requests with Last-Event-ID
@@ -65,6 +66,8 @@ type HTTP struct {
 //	garbage        200 application/json with a body that is no JSON
 //	garbage-sse    200 text/event-stream: an event that is no JSON, then the end
 //	never-ending   an SSE stream of keep-alive comments that never answers
+//	silent         no answer at all (not even a status) until the client
+//	               closes the request
 //	5xx            500 with a plain-text body
 //	429            429 with Retry-After: 1 twice, then the answer
 //	429-forever    429 with Retry-After: 1 every time
@@ -90,9 +93,12 @@ type HTTP struct {
 //	listen-retry-0      "retry: 0" and the end, then 503 every time
 //	listen-event-retry-1  "retry: 1", an event with an id, and the end,
 //	                    every time
-var HTTPMisbehaviours = []string{"garbage", "garbage-sse", "never-ending", "5xx", "429", "429-forever", "redirect-loop", "expire", "oversized",
+var HTTPMisbehaviours = []string{"garbage", "garbage-sse", "never-ending", "silent", "5xx", "429", "429-forever", "redirect-loop", "expire", "oversized",
 	"redirect-away", "retry-after-long", "escapes", "html", "html-404", "old-sse", "accepted", "endless-line", "cr-id", "resume-overflow",
 	"listen-retry-0", "listen-event-retry-1"}
+
+// Cancels counts the notifications/cancelled the client posted.
+func (h *HTTP) Cancels() int64 { return h.cancels.Load() }
 
 // Gets counts the GET requests (the listen stream, resumptions).
 func (h *HTTP) Gets() int64 { return h.gets.Load() }
@@ -197,6 +203,9 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if m.ID == nil { // a notification or an answer
+		if m.Method == "notifications/cancelled" {
+			h.cancels.Add(1)
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -264,6 +273,9 @@ func (h *HTTP) misbehave(w http.ResponseWriter, r *http.Request, m httpMessage, 
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		keepAlive(w, r, &h.aborted)
+	case "silent":
+		<-r.Context().Done()
+		h.aborted.Add(1)
 	case "5xx":
 		http.Error(w, "upstream exploded", http.StatusInternalServerError)
 	case "429", "429-forever":
