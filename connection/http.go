@@ -85,7 +85,8 @@ type httpPeer struct {
 	listening                  bool                        // the legacy GET stream was started
 	sess                       sessionState                // what a renewal replays (httpsession.go)
 
-	renewMu sync.Mutex // one session renewal at a time
+	renewMu  sync.Mutex    // one session renewal at a time
+	renewing chan struct{} // non-nil while a renewal runs (under mu), closed when it ends
 
 	endOnce  sync.Once
 	reason   error         // why it ended, before ended is closed
@@ -484,12 +485,14 @@ func (p *httpPeer) postOnce(what string, body []byte, h http.Header, renew bool)
 // message carries. The body is a bytes.Reader, so GetBody is set: a
 // redirect or a RoundTripper that retries (authorization) can replay it.
 func (p *httpPeer) newRequest(ctx context.Context, method string, body []byte, h http.Header) *http.Request {
-	return p.buildRequest(ctx, method, body, h, false)
+	return p.buildRequest(ctx, method, body, h, false, false)
 }
 
 // buildRequest is newRequest; own says h is the request's to keep and
-// fill in (a modern exchange's first POST), so no second map is made.
-func (p *httpPeer) buildRequest(ctx context.Context, method string, body []byte, h http.Header, own bool) *http.Request {
+// fill in (a modern exchange's first POST), so no second map is made;
+// renewal says the request is one of a session renewal's own (the others
+// wait for the renewal to end: see sessionHeaders).
+func (p *httpPeer) buildRequest(ctx context.Context, method string, body []byte, h http.Header, own, renewal bool) *http.Request {
 	// A copy of the template made at start: the URL, parsed once, is
 	// shared (neither net/http nor a RoundTripper changes a request's).
 	req := p.tmpl.WithContext(ctx)
@@ -522,9 +525,7 @@ func (p *httpPeer) buildRequest(ctx context.Context, method string, body []byte,
 	} else {
 		req.Header["Accept"] = acceptGet
 	}
-	p.mu.Lock()
-	session, version := p.sessionValue, p.versionValue
-	p.mu.Unlock()
+	session, version := p.sessionHeaders(ctx, renewal)
 	if session != nil {
 		req.Header[headerSession] = session
 	}
@@ -532,6 +533,31 @@ func (p *httpPeer) buildRequest(ctx context.Context, method string, body []byte,
 		req.Header[headerVersion] = version
 	}
 	return req
+}
+
+// sessionHeaders returns the session's and the protocol version's header
+// values. While a session renewal runs, a request that is not one of its
+// own first waits for it to end (bounded by ctx: a request whose ctx ends
+// goes as it is, and fails on its ctx): sent in the renewal's window, it
+// would carry no session (the old one is cleared) or one the server has
+// not seen initialized yet, which servers refuse with a 400 that names no
+// session ("Server not initialized") and so could not be told from a
+// real refusal.
+func (p *httpPeer) sessionHeaders(ctx context.Context, renewal bool) (session, version []string) {
+	p.mu.Lock()
+	for !renewal && p.renewing != nil {
+		ch := p.renewing
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			p.mu.Lock()
+			return p.sessionValue, p.versionValue
+		}
+		p.mu.Lock()
+	}
+	defer p.mu.Unlock()
+	return p.sessionValue, p.versionValue
 }
 
 // Header values every request of a kind carries, shared: the transport
@@ -709,7 +735,7 @@ func (ex *exchange) do() error {
 		ex.retries = attempt
 		// The first POST of a modern exchange takes its header map; a
 		// retry builds one anew (net/http may still read the last).
-		req := p.buildRequest(ex.ctx, http.MethodPost, ex.body, ex.header, attempt == 0 && ex.modern)
+		req := p.buildRequest(ex.ctx, http.MethodPost, ex.body, ex.header, attempt == 0 && ex.modern, false)
 		resp, err := p.client.Do(req)
 		if err != nil {
 			if ex.ctx.Err() != nil {

@@ -113,6 +113,7 @@ func (p *httpPeer) renew(old string) bool {
 	}
 	if current == old && st.initBody != nil {
 		p.session, p.sessionValue = "", nil // the new initialize carries none
+		p.renewing = make(chan struct{})
 	}
 	p.mu.Unlock()
 	if current != old {
@@ -124,6 +125,10 @@ func (p *httpPeer) renew(old string) bool {
 	ctx, cancel := context.WithTimeout(p.ctx, httpRenewTimeout)
 	defer cancel()
 	err := p.handshake(ctx, st, subs)
+	p.mu.Lock()
+	close(p.renewing) // the requests that waited go, with the new session or none
+	p.renewing = nil
+	p.mu.Unlock()
 	if err != nil {
 		p.logger.Warn("snodo: could not start a new HTTP session after the server forgot the last one", "error", err)
 		return false
@@ -159,7 +164,7 @@ func (p *httpPeer) handshake(ctx context.Context, st sessionState, subs [][]byte
 // end (a request's result is the transport's own, never delivered);
 // takeSession keeps the Mcp-Session-Id the answer gives.
 func (p *httpPeer) exchangeOnce(ctx context.Context, body []byte, h http.Header, takeSession bool) error {
-	resp, err := p.client.Do(p.newRequest(ctx, http.MethodPost, body, h))
+	resp, err := p.client.Do(p.buildRequest(ctx, http.MethodPost, body, h, false, true))
 	if err != nil {
 		return errors.New(cause(err))
 	}
