@@ -176,16 +176,17 @@ func (c *Client) Listen(ctx context.Context, f Filter, opts ...ListenOption) (*S
 	// wait until it is made (events may come as Open returns).
 	outer, ready := (*Subscription)(new(listening.Sub)), make(chan struct{})
 	defer close(ready)
-	message := func(_ *substream.Subscription, ev *Event, err error) any {
+	root := c.conn.System().Root // the system substream sends in (its default)
+	post := func(_ *substream.Subscription, ev *Event, err error) {
 		<-ready
-		return subscriptionMessage(outer, ev, err, c.mcp.origin)
+		root.Send(set.Actor, subscriptionMessage(outer, ev, err, c.mcp.origin))
 	}
 	o := substream.Options{Actor: set.Actor, MaxQueue: set.MaxQueue, MaxQueueBytes: set.MaxQueueBytes, AckTimeout: c.mcp.timeout,
-		Logger: c.notes.logger, Message: message}
+		Logger: c.notes.logger, Post: post}
 	if set.Opened != nil {
-		o.First = func(*substream.Subscription) any {
+		o.PostFirst = func(*substream.Subscription) {
 			<-ready
-			return set.Opened((*listening.Sub)(outer), c.mcp.origin)
+			root.Send(set.Actor, set.Opened((*listening.Sub)(outer), c.mcp.origin))
 		}
 	}
 	var params json.RawMessage

@@ -7,12 +7,13 @@ import (
 	"github.com/snodo/snodo/internal/sentinel"
 )
 
-// pump posts queued events to the owner actor, then the end. Posting to an
-// ordinary (unbounded) mailbox never blocks; with a bounded mailbox the
-// pump waits for room while the queue behind it fills up to its bound.
+// pump posts queued events to the owner actor (Options.Post), then the
+// end. Posting to an ordinary (unbounded) mailbox never blocks; with a
+// bounded mailbox the pump waits for room while the queue behind it fills
+// up to its bound.
 func (s *Subscription) pump() {
-	root, message := s.opts.System.Root, s.opts.Message
-	if first := s.opts.First; first != nil {
+	post := s.opts.Post
+	if first := s.opts.PostFirst; first != nil {
 		select {
 		case <-s.acked:
 		case <-s.done:
@@ -21,17 +22,17 @@ func (s *Subscription) pump() {
 		acked := s.isAcked
 		s.mu.Unlock()
 		if acked {
-			root.Send(s.opts.Actor, first(s))
+			first(s)
 		}
 	}
 	for ev := range s.events {
-		root.Send(s.opts.Actor, message(s, &ev, nil))
+		post(s, &ev, nil)
 	}
 	s.mu.Lock()
 	acked, err := s.isAcked, s.err
 	s.mu.Unlock()
 	if acked {
-		root.Send(s.opts.Actor, message(s, nil, err))
+		post(s, nil, err)
 	}
 }
 

@@ -25,11 +25,15 @@ type (
 	}
 )
 
-func testMessage(s *Subscription, ev *Event, err error) any {
-	if ev != nil {
-		return &eventMsg{s, *ev}
+// testPost sends pid the test's messages in c's actor system.
+func testPost(c *engine.Conn, pid *protoactor.PID) func(s *Subscription, ev *Event, err error) {
+	return func(s *Subscription, ev *Event, err error) {
+		if ev != nil {
+			c.System().Root.Send(pid, &eventMsg{s, *ev})
+			return
+		}
+		c.System().Root.Send(pid, &endMsg{s, err})
 	}
-	return &endMsg{s, err}
 }
 
 // collector spawns an actor that forwards every subscription message it
@@ -50,7 +54,7 @@ func collector(t *testing.T, c *engine.Conn) (*protoactor.PID, chan any) {
 func TestActorReceivesEventsAndTheEnd(t *testing.T) {
 	c := startConn(t, engine.Config{})
 	pid, got := collector(t, c)
-	s := open(t, c, toolsFilter, Options{Actor: pid, Message: testMessage})
+	s := open(t, c, toolsFilter, Options{Actor: pid, Post: testPost(c, pid)})
 	_, ok := <-s.Events()
 	assert.False(t, ok, "Events is closed when an actor receives the events")
 	for k := range 5 {
@@ -75,7 +79,7 @@ func TestActorReceivesEventsAndTheEnd(t *testing.T) {
 func TestOwnerActorTerminatingCancelsOnTheServer(t *testing.T) {
 	c := startConn(t, engine.Config{})
 	pid, _ := collector(t, c)
-	s := open(t, c, toolsFilter, Options{Actor: pid, Message: testMessage})
+	s := open(t, c, toolsFilter, Options{Actor: pid, Post: testPost(c, pid)})
 	c.System().Root.Stop(pid)
 	err := waitEnded(t, s)
 	require.ErrorIs(t, err, sentinel.ErrOwnerExited)
@@ -94,7 +98,7 @@ func TestListenToADeadActorFails(t *testing.T) {
 	}))
 	c.System().Root.Stop(pid)
 	<-stopped
-	_, err := Open(t.Context(), c, listenParams(toolsFilter), nil, Options{Actor: pid, Message: testMessage})
+	_, err := Open(t.Context(), c, listenParams(toolsFilter), nil, Options{Actor: pid, Post: testPost(c, pid)})
 	require.ErrorIs(t, err, sentinel.ErrOwnerExited)
 }
 

@@ -56,14 +56,18 @@ type Options struct {
 	// Logger receives the notifications dropped for arriving before the
 	// acknowledgement; default: discard.
 	Logger *slog.Logger
-	// Message builds what Actor receives, in order: one message per event
-	// (ev the event, err nil), then one for the end (ev nil, err what Err
-	// returns; not sent when Open failed). Required with Actor.
-	Message func(s *Subscription, ev *Event, err error) any
-	// First, with Actor, builds the message Actor receives first, once
-	// the server acknowledged the subscription and before any event; nil:
-	// none. It is not sent when Open fails.
-	First func(s *Subscription) any
+	// Post delivers to Actor, on the subscription's own goroutine and in
+	// order: one call per event (ev the event, err nil), then one for the
+	// end (ev nil, err what Err returns; not made when Open failed). It
+	// sends Actor the message it builds (the caller's message types are
+	// its own); it may wait for room in a bounded mailbox while the queue
+	// behind it fills up to its bound. Required with Actor.
+	Post func(s *Subscription, ev *Event, err error)
+	// PostFirst, with Actor, is called first, once the server
+	// acknowledged the subscription and before any event, to send Actor
+	// the message that says so; nil: none. It is not called when Open
+	// fails.
+	PostFirst func(s *Subscription)
 
 	// moduleOptions holds what only snodo's own packages set (the
 	// hooks its telemetry observes the subscription with), out of this
@@ -82,8 +86,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxQueueBytes < 0 {
 		return o, fmt.Errorf("snodo: subscription queue bound Options.MaxQueueBytes %d must be positive", o.MaxQueueBytes)
 	}
-	if o.Actor != nil && o.Message == nil {
-		return o, fmt.Errorf("snodo: a subscription with Options.Actor needs Options.Message to build its messages")
+	if o.Actor != nil && o.Post == nil {
+		return o, fmt.Errorf("snodo: a subscription with Options.Actor needs Options.Post to send it its messages")
 	}
 	if o.MaxQueue == 0 {
 		o.MaxQueue = limits.MaxQueue
