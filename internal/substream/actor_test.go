@@ -13,7 +13,7 @@ import (
 	"github.com/snodo/snodo/test/testutil"
 )
 
-// The messages the tests' actors receive (Options.Message).
+// The messages the tests' actors receive (sent by Options.Post).
 type (
 	eventMsg struct {
 		sub *Subscription
