@@ -275,31 +275,8 @@ func TestBridgeCancelReachesTheServer(t *testing.T) {
 // every line it writes is one JSON value.
 func TestBridgeWithoutAHost(t *testing.T) {
 	url := bridgedNATS(t)
-	cmd := exec.Command(snodoBin, "bridge", "--nats", url, "--server", "nobody")
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr testutil.Buffer
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	answer := func(req string) map[string]any {
-		t.Helper()
-		_, err := io.WriteString(stdin, req+"\n")
-		require.NoError(t, err)
-		line := testutil.Receive(t, lines, 10*time.Second, "the bridge's answer to "+req)
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(line), &m), "one JSON value per line: %q", line)
-		return m
-	}
+	b := startBridge(t, url, "nobody", 10*time.Second)
+	answer := b.answer
 	// initialize needs the served server's description: the error says
 	// no host serves the name, and the client may initialize again later.
 	for _, id := range []int{1, 2} {
@@ -321,10 +298,7 @@ func TestBridgeWithoutAHost(t *testing.T) {
 	require.NotNil(t, e, "an error answer: %v", m)
 	assert.Contains(t, e["message"], "initialize first")
 	assert.Equal(t, "{}", strings.TrimSpace(mustJSON(t, answer(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)["result"])))
-	require.NoError(t, stdin.Close())
-	for range lines {
-	}
-	require.NoError(t, cmd.Wait(), "the bridge exits 0 at the end of its stdin; stderr:\n%s", stderr.String())
+	b.end()
 }
 
 // The bridge connects its legacy-era client to NATS when a legacy client
@@ -335,31 +309,8 @@ func TestBridgeLegacyClientCannotConnect(t *testing.T) {
 	e, err := natsembed.Start(natsembed.Options{})
 	require.NoError(t, err)
 	t.Cleanup(e.Shutdown)
-	cmd := exec.Command(snodoBin, "bridge", "--nats", e.URL(), "--server", "nobody")
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr testutil.Buffer
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	answer := func(req string) map[string]any {
-		t.Helper()
-		_, err := io.WriteString(stdin, req+"\n")
-		require.NoError(t, err)
-		line := testutil.Receive(t, lines, 30*time.Second, "the bridge's answer to "+req)
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(line), &m), "one JSON value per line: %q", line)
-		return m
-	}
+	b := startBridge(t, e.URL(), "nobody", 30*time.Second)
+	answer := b.answer
 	// The bridge serves once its first client is connected: a ping says so.
 	assert.Equal(t, "{}", mustJSON(t, answer(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)["result"]))
 	e.Shutdown()
@@ -369,11 +320,60 @@ func TestBridgeLegacyClientCannotConnect(t *testing.T) {
 	assert.Contains(t, er["message"], "legacy-era connection could not start")
 	t.Logf("initialize: %v", er["message"])
 	assert.Equal(t, "{}", mustJSON(t, answer(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)["result"]), "the bridge lives on")
-	require.NoError(t, stdin.Close())
-	for range lines {
+	b.end()
+	assert.Contains(t, b.stderr.String(), "the legacy-era connection did not start")
+}
+
+// bridgeRun is a `snodo bridge` process driven line by line.
+type bridgeRun struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string
+	stderr testutil.Buffer
+	wait   time.Duration // how long an answer may take
+}
+
+// startBridge starts `snodo bridge --nats url --server name`.
+func startBridge(t *testing.T, url, name string, wait time.Duration) *bridgeRun {
+	t.Helper()
+	b := &bridgeRun{t: t, cmd: exec.Command(snodoBin, "bridge", "--nats", url, "--server", name), lines: make(chan string, 16), wait: wait}
+	var err error
+	b.stdin, err = b.cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := b.cmd.StdoutPipe()
+	require.NoError(t, err)
+	b.cmd.Stderr = &b.stderr
+	require.NoError(t, b.cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			b.lines <- sc.Text()
+		}
+		close(b.lines)
+	}()
+	return b
+}
+
+// answer writes one request line and returns the next line the bridge
+// writes, which must be one JSON value.
+func (b *bridgeRun) answer(req string) map[string]any {
+	b.t.Helper()
+	_, err := io.WriteString(b.stdin, req+"\n")
+	require.NoError(b.t, err)
+	line := testutil.Receive(b.t, b.lines, b.wait, "the bridge's answer to "+req)
+	var m map[string]any
+	require.NoError(b.t, json.Unmarshal([]byte(line), &m), "one JSON value per line: %q", line)
+	return m
+}
+
+// end closes the bridge's stdin and checks that it exits 0.
+func (b *bridgeRun) end() {
+	b.t.Helper()
+	require.NoError(b.t, b.stdin.Close())
+	for range b.lines {
 	}
-	require.NoError(t, cmd.Wait(), "the bridge exits 0 at the end of its stdin; stderr:\n%s", stderr.String())
-	assert.Contains(t, stderr.String(), "the legacy-era connection did not start")
+	require.NoError(b.t, b.cmd.Wait(), "the bridge exits 0 at the end of its stdin; stderr:\n%s", b.stderr.String())
 }
 
 func mustJSON(t *testing.T, v any) string {
