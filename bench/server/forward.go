@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"sync"
 )
@@ -30,16 +29,8 @@ type Forward struct {
 // StartForward starts argv as the child.
 func StartForward(argv []string) (*Forward, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	in, out, err := startPiped(cmd)
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("forward: %w", err)
 	}
 	return &Forward{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10)}, nil

@@ -26,16 +26,8 @@ type HTTPProcess struct {
 // for its endpoint URL.
 func StartHTTP(bin string, flags ...string) (*HTTPProcess, error) {
 	cmd := exec.Command(bin, append([]string{"-http", "127.0.0.1:0"}, flags...)...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	in, out, err := startPiped(cmd)
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	p := &HTTPProcess{cmd: cmd, stdin: in}
@@ -86,4 +78,22 @@ func (p *HTTPProcess) Close() error {
 		p.cmd.Process.Kill()
 		return <-done
 	}
+}
+
+// startPiped starts cmd with pipes to its stdin and from its stdout, its
+// stderr going to this process's.
+func startPiped(cmd *exec.Cmd) (io.WriteCloser, io.ReadCloser, error) {
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	return in, out, nil
 }
