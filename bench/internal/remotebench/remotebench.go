@@ -126,8 +126,10 @@ const (
 	// (Remote, RemoteB) compares two served names of one host, which
 	// read alike (A/A within ±1 µs at the median of 20 rounds of 1,000
 	// pairs) until a variant of the host's code is switched on by the
-	// served name, an experiment's change that needs neither a second
-	// build nor running both ways round for the binaries' bias.
+	// served name, an experiment's change that needs no second build
+	// and has no binaries' bias. One name may still read 1–2 µs slower
+	// than the other in a run: put the variant on each name in turn and
+	// take half the difference.
 	HostBEnv = "SNODO_BENCH_HOST_B"
 	// HostBSame is the HostBEnv value for RemoteB served by the first
 	// host (above).
