@@ -117,6 +117,11 @@ func BenchmarkRemote(b *testing.B) {
 //	go test -c -o /tmp/new.test    # and /tmp/old.test at the other commit
 //	SNODO_BENCH_HOST_B=/tmp/old.test /tmp/new.test -test.run '^$' -test.bench 'RemoteAB$' -test.benchtime 6000x -test.v
 //	SNODO_BENCH_HOST_B=/tmp/new.test /tmp/old.test -test.run '^$' -test.bench 'RemoteAB$' -test.benchtime 6000x -test.v
+//
+// With SNODO_BENCH_HOST_B=same, b is a second name served by a's own host
+// process, from the same pool (remotebench.HostBSame): the two read alike,
+// so a variant of the host's code switched on by the served name
+// ("remote-b") is measured in one run, with no second build.
 func BenchmarkRemoteAB(b *testing.B) {
 	if os.Getenv(remotebench.HostBEnv) == "" {
 		b.Skip(remotebench.HostBEnv + " is not set")
