@@ -1,0 +1,170 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/gateway"
+	"github.com/snodo/snodo/internal/natsembed"
+	"github.com/snodo/snodo/remote"
+	"github.com/snodo/snodo/supervisor"
+	"github.com/snodo/snodo/test/testutil"
+)
+
+// pidOrStatus asks the server behind a legacy session for its pid: the
+// pid with 200, 0 with 200 when the call failed (its error), or the
+// HTTP status the session answered.
+func pidOrStatus(t *testing.T, url, sid string) (int, int, string) {
+	t.Helper()
+	resp := post(t, url, `{"jsonrpc":"2.0","id":9,"method":"test/pid"}`, map[string]string{"Mcp-Session-Id": sid})
+	if resp.StatusCode != http.StatusOK {
+		return 0, resp.StatusCode, ""
+	}
+	msgs := messages(t, resp)
+	last := msgs[len(msgs)-1]
+	if last["error"] != nil {
+		return 0, http.StatusOK, string(last["error"])
+	}
+	var r struct {
+		PID int `json:"pid"`
+	}
+	require.NoError(t, json.Unmarshal(last["result"], &r))
+	return r.PID, http.StatusOK, ""
+}
+
+// alive reports whether process pid exists.
+func alive(pid int) bool {
+	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// A name served over NATS by two hosts, each with a legacy-era pool of 2,
+// behind the gateway as `snodo serve --nats` serves it: each legacy
+// session's calls all reach one server process, sessions spread over
+// them, killing a session's server ends that session (404) while the
+// others live on, a new session works, and a host that stops ends the
+// sessions it held.
+func TestRemoteLegacySessionsPinned(t *testing.T) {
+	e, err := natsembed.Start(natsembed.Options{})
+	require.NoError(t, err)
+	t.Cleanup(e.Shutdown)
+	path, err := testutil.BuildServer()
+	require.NoError(t, err)
+	var hosts [2]*remote.Host
+	for i := range hosts {
+		pool, err := supervisor.NewPool(context.Background(), snodo.Command(path), 1, fast)
+		require.NoError(t, err)
+		legacyPool := func(ctx context.Context, opts ...snodo.Option) (*supervisor.Pool, error) {
+			return supervisor.NewPool(ctx, snodo.Command(path), 2, fast, supervisor.WithConnectOptions(opts...))
+		}
+		h, err := remote.NewHost(context.Background(), e.URL(), remote.Serve("ts", pool), remote.ServeLegacy("ts", legacyPool))
+		require.NoError(t, err)
+		hosts[i] = h
+		t.Cleanup(func() { _ = h.Close(); <-h.Done() })
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	h, err := gateway.New()
+	require.NoError(t, err)
+	main, err := remote.Dial(ctx, e.URL(), "ts", remote.WithConnectOptions(h.ConnectOptions()...))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = main.Close() })
+	require.NoError(t, h.Attach(main))
+	var twin *remote.Client
+	require.NoError(t, h.AttachLegacy(func(ctx context.Context) (snodo.Session, error) {
+		c, err := remote.Dial(ctx, e.URL(), "ts", remote.WithConnectOptions(append(h.ConnectOptions(), snodo.WithEra(snodo.EraLegacy))...))
+		twin = c
+		return c, err
+	}))
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		_ = h.Close()
+		if twin != nil {
+			_ = twin.Close()
+		}
+	})
+	url := srv.URL + "/mcp"
+
+	// Sessions until two landed on different servers; each keeps its own.
+	pids := map[string]int{}
+	var sids []string
+	distinct := map[int]bool{}
+	for i := 0; i < 8 && (len(distinct) < 2 || i < 4); i++ {
+		sid := initialize(t, url)
+		first, code, msg := pidOrStatus(t, url, sid)
+		require.Equal(t, http.StatusOK, code)
+		require.NotZero(t, first, "session %d: %s", i, msg)
+		for range 10 {
+			got, code, msg := pidOrStatus(t, url, sid)
+			require.Equal(t, http.StatusOK, code, msg)
+			require.Equal(t, first, got, "session %d: every call reaches one server", i)
+		}
+		pids[sid], sids, distinct[first] = first, append(sids, sid), true
+	}
+	require.GreaterOrEqual(t, len(distinct), 2, "sessions spread over the servers")
+
+	// Kill the first session's server: that session ends, the sessions on
+	// other servers live on, and a new session works.
+	victim := pids[sids[0]]
+	require.NoError(t, syscall.Kill(victim, syscall.SIGKILL))
+	testutil.AssertReaped(t, victim, 10*time.Second)
+	testutil.Eventually(t, func() bool {
+		_, code, _ := pidOrStatus(t, url, sids[0])
+		return code == http.StatusNotFound
+	}, 10*time.Second, "the session on the killed server ends (404)")
+	for _, sid := range sids[1:] {
+		if pids[sid] == victim {
+			continue
+		}
+		got, code, msg := pidOrStatus(t, url, sid)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, pids[sid], got, "a session on another server lives on: %s", msg)
+	}
+	again := initialize(t, url)
+	got, code, msg := pidOrStatus(t, url, again)
+	require.Equal(t, http.StatusOK, code)
+	require.NotZero(t, got, msg)
+	require.NotEqual(t, victim, got)
+
+	// A host that stops ends the sessions it held, and only those.
+	require.NoError(t, hosts[0].Close())
+	<-hosts[0].Done()
+	ended, lived := 0, 0
+	for _, sid := range append(sids[1:], again) {
+		if pids[sid] == victim {
+			continue
+		}
+		pid := pids[sid]
+		if sid == again {
+			pid = got
+		}
+		if !alive(pid) {
+			testutil.Eventually(t, func() bool {
+				_, code, _ := pidOrStatus(t, url, sid)
+				return code == http.StatusNotFound
+			}, 10*time.Second, "a session of the stopped host ends (404)")
+			ended++
+			continue
+		}
+		now, code, msg := pidOrStatus(t, url, sid)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, pid, now, "a session of the other host lives on: %s", msg)
+		lived++
+	}
+	t.Logf("after the host stopped: %d sessions ended, %d lived on", ended, lived)
+	fresh := initialize(t, url)
+	_, code, msg = pidOrStatus(t, url, fresh)
+	require.Equal(t, http.StatusOK, code)
+	require.Empty(t, msg, "a new session lands on the live host")
+}
