@@ -310,7 +310,7 @@ func (s *session) pinnedRequest(ctx context.Context, st outlet, env jsonrpc.Enve
 	if s.pin == nil {
 		return s.request(ctx, st, env.MethodName(), env.Params)
 	}
-	pctx := pin.With(ctx, s.pin)
+	pctx := s.pinned(ctx)
 	raw, err := s.request(pctx, st, env.MethodName(), env.Params)
 	if err != nil && s.whole && errors.Is(err, pin.ErrLost) && ctx.Err() == nil {
 		s.h.cfg.logger.Info("gateway: the stdio session's server is gone; its calls go to a live one from now on", "error", err)
@@ -318,6 +318,14 @@ func (s *session) pinnedRequest(ctx context.Context, st outlet, env jsonrpc.Enve
 		raw, err = s.request(pctx, st, env.MethodName(), env.Params)
 	}
 	return raw, err
+}
+
+// pinned is ctx with the session's pin, if it has one.
+func (s *session) pinned(ctx context.Context) context.Context {
+	if s.pin == nil {
+		return ctx
+	}
+	return pin.With(ctx, s.pin)
 }
 
 // touch counts a request or stream opening (+1) or closing (-1).
@@ -521,7 +529,7 @@ func (s *session) subscribe(ctx context.Context, uri string) error {
 	if dup {
 		return nil
 	}
-	sub, err := s.backend.Listen(s.ctx, snodo.Filter{ResourceSubscriptions: []string{uri}})
+	sub, err := s.backend.Listen(s.pinned(s.ctx), snodo.Filter{ResourceSubscriptions: []string{uri}})
 	if err != nil {
 		return err
 	}

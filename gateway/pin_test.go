@@ -41,6 +41,15 @@ func pidOrStatus(t *testing.T, url, sid string) (int, int, string) {
 	return r.PID, http.StatusOK, ""
 }
 
+// subscribe subscribes a legacy session to test://pinned.
+func subscribe(t *testing.T, url, sid string) {
+	t.Helper()
+	resp := post(t, url, `{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"test://pinned"}}`, map[string]string{"Mcp-Session-Id": sid})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	msgs := messages(t, resp)
+	require.Nil(t, msgs[len(msgs)-1]["error"], "%s", msgs[len(msgs)-1]["error"])
+}
+
 // alive reports whether process pid exists.
 func alive(pid int) bool {
 	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
@@ -49,7 +58,8 @@ func alive(pid int) bool {
 // A name served over NATS by two hosts, each with a legacy-era pool of 2,
 // behind the gateway as `snodo serve --nats` serves it: each legacy
 // session's calls all reach one server process, sessions spread over
-// them, killing a session's server ends that session (404) while the
+// them, a session's resource subscription is on its server, killing a
+// session's server ends that session (404) while the
 // others live on, a new session works, and a host that stops ends the
 // sessions it held.
 func TestRemoteLegacySessionsPinned(t *testing.T) {
@@ -102,14 +112,24 @@ func TestRemoteLegacySessionsPinned(t *testing.T) {
 	distinct := map[int]bool{}
 	for i := 0; i < 8 && (len(distinct) < 2 || i < 4); i++ {
 		sid := initialize(t, url)
+		if i%2 == 0 { // the subscription comes first: it pins the session
+			subscribe(t, url, sid)
+		}
 		first, code, msg := pidOrStatus(t, url, sid)
 		require.Equal(t, http.StatusOK, code)
 		require.NotZero(t, first, "session %d: %s", i, msg)
+		if i%2 == 1 {
+			subscribe(t, url, sid)
+		}
 		for range 10 {
 			got, code, msg := pidOrStatus(t, url, sid)
 			require.Equal(t, http.StatusOK, code, msg)
 			require.Equal(t, first, got, "session %d: every call reaches one server", i)
 		}
+		// The session's resource subscription is on its server too.
+		resp := post(t, url, `{"jsonrpc":"2.0","id":3,"method":"test/touch","params":{"uri":"test://pinned"}}`, map[string]string{"Mcp-Session-Id": sid})
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.JSONEq(t, `{"notified":true}`, string(messages(t, resp)[0]["result"]), "session %d: its subscription is on the server its calls reach", i)
 		pids[sid], sids, distinct[first] = first, append(sids, sid), true
 	}
 	require.GreaterOrEqual(t, len(distinct), 2, "sessions spread over the servers")

@@ -255,8 +255,9 @@ func (l *legacySide) request(ctx context.Context, hc *heldCall, method string, o
 
 // listen opens a legacy-era caller's subscription on the legacy-era
 // pool, started now if need be (as for a call: at most legacyStartWait,
-// while ctx lasts).
-func (l *legacySide) listen(ctx context.Context, f snodo.Filter) (*snodo.Subscription, error) {
+// while ctx lasts); a pinned one (o.pin) on the member its key is pinned
+// to (pin.go), where it ends when that member stops.
+func (l *legacySide) listen(ctx context.Context, f snodo.Filter, o callOpts) (*snodo.Subscription, error) {
 	p, err := l.get(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -264,6 +265,13 @@ func (l *legacySide) listen(ctx context.Context, f snodo.Filter) (*snodo.Subscri
 		}
 		return nil, jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
 			fmt.Sprintf("host %s cannot start the legacy-era connection of %s: %v", l.h.label, l.s.name, err), jsonrpc.ErrConnectionClosed)
+	}
+	if o.pin != "" {
+		conn, err := l.pinned(ctx, p, o.pin, o.pinNew)
+		if err != nil {
+			return nil, err
+		}
+		return conn.Listen(ctx, f)
 	}
 	return p.Listen(ctx, f)
 }

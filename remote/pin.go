@@ -53,6 +53,11 @@ const (
 	pinIdle = 30 * time.Minute
 )
 
+// listenTo is the subject on which only host id takes subscriptions of
+// the name: those of a pinned session (a subscription's pin is routed as
+// a call's).
+func (s subjects) listenTo(id string) string { return s.listen + "." + id }
+
 // pinLostErr is the error of a call whose pin is lost.
 func pinLostErr(msg string) error {
 	return jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed, msg, jsonrpc.ErrConnectionClosed, pin.ErrLost)
