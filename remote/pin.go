@@ -51,6 +51,9 @@ const (
 	// pinIdle is how long a host keeps a key no call used. A gateway's
 	// legacy session idles out after 10 min by default.
 	pinIdle = 30 * time.Minute
+	// pinSweep is the least time between two sweeps of the keys idle past
+	// pinIdle (at a new key), so that they go even below maxPins.
+	pinSweep = time.Minute
 )
 
 // listenTo is the subject on which only host id takes subscriptions of
@@ -150,9 +153,10 @@ func (h *Host) answerPinLost(s *served, reply string, id []byte, err error) {
 // memberPins is a host's pins of one pool: key → the member's
 // connection the key's calls go to.
 type memberPins struct {
-	mu   sync.Mutex
-	m    map[string]*memberPin
-	turn uint64 // the next member in turn for a new pin
+	mu    sync.Mutex
+	m     map[string]*memberPin
+	turn  uint64    // the next member in turn for a new pin
+	swept time.Time // the last sweep of idle keys
 }
 
 type memberPin struct {
@@ -177,13 +181,21 @@ func (t *memberPins) get(key string, now time.Time) *snodo.Client {
 	return e.conn
 }
 
-// put pins key to conn. At maxPins the keys idle past pinIdle go, then
-// (still full) the one idle longest.
+// put pins key to conn. The keys idle past pinIdle go at most every
+// pinSweep, and at maxPins; still full, the one idle longest goes.
 func (t *memberPins) put(key string, conn *snodo.Client, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
 		t.m = map[string]*memberPin{}
+	}
+	if now.Sub(t.swept) > pinSweep {
+		t.swept = now
+		for k, e := range t.m {
+			if now.Sub(e.last) > pinIdle {
+				delete(t.m, k)
+			}
+		}
 	}
 	if _, ok := t.m[key]; !ok && len(t.m) >= maxPins {
 		oldest, at := "", now
