@@ -386,11 +386,13 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 			to = c.subj.callTo(taskHost)
 		}
 	}
-	pc, err := pinOf(ctx) // legpin: a gateway session's calls go to one host (pin.go)
-	if err != nil {
-		return nil, err
+	var pc *pinCall
+	if c.cfg.era == snodo.EraLegacy { // legpin: a gateway session's calls go to one host (pin.go)
+		if pc, err = pinOf(ctx); err != nil {
+			return nil, err
+		}
+		defer pc.end()
 	}
-	defer pc.end()
 	if pc != nil && pc.holder != "" && taskHost == "" {
 		to = c.subj.callTo(pc.holder)
 	}

@@ -18,12 +18,14 @@ import (
 
 // Pinned calls: a gateway session's calls on one server (internal/pin).
 // The gateway puts its session's pin in the ctx of each call it makes.
-// The Client sends the session's first call to the queue group (any host
-// takes it), with the pin's key and pinnew in its settings (Snodo-Opts
-// pin=KEY pinnew), and every later one to the host that ran the first,
-// on that host's own call subject (call.HOSTID), with the key alone. The
-// pin itself remembers that host: it lives as long as the session, so
-// the Client keeps no table of its own. A host keeps each key on the
+// A Client of the legacy era (the gateway's legacy-era twin; a modern
+// one leaves the ctx alone, so its calls pay nothing for it) sends the
+// session's first call to the queue group (any host takes it), with the
+// pin's key and pinnew in its settings (Snodo-Opts pin=KEY pinnew), and
+// every later one to the host that ran the first, on that host's own
+// call subject (call.HOSTID), with the key alone. The pin itself
+// remembers that host: it lives as long as the session, so the Client
+// keeps no table of its own (nothing to bound or expire). A host keeps each key on the
 // member of its legacy-era pool (ServeLegacy) it chose for the first
 // call (in turn among the members up) and runs the key's later calls
 // there (requestOn); a call of the name's own pool is not pinned to a
