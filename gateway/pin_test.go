@@ -1,11 +1,13 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -55,20 +57,17 @@ func alive(pid int) bool {
 	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
-// A name served over NATS by two hosts, each with a legacy-era pool of 2,
-// behind the gateway as `snodo serve --nats` serves it: each legacy
-// session's calls all reach one server process, sessions spread over
-// them, a session's resource subscription is on its server, killing a
-// session's server ends that session (404) while the
-// others live on, a new session works, and a host that stops ends the
-// sessions it held.
-func TestRemoteLegacySessionsPinned(t *testing.T) {
+// pinnedGateway serves the test server as ts over NATS from n hosts,
+// each with a legacy-era pool of 2, behind a gateway as `snodo serve
+// --nats` serves it, and returns the gateway's URL and the hosts.
+func pinnedGateway(t *testing.T, n int) (string, []*remote.Host) {
+	t.Helper()
 	e, err := natsembed.Start(natsembed.Options{})
 	require.NoError(t, err)
 	t.Cleanup(e.Shutdown)
 	path, err := testutil.BuildServer()
 	require.NoError(t, err)
-	var hosts [2]*remote.Host
+	hosts := make([]*remote.Host, n)
 	for i := range hosts {
 		pool, err := supervisor.NewPool(context.Background(), snodo.Command(path), 1, fast)
 		require.NoError(t, err)
@@ -104,7 +103,18 @@ func TestRemoteLegacySessionsPinned(t *testing.T) {
 			_ = twin.Close()
 		}
 	})
-	url := srv.URL + "/mcp"
+	return srv.URL + "/mcp", hosts
+}
+
+// A name served over NATS by two hosts, each with a legacy-era pool of 2,
+// behind the gateway as `snodo serve --nats` serves it: each legacy
+// session's calls all reach one server process, sessions spread over
+// them, a session's resource subscription is on its server, killing a
+// session's server ends that session (404) while the
+// others live on, a new session works, and a host that stops ends the
+// sessions it held.
+func TestRemoteLegacySessionsPinned(t *testing.T) {
+	url, hosts := pinnedGateway(t, 2)
 
 	// Sessions until two landed on different servers; each keeps its own.
 	pids := map[string]int{}
@@ -187,4 +197,48 @@ func TestRemoteLegacySessionsPinned(t *testing.T) {
 	_, code, msg = pidOrStatus(t, url, fresh)
 	require.Equal(t, http.StatusOK, code)
 	require.Empty(t, msg, "a new session lands on the live host")
+}
+
+// A session's first call makes its pin, and the calls the session makes
+// meanwhile wait for it, but only until its host has chosen the server:
+// a long first call does not hold the others back, and they all reach
+// the same server.
+func TestRemoteLegacyFirstCallDoesNotHoldTheOthers(t *testing.T) {
+	url, _ := pinnedGateway(t, 2)
+	sid := initialize(t, url)
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":20000},"_meta":{"progressToken":"p"}}}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() { // the slow call runs: its first progress came
+		if strings.Contains(sc.Text(), "notifications/progress") {
+			break
+		}
+	}
+	pids := map[int]bool{}
+	for range 3 {
+		pid, code, msg := pidOrStatus(t, url, sid)
+		require.Equal(t, http.StatusOK, code)
+		require.NotZero(t, pid, msg)
+		pids[pid] = true
+	}
+	require.Len(t, pids, 1, "the session's calls reach one server")
+	for pid := range pids {
+		// The slow call is on that server too: killing it ends the call.
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	}
+	var last string
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			last = sc.Text()
+		}
+	}
+	require.Contains(t, last, `"error"`, "the slow call ended with its server")
 }

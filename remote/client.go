@@ -568,6 +568,9 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 		case kindLog:
 			c.relayLog(ctx, m)
 			return
+		case kindPinned: // legpin: the host kept the session's pin (pin.go)
+			pc.pinned(m.Header.Get(hdrHost))
+			return
 		default:
 			return
 		}

@@ -231,6 +231,14 @@ func (l *legacySide) request(ctx context.Context, hc *heldCall, method string, o
 		if pinned, err = l.pinned(ctx, p, o.pin, o.pinNew); err != nil {
 			return nil, false, err
 		}
+		if o.pinNew {
+			// The session's other calls wait for this one's host: they
+			// may come now (pin.go).
+			m := nats.NewMsg(hc.reply)
+			m.Header.Set(hdrKind, kindPinned)
+			m.Header.Set(hdrHost, l.h.id)
+			l.h.publish(m)
+		}
 	}
 	if level != "" {
 		l.lower(ctx, p, level)

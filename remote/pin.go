@@ -41,6 +41,11 @@ import (
 // None of these runs the call. Every later call of a lost pin fails at
 // once the same way, until the pin's owner starts afresh (pin.Repin).
 
+// kindPinned (Snodo-Kind) tells the caller of a call that makes a pin
+// that its host has kept the key on a member, before the call runs: the
+// session's other calls, which wait for it, may go to that host now.
+const kindPinned = "pinned"
+
 // hdrPinLost, on a final error (with Snodo-Local), says that the call's
 // pin is lost on the host (see above): the call did not run.
 const hdrPinLost = "Snodo-Pin-Lost"
@@ -117,6 +122,16 @@ func (pc *pinCall) ran(host string, notRun bool, err error) {
 	if pc.first && !notRun && host != "" && natsname.Valid.MatchString(host) && (err == nil || errors.As(err, &e) && !e.Local()) {
 		pc.ranOn = host
 	}
+}
+
+// pinned takes the host's word (kindPinned) that it kept the pin: the
+// calls waiting for it go there now, not when this call ends.
+func (pc *pinCall) pinned(host string) {
+	if pc == nil || !pc.first || !natsname.Valid.MatchString(host) {
+		return
+	}
+	pc.ranOn = host
+	pc.p.Made(host)
 }
 
 // end ends the call: the one that made the pin says where it ran.
