@@ -182,9 +182,10 @@ func TestServeNATSLegacySessionsPinned(t *testing.T) {
 	}
 }
 
-// The bridge's one session keeps its calls on one server, and when that
-// server dies it moves to a live one (its client cannot initialize
-// again): the calls work again, all on the new server.
+// The bridge's one session keeps its calls and its resource subscription
+// on one server, and when that server dies it moves to a live one (its
+// client cannot initialize again): the calls work again, all on the new
+// server, and the subscription is opened again there.
 func TestBridgeLegacySessionRepins(t *testing.T) {
 	url := bridgedNATS(t)
 	for range 2 {
@@ -212,8 +213,15 @@ func TestBridgeLegacySessionRepins(t *testing.T) {
 		}
 		return r.PID, json.Unmarshal(raw, &r)
 	}
+	touch := func() bool {
+		raw, err := c.Request(t.Context(), "test/touch", map[string]any{"uri": "test://pinned"})
+		return err == nil && strings.Contains(string(raw), `"notified":true`)
+	}
+	_, err := c.Request(t.Context(), "resources/subscribe", map[string]any{"uri": "test://pinned"})
+	require.NoError(t, err)
 	first, err := pidOf()
 	require.NoError(t, err)
+	require.True(t, touch(), "the session's subscription is on the server its calls reach")
 	for range 8 {
 		got, err := pidOf()
 		require.NoError(t, err)
@@ -232,4 +240,5 @@ func TestBridgeLegacySessionRepins(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, moved, got, "and stay there")
 	}
+	testutil.Eventually(t, touch, 15*time.Second, "the subscription opened again on the new server")
 }
