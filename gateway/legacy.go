@@ -313,7 +313,7 @@ func (s *session) pinnedRequest(ctx context.Context, st outlet, env jsonrpc.Enve
 	pctx := s.pinned(ctx)
 	raw, err := s.request(pctx, st, env.MethodName(), env.Params)
 	if err != nil && s.whole && errors.Is(err, pin.ErrLost) && ctx.Err() == nil {
-		s.h.cfg.logger.Info("gateway: the stdio session's server is gone; its calls go to a live one from now on", "error", err)
+		s.h.cfg.logger.Info("gateway: the stdio session's server is gone; its calls go to a live one from now on", "error", errorOf(err).Message)
 		s.pin.Repin()
 		raw, err = s.request(pctx, st, env.MethodName(), env.Params)
 	}
