@@ -23,13 +23,16 @@ import (
 // session's first call to the queue group (any host takes it), with the
 // pin's key and pinnew in its settings (Snodo-Opts pin=KEY pinnew), and
 // every later one to the host that ran the first, on that host's own
-// call subject (call.HOSTID), with the key alone. The pin itself
-// remembers that host: it lives as long as the session, so the Client
-// keeps no table of its own (nothing to bound or expire). A host keeps each key on the
-// member of its legacy-era pool (ServeLegacy) it chose for the first
-// call (in turn among the members up) and runs the key's later calls
-// there (requestOn); a call of the name's own pool is not pinned to a
-// member. The pin is lost, and the call fails with a -32000 that wraps
+// call subject (call.HOSTID), with the key alone; a subscription
+// (Listen) goes the same way, to listen.HOSTID after the first. The pin
+// itself remembers that host: it lives as long as the session, so the
+// Client keeps no table of its own (nothing to bound or expire: the
+// gateway's session table is bounded and expires idle sessions). A host
+// keeps each key on the member of its legacy-era pool (ServeLegacy) it
+// chose for the first call (in turn among the members up), says so to
+// that call's caller (kindPinned) and runs the key's later calls there
+// (requestOn) and its subscriptions there too; a call of the name's own
+// pool is not pinned to a member. The pin is lost, and the call fails with a -32000 that wraps
 // internal/pin.ErrLost and snodo.ErrConnectionClosed, when:
 //   - the host holding it takes calls no more (it stopped, or withdrew the
 //     name: no responders on its subject; a restarted node is a new host);
