@@ -79,6 +79,7 @@ func pinLostErr(msg string) error {
 // pinCall is a call's pin, as request routes it.
 type pinCall struct {
 	p      *pin.Pin
+	t      pin.Ticket
 	holder string // the host holding the pin; "" for the call that makes it
 	first  bool   // this call makes the pin
 	ranOn  string // first: the host that ran it
@@ -91,14 +92,14 @@ func pinOf(ctx context.Context) (*pinCall, error) {
 	if p == nil || !pin.ValidKey(p.Key()) {
 		return nil, nil
 	}
-	holder, first, err := p.Route(ctx)
+	t, err := p.Route(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if !first && !natsname.Valid.MatchString(holder) {
+	if !t.First && !natsname.Valid.MatchString(t.Holder) {
 		return nil, nil
 	}
-	return &pinCall{p: p, holder: holder, first: first}, nil
+	return &pinCall{p: p, t: t, holder: t.Holder, first: t.First}, nil
 }
 
 // settings are the pin fields of the call's Snodo-Opts.
@@ -118,7 +119,7 @@ func (pc *pinCall) ran(host string, notRun bool, err error) {
 		return
 	}
 	if errors.Is(err, pin.ErrLost) {
-		pc.p.Lose(err)
+		pc.p.Lose(pc.t, err)
 		return
 	}
 	var e *jsonrpc.Error
@@ -134,13 +135,13 @@ func (pc *pinCall) pinned(host string) {
 		return
 	}
 	pc.ranOn = host
-	pc.p.Made(host)
+	pc.p.Made(pc.t, host)
 }
 
 // end ends the call: the one that made the pin says where it ran.
 func (pc *pinCall) end() {
 	if pc != nil && pc.first {
-		pc.p.Made(pc.ranOn)
+		pc.p.Made(pc.t, pc.ranOn)
 	}
 }
 
@@ -148,7 +149,7 @@ func (pc *pinCall) end() {
 func (c *Client) lostHost(pc *pinCall, method string) error {
 	err := pinLostErr(fmt.Sprintf("%s on %s: host %s, which held this session's server, serves it no more (it stopped or withdrew the name): the session's state went with it",
 		method, c.name, pc.holder))
-	pc.p.Lose(err)
+	pc.p.Lose(pc.t, err)
 	return err
 }
 

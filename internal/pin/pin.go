@@ -40,9 +40,23 @@ type Pin struct {
 	key string
 
 	mu     sync.Mutex
+	gen    uint64        // the pin's generation: Repin starts the next
 	holder string        // the host that holds the pin; "" before the first call ran
 	making chan struct{} // closed when the call making the pin ends; nil when none is under way
 	lost   error         // why the pin was lost; nil while it holds
+}
+
+// Ticket is one call's route, from Route: where it goes, and of which
+// generation of the pin, so that what it meets (Made, Lose) counts for
+// that generation only: a call routed to a server the session has left
+// since cannot mark the new one lost.
+type Ticket struct {
+	// Holder is the host that holds the pin; "" for the call that makes it.
+	Holder string
+	// First reports that this call makes the pin.
+	First  bool
+	gen    uint64
+	making chan struct{} // First: the channel the calls waiting for it wait on
 }
 
 // New is a fresh pin with a random key.
@@ -81,73 +95,81 @@ func From(ctx context.Context) *Pin {
 	return p
 }
 
-// Route tells a call about to be sent where it goes: holder is the host
-// that holds the pin, or first reports that this call makes the pin (it
-// goes to whichever host takes it, and the caller calls Made once it
-// ended). A call made while another makes the pin waits for that one to
-// end, at most while ctx lasts. Once the pin is lost, Route returns the
-// error it was lost with (errors.Is ErrLost).
-func (p *Pin) Route(ctx context.Context) (holder string, first bool, err error) {
+// Route tells a call about to be sent where it goes: to Holder, or, for
+// the call that makes the pin (First), to whichever host takes it; that
+// call calls Made once it knows its host, and at its end. A call made
+// while another makes the pin waits for that one (Made), at most while
+// ctx lasts. Once the pin is lost, Route returns the error it was lost
+// with (errors.Is ErrLost).
+func (p *Pin) Route(ctx context.Context) (Ticket, error) {
 	for {
 		p.mu.Lock()
 		switch {
 		case p.lost != nil:
 			err := p.lost
 			p.mu.Unlock()
-			return "", false, err
+			return Ticket{}, err
 		case p.holder != "":
-			h := p.holder
+			t := Ticket{Holder: p.holder, gen: p.gen}
 			p.mu.Unlock()
-			return h, false, nil
+			return t, nil
 		case p.making == nil:
 			p.making = make(chan struct{})
+			t := Ticket{First: true, gen: p.gen, making: p.making}
 			p.mu.Unlock()
-			return "", true, nil
+			return t, nil
 		}
 		making := p.making
 		p.mu.Unlock()
 		select {
 		case <-making:
 		case <-ctx.Done():
-			return "", false, ctx.Err()
+			return Ticket{}, ctx.Err()
 		}
 	}
 }
 
-// Made ends the call that made the pin (Route's first): holder is the
-// host that ran it, "" when none did (the next call makes the pin then).
-func (p *Pin) Made(holder string) {
+// Made tells the pin where the call that makes it (t.First) went: holder
+// is the host that kept it, "" when none did (the next call makes the
+// pin then). The calls waiting for it go on. Called again, it changes
+// nothing.
+func (p *Pin) Made(t Ticket, holder string) {
+	if !t.First {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.lost == nil && p.holder == "" {
+	if t.gen == p.gen && p.lost == nil && p.holder == "" {
 		p.holder = holder
 	}
-	if p.making != nil {
+	if p.making == t.making && p.making != nil {
 		close(p.making)
 		p.making = nil
 	}
 }
 
-// Lose marks the pin lost: why says what went (it is wrapped with
-// ErrLost when it does not wrap it already). Every later Route returns it.
-func (p *Pin) Lose(why error) {
+// Lose marks the pin lost, when t is of its current generation: why says
+// what went (it is wrapped with ErrLost when it does not wrap it
+// already). Every later Route returns it.
+func (p *Pin) Lose(t Ticket, why error) {
 	if !errors.Is(why, ErrLost) {
 		why = fmt.Errorf("%w: %w", ErrLost, why)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.lost == nil {
+	if t.gen == p.gen && p.lost == nil {
 		p.lost = why
 	}
 }
 
 // Repin forgets a lost pin's server: the next call makes the pin again,
-// on whichever server it reaches. A pin that is not lost (another call
-// made it again already) stays as it is.
+// on whichever server it reaches (a new generation). A pin that is not
+// lost (another call made it again already) stays as it is.
 func (p *Pin) Repin() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.lost != nil {
 		p.lost, p.holder = nil, ""
+		p.gen++
 	}
 }
