@@ -41,7 +41,11 @@ type member struct {
 
 // pin chooses the member a new legacy session stays on: a pool's member
 // in turn (one that is up, if any), a supervised client itself (until it
-// restarts), a plain client (until it ends), anything else as it is.
+// restarts), a plain client (until it ends), anything else as it is. A
+// remote client is taken as it is here: the session's own pin
+// (internal/pin, made in openSession) keeps its calls on one server on
+// the other side of NATS, and a call that finds that server gone ends
+// the session (serve).
 func (b *backendInfo) pin() member {
 	switch x := b.s.(type) {
 	case *supervisor.Pool:

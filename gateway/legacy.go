@@ -5,13 +5,16 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/pin"
 	"github.com/snodo/snodo/remote"
 )
 
@@ -28,6 +31,8 @@ type session struct {
 	backend snodo.Session
 	cache   *ListCache // of the side the session is on; nil without
 	alive   func() bool
+	pin     *pin.Pin  // a remote name's: the session's calls go to one server (nil for others)
+	whole   bool      // a stdio session: on the attached session as a whole
 	era     snodo.Era // the backend's
 	version string    // negotiated with the client
 	caps    json.RawMessage
@@ -210,9 +215,12 @@ func (h *Handler) openSession(ctx context.Context, env jsonrpc.Envelope, whole b
 	}
 	sctx, scancel := context.WithCancel(h.ctx)
 	s := &session{
-		h: h, id: newSessionID(), backend: m.s, cache: sd.cache, alive: m.alive, era: desc.era, version: version,
+		h: h, id: newSessionID(), backend: m.s, cache: sd.cache, alive: m.alive, whole: whole, era: desc.era, version: version,
 		caps: p.Capabilities, info: p.ClientInfo, ctx: sctx, cancel: scancel, last: time.Now(),
 		subs: map[string]*snodo.Subscription{}, pending: map[string]chan answer{}, inflight: map[string]context.CancelFunc{},
+	}
+	if _, ok := m.s.(*remote.Client); ok {
+		s.pin = pin.New()
 	}
 	if !h.sessions.add(s) {
 		scancel()
@@ -276,12 +284,48 @@ func (s *session) serve(ctx context.Context, st outlet, env jsonrpc.Envelope) {
 		delete(s.inflight, key)
 		s.mu.Unlock()
 	}()
-	raw, err := s.request(ctx, st, env.MethodName(), env.Params)
+	raw, err := s.pinnedRequest(ctx, st, env)
 	if err != nil {
+		if s.pin != nil && !s.whole && errors.Is(err, pin.ErrLost) {
+			// The server the session was pinned to is gone, and its state
+			// with it: the session ends (404), and its client initializes
+			// again, landing on a live server.
+			s.h.sessions.remove(s)
+			st.final(http.StatusNotFound, jsonrpc.AppendError(nil, env.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+				Message: "gateway: the session ended: " + strings.TrimPrefix(errorOf(err).Message, "gateway: ") + "; initialize again"}))
+			return
+		}
 		st.final(http.StatusOK, jsonrpc.AppendError(nil, env.ID, errorOf(err)))
 		return
 	}
 	st.final(http.StatusOK, jsonrpc.AppendResult(nil, env.ID, raw))
+}
+
+// pinnedRequest serves one request of the session, with the session's
+// pin when it has one (a remote name): every call of the session then
+// goes to one server (internal/pin). A stdio session whose server is
+// gone cannot initialize again: it starts afresh on a live server, the
+// call (which did not run) sent again once.
+func (s *session) pinnedRequest(ctx context.Context, st outlet, env jsonrpc.Envelope) (json.RawMessage, error) {
+	if s.pin == nil {
+		return s.request(ctx, st, env.MethodName(), env.Params)
+	}
+	pctx := s.pinned(ctx)
+	raw, err := s.request(pctx, st, env.MethodName(), env.Params)
+	if err != nil && s.whole && errors.Is(err, pin.ErrLost) && ctx.Err() == nil {
+		s.h.cfg.logger.Info("gateway: the stdio session's server is gone; its calls go to a live one from now on", "error", errorOf(err).Message)
+		s.pin.Repin()
+		raw, err = s.request(pctx, st, env.MethodName(), env.Params)
+	}
+	return raw, err
+}
+
+// pinned is ctx with the session's pin, if it has one.
+func (s *session) pinned(ctx context.Context) context.Context {
+	if s.pin == nil {
+		return ctx
+	}
+	return pin.With(ctx, s.pin)
 }
 
 // touch counts a request or stream opening (+1) or closing (-1).
@@ -485,7 +529,7 @@ func (s *session) subscribe(ctx context.Context, uri string) error {
 	if dup {
 		return nil
 	}
-	sub, err := s.backend.Listen(s.ctx, snodo.Filter{ResourceSubscriptions: []string{uri}})
+	sub, err := s.backend.Listen(s.pinned(s.ctx), snodo.Filter{ResourceSubscriptions: []string{uri}})
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"errors"
 	"time"
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/pin"
 )
 
 // followResource delivers the updates of a legacy session's resource
@@ -56,8 +58,17 @@ func (s *session) reopenResource(uri string, ended *snodo.Subscription, f snodo.
 		case <-t.C:
 		}
 		pause = min(2*pause, 5*time.Second)
-		next, err := s.backend.Listen(s.ctx, f)
+		next, err := s.backend.Listen(s.pinned(s.ctx), f)
 		if err != nil {
+			if s.pin != nil && errors.Is(err, pin.ErrLost) {
+				if !s.whole {
+					// The server the session was pinned to is gone: the
+					// session ends with it (its next request gets 404).
+					s.h.sessions.remove(s)
+					return nil
+				}
+				s.pin.Repin() // a stdio session moves to a live server
+			}
 			continue
 		}
 		s.mu.Lock()

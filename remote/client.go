@@ -386,13 +386,27 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 			to = c.subj.callTo(taskHost)
 		}
 	}
+	var pc *pinCall
+	if c.cfg.era == snodo.EraLegacy { // legpin: a gateway session's calls go to one host (pin.go)
+		if pc, err = pinOf(ctx); err != nil {
+			return nil, err
+		}
+		defer pc.end()
+	}
+	if pc != nil && pc.holder != "" && taskHost == "" {
+		to = c.subj.callTo(pc.holder)
+	}
 	for attempt, refused := 1, 0; ; attempt++ {
 		o1 := o
 		if timeout > 0 && attempt > 1 {
 			o1.Timeout = max(timeout-time.Since(t0), time.Millisecond) // the retries count against it
 		}
-		res, host, notRun, err := c.once(ctx, to, method, raw, &o1)
+		res, host, notRun, err := c.once(ctx, to, method, raw, &o1, pc)
+		pc.ran(host, notRun, err)
 		if !notRun && to != c.subj.call && errors.Is(err, ErrNoHost) {
+			if pc != nil && pc.holder != "" {
+				return nil, c.lostHost(pc, method)
+			}
 			if taskHost != "" {
 				return nil, closedErr(fmt.Sprintf("%s on %s: the host that held task %s serves it no more (it stopped or withdrew the name): the task was lost with it",
 					method, c.name, taskIDOf(raw)), ErrHostGone, snodo.ErrTaskLost)
@@ -433,7 +447,7 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 				t.Stop()
 				return nil, ctx.Err()
 			}
-			if taskHost == "" {
+			if taskHost == "" && (pc == nil || pc.holder == "") {
 				to = c.retryTo(ctx, host)
 			}
 		case o.Idempotent && !retried && errors.Is(err, ErrHostGone):
@@ -448,7 +462,7 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 				o.Timeout = left
 			}
 			c.cfg.logger.Debug("remote: retrying an idempotent call after its host went away", "server", c.name, "method", method, "error", err)
-			if taskHost == "" {
+			if taskHost == "" && (pc == nil || pc.holder == "") {
 				to = c.subj.call
 			}
 		default:
@@ -460,7 +474,7 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 // once sends the call once, to subject to. host is the host that
 // answered (ran or refused it), and notRun reports a refusal before it
 // ran.
-func (c *Client) once(ctx context.Context, to, method string, params []byte, o *calls.Settings[snodo.Progress, snodo.TaskStatus]) (_ json.RawMessage, host string, notRun bool, _ error) {
+func (c *Client) once(ctx context.Context, to, method string, params []byte, o *calls.Settings[snodo.Progress, snodo.TaskStatus], pc *pinCall) (_ json.RawMessage, host string, notRun bool, _ error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", false, err
 	}
@@ -488,10 +502,12 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 	if dl, ok := ctx.Deadline(); ok && (hostTimeout <= 0 || time.Until(dl) < hostTimeout) {
 		hostTimeout = max(time.Until(dl), time.Millisecond)
 	}
+	pinKey, pinNew := pc.settings() // legpin
 	settings := c.optsValue(callOpts{
 		beat: c.cfg.beat, timeout: max(hostTimeout, 0), total: o.MaxTotalTimeout, alive: true,
 		progress: o.OnProgress != nil || o.ResetTimeoutOnProgress, reset: o.ResetTimeoutOnProgress,
 		era: c.era.Load() == 0, legacy: c.cfg.era == snodo.EraLegacy, log: c.logLevel(),
+		pin: pinKey, pinNew: pinNew,
 	})
 	m := &p.msg
 	*m = nats.Msg{Subject: to, Reply: reply, Header: p.header()}
@@ -551,6 +567,9 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 		case kindProgress:
 		case kindLog:
 			c.relayLog(ctx, m)
+			return
+		case kindPinned: // legpin: the host kept the session's pin (pin.go)
+			pc.pinned(m.Header.Get(hdrHost))
 			return
 		default:
 			return
@@ -832,6 +851,9 @@ func (c *Client) result(method string, m *nats.Msg) (json.RawMessage, bool, erro
 	}
 	notRun := m.Header.Get(hdrNotRun) != ""
 	msg := "host " + m.Header.Get(hdrHost) + ": " + e.Message
+	if m.Header.Get(hdrPinLost) != "" { // legpin (pin.go)
+		return nil, false, pinLostErr(msg)
+	}
 	switch e.Code {
 	case jsonrpc.CodeConnectionClosed:
 		return nil, notRun, jsonrpc.NewLocalError(e.Code, msg, jsonrpc.ErrConnectionClosed)

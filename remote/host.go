@@ -23,6 +23,7 @@ import (
 	"github.com/snodo/snodo/internal/jsonrpc"
 	"github.com/snodo/snodo/internal/limits"
 	"github.com/snodo/snodo/internal/natsname"
+	"github.com/snodo/snodo/internal/pin"
 	"github.com/snodo/snodo/supervisor"
 )
 
@@ -703,7 +704,7 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 	var created bool
 	legacy := opts.legacy && s.leg != nil
 	if legacy {
-		raw, created, err = s.leg.request(ctx, hc, method, opts.log, ro)
+		raw, created, err = s.leg.request(ctx, hc, method, opts, ro)
 	} else {
 		raw, created, err = h.request(ctx, s, method, &hc.params, ro)
 	}
@@ -715,6 +716,10 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 			}
 			return // the caller has stopped waiting
 		}
+		if errors.Is(err, pin.ErrLost) { // legpin: the session's pinned server is gone (pin.go)
+			h.answerPinLost(s, reply, env.ID, err)
+			return
+		}
 		if notRunError(s, err) {
 			h.refuse(&s.callStats, reply, data, fmt.Sprintf("host %s: %v", h.label, err))
 			return
@@ -723,8 +728,8 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 		h.answer(s, reply, env.ID, nil, e, local)
 		return
 	}
-	if created {
-		h.answer(s, reply, env.ID, raw, nil, false) // with Snodo-Host: where the task's later calls go
+	if created || opts.pinNew { // legpin: a new pin's holder too (pin.go)
+		h.answer(s, reply, env.ID, raw, nil, false) // with Snodo-Host: where the task's (or pin's) later calls go
 		return
 	}
 	// A legacy call's relayed requests and logs left on the reply

@@ -111,6 +111,7 @@ type legacySide struct {
 	levelMu  sync.Mutex               // serializes SetLoggingLevel
 	bg       sync.WaitGroup           // info answers under way (info)
 	tasks    taskTable[*snodo.Client] // the tasks its members created, by id: the member holding each
+	pins     memberPins               // the gateway sessions' pins: key → the member its calls go to (pin.go)
 	// lent is what each live connection of the pool lends (its
 	// notifications' flush), added as each connects (connopts.LendEach)
 	// and let go at the next connect or flush after it ended (liveLent).
@@ -208,11 +209,15 @@ func (l *legacySide) close() (done <-chan struct{}) {
 }
 
 // request runs a legacy call on the legacy-era pool: hc is its held
-// call, level the caller's logging level ("" for no logs). A tools/call
-// that asks for a task runs on the member the pool chooses for tasks, and
-// the task it created (created) is filed with that member, where its
-// later calls go (Host.requestOn), as on the name's pool.
-func (l *legacySide) request(ctx context.Context, hc *heldCall, method, level string, ro []snodo.RequestOption) (_ json.RawMessage, created bool, _ error) {
+// call, o its settings (o.log the caller's logging level, "" for no
+// logs; o.pin a session's pin key). A pinned call runs on the member its
+// key is pinned to (pin.go), or fails with pin.ErrLost. Otherwise a
+// tools/call that asks for a task runs on the member the pool chooses
+// for tasks, and the task it created (created) is filed with that
+// member, where its later calls go (Host.requestOn), as on the name's
+// pool.
+func (l *legacySide) request(ctx context.Context, hc *heldCall, method string, o callOpts, ro []snodo.RequestOption) (_ json.RawMessage, created bool, _ error) {
+	level := o.log
 	p, err := l.get(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -220,6 +225,20 @@ func (l *legacySide) request(ctx context.Context, hc *heldCall, method, level st
 		}
 		return nil, false, jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
 			fmt.Sprintf("host %s cannot start the legacy-era connection of %s: %v", l.h.label, l.s.name, err), jsonrpc.ErrConnectionClosed)
+	}
+	var pinned *snodo.Client
+	if o.pin != "" {
+		if pinned, err = l.pinned(ctx, p, o.pin, o.pinNew); err != nil {
+			return nil, false, err
+		}
+		if o.pinNew {
+			// The session's other calls wait for this one's host: they
+			// may come now (pin.go).
+			m := nats.NewMsg(hc.reply)
+			m.Header.Set(hdrKind, kindPinned)
+			m.Header.Set(hdrHost, l.h.id)
+			l.h.publish(m)
+		}
 	}
 	if level != "" {
 		l.lower(ctx, p, level)
@@ -235,7 +254,7 @@ func (l *legacySide) request(ctx context.Context, hc *heldCall, method, level st
 		}
 		l.mu.Unlock()
 	}()
-	res, created, err := l.h.requestOn(ctx, p, &l.tasks, method == "tools/call" && asksForTask(hc.params), method, &hc.params, ro)
+	res, created, err := l.h.requestOn(ctx, p, &l.tasks, pinned, method == "tools/call" && asksForTask(hc.params), method, &hc.params, ro)
 	if level != "" {
 		l.flush()
 	}
@@ -244,8 +263,9 @@ func (l *legacySide) request(ctx context.Context, hc *heldCall, method, level st
 
 // listen opens a legacy-era caller's subscription on the legacy-era
 // pool, started now if need be (as for a call: at most legacyStartWait,
-// while ctx lasts).
-func (l *legacySide) listen(ctx context.Context, f snodo.Filter) (*snodo.Subscription, error) {
+// while ctx lasts); a pinned one (o.pin) on the member its key is pinned
+// to (pin.go), where it ends when that member stops.
+func (l *legacySide) listen(ctx context.Context, f snodo.Filter, o callOpts) (*snodo.Subscription, error) {
 	p, err := l.get(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -253,6 +273,13 @@ func (l *legacySide) listen(ctx context.Context, f snodo.Filter) (*snodo.Subscri
 		}
 		return nil, jsonrpc.NewLocalError(jsonrpc.CodeConnectionClosed,
 			fmt.Sprintf("host %s cannot start the legacy-era connection of %s: %v", l.h.label, l.s.name, err), jsonrpc.ErrConnectionClosed)
+	}
+	if o.pin != "" {
+		conn, err := l.pinned(ctx, p, o.pin, o.pinNew)
+		if err != nil {
+			return nil, err
+		}
+		return conn.Listen(ctx, f)
 	}
 	return p.Listen(ctx, f)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/pin"
 )
 
 // hostSub is one subscription a host runs for a remote caller.
@@ -77,7 +78,11 @@ func (h *Host) runListen(s *served, events string, hdr nats.Header, data []byte)
 			e, local = &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: cause.Error()}, true
 		}
 		s.listenStats.fail(e.Message)
-		h.publish(h.endMsg(events, e, local))
+		end := h.endMsg(events, e, local)
+		if errors.Is(err, pin.ErrLost) {
+			end.Header.Set(hdrPinLost, "1") // the caller's pin is lost (pin.go)
+		}
+		h.publish(end)
 		return
 	}
 	ack := nats.NewMsg(events)
@@ -187,10 +192,14 @@ loop:
 // reach, and their updates and list changes come back to it; the name's
 // pool otherwise.
 func (h *Host) listenOn(ctx context.Context, s *served, hdr nats.Header, f snodo.Filter) (*snodo.Subscription, error) {
-	if s.leg == nil || hdr.Get(hdrOpts) == "" || !callOptsOf(hdr).legacy {
+	if s.leg == nil || hdr.Get(hdrOpts) == "" {
 		return s.pool.Listen(ctx, f)
 	}
-	return s.leg.listen(ctx, f)
+	o := callOptsOf(hdr)
+	if !o.legacy {
+		return s.pool.Listen(ctx, f)
+	}
+	return s.leg.listen(ctx, f, o)
 }
 
 // end sends a subscription's last message: why it ended (nil: gracefully).

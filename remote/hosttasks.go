@@ -162,13 +162,16 @@ const (
 // rawp points to the params (nil inside: none), which stay the caller's:
 // a pointer in params is no allocation where the slice itself would be.
 func (h *Host) request(ctx context.Context, s *served, method string, rawp *json.RawMessage, ro []snodo.RequestOption) (_ json.RawMessage, created bool, _ error) {
-	return h.requestOn(ctx, s.pool, &s.tasks, method == "tools/call" && s.mayCreateTask(*rawp), method, rawp, ro)
+	return h.requestOn(ctx, s.pool, &s.tasks, nil, method == "tools/call" && s.mayCreateTask(*rawp), method, rawp, ro)
 }
 
 // requestOn is request on pool p, whose tasks are filed in tasks; mayCreate
 // says the call is a tools/call that may create a task (the legacy-era
-// pool of ServeLegacy runs its callers' calls through it too).
-func (h *Host) requestOn(ctx context.Context, p *supervisor.Pool, tasks *taskTable[*snodo.Client], mayCreate bool, method string, rawp *json.RawMessage, ro []snodo.RequestOption) (_ json.RawMessage, created bool, _ error) {
+// pool of ServeLegacy runs its callers' calls through it too). pinned,
+// when not nil, is the member's connection a pinned call runs on (pin.go):
+// every call but a task's later one (which goes to the member holding the
+// task) runs there, and a task it creates is filed with it.
+func (h *Host) requestOn(ctx context.Context, p *supervisor.Pool, tasks *taskTable[*snodo.Client], pinned *snodo.Client, mayCreate bool, method string, rawp *json.RawMessage, ro []snodo.RequestOption) (_ json.RawMessage, created bool, _ error) {
 	raw := *rawp
 	var params any
 	if raw != nil {
@@ -193,13 +196,17 @@ func (h *Host) requestOn(ctx context.Context, p *supervisor.Pool, tasks *taskTab
 		}
 		res, err := conn.Request(ctx, method, params, ro...)
 		return res, false, err
-	case mayCreate:
-		conn, err := p.Await(ctx)
-		if err != nil {
-			return nil, false, err
+	case pinned != nil || mayCreate:
+		conn := pinned
+		if conn == nil {
+			c, err := p.Await(ctx)
+			if err != nil {
+				return nil, false, err
+			}
+			conn = c
 		}
 		res, err := conn.Request(ctx, method, params, ro...)
-		if err == nil {
+		if err == nil && method == "tools/call" {
 			if id := createdTaskID(res); id != "" {
 				tasks.put(id, conn)
 				created = true

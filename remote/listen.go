@@ -127,6 +127,19 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	if err != nil {
 		return nil, fmt.Errorf("remote: cannot marshal the subscription filter: %w", err)
 	}
+	// A pinned session's subscription goes where its calls go (pin.go):
+	// its resource subscriptions are then those of the server its calls
+	// reach.
+	to, pc := c.subj.listen, (*pinCall)(nil)
+	if c.cfg.era == snodo.EraLegacy {
+		if pc, err = pinOf(ctx); err != nil {
+			return nil, err
+		}
+		defer pc.end()
+		if pc != nil && pc.holder != "" {
+			to = c.subj.listenTo(pc.holder)
+		}
+	}
 	// The subscription's CLIENT span and metrics, as a local Listen makes
 	// them (the same code): the span's context goes to the host in the
 	// request's headers.
@@ -157,14 +170,15 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 	id, _ := strconv.ParseInt(token, 10, 64)
 	s.reqID = id
 	s.outer = (*snodo.Subscription)(listening.New(s))
-	m := nats.NewMsg(c.subj.listen)
+	m := nats.NewMsg(to)
 	m.Reply = c.inbox + token
 	m.Data = trimNL(jsonrpc.AppendRequest(nil, id, mcpmethod.Listen, params))
 	m.Header.Set(hdrBeat, millis(c.cfg.beat))
 	if c.cfg.era == snodo.EraLegacy {
 		// Served by the pool its calls go to: the hosts' legacy-era
 		// connection, if they have one (ServeLegacy).
-		m.Header.Set(hdrOpts, "legacy")
+		key, isNew := pc.settings()
+		m.Header.Set(hdrOpts, string(appendOpts(nil, callOpts{legacy: true, pin: key, pinNew: isNew})))
 	}
 	injectTrace(ctx, m.Header)
 	if err := c.nc.PublishMsg(m); err != nil {
@@ -174,11 +188,18 @@ func (c *Client) Listen(ctx context.Context, f snodo.Filter, opts ...snodo.Liste
 		return nil, err
 	}
 	if err := s.awaitAck(ctx); err != nil {
+		if pc != nil && pc.holder != "" && errors.Is(err, ErrNoHost) {
+			err = c.lostHost(pc, mcpmethod.Listen)
+		}
+		pc.ran("", false, err)
 		c.unregister(token)
 		traceEnd(trace, err)
 		s.Finish(nil) // for a Client.Close racing with this Listen
 		return nil, err
 	}
+	s.mu.Lock()
+	pc.ran(s.host, false, nil)
+	s.mu.Unlock()
 	var unwatch func()
 	if s.actor != nil {
 		unwatch = snodoactor.WatchOwner(s.sys, s.actor, func() {
@@ -245,6 +266,9 @@ func endError(m *nats.Msg) error {
 		causes := []error{ErrHostEnded, jsonrpc.ErrConnectionClosed}
 		if m.Header.Get(hdrTeardown) != "" {
 			causes = append(causes, snodo.ErrSubscriptionTeardown)
+		}
+		if m.Header.Get(hdrPinLost) != "" {
+			return pinLostErr("host " + m.Header.Get(hdrHost) + " ended the subscription: " + e.Message)
 		}
 		return jsonrpc.NewLocalError(e.Code, "host "+m.Header.Get(hdrHost)+" ended the subscription: "+e.Message, causes...)
 	}

@@ -119,7 +119,7 @@ func (r *asyncRouter) dispatch(err error) {
 // publishDenied fails the calls of c sent to subject that have heard
 // nothing from a host yet: the NATS server refused to publish them.
 func (c *Client) publishDenied(subject string, err error) {
-	if subject == c.subj.listen {
+	if subject == c.subj.listen || strings.HasPrefix(subject, c.subj.listen+".") {
 		c.listenDenied(err)
 		return
 	}

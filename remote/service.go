@@ -104,13 +104,14 @@ func (h *Host) addService(s *served) error {
 		_ = sub.SetPendingLimits(-1, -1) // as micro's: the bound is the host's held calls
 		v.subs = append(v.subs, sub)
 	}
-	// This host's own call subject, and its answer to "which hosts, with
+	// This host's own call and listen subjects, and its answer to "which hosts, with
 	// how much room": not in the queue group.
 	for _, ep := range []struct {
 		subject string
 		handle  func(*nats.Msg)
 	}{
 		{s.subj.callTo(h.id), func(m *nats.Msg) { h.onCall(s, m) }},
+		{s.subj.listenTo(h.id), func(m *nats.Msg) { h.onListen(s, m) }}, // a pinned session's subscriptions (pin.go)
 		{s.subj.hosts, func(m *nats.Msg) { h.onHosts(s, m) }},
 	} {
 		sub, err := h.serve.Subscribe(ep.subject, ep.handle)

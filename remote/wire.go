@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/snodo/snodo/internal/jsonrpc"
+	"github.com/snodo/snodo/internal/pin"
 	"github.com/snodo/snodo/internal/telemetry"
 )
 
@@ -160,7 +161,9 @@ func parseMillis(v string) time.Duration {
 // progress restarts the timeout, era that it has not learnt the era yet
 // (the final reply then carries Snodo-Era), legacy that the caller
 // wants the name's legacy-era connection (ServeLegacy), log the least
-// severe log level it wants log messages of (legacy calls). A call without it is read
+// severe log level it wants log messages of (legacy calls), pin a
+// session's pin key and pinnew that this call makes the pin (pin.go). A
+// call without it is read
 // from the one-header-per-setting form of earlier callers (Snodo-Timeout,
 // Snodo-Heartbeat, Snodo-Alive, Snodo-Progress, Snodo-Reset,
 // Snodo-Total), whose final replies always carry Snodo-Era.
@@ -172,6 +175,8 @@ type callOpts struct {
 	alive, progress, reset, era bool
 	legacy                      bool   // served by the name's legacy-era connection (ServeLegacy)
 	log                         string // a logging level: the call's log messages go to its caller
+	pin                         string // legpin: a session's pin key (pin.go); pinnew: this call makes the pin
+	pinNew                      bool
 }
 
 // appendOpts appends o's hdrOpts value.
@@ -205,6 +210,11 @@ func appendOpts(b []byte, o callOpts) []byte {
 	if o.log != "" {
 		flag("log=", true)
 		b = append(b, o.log...)
+	}
+	if o.pin != "" { // legpin (pin.go)
+		flag("pin=", true)
+		b = append(b, o.pin...)
+		flag("pinnew", o.pinNew)
 	}
 	return b
 }
@@ -317,6 +327,12 @@ func parseOpts(v string) callOpts {
 			if logRank(ms) >= 0 {
 				o.log = ms
 			}
+		case "pin": // legpin (pin.go)
+			if pin.ValidKey(ms) {
+				o.pin = ms
+			}
+		case "pinnew":
+			o.pinNew = true
 		}
 	}
 	return o

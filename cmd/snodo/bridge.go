@@ -28,6 +28,10 @@ import (
 // with the same fidelity (progress before each result, setLevel and
 // resources/subscribe served, server requests relayed to the client and
 // its answer returned, list changes announced again after an outage).
+// Its one legacy session keeps its calls and subscriptions on one server
+// (a host of the name, a member of its legacy-era pool) while that server
+// lives; when it is gone the session moves to a live one, since a stdio
+// client cannot initialize again (gateway.md, "Over stdio").
 
 // runBridge runs the bridge until its stdin ends or a signal comes.
 func runBridge(cfg *config, sio stdio) int {

@@ -87,7 +87,10 @@ func runServe(cfg *config, sio stdio) int {
 		}
 		// A remote name's twin is a legacy-era caller whatever the hosts'
 		// pools speak: its calls go to their legacy-era connections, which
-		// relay server requests and logs to it (natsleg).
+		// relay server requests and logs to it (natsleg). One remote client
+		// serves every legacy session of the name; the gateway gives each
+		// session a pin that keeps its calls and subscriptions on one host
+		// and one member of that host's legacy-era pool (internal/pin).
 		// The twin is connected when the first legacy client comes.
 		if twin && (cfg.natsURL != "" || s.Era() == snodo.EraModern) {
 			return h.AttachLegacy(func(context.Context) (snodo.Session, error) {
