@@ -387,7 +387,7 @@ func (c *Client) request(ctx context.Context, method string, params any, opts []
 		}
 	}
 	var pc *pinCall
-	if c.cfg.era == snodo.EraLegacy { // legpin: a gateway session's calls go to one host (pin.go)
+	if c.cfg.era == snodo.EraLegacy { // a gateway session's calls go to one host (pin.go)
 		if pc, err = pinOf(ctx); err != nil {
 			return nil, err
 		}
@@ -502,7 +502,7 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 	if dl, ok := ctx.Deadline(); ok && (hostTimeout <= 0 || time.Until(dl) < hostTimeout) {
 		hostTimeout = max(time.Until(dl), time.Millisecond)
 	}
-	pinKey, pinNew := pc.settings() // legpin
+	pinKey, pinNew := pc.settings()
 	settings := c.optsValue(callOpts{
 		beat: c.cfg.beat, timeout: max(hostTimeout, 0), total: o.MaxTotalTimeout, alive: true,
 		progress: o.OnProgress != nil || o.ResetTimeoutOnProgress, reset: o.ResetTimeoutOnProgress,
@@ -568,7 +568,7 @@ func (c *Client) once(ctx context.Context, to, method string, params []byte, o *
 		case kindLog:
 			c.relayLog(ctx, m)
 			return
-		case kindPinned: // legpin: the host kept the session's pin (pin.go)
+		case kindPinned: // the host kept the session's pin (pin.go)
 			pc.pinned(m.Header.Get(hdrHost))
 			return
 		default:
@@ -851,7 +851,7 @@ func (c *Client) result(method string, m *nats.Msg) (json.RawMessage, bool, erro
 	}
 	notRun := m.Header.Get(hdrNotRun) != ""
 	msg := "host " + m.Header.Get(hdrHost) + ": " + e.Message
-	if m.Header.Get(hdrPinLost) != "" { // legpin (pin.go)
+	if m.Header.Get(hdrPinLost) != "" { // a session's pin (pin.go)
 		return nil, false, pinLostErr(msg)
 	}
 	switch e.Code {

@@ -716,7 +716,7 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 			}
 			return // the caller has stopped waiting
 		}
-		if errors.Is(err, pin.ErrLost) { // legpin: the session's pinned server is gone (pin.go)
+		if errors.Is(err, pin.ErrLost) { // the session's pinned server is gone (pin.go)
 			h.answerPinLost(s, reply, env.ID, err)
 			return
 		}
@@ -728,7 +728,7 @@ func (h *Host) runCall(s *served, reply string, hdr nats.Header, data []byte) {
 		h.answer(s, reply, env.ID, nil, e, local)
 		return
 	}
-	if created || opts.pinNew { // legpin: a new pin's holder too (pin.go)
+	if created || opts.pinNew { // a new pin's holder too (pin.go)
 		h.answer(s, reply, env.ID, raw, nil, false) // with Snodo-Host: where the task's (or pin's) later calls go
 		return
 	}

@@ -175,7 +175,7 @@ type callOpts struct {
 	alive, progress, reset, era bool
 	legacy                      bool   // served by the name's legacy-era connection (ServeLegacy)
 	log                         string // a logging level: the call's log messages go to its caller
-	pin                         string // legpin: a session's pin key (pin.go); pinnew: this call makes the pin
+	pin                         string // a session's pin key (pin.go); pinnew: this call makes the pin
 	pinNew                      bool
 }
 
@@ -211,7 +211,7 @@ func appendOpts(b []byte, o callOpts) []byte {
 		flag("log=", true)
 		b = append(b, o.log...)
 	}
-	if o.pin != "" { // legpin (pin.go)
+	if o.pin != "" { // a session's pin (pin.go)
 		flag("pin=", true)
 		b = append(b, o.pin...)
 		flag("pinnew", o.pinNew)
@@ -327,7 +327,7 @@ func parseOpts(v string) callOpts {
 			if logRank(ms) >= 0 {
 				o.log = ms
 			}
-		case "pin": // legpin (pin.go)
+		case "pin": // a session's pin (pin.go)
 			if pin.ValidKey(ms) {
 				o.pin = ms
 			}
