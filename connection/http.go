@@ -237,10 +237,10 @@ func (p *httpPeer) PrepareRequest(msg []byte, r callerrun.Request) callerrun.Pre
 func (ex *exchange) Discard() { ex.abort() }
 
 // SendRequest sends a prepared request (callerrun.Sender), in order with
-// the messages Send was given before it. A modern request that goes at
-// once (nothing waits to be posted before it) is returned for its caller
-// to run, on the caller's goroutine; any other goes as Send sends it,
-// and nil is returned.
+// the messages Send was given before it. A request that goes at once
+// (nothing waits to be posted before it) is returned for its caller to
+// run, on the caller's goroutine; one queued behind other messages goes
+// as Send sends it, and nil is returned.
 func (p *httpPeer) SendRequest(prep callerrun.Prepared) (callerrun.Runner, error) {
 	ex := prep.(*exchange) // PrepareRequest's
 	p.qmu.Lock()
@@ -250,10 +250,6 @@ func (p *httpPeer) SendRequest(prep callerrun.Prepared) (callerrun.Runner, error
 		// line goes through postLoop, which makes its exchange anew.
 		ex.abort()
 		return nil, p.enqueueOwned(ex.body)
-	}
-	if !ex.modern {
-		p.begin(ex)
-		return nil, nil
 	}
 	if !p.admit(ex) {
 		ex.abort()
@@ -378,7 +374,10 @@ func (p *httpPeer) send(line []byte) {
 				ex.abort()
 				return
 			} else if ex != nil {
-				defer ex.abort() // the server is told first, then the stream is let go
+				// A legacy request on a worker: the server is told first,
+				// then the stream is let go. (One its caller ran was let go
+				// as the caller gave up, before this was posted.)
+				defer ex.abort()
 			}
 		}
 		p.post(env.MethodName(), body, h)
@@ -743,8 +742,10 @@ func (ex *exchange) run() {
 func (ex *exchange) Run() (cancelled bool) {
 	ex.run()
 	// Interrupt closed the request's stream before its answer: for a
-	// modern request (the only kind run here) that is its cancellation.
-	return ex.interrupted.Load() && !ex.answered
+	// modern request that is its cancellation. A legacy server is not
+	// told by a closed stream (a disconnection is no cancellation): the
+	// caller posts notifications/cancelled, after the stream is let go.
+	return ex.modern && ex.interrupted.Load() && !ex.answered
 }
 
 // Interrupt aborts the exchange run by its caller, who gave up.
