@@ -67,10 +67,10 @@ func (c Calls) CallTool(ctx context.Context, name string, args any, opts ...Requ
 		return nil, err
 	}
 	params := box.params // for a task, if the server wants one
-	raw, err := c.requestWithInput(ctx, "tools/call", &box.params, opts)
+	raw, rt, err := c.requestWithInputType(ctx, "tools/call", &box.params, opts)
 	box.params = nil // sent: the result need not keep it alive
 	if err == nil {
-		if rt, _ := resultType("tools/call", raw); rt == resultTask {
+		if rt == resultTask {
 			task, err := c.startTask(ctx, name, raw, opts)
 			if err != nil {
 				return nil, err

@@ -85,6 +85,14 @@ func resultType(method string, raw json.RawMessage) (string, error) {
 // result. The first round sends params as they are; only a retry decodes
 // them into members to add inputResponses and requestState.
 func (c Calls) requestWithInput(ctx context.Context, method string, params any, opts []RequestOption) (json.RawMessage, error) {
+	raw, _, err := c.requestWithInputType(ctx, method, params, opts)
+	return raw, err
+}
+
+// requestWithInputType is requestWithInput that also returns the final
+// result's resultType (resultComplete, or resultTask for tools/call), so
+// that its caller need not read it again.
+func (c Calls) requestWithInputType(ctx context.Context, method string, params any, opts []RequestOption) (json.RawMessage, string, error) {
 	var in calls.InputHandling // asked for at the first input_required: most calls never need it
 	var retry map[string]any
 	retriedURL := false
@@ -93,38 +101,38 @@ func (c Calls) requestWithInput(ctx context.Context, method string, params any, 
 		if err != nil {
 			ue := urlElicitationRequired(err)
 			if ue == nil {
-				return nil, err
+				return nil, "", err
 			}
 			if retriedURL || !settingsOf(opts...).RetryURLElicitation {
-				return nil, ue
+				return nil, "", ue
 			}
 			if err := c.elicitURLs(ctx, method, ue, opts); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			retriedURL, round = true, round-1 // once, and no input round
 			continue
 		}
 		rt, err := resultType(method, raw)
 		if err != nil || rt == resultComplete || rt == resultTask {
-			return raw, err // a task (tools/call) is CallTool's to run
+			return raw, rt, err // a task (tools/call) is CallTool's to run
 		}
 		if round == 0 {
 			in = c.inputHandling()
 		}
 		if round >= cmp.Or(in.MaxRounds, limits.MaxInputRounds) {
-			return nil, fmt.Errorf("%w: %s still needed input after %d rounds (raise the bound with WithMaxInputRounds)",
+			return nil, "", fmt.Errorf("%w: %s still needed input after %d rounds (raise the bound with WithMaxInputRounds)",
 				ErrTooManyInputRounds, method, round)
 		}
 		var ir inputRequired
 		if err := json.Unmarshal(raw, &ir); err != nil {
-			return nil, fmt.Errorf("snodo: %s: malformed input_required result: %w", method, err)
+			return nil, "", fmt.Errorf("snodo: %s: malformed input_required result: %w", method, err)
 		}
 		if len(ir.InputRequests) == 0 && len(ir.RequestState) == 0 {
-			return nil, fmt.Errorf("snodo: %s: input_required result with neither inputRequests nor requestState", method)
+			return nil, "", fmt.Errorf("snodo: %s: input_required result with neither inputRequests nor requestState", method)
 		}
 		if retry == nil {
 			if retry, err = members(params); err != nil {
-				return nil, fmt.Errorf("snodo: %s: %w", method, err)
+				return nil, "", fmt.Errorf("snodo: %s: %w", method, err)
 			}
 		}
 		delete(retry, "inputResponses")
@@ -132,7 +140,7 @@ func (c Calls) requestWithInput(ctx context.Context, method string, params any, 
 		if len(ir.InputRequests) > 0 {
 			responses, err := fulfil(ctx, in, method, ir.InputRequests, opts)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			retry["inputResponses"] = responses
 		}

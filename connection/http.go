@@ -198,10 +198,15 @@ func (p *httpPeer) Send(msg []byte) error {
 // enqueue queues a copy of msg for postLoop, which it starts if none
 // runs. The caller holds qmu.
 func (p *httpPeer) enqueue(msg []byte) error {
+	return p.enqueueOwned(bytes.Clone(msg))
+}
+
+// enqueueOwned is enqueue of a copy the peer already owns.
+func (p *httpPeer) enqueueOwned(msg []byte) error {
 	if len(p.queue) >= httpMaxQueued {
 		return fmt.Errorf("%d messages wait to be posted to %s, which takes none: %w", len(p.queue), safeURL(p.url), sentinel.ErrNotReading)
 	}
-	p.queue = append(p.queue, bytes.Clone(msg))
+	p.queue = append(p.queue, msg)
 	if !p.posting {
 		p.posting = true
 		p.wg.Add(1)
@@ -210,17 +215,11 @@ func (p *httpPeer) enqueue(msg []byte) error {
 	return nil
 }
 
-// SendRequest is Send for a request line with ID id (callerrun.Sender).
-// A modern request that goes at once (nothing waits to be posted before
-// it) is returned for its caller to run, on the caller's goroutine; any
-// other goes as Send sends it, and nil is returned.
-func (p *httpPeer) SendRequest(msg []byte, r callerrun.Request) (callerrun.Runner, error) {
-	p.qmu.Lock()
-	defer p.qmu.Unlock()
-	if p.posting {
-		return nil, p.enqueue(msg)
-	}
-	// The engine says what the line holds: no scan of it.
+// PrepareRequest makes the exchange of a request line
+// (callerrun.Sender): a copy of the line and the headers that mirror it,
+// from what the engine says the line holds, with no scan of it. It takes
+// no lock of the engine's and none held for long of the peer's.
+func (p *httpPeer) PrepareRequest(msg []byte, r callerrun.Request) callerrun.Prepared {
 	params := bytes.TrimSpace(r.Params)
 	if len(params) == 0 || params[0] != '{' {
 		params = nil
@@ -230,9 +229,27 @@ func (p *httpPeer) SendRequest(msg []byte, r callerrun.Request) (callerrun.Runne
 		meta, _ = jsonrpc.Member(params, "_meta")
 	}
 	ex := p.newExchange(r.ID, r.Method, bytes.Clone(msg), p.headersOf(true, r.Method, params, meta))
-	if !ex.modern {
-		p.begin(ex)
-		return nil, nil
+	ex.answerScanned = r.Answer
+	return ex
+}
+
+// Discard releases an exchange PrepareRequest made that is not sent.
+func (ex *exchange) Discard() { ex.abort() }
+
+// SendRequest sends a prepared request (callerrun.Sender), in order with
+// the messages Send was given before it. A request that goes at once
+// (nothing waits to be posted before it) is returned for its caller to
+// run, on the caller's goroutine; one queued behind other messages goes
+// as Send sends it, and nil is returned.
+func (p *httpPeer) SendRequest(prep callerrun.Prepared) (callerrun.Runner, error) {
+	ex := prep.(*exchange) // PrepareRequest's
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	if p.posting {
+		// Behind the queued messages, as Send would have put it: the
+		// line goes through postLoop, which makes its exchange anew.
+		ex.abort()
+		return nil, p.enqueueOwned(ex.body)
 	}
 	if !p.admit(ex) {
 		ex.abort()
@@ -357,7 +374,10 @@ func (p *httpPeer) send(line []byte) {
 				ex.abort()
 				return
 			} else if ex != nil {
-				defer ex.abort() // the server is told first, then the stream is let go
+				// A legacy request on a worker: the server is told first,
+				// then the stream is let go. (One its caller ran was let go
+				// as the caller gave up, before this was posted.)
+				defer ex.abort()
 			}
 		}
 		p.post(env.MethodName(), body, h)
@@ -679,9 +699,12 @@ type exchange struct {
 	inline      bool
 	sse         io.ReadCloser
 	interrupted atomic.Bool // Interrupt was called
-	renewed     bool        // a forgotten session was renewed for this request once
-	retries     int         // the POST's retries after 429 or 503 so far
-	ignored     int         // events of its streams that were no JSON-RPC message
+	// answerScanned, when not nil, takes the response in place of
+	// Peer.Receive, with the scan deliver made of it (callerrun.Request).
+	answerScanned func(env jsonrpc.Envelope, msg []byte)
+	renewed       bool // a forgotten session was renewed for this request once
+	retries       int  // the POST's retries after 429 or 503 so far
+	ignored       int  // events of its streams that were no JSON-RPC message
 }
 
 // errHandedOff: the exchange's stream goes on on a worker.
@@ -719,8 +742,10 @@ func (ex *exchange) run() {
 func (ex *exchange) Run() (cancelled bool) {
 	ex.run()
 	// Interrupt closed the request's stream before its answer: for a
-	// modern request (the only kind run here) that is its cancellation.
-	return ex.interrupted.Load() && !ex.answered
+	// modern request that is its cancellation. A legacy server is not
+	// told by a closed stream (a disconnection is no cancellation): the
+	// caller posts notifications/cancelled, after the stream is let go.
+	return ex.modern && ex.interrupted.Load() && !ex.answered
 }
 
 // Interrupt aborts the exchange run by its caller, who gave up.
@@ -997,6 +1022,9 @@ func (ex *exchange) deliver(msg []byte, owned bool) bool {
 		ex.answered = true
 		if sniffed, changed := ex.p.sniff(ex.method, id, &env, msg); changed {
 			msg, owned = sniffed, true
+		} else if owned && ex.answerScanned != nil {
+			ex.answerScanned(env, msg) // the engine need not scan it again
+			return true
 		}
 	}
 	ex.p.emit(msg, owned)

@@ -19,16 +19,35 @@ import (
 // connection up (a transport may receive before Open returns).
 func (c *Conn) receive1(msg []byte) {
 	<-c.ready
+	if c.received(msg) {
+		c.route(msg, true)
+	}
+}
+
+// answerScanned is callerrun.Request.Answer: the response to a request
+// whose exchange ran on its caller's goroutine, which the transport has
+// scanned (env) to check that it answers that request. It is routed as
+// receive1 routes a message, without a second scan. Start has long set
+// the connection up: the request was sent.
+func (c *Conn) answerScanned(env jsonrpc.Envelope, msg []byte) {
+	if c.received(msg) {
+		c.routeResponse(&env, msg, true)
+	}
+}
+
+// received counts and traces one message from the server; false when
+// it is too long to take (then it is dropped, and logged).
+func (c *Conn) received(msg []byte) bool {
 	c.cfg.Metrics.Read(len(msg) + 1)
 	if len(msg) > c.cfg.MaxLineBytes {
 		c.serverLog(slog.LevelWarn, "snodo: discarded an overlong message from the server; the request it answered will time out",
 			"bytes", len(msg), "max_line_bytes", c.cfg.MaxLineBytes)
-		return
+		return false
 	}
 	if c.cfg.Trace != nil {
 		c.cfg.Trace(connection.Received, msg)
 	}
-	c.route(msg, true)
+	return true
 }
 
 // failRequest is Peer.Fail: the transport knows request id will get no

@@ -42,8 +42,11 @@ type Conn struct {
 	// ready is closed once Start has set the connection up: a
 	// Channel's first messages wait for it. Nil for stdio.
 	ready chan struct{}
-	table *table
-	disp  *dispatch.Dispatcher
+	// answer is answerScanned, the callerrun.Request.Answer of every
+	// request a Channel may leave to its caller.
+	answer func(env jsonrpc.Envelope, msg []byte)
+	table  *table
+	disp   *dispatch.Dispatcher
 
 	// notifyCtx is done once the connection stops; OnNotification gets it.
 	notifyCtx  context.Context
@@ -144,6 +147,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		c.cfg.Logger = c.cfg.Logger.With("server", transportName(t))
 		c.cfg.Trace = safeTrace(cfg.Trace, c.cfg.Logger)
 		c.ready = make(chan struct{})
+		c.answer = c.answerScanned // made once: no method value per request
 		peer := connection.Peer{Receive: c.receive1, Fail: c.failRequest, MaxMessageBytes: cfg.MaxLineBytes, Timeout: cfg.Timeout, Logger: c.cfg.Logger}
 		if c.ch, err = t.Open(ctx, peer); err != nil {
 			if c.idle != nil {

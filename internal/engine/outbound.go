@@ -94,22 +94,44 @@ var sentNow = func() <-chan error {
 // (callerrun.Sender), it returns that exchange, for the caller to run
 // once appendRequest has returned; else nil.
 func (o *channelOut) appendRequest(line []byte, r *callerrun.Request) (callerrun.Runner, error) {
-	return o.sendLine(nil, line, r)
-}
-
-func (o *channelOut) send(add func([]byte) []byte, built []byte) error {
-	_, err := o.sendLine(add, built, nil)
-	return err
-}
-
-// sendLine sends the line add builds, or built; r, when not nil, is the
-// request it is, whose exchange the Channel may leave to the caller
-// (appendRequest).
-func (o *channelOut) sendLine(add func([]byte) []byte, built []byte, r *callerrun.Request) (callerrun.Runner, error) {
+	if o.runs == nil {
+		return nil, o.sendLine(nil, line)
+	}
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	// Made outside mu (line is the caller's own buffer): under it, the
+	// exchange is only put in order (see callerrun.Sender).
+	prep := o.runs.PrepareRequest(line, *r)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.err != nil {
+		prep.Discard()
 		return nil, o.err
+	}
+	if o.trace != nil {
+		o.trace(connection.Sent, line)
+	}
+	run, err := o.runs.SendRequest(prep)
+	if err != nil {
+		o.err = errWriterClosed
+		go o.failed(err)
+		return nil, errWriterClosed
+	}
+	o.bytes.Written(len(line) + 1)
+	return run, nil
+}
+
+func (o *channelOut) send(add func([]byte) []byte, built []byte) error {
+	return o.sendLine(add, built)
+}
+
+// sendLine sends the line add builds, or built.
+func (o *channelOut) sendLine(add func([]byte) []byte, built []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return o.err
 	}
 	line := built
 	if add != nil {
@@ -122,23 +144,16 @@ func (o *channelOut) sendLine(add func([]byte) []byte, built []byte, r *callerru
 	if o.trace != nil {
 		o.trace(connection.Sent, line)
 	}
-	var run callerrun.Runner
-	var err error
-	if r != nil && o.runs != nil {
-		run, err = o.runs.SendRequest(line, *r)
-	} else {
-		err = o.ch.Send(line)
-	}
-	if err != nil {
+	if err := o.ch.Send(line); err != nil {
 		o.err = errWriterClosed
 		go o.failed(err)
-		return nil, errWriterClosed
+		return errWriterClosed
 	}
 	o.bytes.Written(len(line) + 1)
 	if cap(o.buf) > keepBytes {
 		o.buf = nil
 	}
-	return run, nil
+	return nil
 }
 
 func (o *channelOut) drop(uint64) bool { return false }

@@ -133,7 +133,7 @@ func (c *Conn) Request(ctx context.Context, method string, params any, opts *Cal
 		if o, ok := c.out.(*channelOut); ok && !cl.wantProgress && cl.stream == nil {
 			// The Channel may leave the exchange to this goroutine.
 			var run callerrun.Runner
-			r := callerrun.Request{ID: id, Method: method, Params: p, Meta: meta}
+			r := callerrun.Request{ID: id, Method: method, Params: p, Meta: meta, Answer: c.answer}
 			if run, err = o.appendRequest(cl.line, &r); run != nil {
 				c.runHere(ctx, id, cl, run)
 			}

@@ -87,7 +87,9 @@ func runChild(spec string) {
 		fatal(err)
 	}
 	// BENCH_CPUPROFILE and BENCH_MEMPROFILE write pprof profiles of the
-	// child, for looking into one client's costs.
+	// child, for looking into one client's costs; BENCH_CPUPROFILE64 and
+	// BENCH_MUTEXPROFILE64 a CPU and a mutex (lock wait) profile of a
+	// calls measurement's phase of 64 in flight alone.
 	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
 		if err != nil {
@@ -235,6 +237,23 @@ func serverCPU() time.Duration {
 	return httpServer.CPU()
 }
 
+// switches is the process's voluntary and involuntary context switches
+// so far (every thread): each voluntary one is a thread that slept.
+func switches() [2]int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return [2]int64{}
+	}
+	return [2]int64{ru.Nvcsw, ru.Nivcsw}
+}
+
+// numGC is the number of garbage collections so far.
+func numGC() uint32 {
+	var st runtime.MemStats
+	runtime.ReadMemStats(&st)
+	return st.NumGC
+}
+
 // cpuTime is the user plus system CPU time the process has used.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -314,11 +333,24 @@ func measureCalls(j job) (map[string]float64, error) {
 	}
 
 	const inFlight = 64
+	if path := os.Getenv("BENCH_CPUPROFILE64"); path != "" {
+		stop, err := startProfile(path)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
+	if path := os.Getenv("BENCH_MUTEXPROFILE64"); path != "" {
+		runtime.SetMutexProfileFraction(1)
+		defer writeProfile("mutex", path)
+	}
 	var total atomic.Int64
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
 	srv0 = serverCPU()
+	sw0 := switches()
+	gc0 := numGC()
 	cpu0 = cpuTime()
 	start = time.Now()
 	deadline = start.Add(j.Dur)
@@ -349,11 +381,45 @@ func measureCalls(j job) (map[string]float64, error) {
 	}
 	res["calls64"] = medianOf(rates)
 	res["cpu64_us"] = float64(cpuTime()-cpu0) / float64(time.Microsecond) / float64(total.Load())
+	sw := switches()
+	n := float64(total.Load())
+	res["vcsw64"] = float64(sw[0]-sw0[0]) / n
+	res["ivcsw64"] = float64(sw[1]-sw0[1]) / n
+	res["gc64_per_kcall"] = float64(numGC()-gc0) * 1000 / n
+	res["n64"] = n
 	if j.HTTP {
 		res["srv_cpu64_us"] = float64(serverCPU()-srv0) / float64(time.Microsecond) / float64(total.Load())
 	}
 	res["peak_rss_kib"] = procStatusKiB("VmHWM")
 	return res, nil
+}
+
+// startProfile starts a CPU profile written to path and returns its
+// stop: BENCH_CPUPROFILE64 profiles only a calls measurement's phase of
+// 64 in flight, the one the HTTP goals are read from.
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// writeProfile writes the named runtime profile to path (a failure is
+// said on stderr: the measurement stands without it).
+func writeProfile(name, path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup(name).WriteTo(f, 0)
+		f.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", name, "profile:", err)
+	}
 }
 
 // phaseSlices is how many parts a throughput phase is cut into: calls/s is the
