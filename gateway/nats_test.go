@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,27 +40,7 @@ func TestRemoteNameLegacyClientGetsRequestsAndLogs(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := gateway.New()
-	require.NoError(t, err)
-	main, err := remote.Dial(ctx, e.URL(), "ts", remote.WithConnectOptions(h.ConnectOptions()...))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = main.Close() })
-	require.NoError(t, h.Attach(main))
-	var twin *remote.Client
-	require.NoError(t, h.AttachLegacy(func(ctx context.Context) (snodo.Session, error) {
-		c, err := remote.Dial(ctx, e.URL(), "ts", remote.WithConnectOptions(append(h.ConnectOptions(), snodo.WithEra(snodo.EraLegacy))...))
-		twin = c
-		return c, err
-	}))
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		_ = h.Close()
-		if twin != nil {
-			_ = twin.Close()
-		}
-	})
+	srv := serveRemote(t, e.URL(), "ts")
 
 	logs := make(chan *snodo.Notification, 16)
 	answer := func(_ context.Context, req *snodo.ServerRequest) (any, error) {
@@ -84,4 +65,41 @@ func TestRemoteNameLegacyClientGetsRequestsAndLogs(t *testing.T) {
 	var m snodo.LogMessage
 	require.NoError(t, json.Unmarshal(n.Params, &m))
 	assert.JSONEq(t, `"from afar"`, string(m.Data))
+}
+
+// serveRemote serves name, served over NATS at natsURL, behind a gateway
+// as `snodo serve --nats` does: a remote client of the name, and its
+// legacy-era twin for legacy clients, started by the first of them. The
+// server and the clients end with the test.
+func serveRemote(t *testing.T, natsURL, name string) *httptest.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := gateway.New()
+	require.NoError(t, err)
+	main, err := remote.Dial(ctx, natsURL, name, remote.WithConnectOptions(h.ConnectOptions()...))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = main.Close() })
+	require.NoError(t, h.Attach(main))
+	var mu sync.Mutex
+	var twin *remote.Client
+	require.NoError(t, h.AttachLegacy(func(ctx context.Context) (snodo.Session, error) {
+		c, err := remote.Dial(ctx, natsURL, name, remote.WithConnectOptions(append(h.ConnectOptions(), snodo.WithEra(snodo.EraLegacy))...))
+		mu.Lock()
+		twin = c
+		mu.Unlock()
+		return c, err
+	}))
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		_ = h.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		if twin != nil {
+			_ = twin.Close()
+		}
+	})
+	return srv
 }

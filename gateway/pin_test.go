@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/gateway"
 	"github.com/snodo/snodo/internal/natsembed"
 	"github.com/snodo/snodo/remote"
 	"github.com/snodo/snodo/supervisor"
@@ -80,29 +78,7 @@ func pinnedGateway(t *testing.T, n int) (string, []*remote.Host) {
 		t.Cleanup(func() { _ = h.Close(); <-h.Done() })
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	h, err := gateway.New()
-	require.NoError(t, err)
-	main, err := remote.Dial(ctx, e.URL(), "ts", remote.WithConnectOptions(h.ConnectOptions()...))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = main.Close() })
-	require.NoError(t, h.Attach(main))
-	var twin *remote.Client
-	require.NoError(t, h.AttachLegacy(func(ctx context.Context) (snodo.Session, error) {
-		c, err := remote.Dial(ctx, e.URL(), "ts", remote.WithConnectOptions(append(h.ConnectOptions(), snodo.WithEra(snodo.EraLegacy))...))
-		twin = c
-		return c, err
-	}))
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		_ = h.Close()
-		if twin != nil {
-			_ = twin.Close()
-		}
-	})
+	srv := serveRemote(t, e.URL(), "ts")
 	return srv.URL + "/mcp", hosts
 }
 

@@ -45,7 +45,19 @@ func nodeConfig(t *testing.T, servers map[string][]string) string {
 // NATS URL.
 func startServingNode(t *testing.T, config string, servers int) (*snodoProc, []int, string) {
 	t.Helper()
-	p := &snodoProc{cmd: exec.Command(snodoBin, "node", "--config", config), done: make(chan struct{})}
+	p, url := startNode(t, "--config", config)
+	var procs []int
+	testutil.Eventually(t, func() bool { procs = descendants(p.cmd.Process.Pid); return len(procs) == servers }, 10*time.Second, "the node's servers")
+	return p, procs, url
+}
+
+// startNode runs `snodo node args...` and returns once it serves, with
+// the first line it printed (an embedded NATS server's URL, when it
+// starts one). The node is stopped (SIGTERM) when the test ends, if it
+// has not ended by then.
+func startNode(t *testing.T, args ...string) (*snodoProc, string) {
+	t.Helper()
+	p := &snodoProc{cmd: exec.Command(snodoBin, append([]string{"node"}, args...)...), done: make(chan struct{})}
 	p.cmd.Stderr = &p.stderr
 	p.cmd.WaitDelay = 5 * time.Second // a server left behind keeps stderr open
 	stdout, err := p.cmd.StdoutPipe()
@@ -56,13 +68,13 @@ func startServingNode(t *testing.T, config string, servers int) (*snodoProc, []i
 		t.Fatal(err)
 	}
 	serving := make(chan bool, 1)
-	var url string
+	var first string
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		ok := false
 		for sc.Scan() {
-			if url == "" {
-				url = sc.Text() // the embedded server's, first
+			if first == "" {
+				first = sc.Text()
 			}
 			if strings.HasPrefix(sc.Text(), "serving ") {
 				ok = true
@@ -79,9 +91,11 @@ func startServingNode(t *testing.T, config string, servers int) (*snodoProc, []i
 		<-p.done
 		t.Fatalf("the node exited before serving; stderr:\n%s", p.stderr.String())
 	}
-	var procs []int
-	testutil.Eventually(t, func() bool { procs = descendants(p.cmd.Process.Pid); return len(procs) == servers }, 10*time.Second, "the node's servers")
-	return p, procs, url
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		<-p.done
+	})
+	return p, first
 }
 
 // A node drained by SIGINT or SIGTERM exits only once its servers have:

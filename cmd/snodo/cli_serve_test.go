@@ -125,40 +125,7 @@ func TestServeUsage(t *testing.T) {
 // once it serves.
 func startNodeAt(t *testing.T, config, addr string) *snodoProc {
 	t.Helper()
-	p := &snodoProc{cmd: exec.Command(snodoBin, "node", "--config", config, "--listen", addr), done: make(chan struct{})}
-	p.cmd.Stderr = &p.stderr
-	p.cmd.WaitDelay = 5 * time.Second
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	serving := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		ok := false
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "serving ") {
-				ok = true
-				break
-			}
-		}
-		serving <- ok
-		for sc.Scan() {
-		}
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	if !testutil.Receive(t, serving, 30*time.Second, "the node's serving line") {
-		<-p.done
-		t.Fatalf("the node exited before serving; stderr:\n%s", p.stderr.String())
-	}
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		<-p.done
-	})
+	p, _ := startNode(t, "--config", config, "--listen", addr)
 	return p
 }
 

@@ -1,14 +1,12 @@
 package main_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -22,42 +20,6 @@ import (
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
-
-// startNodeWith runs `snodo node args...` and returns once it serves.
-func startNodeWith(t *testing.T, args ...string) *snodoProc {
-	t.Helper()
-	p := &snodoProc{cmd: exec.Command(snodoBin, append([]string{"node"}, args...)...), done: make(chan struct{})}
-	p.cmd.Stderr = &p.stderr
-	p.cmd.WaitDelay = 5 * time.Second
-	stdout, err := p.cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
-	serving := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		ok := false
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "serving ") {
-				ok = true
-				break
-			}
-		}
-		serving <- ok
-		for sc.Scan() {
-		}
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	if !testutil.Receive(t, serving, 30*time.Second, "the node's serving line") {
-		<-p.done
-		t.Fatalf("the node exited before serving; stderr:\n%s", p.stderr.String())
-	}
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		<-p.done
-	})
-	return p
-}
 
 // legacyPost sends one JSON-RPC message of a legacy session (sid "" for
 // initialize) and returns the HTTP status, the session id it names and
@@ -137,7 +99,7 @@ func TestServeNATSLegacySessionsPinned(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	startNodeAt(t, config, addr)
-	startNodeWith(t, "--config", config, "--nats", "nats://"+addr)
+	startNode(t, "--config", config, "--nats", "nats://"+addr)
 	_, urls := startServe(t, "--nats", "nats://"+addr, "--server", "ts")
 	url := urls[0]
 
