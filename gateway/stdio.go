@@ -445,6 +445,10 @@ func (c *lineConn) initialize(ctx context.Context, r *lineReply, env jsonrpc.Env
 	defer c.endOpening("initialize")
 	s, result, _, e := c.h.openSession(ctx, env, true)
 	if e != nil {
+		// The client may initialize again as soon as it reads the error:
+		// by then the connection must no longer count this one as under
+		// way.
+		c.endOpening("initialize")
 		r.final(http.StatusOK, jsonrpc.AppendError(nil, env.ID, e))
 		return
 	}
