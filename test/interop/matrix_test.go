@@ -131,7 +131,8 @@ func rows() []row {
 	mcpgoModern.name, mcpgoModern.era, mcpgoModern.server = "mcp-go/modern", snodo.EraModern, mcpgo
 	mcpgoLegacy.name, mcpgoLegacy.era, mcpgoLegacy.server = "mcp-go/legacy", snodo.EraLegacy, mcpgo
 	// mcp-go may lose a progress notification sent just before the
-	// result (TestMCPGoProgressOnTheWire): at least one arrives.
+	// result, and now and then all of a call's (TestMCPGoProgressOnTheWire):
+	// at least one arrives in three calls.
 	mcpgoModern.updates, mcpgoLegacy.updates = 0, 0
 	// mcp-go asks a legacy client with elicitation/create what a modern
 	// one gets as input_required: the same tool is the server request.
@@ -229,9 +230,17 @@ func (r row) run(t *testing.T) {
 		assert.False(t, res.IsError, res.Text())
 		if r.updates > 0 {
 			assert.Equal(t, int32(r.updates), updates.Load())
-		} else {
-			assert.Positive(t, updates.Load())
+			return
 		}
+		// A server that may lose its progress updates (mcp-go: about one
+		// call in fifteen over HTTP loses them all) gets two more calls to
+		// deliver at least one.
+		for try := 0; try < 2 && updates.Load() == 0; try++ {
+			res, err = c.CallTool(ctx, r.progress.tool, r.progress.args, snodo.OnProgress(func(snodo.Progress) { updates.Add(1) }))
+			require.NoError(t, err)
+			assert.False(t, res.IsError, res.Text())
+		}
+		assert.Positive(t, updates.Load())
 	})
 
 	t.Run("cancel", func(t *testing.T) {
