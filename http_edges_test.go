@@ -95,7 +95,8 @@ func TestHTTPRedirectToAnotherOriginCarriesNoCredential(t *testing.T) {
 				for _, h := range []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "X-Api-Key", "Authorization", "Referer", "Cookie"} {
 					assert.Empty(t, seen[0].Get(h), "%s reached another origin", h)
 				}
-				assert.Equal(t, "tools/call", seen[0].Get("Mcp-Method"), "the body's mirrors go with the body")
+				assert.Equal(t, "application/json", seen[0].Get("Content-Type"), "the framing goes with the body")
+				assert.Empty(t, seen[0].Get("Mcp-Method"), "a legacy request has no modern header mirrors")
 				if !own {
 					assert.Equal(t, int32(1), theirs.Load(), "the caller's CheckRedirect runs too")
 				}

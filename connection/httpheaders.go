@@ -45,7 +45,8 @@ var (
 )
 
 // messageHeaders are the headers that mirror a message's body: the
-// protocol version its _meta names (modern), Mcp-Method, Mcp-Name for the
+// protocol version its _meta names and, for a request that names one
+// (modern requests alone do), Mcp-Method, Mcp-Name for the
 // calls that name a tool, a resource, a prompt or a task (tasks/get,
 // tasks/update and tasks/cancel: its taskId), and a tool call's
 // Mcp-Param-* headers from the tool's x-mcp-header annotations.
@@ -61,6 +62,15 @@ func (p *httpPeer) messageHeaders(env *jsonrpc.Envelope) http.Header {
 	return p.headersOf(env.Kind == jsonrpc.KindRequest, env.MethodName(), params, meta)
 }
 
+// lineHeaders is messageHeaders of a line the connection wrote.
+func (p *httpPeer) lineHeaders(line []byte) http.Header {
+	env, err := jsonrpc.Scan(line)
+	if err != nil {
+		return http.Header{}
+	}
+	return p.messageHeaders(&env)
+}
+
 // headersOf is messageHeaders of a message whose parts are known: its
 // params object (nil: none, or not an object) and their _meta (nil:
 // none).
@@ -69,7 +79,10 @@ func (p *httpPeer) headersOf(request bool, method string, params, meta []byte) h
 	if v := p.versionOf(meta); v != nil {
 		h[headerVersion] = v
 	}
-	if !request {
+	if !request || h[headerVersion] == nil {
+		// The headers that mirror a request's body are the modern
+		// era's (2026-07-28): a legacy request's _meta names no version,
+		// and the legacy transport has none of them.
 		return h
 	}
 	if v := methodValues[method]; v != nil {

@@ -53,22 +53,37 @@ func TestHTTPHeaderSpecs(t *testing.T) {
 	}
 }
 
-// A task's later requests carry its id as Mcp-Name (the tasks extension's
-// routing header over Streamable HTTP), as a tool call carries its tool's
-// name; other requests carry none.
+// A modern request mirrors its method as Mcp-Method; a task's later
+// requests carry its id as Mcp-Name (the tasks extension's routing header
+// over Streamable HTTP), as a tool call carries its tool's name; other
+// requests carry none. A legacy request (its _meta names no version)
+// carries neither: the legacy transport has no such headers.
 func TestHTTPHeadersName(t *testing.T) {
 	p := &httpPeer{tools: map[string][]paramHeader{}, names: map[string]nameValue{}}
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
 	for _, tc := range []struct{ line, name string }{
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`, "echo"},
-		{`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a"}}`, "file:///a"},
-		{`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"786512e2"}}`, "786512e2"},
-		{`{"jsonrpc":"2.0","id":4,"method":"tasks/update","params":{"taskId":"t 1","inputResponses":{}}}`, "t 1"},
-		{`{"jsonrpc":"2.0","id":5,"method":"tasks/cancel","params":{"taskId":"Zürich"}}`, "=?base64?WsO8cmljaA==?="},
-		{`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{}}`, ""},
-		{`{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":7}}`, ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},` + meta + `}}`, "echo"},
+		{`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a",` + meta + `}}`, "file:///a"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"786512e2",` + meta + `}}`, "786512e2"},
+		{`{"jsonrpc":"2.0","id":4,"method":"tasks/update","params":{"taskId":"t 1","inputResponses":{},` + meta + `}}`, "t 1"},
+		{`{"jsonrpc":"2.0","id":5,"method":"tasks/cancel","params":{"taskId":"Zürich",` + meta + `}}`, "=?base64?WsO8cmljaA==?="},
+		{`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{` + meta + `}}`, ""},
+		{`{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":7,` + meta + `}}`, ""},
 	} {
 		env, err := jsonrpc.Scan([]byte(tc.line))
 		require.NoError(t, err, tc.line)
-		assert.Equal(t, tc.name, p.messageHeaders(&env).Get(headerName), tc.line)
+		h := p.messageHeaders(&env)
+		assert.Equal(t, tc.name, h.Get(headerName), tc.line)
+		assert.Equal(t, env.MethodName(), h.Get(headerMethod), tc.line)
+		assert.Equal(t, modernVersion, h.Get(headerVersion), tc.line)
+	}
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":9}}}`,
+		`{"jsonrpc":"2.0","id":10,"method":"tasks/get","params":{"taskId":"786512e2"}}`,
+	} {
+		env, err := jsonrpc.Scan([]byte(line))
+		require.NoError(t, err, line)
+		assert.Empty(t, p.messageHeaders(&env), line)
 	}
 }
