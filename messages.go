@@ -539,7 +539,10 @@ func runListenCall(msg *ListenCall, to *protoactor.PID, listen listenFunc) any {
 type listenFunc func(ctx context.Context, f Filter, opts ...ListenOption) error
 
 // SubscriptionEvent is the message an actor given to ListenTo receives
-// for each event, in order.
+// for each event, in order. It is not a second name for Event: it holds
+// the Event and what a reader of Subscription.Events knows already but
+// one mailbox does not, the subscription it came on (an actor may hold
+// several) and the server that sent it.
 type SubscriptionEvent struct {
 	quiet
 	Subscription *Subscription
