@@ -845,8 +845,8 @@ func (p *httpPeer) post1(req *http.Request) (*http.Response, error) {
 	}
 	switch resp.StatusCode {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		if resp.Header.Get("Location") == "" {
-			return resp, nil
+		if resp.Header.Get("Location") == "" || req.GetBody == nil {
+			return resp, nil // as http.Client would: nothing to follow, or no body to send again
 		}
 		drain(resp.Body)
 		again := req.Clone(req.Context())
