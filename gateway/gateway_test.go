@@ -22,11 +22,11 @@ import (
 // own token, every update before the result.
 func TestLegacyProgressBeforeResult(t *testing.T) {
 	s := serve(t, []string{"-era", "legacy"})
-	sid := initialize(t, s.url)
-	resp := post(t, s.url, `{"jsonrpc":"2.0","id":7,"method":"test/progress","params":{"count":5,"intervalMs":5,"_meta":{"progressToken":"tok-1"}}}`,
+	sid := testutil.InitializeLegacy(t, s.url)
+	resp := testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":7,"method":"test/progress","params":{"count":5,"intervalMs":5,"_meta":{"progressToken":"tok-1"}}}`,
 		map[string]string{"Mcp-Session-Id": sid})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	msgs := messages(t, resp)
+	msgs := testutil.Messages(t, resp)
 	require.Len(t, msgs, 6, "5 progress notifications, then the result")
 	for i, m := range msgs[:5] {
 		require.Equal(t, `"notifications/progress"`, string(m["method"]), "message %d", i)
@@ -39,10 +39,10 @@ func TestLegacyProgressBeforeResult(t *testing.T) {
 // Errors go back as the server sent them: code, message and data.
 func TestErrorsAsTheyCame(t *testing.T) {
 	s := serve(t, []string{"-era", "legacy"})
-	sid := initialize(t, s.url)
-	resp := post(t, s.url, `{"jsonrpc":"2.0","id":"x","method":"test/error","params":{"code":4242,"message":"nope","data":{"why":1}}}`,
+	sid := testutil.InitializeLegacy(t, s.url)
+	resp := testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":"x","method":"test/error","params":{"code":4242,"message":"nope","data":{"why":1}}}`,
 		map[string]string{"Mcp-Session-Id": sid})
-	msgs := messages(t, resp)
+	msgs := testutil.Messages(t, resp)
 	require.JSONEq(t, `{"code":4242,"message":"nope","data":{"why":1}}`, string(msgs[0]["error"]))
 	require.Equal(t, `"x"`, string(msgs[0]["id"]))
 }
@@ -93,17 +93,17 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 // session 404.
 func TestHTTPDiscipline(t *testing.T) {
 	s := serve(t, []string{"-era", "legacy"}, gateway.WithMaxBodyBytes(1024))
-	resp := post(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, map[string]string{"Origin": "http://evil.example"})
+	resp := testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, map[string]string{"Origin": "http://evil.example"})
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 
-	resp = post(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"x","params":{"pad":"`+strings.Repeat("a", 2000)+`"}}`, nil)
+	resp = testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"x","params":{"pad":"`+strings.Repeat("a", 2000)+`"}}`, nil)
 	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
 
-	resp = post(t, s.url, `{"jsonrpc":"2.0","id":1,`, nil)
+	resp = testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":1,`, nil)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	require.Contains(t, string(messages(t, resp)[0]["error"]), `-32700`)
+	require.Contains(t, string(testutil.Messages(t, resp)[0]["error"]), `-32700`)
 
-	resp = post(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"Mcp-Session-Id": "nope"})
+	resp = testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"Mcp-Session-Id": "nope"})
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 
 	req, _ := http.NewRequest(http.MethodPost, s.url, strings.NewReader(`{}`))
@@ -119,27 +119,27 @@ func TestHTTPDiscipline(t *testing.T) {
 // works at once on the restarted server.
 func TestSessionEndsWithItsServer(t *testing.T) {
 	s := serve(t, []string{"-era", "legacy"})
-	sid := initialize(t, s.url)
+	sid := testutil.InitializeLegacy(t, s.url)
 	cur := s.sc.Current()
 	require.NotNil(t, cur)
 	pid := cur.ServerPID()
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	testutil.AssertReaped(t, pid, 10*time.Second)
 	testutil.Eventually(t, func() bool { return s.sc.Restarts() > 0 && s.sc.Current() != nil }, 10*time.Second, "the server restarted")
-	resp := post(t, s.url, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Mcp-Session-Id": sid})
+	resp := testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Mcp-Session-Id": sid})
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
-	sid2 := initialize(t, s.url)
+	sid2 := testutil.InitializeLegacy(t, s.url)
 	require.NotEqual(t, sid, sid2)
-	resp = post(t, s.url, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"back"}}}`, map[string]string{"Mcp-Session-Id": sid2})
-	require.Contains(t, string(messages(t, resp)[0]["result"]), "back")
+	resp = testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"back"}}}`, map[string]string{"Mcp-Session-Id": sid2})
+	require.Contains(t, string(testutil.Messages(t, resp)[0]["result"]), "back")
 }
 
 // Sessions are bounded: past WithMaxSessions an initialize gets 503.
 func TestSessionsBounded(t *testing.T) {
 	s := serve(t, []string{"-era", "legacy"}, gateway.WithMaxSessions(2))
-	initialize(t, s.url)
-	initialize(t, s.url)
-	resp := post(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	testutil.InitializeLegacy(t, s.url)
+	testutil.InitializeLegacy(t, s.url)
+	resp := testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.NotEmpty(t, resp.Header.Get("Retry-After"))
 }
@@ -150,18 +150,18 @@ func TestModernHeaderChecks(t *testing.T) {
 	s := serve(t, []string{"-era", "modern"})
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	hdr := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "other"}
-	resp := post(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"},`+meta+`}}`, hdr)
+	resp := testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"},`+meta+`}}`, hdr)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	require.Contains(t, string(messages(t, resp)[0]["error"]), `-32020`)
+	require.Contains(t, string(testutil.Messages(t, resp)[0]["error"]), `-32020`)
 
-	resp = post(t, s.url, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
+	resp = testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	require.Contains(t, string(messages(t, resp)[0]["error"]), `-32602`)
+	require.Contains(t, string(testutil.Messages(t, resp)[0]["error"]), `-32602`)
 
 	hdr["Mcp-Name"] = "echo"
-	resp = post(t, s.url, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"},`+meta+`}}`, hdr)
+	resp = testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"},`+meta+`}}`, hdr)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Contains(t, string(messages(t, resp)[0]["result"]), `"x"`)
+	require.Contains(t, string(testutil.Messages(t, resp)[0]["result"]), `"x"`)
 }
 
 // A legacy client of a modern-only server: the gateway translates. The

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -20,33 +19,12 @@ import (
 	"github.com/snodo/snodo/test/testutil"
 )
 
-// pidOrStatus asks the server behind a legacy session for its pid: the
-// pid with 200, 0 with 200 when the call failed (its error), or the
-// HTTP status the session answered.
-func pidOrStatus(t *testing.T, url, sid string) (int, int, string) {
-	t.Helper()
-	resp := post(t, url, `{"jsonrpc":"2.0","id":9,"method":"test/pid"}`, map[string]string{"Mcp-Session-Id": sid})
-	if resp.StatusCode != http.StatusOK {
-		return 0, resp.StatusCode, ""
-	}
-	msgs := messages(t, resp)
-	last := msgs[len(msgs)-1]
-	if last["error"] != nil {
-		return 0, http.StatusOK, string(last["error"])
-	}
-	var r struct {
-		PID int `json:"pid"`
-	}
-	require.NoError(t, json.Unmarshal(last["result"], &r))
-	return r.PID, http.StatusOK, ""
-}
-
 // subscribe subscribes a legacy session to test://pinned.
 func subscribe(t *testing.T, url, sid string) {
 	t.Helper()
-	resp := post(t, url, `{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"test://pinned"}}`, map[string]string{"Mcp-Session-Id": sid})
+	resp := testutil.PostMCP(t, url, `{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"test://pinned"}}`, map[string]string{"Mcp-Session-Id": sid})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	msgs := messages(t, resp)
+	msgs := testutil.Messages(t, resp)
 	require.Nil(t, msgs[len(msgs)-1]["error"], "%s", msgs[len(msgs)-1]["error"])
 }
 
@@ -97,25 +75,25 @@ func TestRemoteLegacySessionsPinned(t *testing.T) {
 	var sids []string
 	distinct := map[int]bool{}
 	for i := 0; i < 8 && (len(distinct) < 2 || i < 4); i++ {
-		sid := initialize(t, url)
+		sid := testutil.InitializeLegacy(t, url)
 		if i%2 == 0 { // the subscription comes first: it pins the session
 			subscribe(t, url, sid)
 		}
-		first, code, msg := pidOrStatus(t, url, sid)
+		first, code, msg := testutil.SessionPID(t, url, sid)
 		require.Equal(t, http.StatusOK, code)
 		require.NotZero(t, first, "session %d: %s", i, msg)
 		if i%2 == 1 {
 			subscribe(t, url, sid)
 		}
 		for range 10 {
-			got, code, msg := pidOrStatus(t, url, sid)
+			got, code, msg := testutil.SessionPID(t, url, sid)
 			require.Equal(t, http.StatusOK, code, msg)
 			require.Equal(t, first, got, "session %d: every call reaches one server", i)
 		}
 		// The session's resource subscription is on its server too.
-		resp := post(t, url, `{"jsonrpc":"2.0","id":3,"method":"test/touch","params":{"uri":"test://pinned"}}`, map[string]string{"Mcp-Session-Id": sid})
+		resp := testutil.PostMCP(t, url, `{"jsonrpc":"2.0","id":3,"method":"test/touch","params":{"uri":"test://pinned"}}`, map[string]string{"Mcp-Session-Id": sid})
 		require.Equal(t, http.StatusOK, resp.StatusCode)
-		require.JSONEq(t, `{"notified":true}`, string(messages(t, resp)[0]["result"]), "session %d: its subscription is on the server its calls reach", i)
+		require.JSONEq(t, `{"notified":true}`, string(testutil.Messages(t, resp)[0]["result"]), "session %d: its subscription is on the server its calls reach", i)
 		pids[sid], sids, distinct[first] = first, append(sids, sid), true
 	}
 	require.GreaterOrEqual(t, len(distinct), 2, "sessions spread over the servers")
@@ -126,19 +104,19 @@ func TestRemoteLegacySessionsPinned(t *testing.T) {
 	require.NoError(t, syscall.Kill(victim, syscall.SIGKILL))
 	testutil.AssertReaped(t, victim, 10*time.Second)
 	testutil.Eventually(t, func() bool {
-		_, code, _ := pidOrStatus(t, url, sids[0])
+		_, code, _ := testutil.SessionPID(t, url, sids[0])
 		return code == http.StatusNotFound
 	}, 10*time.Second, "the session on the killed server ends (404)")
 	for _, sid := range sids[1:] {
 		if pids[sid] == victim {
 			continue
 		}
-		got, code, msg := pidOrStatus(t, url, sid)
+		got, code, msg := testutil.SessionPID(t, url, sid)
 		require.Equal(t, http.StatusOK, code)
 		require.Equal(t, pids[sid], got, "a session on another server lives on: %s", msg)
 	}
-	again := initialize(t, url)
-	got, code, msg := pidOrStatus(t, url, again)
+	again := testutil.InitializeLegacy(t, url)
+	got, code, msg := testutil.SessionPID(t, url, again)
 	require.Equal(t, http.StatusOK, code)
 	require.NotZero(t, got, msg)
 	require.NotEqual(t, victim, got)
@@ -157,20 +135,20 @@ func TestRemoteLegacySessionsPinned(t *testing.T) {
 		}
 		if !alive(pid) {
 			testutil.Eventually(t, func() bool {
-				_, code, _ := pidOrStatus(t, url, sid)
+				_, code, _ := testutil.SessionPID(t, url, sid)
 				return code == http.StatusNotFound
 			}, 10*time.Second, "a session of the stopped host ends (404)")
 			ended++
 			continue
 		}
-		now, code, msg := pidOrStatus(t, url, sid)
+		now, code, msg := testutil.SessionPID(t, url, sid)
 		require.Equal(t, http.StatusOK, code)
 		require.Equal(t, pid, now, "a session of the other host lives on: %s", msg)
 		lived++
 	}
 	t.Logf("after the host stopped: %d sessions ended, %d lived on", ended, lived)
-	fresh := initialize(t, url)
-	_, code, msg = pidOrStatus(t, url, fresh)
+	fresh := testutil.InitializeLegacy(t, url)
+	_, code, msg = testutil.SessionPID(t, url, fresh)
 	require.Equal(t, http.StatusOK, code)
 	require.Empty(t, msg, "a new session lands on the live host")
 }
@@ -181,7 +159,7 @@ func TestRemoteLegacySessionsPinned(t *testing.T) {
 // the same server.
 func TestRemoteLegacyFirstCallDoesNotHoldTheOthers(t *testing.T) {
 	url, _ := pinnedGateway(t, 2)
-	sid := initialize(t, url)
+	sid := testutil.InitializeLegacy(t, url)
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":20000},"_meta":{"progressToken":"p"}}}`))
 	require.NoError(t, err)
@@ -200,7 +178,7 @@ func TestRemoteLegacyFirstCallDoesNotHoldTheOthers(t *testing.T) {
 	}
 	pids := map[int]bool{}
 	for range 3 {
-		pid, code, msg := pidOrStatus(t, url, sid)
+		pid, code, msg := testutil.SessionPID(t, url, sid)
 		require.Equal(t, http.StatusOK, code)
 		require.NotZero(t, pid, msg)
 		pids[pid] = true

@@ -20,14 +20,14 @@ import (
 // pidOf asks the server behind a legacy session for its pid.
 func pidOf(t *testing.T, url, sid string) (int, int) {
 	t.Helper()
-	resp := post(t, url, `{"jsonrpc":"2.0","id":9,"method":"test/pid"}`, map[string]string{"Mcp-Session-Id": sid})
+	resp := testutil.PostMCP(t, url, `{"jsonrpc":"2.0","id":9,"method":"test/pid"}`, map[string]string{"Mcp-Session-Id": sid})
 	if resp.StatusCode != http.StatusOK {
 		return 0, resp.StatusCode
 	}
 	var r struct {
 		PID int `json:"pid"`
 	}
-	require.NoError(t, json.Unmarshal(messages(t, resp)[0]["result"], &r))
+	require.NoError(t, json.Unmarshal(testutil.Messages(t, resp)[0]["result"], &r))
 	return r.PID, resp.StatusCode
 }
 
@@ -47,7 +47,7 @@ func TestLegacySessionsPinnedToMembers(t *testing.T) {
 	defer func() { srv.CloseClientConnections(); srv.Close(); _ = h.Close(); _ = p.Close(); <-p.Done() }()
 	url := srv.URL + "/mcp"
 
-	a, b := initialize(t, url), initialize(t, url)
+	a, b := testutil.InitializeLegacy(t, url), testutil.InitializeLegacy(t, url)
 	pa, _ := pidOf(t, url, a)
 	pb, _ := pidOf(t, url, b)
 	require.NotEqual(t, pa, pb, "two sessions, two members")
@@ -61,7 +61,7 @@ func TestLegacySessionsPinnedToMembers(t *testing.T) {
 	got, code := pidOf(t, url, b)
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, pb, got, "the other session lives on")
-	c := initialize(t, url)
+	c := testutil.InitializeLegacy(t, url)
 	pc, code := pidOf(t, url, c)
 	require.Equal(t, http.StatusOK, code)
 	require.NotEqual(t, pa, pc)

@@ -10,16 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/snodo/snodo/gateway"
+	"github.com/snodo/snodo/test/testutil"
 )
 
 // A legacy session idle past the timeout is ended: its client gets 404.
 func TestSessionIdleTimeout(t *testing.T) {
 	s := serve(t, []string{"-era", "legacy"}, gateway.WithSessionIdleTimeout(200*time.Millisecond))
-	sid := initialize(t, s.url)
+	sid := testutil.InitializeLegacy(t, s.url)
 	// Any request of the session would keep it alive: let five idle
 	// timeouts pass untouched, then ask once.
 	<-time.After(time.Second)
-	resp := post(t, s.url, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Mcp-Session-Id": sid})
+	resp := testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Mcp-Session-Id": sid})
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
@@ -29,12 +30,12 @@ func TestSessionIdleTimeout(t *testing.T) {
 func TestSessionMemory(t *testing.T) {
 	const n = 500
 	s := serve(t, []string{"-era", "legacy"}, gateway.WithMaxSessions(n+10))
-	initialize(t, s.url) // warm up (the server's description, the client pool)
+	testutil.InitializeLegacy(t, s.url) // warm up (the server's description, the client pool)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for range n {
-		initialize(t, s.url)
+		testutil.InitializeLegacy(t, s.url)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

@@ -71,10 +71,10 @@ func TestLegacyTwinThatCannotStart(t *testing.T) {
 	require.NoError(t, s.h.AttachLegacy(func(context.Context) (snodo.Session, error) {
 		return nil, errors.New("no legacy server here")
 	}))
-	resp := post(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	resp := testutil.PostMCP(t, s.url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
-	msgs := messages(t, resp)
+	msgs := testutil.Messages(t, resp)
 	assert.Contains(t, string(msgs[0]["error"]), "legacy-era connection could not start")
 	assert.Contains(t, string(msgs[0]["error"]), "no legacy server here")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -3,7 +3,6 @@ package main_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -20,60 +19,6 @@ import (
 	"github.com/snodo/snodo/supervisor"
 	"github.com/snodo/snodo/test/testutil"
 )
-
-// legacyPost sends one JSON-RPC message of a legacy session (sid "" for
-// initialize) and returns the HTTP status, the session id it names and
-// the last message of the answer (its JSON body, or its SSE stream's).
-func legacyPost(t *testing.T, url, sid, body string) (int, string, map[string]json.RawMessage) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	var last map[string]json.RawMessage
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimPrefix(line, "data: ")
-		var m map[string]json.RawMessage
-		if json.Unmarshal([]byte(line), &m) == nil {
-			last = m
-		}
-	}
-	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), last
-}
-
-// legacySession initializes a legacy session and returns its id.
-func legacySession(t *testing.T, url string) string {
-	t.Helper()
-	code, sid, _ := legacyPost(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	require.Equal(t, http.StatusOK, code)
-	require.NotEmpty(t, sid)
-	code, _, _ = legacyPost(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	require.Equal(t, http.StatusAccepted, code)
-	return sid
-}
-
-// sessionPID asks a legacy session's server for its pid: the pid, or 0
-// with the call's error, and the HTTP status.
-func sessionPID(t *testing.T, url, sid string) (int, int, string) {
-	t.Helper()
-	code, _, m := legacyPost(t, url, sid, `{"jsonrpc":"2.0","id":2,"method":"test/pid"}`)
-	if code != http.StatusOK || m["error"] != nil {
-		return 0, code, string(m["error"])
-	}
-	var r struct {
-		PID int `json:"pid"`
-	}
-	require.NoError(t, json.Unmarshal(m["result"], &r))
-	return r.PID, code, ""
-}
 
 // pinConfig writes an mcpServers file serving the test server as ts, in
 // pools of 2.
@@ -107,12 +52,12 @@ func TestServeNATSLegacySessionsPinned(t *testing.T) {
 	var sids []string
 	distinct := map[int]bool{}
 	for i := 0; i < 8 && (len(distinct) < 2 || i < 4); i++ {
-		sid := legacySession(t, url)
-		first, code, msg := sessionPID(t, url, sid)
+		sid := testutil.InitializeLegacy(t, url)
+		first, code, msg := testutil.SessionPID(t, url, sid)
 		require.Equal(t, http.StatusOK, code)
 		require.NotZero(t, first, msg)
 		for range 8 {
-			got, code, msg := sessionPID(t, url, sid)
+			got, code, msg := testutil.SessionPID(t, url, sid)
 			require.Equal(t, http.StatusOK, code, msg)
 			require.Equal(t, first, got, "session %d: every call reaches one server", i)
 		}
@@ -123,23 +68,23 @@ func TestServeNATSLegacySessionsPinned(t *testing.T) {
 	victim := pids[sids[0]]
 	require.NoError(t, syscall.Kill(victim, syscall.SIGKILL))
 	testutil.Eventually(t, func() bool {
-		_, code, _ := sessionPID(t, url, sids[0])
+		_, code, _ := testutil.SessionPID(t, url, sids[0])
 		return code == http.StatusNotFound
 	}, 15*time.Second, "the session on the killed server ends (404)")
 	for _, sid := range sids[1:] {
 		if pids[sid] != victim {
-			got, code, msg := sessionPID(t, url, sid)
+			got, code, msg := testutil.SessionPID(t, url, sid)
 			require.Equal(t, http.StatusOK, code)
 			require.Equal(t, pids[sid], got, "a session on another server lives on: %s", msg)
 		}
 	}
-	again := legacySession(t, url)
-	got, code, msg := sessionPID(t, url, again)
+	again := testutil.InitializeLegacy(t, url)
+	got, code, msg := testutil.SessionPID(t, url, again)
 	require.Equal(t, http.StatusOK, code)
 	require.NotZero(t, got, msg)
 	require.NotEqual(t, victim, got)
 	for range 4 {
-		now, _, msg := sessionPID(t, url, again)
+		now, _, msg := testutil.SessionPID(t, url, again)
 		require.Equal(t, got, now, "the new session keeps its server: %s", msg)
 	}
 }
