@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,7 +48,7 @@ type httpPeer struct {
 	tmpl   *http.Request
 	client *http.Client
 	idle   *http.Transport // the transport made here, whose idle connections are closed at the end; nil: the caller's
-	direct *http.Transport // idle, when an exchange's POST may skip the client (post1); else nil
+	direct *http.Transport // idle, when a request may skip the client (do); else nil
 	header http.Header     // the caller's extra headers
 	max    int             // MaxLineBytes: the largest message taken
 	logger *slog.Logger
@@ -165,7 +166,7 @@ func (t *httpTransport) Open(_ context.Context, peer Peer) (Channel, error) {
 		p.idle.MaxIdleConnsPerHost = httpMaxIdlePerHost
 		p.client = &http.Client{Transport: p.idle}
 		if u.User == nil {
-			p.direct = p.idle // see post1
+			p.direct = p.idle // see do
 		}
 	}
 	p.client = p.withRedirectPolicy(p.client) // redirect.go
@@ -474,7 +475,7 @@ func (p *httpPeer) postOnce(what string, body []byte, h http.Header, renew bool)
 	}
 	defer cancel()
 	req := p.newRequest(ctx, http.MethodPost, body, h)
-	resp, err := p.client.Do(req)
+	resp, err := p.do(req)
 	if err != nil {
 		if p.ctx.Err() == nil {
 			p.unreachable(err)
@@ -668,7 +669,7 @@ func (p *httpPeer) finish(session string, closed bool) {
 	if closed && session != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), httpDeleteTimeout)
 		req := p.newRequest(ctx, http.MethodDelete, nil, nil)
-		if resp, err := p.client.Do(req); err == nil {
+		if resp, err := p.do(req); err == nil {
 			drain(resp.Body)
 		}
 		cancel()
@@ -772,7 +773,7 @@ func (ex *exchange) do() error {
 			ex.header = p.lineHeaders(ex.body)
 		}
 		req := p.buildRequest(&ex.ctx, http.MethodPost, ex.body, ex.header, attempt == 0 && ex.method != "initialize", false)
-		resp, err := p.post1(req)
+		resp, err := p.do(req)
 		if err != nil {
 			if ex.ctx.Err() != nil {
 				return nil // aborted: whoever aborted settles the request
@@ -826,32 +827,36 @@ func (ex *exchange) do() error {
 	}
 }
 
-// post1 sends an exchange's POST. Through the connection's own client
-// (no WithHTTPClient, no user in the URL) it goes straight to the
-// client's transport: an http.Client adds nothing such a request needs
-// (no cookie jar, no timeout, no basic authorization) but a copy of its
+// do sends one request of the peer's: every POST, GET and DELETE to the
+// endpoint goes through here. Through the connection's own client (no
+// WithHTTPClient, no user in the URL) it goes straight to the client's
+// transport: an http.Client adds nothing such a request needs (no
+// cookie jar, no timeout, no basic authorization) but a copy of its
 // headers for redirects and their bookkeeping, a tenth of net/http's
 // cost per call on a profile at 64 calls in flight. A redirect, which
 // the server sends without taking the request, is rare: the request is
 // then made again through the client, which follows it under the
 // redirect policy (redirect.go).
-func (p *httpPeer) post1(req *http.Request) (*http.Response, error) {
+func (p *httpPeer) do(req *http.Request) (*http.Response, error) {
 	if p.direct == nil {
 		return p.client.Do(req)
 	}
+	op := req.Method[:1] + strings.ToLower(req.Method[1:]) // as http.Client names it: "Post"
 	resp, err := p.direct.RoundTrip(req)
 	if err != nil {
-		return nil, &url.Error{Op: "Post", URL: safeURL(p.url), Err: err}
+		return nil, &url.Error{Op: op, URL: safeURL(p.url), Err: err}
 	}
 	switch resp.StatusCode {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		if resp.Header.Get("Location") == "" || req.GetBody == nil {
+		if resp.Header.Get("Location") == "" || (req.Body != nil && req.GetBody == nil) {
 			return resp, nil // as http.Client would: nothing to follow, or no body to send again
 		}
 		drain(resp.Body)
 		again := req.Clone(req.Context())
-		if again.Body, err = req.GetBody(); err != nil {
-			return nil, &url.Error{Op: "Post", URL: safeURL(p.url), Err: err}
+		if req.GetBody != nil {
+			if again.Body, err = req.GetBody(); err != nil {
+				return nil, &url.Error{Op: op, URL: safeURL(p.url), Err: err}
+			}
 		}
 		return p.client.Do(again)
 	}
@@ -995,7 +1000,7 @@ func (ex *exchange) stream(body io.ReadCloser) error {
 		}
 		req := p.newRequest(&ex.ctx, http.MethodGet, nil, nil)
 		req.Header.Set("Last-Event-ID", lastID)
-		resp, err := p.client.Do(req)
+		resp, err := p.do(req)
 		if err != nil {
 			if ex.ctx.Err() != nil {
 				return nil
@@ -1117,7 +1122,7 @@ func (p *httpPeer) getStream(opened chan struct{}) {
 		if lastID != "" {
 			req.Header.Set("Last-Event-ID", lastID)
 		}
-		resp, err := p.client.Do(req)
+		resp, err := p.do(req)
 		open()
 		wait := retry
 		switch {

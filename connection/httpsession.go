@@ -164,7 +164,7 @@ func (p *httpPeer) handshake(ctx context.Context, st sessionState, subs [][]byte
 // end (a request's result is the transport's own, never delivered);
 // takeSession keeps the Mcp-Session-Id the answer gives.
 func (p *httpPeer) exchangeOnce(ctx context.Context, body []byte, h http.Header, takeSession bool) error {
-	resp, err := p.client.Do(p.buildRequest(ctx, http.MethodPost, body, h, false, true))
+	resp, err := p.do(p.buildRequest(ctx, http.MethodPost, body, h, false, true))
 	if err != nil {
 		return errors.New(cause(err))
 	}
